@@ -1,0 +1,1 @@
+"""The course: one runnable step per idea (python -m lessons lists them)."""

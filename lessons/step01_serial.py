@@ -1,0 +1,39 @@
+"""Step 1: serial. The plan runs one subtask after another.
+
+What it adds: a plan (``decompose``) and a loop that awaits each worker in turn; results come
+back in plan order because nothing ever runs at the same time.
+
+What is still wrong: the wall time is the sum of every latency, and the first failure ends the
+run: the exception escapes and no subtask after it runs.
+
+Sample run (``python -m lessons 1 --virtual --task "pricing; reviews; inventory"``)::
+
+    step01_serial: pricing; reviews; inventory
+     slot  subtask    timeline                                          end              done #
+        0  pricing    ███████████                                       ✓ ok 0.78s            1
+        1  reviews               ████████████████                       ✓ ok 1.91s            2
+        2  inventory                             ██████████████████████ ✓ ok 3.44s            3
+    wall 3.44s · serial would take 3.44s · 3 ok, 0 failed
+"""
+
+from __future__ import annotations
+
+from trio_supervisor import Aggregate, SubResult, Worker, decompose
+
+
+async def supervise(task: str, worker: Worker) -> Aggregate[str]:
+    results: list[SubResult[str]] = []
+
+    async def run_one(subtask: str) -> None:
+        output = await worker(subtask)
+        results.append(SubResult(subtask, output=output))
+
+    for subtask in decompose(task):
+        await run_one(subtask)
+    return Aggregate(results)
+
+
+if __name__ == "__main__":
+    from lessons._runner import main_for_step
+
+    main_for_step(__file__)

@@ -1,0 +1,43 @@
+"""Step 2: fan out. A nursery starts one task per subtask, all at once.
+
+What it adds: ``trio.open_nursery`` and ``start_soon``; the wall time falls from the sum of the
+latencies to the longest one.
+
+What is still wrong: results are appended as workers complete, so completion order leaks into
+the result order; and one failing worker cancels all its siblings, so the whole run raises an
+exception group and every finished result is lost.
+
+Sample run (``python -m lessons 2 --virtual --task "pricing; reviews; inventory"``)::
+
+    step02_fan_out: pricing; reviews; inventory
+     slot  subtask    timeline                                          end              done #
+        0  pricing    ████████████████████████                          ✓ ok 0.78s            1
+        1  reviews    ██████████████████████████████████                ✓ ok 1.12s            2
+        2  inventory  ████████████████████████████████████████████████  ✓ ok 1.53s            3
+    wall 1.53s · serial would take 3.44s · 3 ok, 0 failed
+"""
+
+from __future__ import annotations
+
+import trio
+
+from trio_supervisor import Aggregate, SubResult, Worker, decompose
+
+
+async def supervise(task: str, worker: Worker) -> Aggregate[str]:
+    results: list[SubResult[str]] = []
+
+    async def run_one(subtask: str) -> None:
+        output = await worker(subtask)
+        results.append(SubResult(subtask, output=output))
+
+    async with trio.open_nursery() as nursery:
+        for subtask in decompose(task):
+            nursery.start_soon(run_one, subtask)
+    return Aggregate(results)
+
+
+if __name__ == "__main__":
+    from lessons._runner import main_for_step
+
+    main_for_step(__file__)

@@ -1,0 +1,49 @@
+"""Step 3: a capacity limiter. At most ``max_workers`` workers exist at once.
+
+What it adds: a ``trio.CapacityLimiter``. The supervisor acquires a token *before* it spawns a
+task (on behalf of the slot, since another task gives it back), so at most ``max_workers`` worker
+tasks are alive at any instant and subtasks are dispatched in plan order; the worker's task
+releases the token when it ends, however it ends.
+
+What is still wrong: results are still appended in completion order, and one failure still
+sinks the whole batch.
+
+Sample run (``python -m lessons 3 --virtual --workers 2 --task "pricing; reviews; inventory"``)::
+
+    step03_capacity_limiter: pricing; reviews; inventory
+     slot  subtask    timeline                                          end              done #
+        0  pricing    ████████████████████████                          ✓ ok 0.78s            1
+        1  reviews    ██████████████████████████████████                ✓ ok 1.12s            2
+        2  inventory  ························████████████████████████████ ✓ ok 2.31s          3
+    wall 2.31s · serial would take 3.44s · 3 ok, 0 failed
+"""
+
+from __future__ import annotations
+
+import trio
+
+from trio_supervisor import Aggregate, SubResult, Worker, decompose
+
+
+async def supervise(task: str, worker: Worker, *, max_workers: int) -> Aggregate[str]:
+    results: list[SubResult[str]] = []
+    limiter = trio.CapacityLimiter(max_workers)
+
+    async def run_one(slot: int, subtask: str) -> None:
+        try:
+            output = await worker(subtask)
+            results.append(SubResult(subtask, output=output))
+        finally:
+            limiter.release_on_behalf_of(slot)
+
+    async with trio.open_nursery() as nursery:
+        for slot, subtask in enumerate(decompose(task)):
+            await limiter.acquire_on_behalf_of(slot)
+            nursery.start_soon(run_one, slot, subtask)
+    return Aggregate(results)
+
+
+if __name__ == "__main__":
+    from lessons._runner import main_for_step
+
+    main_for_step(__file__)

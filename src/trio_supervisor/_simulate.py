@@ -1,0 +1,87 @@
+"""A simulated sub-agent: deterministic latency, failures and hangs on request."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Collection, Mapping
+
+import trio
+
+_GRID = 32  # latencies are whole 1/32 s: exact in binary, so virtual times add up exactly
+
+
+class SubAgentError(RuntimeError):
+    """What the simulated sub-agent raises when it is told to fail: an ordinary exception."""
+
+
+class SimulatedAgent:
+    """A stand-in for an LLM sub-agent, usable wherever a :data:`Worker` is.
+
+    Each subtask takes a latency fixed by the seed and the subtask's text, so two runs with the same
+    seed take the same time. A subtask fails (after its latency, raising :class:`SubAgentError`)
+    when its text contains ``panic`` or ``fail``, or when it is named in ``fail``; it never returns
+    when its text contains ``hang`` or it is named in ``hang``; it fails its first ``flaky[s]``
+    calls and then succeeds.
+
+    Args:
+      seed: picks the latencies.
+      fail: subtasks that always fail.
+      hang: subtasks that never return.
+      flaky: subtask -> how many of its first calls fail.
+      min_latency: shortest latency, in seconds.
+      max_latency: longest latency, in seconds.
+
+    Raises:
+      ValueError: if the latency bounds are not ``0 <= min_latency <= max_latency``.
+    """
+
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        fail: Collection[str] = (),
+        hang: Collection[str] = (),
+        flaky: Mapping[str, int] | None = None,
+        min_latency: float = 0.25,
+        max_latency: float = 1.0,
+    ) -> None:
+        if not 0 <= min_latency <= max_latency:
+            raise ValueError(
+                "latencies must satisfy 0 <= min_latency <= max_latency, "
+                f"got min_latency={min_latency}, max_latency={max_latency}"
+            )
+        self.seed = seed
+        self.fail = frozenset(fail)
+        self.hang = frozenset(hang)
+        self.flaky = dict(flaky or {})
+        self.min_latency = min_latency
+        self.max_latency = max_latency
+        self.calls: Counter[str] = Counter()
+
+    def latency(self, subtask: str) -> float:
+        """The seconds ``subtask`` takes under this seed: the same on every call."""
+        digest = hashlib.sha256(f"{self.seed}:{subtask}".encode()).digest()
+        fraction = int.from_bytes(digest[:8], "big") / 2**64
+        span = self.max_latency - self.min_latency
+        return round((self.min_latency + fraction * span) * _GRID) / _GRID
+
+    def fails(self, subtask: str) -> bool:
+        """True when ``subtask`` always fails."""
+        lowered = subtask.lower()
+        return subtask in self.fail or "panic" in lowered or "fail" in lowered
+
+    def hangs(self, subtask: str) -> bool:
+        """True when ``subtask`` never returns."""
+        return subtask in self.hang or "hang" in subtask.lower()
+
+    async def __call__(self, subtask: str) -> str:
+        self.calls[subtask] += 1
+        if self.hangs(subtask):
+            await trio.sleep_forever()
+        await trio.sleep(self.latency(subtask))
+        if self.fails(subtask):
+            raise SubAgentError(f"sub-agent failed on {subtask!r}")
+        if self.calls[subtask] <= self.flaky.get(subtask, 0):
+            raise SubAgentError(f"sub-agent failed on {subtask!r} (attempt {self.calls[subtask]})")
+        return f"findings on {subtask}"

@@ -1,0 +1,186 @@
+"""Recording a run: when each slot was admitted, started and ended, and how it ended."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from ._contract import Status
+
+
+@dataclass
+class Span:
+    """One attempt of a slot: from its start to its end (None while it runs)."""
+
+    start: float
+    end: float | None = None
+    status: Status | None = None
+
+
+@dataclass
+class SlotTrace:
+    """Everything recorded for one slot, in trio time.
+
+    ``planned`` is when the slot became known (the run's start for a planned subtask, its
+    admission for one pulled later from a lazy input); ``spans`` has one :class:`Span` per attempt.
+    """
+
+    slot: int
+    subtask: Any
+    planned: float
+    admitted: float | None = None
+    spans: list[Span] = field(default_factory=list)
+
+    @property
+    def started(self) -> float | None:
+        """When the first attempt started, None if the slot never ran."""
+        return self.spans[0].start if self.spans else None
+
+    @property
+    def ended(self) -> float | None:
+        """When the last attempt ended, None if the slot never ran or is still running."""
+        return self.spans[-1].end if self.spans else None
+
+    @property
+    def status(self) -> Status | None:
+        """How the last attempt ended, None if the slot never ran or is still running."""
+        return self.spans[-1].status if self.spans else None
+
+
+class Trace:
+    """A recorder of one run, fed by the supervisor (or by :meth:`watch`) as slots move along.
+
+    Times are ``trio.current_time()``, so under ``trio.testing.MockClock`` the same code records
+    exact virtual times. Create it inside ``trio.run``: its origin is the time of creation.
+
+    Args:
+      plan: the subtasks known at the start, one slot each, in plan order.
+    """
+
+    def __init__(self, plan: Iterable[Any] = ()) -> None:
+        self.origin = trio.current_time()
+        self.closed: float | None = None
+        self.slots: list[SlotTrace] = []
+        # invariant: _by_subtask[s] lists, in slot order, every slot whose subtask is s
+        self._by_subtask: dict[Any, list[int]] = {}
+        self._completions: list[int] = []
+        for subtask in plan:
+            self._add(subtask, self.origin)
+
+    def _add(self, subtask: Any, planned: float) -> SlotTrace:
+        slot = SlotTrace(len(self.slots), subtask, planned)
+        self.slots.append(slot)
+        self._by_subtask.setdefault(subtask, []).append(slot.slot)
+        return slot
+
+    def _slot(self, slot: int, subtask: Any) -> SlotTrace:
+        while slot >= len(self.slots):
+            now = trio.current_time()
+            self._add(subtask if slot == len(self.slots) else None, now)
+        return self.slots[slot]
+
+    def admitted(self, slot: int, subtask: Any = None) -> None:
+        """Slot ``slot`` got its place under the capacity bound."""
+        self._slot(slot, subtask).admitted = trio.current_time()
+
+    def started(self, slot: int, subtask: Any = None) -> None:
+        """An attempt of slot ``slot`` started running its worker."""
+        self._slot(slot, subtask).spans.append(Span(trio.current_time()))
+
+    def ended(self, slot: int, status: Status) -> None:
+        """The running attempt of slot ``slot`` ended with ``status``."""
+        span = self.slots[slot].spans[-1]
+        span.end = trio.current_time()
+        span.status = status
+        self._completions.append(slot)
+
+    def close(self) -> None:
+        """The run returned (or raised): fixes the right edge of the timeline."""
+        self.closed = trio.current_time()
+
+    @property
+    def wall(self) -> float:
+        """Seconds from the origin to :meth:`close` (or to now, while the run goes on)."""
+        end = self.closed if self.closed is not None else trio.current_time()
+        return end - self.origin
+
+    def completion_rank(self) -> dict[int, int]:
+        """Slot -> 1-based rank of its final end among all slots' final ends."""
+        final: dict[int, int] = {}
+        for slot in self._completions:
+            final.pop(slot, None)
+            final[slot] = 0
+        return {slot: rank for rank, slot in enumerate(final, start=1)}
+
+    def slot_of(self, subtask: Any) -> int | None:
+        """The slot a call with ``subtask`` belongs to: the first that has not yet run, else the
+        first whose last attempt failed (a retry), else the last one planned with that subtask."""
+        candidates = self._by_subtask.get(subtask, [])
+        for slot in candidates:
+            if not self.slots[slot].spans:
+                return slot
+        for slot in candidates:
+            last = self.slots[slot].spans[-1]
+            if last.end is not None and last.status is not Status.OK:
+                return slot
+        return candidates[-1] if candidates else None
+
+    def watch(self, worker: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+        """Wrap ``worker`` so that every call records a span on its subtask's slot.
+
+        For supervisors that do not report to a trace themselves (the lessons): a slot is found by
+        its subtask (see :meth:`slot_of`); a subtask not in the plan gets a new slot.
+        """
+
+        @functools.wraps(worker)
+        async def watched(subtask: Any) -> Any:
+            slot = self.slot_of(subtask)
+            if slot is None:
+                slot = len(self.slots)
+            self.admitted(slot, subtask)
+            self.started(slot, subtask)
+            try:
+                output = await worker(subtask)
+            except Exception:
+                self.ended(slot, Status.FAILED)
+                raise
+            except BaseException:
+                self.ended(slot, Status.CANCELLED)
+                raise
+            self.ended(slot, Status.OK)
+            return output
+
+        return watched
+
+    def to_dict(self) -> dict[str, Any]:
+        """The trace as plain data (times in seconds since the origin), for JSON."""
+
+        def rel(time: float | None) -> float | None:
+            return None if time is None else time - self.origin
+
+        ranks = self.completion_rank()
+        return {
+            "wall": self.wall,
+            "slots": [
+                {
+                    "slot": slot.slot,
+                    "subtask": slot.subtask,
+                    "planned": rel(slot.planned),
+                    "admitted": rel(slot.admitted),
+                    "spans": [
+                        {
+                            "start": rel(span.start),
+                            "end": rel(span.end),
+                            "status": None if span.status is None else span.status.value,
+                        }
+                        for span in slot.spans
+                    ],
+                    "completion_rank": ranks.get(slot.slot),
+                }
+                for slot in self.slots
+            ],
+        }
