@@ -6,14 +6,24 @@ back in plan order because nothing ever runs at the same time.
 What is still wrong: the wall time is the sum of every latency, and the first failure ends the
 run: the exception escapes and no subtask after it runs.
 
-Sample run (``python -m lessons 1 --virtual --task "pricing; reviews; inventory"``)::
+Sample run (``python -m lessons 1 --virtual --task "inventory; reviews; pricing"``)::
 
-    step01_serial: pricing; reviews; inventory
-     slot  subtask    timeline                                          end              done #
-        0  pricing    ███████████                                       ✓ ok 0.78s            1
-        1  reviews               ████████████████                       ✓ ok 1.91s            2
-        2  inventory                             ██████████████████████ ✓ ok 3.44s            3
-    wall 3.44s · serial would take 3.44s · 3 ok, 0 failed
+    step01_serial · your task
+    slot  subtask    timeline                      end             done #
+       0  inventory  ████████████                  ✓ ok 0.91s           1
+       1  reviews    ···········█████████          ✓ ok 1.56s           2
+       2  pricing    ····················████████  ✓ ok 2.16s           3
+                     0s                     2.16s
+    results, in the order supervise returned them
+
+      slot   subtask     result   output or error         done #
+     ────────────────────────────────────────────────────────────
+         0   inventory   ok       findings on inventory        1
+         1   reviews     ok       findings on reviews          2
+         2   pricing     ok       findings on pricing          3
+
+    wall 2.16s · serial would take 2.16s · 3 ok, 0 failed
+
 """
 
 from __future__ import annotations

@@ -7,14 +7,24 @@ What is still wrong: results are appended as workers complete, so completion ord
 the result order; and one failing worker cancels all its siblings, so the whole run raises an
 exception group and every finished result is lost.
 
-Sample run (``python -m lessons 2 --virtual --task "pricing; reviews; inventory"``)::
+Sample run (``python -m lessons 2 --virtual --task "inventory; reviews; pricing"``)::
 
-    step02_fan_out: pricing; reviews; inventory
-     slot  subtask    timeline                                          end              done #
-        0  pricing    ████████████████████████                          ✓ ok 0.78s            1
-        1  reviews    ██████████████████████████████████                ✓ ok 1.12s            2
-        2  inventory  ████████████████████████████████████████████████  ✓ ok 1.53s            3
-    wall 1.53s · serial would take 3.44s · 3 ok, 0 failed
+    step02_fan_out · your task
+    slot  subtask    timeline                      end             done #
+       0  inventory  ████████████████████████████  ✓ ok 0.91s           3
+       1  reviews    ████████████████████          ✓ ok 0.66s           2
+       2  pricing    ██████████████████            ✓ ok 0.59s           1
+                     0s                     0.91s
+    results, in the order supervise returned them
+
+      slot   subtask     result   output or error         done #
+     ────────────────────────────────────────────────────────────
+         2   pricing     ok       findings on pricing          1
+         1   reviews     ok       findings on reviews          2
+         0   inventory   ok       findings on inventory        3
+
+    wall 0.91s · serial would take 2.16s · 3 ok, 0 failed
+
 """
 
 from __future__ import annotations

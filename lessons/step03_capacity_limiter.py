@@ -8,14 +8,24 @@ releases the token when it ends, however it ends.
 What is still wrong: results are still appended in completion order, and one failure still
 sinks the whole batch.
 
-Sample run (``python -m lessons 3 --virtual --workers 2 --task "pricing; reviews; inventory"``)::
+Sample run (``python -m lessons 3 --virtual --workers 2 --task "inventory; reviews; pricing"``)::
 
-    step03_capacity_limiter: pricing; reviews; inventory
-     slot  subtask    timeline                                          end              done #
-        0  pricing    ████████████████████████                          ✓ ok 0.78s            1
-        1  reviews    ██████████████████████████████████                ✓ ok 1.12s            2
-        2  inventory  ························████████████████████████████ ✓ ok 2.31s          3
-    wall 2.31s · serial would take 3.44s · 3 ok, 0 failed
+    step03_capacity_limiter · your task, max_workers=2
+    slot  subtask    timeline                      end             done #
+       0  inventory  ████████████████████          ✓ ok 0.91s           2
+       1  reviews    ███████████████               ✓ ok 0.66s           1
+       2  pricing    ··············██████████████  ✓ ok 1.25s           3
+                     0s                     1.25s
+    results, in the order supervise returned them
+
+      slot   subtask     result   output or error         done #
+     ────────────────────────────────────────────────────────────
+         1   reviews     ok       findings on reviews          1
+         0   inventory   ok       findings on inventory        2
+         2   pricing     ok       findings on pricing          3
+
+    wall 1.25s · serial would take 2.16s · 3 ok, 0 failed
+
 """
 
 from __future__ import annotations
