@@ -142,11 +142,16 @@ async def run_step(module: ModuleType, run: Run, agent: SimulatedAgent) -> None:
         run.answer = synthesize(run.aggregate)
 
 
-def show(console: Console, run: Run) -> None:
-    """Print a run: header, timeline, results table, synthesized answer and summary line."""
-    assert run.trace is not None
+def show_header(console: Console, run: Run) -> None:
+    """Print which step runs on which task, before it runs."""
     options = "".join(f", {name}={value}" for name, value in run.options.items())
     console.print(f"[bold]{run.step}[/bold] · {run.demo.title}{options}")
+    console.file.flush()
+
+
+def show(console: Console, run: Run) -> None:
+    """Print a finished run: timeline, results table, synthesized answer and summary line."""
+    assert run.trace is not None
     width = max(16, min(60, console.width - 60))
     console.print(render_timeline(run.trace, final_statuses(run), width=width))
     ranks = run.trace.completion_rank()
@@ -181,7 +186,7 @@ def show(console: Console, run: Run) -> None:
         summary += f" · {run.aggregate.succeeded} ok, {run.aggregate.failed} failed"
     console.print(summary, highlight=False)
     if run.error is not None:
-        console.print(f"[red]the run raised {run.error}[/red]", highlight=False)
+        console.print(f"[red]the run raised {run.error}[/red]", highlight=False, soft_wrap=True)
     console.print()
 
 
@@ -273,7 +278,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     if args.step is None:
         for number, name in known.items():
             summary = (load_step(name).__doc__ or "").strip().splitlines()[0]
-            console.print(f"{number:>2}  {name:<26} {summary}", highlight=False, markup=False)
+            console.print(f"{number:>2}  {name:<26} {summary}", markup=False, soft_wrap=True)
         return 0
     try:
         names = select(args.step, known)
@@ -292,6 +297,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
                 if not any(agent.hangs(subtask) for subtask in plan):
                     run.serial = sum(agent.latency(subtask) for subtask in plan)
                 clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
+                if not args.json:
+                    show_header(console, run)
                 trio.run(run_step, module, run, agent, clock=clock)
                 runs.append(run)
                 if not args.json:
