@@ -284,15 +284,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     interrupted = False
     try:
         for name in names:
-            module = load_step(name)
             for demo in chosen:
-                plan = decompose(demo.task)
-                agent = SimulatedAgent(args.seed, fail={plan[slot] for slot in demo.fail})
-                run = Run(name, demo, plan, step_options(module.supervise, args))
-                if not any(agent.hangs(subtask) for subtask in plan):
-                    run.serial = sum(agent.latency(subtask) for subtask in plan)
-                clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
-                trio.run(run_step, module, run, agent, clock=clock)
+                run = run_demo(name, demo, args)
                 runs.append(run)
                 if not args.json:
                     show(console, run)
@@ -309,3 +302,20 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
 def main_for_step(path: str) -> NoReturn:
     """What ``python -m lessons.stepNN_<name>`` runs: that step, with the same options."""
     sys.exit(main([Path(path).stem, *sys.argv[1:]]))
+
+
+def run_demo(name: str, demo: Demo, args: argparse.Namespace) -> Run:
+    """Run step ``name`` on ``demo`` with the command line's options, and return the run.
+
+    What ``python -m lessons`` does for each step and demo, and what the docs draw their
+    timelines from. With ``args.virtual`` the run is on ``trio.testing.MockClock``: instant, exact.
+    """
+    module = load_step(name)
+    plan = decompose(demo.task)
+    agent = SimulatedAgent(args.seed, fail={plan[slot] for slot in demo.fail})
+    run = Run(name, demo, plan, step_options(module.supervise, args))
+    if not any(agent.hangs(subtask) for subtask in plan):
+        run.serial = sum(agent.latency(subtask) for subtask in plan)
+    clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
+    trio.run(run_step, module, run, agent, clock=clock)
+    return run
