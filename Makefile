@@ -36,7 +36,7 @@ pytest: $(BIN)/.installed
 	$(BIN)/pytest
 
 $(MERMAID): Makefile
-	@command -v npm >/dev/null || { apt-get update && apt-get install -y npm; }
+	@command -v npm >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y npm; }
 	rm -rf build/vendor && mkdir -p build/vendor $(dir $@)
 	cd build/vendor && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null
 	tar -xzf build/vendor/mermaid-$(MERMAID_VERSION).tgz -C build/vendor package/dist/mermaid.min.js
@@ -50,7 +50,7 @@ docs: $(BIN)/.installed $(MERMAID)
 	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
 
 $(CHROMIUM):
-	apt-get update && apt-get install -y chromium
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
 
 # every page loaded in headless Chromium; screenshots in build/screenshots/
 docs-check: docs-build $(CHROMIUM)

@@ -8,7 +8,7 @@ page in Debian's Chromium (driven by Playwright, which downloads no browser here
 - on every page with mermaid diagrams: each one was rendered to an SVG with text in it;
 - on every step page: its step's file is included whole in its code block, the block highlights
   as many lines as the step changed, and each demo's timeline SVG is displayed with one row per
-  subtask.
+  subtask, its text readable (contrast >= 4.5) in the light and in the dark scheme.
 
 It saves a full-page screenshot of each page (and of each step page in the dark scheme) under
 ``build/screenshots/`` and ends with a line ``docs-check: N passed, M failed``.
@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from playwright.sync_api import (
@@ -35,8 +35,10 @@ from playwright.sync_api import (
     Page,
     Request,
     Route,
+    ViewportSize,
     sync_playwright,
 )
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from lessons import _docs
 from lessons._runner import DEMOS, steps
@@ -52,8 +54,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-VIEWPORT = {"width": 1280, "height": 900}
+VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 TIMEOUT_MS = 20_000
+MIN_CONTRAST = 4.5  # WCAG AA for text: a timeline's labels against the page, in either scheme
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -166,6 +169,36 @@ class Watch:
             route.abort()
 
 
+def _luminance(rgb: list[float]) -> float:
+    def channel(value: float) -> float:
+        value /= 255
+        return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
+
+    red, green, blue = (channel(value) for value in rgb[:3])
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def label_contrast(page: Page) -> float:
+    """The contrast ratio of the first timeline's subtask labels against the page background,
+    as the browser paints them (the SVG takes its text colour from the theme)."""
+    colours = page.evaluate(
+        """() => {
+            const parse = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+            const label = document.querySelector("figure.timeline svg text.ts-label");
+            let fill = parse(getComputedStyle(label).fill);
+            let back = parse(getComputedStyle(document.body).backgroundColor);
+            if (back.length === 4 && back[3] === 0) back = [255, 255, 255];
+            if (fill.length === 4) {  // a translucent fill, blended over the background
+                const a = fill[3];
+                fill = fill.slice(0, 3).map((c, i) => c * a + back[i] * (1 - a));
+            }
+            return [fill, back];
+        }"""
+    )
+    lighter, darker = sorted((_luminance(colour) for colour in colours), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
 def check_step(page: Page, name: str, result: Result) -> None:
     """The step's code block (whole file, highlighted lines) and its timelines."""
     path = f"lessons/{name}.py"
@@ -208,10 +241,10 @@ def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
     """Load one page (light, and dark for step pages), check it, and screenshot it."""
     result = Result(path or "/")
     step = path.removeprefix("steps/").rstrip("/") if path.startswith("steps/") else None
-    schemes = ["light", "dark"] if step else ["light"]
+    schemes: list[Literal["light", "dark"]] = ["light", "dark"] if step else ["light"]
     slug = path.strip("/").replace("/", "-") or "home"
     for scheme in schemes:
-        context = browser.new_context(viewport=VIEWPORT, color_scheme=scheme)  # type: ignore[arg-type]
+        context = browser.new_context(viewport=VIEWPORT, color_scheme=scheme)
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
         watch = Watch()
@@ -223,14 +256,23 @@ def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
         response = page.goto(base + path, wait_until="load")
         if response is None or not response.ok:
             errors.append(f"the page answered {None if response is None else response.status}")
-        if page.locator("pre.mermaid").count():
+        # diagrams in the page as served, before the theme's script replaces them with SVGs
+        expected = 0 if response is None else response.text().count('<pre class="mermaid">')
+        if expected:
             try:
                 page.wait_for_function("document.querySelectorAll('pre.mermaid').length === 0")
-            except Exception as exc:
-                errors.append(f"mermaid did not render: {exc}")
+            except PlaywrightTimeoutError:
+                errors.append("mermaid did not render every diagram")
         page.wait_for_load_state("networkidle")
+        if step is not None:
+            contrast = label_contrast(page)
+            if contrast < MIN_CONTRAST:
+                errors.append(f"timeline text contrast {contrast:.1f} < {MIN_CONTRAST}: unreadable")
+            result.notes.append(f"{scheme} contrast {contrast:.1f}")
         if scheme == "light":
             diagrams = mermaid_svgs(page)
+            if len(diagrams) != expected:
+                errors.append(f"{expected} mermaid diagrams in the page, {len(diagrams)} rendered")
             for number, diagram in enumerate(diagrams, start=1):
                 if diagram["width"] < 50 or diagram["height"] < 50 or not diagram["text"]:
                     errors.append(f"mermaid diagram {number} was not rendered to an SVG")
