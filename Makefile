@@ -1,10 +1,18 @@
 # The README's two commands: `make lessons` runs the course, `make test` runs every test and check.
 # Both create .venv (from pyproject.toml) when it is missing or older than pyproject.toml.
+# For the docs site: `make docs` serves it for authors, `make docs-check` checks it in a browser.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: lessons test lint typecheck pytest clean
+# mermaid.min.js from mermaid's npm package, into the site (the theme would fetch it from a CDN)
+MERMAID_VERSION := 11.17.2
+MERMAID := docs/generated/vendor/mermaid.min.js
+CHROMIUM := /usr/bin/chromium
+# mkdocs-material prints a banner about its successor on every build; once is enough
+export NO_MKDOCS_2_WARNING := 1
+
+.PHONY: lessons test lint typecheck pytest docs-build docs docs-check clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,11 +23,11 @@ $(BIN)/.installed: pyproject.toml
 lessons: $(BIN)/.installed
 	$(BIN)/python -m lessons all
 
-test: lint typecheck pytest
+test: lint typecheck pytest docs-build
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check src lessons tests
-	$(BIN)/ruff format --check src lessons tests
+	$(BIN)/ruff check src lessons tests tools
+	$(BIN)/ruff format --check src lessons tests tools
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
@@ -27,5 +35,26 @@ typecheck: $(BIN)/.installed
 pytest: $(BIN)/.installed
 	$(BIN)/pytest
 
+$(MERMAID): Makefile
+	@command -v npm >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y npm; }
+	rm -rf build/vendor && mkdir -p build/vendor $(dir $@)
+	cd build/vendor && npm pack --silent mermaid@$(MERMAID_VERSION) >/dev/null
+	tar -xzf build/vendor/mermaid-$(MERMAID_VERSION).tgz -C build/vendor package/dist/mermaid.min.js
+	cp build/vendor/package/dist/mermaid.min.js $@
+
+# the site, strictly: a warning (a broken link, a missing snippet, a step without a page) fails
+docs-build: $(BIN)/.installed $(MERMAID)
+	$(BIN)/mkdocs build --strict --clean
+
+docs: $(BIN)/.installed $(MERMAID)
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+$(CHROMIUM):
+	apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+
+# every page loaded in headless Chromium; screenshots in build/screenshots/
+docs-check: docs-build $(CHROMIUM)
+	$(BIN)/python tools/docs_check.py --site site --screenshots build/screenshots --chromium $(CHROMIUM)
+
 clean:
-	rm -rf $(VENV) build site .mypy_cache .ruff_cache .pytest_cache .hypothesis
+	rm -rf $(VENV) build site docs/generated .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -142,11 +142,15 @@ async def run_step(module: ModuleType, run: Run, agent: SimulatedAgent) -> None:
         run.answer = synthesize(run.aggregate)
 
 
-def show_header(console: Console, run: Run) -> None:
-    """Print which step runs on which task, before it runs."""
-    options = "".join(f", {name}={value}" for name, value in run.options.items())
-    console.print(f"[bold]{run.step}[/bold] · {run.demo.title}{options}")
-    console.file.flush()
+def show_header_to(console: Console) -> Callable[[Run], None]:
+    """What prints which step runs on which task, before it runs (so Ctrl-C has a context)."""
+
+    def show_header(run: Run) -> None:
+        options = "".join(f", {name}={value}" for name, value in run.options.items())
+        console.print(f"[bold]{run.step}[/bold] · {run.demo.title}{options}")
+        console.file.flush()
+
+    return show_header
 
 
 def show(console: Console, run: Run) -> None:
@@ -289,17 +293,10 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     interrupted = False
     try:
         for name in names:
-            module = load_step(name)
             for demo in chosen:
-                plan = decompose(demo.task)
-                agent = SimulatedAgent(args.seed, fail={plan[slot] for slot in demo.fail})
-                run = Run(name, demo, plan, step_options(module.supervise, args))
-                if not any(agent.hangs(subtask) for subtask in plan):
-                    run.serial = sum(agent.latency(subtask) for subtask in plan)
-                clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
-                if not args.json:
-                    show_header(console, run)
-                trio.run(run_step, module, run, agent, clock=clock)
+                run = run_demo(
+                    name, demo, args, before=None if args.json else show_header_to(console)
+                )
                 runs.append(run)
                 if not args.json:
                     show(console, run)
@@ -316,3 +313,25 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
 def main_for_step(path: str) -> NoReturn:
     """What ``python -m lessons.stepNN_<name>`` runs: that step, with the same options."""
     sys.exit(main([Path(path).stem, *sys.argv[1:]]))
+
+
+def run_demo(
+    name: str, demo: Demo, args: argparse.Namespace, before: Callable[[Run], None] | None = None
+) -> Run:
+    """Run step ``name`` on ``demo`` with the command line's options, and return the run.
+
+    What ``python -m lessons`` does for each step and demo, and what the docs draw their
+    timelines from. With ``args.virtual`` the run is on ``trio.testing.MockClock``: instant, exact.
+    ``before`` is called with the run just before it starts (the runner prints its header).
+    """
+    module = load_step(name)
+    plan = decompose(demo.task)
+    agent = SimulatedAgent(args.seed, fail={plan[slot] for slot in demo.fail})
+    run = Run(name, demo, plan, step_options(module.supervise, args))
+    if not any(agent.hangs(subtask) for subtask in plan):
+        run.serial = sum(agent.latency(subtask) for subtask in plan)
+    clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
+    if before is not None:
+        before(run)
+    trio.run(run_step, module, run, agent, clock=clock)
+    return run

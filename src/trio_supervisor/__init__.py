@@ -3,7 +3,7 @@
 from ._contract import Aggregate, Status, SubResult, Worker, describe
 from ._decompose import decompose
 from ._simulate import SimulatedAgent, SubAgentError
-from ._timeline import render_timeline, timeline_rows
+from ._timeline import render_svg, render_timeline, timeline_rows
 from ._trace import Trace
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "Worker",
     "decompose",
     "describe",
+    "render_svg",
     "render_timeline",
     "timeline_rows",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from html import escape
 
 from rich.table import Table
 from rich.text import Text
@@ -112,3 +113,225 @@ def render_timeline(
     axis = Text("0s".ljust(width - len(_seconds(right))) + _seconds(right), style="bright_black")
     table.add_row("", "", axis, "", "")
     return table
+
+
+# The SVG picture: the same rows as the terminal table, drawn on a shared time axis. Its text and
+# grid take the docs theme's colours where it is inlined in a page (mkdocs-material's CSS
+# variables), with fallbacks for a plain viewer; bars keep one colour per ending in both schemes.
+# Deterministic to the byte: coordinates are formatted with two decimals, nothing random, no ids.
+_SVG_STYLE = (
+    ".ts-chart{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px}"
+    ".ts-chart text{fill:var(--md-default-fg-color,#1f2328)}"
+    ".ts-chart .ts-head,.ts-chart .ts-tick,.ts-chart .ts-never{"
+    "fill:var(--md-default-fg-color--light,#57606a)}"
+    ".ts-chart .ts-grid{stroke:var(--md-default-fg-color--lightest,#d0d7de);stroke-width:1}"
+    ".ts-chart .ts-axis{stroke:var(--md-default-fg-color--light,#57606a);stroke-width:1}"
+    ".ts-chart .ts-wall{stroke:var(--md-default-fg-color--light,#57606a);stroke-dasharray:3 3}"
+    ".ts-chart rect.ts-waiting{fill:var(--md-default-fg-color--lighter,#8c959f)}"
+    ".ts-chart .ts-band{fill:#d1242f;fill-opacity:.12}"
+    ".ts-chart rect.ts-ok{fill:#2da44e}.ts-chart text.ts-ok{fill:#2da44e}"
+    ".ts-chart rect.ts-failed{fill:#d1242f}.ts-chart text.ts-failed{fill:#e5484d}"
+    ".ts-chart rect.ts-timed-out{fill:#d4a72c}.ts-chart text.ts-timed-out{fill:#c69026}"
+    ".ts-chart rect.ts-cancelled{fill:#a371f7}.ts-chart text.ts-cancelled{fill:#a371f7}"
+    ".ts-chart rect.ts-running{fill:#57606a}"
+    ".ts-chart .ts-bold{font-weight:bold}"
+)
+_CHAR = 7.3  # the advance of one 12px monospace character, for laying out columns
+_ROW = 24.0  # height of one slot's row
+_BAR = 14.0  # height of a running bar (a waiting bar is a thin line through the row's middle)
+_LABEL = 22  # characters of a subtask shown before it is cut with an ellipsis, as in the terminal
+
+
+def _css_class(status: Status | None) -> str:
+    return "ts-running" if status is None else "ts-" + status.value.replace(" ", "-")
+
+
+def _n(value: float) -> str:
+    """A coordinate, formatted the same on every run and platform."""
+    text = f"{value:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def _ticks(right: float) -> list[float]:
+    """Round times for the axis: the finest step of 1, 2 or 5 x 10^k with at most 8 intervals."""
+    exponent = -2
+    while True:
+        for mantissa in (1, 2, 5):
+            step = mantissa * 10.0**exponent
+            if right / step <= 8:
+                count = int(right / step + 1e-9)
+                return [round(index * step, 6) for index in range(count + 1)]
+        exponent += 1
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _LABEL else text[: _LABEL - 1] + "…"
+
+
+def render_svg(
+    trace: Trace,
+    final: Mapping[int, Status] | None = None,
+    *,
+    title: str | None = None,
+    width: float = 320.0,
+) -> str:
+    """The run as an SVG picture, built on the same :func:`timeline_rows` as the terminal table.
+
+    One row per slot in plan order: its waiting bar (a thin line) then its running bars (one per
+    attempt, coloured by how it ended) on a time axis from 0 to the wall time, then the ending
+    (glyph, status and when it ended) and the slot's completion rank. The row of a slot that
+    failed or timed out is tinted. Two renders of the same trace are byte-identical.
+
+    Args:
+      trace: the recorded run (closed, for a fixed right edge).
+      final: slot -> status to show instead of the recorded one, as for :func:`timeline_rows`.
+      title: the picture's accessible title (a ``<title>`` element), if any.
+      width: the width of the time axis, in pixels.
+
+    Raises:
+      ValueError: if ``width`` is not positive.
+    """
+    if not width > 0:
+        raise ValueError(f"width must be > 0, got {width}")
+    rows = timeline_rows(trace, final)
+    right = trace.wall or 1.0
+    x_slot = 5 * _CHAR  # right edge of the slot numbers
+    x_label = x_slot + 2 * _CHAR
+    x_axis = x_label + (_LABEL + 2) * _CHAR
+    x_end = x_axis + width + 2 * _CHAR
+    x_rank = x_end + 17 * _CHAR + 6 * _CHAR  # right edge of the completion ranks
+    total_width = x_rank + _CHAR
+    top = _ROW  # the header takes one row
+    bottom = top + _ROW * len(rows)
+    height = bottom + 52  # the axis, its labels and the legend
+
+    def x_of(seconds: float) -> float:
+        return x_axis + seconds / right * width
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="ts-chart" role="img" '
+        f'viewBox="0 0 {_n(total_width)} {_n(height)}" '
+        f'width="{_n(total_width)}" height="{_n(height)}">'
+    ]
+    if title is not None:
+        out.append(f"<title>{escape(title)}</title>")
+    out.append(f"<style>{_SVG_STYLE}</style>")
+    head_y = _n(top - 8)
+    out.append(
+        f'<g class="ts-head">'
+        f'<text class="ts-head" x="{_n(x_slot)}" y="{head_y}" text-anchor="end">slot</text>'
+        f'<text class="ts-head" x="{_n(x_label)}" y="{head_y}">subtask</text>'
+        f'<text class="ts-head" x="{_n(x_axis)}" y="{head_y}">timeline (plan order, top to '
+        f"bottom)</text>"
+        f'<text class="ts-head" x="{_n(x_end)}" y="{head_y}">end</text>'
+        f'<text class="ts-head" x="{_n(x_rank)}" y="{head_y}" text-anchor="end">done #</text>'
+        f"</g>"
+    )
+    ticks = _ticks(right)
+    out.append('<g class="ts-grid-lines">')
+    for tick in ticks:
+        grid_x = _n(x_of(tick))
+        out.append(
+            f'<line class="ts-grid" x1="{grid_x}" y1="{_n(top)}" x2="{grid_x}" y2="{_n(bottom)}"/>'
+        )
+    out.append("</g>")
+    for index, row in enumerate(rows):
+        y = top + index * _ROW
+        middle = y + _ROW / 2
+        text_y = _n(middle + 4)
+        ended_as = "none" if row.status is None else row.status.value
+        rank = "" if row.rank is None else str(row.rank)
+        out.append(
+            f'<g class="ts-row" data-slot="{row.slot}" data-status="{escape(ended_as)}" '
+            f'data-rank="{rank}">'
+        )
+        failed = row.status in (Status.FAILED, Status.TIMED_OUT)  # the slot's own failure
+        if failed:
+            out.append(
+                f'<rect class="ts-band" x="0" y="{_n(y + 1)}" '
+                f'width="{_n(total_width)}" height="{_n(_ROW - 2)}"/>'
+            )
+        marked = f" {_css_class(row.status)} ts-bold" if failed else ""
+        out.append(
+            f'<text class="ts-slot{marked}" x="{_n(x_slot)}" y="{text_y}" '
+            f'text-anchor="end">{row.slot}</text>'
+        )
+        out.append(
+            f'<text class="ts-label{marked}" x="{_n(x_label)}" y="{text_y}">'
+            f"<title>{escape(row.subtask)}</title>{escape(_cut(row.subtask))}</text>"
+        )
+        for bar in row.bars:
+            x, w = x_of(bar.start), max(1.0, (bar.end - bar.start) / right * width)
+            span = f"{bar.start:.2f}s to {bar.end:.2f}s"
+            if bar.kind == "waiting":
+                out.append(
+                    f'<rect class="ts-waiting" x="{_n(x)}" y="{_n(middle - 1.5)}" '
+                    f'width="{_n(w)}" height="3"><title>waiting {span}</title></rect>'
+                )
+            else:
+                ending = "still running" if bar.status is None else bar.status.value
+                out.append(
+                    f'<rect class="ts-bar {_css_class(bar.status)}" x="{_n(x)}" '
+                    f'y="{_n(middle - _BAR / 2)}" width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
+                    f"<title>running {span}: {escape(ending)}</title></rect>"
+                )
+        glyph, _ = ENDINGS[row.status]
+        running = [bar for bar in row.bars if bar.kind == "running"]
+        if running:
+            label = "running" if row.status is None else row.status.value
+            ending_text = f"{glyph} {label} {running[-1].end:.2f}s"
+            css = _css_class(row.status)
+        else:
+            ending_text, css = f"{glyph} never ran", "ts-never"
+        out.append(f'<text class="ts-end {css}" x="{_n(x_end)}" y="{text_y}">{ending_text}</text>')
+        out.append(
+            f'<text class="ts-rank" x="{_n(x_rank)}" y="{text_y}" text-anchor="end">{rank}</text>'
+        )
+        out.append("</g>")
+    axis_y = bottom + 4
+    out.append('<g class="ts-time">')
+    out.append(
+        f'<line class="ts-axis" x1="{_n(x_axis)}" y1="{_n(axis_y)}" '
+        f'x2="{_n(x_axis + width)}" y2="{_n(axis_y)}"/>'
+    )
+    wall_x = _n(x_axis + width)
+    out.append(
+        f'<line class="ts-wall" x1="{wall_x}" y1="{_n(top)}" x2="{wall_x}" y2="{_n(axis_y)}"/>'
+    )
+    room = 6 * _CHAR  # no tick label this close to the wall time's label
+    for tick in ticks:
+        x = x_of(tick)
+        out.append(
+            f'<line class="ts-axis" x1="{_n(x)}" y1="{_n(axis_y)}" '
+            f'x2="{_n(x)}" y2="{_n(axis_y + 4)}"/>'
+        )
+        if x_axis + width - x >= room:
+            out.append(
+                f'<text class="ts-tick" x="{_n(x)}" y="{_n(axis_y + 16)}" '
+                f'text-anchor="middle">{tick:g}s</text>'
+            )
+    out.append(
+        f'<text class="ts-wall-label ts-bold" x="{wall_x}" y="{_n(axis_y + 16)}" '
+        f'text-anchor="middle">{trace.wall:.2f}s</text>'
+    )
+    out.append("</g>")
+    legend = [("ts-waiting", "waiting")]
+    shown = {bar.status for row in rows for bar in row.bars if bar.kind == "running"}
+    for kind in (Status.OK, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED, None):
+        if kind in shown:
+            legend.append((_css_class(kind), "running" if kind is None else kind.value))
+    out.append('<g class="ts-legend">')
+    legend_x, legend_y = x_axis, axis_y + 36
+    for css, text in legend:
+        swatch_y, swatch_h = (legend_y - 6, 3) if css == "ts-waiting" else (legend_y - 9, 10)
+        out.append(
+            f'<rect class="{css}" x="{_n(legend_x)}" y="{_n(swatch_y)}" width="16" '
+            f'height="{swatch_h}"/>'
+        )
+        out.append(
+            f'<text class="ts-tick" x="{_n(legend_x + 20)}" y="{_n(legend_y)}">{text}</text>'
+        )
+        legend_x += 20 + (len(text) + 3) * _CHAR
+    out.append("</g>")
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -109,12 +109,25 @@ class Trace:
         return end - self.origin
 
     def completion_rank(self) -> dict[int, int]:
-        """Slot -> 1-based rank of its final end among all slots' final ends."""
+        """Slot -> 1-based rank of its final end among all slots' final ends.
+
+        Slots whose final ends fall at the same instant share a rank (1, 2, 2, 4): trio runs tasks
+        woken at the same time in no fixed order, so their order is no part of the run (and the
+        pictures of a run on virtual time come out the same every time).
+        """
         final: dict[int, int] = {}
         for slot in self._completions:
             final.pop(slot, None)
             final[slot] = 0
-        return {slot: rank for rank, slot in enumerate(final, start=1)}
+        ranks: dict[int, int] = {}
+        previous: tuple[float, int] | None = None  # (end, rank) of the slot ranked before
+        for rank, slot in enumerate(final, start=1):
+            end = max(span.end for span in self.slots[slot].spans if span.end is not None)
+            if previous is not None and previous[0] == end:
+                rank = previous[1]
+            ranks[slot] = rank
+            previous = (end, rank)
+        return ranks
 
     def slot_of(self, subtask: Any) -> int | None:
         """The slot a call with ``subtask`` belongs to: the first that has not yet run, else the

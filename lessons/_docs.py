@@ -1,0 +1,387 @@
+"""The docs site's generated parts, made from real runs at build time, and its mkdocs hooks.
+
+``mkdocs.yml`` loads this file as a hook. Before every build it reruns each step's demos through
+the same code path as ``python -m lessons --virtual`` (:func:`lessons._runner.run_demo` on
+``trio.testing.MockClock``) and writes, under ``docs/generated/`` (never committed):
+
+- ``steps/<step>/<demo>.svg``: the run's timeline (:func:`trio_supervisor.render_svg`), drawn from
+  the same trace as the terminal timeline it prints;
+- ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output;
+- ``steps/<step>.diff``: the step's diff against the step before it;
+- ``course.md``: the home page's list of steps, from the steps' docstrings.
+
+It also fills the nav's ``Course`` section with one page per step found by
+:func:`lessons._runner.steps` and adds the generated ``tests.md`` page, which shows each test's
+code (the laws page links there). Files are written only when the code they come from changed,
+so ``mkdocs serve`` does not rebuild forever, and two builds draw byte-identical SVGs.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import hashlib
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from lessons._runner import (
+    DEMOS,
+    Demo,
+    Run,
+    final_statuses,
+    parser,
+    run_demo,
+    show,
+    show_header_to,
+    steps,
+)
+from trio_supervisor import render_svg
+
+if TYPE_CHECKING:
+    from mkdocs.config.defaults import MkDocsConfig
+    from mkdocs.structure.files import Files
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = ROOT / "lessons"
+DOCS = ROOT / "docs"
+GENERATED = DOCS / "generated"
+TESTS = ROOT / "tests"
+#: Where the Makefile puts mermaid.min.js, vendored from its npm package (see ``make docs``).
+MERMAID = GENERATED / "vendor" / "mermaid.min.js"
+WIDTH = 88  # terminal columns of the sample output, as in the steps' docstrings
+COURSE = "Course"  # the nav section this hook fills with the step pages
+
+
+# -- which lines a step changed ----------------------------------------------------------------
+
+
+def changed_lines(previous: str, current: str) -> list[int]:
+    """The 1-based numbers of ``current``'s lines that differ from ``previous`` (a line diff):
+    the lines a step page highlights. Lines only deleted have nothing to highlight."""
+    matcher = difflib.SequenceMatcher(
+        None, previous.splitlines(), current.splitlines(), autojunk=False
+    )
+    changed: list[int] = []
+    for tag, _, _, first, last in matcher.get_opcodes():
+        if tag in ("replace", "insert"):
+            changed.extend(range(first + 1, last + 1))
+    return changed
+
+
+def format_lines(lines: list[int]) -> str:
+    """Line numbers as ``hl_lines`` writes them: ``[1, 2, 3, 7]`` -> ``"1-3 7"``."""
+    ranges: list[str] = []
+    numbers = sorted(set(lines))
+    start = 0
+    for index, number in enumerate(numbers):
+        if index + 1 == len(numbers) or numbers[index + 1] != number + 1:
+            first = numbers[start]
+            ranges.append(str(first) if first == number else f"{first}-{number}")
+            start = index + 1
+    return " ".join(ranges)
+
+
+def parse_lines(text: str) -> list[int]:
+    """The inverse of :func:`format_lines`: ``"1-3 7"`` -> ``[1, 2, 3, 7]``.
+
+    Raises:
+      ValueError: if an item is not a number or a ``first-last`` range with first <= last.
+    """
+    lines: list[int] = []
+    for item in text.split():
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", item)
+        if match is None:
+            raise ValueError(f"hl_lines items are numbers or ranges like 3-5, got {item!r}")
+        first, last = int(match[1]), int(match[2] or match[1])
+        if last < first:
+            raise ValueError(f"a hl_lines range runs upwards, got {item!r}")
+        lines.extend(range(first, last + 1))
+    return sorted(set(lines))
+
+
+def step_file(name: str) -> Path:
+    return LESSONS / f"{name}.py"
+
+
+def previous_step(name: str) -> str | None:
+    """The step before ``name`` in the course, None for the first."""
+    names = list(steps().values())
+    index = names.index(name)
+    return names[index - 1] if index > 0 else None
+
+
+def step_changes(name: str) -> list[int]:
+    """The lines of step ``name``'s file that differ from the step before (none for the first:
+    it has nothing to differ from, so its page highlights nothing)."""
+    before = previous_step(name)
+    if before is None:
+        return []
+    return changed_lines(step_file(before).read_text(), step_file(name).read_text())
+
+
+# -- the runs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Picture:
+    """One demo run of one step: its timeline as SVG and what the terminal showed."""
+
+    demo: Demo
+    command: str
+    run: Run
+    svg: str
+    output: str
+
+
+def slug(demo: Demo) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", demo.title.lower()).strip("-")
+
+
+def pictures(name: str) -> list[Picture]:
+    """Run step ``name`` on every demo, virtually, as ``python -m lessons <n> --virtual`` does."""
+    number = next(number for number, step in steps().items() if step == name)
+    command = f"python -m lessons {number} --virtual"
+    args = parser().parse_args([str(number), "--virtual"])
+    made = []
+    for demo in DEMOS:
+        out = io.StringIO()
+        console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
+        run = run_demo(name, demo, args, before=show_header_to(console))
+        assert run.trace is not None
+        show(console, run)
+        output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
+        title = f"{name} · {demo.title}: one row per slot, waiting then running, on virtual time"
+        svg = render_svg(run.trace, final_statuses(run), title=title)
+        made.append(Picture(demo, command, run, svg, output + "\n"))
+    return made
+
+
+def _fragment(name: str, made: list[Picture]) -> str:
+    """The markdown a step page includes: per demo, what ran, the timeline, the terminal."""
+    parts = []
+    for picture in made:
+        run = picture.run
+        assert run.trace is not None
+        options = "".join(f", `{key}={value}`" for key, value in run.options.items())
+        fails = ", ".join(str(slot) for slot in sorted(picture.demo.fail))
+        failing = f" The simulated sub-agent fails slot {fails} on purpose." if fails else ""
+        if run.error is not None:
+            outcome = f"The run raised `{run.error}`."
+        else:
+            assert run.aggregate is not None
+            outcome = f"The run returned {len(run.aggregate.results)} results."
+        svg_file = f"../generated/steps/{name}/{slug(picture.demo)}.svg"
+        parts.append(
+            f"### {picture.demo.title}\n\n"
+            f"The task *{picture.demo.task}*, planned into {len(run.plan)} subtasks{options}."
+            f"{failing} Wall time {run.trace.wall:.2f}s. {outcome} "
+            f"([SVG file]({svg_file}))\n\n"
+            f'<figure class="timeline" data-step="{name}" data-demo="{slug(picture.demo)}">\n'
+            f"{picture.svg}"
+            f"<figcaption>The timeline of <code>{picture.command}</code> on this task: rows in "
+            f"plan order, <em>done #</em> is the completion order.</figcaption>\n</figure>\n\n"
+            f'???+ example "What `{picture.command}` prints for this task"\n\n'
+            f"    ```text\n"
+            + "".join(f"    {line}\n" if line else "\n" for line in picture.output.splitlines())
+            + "    ```\n"
+        )
+    return "\n".join(parts)
+
+
+def _diff(name: str) -> str:
+    before = previous_step(name)
+    if before is None:
+        return ""
+    return "".join(
+        difflib.unified_diff(
+            step_file(before).read_text().splitlines(keepends=True),
+            step_file(name).read_text().splitlines(keepends=True),
+            f"lessons/{before}.py",
+            f"lessons/{name}.py",
+        )
+    )
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` unless it already holds exactly that; True if written."""
+    data = text.encode()
+    if path.exists() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return True
+
+
+def _markdown(text: str) -> str:
+    """A docstring's reST inline code as markdown, its lines joined."""
+    return " ".join(text.replace("``", "`").split())
+
+
+def course() -> str:
+    """The home page's list of steps, from their docstrings: title, idea, what is still wrong."""
+    items = []
+    for name in steps().values():
+        doc = step_file(name).read_text()
+        tree = ast.parse(doc)
+        text = ast.get_docstring(tree) or ""
+        first = text.split("\n\n")[0]
+        title, _, idea = first.partition(". ")
+        wrong = next(
+            (part for part in text.split("\n\n") if part.startswith("What is still wrong:")), ""
+        ).removeprefix("What is still wrong:")
+        items.append(
+            f"- [**{title}**](steps/{name}.md): {_markdown(idea)}"
+            + (f" *Still wrong:* {_markdown(wrong)}" if wrong else "")
+        )
+    return "\n".join(items) + "\n"
+
+
+def generate(out: Path = GENERATED) -> list[Path]:
+    """Write every step's generated files under ``out``; returns the paths, written or not."""
+    paths = [out / "course.md"]
+    write_if_changed(paths[0], course())
+    for name in steps().values():
+        made = pictures(name)
+        for picture in made:
+            path = out / "steps" / name / f"{slug(picture.demo)}.svg"
+            write_if_changed(path, picture.svg)
+            paths.append(path)
+        for path, text in (
+            (out / "steps" / f"{name}.md", _fragment(name, made)),
+            (out / "steps" / f"{name}.diff", _diff(name)),
+        ):
+            write_if_changed(path, text)
+            paths.append(path)
+    return paths
+
+
+# -- the tests page ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodeOfTest:
+    """Where one test function is: its file, qualified name, lines and docstring's first line."""
+
+    path: Path
+    name: str
+    first: int
+    last: int
+    summary: str
+
+    @property
+    def anchor(self) -> str:
+        """The test's anchor on the tests page: ``<module>.<name>``."""
+        return f"{self.path.stem}.{self.name}"
+
+
+def find_tests(root: Path = TESTS) -> list[CodeOfTest]:
+    """Every ``test_*`` function in ``root/test_*.py`` (and in its ``Test*`` classes), in order."""
+    found = []
+    for path in sorted(root.glob("test_*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in tree.body:
+            scopes: list[tuple[str, ast.stmt]] = [("", node)]
+            if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+                scopes = [(f"{node.name}.", child) for child in node.body]
+            for prefix, item in scopes:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and (
+                    item.name.startswith("test_")
+                ):
+                    first = min([item.lineno, *(d.lineno for d in item.decorator_list)])
+                    assert item.end_lineno is not None
+                    doc = (ast.get_docstring(item) or "").strip().split("\n\n")[0]
+                    summary = " ".join(doc.split())
+                    found.append(
+                        CodeOfTest(path, prefix + item.name, first, item.end_lineno, summary)
+                    )
+    return found
+
+
+def page_of_tests(root: Path = TESTS) -> str:
+    """The generated ``tests.md``: each test's code, included from its file by line range."""
+    lines = [
+        "# The tests",
+        "",
+        "Every law on [the laws page](laws.md) is proved by a test. Here is the code of every "
+        "test in `tests/`, read from the files when this site was built. Run them all with "
+        "`make test`.",
+        "",
+    ]
+    current: Path | None = None
+    for test in find_tests(root):
+        relative = test.path.relative_to(ROOT).as_posix()
+        if test.path != current:
+            current = test.path
+            lines += [f"## `{relative}`", ""]
+        lines += [f"### `{test.name}` {{#{test.anchor}}}", ""]
+        if test.summary:
+            lines += [test.summary, ""]
+        lines += [
+            f'```python linenums="{test.first}" title="{relative}"',
+            f'--8<-- "{relative}:{test.first}:{test.last}"',
+            "```",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+# -- the mkdocs hooks --------------------------------------------------------------------------
+
+
+def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
+    """Fill the nav's ``Course`` section with ``steps/<step>.md`` for every step in ``lessons/``,
+    so a step without a page fails a strict build; check that mermaid was vendored."""
+    if not MERMAID.exists():
+        from mkdocs.exceptions import PluginError
+
+        raise PluginError(
+            f"{MERMAID.relative_to(ROOT)} is missing: run `make docs` (or `make docs-build`), "
+            "which vendors mermaid from its npm package"
+        )
+    for item in config.nav or []:
+        if isinstance(item, dict) and COURSE in item:
+            item[COURSE] = [f"steps/{name}.md" for name in steps().values()]
+            break
+    else:
+        from mkdocs.exceptions import PluginError
+
+        raise PluginError(f"mkdocs.yml's nav needs a '{COURSE}: []' section for the step pages")
+    return config
+
+
+def inputs_digest() -> str:
+    """A digest of the code the generated files come from: the lessons and the library."""
+    digest = hashlib.sha256()
+    for path in sorted([*LESSONS.glob("*.py"), *(ROOT / "src").rglob("*.py")]):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
+    """Rerun every step's demos and write the generated files the pages include.
+
+    Skipped while the code they come from is unchanged (``generated/.inputs`` holds its digest):
+    results that end at the same virtual instant come back in any order in steps 2 and 3, so a
+    rerun may print their rows in another order, which would make ``mkdocs serve`` rebuild again.
+    """
+    out = Path(config.docs_dir) / "generated"
+    stamp = out / ".inputs"
+    digest = inputs_digest()
+    wanted = [out / "course.md", *(out / "steps" / f"{name}.md" for name in steps().values())]
+    if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
+        return
+    generate(out)
+    write_if_changed(stamp, digest)
+
+
+def on_files(files: Files, config: MkDocsConfig, **_: Any) -> Files:
+    """Add the generated ``tests.md`` page."""
+    from mkdocs.structure.files import File
+
+    files.append(File.generated(config, "tests.md", content=page_of_tests()))
+    return files

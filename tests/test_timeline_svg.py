@@ -1,0 +1,199 @@
+"""render_svg: the timeline picture of a run, drawn from the same rows as the terminal table."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+import trio
+import trio.testing
+
+from trio_supervisor import Status, Trace, render_svg, timeline_rows
+
+SVG = "{http://www.w3.org/2000/svg}"
+# a 0-16/32 s; b 0-8/32 s, fails; c waits for b's place (K=2), then 8/32-32/32 s: wall 1 s
+LATENCY = {"a": 16 / 32, "b": 8 / 32, "c": 24 / 32}
+WIDTH = 400.0
+
+
+async def _bounded_run(plan: list[str], limit: int, fail: set[str]) -> Trace:
+    """Run ``plan`` with at most ``limit`` workers at once, failures isolated, under a trace."""
+    trace = Trace(plan)
+    limiter = trio.CapacityLimiter(limit)
+
+    async def worker(subtask: str) -> str:
+        await trio.sleep(LATENCY[subtask])
+        if subtask in fail:
+            raise ValueError(f"{subtask} failed")
+        return subtask
+
+    watched = trace.watch(worker)
+
+    async def run_one(slot: int, subtask: str) -> None:
+        try:
+            await watched(subtask)
+        except ValueError:
+            pass  # isolated: the trace recorded the failure
+        finally:
+            limiter.release_on_behalf_of(slot)
+
+    async with trio.open_nursery() as nursery:
+        for slot, subtask in enumerate(plan):
+            await limiter.acquire_on_behalf_of(slot)  # dispatched in plan order
+            nursery.start_soon(run_one, slot, subtask)
+    trace.close()
+    return trace
+
+
+async def sleep_its_latency(subtask: str) -> None:
+    await trio.sleep(LATENCY.get(subtask, 1 / 32))
+
+
+def traced(plan: tuple[str, ...] = ("a", "b", "c"), limit: int = 2) -> Trace:
+    async def main() -> Trace:
+        return await _bounded_run(list(plan), limit, fail={"b"})
+
+    return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def rows_of(svg: str) -> list[ET.Element]:
+    root = ET.fromstring(svg)
+    return [g for g in root.iter(f"{SVG}g") if g.get("class") == "ts-row"]
+
+
+def classes(element: ET.Element) -> set[str]:
+    return set((element.get("class") or "").split())
+
+
+def axis_origin(svg: str) -> float:
+    root = ET.fromstring(svg)
+    axis = next(line for line in root.iter(f"{SVG}line") if line.get("class") == "ts-axis")
+    return float(axis.get("x1", "nan"))
+
+
+def test_one_row_per_slot_in_plan_order() -> None:
+    svg = render_svg(traced(("c", "a", "b", "a")))
+    assert [row.get("data-slot") for row in rows_of(svg)] == ["0", "1", "2", "3"]
+    labels = [
+        "".join(text.itertext())
+        for row in rows_of(svg)
+        for text in row.iter(f"{SVG}text")
+        if "ts-label" in classes(text)
+    ]
+    # each label holds its full name as a tooltip, then the name shown
+    assert labels == ["cc", "aa", "bb", "aa"]
+
+
+def test_bars_are_placed_and_sized_in_proportion_to_their_times() -> None:
+    trace = traced()
+    svg = render_svg(trace, width=WIDTH)
+    origin = axis_origin(svg)
+    scale = WIDTH / trace.wall
+    assert trace.wall == 1.0
+    expected = {
+        "0": [("running", 0.0, 16 / 32)],
+        "1": [("running", 0.0, 8 / 32)],
+        "2": [("waiting", 0.0, 8 / 32), ("running", 8 / 32, 1.0)],
+    }
+    for row in rows_of(svg):
+        bars = [
+            ("waiting" if "ts-waiting" in classes(rect) else "running", rect)
+            for rect in row.iter(f"{SVG}rect")
+            if classes(rect) & {"ts-waiting", "ts-bar"}
+        ]
+        want = expected[row.get("data-slot", "")]
+        assert [kind for kind, _ in bars] == [kind for kind, _, _ in want]
+        for (_, rect), (_, start, end) in zip(bars, want, strict=True):
+            assert float(rect.get("x", "nan")) == pytest.approx(origin + start * scale, abs=0.01)
+            assert float(rect.get("width", "nan")) == pytest.approx((end - start) * scale, abs=0.01)
+
+
+def test_exactly_the_failed_slot_is_marked() -> None:
+    svg = render_svg(traced())
+    marked = {}
+    for row in rows_of(svg):
+        rects = list(row.iter(f"{SVG}rect"))
+        ending = next(text for text in row.iter(f"{SVG}text") if "ts-end" in classes(text))
+        marked[row.get("data-slot")] = (
+            row.get("data-status"),
+            any("ts-band" in classes(rect) for rect in rects),
+            any("ts-failed" in classes(rect) for rect in rects),
+            "".join(ending.itertext()),
+        )
+    assert marked == {
+        "0": ("ok", False, False, "✓ ok 0.50s"),
+        "1": ("failed", True, True, "✗ failed 0.25s"),
+        "2": ("ok", False, False, "✓ ok 1.00s"),
+    }
+
+
+def test_completion_order_is_shown_beside_the_plan_order() -> None:
+    svg = render_svg(traced())
+    ranks = {row.get("data-slot"): row.get("data-rank") for row in rows_of(svg)}
+    assert ranks == {"0": "2", "1": "1", "2": "3"}
+
+
+def test_rows_agree_with_the_terminal_timeline_rows() -> None:
+    trace = traced()
+    svg = render_svg(trace, {2: Status.TIMED_OUT})
+    rows = timeline_rows(trace, {2: Status.TIMED_OUT})
+    drawn = [
+        (row.get("data-slot"), row.get("data-status"), row.get("data-rank")) for row in rows_of(svg)
+    ]
+    assert drawn == [
+        (str(row.slot), row.status.value if row.status else "none", str(row.rank or ""))
+        for row in rows
+    ]
+    assert drawn[2] == ("2", "timed out", "3")
+
+
+def test_a_slot_that_never_ran_waits_to_the_end() -> None:
+    async def main() -> Trace:
+        trace = Trace(["a", "b"])
+        await trace.watch(sleep_its_latency)("a")
+        trace.close()
+        return trace
+
+    trace = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    svg = render_svg(trace, width=WIDTH)
+    never = rows_of(svg)[1]
+    ending = next(text for text in never.iter(f"{SVG}text") if "ts-end" in classes(text))
+    assert "".join(ending.itertext()) == "… never ran"
+    (waiting,) = (rect for rect in never.iter(f"{SVG}rect") if "ts-waiting" in classes(rect))
+    assert float(waiting.get("x", "nan")) == axis_origin(svg)
+    assert float(waiting.get("width", "nan")) == WIDTH
+
+
+def test_two_renders_of_two_runs_are_byte_identical() -> None:
+    first, second = traced(), traced()
+    assert render_svg(first, title="t") == render_svg(first, title="t")
+    assert render_svg(first, title="t") == render_svg(second, title="t")
+
+
+def test_text_is_escaped_and_the_picture_is_well_formed_xml() -> None:
+    async def main() -> Trace:
+        trace = Trace(['<b> & "c"'])
+        await trace.watch(sleep_its_latency)('<b> & "c"')
+        trace.close()
+        return trace
+
+    trace = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    svg = render_svg(trace, title="a <title> & more")
+    root = ET.fromstring(svg)
+    assert root.findtext(f"{SVG}title") == "a <title> & more"
+    assert "<b>" not in svg
+
+
+def test_width_must_be_positive() -> None:
+    with pytest.raises(ValueError, match=r"^width must be > 0, got 0$"):
+        render_svg(traced(), width=0)
+
+
+def test_only_a_slot_that_failed_or_timed_out_is_tinted() -> None:
+    finals = {0: Status.CANCELLED, 2: Status.TIMED_OUT}
+    svg = render_svg(traced(), finals)
+    tinted = {
+        row.get("data-slot"): any("ts-band" in classes(rect) for rect in row.iter(f"{SVG}rect"))
+        for row in rows_of(svg)
+    }
+    assert tinted == {"0": False, "1": True, "2": True}

@@ -1,0 +1,326 @@
+"""The docs site, checked as a reader sees it: every page loaded in headless Chromium.
+
+``make docs-check`` builds the site and runs this. It serves ``site/`` on 127.0.0.1, opens every
+page in Debian's Chromium (driven by Playwright, which downloads no browser here), and checks:
+
+- on every page: the console shows no error, no request fails, and nothing is fetched from
+  anywhere but the local server (no CDN: mermaid and the theme's assets are in the site);
+- on every page with mermaid diagrams: each one was rendered to an SVG with text in it;
+- on every step page: its step's file is included whole in its code block, the block highlights
+  as many lines as the step changed, and each demo's timeline SVG is displayed with one row per
+  subtask, its text readable (contrast >= 4.5) in the light and in the dark scheme.
+
+It saves a full-page screenshot of each page (and of each step page in the dark scheme) under
+``build/screenshots/`` and ends with a line ``docs-check: N passed, M failed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from playwright.sync_api import (
+    Browser,
+    ConsoleMessage,
+    Error,
+    Page,
+    Request,
+    Route,
+    ViewportSize,
+    sync_playwright,
+)
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+from lessons import _docs
+from lessons._runner import DEMOS, steps
+from trio_supervisor import decompose
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
+TIMEOUT_MS = 20_000
+MIN_CONTRAST = 4.5  # WCAG AA for text: a timeline's labels against the page, in either scheme
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def serve(site: Path) -> Iterator[str]:
+    """Serve ``site`` on 127.0.0.1 (a free port) in a thread; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+@dataclass
+class Result:
+    """What one page showed: the problems found, and what was counted on the way."""
+
+    page: str
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def pages(site: Path) -> list[str]:
+    """Every page of the built site, as a path relative to its root ("" for the home page)."""
+    found = []
+    for index in sorted(site.rglob("index.html")):
+        relative = index.parent.relative_to(site).as_posix()
+        found.append("" if relative == "." else relative + "/")
+    return found
+
+
+def mermaid_svgs(page: Page) -> list[dict[str, Any]]:
+    """Each rendered mermaid diagram: the theme renders it into a *closed* shadow root, which
+    page scripts cannot see, so the DOM is read over the DevTools protocol, shadow roots and all.
+    """
+    session = page.context.new_cdp_session(page)
+    try:
+        document = session.send("DOM.getDocument", {"depth": -1, "pierce": True})
+        diagrams: list[dict[str, Any]] = []
+
+        def texts(node: dict[str, Any]) -> Iterator[str]:
+            if node.get("nodeType") == 3:
+                yield node.get("nodeValue", "")
+            for child in node.get("children", []):
+                yield from texts(child)
+
+        def walk(node: dict[str, Any]) -> None:
+            attributes = node.get("attributes", [])
+            classes = dict(zip(attributes[::2], attributes[1::2], strict=True)).get("class", "")
+            if node.get("localName") == "div" and "mermaid" in classes.split():
+                svgs = [
+                    child
+                    for root in node.get("shadowRoots", [])
+                    for child in root.get("children", [])
+                    if child.get("localName") == "svg"
+                ]
+                for svg in svgs:
+                    box = session.send("DOM.getBoxModel", {"nodeId": svg["nodeId"]})["model"]
+                    diagrams.append(
+                        {
+                            "width": box["width"],
+                            "height": box["height"],
+                            "text": " ".join(t.strip() for t in texts(svg) if t.strip()),
+                        }
+                    )
+                if not svgs:
+                    diagrams.append({"width": 0, "height": 0, "text": ""})
+            for child in node.get("children", []):
+                walk(child)
+            for root in node.get("shadowRoots", []):
+                walk(root)
+
+        walk(document["root"])
+        return diagrams
+    finally:
+        session.detach()
+
+
+@dataclass
+class Watch:
+    """What goes wrong while a page loads: console errors, page errors, failed requests, and any
+    request for something outside the local server (which is refused)."""
+
+    errors: list[str] = field(default_factory=list)
+
+    def console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self.errors.append(f"console error: {message.text}")
+
+    def page_error(self, error: Error) -> None:
+        self.errors.append(f"page error: {error}")
+
+    def request_failed(self, request: Request) -> None:
+        self.errors.append(f"request failed: {request.url} ({request.failure})")
+
+    def route(self, route: Route, request: Request) -> None:
+        if urlsplit(request.url).hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            self.errors.append(f"fetched from outside the site: {request.url}")
+            route.abort()
+
+
+def _luminance(rgb: list[float]) -> float:
+    def channel(value: float) -> float:
+        value /= 255
+        return value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4
+
+    red, green, blue = (channel(value) for value in rgb[:3])
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def label_contrast(page: Page) -> float:
+    """The contrast ratio of the first timeline's subtask labels against the page background,
+    as the browser paints them (the SVG takes its text colour from the theme)."""
+    colours = page.evaluate(
+        """() => {
+            const parse = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+            const label = document.querySelector("figure.timeline svg text.ts-label");
+            let fill = parse(getComputedStyle(label).fill);
+            let back = parse(getComputedStyle(document.body).backgroundColor);
+            if (back.length === 4 && back[3] === 0) back = [255, 255, 255];
+            if (fill.length === 4) {  // a translucent fill, blended over the background
+                const a = fill[3];
+                fill = fill.slice(0, 3).map((c, i) => c * a + back[i] * (1 - a));
+            }
+            return [fill, back];
+        }"""
+    )
+    lighter, darker = sorted((_luminance(colour) for colour in colours), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def check_step(page: Page, name: str, result: Result) -> None:
+    """The step's code block (whole file, highlighted lines) and its timelines."""
+    path = f"lessons/{name}.py"
+    blocks = page.locator(".highlight").filter(has=page.locator("span.filename", has_text=path))
+    if blocks.count() != 1:
+        result.problems.append(f"expected one code block titled {path}, found {blocks.count()}")
+    else:
+        block = blocks.first
+        code = block.locator("td.code code").text_content() or ""
+        source = _docs.step_file(name).read_text()
+        if code.rstrip() != source.rstrip():
+            result.problems.append(f"the code block does not hold {path} as it is")
+        if not block.is_visible():
+            result.problems.append("the code block is not displayed")
+        highlighted = block.locator(".hll").count()
+        changed = len(_docs.step_changes(name))
+        if highlighted != changed:
+            result.problems.append(f"{highlighted} lines highlighted, the step changed {changed}")
+        result.notes.append(f"code {len(source.splitlines())} lines, {highlighted} highlighted")
+    figures = page.locator("figure.timeline")
+    if figures.count() != len(DEMOS):
+        result.problems.append(f"expected {len(DEMOS)} timelines, found {figures.count()}")
+    for index, demo in enumerate(DEMOS[: figures.count()]):
+        figure = figures.nth(index)
+        svg = figure.locator("svg.ts-chart")
+        box = svg.bounding_box() if svg.count() == 1 else None
+        if box is None or not svg.is_visible() or box["width"] < 300 or box["height"] < 80:
+            result.problems.append(f"the timeline of {demo.title!r} is not displayed ({box})")
+            continue
+        rows = svg.locator("g.ts-row").count()
+        if rows != len(decompose(demo.task)):
+            result.problems.append(
+                f"the timeline of {demo.title!r} has {rows} rows for {len(decompose(demo.task))} "
+                "subtasks"
+            )
+        result.notes.append(f"timeline {rows} rows {box['width']:.0f}x{box['height']:.0f}px")
+
+
+def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
+    """Load one page (light, and dark for step pages), check it, and screenshot it."""
+    result = Result(path or "/")
+    step = path.removeprefix("steps/").rstrip("/") if path.startswith("steps/") else None
+    schemes: list[Literal["light", "dark"]] = ["light", "dark"] if step else ["light"]
+    slug = path.strip("/").replace("/", "-") or "home"
+    for scheme in schemes:
+        context = browser.new_context(viewport=VIEWPORT, color_scheme=scheme)
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        watch = Watch()
+        page.on("console", watch.console)
+        page.on("pageerror", watch.page_error)
+        page.on("requestfailed", watch.request_failed)
+        page.route("**/*", watch.route)
+        errors = watch.errors
+        response = page.goto(base + path, wait_until="load")
+        if response is None or not response.ok:
+            errors.append(f"the page answered {None if response is None else response.status}")
+        # diagrams in the page as served, before the theme's script replaces them with SVGs
+        expected = 0 if response is None else response.text().count('<pre class="mermaid">')
+        if expected:
+            try:
+                page.wait_for_function("document.querySelectorAll('pre.mermaid').length === 0")
+            except PlaywrightTimeoutError:
+                errors.append("mermaid did not render every diagram")
+        page.wait_for_load_state("networkidle")
+        if step is not None:
+            contrast = label_contrast(page)
+            if contrast < MIN_CONTRAST:
+                errors.append(f"timeline text contrast {contrast:.1f} < {MIN_CONTRAST}: unreadable")
+            result.notes.append(f"{scheme} contrast {contrast:.1f}")
+        if scheme == "light":
+            diagrams = mermaid_svgs(page)
+            if len(diagrams) != expected:
+                errors.append(f"{expected} mermaid diagrams in the page, {len(diagrams)} rendered")
+            for number, diagram in enumerate(diagrams, start=1):
+                if diagram["width"] < 50 or diagram["height"] < 50 or not diagram["text"]:
+                    errors.append(f"mermaid diagram {number} was not rendered to an SVG")
+                elif "Syntax error" in diagram["text"]:
+                    errors.append(f"mermaid diagram {number} shows a syntax error")
+            if diagrams:
+                result.notes.append(f"{len(diagrams)} mermaid SVGs")
+            if step is not None:
+                check_step(page, step, result)
+        shot = shots / (f"{slug}.png" if scheme == "light" else f"{slug}-{scheme}.png")
+        page.screenshot(path=str(shot), full_page=True)
+        result.problems.extend(f"[{scheme}] {error}" for error in errors)
+        context.close()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--site", type=Path, default=Path("site"), help="the built site (site)")
+    p.add_argument("--screenshots", type=Path, default=Path("build/screenshots"))
+    p.add_argument("--chromium", default="/usr/bin/chromium", help="the browser to drive")
+    args = p.parse_args(argv)
+    if not (args.site / "index.html").exists():
+        p.error(f"{args.site}/index.html is missing: build the site first (make docs-build)")
+    args.screenshots.mkdir(parents=True, exist_ok=True)
+    found = pages(args.site)
+    missing = [name for name in steps().values() if f"steps/{name}/" not in found]
+    results = [Result(f"steps/{name}/", [f"step {name} has no page"]) for name in missing]
+    with serve(args.site) as base, sync_playwright() as playwright:
+        # launch() gives the browser a fresh, temporary profile of its own
+        browser = playwright.chromium.launch(
+            executable_path=args.chromium, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            for path in found:
+                result = check_page(browser, base, path, args.screenshots)
+                results.append(result)
+                verdict = "FAIL" if result.problems else "ok"
+                print(f"{verdict:4} /{path}  {'; '.join(result.notes)}", flush=True)
+                for problem in result.problems:
+                    print(f"       {problem}", flush=True)
+        finally:
+            browser.close()
+    failed = sum(1 for result in results if result.problems)
+    print(f"screenshots in {args.screenshots}/")
+    print(f"docs-check: {len(results) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
