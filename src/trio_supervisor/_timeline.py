@@ -27,7 +27,7 @@ class Bar:
 
     start: float
     end: float
-    kind: str  # "waiting" or "running"
+    kind: str  # "waiting", "running", or "held" (done, not yet handed to the caller)
     status: Status | None  # how a running bar ended; None while running or for waiting
 
 
@@ -66,6 +66,8 @@ def timeline_rows(trace: Trace, final: Mapping[int, Status] | None = None) -> li
             waiting_from = end
         if not slot.spans and slot.admitted is None and trace.closed is not None:
             bars.append(Bar(waiting_from, right, "waiting", None))
+        if slot.delivered is not None and slot.delivered - trace.origin > waiting_from:
+            bars.append(Bar(waiting_from, slot.delivered - trace.origin, "held", None))
         status = final.get(slot.slot, slot.status)
         rows.append(Row(slot.slot, str(slot.subtask), tuple(bars), status, ranks.get(slot.slot)))
     return rows
@@ -78,8 +80,9 @@ def _seconds(value: float) -> str:
 def render_timeline(
     trace: Trace, final: Mapping[int, Status] | None = None, width: int = 48
 ) -> Table:
-    """A rich table of the run: per slot, waiting (``·``) then running (``█``) bars, the ending
-    glyph, when it ended and its completion rank, over a time axis from 0 to the wall time."""
+    """A rich table of the run: per slot, waiting (``·``) then running (``█``) bars, then held
+    (``░``: done, waiting to be handed over in order), the ending glyph, when it ended and its
+    completion rank, over a time axis from 0 to the wall time."""
     right = trace.wall or 1.0
     table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left")
     table.add_column("slot", justify="right", no_wrap=True, min_width=4)
@@ -96,6 +99,8 @@ def render_timeline(
             for column in range(first, last):
                 if bar.kind == "waiting":
                     cells[column], styles[column] = "·", "bright_black"
+                elif bar.kind == "held":
+                    cells[column], styles[column] = "░", "bright_black"
                 else:
                     cells[column], styles[column] = "█", ENDINGS[bar.status][1]
         line = Text()
