@@ -15,26 +15,26 @@ waits for every cancelled worker to unwind before ``supervise`` returns.
 What is still wrong: every failure is final, though most failures of a remote sub-agent are
 transient (a rate limit, a dropped connection) and would succeed if tried again a little later.
 
-Sample run (``python -m lessons 6 --virtual --workers 2 --hang 1 --timeout 1.5
+Sample run (``python -m lessons 6 --virtual --workers 2 --hang 1 --timeout 1.25
 --task "inventory; reviews; pricing"``)::
 
-    step06_timeouts · your task, max_workers=2, worker_timeout=1.5
+    step06_timeouts · your task, max_workers=2, worker_timeout=1.25
     slot  subtask    timeline                      end                done #
        0  inventory  █████████████████             ✓ ok 0.91s              1
-       1  reviews    ████████████████████████████  ⏱ timed out 1.50s       2
+       1  reviews    ███████████████████████       ⏱ timed out 1.25s       2
        2  pricing    ················████████████  ✓ ok 1.50s              3
                      0s                     1.50s
     results, in the order supervise returned them
 
-      slot   subtask     result      output or error                    done #
-     ──────────────────────────────────────────────────────────────────────────
-         0   inventory   ok          findings on inventory                   1
-         1   reviews     timed out   timed out: no result within 1.5s        2
-         2   pricing     ok          findings on pricing                     3
+      slot   subtask     result      output or error                     done #
+     ───────────────────────────────────────────────────────────────────────────
+         0   inventory   ok          findings on inventory                    1
+         1   reviews     timed out   timed out: no result within 1.25s        2
+         2   pricing     ok          findings on pricing                      3
 
     answer
     inventory: findings on inventory
-    reviews: (missing: timed out: no result within 1.5s)
+    reviews: (missing: timed out: no result within 1.25s)
     pricing: findings on pricing
     (degraded: 1 of 3 subtasks failed)
     wall 1.50s · serial would take never (a subtask hangs) · 2 ok, 1 failed

@@ -24,9 +24,11 @@ Which slots restart with the failed one is the ``strategy``, also after OTP:
   used, not the earlier ones.
 
 Each attempt runs under its own cancel scope, inside its task, so a restart cancels exactly the
-attempts it restarts; an attempt's result counts only while it is its slot's current attempt (one
-cancelled just as it returned is dropped). A strategy may call a slot more than ``attempts`` times
-when its siblings fail; ``attempts`` caps the restarts a slot's own failures ask for. Retry
+attempts it restarts. A task Trio has already woken finishes its step even if its scope is
+cancelled meanwhile, so what was cancelled is checked, not assumed: an attempt's result counts
+only while it is its slot's current attempt, and a dispatcher replaced just as it got a capacity
+token gives it back. A strategy may call a slot more than ``attempts`` times when its siblings
+fail; ``attempts`` caps the restarts a slot's own failures ask for. Retry
 libraries (tenacity, stamina) retry one call at a time; here a restart moves siblings, counts
 against a run-wide intensity and gives back a capacity token, so the loop is the supervisor's own.
 
@@ -165,6 +167,9 @@ async def supervise(
             for slot in slots:
                 token = object()  # one borrower per attempt: a cancelled one may still hold its own
                 await limiter.acquire_on_behalf_of(token)
+                if scope.cancel_called:  # replaced by a restart just as it got its token
+                    limiter.release_on_behalf_of(token)
+                    return
                 nursery.start_soon(run_one, slot, plan[slot], token)
 
     with trio.move_on_after(deadline):  # cancels whatever still runs or waits, then returns

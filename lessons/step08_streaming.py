@@ -1,23 +1,24 @@
 """Step 8: ordered streaming. Each result is handed over as soon as every earlier one is.
 
-What it adds: ``stream``, an async context manager that yields a channel of results in plan
-order: ``async with stream(subtasks, worker, max_workers=4) as results: async for result in
-results: ...``. Its input may be of unknown length: a ``str`` is decomposed as before, and any
-iterable or async iterable is pulled one subtask at a time, only while there is room in the
-*window*. At most ``window`` slots (by default ``2 * max_workers``; never fewer than
-``max_workers``) are pulled and not yet handed over, whether waiting for a worker, running,
-backing off or finished and waiting for an earlier slot; so the supervisor holds at most
-``window`` subtasks and results, and at most ``max_workers`` workers run, however long the input.
-A deliverer hands each result over as soon as it and every slot before it are done, and forgets
-it. The price of plan order is *head-of-line blocking*: while an early slot runs long, later ones
-finish and wait in the window; once the window is full nothing more is pulled, and the workers
-idle until the early slot is done. Leaving the ``async with`` block, early or not, cancels every
-worker still running (an exception raised in the block comes out in an exception group, as from
-any nursery). A deadline, or giving up past the restart intensity, ends the work but not the
-stream: slots that did not finish come out marked, in order, followed by the rest of the input,
+What it adds: ``stream``, an async context manager that yields a channel of results in plan order:
+``async with stream(subtasks, worker, max_workers=4) as results: async for result in results:
+...``. Its input may be of unknown length: a ``str`` is decomposed as before, and any iterable or
+async iterable is pulled one subtask at a time, only while there is room in the *window*. At most
+``window`` slots (by default ``2 * max_workers``; never fewer than ``max_workers``) are pulled and
+not yet handed over, whether waiting for a worker, running, backing off or finished and waiting for
+an earlier slot; so the supervisor holds at most ``window`` subtasks and results, and at most
+``max_workers`` workers run, however long the input. A deliverer hands each result over as soon as
+it and every slot before it are done, and forgets it. The price of plan order is *head-of-line
+blocking*: while an early slot runs long, later ones finish and wait in the window; once the window
+is full nothing more is pulled, and the workers idle until the early slot is done. Leaving the
+``async with`` block, early or not, cancels every worker still running, and nothing more is read
+from the input: a pull first checks for cancellation, since a puller woken just as the caller left
+would otherwise finish its step (an exception raised in the block comes out in an exception group,
+as from any nursery). A deadline, or giving up past the restart intensity, ends the work but not
+the stream: slots that did not finish come out marked, in order, followed by the rest of the input,
 so every subtask is accounted for once. Results handed over are never taken back, so
-``one_for_all`` restarts every slot not yet handed over. ``supervise`` is now the stream,
-collected into an aggregate.
+``one_for_all`` restarts every slot not yet handed over. ``supervise`` is now the stream, collected
+into an aggregate.
 
 What is still wrong: a run lives in one process. If it dies, the slots in flight and the window
 die with it, and nothing records how far the input got: a new run starts from the first subtask.
@@ -205,11 +206,15 @@ async def stream(
                     await progress.wait()
                 token = object()  # one borrower per attempt: a cancelled one may still hold its own
                 await limiter.acquire_on_behalf_of(token)
+                if scope.cancel_called:  # replaced by a restart just as it got its token
+                    limiter.release_on_behalf_of(token)
+                    return
                 nursery.start_soon(run_one, slot, subtasks[slot], token)
 
     async def pull() -> bool:
         """Pull the input's next subtask into a new slot; False once the input has ended."""
         nonlocal pulled, exhausted
+        await trio.lowlevel.checkpoint_if_cancelled()  # woken just as the caller left: no pull
         if isinstance(plan, AsyncIterator):
             subtask = await anext(plan, None)
         else:
