@@ -349,6 +349,12 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _strategy(text: str) -> str:
+    if text not in STRATEGIES:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(STRATEGIES)}, got {text!r}")
+    return text
+
+
 def _pair(
     text: str,
     separator: str,
@@ -409,7 +415,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (6-)")
     p.add_argument("--attempts", type=_workers, metavar="N", help="calls per slot at most (7-)")
-    p.add_argument("--strategy", choices=STRATEGIES, help="which slots restart together (7-)")
+    p.add_argument(
+        "--strategy",
+        type=_strategy,
+        metavar="NAME",
+        help="which slots restart together: " + ", ".join(STRATEGIES) + " (7-)",
+    )
     p.add_argument(
         "--intensity", type=_intensity, metavar="R/T", help="at most R restarts in T seconds (7-)"
     )
