@@ -276,9 +276,12 @@ async def stream(
         outer.cancel_scope.cancel()  # the caller is done with the stream: stop every worker
 
 
-async def supervise(task: str, worker: Worker, **options: Any) -> Aggregate[str]:
-    """Every result of :func:`stream` over ``task``, collected in plan order."""
-    async with stream(task, worker, **options) as results:
+async def supervise(
+    task: str, worker: Worker, *, max_workers: int, **options: Any
+) -> Aggregate[str]:
+    """Every result of :func:`stream` over ``task``, collected in plan order; ``options`` are
+    :func:`stream`'s."""
+    async with stream(task, worker, max_workers=max_workers, **options) as results:
         return Aggregate([result async for result in results])
 
 

@@ -115,6 +115,8 @@ def test_the_command_line_options_reach_each_step_that_accepts_them() -> None:
     }
     assert options(STEP07, *argv) == seven
     assert options(STEP08, *argv) == {**seven, "window": 5}
+    # step 8's supervise, the stream collected, still names max_workers
+    assert step_options(STEP08.supervise, parser().parse_args(["8"])) == {"max_workers": 4}
 
 
 def test_the_command_line_wins_over_a_demo_option() -> None:

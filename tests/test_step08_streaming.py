@@ -16,7 +16,7 @@ from helpers678 import HOUR, STEP07, STEP08, Probe, arrivals, run_virtual
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_supervisor import SimulatedAgent, Status
+from trio_supervisor import SimulatedAgent, Status, Trace, timeline_rows
 
 FLAW = "step 7's flaw: nothing is handed over until the last slot is done"
 
@@ -249,3 +249,29 @@ async def test_a_window_smaller_than_max_workers_is_refused_before_any_work() ->
         async with STEP08.stream("a; b", agent, max_workers=4, window=3):
             pass
     assert not agent.calls
+
+
+async def test_the_timeline_draws_a_result_held_from_its_end_to_its_hand_over(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    trace = Trace()
+    probe = Probe(agent_with([8, 32, 4]))
+    async with STEP08.stream(task_of(3), trace.watch(probe), max_workers=3) as results:
+        for slot in range(3):
+            await results.receive()
+            trace.delivered(slot)  # as the runner marks each result it is handed
+    trace.close()
+    rows = timeline_rows(trace)
+    assert [[(bar.kind, bar.start, bar.end) for bar in row.bars] for row in rows] == [
+        [("running", 0, 0.25)],
+        [("running", 0, 1)],
+        [("running", 0, 0.125), ("held", 0.125, 1)],  # done first, handed over after slot 1
+    ]
+
+
+def test_a_sub_agent_latency_can_be_set_per_subtask() -> None:
+    agent = SimulatedAgent(latencies={"slow": 3.0})
+    assert agent.latency("slow") == 3.0
+    assert agent.latency("fast") == SimulatedAgent().latency("fast")
+    with pytest.raises(ValueError, match=r"^latencies must be >= 0, got -1 for 'slow'$"):
+        SimulatedAgent(latencies={"slow": -1})
