@@ -66,6 +66,7 @@ class Demo:
     flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
     slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    take: int | None = None  # a streaming step's caller leaves after this many results
 
     def agent(self, seed: int) -> SimulatedAgent:
         """The simulated sub-agent for this demo, its latencies picked by ``seed``."""
@@ -121,6 +122,12 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             "a lazy feed of 20 reviews, one slow early",
             "; ".join(f"review {number:02}" for number in range(1, 21)),
             slow={1: 3.0},  # head-of-line: review 02 holds back everything after it
+        ),
+        Demo(
+            "the same feed, left after 10 reviews",
+            "; ".join(f"review {number:02}" for number in range(1, 21)),
+            slow={1: 3.0},
+            take=10,  # leaving the loop cancels the workers still running
         ),
     ),
 }
@@ -257,6 +264,10 @@ async def consume(
                     highlight=False,
                 )
             results.append(result)
+            if len(results) == run.demo.take:
+                if live is not None:
+                    live.print(f"left the stream after {len(results)} results", style="bold")
+                break
     return Aggregate(results)
 
 
@@ -427,6 +438,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--window", type=_workers, metavar="N", help="slots pulled, not yet handed over (8)"
     )
+    p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (8)")
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     return p
@@ -460,6 +472,8 @@ def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
         replaced["flaky"] = dict(args.flaky)
     if getattr(args, "slow", None) is not None:
         replaced["slow"] = dict(args.slow)
+    if getattr(args, "take", None) is not None:
+        replaced["take"] = args.take
     chosen = [dataclasses.replace(demo, **replaced) for demo in chosen]
     for demo in chosen:
         try:

@@ -56,13 +56,21 @@ def test_step7_demos_retry_the_flaky_workers_until_they_succeed() -> None:
 
 
 def test_step8_demo_hands_results_over_in_plan_order_after_the_slow_one() -> None:
-    (run,) = run_json("8")
+    run, left = run_json("8")
     slots = run["trace"]["slots"]
     assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
     delivered = [slot["delivered"] for slot in slots]
     assert delivered == sorted(delivered)
     assert delivered[1:9] == [3.0] * 8, "review 02 takes 3 s and holds back the window behind it"
     assert statuses(run) == ["ok"] * 20
+    # the second demo leaves after 10 results: the workers still running then are cancelled
+    assert statuses(left) == ["ok"] * 10
+    slots = left["trace"]["slots"]
+    leave = slots[9]["delivered"]
+    cut = [slot for slot in slots[10:] if slot["spans"]]
+    assert cut, "some workers were running when the caller left"
+    assert [slot["spans"][-1]["end"] for slot in cut] == [leave] * len(cut)
+    assert {slot["spans"][-1]["status"] for slot in cut} == {"cancelled"}
 
 
 def test_step8_shows_each_result_as_it_is_handed_over() -> None:
@@ -180,6 +188,7 @@ def test_the_sub_agent_follows_hang_flaky_and_slow() -> None:
             "argument --slow: must be I:S (slot I takes S >= 0 seconds), e.g. 1:3, got '1'",
         ),
         (["8", "--window", "2"], "--window must be >= --workers (4), got 2"),
+        (["8", "--take", "0"], "argument --take: must be an integer >= 1, got 0"),
         (["6", "--hang", "5"], "--hang 5 is not a slot of the task: slots are 0-4"),
         (
             ["7", "--task", "a; b", "--flaky", "2"],
