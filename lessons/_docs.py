@@ -23,6 +23,7 @@ import difflib
 import hashlib
 import io
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 from lessons._runner import (
-    DEMOS,
     Demo,
     Run,
+    demos,
     final_statuses,
     parser,
     run_demo,
@@ -148,10 +149,10 @@ def pictures(name: str) -> list[Picture]:
     command = f"python -m lessons {number} --virtual"
     args = parser().parse_args([str(number), "--virtual"])
     made = []
-    for demo in DEMOS:
+    for demo in demos(args, number):
         out = io.StringIO()
         console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
-        run = run_demo(name, demo, args, before=show_header_to(console))
+        run = run_demo(name, demo, args, before=show_header_to(console), live=console)
         assert run.trace is not None
         show(console, run)
         output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
@@ -161,6 +162,25 @@ def pictures(name: str) -> list[Picture]:
     return made
 
 
+def demo_does(demo: Demo) -> str:
+    """What the demo's simulated sub-agent (and caller) do on purpose, as a sentence."""
+
+    def slots(chosen: Iterable[int]) -> str:
+        return ", ".join(str(slot) for slot in sorted(chosen))
+
+    said = []
+    if demo.fail:
+        said.append(f"fails slot {slots(demo.fail)}")
+    if demo.hang:
+        said.append(f"hangs on slot {slots(demo.hang)}")
+    said += [f"fails the first {k} calls of slot {slot}" for slot, k in sorted(demo.flaky.items())]
+    said += [f"takes {t:.2f}s on slot {slot}" for slot, t in sorted(demo.slow.items())]
+    sentence = f" The simulated sub-agent {', '.join(said)} on purpose." if said else ""
+    if demo.take is not None:
+        sentence += f" The caller leaves the stream after {demo.take} results."
+    return sentence
+
+
 def _fragment(name: str, made: list[Picture]) -> str:
     """The markdown a step page includes: per demo, what ran, the timeline, the terminal."""
     parts = []
@@ -168,8 +188,7 @@ def _fragment(name: str, made: list[Picture]) -> str:
         run = picture.run
         assert run.trace is not None
         options = "".join(f", `{key}={value}`" for key, value in run.options.items())
-        fails = ", ".join(str(slot) for slot in sorted(picture.demo.fail))
-        failing = f" The simulated sub-agent fails slot {fails} on purpose." if fails else ""
+        failing = demo_does(picture.demo)
         if run.error is not None:
             outcome = f"The run raised `{run.error}`."
         else:

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import inspect
 import json
 import pkgutil
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import trio
 import trio.testing
@@ -26,11 +27,14 @@ from trio_supervisor import (
     Aggregate,
     SimulatedAgent,
     Status,
+    SubResult,
     Trace,
     decompose,
     describe,
     render_timeline,
 )
+
+T = TypeVar("T")
 
 _STEP_NAME = re.compile(r"step(\d\d)_\w+")
 
@@ -52,11 +56,28 @@ def load_step(name: str) -> ModuleType:
 
 @dataclass(frozen=True)
 class Demo:
-    """A task to run a step on, and which of its slots the simulated sub-agent fails."""
+    """A task to run a step on, what the simulated sub-agent does on its slots, and the options
+    (keyword arguments of the step's ``supervise``) it runs with unless the command line says."""
 
     title: str
     task: str
     fail: frozenset[int] = field(default_factory=frozenset)
+    hang: frozenset[int] = field(default_factory=frozenset)
+    flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
+    slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    take: int | None = None  # a streaming step's caller leaves after this many results
+
+    def agent(self, seed: int) -> SimulatedAgent:
+        """The simulated sub-agent for this demo, its latencies picked by ``seed``."""
+        plan = decompose(self.task)
+        return SimulatedAgent(
+            seed,
+            fail={plan[slot] for slot in self.fail},
+            hang={plan[slot] for slot in self.hang},
+            flaky={plan[slot]: calls for slot, calls in self.flaky.items()},
+            latencies={plan[slot]: latency for slot, latency in self.slow.items()},
+        )
 
 
 RESEARCH = Demo(
@@ -71,6 +92,47 @@ LARGE = Demo(
     "funding history; web traffic",
 )
 DEMOS = (RESEARCH, LARGE)
+STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
+    6: (
+        Demo(
+            "a sub-agent hangs",
+            "competitor pricing; customer reviews; inventory; supplier risk; hiring trends",
+            fail=frozenset({3}),
+            hang=frozenset({1}),  # the reviews sub-agent never answers
+            options={"worker_timeout": 1.5},
+        ),
+        Demo(LARGE.title + ", cut short by a deadline", LARGE.task, options={"deadline": 1.5}),
+    ),
+    7: (
+        Demo(
+            "flaky sub-agents, each retried alone",
+            "competitor pricing; customer reviews; inventory; supplier risk; hiring trends",
+            flaky={1: 2, 3: 1},  # reviews fails its first two calls, supplier risk its first
+            options={"attempts": 3, "strategy": "one_for_one"},
+        ),
+        Demo(
+            "chapters that build on each other, restarted rest_for_one",
+            "chapter 1; chapter 2; chapter 3; chapter 4; chapter 5",
+            flaky={2: 1},
+            options={"attempts": 3, "strategy": "rest_for_one"},
+        ),
+    ),
+    8: (
+        Demo(
+            "a lazy feed of 20 reviews, one slow early",
+            "; ".join(f"review {number:02}" for number in range(1, 21)),
+            slow={1: 3.0},  # head-of-line: review 02 holds back everything after it
+        ),
+        Demo(
+            "the same feed, left after 10 reviews",
+            "; ".join(f"review {number:02}" for number in range(1, 21)),
+            slow={1: 3.0},
+            take=10,  # leaving the loop cancels the workers still running
+        ),
+    ),
+}
+"""Each step's own demos (the steps not named here run :data:`DEMOS`)."""
+STRATEGIES = ("one_for_one", "one_for_all", "rest_for_one")  # step 7's restart strategies
 
 
 @dataclass
@@ -117,22 +179,64 @@ class Run:
         }
 
 
-def step_options(supervise: Callable[..., Any], args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword options this step's ``supervise`` accepts, filled from the command line."""
+def step_options(
+    supervise: Callable[..., Any], args: argparse.Namespace, demo: Demo | None = None
+) -> dict[str, Any]:
+    """The keyword options this step's ``supervise`` accepts, filled from the demo's options and
+    the command line (which wins)."""
     accepted = inspect.signature(supervise).parameters
-    given = {"max_workers": args.workers}
+    given = {"max_workers": args.workers, **(demo.options if demo is not None else {})}
+    for name, option in OPTIONS.items():
+        value = getattr(args, option, None)
+        if value is not None:
+            given[name] = value
     return {name: value for name, value in given.items() if name in accepted}
 
 
-async def run_step(module: ModuleType, run: Run, agent: SimulatedAgent) -> None:
+OPTIONS = {
+    "worker_timeout": "timeout",
+    "deadline": "deadline",
+    "attempts": "attempts",
+    "strategy": "strategy",
+    "intensity": "intensity",
+    "window": "window",
+    "seed": "seed",
+}
+"""Keyword option of a step's ``supervise`` -> the command-line option that sets it."""
+
+
+def entry(module: ModuleType) -> Callable[..., Any]:
+    """What the runner calls in a step: its ``stream`` if it streams, else its ``supervise``."""
+    function: Callable[..., Any] = getattr(module, "stream", None) or module.supervise
+    return function
+
+
+def lazily(plan: Sequence[str], trace: Trace) -> Iterator[str]:
+    """The plan as a lazy input, which marks on ``trace`` when each subtask is pulled."""
+    for slot, subtask in enumerate(plan):
+        trace.pulled(slot, subtask)
+        yield subtask
+
+
+async def run_step(
+    module: ModuleType, run: Run, agent: SimulatedAgent, live: Console | None = None
+) -> None:
     """Run ``module.supervise`` on ``run``'s task with a traced ``agent``, recording the outcome.
 
+    A step that streams (it has ``stream``) is fed the plan as a lazy input and consumed as it
+    hands results over, each shown on ``live`` as it arrives; its results make the aggregate.
     A step that raises is part of the lesson (steps 1-4 do on a failure): its exception, a group
     or not, is recorded whole and shown. Cancellation and ``KeyboardInterrupt`` pass through.
     """
-    run.trace = Trace(run.plan)
+    stream = getattr(module, "stream", None)
+    run.trace = Trace() if stream is not None else Trace(run.plan)
     try:
-        run.aggregate = await module.supervise(run.demo.task, run.trace.watch(agent), **run.options)
+        if stream is None:
+            run.aggregate = await module.supervise(
+                run.demo.task, run.trace.watch(agent), **run.options
+            )
+        else:
+            run.aggregate = await consume(stream, run, run.trace, agent, live)
     except Exception as exc:
         run.error = describe(exc)
     finally:
@@ -153,11 +257,38 @@ def show_header_to(console: Console) -> Callable[[Run], None]:
     return show_header
 
 
+async def consume(
+    stream: Callable[..., Any], run: Run, trace: Trace, agent: SimulatedAgent, live: Console | None
+) -> Aggregate[str]:
+    """Run a streaming step to its end, marking each result on ``trace`` as it is handed over."""
+    results: list[SubResult[str]] = []
+    async with stream(lazily(run.plan, trace), trace.watch(agent), **run.options) as arriving:
+        if live is not None:
+            live.print("handed over, in plan order:", style="bold")
+        async for result in arriving:
+            trace.delivered(len(results))
+            if live is not None:
+                shown = result.status.value if result.ok else result.error
+                live.print(
+                    f"  {trace.wall:6.2f}s  slot {len(results):>2}  {result.subtask}  {shown}",
+                    markup=False,
+                    highlight=False,
+                )
+            results.append(result)
+            if len(results) == run.demo.take:
+                if live is not None:
+                    live.print(f"left the stream after {len(results)} results", style="bold")
+                break
+    return Aggregate(results)
+
+
 def show(console: Console, run: Run) -> None:
     """Print a finished run: timeline, results table, synthesized answer and summary line."""
     assert run.trace is not None
     width = max(16, min(60, console.width - 60))
     console.print(render_timeline(run.trace, final_statuses(run), width=width))
+    if any(slot.delivered is not None for slot in run.trace.slots):
+        console.print("░ done, held until every earlier slot was handed over", style="bright_black")
     ranks = run.trace.completion_rank()
     if run.aggregate is not None:
         table = Table(
@@ -228,6 +359,56 @@ def _workers(text: str) -> int:
     return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _strategy(text: str) -> str:
+    if text not in STRATEGIES:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(STRATEGIES)}, got {text!r}")
+    return text
+
+
+def _pair(
+    text: str,
+    separator: str,
+    second: Callable[[str], T],
+    valid: Callable[[int, T], bool],
+    rule: str,
+    default: str = "",
+) -> tuple[int, T]:
+    """Parse ``A<separator>B`` into ``(int(A), second(B))``, or say the option's rule."""
+    first_text, _, second_text = text.partition(separator)
+    try:
+        pair = int(first_text), second(second_text or default)
+    except ValueError:
+        pair = None
+    if pair is None or not valid(*pair):
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+    return pair
+
+
+def _flaky(text: str) -> tuple[int, int]:
+    rule = "a slot I or I:K (slot I fails its first K >= 1 calls)"
+    return _pair(text, ":", int, lambda slot, calls: slot >= 0 and calls >= 1, rule, default="1")
+
+
+def _slow(text: str) -> tuple[int, float]:
+    rule = "I:S (slot I takes S >= 0 seconds), e.g. 1:3"
+    return _pair(text, ":", float, lambda slot, latency: slot >= 0 and latency >= 0, rule)
+
+
+def _intensity(text: str) -> tuple[int, float]:
+    rule = "R/T (at most R >= 0 restarts in T > 0 seconds), e.g. 3/5"
+    return _pair(text, "/", float, lambda restarts, period: restarts >= 0 and period > 0, rule)
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="python -m lessons",
@@ -240,6 +421,33 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fail", type=int, action="append", metavar="I", help="a slot to fail (repeatable)"
     )
+    p.add_argument("--hang", type=int, action="append", metavar="I", help="a slot that hangs")
+    p.add_argument(
+        "--flaky",
+        type=_flaky,
+        action="append",
+        metavar="I[:K]",
+        help="slot I fails its first K calls (1), then succeeds (repeatable)",
+    )
+    p.add_argument(
+        "--slow", type=_slow, action="append", metavar="I:S", help="slot I takes S seconds"
+    )
+    p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
+    p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (6-)")
+    p.add_argument("--attempts", type=_workers, metavar="N", help="calls per slot at most (7-)")
+    p.add_argument(
+        "--strategy",
+        type=_strategy,
+        metavar="NAME",
+        help="which slots restart together: " + ", ".join(STRATEGIES) + " (7-)",
+    )
+    p.add_argument(
+        "--intensity", type=_intensity, metavar="R/T", help="at most R restarts in T seconds (7-)"
+    )
+    p.add_argument(
+        "--window", type=_workers, metavar="N", help="slots pulled, not yet handed over (8)"
+    )
+    p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (8)")
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     return p
@@ -257,19 +465,41 @@ def select(step: str, known: dict[int, str]) -> list[str]:
     raise ValueError(f"unknown step {step!r}: choose a number {numbers}, a step name, or 'all'")
 
 
-def demos(args: argparse.Namespace) -> list[Demo]:
-    """The tasks to run: ``--task`` alone, or the default demos; ``--fail`` replaces their fails."""
-    chosen = [Demo("your task", args.task)] if args.task is not None else list(DEMOS)
+def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
+    """The tasks to run: ``--task`` alone (with the step's demo options), or the step's demos;
+    ``--fail``, ``--hang``, ``--flaky`` and ``--slow`` replace what the sub-agent does."""
+    defaults = STEP_DEMOS.get(step, DEMOS) if step is not None else DEMOS
+    chosen = list(defaults)
+    if args.task is not None:
+        chosen = [Demo("your task", args.task, options=defaults[0].options)]
+    replaced: dict[str, Any] = {}
     if args.fail is not None:
-        chosen = [Demo(demo.title, demo.task, frozenset(args.fail)) for demo in chosen]
+        replaced["fail"] = frozenset(args.fail)
+    if getattr(args, "hang", None) is not None:
+        replaced["hang"] = frozenset(args.hang)
+    if getattr(args, "flaky", None) is not None:
+        replaced["flaky"] = dict(args.flaky)
+    if getattr(args, "slow", None) is not None:
+        replaced["slow"] = dict(args.slow)
+    if getattr(args, "take", None) is not None:
+        replaced["take"] = args.take
+    chosen = [dataclasses.replace(demo, **replaced) for demo in chosen]
     for demo in chosen:
         try:
             size = len(decompose(demo.task))
         except ValueError as exc:
             raise ValueError(f"--task: {exc}") from None
-        for slot in sorted(demo.fail):
-            if not 0 <= slot < size:
-                raise ValueError(f"--fail {slot} is not a slot of the task: slots are 0-{size - 1}")
+        for option, slots in (
+            ("--fail", demo.fail),
+            ("--hang", demo.hang),
+            ("--flaky", demo.flaky),
+            ("--slow", demo.slow),
+        ):
+            for slot in sorted(slots):
+                if not 0 <= slot < size:
+                    raise ValueError(
+                        f"{option} {slot} is not a slot of the task: slots are 0-{size - 1}"
+                    )
     return chosen
 
 
@@ -284,18 +514,24 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
             summary = (load_step(name).__doc__ or "").strip().splitlines()[0]
             console.print(f"{number:>2}  {name:<26} {summary}", markup=False, soft_wrap=True)
         return 0
+    if args.window is not None and args.window < args.workers:
+        p.error(f"--window must be >= --workers ({args.workers}), got {args.window}")
     try:
         names = select(args.step, known)
-        chosen = demos(args)
+        chosen = {name: demos(args, number) for number, name in known.items() if name in names}
     except ValueError as exc:
         p.error(str(exc))
     runs = []
     interrupted = False
     try:
         for name in names:
-            for demo in chosen:
+            for demo in chosen[name]:
                 run = run_demo(
-                    name, demo, args, before=None if args.json else show_header_to(console)
+                    name,
+                    demo,
+                    args,
+                    before=None if args.json else show_header_to(console),
+                    live=None if args.json else console,
                 )
                 runs.append(run)
                 if not args.json:
@@ -316,22 +552,27 @@ def main_for_step(path: str) -> NoReturn:
 
 
 def run_demo(
-    name: str, demo: Demo, args: argparse.Namespace, before: Callable[[Run], None] | None = None
+    name: str,
+    demo: Demo,
+    args: argparse.Namespace,
+    before: Callable[[Run], None] | None = None,
+    live: Console | None = None,
 ) -> Run:
     """Run step ``name`` on ``demo`` with the command line's options, and return the run.
 
     What ``python -m lessons`` does for each step and demo, and what the docs draw their
     timelines from. With ``args.virtual`` the run is on ``trio.testing.MockClock``: instant, exact.
-    ``before`` is called with the run just before it starts (the runner prints its header).
+    ``before`` is called with the run just before it starts (the runner prints its header);
+    ``live``, when given, shows a streaming step's results as they are handed over.
     """
     module = load_step(name)
     plan = decompose(demo.task)
-    agent = SimulatedAgent(args.seed, fail={plan[slot] for slot in demo.fail})
-    run = Run(name, demo, plan, step_options(module.supervise, args))
+    agent = demo.agent(args.seed)
+    run = Run(name, demo, plan, step_options(entry(module), args, demo))
     if not any(agent.hangs(subtask) for subtask in plan):
         run.serial = sum(agent.latency(subtask) for subtask in plan)
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if before is not None:
         before(run)
-    trio.run(run_step, module, run, agent, clock=clock)
+    trio.run(run_step, module, run, agent, live, clock=clock)
     return run

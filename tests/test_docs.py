@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lessons import _docs
-from lessons._runner import DEMOS, steps
+from lessons._runner import demos, parser, steps
 from lessons._samples import run_sample
 
 PAGES = _docs.DOCS / "steps"
@@ -119,7 +119,7 @@ def test_page_output_is_what_the_command_prints(
     assert sorted(indented.strip("\n").splitlines()) == sorted(printed.strip("\n").splitlines())
 
 
-END = re.compile(r"(?P<end>[✓✗⏱⊘…] (?:\w[\w ]*? )?(?:\d+\.\d\ds|never ran))\s*(?P<rank>\d*)$")
+END = re.compile(r"(?P<end>[✓✗⏱⊘…] (?:\w[\w ]*?,? )?(?:\d+\.\d\ds|never ran))\s*(?P<rank>\d*)$")
 
 
 @pytest.mark.parametrize("name", STEPS)
@@ -134,14 +134,17 @@ def test_timeline_picture_and_terminal_timeline_agree(
                 texts = {text.get("class", ""): "".join(text.itertext()) for text in row}
                 end = next(text for css, text in texts.items() if css.startswith("ts-end"))
                 drawn.append((end, row.get("data-rank")))
-        table = picture.output.splitlines()[2 : 2 + len(picture.run.plan)]
+        lines = picture.output.splitlines()
+        head = next(i for i, line in enumerate(lines) if line.startswith("slot  subtask"))
+        assert picture.run.trace is not None
+        table = lines[head + 1 : head + 1 + len(picture.run.trace.slots)]
         printed = []
         for line in table:
             match = END.search(line)
             assert match is not None, line
             printed.append((match["end"], match["rank"]))
         assert drawn == printed
-        assert len(drawn) == len(picture.run.plan)
+        assert len(drawn) == len(picture.run.trace.slots)
 
 
 def test_two_generations_draw_byte_identical_svgs(tmp_path: Path) -> None:
@@ -151,7 +154,9 @@ def test_two_generations_draw_byte_identical_svgs(tmp_path: Path) -> None:
         path.relative_to(tmp_path / "second") for path in second
     ]
     svgs = [path for path in first if path.suffix == ".svg"]
-    assert len(svgs) == len(STEPS) * len(DEMOS)
+    assert len(svgs) == sum(
+        len(demos(parser().parse_args([str(number)]), number)) for number in steps()
+    )
     for one in svgs:
         other = tmp_path / "second" / one.relative_to(tmp_path / "first")
         assert one.read_bytes() == other.read_bytes(), one.name

@@ -197,3 +197,25 @@ def test_only_a_slot_that_failed_or_timed_out_is_tinted() -> None:
         for row in rows_of(svg)
     }
     assert tinted == {"0": False, "1": True, "2": True}
+
+
+async def test_a_result_held_for_plan_order_is_drawn_from_its_end_to_its_hand_over(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def worker(subtask: str) -> None:
+        await trio.sleep({"slow": 1.0, "quick": 1 / 32}[subtask])
+
+    trace = Trace(["slow", "quick"])
+    watched = trace.watch(worker)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watched, "slow")
+        nursery.start_soon(watched, "quick")
+    trace.delivered(0)
+    trace.delivered(1)
+    trace.close()
+    (held,) = [bar for row in timeline_rows(trace) for bar in row.bars if bar.kind == "held"]
+    assert (held.start, held.end) == (1 / 32, 1.0)
+    svg = render_svg(trace, width=WIDTH)
+    rects = [r for r in ET.fromstring(svg).iter(f"{SVG}rect") if r.get("class") == "ts-held"]
+    assert len(rects) == 2  # the bar, and its swatch in the legend
+    assert "done, held for plan order" in svg

@@ -22,18 +22,20 @@ class SimulatedAgent:
     seed take the same time. A subtask fails (after its latency, raising :class:`SubAgentError`)
     when its text contains ``panic`` or ``fail``, or when it is named in ``fail``; it never returns
     when its text contains ``hang`` or it is named in ``hang``; it fails its first ``flaky[s]``
-    calls and then succeeds.
+    calls and then succeeds. A subtask named in ``latencies`` takes that long instead.
 
     Args:
       seed: picks the latencies.
       fail: subtasks that always fail.
       hang: subtasks that never return.
       flaky: subtask -> how many of its first calls fail.
+      latencies: subtask -> its latency in seconds, instead of the one the seed picks.
       min_latency: shortest latency, in seconds.
       max_latency: longest latency, in seconds.
 
     Raises:
-      ValueError: if the latency bounds are not ``0 <= min_latency <= max_latency``.
+      ValueError: if the latency bounds are not ``0 <= min_latency <= max_latency``, or a latency
+        in ``latencies`` is negative.
     """
 
     def __init__(
@@ -43,6 +45,7 @@ class SimulatedAgent:
         fail: Collection[str] = (),
         hang: Collection[str] = (),
         flaky: Mapping[str, int] | None = None,
+        latencies: Mapping[str, float] | None = None,
         min_latency: float = 0.25,
         max_latency: float = 1.0,
     ) -> None:
@@ -51,16 +54,22 @@ class SimulatedAgent:
                 "latencies must satisfy 0 <= min_latency <= max_latency, "
                 f"got min_latency={min_latency}, max_latency={max_latency}"
             )
+        for subtask, latency in (latencies or {}).items():
+            if not latency >= 0:
+                raise ValueError(f"latencies must be >= 0, got {latency} for {subtask!r}")
         self.seed = seed
         self.fail = frozenset(fail)
         self.hang = frozenset(hang)
         self.flaky = dict(flaky or {})
+        self.latencies = dict(latencies or {})
         self.min_latency = min_latency
         self.max_latency = max_latency
         self.calls: Counter[str] = Counter()
 
     def latency(self, subtask: str) -> float:
         """The seconds ``subtask`` takes under this seed: the same on every call."""
+        if subtask in self.latencies:
+            return self.latencies[subtask]
         digest = hashlib.sha256(f"{self.seed}:{subtask}".encode()).digest()
         fraction = int.from_bytes(digest[:8], "big") / 2**64
         span = self.max_latency - self.min_latency

@@ -28,7 +28,7 @@ class Bar:
 
     start: float
     end: float
-    kind: str  # "waiting" or "running"
+    kind: str  # "waiting", "running", or "held" (done, not yet handed to the caller)
     status: Status | None  # how a running bar ended; None while running or for waiting
 
 
@@ -67,6 +67,8 @@ def timeline_rows(trace: Trace, final: Mapping[int, Status] | None = None) -> li
             waiting_from = end
         if not slot.spans and slot.admitted is None and trace.closed is not None:
             bars.append(Bar(waiting_from, right, "waiting", None))
+        if slot.delivered is not None and slot.delivered - trace.origin > waiting_from:
+            bars.append(Bar(waiting_from, slot.delivered - trace.origin, "held", None))
         status = final.get(slot.slot, slot.status)
         rows.append(Row(slot.slot, str(slot.subtask), tuple(bars), status, ranks.get(slot.slot)))
     return rows
@@ -76,11 +78,24 @@ def _seconds(value: float) -> str:
     return f"{value:.2f}s"
 
 
+def _ending(row: Row) -> str:
+    """How a row ended, as both pictures say it: ``✓ ok 0.88s``, ``⊘ cancelled, never ran``."""
+    glyph, _ = ENDINGS[row.status]
+    running = [bar for bar in row.bars if bar.kind == "running"]
+    if not running:
+        return (
+            f"{glyph} never ran" if row.status is None else f"{glyph} {row.status.value}, never ran"
+        )
+    label = "running" if row.status is None else row.status.value
+    return f"{glyph} {label} {_seconds(running[-1].end)}"
+
+
 def render_timeline(
     trace: Trace, final: Mapping[int, Status] | None = None, width: int = 48
 ) -> Table:
-    """A rich table of the run: per slot, waiting (``·``) then running (``█``) bars, the ending
-    glyph, when it ended and its completion rank, over a time axis from 0 to the wall time."""
+    """A rich table of the run: per slot, waiting (``·``) then running (``█``) bars, then held
+    (``░``: done, waiting to be handed over in order), the ending glyph, when it ended and its
+    completion rank, over a time axis from 0 to the wall time."""
     right = trace.wall or 1.0
     table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left")
     table.add_column("slot", justify="right", no_wrap=True, min_width=4)
@@ -97,16 +112,14 @@ def render_timeline(
             for column in range(first, last):
                 if bar.kind == "waiting":
                     cells[column], styles[column] = "·", "bright_black"
+                elif bar.kind == "held":
+                    cells[column], styles[column] = "░", "bright_black"
                 else:
                     cells[column], styles[column] = "█", ENDINGS[bar.status][1]
         line = Text()
         for cell, style in zip(cells, styles, strict=True):
             line.append(cell, style=style)
-        glyph, colour = ENDINGS[row.status]
-        running = [bar for bar in row.bars if bar.kind == "running"]
-        ended = _seconds(running[-1].end) if running else "never ran"
-        label = "" if row.status is None else row.status.value
-        end = Text(f"{glyph} {label} {ended}".replace("  ", " "), style=colour)
+        end = Text(_ending(row), style=ENDINGS[row.status][1])
         table.add_row(
             str(row.slot), row.subtask, line, end, "" if row.rank is None else str(row.rank)
         )
@@ -134,6 +147,7 @@ _SVG_STYLE = (
     ".ts-chart rect.ts-timed-out{fill:#d4a72c}.ts-chart text.ts-timed-out{fill:#c69026}"
     ".ts-chart rect.ts-cancelled{fill:#a371f7}.ts-chart text.ts-cancelled{fill:#a371f7}"
     ".ts-chart rect.ts-running{fill:#57606a}"
+    ".ts-chart rect.ts-held{fill:#2da44e;fill-opacity:.3}"
     ".ts-chart .ts-bold{font-weight:bold}"
 )
 _CHAR = 7.3  # the advance of one 12px monospace character, for laying out columns
@@ -268,6 +282,13 @@ def render_svg(
                     f'<rect class="ts-waiting" x="{_n(x)}" y="{_n(middle - 1.5)}" '
                     f'width="{_n(w)}" height="3"><title>waiting {span}</title></rect>'
                 )
+            elif bar.kind == "held":
+                out.append(
+                    f'<rect class="ts-held" x="{_n(x)}" y="{_n(middle - _BAR / 2)}" '
+                    f'width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
+                    f"<title>done, held {span} until every earlier slot was handed over</title>"
+                    "</rect>"
+                )
             else:
                 ending = "still running" if bar.status is None else bar.status.value
                 out.append(
@@ -275,15 +296,9 @@ def render_svg(
                     f'y="{_n(middle - _BAR / 2)}" width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
                     f"<title>running {span}: {escape(ending)}</title></rect>"
                 )
-        glyph, _ = ENDINGS[row.status]
-        running = [bar for bar in row.bars if bar.kind == "running"]
-        if running:
-            label = "running" if row.status is None else row.status.value
-            ending_text = f"{glyph} {label} {running[-1].end:.2f}s"
-            css = _css_class(row.status)
-        else:
-            ending_text, css = f"{glyph} never ran", "ts-never"
-        out.append(f'<text class="ts-end {css}" x="{_n(x_end)}" y="{text_y}">{ending_text}</text>')
+        ran = any(bar.kind == "running" for bar in row.bars)
+        css = _css_class(row.status) if ran else "ts-never"
+        out.append(f'<text class="ts-end {css}" x="{_n(x_end)}" y="{text_y}">{_ending(row)}</text>')
         out.append(
             f'<text class="ts-rank" x="{_n(x_rank)}" y="{text_y}" text-anchor="end">{rank}</text>'
         )
@@ -320,6 +335,8 @@ def render_svg(
     for kind in (Status.OK, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED, None):
         if kind in shown:
             legend.append((_css_class(kind), "running" if kind is None else kind.value))
+    if any(bar.kind == "held" for row in rows for bar in row.bars):
+        legend.append(("ts-held", "done, held for plan order"))
     out.append('<g class="ts-legend">')
     legend_x, legend_y = x_axis, axis_y + 36
     for css, text in legend:

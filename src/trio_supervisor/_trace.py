@@ -26,7 +26,8 @@ class SlotTrace:
     """Everything recorded for one slot, in trio time.
 
     ``planned`` is when the slot became known (the run's start for a planned subtask, its
-    admission for one pulled later from a lazy input); ``spans`` has one :class:`Span` per attempt.
+    admission for one pulled later from a lazy input); ``spans`` has one :class:`Span` per attempt;
+    ``delivered`` is when a streaming supervisor handed its result to the caller.
     """
 
     slot: int
@@ -34,6 +35,7 @@ class SlotTrace:
     planned: float
     admitted: float | None = None
     spans: list[Span] = field(default_factory=list)
+    delivered: float | None = None
 
     @property
     def started(self) -> float | None:
@@ -82,6 +84,14 @@ class Trace:
             now = trio.current_time()
             self._add(subtask if slot == len(self.slots) else None, now)
         return self.slots[slot]
+
+    def pulled(self, slot: int, subtask: Any = None) -> None:
+        """Slot ``slot`` was pulled from a lazy input: it is planned from now on."""
+        self._slot(slot, subtask)
+
+    def delivered(self, slot: int) -> None:
+        """The caller received slot ``slot``'s result (from a streaming supervisor)."""
+        self.slots[slot].delivered = trio.current_time()
 
     def admitted(self, slot: int, subtask: Any = None) -> None:
         """Slot ``slot`` got its place under the capacity bound."""
@@ -193,6 +203,7 @@ class Trace:
                         for span in slot.spans
                     ],
                     "completion_rank": ranks.get(slot.slot),
+                    "delivered": rel(slot.delivered),
                 }
                 for slot in self.slots
             ],

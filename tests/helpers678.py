@@ -1,0 +1,149 @@
+"""What the tests of steps 6-8 share: a probe around a worker, the schedule a run must follow,
+and a way to call any step with only the options it accepts."""
+
+from __future__ import annotations
+
+import heapq
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from hypothesis import strategies as st
+
+from lessons import (
+    step05_fault_isolation,
+    step06_timeouts,
+    step07_retries,
+    step08_streaming,
+)
+from trio_supervisor import Aggregate, SimulatedAgent, SubResult
+
+STEP05, STEP06, STEP07, STEP08 = (
+    step05_fault_isolation,
+    step06_timeouts,
+    step07_retries,
+    step08_streaming,
+)
+HOUR = 3600.0
+
+
+@dataclass
+class Call:
+    """One call of a worker: when it started and ended, and how (ok, error or cancelled)."""
+
+    subtask: str
+    start: float
+    end: float | None = None
+    outcome: str | None = None
+
+
+@dataclass
+class Probe:
+    """A worker wrapped so that every call is recorded, with how many run at once."""
+
+    worker: Callable[[str], Awaitable[str]]
+    calls: list[Call] = field(default_factory=list)
+    live: int = 0
+    most: int = 0
+
+    async def __call__(self, subtask: str) -> str:
+        call = Call(subtask, trio.current_time())
+        self.calls.append(call)
+        self.live += 1
+        self.most = max(self.most, self.live)
+        try:
+            output = await self.worker(subtask)
+        except Exception:
+            call.outcome = "error"
+            raise
+        except BaseException:
+            call.outcome = "cancelled"
+            raise
+        finally:
+            call.end = trio.current_time()
+            self.live -= 1
+        call.outcome = "ok"
+        return output
+
+    def of(self, subtask: str) -> list[Call]:
+        """The calls made for ``subtask``, in order."""
+        return [call for call in self.calls if call.subtask == subtask]
+
+
+def accepted(function: Callable[..., Any], **options: Any) -> dict[str, Any]:
+    """The options ``function`` accepts (steps before 6 take no timeout, before 7 no attempts)."""
+    parameters = inspect.signature(function).parameters
+    return {name: value for name, value in options.items() if name in parameters}
+
+
+async def supervise(step: ModuleType, task: str, worker: Any, **options: Any) -> Aggregate[str]:
+    """Run ``step.supervise`` with the options it accepts."""
+    aggregate: Aggregate[str] = await step.supervise(
+        task,
+        worker,
+        **accepted(step.stream if hasattr(step, "stream") else step.supervise, **options),
+    )
+    return aggregate
+
+
+async def arrivals(
+    step: ModuleType, task: str, worker: Any, **options: Any
+) -> list[tuple[float, SubResult[str]]]:
+    """Each result with the trio time the caller got it: as it is handed over from a stream, or
+    all at once when a batch ``supervise`` returns."""
+    if not hasattr(step, "stream"):
+        aggregate = await supervise(step, task, worker, **options)
+        return [(trio.current_time(), result) for result in aggregate.results]
+    got = []
+    async with step.stream(task, worker, **options) as results:
+        async for result in results:
+            got.append((trio.current_time(), result))
+    return got
+
+
+def schedule(durations: Sequence[float], workers: int) -> list[tuple[float, float]]:
+    """(start, end) of each slot when slots are dispatched in plan order to the first free one
+    of ``workers`` workers: what a capacity limiter acquired in plan order produces."""
+    free = [0.0] * workers
+    spans = []
+    for duration in durations:
+        start = heapq.heappop(free)
+        spans.append((start, start + duration))
+        heapq.heappush(free, start + duration)
+    return spans
+
+
+async def refused(step: ModuleType, options: dict[str, Any], message: str) -> None:
+    """Check that ``step.supervise`` refuses ``options`` with exactly ``message`` (a regex),
+    before any worker is called."""
+    agent = SimulatedAgent()
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        await step.supervise("a; b", agent, max_workers=2, **options)
+    assert not agent.calls
+
+
+def run_virtual(fn: Callable[[], Awaitable[Any]]) -> Any:
+    """``trio.run`` on virtual time, for Hypothesis tests (which cannot take the fixture)."""
+    return trio.run(fn, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+KINDS = st.sampled_from(["ok", "ok", "fail", "hang"])
+
+
+@st.composite
+def plans(draw: st.DrawFn, max_size: int = 8) -> list[str]:
+    """A plan of distinct subtasks, each ordinary, failing ("fail" in its text) or hanging
+    ("hang" in its text), for :class:`trio_supervisor.SimulatedAgent`."""
+    kinds = draw(st.lists(KINDS, min_size=1, max_size=max_size))
+    return [f"{kind} {slot}" for slot, kind in enumerate(kinds)]
+
+
+def odd_fraction(low: int, high: int, denominator: int) -> st.SearchStrategy[float]:
+    """``(2n + 1) / denominator`` for n in [low, high]: exact in binary, and never equal to a
+    sum of latencies on a coarser grid, so no two events of a run fall on the same instant."""
+    return st.integers(low, high).map(lambda n: (2 * n + 1) / denominator)
