@@ -143,13 +143,19 @@ def slug(demo: Demo) -> str:
     return re.sub(r"[^a-z0-9]+", "-", demo.title.lower()).strip("-")
 
 
+def step_demos(name: str) -> list[Demo]:
+    """The demos ``python -m lessons <n>`` runs step ``name`` on."""
+    number = next(number for number, step in steps().items() if step == name)
+    return demos(parser().parse_args([str(number)]), number)
+
+
 def pictures(name: str) -> list[Picture]:
     """Run step ``name`` on every demo, virtually, as ``python -m lessons <n> --virtual`` does."""
     number = next(number for number, step in steps().items() if step == name)
     command = f"python -m lessons {number} --virtual"
     args = parser().parse_args([str(number), "--virtual"])
     made = []
-    for demo in demos(args, number):
+    for demo in step_demos(name):
         out = io.StringIO()
         console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
         run = run_demo(name, demo, args, before=show_header_to(console), live=console)
