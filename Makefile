@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs,bench]'
 	touch $@
 
 lessons: $(BIN)/.installed
@@ -18,8 +18,8 @@ lessons: $(BIN)/.installed
 test: lint typecheck pytest
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check src lessons tests
-	$(BIN)/ruff format --check src lessons tests
+	$(BIN)/ruff check src lessons tests benchmarks
+	$(BIN)/ruff format --check src lessons tests benchmarks
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
