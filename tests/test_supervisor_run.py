@@ -156,21 +156,26 @@ async def test_cancelling_the_run_cancels_every_worker_and_passes_through(
     assert live_tasks() == baseline
 
 
+@pytest.mark.parametrize("attempts", [1, 3])
 @pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
-async def test_keyboard_interrupt_and_system_exit_are_never_isolated(
-    autojump_clock: Any, exc_type: type[BaseException]
+async def test_keyboard_interrupt_and_system_exit_are_never_isolated_nor_retried(
+    autojump_clock: Any, exc_type: type[BaseException], attempts: int
 ) -> None:
     script = Script([ok(64)] * 3)
+    raised = 0
 
     async def worker(subtask: int) -> str:
+        nonlocal raised
         if subtask == 0:
+            raised += 1
             await trio.sleep(0.25)
             raise exc_type("stop")
         return await script(subtask)
 
     with pytest.RaisesGroup(exc_type):
-        await Supervisor(worker, max_workers=3).run(range(3))
+        await Supervisor(worker, max_workers=3, attempts=attempts).run(range(3))
     assert script.cancelled == 2  # the siblings were cancelled, not left running
+    assert raised == 1
 
 
 async def test_an_empty_plan_returns_an_empty_aggregate(autojump_clock: Any) -> None:

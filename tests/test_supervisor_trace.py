@@ -26,9 +26,10 @@ from trio_supervisor import Backoff, Status, Supervisor, Trace, render_timeline
     k=st.integers(min_value=1, max_value=4),
     attempts=st.integers(min_value=1, max_value=3),
     streamed=st.booleans(),
+    planned=st.booleans(),
 )
 def test_the_trace_records_exactly_the_worker_calls(
-    plan_behaviours: list[Behaviour], k: int, attempts: int, streamed: bool
+    plan_behaviours: list[Behaviour], k: int, attempts: int, streamed: bool, planned: bool
 ) -> None:
     script = Script(plan_behaviours)
     n = len(plan_behaviours)
@@ -37,7 +38,7 @@ def test_the_trace_records_exactly_the_worker_calls(
     )
 
     async def main() -> Trace:
-        trace = Trace() if streamed else Trace(range(n))
+        trace = Trace(range(n)) if planned and not streamed else Trace()
         if streamed:
             async with supervisor.stream(range(n), trace=trace) as results:
                 async for _ in results:

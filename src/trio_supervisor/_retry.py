@@ -1,4 +1,13 @@
-"""Retries: which failures are retried, and how long a slot waits between its attempts."""
+"""Retries: which failures are retried, and how long a slot waits between its attempts.
+
+The retry loop is tenacity's, not a hand loop. Not stamina's either, though stamina supports
+trio: its backoff is ``min(wait_max, wait_initial * base ** (n - 1) + uniform(0, wait_jitter))``,
+exponential plus *additive* jitter, so full jitter would mean computing every wait here and
+handing it back through a backoff hook; and its process-wide switches (``stamina.set_active``,
+``stamina.set_testing``) would silently change how often a supervisor calls its worker.
+tenacity, the engine stamina is built on, has the full-jitter wait itself
+(``wait_random_exponential``) and sleeps with whatever it is given: ``trio.sleep`` here.
+"""
 
 from __future__ import annotations
 
@@ -62,7 +71,11 @@ class Backoff:
             raise ValueError(f"Backoff base must be >= 1, got {self.base!r}")
 
     def bound(self, failures: int) -> float:
-        """The longest wait after the ``failures``-th failed attempt (1 for the first)."""
+        """The longest wait after the ``failures``-th failed attempt (1 for the first).
+
+        Raises:
+          ValueError: if ``failures`` is < 1.
+        """
         if failures < 1:
             raise ValueError(f"failures must be >= 1, got {failures}")
         try:

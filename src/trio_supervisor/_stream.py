@@ -24,6 +24,13 @@ class Stream(Generic[T]):
     Entering it starts ``max_workers`` worker tasks in a nursery; iterating it yields each slot's
     result once that slot and every earlier one are done; leaving it cancels whatever still runs
     and closes the input's iterator. A stream can be entered once, and iterated by one task.
+
+    Each step of the iteration is a cancellation point; it yields to the scheduler only when the
+    next result is not ready yet, so a consumer takes a burst of ready results (at most the
+    window) in one go.
+
+    Raises:
+      RuntimeError: if it is entered a second time, or iterated outside its ``async with``.
     """
 
     def __init__(

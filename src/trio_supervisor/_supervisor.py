@@ -110,8 +110,9 @@ class Supervisor(Generic[S, T]):
         ``retry_on``); None for no timeout.
       attempts: how many times a slot's worker may be called: 1 never retries. A slot keeps its
         place under ``max_workers`` while it waits to retry.
-      retry_on: which failures are retried: an :class:`Exception` subclass or a tuple of them. An
-        exception group is retried when every exception in it is allowed.
+      retry_on: which failures are retried: an :class:`Exception` subclass or a tuple of them
+        (by default every :class:`Exception`, timeouts included). An exception group is retried
+        when every exception in it is allowed.
       backoff: how long a slot waits between attempts (see :class:`Backoff`).
 
     Raises:
