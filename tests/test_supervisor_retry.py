@@ -146,7 +146,8 @@ async def test_a_retried_slot_keeps_its_worker_while_it_waits(autojump_clock: An
     [
         ({"initial": -1}, ValueError, "Backoff initial must be a number >= 0, got -1"),
         ({"maximum": "5"}, TypeError, "Backoff maximum must be a number >= 0, got str '5'"),
-        ({"base": 0.5}, ValueError, "Backoff base must be >= 1, got 0.5"),
+        ({"base": 0.5}, ValueError, "Backoff base must be a number >= 1, got 0.5"),
+        ({"base": -2}, ValueError, "Backoff base must be a number >= 1, got -2"),
         (
             {"initial": 2, "maximum": 1},
             ValueError,

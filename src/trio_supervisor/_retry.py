@@ -13,23 +13,23 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import tenacity
 import trio
 from tenacity.asyncio import AsyncRetrying
 
-T = TypeVar("T")
-
 RetryOn = type[Exception] | tuple[type[Exception], ...]
 """The exceptions a supervisor retries: an :class:`Exception` subclass or a tuple of them."""
 
 
-def _number(name: str, value: object, *, positive: bool) -> float:
-    rule = "a positive number" if positive else "a number >= 0"
+def _number(name: str, value: object, *, above: float = 0, strictly: bool = True) -> float:
+    """``value`` as a float, or an error stating the rule: a number > ``above`` (>= unless
+    ``strictly``)."""
+    rule = "a positive number" if (above, strictly) == (0, True) else f"a number >= {above:g}"
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} must be {rule}, got {type(value).__name__} {value!r}")
-    if not (value > 0 if positive else value >= 0):  # also rejects NaN
+    if not (value > above if strictly else value >= above):  # also rejects NaN
         raise ValueError(f"{name} must be {rule}, got {value!r}")
     return float(value)
 
@@ -59,16 +59,14 @@ class Backoff:
     base: float = 2.0
 
     def __post_init__(self) -> None:
-        _number("Backoff initial", self.initial, positive=False)
-        _number("Backoff maximum", self.maximum, positive=False)
-        _number("Backoff base", self.base, positive=True)
+        _number("Backoff initial", self.initial, strictly=False)
+        _number("Backoff maximum", self.maximum, strictly=False)
+        _number("Backoff base", self.base, above=1, strictly=False)
         if not self.initial <= self.maximum:
             raise ValueError(
                 "Backoff needs initial <= maximum, "
                 f"got initial={self.initial!r}, maximum={self.maximum!r}"
             )
-        if not self.base >= 1:
-            raise ValueError(f"Backoff base must be >= 1, got {self.base!r}")
 
     def bound(self, failures: int) -> float:
         """The longest wait after the ``failures``-th failed attempt (1 for the first).
@@ -139,4 +137,4 @@ def check_positive(name: str, value: object) -> float | None:
     """``value`` as seconds, None allowed; anything but a positive number is an error."""
     if value is None:
         return None
-    return _number(name, value, positive=True)
+    return _number(name, value)
