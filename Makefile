@@ -17,7 +17,7 @@ export NO_MKDOCS_2_WARNING := 1
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs,bench]'
 	touch $@
 
 lessons: $(BIN)/.installed
@@ -26,8 +26,8 @@ lessons: $(BIN)/.installed
 test: lint typecheck pytest docs-build
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check src lessons tests tools
-	$(BIN)/ruff format --check src lessons tests tools
+	$(BIN)/ruff check src lessons tests tools benchmarks
+	$(BIN)/ruff format --check src lessons tests tools benchmarks
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy

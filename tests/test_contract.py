@@ -79,7 +79,7 @@ def test_decompose_never_yields_a_blank_or_separated_subtask(text: str) -> None:
 
 def test_a_sub_result_holds_an_output_or_an_error() -> None:
     ok = SubResult("a", output="x")
-    failed = SubResult("b", error="ValueError: no")
+    failed: SubResult[str] = SubResult("b", error="ValueError: no")
     assert (ok.ok, ok.status, ok.error) == (True, Status.OK, None)
     assert (failed.ok, failed.status, failed.output) == (False, Status.FAILED, None)
     with pytest.raises(ValueError, match=r"^a SubResult holds an output or an error, not both"):

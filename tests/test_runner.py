@@ -29,7 +29,7 @@ def run_main(*argv: str) -> tuple[int, str]:
     return status, out.getvalue()
 
 
-def python_m(*argv: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+def python_m(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", *argv],
         capture_output=True,
@@ -37,7 +37,6 @@ def python_m(*argv: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
         cwd=ROOT,
         check=False,
         timeout=60,
-        **kwargs,  # type: ignore[arg-type]
     )
 
 
