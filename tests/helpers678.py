@@ -3,9 +3,8 @@ and a way to call any step with only the options it accepts."""
 
 from __future__ import annotations
 
-import heapq
 import inspect
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -106,18 +105,6 @@ async def arrivals(
     return got
 
 
-def schedule(durations: Sequence[float], workers: int) -> list[tuple[float, float]]:
-    """(start, end) of each slot when slots are dispatched in plan order to the first free one
-    of ``workers`` workers: what a capacity limiter acquired in plan order produces."""
-    free = [0.0] * workers
-    spans = []
-    for duration in durations:
-        start = heapq.heappop(free)
-        spans.append((start, start + duration))
-        heapq.heappush(free, start + duration)
-    return spans
-
-
 async def refused(step: ModuleType, options: dict[str, Any], message: str) -> None:
     """Check that ``step.supervise`` refuses ``options`` with exactly ``message`` (a regex),
     before any worker is called."""
@@ -125,11 +112,6 @@ async def refused(step: ModuleType, options: dict[str, Any], message: str) -> No
     with pytest.raises(ValueError, match=f"^{message}$"):
         await step.supervise("a; b", agent, max_workers=2, **options)
     assert not agent.calls
-
-
-def run_virtual(fn: Callable[[], Awaitable[Any]]) -> Any:
-    """``trio.run`` on virtual time, for Hypothesis tests (which cannot take the fixture)."""
-    return trio.run(fn, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 KINDS = st.sampled_from(["ok", "ok", "fail", "hang"])

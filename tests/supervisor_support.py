@@ -6,9 +6,8 @@ add up exactly and no attempt ever ends at the very instant a timeout or deadlin
 
 from __future__ import annotations
 
-import heapq
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -102,30 +101,6 @@ def occupancy(behaviour: Behaviour, timeout: float | None) -> float:
     return behaviour.seconds
 
 
-@dataclass(frozen=True)
-class Schedule:
-    """Greedy list scheduling in plan order on k workers: each slot starts when the earliest
-    worker frees up. This is the schedule an admission-before-work supervisor must follow."""
-
-    starts: list[float]
-    ends: list[float]
-
-    @property
-    def makespan(self) -> float:
-        return max(self.ends, default=0.0)
-
-
-def list_schedule(durations: Sequence[float], k: int) -> Schedule:
-    free = [0.0] * k
-    starts, ends = [], []
-    for duration in durations:
-        start = heapq.heappop(free)
-        starts.append(start)
-        ends.append(start + duration)
-        heapq.heappush(free, start + duration)
-    return Schedule(starts, ends)
-
-
 def live_tasks() -> int:
     """How many trio tasks exist right now, the root included."""
     count = 0
@@ -138,11 +113,6 @@ def live_tasks() -> int:
         for nursery in task.child_nurseries:
             stack.extend(nursery.child_tasks)
     return count
-
-
-def run_virtual(async_fn: Callable[..., Awaitable[R]], *args: object) -> R:
-    """``trio.run`` on a MockClock that jumps ahead whenever every task is blocked."""
-    return trio.run(async_fn, *args, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 latencies = st.integers(min_value=1, max_value=64)

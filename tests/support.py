@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import trio
@@ -13,16 +14,10 @@ from hypothesis import strategies as st
 T = TypeVar("T")
 
 
-def run_virtual(fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> tuple[T, float]:
-    """Run ``fn`` under a fresh autojumping MockClock; return its result and the virtual seconds
-    it took. For Hypothesis tests, which cannot use the function-scoped ``autojump_clock``."""
-
-    async def timed() -> tuple[T, float]:
-        start = trio.current_time()
-        result = await fn(*args, **kwargs)
-        return result, trio.current_time() - start
-
-    return trio.run(timed, clock=trio.testing.MockClock(autojump_threshold=0))
+def run_virtual(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """``trio.run`` on a MockClock that jumps ahead whenever every task is blocked: for
+    Hypothesis tests, which cannot use the function-scoped ``autojump_clock`` fixture."""
+    return trio.run(async_fn, *args, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 def exact_latencies(max_size: int = 10) -> st.SearchStrategy[list[float]]:
@@ -42,16 +37,33 @@ def task_of(plan: Sequence[str]) -> str:
     return "; ".join(plan)
 
 
-def makespan(latencies: Iterable[float], k: int) -> float:
-    """Greedy list scheduling in plan order on k workers: each subtask starts on the first worker
-    to free up. What a supervisor that admits subtasks in plan order must take, exactly."""
+@dataclass(frozen=True)
+class Schedule:
+    """Greedy list scheduling in plan order on k workers: each slot starts when the first worker
+    frees up. What a supervisor that admits subtasks in plan order before they run must follow,
+    exactly: the law every bounded supervisor here is checked against."""
+
+    starts: list[float]
+    ends: list[float]
+
+    @property
+    def makespan(self) -> float:
+        return max(self.ends, default=0.0)
+
+    @property
+    def spans(self) -> list[tuple[float, float]]:
+        return list(zip(self.starts, self.ends, strict=True))
+
+
+def list_schedule(durations: Iterable[float], k: int) -> Schedule:
     free = [0.0] * k
-    end = 0.0
-    for latency in latencies:
-        finish = heapq.heappop(free) + latency
-        heapq.heappush(free, finish)
-        end = max(end, finish)
-    return end
+    starts, ends = [], []
+    for duration in durations:
+        start = heapq.heappop(free)
+        starts.append(start)
+        ends.append(start + duration)
+        heapq.heappush(free, start + duration)
+    return Schedule(starts, ends)
 
 
 class Spy:

@@ -23,12 +23,11 @@ from helpers678 import (
     odd_fraction,
     plans,
     refused,
-    run_virtual,
-    schedule,
     supervise,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import list_schedule, run_virtual
 
 from trio_supervisor import Aggregate, SimulatedAgent, Status
 
@@ -121,7 +120,7 @@ def test_wall_time_is_the_makespan_with_each_hung_worker_counted_as_its_timeout(
         probe = Probe(agent)
         start = trio.current_time()
         aggregate = await run_plan(step, plan, probe, workers, worker_timeout=timeout)
-        spans = schedule(durations(agent, plan, timeout), workers)
+        spans = list_schedule(durations(agent, plan, timeout), workers).spans
         assert trio.current_time() - start == max(end for _, end in spans)
         assert [result.subtask for result in aggregate.results] == plan
         assert [result.status for result in aggregate.results] == [
@@ -151,7 +150,7 @@ def test_under_a_deadline_every_subtask_is_accounted_for_once_and_no_task_outliv
     deadline: float,
 ) -> None:
     agent = SimulatedAgent(seed)
-    spans = schedule(durations(agent, plan, timeout), workers)
+    spans = list_schedule(durations(agent, plan, timeout), workers).spans
 
     async def main() -> None:
         probe = Probe(agent)

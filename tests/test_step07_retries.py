@@ -13,9 +13,10 @@ from types import ModuleType
 
 import pytest
 import trio
-from helpers678 import HOUR, STEP06, STEP07, STEP08, Probe, refused, run_virtual, supervise
+from helpers678 import HOUR, STEP06, STEP07, STEP08, Probe, refused, supervise
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import run_virtual
 
 from lessons.step07_retries import Strategy
 from trio_supervisor import SimulatedAgent, Status

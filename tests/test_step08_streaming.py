@@ -12,9 +12,10 @@ from types import ModuleType
 
 import pytest
 import trio
-from helpers678 import HOUR, STEP07, STEP08, Probe, arrivals, run_virtual
+from helpers678 import HOUR, STEP07, STEP08, Probe, arrivals
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import run_virtual
 
 from trio_supervisor import SimulatedAgent, Status, Trace, timeline_rows
 

@@ -9,7 +9,7 @@ import pytest
 import trio
 from hypothesis import find, given, settings
 from hypothesis import strategies as st
-from support import Spy, exact_latencies, makespan, plan_of, run_virtual, spy_for, task_of
+from support import Spy, exact_latencies, list_schedule, plan_of, run_virtual, spy_for, task_of
 
 from lessons._runner import load_step, steps
 from trio_supervisor import Aggregate, Status
@@ -26,7 +26,13 @@ def ids(module: ModuleType) -> str:
 
 def supervise(module: ModuleType, plan: list[str], spy: Spy, k: int | None) -> Any:
     options = {} if k is None else {"max_workers": k}
-    return run_virtual(module.supervise, task_of(plan), spy, **options)
+
+    async def timed() -> tuple[Aggregate[str], float]:
+        start = trio.current_time()
+        aggregate = await module.supervise(task_of(plan), spy, **options)
+        return aggregate, trio.current_time() - start
+
+    return run_virtual(timed)
 
 
 def order(aggregate: Aggregate[str]) -> list[str]:
@@ -91,7 +97,7 @@ def test_wall_time_is_the_greedy_makespan_in_plan_order(
 ) -> None:
     plan, spy = spy_for(latencies)
     _, elapsed = supervise(step, plan, spy, k)
-    assert elapsed == makespan(latencies, k)
+    assert elapsed == list_schedule(latencies, k).makespan
     assert spy.started == plan  # dispatch follows plan order
 
 
@@ -174,7 +180,7 @@ def test_exactly_the_failing_slots_carry_errors(
     assert aggregate.failed == len(failing)
     assert aggregate.succeeded == len(plan) - len(failing)
     assert aggregate.degraded == bool(failing)
-    assert elapsed == makespan(latencies, k)  # siblings ran on, nothing was cancelled
+    assert elapsed == list_schedule(latencies, k).makespan  # siblings ran on, nothing was cancelled
     assert spy.cancelled == []
 
 
@@ -221,4 +227,4 @@ async def test_an_enclosing_cancel_scope_cancels_the_run_and_is_not_swallowed(
 
 def test_plan_of_helpers_agree() -> None:
     assert plan_of(3) == ["s0", "s1", "s2"]
-    assert makespan([3.0, 1.0, 1.0, 1.0], 2) == 3.0
+    assert list_schedule([3.0, 1.0, 1.0, 1.0], 2).makespan == 3.0

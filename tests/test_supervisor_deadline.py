@@ -12,15 +12,14 @@ from supervisor_support import (
     Script,
     behaviours,
     hang,
-    list_schedule,
     live_tasks,
     occupancy,
     odd_64ths,
     odd_128ths,
     ok,
     plain_behaviours,
-    run_virtual,
 )
+from support import list_schedule, run_virtual
 
 from trio_supervisor import Aggregate, Status, Supervisor, Trace
 

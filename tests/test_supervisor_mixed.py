@@ -5,15 +5,8 @@ from __future__ import annotations
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from supervisor_support import (
-    Behaviour,
-    Script,
-    latencies,
-    live_tasks,
-    odd_64ths,
-    odd_128ths,
-    run_virtual,
-)
+from supervisor_support import Behaviour, Script, latencies, live_tasks, odd_64ths, odd_128ths
+from support import run_virtual
 
 from trio_supervisor import Aggregate, Backoff, Status, SubAgentError, Supervisor, Trace
 from trio_supervisor._retry import RetryOn

@@ -10,7 +10,8 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from supervisor_support import Behaviour, Script, latencies, run_virtual
+from supervisor_support import Behaviour, Script, latencies
+from support import run_virtual
 
 from trio_supervisor import Aggregate, Backoff, Status, SubAgentError, Supervisor, Trace
 

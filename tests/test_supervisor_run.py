@@ -14,14 +14,13 @@ from supervisor_support import (
     behaviours,
     fail,
     hang,
-    list_schedule,
     live_tasks,
     occupancy,
     odd_64ths,
     ok,
     plain_behaviours,
-    run_virtual,
 )
+from support import list_schedule, run_virtual
 
 from trio_supervisor import Aggregate, SimulatedAgent, Status, SubResult, Supervisor, describe
 

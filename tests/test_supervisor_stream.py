@@ -19,8 +19,8 @@ from supervisor_support import (
     odd_64ths,
     ok,
     plain_behaviours,
-    run_virtual,
 )
+from support import run_virtual
 
 from trio_supervisor import Status, SubResult, Supervisor, Trace
 

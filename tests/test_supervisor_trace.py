@@ -8,7 +8,8 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
-from supervisor_support import Behaviour, Script, fail, hang, latencies, ok, run_virtual
+from supervisor_support import Behaviour, Script, fail, hang, latencies, ok
+from support import run_virtual
 
 from trio_supervisor import Backoff, Status, Supervisor, Trace, render_timeline
 
