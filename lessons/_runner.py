@@ -20,6 +20,7 @@ import trio
 import trio.testing
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 import lessons
@@ -251,7 +252,7 @@ def show_header_to(console: Console) -> Callable[[Run], None]:
 
     def show_header(run: Run) -> None:
         options = "".join(f", {name}={value}" for name, value in run.options.items())
-        console.print(f"[bold]{run.step}[/bold] · {run.demo.title}{options}")
+        console.print(f"[bold]{run.step}[/bold] · {escape(run.demo.title)}{escape(options)}")
         console.file.flush()
 
     return show_header
@@ -306,9 +307,9 @@ def show(console: Console, run: Run) -> None:
             style = "green" if result.ok else "red"
             table.add_row(
                 str(slot),
-                str(result.subtask),
+                escape(str(result.subtask)),
                 f"[{style}]{result.status.value}[/{style}]",
-                str(shown),
+                escape(str(shown)),
                 str(ranks.get(slot, "")),
             )
         console.print(table)
@@ -321,7 +322,9 @@ def show(console: Console, run: Run) -> None:
         summary += f" · {run.aggregate.succeeded} ok, {run.aggregate.failed} failed"
     console.print(summary, highlight=False)
     if run.error is not None:
-        console.print(f"[red]the run raised {run.error}[/red]", highlight=False, soft_wrap=True)
+        console.print(
+            f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
+        )
     console.print()
 
 

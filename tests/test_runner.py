@@ -118,6 +118,16 @@ def test_a_naive_step_shows_the_exception_that_sank_the_run() -> None:
     assert "⊘ cancelled" in out
 
 
+def test_subtasks_are_shown_as_written_never_read_as_markup() -> None:
+    status, out = run_main("5", "--virtual", "--task", "[bold]a[/bold]; [red]b", "--fail", "1")
+    assert status == 0
+    lines = out.splitlines()
+    timeline_a, timeline_b = (line.split()[:2] for line in lines[2:4])
+    assert (timeline_a, timeline_b) == (["0", "[bold]a[/bold]"], ["1", "[red]b"])
+    assert "[bold]a[/bold]: findings on [bold]a[/bold]" in lines
+    assert "[red]b: (missing: SubAgentError: sub-agent failed on '[red]b')" in lines
+
+
 def test_json_prints_plan_ordered_results_and_the_trace() -> None:
     done = python_m("lessons", "5", "--virtual", "--json")
     assert done.returncode == 0, done.stderr

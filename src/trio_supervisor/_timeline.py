@@ -121,7 +121,7 @@ def render_timeline(
             line.append(cell, style=style)
         end = Text(_ending(row), style=ENDINGS[row.status][1])
         table.add_row(
-            str(row.slot), row.subtask, line, end, "" if row.rank is None else str(row.rank)
+            str(row.slot), Text(row.subtask), line, end, "" if row.rank is None else str(row.rank)
         )
     axis = Text("0s".ljust(width - len(_seconds(right))) + _seconds(right), style="bright_black")
     table.add_row("", "", axis, "", "")
