@@ -39,6 +39,8 @@ from lessons._runner import (
     run_demo,
     show,
     show_header_to,
+    step_number,
+    step_path,
     steps,
 )
 from trio_supervisor import render_svg
@@ -105,10 +107,6 @@ def parse_lines(text: str) -> list[int]:
     return sorted(set(lines))
 
 
-def step_file(name: str) -> Path:
-    return LESSONS / f"{name}.py"
-
-
 def previous_step(name: str) -> str | None:
     """The step before ``name`` in the course, None for the first."""
     names = list(steps().values())
@@ -122,7 +120,7 @@ def step_changes(name: str) -> list[int]:
     before = previous_step(name)
     if before is None:
         return []
-    return changed_lines(step_file(before).read_text(), step_file(name).read_text())
+    return changed_lines(step_path(before).read_text(), step_path(name).read_text())
 
 
 # -- the runs ----------------------------------------------------------------------------------
@@ -145,13 +143,13 @@ def slug(demo: Demo) -> str:
 
 def step_demos(name: str) -> list[Demo]:
     """The demos ``python -m lessons <n>`` runs step ``name`` on."""
-    number = next(number for number, step in steps().items() if step == name)
+    number = step_number(name)
     return demos(parser().parse_args([str(number)]), number)
 
 
 def pictures(name: str) -> list[Picture]:
     """Run step ``name`` on every demo, virtually, as ``python -m lessons <n> --virtual`` does."""
-    number = next(number for number, step in steps().items() if step == name)
+    number = step_number(name)
     command = f"python -m lessons {number} --virtual"
     args = parser().parse_args([str(number), "--virtual"])
     made = []
@@ -224,8 +222,8 @@ def _diff(name: str) -> str:
         return ""
     return "".join(
         difflib.unified_diff(
-            step_file(before).read_text().splitlines(keepends=True),
-            step_file(name).read_text().splitlines(keepends=True),
+            step_path(before).read_text().splitlines(keepends=True),
+            step_path(name).read_text().splitlines(keepends=True),
             f"lessons/{before}.py",
             f"lessons/{name}.py",
         )
@@ -251,7 +249,7 @@ def course() -> str:
     """The home page's list of steps, from their docstrings: title, idea, what is still wrong."""
     items = []
     for name in steps().values():
-        doc = step_file(name).read_text()
+        doc = step_path(name).read_text()
         tree = ast.parse(doc)
         text = ast.get_docstring(tree) or ""
         first = text.split("\n\n")[0]

@@ -55,6 +55,19 @@ def load_step(name: str) -> ModuleType:
     return importlib.import_module(f"lessons.{name}")
 
 
+def step_path(name: str) -> Path:
+    """The file of step ``name``: ``lessons/<name>.py``."""
+    return Path(lessons.__file__).parent / f"{name}.py"
+
+
+def step_number(name: str) -> int:
+    """The number of step ``name`` (``step03_capacity_limiter`` -> 3)."""
+    match = _STEP_NAME.fullmatch(name)
+    if match is None:
+        raise ValueError(f"a step is named stepNN_<name>, got {name!r}")
+    return int(match.group(1))
+
+
 @dataclass(frozen=True)
 class Demo:
     """A task to run a step on, what the simulated sub-agent does on its slots, and the options

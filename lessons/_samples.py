@@ -9,11 +9,10 @@ from __future__ import annotations
 import io
 import re
 import shlex
-from pathlib import Path
 
 from rich.console import Console
 
-from lessons._runner import main, steps
+from lessons._runner import main, step_path, steps
 
 WIDTH = 88
 SAMPLE = re.compile(
@@ -40,10 +39,6 @@ def sample_of(source: str) -> tuple[str, str]:
     if match is None:
         raise ValueError("no 'Sample run (``python -m lessons ...``)::' block in the docstring")
     return match["args"], match["body"]
-
-
-def step_path(name: str) -> Path:
-    return Path(__file__).parent / f"{name}.py"
 
 
 def write_samples() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lessons import _docs
-from lessons._runner import demos, parser, steps
+from lessons._runner import demos, parser, step_number, step_path, steps
 from lessons._samples import run_sample
 
 PAGES = _docs.DOCS / "steps"
@@ -51,8 +51,8 @@ def test_step_page_highlights_exactly_the_changed_lines(name: str) -> None:
     page = PAGES / f"{name}.md"
     assert page.exists(), f"step {name} has no page: add docs/steps/{name}.md (see the others)"
     before = _docs.previous_step(name)
-    previous = None if before is None else _docs.step_file(before).read_text()
-    problem = highlight_problem(page.read_text(), name, previous, _docs.step_file(name).read_text())
+    previous = None if before is None else step_path(before).read_text()
+    problem = highlight_problem(page.read_text(), name, previous, step_path(name).read_text())
     assert problem is None, f"docs/steps/{name}.md: {problem}"
 
 
@@ -61,8 +61,8 @@ def test_changing_one_line_of_a_step_breaks_its_page(name: str) -> None:
     page = (PAGES / f"{name}.md").read_text()
     before = _docs.previous_step(name)
     assert before is not None
-    previous = _docs.step_file(before).read_text()
-    lines = _docs.step_file(name).read_text().splitlines(keepends=True)
+    previous = step_path(before).read_text()
+    lines = step_path(name).read_text().splitlines(keepends=True)
     same = [n for n in range(1, len(lines) + 1) if n not in _docs.step_changes(name)]
     edited = same[len(same) // 2]  # a line the step did not change, now changed
     lines[edited - 1] = "# edited\n"
@@ -112,7 +112,7 @@ def test_page_output_is_what_the_command_prints(
 ) -> None:
     """The same lines; in steps 2 and 3 results that ended at the same virtual instant are
     appended in whichever order trio ran them, so the order of those rows may differ."""
-    number = next(number for number, step in steps().items() if step == name)
+    number = step_number(name)
     printed = run_sample(f"{number} --virtual")
     shown = "\n".join(picture.output for picture in pictures[name])
     indented = "".join(f"    {line}\n" if line else "\n" for line in shown.splitlines())

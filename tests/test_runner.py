@@ -15,8 +15,18 @@ import trio
 from rich.console import Console
 
 import lessons._runner as runner
-from lessons._runner import DEMOS, Demo, Run, load_step, main, run_step, steps
-from lessons._samples import run_sample, sample_of, step_path
+from lessons._runner import (
+    DEMOS,
+    Demo,
+    Run,
+    load_step,
+    main,
+    run_step,
+    step_number,
+    step_path,
+    steps,
+)
+from lessons._samples import run_sample, sample_of
 from trio_supervisor import SimulatedAgent, decompose
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +72,7 @@ def test_every_step_accounts_for_every_subtask_once(name: str) -> None:
 @pytest.mark.parametrize("name", STEP_NAMES)
 def test_every_step_says_what_it_adds_and_what_is_still_wrong(name: str) -> None:
     doc = load_step(name).__doc__ or ""
-    assert doc.startswith(f"Step {int(name[4:6])}: ")
+    assert doc.startswith(f"Step {step_number(name)}: ")
     assert "What it adds:" in doc
     assert "What is still wrong:" in doc or name == STEP_NAMES[-1]
 
@@ -70,7 +80,7 @@ def test_every_step_says_what_it_adds_and_what_is_still_wrong(name: str) -> None
 @pytest.mark.parametrize("name", STEP_NAMES)
 def test_every_sample_run_in_a_docstring_is_what_its_command_prints(name: str) -> None:
     args, body = sample_of(step_path(name).read_text())
-    assert args.split()[0] == str(int(name[4:6]))
+    assert args.split()[0] == str(step_number(name))
     assert body == run_sample(args), "run `python -m lessons._samples` to regenerate the samples"
 
 

@@ -41,7 +41,7 @@ from playwright.sync_api import (
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from lessons import _docs
-from lessons._runner import steps
+from lessons._runner import step_path, steps
 from trio_supervisor import decompose
 
 CHROMIUM_ARGS = [
@@ -208,7 +208,7 @@ def check_step(page: Page, name: str, result: Result) -> None:
     else:
         block = blocks.first
         code = block.locator("td.code code").text_content() or ""
-        source = _docs.step_file(name).read_text()
+        source = step_path(name).read_text()
         if code.rstrip() != source.rstrip():
             result.problems.append(f"the code block does not hold {path} as it is")
         if not block.is_visible():
