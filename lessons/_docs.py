@@ -4,8 +4,8 @@
 the same code path as ``python -m lessons --virtual`` (:func:`lessons._runner.run_demo` on
 ``trio.testing.MockClock``) and writes, under ``docs/generated/`` (never committed):
 
-- ``steps/<step>/<demo>.svg``: the run's timeline (:func:`trio_supervisor.render_svg`), drawn from
-  the same trace as the terminal timeline it prints;
+- ``steps/<step>/<demo>.svg``: the run's timeline (`trio_supervisor.timeline.render_svg`),
+  drawn from the same trace as the terminal timeline it prints;
 - ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output;
 - ``steps/<step>.diff``: the step's diff against the step before it;
 - ``course.md``: the home page's list of steps, from the steps' docstrings.
@@ -43,7 +43,7 @@ from lessons._runner import (
     step_path,
     steps,
 )
-from trio_supervisor import render_svg
+from trio_supervisor.timeline import render_svg
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig

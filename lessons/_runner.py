@@ -24,16 +24,10 @@ from rich.markup import escape
 from rich.table import Table
 
 import lessons
-from trio_supervisor import (
-    Aggregate,
-    SimulatedAgent,
-    Status,
-    SubResult,
-    Trace,
-    decompose,
-    describe,
-    render_timeline,
-)
+from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
+from trio_supervisor._contract import describe
+from trio_supervisor.testing import SimulatedAgent
+from trio_supervisor.timeline import render_timeline
 
 T = TypeVar("T")
 

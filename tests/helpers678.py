@@ -20,7 +20,8 @@ from lessons import (
     step07_retries,
     step08_streaming,
 )
-from trio_supervisor import Aggregate, SimulatedAgent, SubResult
+from trio_supervisor import Aggregate, SubResult
+from trio_supervisor.testing import SimulatedAgent
 
 STEP05, STEP06, STEP07, STEP08 = (
     step05_fault_isolation,
@@ -120,7 +121,7 @@ KINDS = st.sampled_from(["ok", "ok", "fail", "hang"])
 @st.composite
 def plans(draw: st.DrawFn, max_size: int = 8) -> list[str]:
     """A plan of distinct subtasks, each ordinary, failing ("fail" in its text) or hanging
-    ("hang" in its text), for :class:`trio_supervisor.SimulatedAgent`."""
+    ("hang" in its text), for `trio_supervisor.testing.SimulatedAgent`."""
     kinds = draw(st.lists(KINDS, min_size=1, max_size=max_size))
     return [f"{kind} {slot}" for slot, kind in enumerate(kinds)]
 

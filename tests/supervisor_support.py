@@ -15,7 +15,7 @@ import trio
 import trio.testing
 from hypothesis import strategies as st
 
-from trio_supervisor import SubAgentError
+from trio_supervisor.testing import SubAgentError
 
 GRID = 32
 R = TypeVar("R")

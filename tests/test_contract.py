@@ -8,16 +8,9 @@ import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_supervisor import (
-    Aggregate,
-    SimulatedAgent,
-    Status,
-    SubAgentError,
-    SubResult,
-    Trace,
-    decompose,
-    describe,
-)
+from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
+from trio_supervisor._contract import describe
+from trio_supervisor.testing import SimulatedAgent, SubAgentError
 
 # --- decompose ----------------------------------------------------------------------------------
 

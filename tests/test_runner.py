@@ -27,7 +27,8 @@ from lessons._runner import (
     steps,
 )
 from lessons._samples import run_sample, sample_of
-from trio_supervisor import SimulatedAgent, decompose
+from trio_supervisor import decompose
+from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP_NAMES = list(steps().values())

@@ -29,7 +29,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import list_schedule, run_virtual
 
-from trio_supervisor import Aggregate, SimulatedAgent, Status
+from trio_supervisor import Aggregate, Status
+from trio_supervisor.testing import SimulatedAgent
 
 SINCE_6 = [STEP06, STEP07, STEP08]
 FLAW = "step 5's flaw: a hung worker holds its slot forever"

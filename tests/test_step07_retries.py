@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from support import run_virtual
 
 from lessons.step07_retries import Strategy
-from trio_supervisor import SimulatedAgent, Status
+from trio_supervisor import Status
+from trio_supervisor.testing import SimulatedAgent
 
 SINCE_7 = [STEP07, STEP08]
 STRATEGIES: list[Strategy] = ["one_for_one", "one_for_all", "rest_for_one"]

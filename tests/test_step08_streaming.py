@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import run_virtual
 
-from trio_supervisor import SimulatedAgent, Status, Trace, timeline_rows
+from trio_supervisor import Status, Trace
+from trio_supervisor.testing import SimulatedAgent
+from trio_supervisor.timeline import timeline_rows
 
 FLAW = "step 7's flaw: nothing is handed over until the last slot is done"
 

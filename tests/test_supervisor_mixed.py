@@ -8,8 +8,9 @@ from hypothesis import strategies as st
 from supervisor_support import Behaviour, Script, latencies, live_tasks, odd_64ths, odd_128ths
 from support import run_virtual
 
-from trio_supervisor import Aggregate, Backoff, Status, SubAgentError, Supervisor, Trace
+from trio_supervisor import Aggregate, Backoff, Status, Supervisor, Trace
 from trio_supervisor._retry import RetryOn
+from trio_supervisor.testing import SubAgentError
 
 RETRY_ON: dict[str, tuple[RetryOn, bool, bool]] = {
     # name: (retry_on, retries failures, retries timeouts)

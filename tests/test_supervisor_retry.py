@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from supervisor_support import Behaviour, Script, latencies
 from support import run_virtual
 
-from trio_supervisor import Aggregate, Backoff, Status, SubAgentError, Supervisor, Trace
+from trio_supervisor import Aggregate, Backoff, Status, Supervisor, Trace
+from trio_supervisor.testing import SubAgentError
 
 backoffs = st.builds(
     Backoff,

@@ -22,7 +22,9 @@ from supervisor_support import (
 )
 from support import list_schedule, run_virtual
 
-from trio_supervisor import Aggregate, SimulatedAgent, Status, SubResult, Supervisor, describe
+from trio_supervisor import Aggregate, Status, SubResult, Supervisor
+from trio_supervisor._contract import describe
+from trio_supervisor.testing import SimulatedAgent
 
 
 def expected(slot: int, behaviour: Behaviour, timeout: float | None) -> tuple[Status, str]:

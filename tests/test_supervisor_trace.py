@@ -11,7 +11,8 @@ from rich.console import Console
 from supervisor_support import Behaviour, Script, fail, hang, latencies, ok
 from support import run_virtual
 
-from trio_supervisor import Backoff, Status, Supervisor, Trace, render_timeline
+from trio_supervisor import Backoff, Status, Supervisor, Trace
+from trio_supervisor.timeline import render_timeline
 
 
 @settings(max_examples=50, deadline=None)

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from supervisor_support import Script, ok
 
-from trio_supervisor import SimulatedAgent, Supervisor
+from trio_supervisor import Supervisor
+from trio_supervisor.testing import SimulatedAgent
 
 SCRIPT = Script([ok(1)])
 

@@ -8,7 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from trio_supervisor import Status, Trace, render_svg, timeline_rows
+from trio_supervisor import Status, Trace
+from trio_supervisor.timeline import render_svg, timeline_rows
 
 SVG = "{http://www.w3.org/2000/svg}"
 # a 0-16/32 s; b 0-8/32 s, fails; c waits for b's place (K=2), then 8/32-32/32 s: wall 1 s

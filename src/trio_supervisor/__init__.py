@@ -1,28 +1,22 @@
 """Ordered, bounded, isolated fan-out on Trio: the supervisor pattern, as a library."""
 
-from ._contract import Aggregate, Status, SubResult, Worker, describe
+from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
 from ._retry import Backoff
-from ._simulate import SimulatedAgent, SubAgentError
 from ._stream import Stream
 from ._supervisor import Supervisor
-from ._timeline import render_svg, render_timeline, timeline_rows
-from ._trace import Trace
+from ._trace import SlotTrace, Span, Trace
 
 __all__ = [
     "Aggregate",
     "Backoff",
-    "SimulatedAgent",
+    "SlotTrace",
+    "Span",
     "Status",
     "Stream",
-    "SubAgentError",
     "SubResult",
     "Supervisor",
     "Trace",
     "Worker",
     "decompose",
-    "describe",
-    "render_svg",
-    "render_timeline",
-    "timeline_rows",
 ]

@@ -16,7 +16,7 @@ Worker = Callable[[str], Awaitable[str]]
 class Status(enum.Enum):
     """How a slot ended.
 
-    ``OK`` returned an output; ``FAILED`` raised an :class:`Exception`; ``TIMED_OUT`` ran past its
+    ``OK`` returned an output; ``FAILED`` raised an `Exception`; ``TIMED_OUT`` ran past its
     own timeout; ``CANCELLED`` was stopped, or never started, because the whole run was cut short.
     """
 
@@ -50,7 +50,7 @@ class SubResult(Generic[T]):
     Args:
       subtask: the subtask as planned.
       output: the worker's result, when it returned one.
-      error: the exception's type and message (see :func:`describe`), when it did not.
+      error: the exception's type and message (see `describe`), when it did not.
       status: how the slot ended; ``OK`` goes with an output, every other status with an error.
       attempts: how many times the worker was called for this slot (0: never started).
       started: trio time the first attempt started, None where the slot never ran.
@@ -104,7 +104,8 @@ class Aggregate(Generic[T]):
     """Every slot's result, fanned back in, with the counts derived from them.
 
     Args:
-      results: one :class:`SubResult` per slot, in plan order wherever the supervisor keeps it.
+      results: one [`SubResult`][trio_supervisor.SubResult] per slot, in plan order wherever the
+        supervisor keeps it.
     """
 
     results: list[SubResult[T]]

@@ -20,7 +20,7 @@ import trio
 from tenacity.asyncio import AsyncRetrying
 
 RetryOn = type[Exception] | tuple[type[Exception], ...]
-"""The exceptions a supervisor retries: an :class:`Exception` subclass or a tuple of them."""
+"""The exceptions a supervisor retries: an `Exception` subclass or a tuple of them."""
 
 
 def _number(name: str, value: object, *, above: float = 0, strictly: bool = True) -> float:
@@ -89,7 +89,7 @@ class Backoff:
 
 
 def check_retry_on(retry_on: object) -> tuple[type[Exception], ...]:
-    """``retry_on`` as a tuple of :class:`Exception` subclasses, or a clear error."""
+    """``retry_on`` as a tuple of `Exception` subclasses, or a clear error."""
     classes = retry_on if isinstance(retry_on, tuple) else (retry_on,)
     for cls in classes:
         if not (isinstance(cls, type) and issubclass(cls, Exception)):

@@ -16,13 +16,14 @@ class SubAgentError(RuntimeError):
 
 
 class SimulatedAgent:
-    """A stand-in for an LLM sub-agent, usable wherever a :data:`Worker` is.
+    """A stand-in for an LLM sub-agent, usable wherever a [`Worker`][trio_supervisor.Worker] is.
 
     Each subtask takes a latency fixed by the seed and the subtask's text, so two runs with the same
-    seed take the same time. A subtask fails (after its latency, raising :class:`SubAgentError`)
-    when its text contains ``panic`` or ``fail``, or when it is named in ``fail``; it never returns
-    when its text contains ``hang`` or it is named in ``hang``; it fails its first ``flaky[s]``
-    calls and then succeeds. A subtask named in ``latencies`` takes that long instead.
+    seed take the same time. A subtask fails (after its latency, raising
+    [`SubAgentError`][trio_supervisor.testing.SubAgentError]) when its text contains ``panic`` or
+    ``fail``, or when it is named in ``fail``; it never returns when its text contains ``hang`` or
+    it is named in ``hang``; it fails its first ``flaky[s]`` calls and then succeeds. A subtask
+    named in ``latencies`` takes that long instead.
 
     Args:
       seed: picks the latencies.

@@ -18,8 +18,9 @@ Settle = Callable[[int, Any, Trace | None, None], Awaitable[SubResult[T]]]
 
 
 class Stream(Generic[T]):
-    """What :meth:`Supervisor.stream` returns: an async context manager whose value is an async
-    iterator of :class:`SubResult`, in plan order.
+    """What [`Supervisor.stream`][trio_supervisor.Supervisor.stream] returns: an async context
+    manager whose value is an async iterator of [`SubResult`][trio_supervisor.SubResult], in plan
+    order.
 
     Entering it starts ``max_workers`` worker tasks in a nursery; iterating it yields each slot's
     result once that slot and every earlier one are done; leaving it cancels whatever still runs

@@ -81,7 +81,8 @@ def _check_trace(trace: object) -> None:
 
 class Supervisor(Generic[S, T]):
     """Fan subtasks out to a worker, at most ``max_workers`` at a time, and fan the results back
-    in plan order, one :class:`SubResult` per subtask, whatever happened to it.
+    in plan order, one [`SubResult`][trio_supervisor.SubResult] per subtask, whatever happened to
+    it.
 
     This is the course's supervisor grown up. Admission comes before work: the supervisor starts
     ``min(max_workers, len(plan))`` worker tasks, and a task admits the next slot of the plan
@@ -89,10 +90,10 @@ class Supervisor(Generic[S, T]):
     and a slot waits for the first worker to free up (the schedule, and so the wall time, is the
     one a capacity limiter taken before each ``start_soon`` gives, without paying for a task per
     subtask). Each result is written to its own slot, so the output order is the plan order by
-    construction. A worker's :class:`Exception` (an exception group from its own nursery
+    construction. A worker's `Exception` (an exception group from its own nursery
     included, recorded whole) fails only its own slot; with ``timeout`` a hung attempt is
     cancelled and its slot freed; with ``attempts`` a failed slot is tried again after a jittered
-    backoff. ``trio.Cancelled``, :class:`KeyboardInterrupt` and :class:`SystemExit` are never
+    backoff. ``trio.Cancelled``, `KeyboardInterrupt` and `SystemExit` are never
     caught: cancelling the run cancels every worker.
 
     Every option costs only when it is asked for: without ``timeout`` no cancel scope is opened
@@ -103,17 +104,18 @@ class Supervisor(Generic[S, T]):
 
     Args:
       worker: an async callable ``S -> Awaitable[T]``: an ``async def`` function or an object
-        with an ``async def __call__`` (such as :class:`SimulatedAgent`).
+        with an ``async def __call__`` (such as
+        [`SimulatedAgent`][trio_supervisor.testing.SimulatedAgent]).
       max_workers: how many workers may run at once (the capacity bound).
       timeout: seconds each attempt may run before it is cancelled and counted as
-        :attr:`Status.TIMED_OUT` (a timed-out attempt counts as :class:`trio.TooSlowError` for
-        ``retry_on``); None for no timeout.
+        [`Status.TIMED_OUT`][trio_supervisor.Status] (a timed-out attempt counts as
+        `trio.TooSlowError` for ``retry_on``); None for no timeout.
       attempts: how many times a slot's worker may be called: 1 never retries. A slot keeps its
         place under ``max_workers`` while it waits to retry.
-      retry_on: which failures are retried: an :class:`Exception` subclass or a tuple of them
-        (by default every :class:`Exception`, timeouts included). An exception group is retried
+      retry_on: which failures are retried: an `Exception` subclass or a tuple of them
+        (by default every `Exception`, timeouts included). An exception group is retried
         when every exception in it is allowed.
-      backoff: how long a slot waits between attempts (see :class:`Backoff`).
+      backoff: how long a slot waits between attempts (see [`Backoff`][trio_supervisor.Backoff]).
 
     Raises:
       TypeError: if ``worker`` is not an async callable (a plain ``def`` function is refused: the
@@ -159,25 +161,28 @@ class Supervisor(Generic[S, T]):
     ) -> Aggregate[T]:
         """Run every subtask of ``task`` and return their results, in plan order.
 
-        The run never raises for a worker's failure: each slot ends :attr:`Status.OK`,
-        ``FAILED``, ``TIMED_OUT`` or, when ``deadline`` expires first, ``CANCELLED`` (stopped
-        while it ran or waited to retry, or never started). On the deadline the run cancels its
-        workers and returns what it has at that instant; no task it started outlives it.
+        The run never raises for a worker's failure: each slot ends
+        [`Status.OK`][trio_supervisor.Status], ``FAILED``, ``TIMED_OUT`` or, when ``deadline``
+        expires first, ``CANCELLED`` (stopped while it ran or waited to retry, or never started).
+        On the deadline the run cancels its workers and returns what it has at that instant; no
+        task it started outlives it.
 
         Args:
-          task: a str, split with :func:`decompose`, or an iterable of subtasks (read in full
-            before the first worker starts).
+          task: a str, split with [`decompose`][trio_supervisor.decompose], or an iterable of
+            subtasks (read in full before the first worker starts).
           deadline: seconds the whole run may take; None for no limit.
           trace: a recorder that receives admitted, started and ended events for every slot and
             is closed when the run returns; create it with the plan (``Trace(plan)``) so that
             slots that never ran are drawn too.
 
         Returns:
-          An :class:`Aggregate` with one :class:`SubResult` per subtask, in plan order.
+          An [`Aggregate`][trio_supervisor.Aggregate] with one
+          [`SubResult`][trio_supervisor.SubResult] per subtask, in plan order.
 
         Raises:
-          TypeError: if ``task`` is not a str or a sync iterable (use :meth:`stream` for an
-            async one), or ``trace`` is not a :class:`Trace`.
+          TypeError: if ``task`` is not a str or a sync iterable (use
+            [`stream`][trio_supervisor.Supervisor.stream] for an async one), or ``trace`` is not a
+            [`Trace`][trio_supervisor.Trace].
           ValueError: if ``task`` is a str with no subtask, or ``deadline`` is not positive.
         """
         plan = _plan(task)
@@ -244,7 +249,8 @@ class Supervisor(Generic[S, T]):
         ``trio.move_on_after`` to bound it.
 
         Args:
-          subtasks: a str (split with :func:`decompose`), or a sync or async iterable.
+          subtasks: a str (split with [`decompose`][trio_supervisor.decompose]), or a sync or async
+            iterable.
           window: how many slots may be pulled but not yet yielded, at least ``max_workers``.
           trace: a recorder for admitted, started and ended events (slots are added as pulled).
 

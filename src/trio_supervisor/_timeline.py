@@ -189,7 +189,8 @@ def render_svg(
     title: str | None = None,
     width: float = 320.0,
 ) -> str:
-    """The run as an SVG picture, built on the same :func:`timeline_rows` as the terminal table.
+    """The run as an SVG picture, built on the same
+    [`timeline_rows`][trio_supervisor.timeline.timeline_rows] as the terminal table.
 
     One row per slot in plan order: its waiting bar (a thin line) then its running bars (one per
     attempt, coloured by how it ended) on a time axis from 0 to the wall time, then the ending
@@ -198,7 +199,8 @@ def render_svg(
 
     Args:
       trace: the recorded run (closed, for a fixed right edge).
-      final: slot -> status to show instead of the recorded one, as for :func:`timeline_rows`.
+      final: slot -> status to show instead of the recorded one, as for
+        [`timeline_rows`][trio_supervisor.timeline.timeline_rows].
       title: the picture's accessible title (a ``<title>`` element), if any.
       width: the width of the time axis, in pixels.
 

@@ -26,8 +26,9 @@ class SlotTrace:
     """Everything recorded for one slot, in trio time.
 
     ``planned`` is when the slot became known (the run's start for a planned subtask, its
-    admission for one pulled later from a lazy input); ``spans`` has one :class:`Span` per attempt;
-    ``delivered`` is when a streaming supervisor handed its result to the caller.
+    admission for one pulled later from a lazy input); ``spans`` has one
+    [`Span`][trio_supervisor.Span] per attempt; ``delivered`` is when a streaming supervisor handed
+    its result to the caller.
     """
 
     slot: int
@@ -54,7 +55,8 @@ class SlotTrace:
 
 
 class Trace:
-    """A recorder of one run, fed by the supervisor (or by :meth:`watch`) as slots move along.
+    """A recorder of one run, fed by the supervisor (or by [`watch`][trio_supervisor.Trace.watch])
+    as slots move along.
 
     Times are ``trio.current_time()``, so under ``trio.testing.MockClock`` the same code records
     exact virtual times. Create it inside ``trio.run``: its origin is the time of creation.
@@ -114,7 +116,8 @@ class Trace:
 
     @property
     def wall(self) -> float:
-        """Seconds from the origin to :meth:`close` (or to now, while the run goes on)."""
+        """Seconds from the origin to [`close`][trio_supervisor.Trace.close] (or to now, while the
+        run goes on)."""
         end = self.closed if self.closed is not None else trio.current_time()
         return end - self.origin
 
@@ -156,7 +159,8 @@ class Trace:
         """Wrap ``worker`` so that every call records a span on its subtask's slot.
 
         For supervisors that do not report to a trace themselves (the lessons): a slot is found by
-        its subtask (see :meth:`slot_of`); a subtask not in the plan gets a new slot.
+        its subtask (see [`slot_of`][trio_supervisor.Trace.slot_of]); a subtask not in the plan
+        gets a new slot.
         """
 
         @functools.wraps(worker)

@@ -1,0 +1,10 @@
+"""Stand-ins for real sub-agents, for tests, demos and the course (as `trio.testing` is for trio).
+
+A [`SimulatedAgent`][trio_supervisor.testing.SimulatedAgent] answers after a latency fixed by a
+seed, and fails or hangs on the subtasks it is told to, so a supervisor's behaviour can be shown
+and checked on virtual time (`trio.testing.MockClock`) with no network and no model.
+"""
+
+from ._simulate import SimulatedAgent, SubAgentError
+
+__all__ = ["SimulatedAgent", "SubAgentError"]
