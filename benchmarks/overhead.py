@@ -73,7 +73,7 @@ async def hand_loop(n: int, k: int, subtask_timeout: float | None = None) -> lis
     a limiter taken before ``start_soon``, a result per slot, ``try/except``, and
     ``move_on_after`` per subtask when there is a timeout."""
     plan = list(range(n))
-    results: list[SubResult[int] | None] = [None] * n
+    results: list[SubResult[Any, int] | None] = [None] * n
     limiter = trio.CapacityLimiter(k)
 
     async def run_one(slot: int, subtask: int) -> None:

@@ -152,7 +152,7 @@ class Run:
     plan: list[str]
     options: dict[str, Any]
     trace: Trace | None = None
-    aggregate: Aggregate[str] | None = None
+    aggregate: Aggregate[str, str] | None = None
     error: str | None = None
     answer: str | None = None
     serial: float | None = None
@@ -267,9 +267,9 @@ def show_header_to(console: Console) -> Callable[[Run], None]:
 
 async def consume(
     stream: Callable[..., Any], run: Run, trace: Trace, agent: SimulatedAgent, live: Console | None
-) -> Aggregate[str]:
+) -> Aggregate[str, str]:
     """Run a streaming step to its end, marking each result on ``trace`` as it is handed over."""
-    results: list[SubResult[str]] = []
+    results: list[SubResult[str, str]] = []
     async with stream(lazily(run.plan, trace), trace.watch(agent), **run.options) as arriving:
         if live is not None:
             live.print("handed over, in plan order:", style="bold")

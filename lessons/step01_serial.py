@@ -31,8 +31,8 @@ from __future__ import annotations
 from trio_supervisor import Aggregate, SubResult, Worker, decompose
 
 
-async def supervise(task: str, worker: Worker) -> Aggregate[str]:
-    results: list[SubResult[str]] = []
+async def supervise(task: str, worker: Worker[str, str]) -> Aggregate[str, str]:
+    results: list[SubResult[str, str]] = []
 
     async def run_one(subtask: str) -> None:
         output = await worker(subtask)

@@ -35,8 +35,10 @@ import trio
 from trio_supervisor import Aggregate, SubResult, Worker, decompose
 
 
-async def supervise(task: str, worker: Worker, *, max_workers: int) -> Aggregate[str]:
-    results: list[SubResult[str]] = []
+async def supervise(
+    task: str, worker: Worker[str, str], *, max_workers: int
+) -> Aggregate[str, str]:
+    results: list[SubResult[str, str]] = []
     if max_workers < 1:  # a limiter with no token admits nobody: the run would never end
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     limiter = trio.CapacityLimiter(max_workers)

@@ -43,9 +43,11 @@ import trio
 from trio_supervisor import Aggregate, SubResult, Worker, decompose
 
 
-async def supervise(task: str, worker: Worker, *, max_workers: int) -> Aggregate[str]:
+async def supervise(
+    task: str, worker: Worker[str, str], *, max_workers: int
+) -> Aggregate[str, str]:
     plan = decompose(task)
-    results: list[SubResult[str] | None] = [None] * len(plan)
+    results: list[SubResult[str, str] | None] = [None] * len(plan)
     if max_workers < 1:  # a limiter with no token admits nobody: the run would never end
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     limiter = trio.CapacityLimiter(max_workers)
@@ -66,7 +68,7 @@ async def supervise(task: str, worker: Worker, *, max_workers: int) -> Aggregate
     return Aggregate([result for result in results if result is not None])
 
 
-def synthesize(aggregate: Aggregate[str]) -> str:
+def synthesize(aggregate: Aggregate[str, str]) -> str:
     lines = []
     for result in aggregate.results:
         answer = result.output if result.ok else f"(missing: {result.error})"

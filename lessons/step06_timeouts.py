@@ -52,18 +52,18 @@ from trio_supervisor import Aggregate, Status, SubResult, Worker, decompose
 
 async def supervise(
     task: str,
-    worker: Worker,
+    worker: Worker[str, str],
     *,
     max_workers: int,
     worker_timeout: float = math.inf,
     deadline: float = math.inf,
-) -> Aggregate[str]:
+) -> Aggregate[str, str]:
     if not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
     if not deadline > 0:
         raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
     plan = decompose(task)
-    results: list[SubResult[str] | None] = [None] * len(plan)
+    results: list[SubResult[str, str] | None] = [None] * len(plan)
     calls = [0] * len(plan)  # how many times each slot's worker was called
     if max_workers < 1:  # a limiter with no token admits nobody: the run would never end
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
@@ -99,7 +99,7 @@ async def supervise(
     )
 
 
-def synthesize(aggregate: Aggregate[str]) -> str:
+def synthesize(aggregate: Aggregate[str, str]) -> str:
     lines = []
     for result in aggregate.results:
         answer = result.output if result.ok else f"(missing: {result.error})"

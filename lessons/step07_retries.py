@@ -77,7 +77,7 @@ STRATEGIES: tuple[Strategy, ...] = ("one_for_one", "one_for_all", "rest_for_one"
 
 async def supervise(
     task: str,
-    worker: Worker,
+    worker: Worker[str, str],
     *,
     max_workers: int,
     worker_timeout: float = math.inf,
@@ -87,7 +87,7 @@ async def supervise(
     intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
-) -> Aggregate[str]:
+) -> Aggregate[str, str]:
     if not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
     if not deadline > 0:
@@ -102,7 +102,7 @@ async def supervise(
         raise ValueError(f"backoff must be (first, most) with 0 <= first <= most, got {backoff}")
     max_restarts, period = intensity if intensity is not None else (math.inf, math.inf)
     plan = decompose(task)
-    results: list[SubResult[str] | None] = [None] * len(plan)
+    results: list[SubResult[str, str] | None] = [None] * len(plan)
     calls = [0] * len(plan)  # how many times each slot's worker was called
     if max_workers < 1:  # a limiter with no token admits nobody: the run would never end
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
@@ -195,7 +195,7 @@ async def supervise(
     )
 
 
-def synthesize(aggregate: Aggregate[str]) -> str:
+def synthesize(aggregate: Aggregate[str, str]) -> str:
     lines = []
     for result in aggregate.results:
         answer = result.output if result.ok else f"(missing: {result.error})"

@@ -90,7 +90,7 @@ STRATEGIES: tuple[Strategy, ...] = ("one_for_one", "one_for_all", "rest_for_one"
 @asynccontextmanager
 async def stream(
     task: str | Iterable[str] | AsyncIterable[str],
-    worker: Worker,
+    worker: Worker[str, str],
     *,
     max_workers: int,
     window: int | None = None,
@@ -101,7 +101,7 @@ async def stream(
     intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
-) -> AsyncIterator[trio.MemoryReceiveChannel[SubResult[str]]]:
+) -> AsyncIterator[trio.MemoryReceiveChannel[SubResult[str, str]]]:
     window = 2 * max_workers if window is None else window
     if not window >= max_workers:
         raise ValueError(f"window must be >= max_workers ({max_workers}), got {window}")
@@ -124,7 +124,7 @@ async def stream(
         else iter(decompose(task) if isinstance(task, str) else task)
     )
     subtasks: dict[int, str] = {}  # slot -> subtask, for every slot pulled and not handed over
-    results: dict[int, SubResult[str]] = {}  # slot -> its result, until it is handed over
+    results: dict[int, SubResult[str, str]] = {}  # slot -> its result, until it is handed over
     calls: dict[int, int] = {}  # how many times each slot's worker was called
     pulled = delivered = 0  # slots pulled from the input; slots handed over, in plan order
     exhausted = over = False  # the input has ended; the work has ended, no result will come
@@ -270,7 +270,7 @@ async def stream(
                 await send.send(result)
                 room.release()
 
-    send, receive = trio.open_memory_channel[SubResult[str]](0)
+    send, receive = trio.open_memory_channel[SubResult[str, str]](0)
     async with trio.open_nursery() as outer:
         outer.start_soon(work)
         outer.start_soon(deliver)
@@ -279,15 +279,15 @@ async def stream(
 
 
 async def supervise(
-    task: str, worker: Worker, *, max_workers: int, **options: Any
-) -> Aggregate[str]:
+    task: str, worker: Worker[str, str], *, max_workers: int, **options: Any
+) -> Aggregate[str, str]:
     """Every result of :func:`stream` over ``task``, collected in plan order; ``options`` are
     :func:`stream`'s."""
     async with stream(task, worker, max_workers=max_workers, **options) as results:
         return Aggregate([result async for result in results])
 
 
-def synthesize(aggregate: Aggregate[str]) -> str:
+def synthesize(aggregate: Aggregate[str, str]) -> str:
     lines = []
     for result in aggregate.results:
         answer = result.output if result.ok else f"(missing: {result.error})"

@@ -81,9 +81,11 @@ def accepted(function: Callable[..., Any], **options: Any) -> dict[str, Any]:
     return {name: value for name, value in options.items() if name in parameters}
 
 
-async def supervise(step: ModuleType, task: str, worker: Any, **options: Any) -> Aggregate[str]:
+async def supervise(
+    step: ModuleType, task: str, worker: Any, **options: Any
+) -> Aggregate[str, str]:
     """Run ``step.supervise`` with the options it accepts."""
-    aggregate: Aggregate[str] = await step.supervise(
+    aggregate: Aggregate[str, str] = await step.supervise(
         task,
         worker,
         **accepted(step.stream if hasattr(step, "stream") else step.supervise, **options),
@@ -93,7 +95,7 @@ async def supervise(step: ModuleType, task: str, worker: Any, **options: Any) ->
 
 async def arrivals(
     step: ModuleType, task: str, worker: Any, **options: Any
-) -> list[tuple[float, SubResult[str]]]:
+) -> list[tuple[float, SubResult[str, str]]]:
     """Each result with the trio time the caller got it: as it is handed over from a stream, or
     all at once when a batch ``supervise`` returns."""
     if not hasattr(step, "stream"):

@@ -72,7 +72,7 @@ def test_decompose_never_yields_a_blank_or_separated_subtask(text: str) -> None:
 
 def test_a_sub_result_holds_an_output_or_an_error() -> None:
     ok = SubResult("a", output="x")
-    failed: SubResult[str] = SubResult("b", error="ValueError: no")
+    failed: SubResult[str, str] = SubResult("b", error="ValueError: no")
     assert (ok.ok, ok.status, ok.error) == (True, Status.OK, None)
     assert (failed.ok, failed.status, failed.output) == (False, Status.FAILED, None)
     with pytest.raises(ValueError, match=r"^a SubResult holds an output or an error, not both"):
@@ -89,7 +89,7 @@ def test_a_sub_result_status_must_fit_output_or_error() -> None:
 
 def test_from_exception_names_the_type_and_the_message() -> None:
     exc = KeyError("k")
-    result: SubResult[str] = SubResult.from_exception("a", exc)
+    result: SubResult[str, str] = SubResult.from_exception("a", exc)
     assert result.error == "KeyError: 'k'"
     assert result.status is Status.FAILED
     assert result.exception is exc

@@ -90,7 +90,7 @@ def durations(agent: SimulatedAgent, plan: list[str], timeout: float) -> list[fl
 
 async def run_plan(
     step: ModuleType, plan: list[str], probe: Probe, workers: int, **options: float
-) -> Aggregate[str]:
+) -> Aggregate[str, str]:
     """Run ``plan`` on ``step``; step 8 gets a window that never holds anything back, so that
     every step follows the same schedule."""
     return await supervise(

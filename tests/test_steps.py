@@ -27,7 +27,7 @@ def ids(module: ModuleType) -> str:
 def supervise(module: ModuleType, plan: list[str], spy: Spy, k: int | None) -> Any:
     options = {} if k is None else {"max_workers": k}
 
-    async def timed() -> tuple[Aggregate[str], float]:
+    async def timed() -> tuple[Aggregate[str, str], float]:
         start = trio.current_time()
         aggregate = await module.supervise(task_of(plan), spy, **options)
         return aggregate, trio.current_time() - start
@@ -35,7 +35,7 @@ def supervise(module: ModuleType, plan: list[str], spy: Spy, k: int | None) -> A
     return run_virtual(timed)
 
 
-def order(aggregate: Aggregate[str]) -> list[str]:
+def order(aggregate: Aggregate[str, str]) -> list[str]:
     return [result.subtask for result in aggregate.results]
 
 

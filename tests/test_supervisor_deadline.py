@@ -36,7 +36,7 @@ def test_a_deadline_keeps_finished_results_and_cancels_the_rest_once(
     n = len(script.behaviours)
     supervisor = Supervisor(script, max_workers=k, timeout=timeout)
 
-    async def main() -> tuple[Aggregate[str], Aggregate[str], float, float]:
+    async def main() -> tuple[Aggregate[int, str], Aggregate[int, str], float, float]:
         start = trio.current_time()
         baseline = live_tasks()
         cut = await supervisor.run(range(n), deadline=deadline)

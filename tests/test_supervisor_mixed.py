@@ -88,7 +88,7 @@ def test_no_subtask_is_lost_or_counted_twice(run: dict[str, object]) -> None:
     )
     trace_box: list[Trace] = []
 
-    async def main() -> tuple[Aggregate[str], float, float]:
+    async def main() -> tuple[Aggregate[int, str], float, float]:
         start = trio.current_time()
         baseline = live_tasks()
         trace = Trace(range(n))

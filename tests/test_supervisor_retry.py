@@ -37,7 +37,7 @@ def test_a_worker_failing_k_times_succeeds_on_attempt_k_plus_1_within_the_backof
     script = Script([Behaviour(latency, ("fail",) * failures + ("ok",))])
     supervisor = Supervisor(script, max_workers=1, attempts=attempts, backoff=backoff)
 
-    async def main() -> Aggregate[str]:
+    async def main() -> Aggregate[int, str]:
         return await supervisor.run([0], trace=Trace([0]))
 
     result = run_virtual(main).results[0]
@@ -122,12 +122,18 @@ async def test_an_exception_group_is_retried_only_when_all_of_it_is_allowed(
     assert calls == (2 if retried else 1)
 
 
-async def test_cancellation_during_a_backoff_wait_passes_through(
-    autojump_clock: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(random, "uniform", lambda low, high: high)  # the longest wait: 8 s
+class Longest(random.Random):
+    """A generator whose jitter always draws the longest wait."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+async def test_cancellation_during_a_backoff_wait_passes_through(autojump_clock: Any) -> None:
     script = Script([Behaviour(1, ("fail",))])
-    supervisor = Supervisor(script, max_workers=1, attempts=3, backoff=Backoff(8, 8, 1))
+    supervisor = Supervisor(
+        script, max_workers=1, attempts=3, backoff=Backoff(8, 8, 1), seed=Longest()
+    )  # the longest wait: 8 s
     with trio.move_on_after(1) as scope:
         await supervisor.run([0])
     assert scope.cancelled_caught

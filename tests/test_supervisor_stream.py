@@ -45,11 +45,11 @@ def test_with_room_for_the_whole_plan_the_stream_yields_what_run_returns(
     n = len(plan_behaviours)
 
     # run and stream on separate clocks starting at 0, so their times compare exactly
-    async def streamed() -> list[SubResult[str]]:
+    async def streamed() -> list[SubResult[int, str]]:
         supervisor = Supervisor(Script(plan_behaviours), max_workers=k, timeout=timeout)
         return [result for _, result in await collect(supervisor, range(n), window=max(k, n))]
 
-    async def ran() -> list[SubResult[str]]:
+    async def ran() -> list[SubResult[int, str]]:
         supervisor = Supervisor(Script(plan_behaviours), max_workers=k, timeout=timeout)
         return (await supervisor.run(range(n))).results
 
@@ -133,7 +133,7 @@ async def test_a_million_lazy_subtasks_stay_within_the_window(
         assert in_window <= bound
         assert script.in_flight <= k
         assert in_window - script.in_flight >= 0  # the rest are finished, waiting their turn
-        assert live_tasks() <= baseline + k
+        assert live_tasks() <= baseline + 1 + k  # the one task that pulls, and the workers
 
     supervisor = Supervisor(worker, max_workers=k)
     subtasks = iter(source) if kind == "sync" else aiter(source)
@@ -147,7 +147,9 @@ async def test_a_million_lazy_subtasks_stay_within_the_window(
     assert live_tasks() == baseline
     assert script.in_flight == 0
     assert 500 <= source.pulled <= 500 + bound
-    assert sum(script.calls.values()) == source.pulled  # nothing pulled that did not run
+    # the input is pulled ahead of the workers only within the window: what was pulled and
+    # never ran when the body left is within it (and no worker was called on it)
+    assert source.pulled - bound <= sum(script.calls.values()) <= source.pulled
 
 
 async def test_a_slow_head_stalls_admission_once_the_window_is_full(autojump_clock: Any) -> None:
@@ -185,7 +187,9 @@ async def test_leaving_the_body_early_cancels_the_rest(autojump_clock: Any) -> N
             assert result.subtask == 0
             break
     assert trio.current_time() - start == 1 / 32
-    assert script.cancelled == 3  # the hung ones
+    # every hung worker started was cancelled: the two started at once, and slot 3 if it was
+    # pulled at the very instant slot 0 ended, before the body left
+    assert script.cancelled == sum(script.calls.values()) - 1 >= 2
     assert live_tasks() == baseline
 
 
@@ -238,8 +242,9 @@ async def test_keyboard_interrupt_in_a_worker_ends_the_stream(
         await trio.sleep(0.25)
         raise exc_type("stop")
 
-    with pytest.RaisesGroup(exc_type):
+    with pytest.raises(exc_type) as raised:  # bare, not in an exception group
         await collect(Supervisor(worker, max_workers=2), range(4))
+    assert type(raised.value) is exc_type
 
 
 async def test_a_str_is_decomposed_and_traced(autojump_clock: Any) -> None:

@@ -69,21 +69,28 @@ def test_bad_options_are_refused_with_the_rule(
         (functools.partial(sync_worker), "partial"),
     ],
 )
-def test_a_sync_worker_is_refused_and_the_fix_named(worker: Any, name: str) -> None:
+async def test_a_worker_whose_call_is_not_awaitable_fails_the_run_and_names_the_fix(
+    autojump_clock: Any, worker: Any, name: str
+) -> None:
+    supervisor = Supervisor(worker, max_workers=2)
     with pytest.raises(
         TypeError,
         match=(
-            rf"^worker must be an async function \(async def\), got the sync callable "
-            rf"'{name}': define it with `async def`, and run blocking code inside it with "
+            rf"^a worker must return an awaitable, but calling '{name}' returned str '[abc]': "
+            r"define it with `async def`, or run blocking code inside one with "
             r"`await trio\.to_thread\.run_sync\(\.\.\.\)`$"
         ),
     ):
-        Supervisor(worker, max_workers=1)
+        await supervisor.run(["a", "b", "c"])
 
 
 def test_a_non_callable_worker_is_refused() -> None:
     with pytest.raises(
-        TypeError, match=r"^worker must be an async callable taking one subtask, got str 'agent'$"
+        TypeError,
+        match=(
+            r"^worker must be a callable that takes one subtask and returns an awaitable "
+            r"\(an async def function\), got str 'agent'$"
+        ),
     ):
         Supervisor("agent", max_workers=1)  # type: ignore[arg-type]
 

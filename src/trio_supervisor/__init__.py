@@ -1,15 +1,28 @@
-"""Ordered, bounded, isolated fan-out on Trio: the supervisor pattern, as a library."""
+"""Ordered, bounded, isolated fan-out on Trio: the supervisor pattern, as a library.
+
+A [`Supervisor`][trio_supervisor.Supervisor] runs a worker over the subtasks of a plan, at most
+``max_workers`` at a time, and returns one [`SubResult`][trio_supervisor.SubResult] per subtask
+in plan order, in an [`Aggregate`][trio_supervisor.Aggregate] (``run``), or hands them over in
+plan order as they finish (``stream``). Drawing a recorded run lives in
+``trio_supervisor.timeline``, stand-in sub-agents for tests in ``trio_supervisor.testing``.
+"""
 
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
+from ._meters import Capacity, Meter
 from ._retry import Backoff
 from ._stream import Stream
 from ._supervisor import Supervisor
 from ._trace import SlotTrace, Span, Trace
+from ._util import fixup_module_metadata
+
+__version__ = "0.2.0"
 
 __all__ = [
     "Aggregate",
     "Backoff",
+    "Capacity",
+    "Meter",
     "SlotTrace",
     "Span",
     "Status",
@@ -18,5 +31,8 @@ __all__ = [
     "Supervisor",
     "Trace",
     "Worker",
+    "__version__",
     "decompose",
 ]
+
+fixup_module_metadata(__name__, globals())

@@ -1,16 +1,17 @@
-"""The contract every supervisor in this project speaks: workers, slot results, aggregates."""
+"""The contract every supervisor here speaks: workers, slot results, aggregates."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Generic, TypeVar, final
 
+S = TypeVar("S")
 T = TypeVar("T")
 
-Worker = Callable[[str], Awaitable[str]]
-"""The type of a sub-agent: takes one subtask, returns its output (an LLM call, in production)."""
+Worker = Callable[[S], Awaitable[T]]
+"""A sub-agent: takes one subtask of type ``S``, returns its output of type ``T`` (an LLM call,
+in production). ``Worker[str, str]`` for text in, text out."""
 
 
 class Status(enum.Enum):
@@ -30,95 +31,263 @@ def describe(exc: BaseException) -> str:
     """Name an exception's type and message, the way a slot's ``error`` records it.
 
     An exception group is described whole, with every exception it holds, so nothing a worker's
-    own nursery raised is lost.
+    own nursery raised is lost. An exception whose ``str()`` itself fails is named by its type,
+    with a note that its message could not be read: describing a failure never fails.
     """
-    text = f"{type(exc).__name__}: {exc}"
+    try:
+        message = str(exc)
+    except Exception as error:
+        message = f"<its message could not be read: str() raised {type(error).__name__}>"
+    text = f"{type(exc).__name__}: {message}"
     if isinstance(exc, BaseExceptionGroup):
         inner = "; ".join(describe(sub) for sub in exc.exceptions)
         text = f"{text} [{inner}]"
     return text
 
 
-@dataclass(frozen=True)
-class SubResult(Generic[T]):
-    """What one slot of the plan produced.
+_new = object.__new__
 
-    A slot holds an output or an error: for a worker that returns ``str``, exactly one of
-    ``output`` and ``error`` is not None. ``status`` is derived when not given: ``OK`` without an
-    error, ``FAILED`` with one.
+
+@final
+class SubResult(Generic[S, T]):
+    """What one slot of the plan produced: an output, or an error and how the slot ended.
+
+    A slot holds an output or an error: exactly one of ``output`` and ``error`` is set (an output
+    may itself be None when the worker returned None). ``status`` is derived when not given:
+    ``OK`` without an error, ``FAILED`` with one. A result is immutable, compares by value
+    (``exception`` aside) and is hashable when its subtask and output are.
 
     Args:
       subtask: the subtask as planned.
       output: the worker's result, when it returned one.
-      error: the exception's type and message (see `describe`), when it did not.
+      error: the exception's type and message, when it did not.
       status: how the slot ended; ``OK`` goes with an output, every other status with an error.
       attempts: how many times the worker was called for this slot (0: never started).
       started: trio time the first attempt started, None where the slot never ran.
       finished: trio time the slot ended, None where it never ran.
-      exception: the exception itself, when there was one (not compared, not shown in repr).
+      exception: the exception itself, when there was one (not compared, not shown in repr); its
+        traceback keeps no worker's local variables.
 
     Raises:
       ValueError: if both ``output`` and ``error`` are given, or ``status`` disagrees with them.
     """
 
-    subtask: Any
-    output: T | None = None
-    error: str | None = None
-    status: Status = None  # type: ignore[assignment]  # derived in __post_init__ when omitted
-    attempts: int = 1
-    started: float | None = None
-    finished: float | None = None
-    exception: BaseException | None = field(default=None, compare=False, repr=False)
+    # Slots behind read-only properties: building one is a few attribute stores, which matters
+    # when a run makes one per subtask (a frozen dataclass costs about eight times as much).
+    # Every public field is a property without a setter, so ``result.output = x`` raises.
+    __slots__ = (
+        "_attempts",
+        "_error",
+        "_exception",
+        "_finished",
+        "_output",
+        "_started",
+        "_status",
+        "_subtask",
+    )
 
-    def __post_init__(self) -> None:
-        if self.error is not None and self.output is not None:
+    def __init__(
+        self,
+        subtask: S,
+        output: T | None = None,
+        error: str | None = None,
+        status: Status | None = None,
+        attempts: int = 1,
+        started: float | None = None,
+        finished: float | None = None,
+        exception: BaseException | None = None,
+    ) -> None:
+        if error is not None and output is not None:
             raise ValueError(
                 "a SubResult holds an output or an error, not both, "
-                f"got output={self.output!r}, error={self.error!r}"
+                f"got output={output!r}, error={error!r}"
             )
-        if self.status is None:
-            derived = Status.OK if self.error is None else Status.FAILED
-            object.__setattr__(self, "status", derived)
-        elif (self.status is Status.OK) != (self.error is None):
+        if status is None:
+            status = Status.OK if error is None else Status.FAILED
+        elif not isinstance(status, Status):
+            raise TypeError(f"status must be a Status, got {type(status).__name__} {status!r}")
+        elif (status is Status.OK) != (error is None):
             raise ValueError(
-                f"status {self.status.name} does not fit "
-                f"{'an output' if self.error is None else 'an error'}: OK goes with an output, "
+                f"status {status.name} does not fit "
+                f"{'an output' if error is None else 'an error'}: OK goes with an output, "
                 "every other status with an error"
             )
+        self._subtask = subtask
+        self._output = output
+        self._error = error
+        self._status = status
+        self._attempts = attempts
+        self._started = started
+        self._finished = finished
+        self._exception = exception
 
     @classmethod
     def from_exception(
-        cls, subtask: Any, exc: BaseException, status: Status = Status.FAILED, **kwargs: Any
-    ) -> SubResult[T]:
-        """The result of a slot whose worker raised ``exc``: its error names type and message."""
-        return cls(subtask, error=describe(exc), status=status, exception=exc, **kwargs)
+        cls,
+        subtask: S,
+        exc: BaseException,
+        status: Status = Status.FAILED,
+        *,
+        attempts: int = 1,
+        started: float | None = None,
+        finished: float | None = None,
+    ) -> SubResult[S, T]:
+        """The result of a slot whose worker raised ``exc``: its error names type and message.
+
+        Raises:
+          ValueError: if ``status`` is ``OK``.
+        """
+        return cls(
+            subtask,
+            error=describe(exc),
+            status=status,
+            attempts=attempts,
+            started=started,
+            finished=finished,
+            exception=exc,
+        )
+
+    @property
+    def subtask(self) -> S:
+        """The subtask as planned."""
+        return self._subtask
+
+    @property
+    def output(self) -> T | None:
+        """The worker's output; None when the slot has an error."""
+        return self._output
+
+    @property
+    def error(self) -> str | None:
+        """The failure's type and message; None when the slot has an output."""
+        return self._error
+
+    @property
+    def status(self) -> Status:
+        """How the slot ended."""
+        return self._status
+
+    @property
+    def attempts(self) -> int:
+        """How many times the worker was called for this slot (0: never started)."""
+        return self._attempts
+
+    @property
+    def started(self) -> float | None:
+        """Trio time the first attempt started; None where the slot never ran."""
+        return self._started
+
+    @property
+    def finished(self) -> float | None:
+        """Trio time the slot ended; None where it never ran."""
+        return self._finished
+
+    @property
+    def exception(self) -> BaseException | None:
+        """The exception itself, when there was one, to inspect or re-raise."""
+        return self._exception
 
     @property
     def ok(self) -> bool:
         """True when the worker returned an output."""
-        return self.status is Status.OK
+        return self._status is Status.OK
+
+    def _key(self) -> tuple[Any, ...]:
+        return (
+            self._subtask,
+            self._output,
+            self._error,
+            self._status,
+            self._attempts,
+            self._started,
+            self._finished,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SubResult):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"SubResult(subtask={self._subtask!r}, output={self._output!r}, "
+            f"error={self._error!r}, status={self._status}, attempts={self._attempts!r}, "
+            f"started={self._started!r}, finished={self._finished!r})"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (*self._key(), self._exception))
 
 
-@dataclass(frozen=True)
-class Aggregate(Generic[T]):
+def _rebuild(*fields: Any) -> SubResult[Any, Any]:
+    return SubResult(*fields)
+
+
+def _ok(
+    subtask: Any, output: Any, attempts: int, started: float, finished: float
+) -> SubResult[Any, Any]:
+    """A successful slot's result, built without checks: the supervisor's fast path."""
+    result: SubResult[Any, Any] = _new(SubResult)
+    result._subtask = subtask
+    result._output = output
+    result._error = None
+    result._status = Status.OK
+    result._attempts = attempts
+    result._started = started
+    result._finished = finished
+    result._exception = None
+    return result
+
+
+@final
+class Aggregate(Generic[S, T]):
     """Every slot's result, fanned back in, with the counts derived from them.
 
+    ``len(aggregate)`` is the number of slots; iterating it yields their results in order.
+
     Args:
-      results: one [`SubResult`][trio_supervisor.SubResult] per slot, in plan order wherever the
-        supervisor keeps it.
+      results: one [`SubResult`][trio_supervisor.SubResult] per slot, in plan order wherever
+        the supervisor keeps it.
     """
 
-    results: list[SubResult[T]]
+    __slots__ = ("_results",)
+
+    def __init__(self, results: list[SubResult[S, T]]) -> None:
+        self._results = results
+
+    @property
+    def results(self) -> list[SubResult[S, T]]:
+        """One result per slot, in plan order."""
+        return self._results
+
+    def __len__(self) -> int:
+        return len(self._results)
+
+    def __iter__(self) -> Iterator[SubResult[S, T]]:
+        return iter(self._results)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Aggregate):
+            return NotImplemented
+        return self._results == other._results
+
+    __hash__ = None  # type: ignore[assignment]  # it holds a list
+
+    def __repr__(self) -> str:
+        return f"Aggregate(results={self._results!r})"
 
     @property
     def succeeded(self) -> int:
         """How many slots returned an output."""
-        return sum(1 for result in self.results if result.ok)
+        return sum(1 for result in self._results if result._status is Status.OK)
 
     @property
     def failed(self) -> int:
         """How many slots did not (failed, timed out or cancelled)."""
-        return len(self.results) - self.succeeded
+        return len(self._results) - self.succeeded
 
     @property
     def degraded(self) -> bool:

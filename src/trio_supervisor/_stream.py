@@ -2,29 +2,66 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 import trio
+from trio.lowlevel import ParkingLot, checkpoint_if_cancelled
 
+from ._attempt import Attempts
 from ._contract import SubResult
 from ._trace import Trace
 
+S = TypeVar("S")
 T = TypeVar("T")
 
-Settle = Callable[[int, Any, Trace | None, None], Awaitable[SubResult[T]]]
-"""Runs one slot to its result: ``settle(slot, subtask, trace, None)`` never raises Exception."""
+
+def sole(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The exception a run or a stream raises for ``group``: its only exception, bare, when it
+    holds just one (a `KeyboardInterrupt` from a worker, say), else the group itself.
+
+    Trio gathers what a nursery's tasks raise into an exception group, and the ``Cancelled`` of
+    the run's own scopes is absorbed by them first; so when one exception is all that is left,
+    ``except KeyboardInterrupt:`` around the program should see it, as it would without the
+    supervisor. This is the one place the library takes an exception out of a group.
+    """
+    found: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending and len(found) < 2:
+        current = pending.pop()
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        else:
+            found.append(current)
+    return found[0] if len(found) == 1 and not pending else group
 
 
-class Stream(Generic[T]):
+class _NoPublicConstructor(type):
+    """A class made only by its library (``_create``), as trio's channels are."""
+
+    def __call__(cls, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(
+            f"{cls.__module__}.{cls.__qualname__} has no public constructor: "
+            "get one from Supervisor.stream(...)"
+        )
+
+    def _create(cls, *args: Any, **kwargs: Any) -> Any:
+        return super().__call__(*args, **kwargs)
+
+
+class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
     """What [`Supervisor.stream`][trio_supervisor.Supervisor.stream] returns: an async context
-    manager whose value is an async iterator of [`SubResult`][trio_supervisor.SubResult], in plan
-    order.
+    manager whose value is an async iterator of [`SubResult`][trio_supervisor.SubResult], in
+    plan order. It has no public constructor.
 
-    Entering it starts ``max_workers`` worker tasks in a nursery; iterating it yields each slot's
-    result once that slot and every earlier one are done; leaving it cancels whatever still runs
-    and closes the input's iterator. A stream can be entered once, and iterated by one task.
+    Entering it starts one task that pulls the input (and closes it at the end); worker tasks are
+    started as subtasks are pulled, at most ``max_workers``, and a free one takes the next pulled
+    subtask. Iterating it
+    yields each slot's result once that slot and every earlier one are done; leaving it cancels
+    whatever still runs and closes the input's iterator. A stream can be entered once, and
+    iterated by one task at a time.
 
     Each step of the iteration is a cancellation point; it yields to the scheduler only when the
     next result is not ready yet, so a consumer takes a burst of ready results (at most the
@@ -32,12 +69,13 @@ class Stream(Generic[T]):
 
     Raises:
       RuntimeError: if it is entered a second time, or iterated outside its ``async with``.
+      trio.BusyResourceError: if a second task iterates it while another one is.
     """
 
     def __init__(
         self,
         subtasks: Iterable[Any] | AsyncIterable[Any],
-        settle: Settle[T],
+        attempts: Attempts[Any, T],
         max_workers: int,
         window: int,
         trace: Trace | None,
@@ -45,43 +83,47 @@ class Stream(Generic[T]):
         # iter() now: it pulls nothing, and a non-iterable fails before any work starts
         self._input: Iterator[Any] | AsyncIterator[Any]
         self._async = isinstance(subtasks, AsyncIterable)
-        if isinstance(subtasks, AsyncIterable):
-            self._input = aiter(subtasks)
-            # pulled by one worker at a time: an async generator allows no more
-            self._pulling: trio.StrictFIFOLock | None = trio.StrictFIFOLock()
-        else:
-            self._input = iter(subtasks)
-            self._pulling = None
-        self._settle = settle
+        self._planned: list[Any] | tuple[Any, ...] | None = (
+            subtasks if isinstance(subtasks, list | tuple) else None
+        )
+        self._input = aiter(subtasks) if isinstance(subtasks, AsyncIterable) else iter(subtasks)
+        self._attempts = attempts
         self._trace = trace
-        self._workers = max_workers
+        self._max_workers = max_workers
         self._window = window
         # invariants: slots [0, _head) are yielded, [_head, _tail) pulled and not yet yielded,
-        # and _tail - _head <= _window; _done holds the finished slots of [_head, _tail), so
-        # len(_done) <= _window; each of the _workers tasks runs at most one slot at a time.
+        # and _tail - _head <= _window; _done holds the finished slots of [_head, _tail);
+        # _queue holds the pulled slots no lane has taken yet, in slot order; _lanes <=
+        # min(_max_workers, _tail) worker tasks were started; one task pulls, and closes, the
+        # input.
         self._head = 0
         self._tail = 0
-        self._done: dict[int, SubResult[T]] = {}
+        self._lanes = 0
+        self._done: dict[int, SubResult[Any, T]] = {}
+        self._queue: deque[tuple[int, Any]] = deque()
         self._exhausted = False  # the input has no more subtasks, or raised
-        self._input_error: Exception | None = None  # what the input raised, until it is re-raised
-        self._room = trio.lowlevel.ParkingLot()  # workers waiting for _tail - _head < _window
+        self._input_error: Exception | None = None  # what the input raised, until re-raised
+        self._room = ParkingLot()  # the puller waits here for a free worker and window room
+        self._idle = ParkingLot()  # lanes wait here for a pulled subtask
         self._wakeup: trio.Event | None = None  # set when the head slot is done, or input ends
+        self._consuming = False  # a task is inside __anext__
         self._entered = False
         self._open = False
         self._nursery: trio.Nursery | None = None
         self._manager: Any = None
 
-    async def __aenter__(self) -> AsyncIterator[SubResult[T]]:
+    async def __aenter__(self) -> AsyncIterator[SubResult[S, T]]:
         if self._entered:
             raise RuntimeError(
                 "this stream was already entered: call supervisor.stream(...) for another run"
             )
         self._entered = True
+        if self._trace is not None:
+            self._trace._begin(self._planned or ())
         self._manager = trio.open_nursery()
         self._nursery = await self._manager.__aenter__()
         self._open = True
-        for _ in range(self._workers):
-            self._nursery.start_soon(self._take_slots)
+        self._nursery.start_soon(self._pull_all)
         return self
 
     async def __aexit__(
@@ -92,40 +134,118 @@ class Stream(Generic[T]):
     ) -> None:
         # The body's own exception is not handed to the nursery, so it leaves the block as it
         # was raised, not wrapped in an exception group; a worker's or the input's unexpected
-        # BaseException (KeyboardInterrupt, say) still comes out of the nursery.
+        # BaseException (KeyboardInterrupt, say) still comes out of the nursery, bare.
         self._open = False
         assert self._nursery is not None
         self._nursery.cancel_scope.cancel()
         try:
-            await self._manager.__aexit__(None, None, None)
-        finally:
             try:
-                await self._close_input()
-            finally:
-                if self._trace is not None:
-                    self._trace.close()
+                await self._manager.__aexit__(None, None, None)
+            except* (KeyboardInterrupt, SystemExit, Exception) as group:
+                raise sole(group) from None
+        finally:
+            if self._trace is not None:
+                self._trace._end_open()
+                self._trace.close()
 
-    def __aiter__(self) -> AsyncIterator[SubResult[T]]:
+    def __aiter__(self) -> AsyncIterator[SubResult[S, T]]:
         return self
 
-    async def __anext__(self) -> SubResult[T]:
+    async def __anext__(self) -> SubResult[S, T]:
         if not self._open:
             raise RuntimeError("iterate a stream inside its `async with` block")
-        # A cancellation point always; a schedule point only when the next result is not ready,
-        # so a consumer takes a burst of ready results (at most the window) in one go.
-        await trio.lowlevel.checkpoint_if_cancelled()
-        while self._head not in self._done:
-            if self._exhausted and self._head == self._tail:
-                if self._input_error is not None:
-                    error, self._input_error = self._input_error, None
-                    raise error
-                raise StopAsyncIteration
-            self._wakeup = trio.Event()
-            await self._wakeup.wait()
-        result = self._done.pop(self._head)
-        self._head += 1
-        self._room.unpark()
-        return result
+        if self._consuming:
+            raise trio.BusyResourceError(
+                "another task is already iterating this stream: a stream has one consumer"
+            )
+        self._consuming = True
+        try:
+            # A cancellation point always; a schedule point only when the next result is not
+            # ready, so a consumer takes a burst of ready results (at most the window) at once.
+            await checkpoint_if_cancelled()
+            while self._head not in self._done:
+                if self._exhausted and self._head == self._tail:
+                    if self._input_error is not None:
+                        error, self._input_error = self._input_error, None
+                        raise error
+                    raise StopAsyncIteration
+                self._wakeup = trio.Event()
+                await self._wakeup.wait()
+            result = self._done.pop(self._head)
+            if self._trace is not None:
+                self._trace.delivered(self._head)
+            self._head += 1
+            self._room.unpark()
+            return result
+        finally:
+            self._consuming = False
+
+    async def _pull_all(self) -> None:
+        """The one task that pulls the input, and closes it: a subtask whenever the window has
+        room, queued for the lanes in slot order; a lane is started for it while fewer than
+        ``max_workers`` run and none is idle. It pulls ahead of the workers only within the
+        window, so that a worker that finishes finds its next subtask waiting."""
+        try:
+            while True:
+                while self._tail - self._head >= self._window:
+                    await self._room.park()
+                await checkpoint_if_cancelled()  # leaving the block: pull nothing more
+                try:
+                    if self._async:
+                        subtask = await anext(self._input)  # type: ignore[arg-type]
+                    else:
+                        subtask = next(self._input)  # type: ignore[arg-type]
+                except (StopIteration, StopAsyncIteration):
+                    return
+                except Exception as exc:
+                    self._input_error = exc
+                    return
+                slot = self._tail
+                self._tail += 1
+                if self._trace is not None:
+                    self._trace.pulled(slot, subtask)
+                self._queue.append((slot, subtask))
+                if len(self._idle):
+                    self._idle.unpark()
+                elif self._lanes < self._max_workers:
+                    self._lanes += 1
+                    assert self._nursery is not None
+                    self._nursery.start_soon(
+                        self._attempts.lane,
+                        self._take,
+                        self._put,
+                        self._put,
+                        self._trace,
+                        self._more,
+                    )
+                # else every lane is busy: the first to finish takes it from the queue
+        finally:
+            self._exhausted = True
+            self._idle.unpark_all()
+            self._wake()
+            # in this task, which pulled it: a generator that holds a cancel scope across its
+            # `yield` must be resumed, and closed, by one task; shielded, as cleanup is
+            with trio.CancelScope(shield=True):
+                await self._close_input()
+
+    def _take(self) -> tuple[int, Any] | None:
+        return self._queue.popleft() if self._queue else None
+
+    async def _more(self) -> bool:
+        """Wait for a pulled subtask; False once the input has no more."""
+        if self._exhausted and not self._queue:
+            return False
+        await self._idle.park()
+        return True
+
+    def _put(self, slot: int, result: SubResult[Any, T]) -> None:
+        self._done[slot] = result
+        if slot == self._head:
+            self._wake()
+
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
 
     async def _close_input(self) -> None:
         """Close the iterator the subtasks were pulled from, as ``aclosing`` would: a generator
@@ -138,58 +258,3 @@ class Stream(Generic[T]):
             close = getattr(self._input, "close", None)
             if close is not None:
                 close()
-
-    async def _pull(self) -> Any:
-        """The input's next subtask; StopAsyncIteration when it has no more."""
-        if self._async:
-            return await anext(self._input)  # type: ignore[arg-type]
-        try:
-            return next(self._input)  # type: ignore[arg-type]
-        except StopIteration:
-            raise StopAsyncIteration from None
-
-    def _wake(self) -> None:
-        if self._wakeup is not None:
-            self._wakeup.set()
-
-    async def _take_slots(self) -> None:
-        """One worker: admit the next subtask whenever the window has room, and run it."""
-        while True:
-            if self._pulling is None:
-                admitted = await self._admit()
-            else:
-                async with self._pulling:
-                    admitted = await self._admit()
-            if admitted is None:
-                return
-            slot, subtask = admitted
-            self._done[slot] = await self._settle(slot, subtask, self._trace, None)
-            if slot == self._head:
-                self._wake()
-
-    async def _admit(self) -> tuple[int, Any] | None:
-        """Wait for room in the window, then pull the next subtask into the next slot; None once
-        the input has no more."""
-        while self._tail - self._head >= self._window and not self._exhausted:
-            await self._room.park()
-        if self._exhausted:
-            return None
-        try:
-            subtask = await self._pull()
-        except StopAsyncIteration:
-            self._end()
-            return None
-        except Exception as exc:
-            self._input_error = exc
-            self._end()
-            return None
-        slot = self._tail
-        self._tail += 1
-        if self._trace is not None:
-            self._trace.admitted(slot, subtask)
-        return slot, subtask
-
-    def _end(self) -> None:
-        self._exhausted = True
-        self._room.unpark_all()
-        self._wake()

@@ -1,127 +1,79 @@
-"""The supervisor: every step of the course in one tool, with timeouts, a deadline and retries."""
+"""The supervisor: its settings, and the admission loop of a run."""
 
 from __future__ import annotations
 
 import functools
-import inspect
-from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+import random
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar, overload
 
 import trio
 
+from . import _validate
+from ._attempt import CUT_SHORT, Attempts
 from ._contract import Aggregate, Status, SubResult
-from ._decompose import decompose
-from ._retry import Backoff, RetryOn, check_positive, check_retry_on, retryable, retrying
-from ._stream import Stream
+from ._meters import Meter
+from ._retry import Backoff, RetryOn, retryable
+from ._stream import Stream, sole
 from ._trace import Trace
 
 S = TypeVar("S")
 T = TypeVar("T")
 
 
-@dataclass
-class _Progress:
-    """How far one slot got: what a slot cut short by the run's deadline reports."""
-
-    attempts: int = 0
-    started: float | None = None
-    timed_out: bool = False  # the last attempt ran past the timeout
-
-
-def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return value
-
-
-def _is_async_callable(worker: Callable[..., object]) -> bool:
-    """An ``async def`` function (maybe wrapped, or partial), or an object whose ``__call__`` is
-    one: what can be told without calling it."""
-    if inspect.iscoroutinefunction(worker) or inspect.iscoroutinefunction(inspect.unwrap(worker)):
-        return True
-    plain = inspect.isroutine(worker) or isinstance(worker, functools.partial)
-    return not plain and inspect.iscoroutinefunction(type(worker).__call__)
-
-
-def _check_worker(worker: object) -> None:
-    if not callable(worker):
-        raise TypeError(
-            f"worker must be an async callable taking one subtask, got {type(worker).__name__} "
-            f"{worker!r}"
-        )
-    if not _is_async_callable(worker):
-        name = getattr(worker, "__qualname__", None) or type(worker).__name__
-        raise TypeError(
-            f"worker must be an async function (async def), got the sync callable {name!r}: "
-            "define it with `async def`, and run blocking code inside it with "
-            "`await trio.to_thread.run_sync(...)`"
-        )
-
-
-def _plan(task: object) -> list[Any]:
-    if isinstance(task, str):
-        return decompose(task)
-    if isinstance(task, AsyncIterable):
-        raise TypeError(
-            f"run() needs a str or a sync iterable of subtasks, got the async iterable "
-            f"{type(task).__name__}: use supervisor.stream(...) for async or lazy inputs"
-        )
-    if not isinstance(task, Iterable):
-        raise TypeError(f"task must be a str or an iterable of subtasks, got {type(task).__name__}")
-    return list(task)
-
-
-def _check_trace(trace: object) -> None:
-    if trace is not None and not isinstance(trace, Trace):
-        raise TypeError(f"trace must be a Trace or None, got {type(trace).__name__}")
-
-
 class Supervisor(Generic[S, T]):
-    """Fan subtasks out to a worker, at most ``max_workers`` at a time, and fan the results back
-    in plan order, one [`SubResult`][trio_supervisor.SubResult] per subtask, whatever happened to
-    it.
+    """Fans subtasks out to a worker, at most ``max_workers`` at a time, and fans their results
+    back in plan order, one [`SubResult`][trio_supervisor.SubResult] per subtask, whatever
+    happened to it.
 
-    This is the course's supervisor grown up. Admission comes before work: the supervisor starts
-    ``min(max_workers, len(plan))`` worker tasks, and a task admits the next slot of the plan
-    only when it is free, so at most ``max_workers`` workers run, subtasks start in plan order,
-    and a slot waits for the first worker to free up (the schedule, and so the wall time, is the
-    one a capacity limiter taken before each ``start_soon`` gives, without paying for a task per
-    subtask). Each result is written to its own slot, so the output order is the plan order by
-    construction. A worker's `Exception` (an exception group from its own nursery
-    included, recorded whole) fails only its own slot; with ``timeout`` a hung attempt is
-    cancelled and its slot freed; with ``attempts`` a failed slot is tried again after a jittered
-    backoff. ``trio.Cancelled``, `KeyboardInterrupt` and `SystemExit` are never
-    caught: cancelling the run cancels every worker.
+    A run starts ``min(max_workers, len(plan))`` worker tasks; each takes the next slot of the
+    plan whenever it is free, so at most ``max_workers`` workers run, subtasks start in plan
+    order, and a slot waits only for the first worker to free up: the schedule (and so the wall
+    time) a capacity limiter taken before each ``start_soon`` would give, without a task per
+    subtask. Each result goes to its own slot, so the results are in plan order by construction.
 
-    Every option costs only when it is asked for: without ``timeout`` no cancel scope is opened
-    per slot, with ``attempts=1`` no retrier is built, without a trace nothing is recorded.
+    A worker's `Exception` (an exception group from its own nursery included, recorded whole)
+    fails only its own slot; with ``timeout`` a hung attempt is cancelled and its slot freed;
+    with ``attempts`` a failed slot is tried again after a full-jitter backoff, keeping its
+    place under ``max_workers`` while it waits. ``trio.Cancelled``, `KeyboardInterrupt` and
+    `SystemExit` are never caught: cancelling a run cancels its workers, and a
+    `KeyboardInterrupt` or `SystemExit` a worker raises comes out of the run bare (not in an
+    exception group) when it is the only thing the run raises.
+
+    Every option costs only when it is used: without ``timeout`` no cancel scope is opened,
+    with ``attempts=1`` there is no retry loop, without meters or a trace nothing is awaited or
+    recorded for them. The settings are fixed at construction and read-only: one supervisor can
+    serve many runs and streams at once.
 
     One worker task runs many subtasks in turn, so a ``contextvars`` variable a worker sets
     without resetting is seen by the next subtask that task runs: reset what you set.
 
     Args:
-      worker: an async callable ``S -> Awaitable[T]``: an ``async def`` function or an object
-        with an ``async def __call__`` (such as
-        [`SimulatedAgent`][trio_supervisor.testing.SimulatedAgent]).
+      worker: a callable taking one subtask and returning an awaitable of its output: an
+        ``async def`` function, an object with an ``async def __call__``, a lambda or a
+        ``functools.partial`` around one.
       max_workers: how many workers may run at once (the capacity bound).
       timeout: seconds each attempt may run before it is cancelled and counted as
-        [`Status.TIMED_OUT`][trio_supervisor.Status] (a timed-out attempt counts as
-        `trio.TooSlowError` for ``retry_on``); None for no timeout.
-      attempts: how many times a slot's worker may be called: 1 never retries. A slot keeps its
-        place under ``max_workers`` while it waits to retry.
-      retry_on: which failures are retried: an `Exception` subclass or a tuple of them
-        (by default every `Exception`, timeouts included). An exception group is retried
-        when every exception in it is allowed.
-      backoff: how long a slot waits between attempts (see [`Backoff`][trio_supervisor.Backoff]).
+        ``Status.TIMED_OUT`` (a timed-out attempt counts as `trio.TooSlowError` for
+        ``retry_on``); None for no timeout.
+      attempts: how many times a slot's worker may be called: 1 never retries.
+      retry_on: which failures are retried: an `Exception` subclass or a tuple of them (by
+        default every `Exception`, timeouts included). An exception group is retried when every
+        exception in it is allowed.
+      backoff: how long a slot waits between attempts (see
+        [`Backoff`][trio_supervisor.Backoff]).
+      seed: the retry jitter's generator: an int seeds the supervisor's own ``random.Random``,
+        a ``random.Random`` is used as given, None seeds one from the operating system. The
+        process-wide ``random`` module is never used, so a run is reproducible from its seed.
+      meters: what each attempt waits on before it starts, besides a free worker (see
+        [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]).
 
     Raises:
-      TypeError: if ``worker`` is not an async callable (a plain ``def`` function is refused: the
-        message names the fix), or an option has the wrong type.
+      TypeError: if ``worker`` is not callable, or an option has the wrong type.
       ValueError: if ``max_workers`` or ``attempts`` is < 1, or ``timeout`` is not positive.
     """
+
+    __slots__ = ("_attempts", "_backoff", "_max_workers", "_meters", "_retry_on", "_seed")
 
     def __init__(
         self,
@@ -132,48 +84,118 @@ class Supervisor(Generic[S, T]):
         attempts: int = 1,
         retry_on: RetryOn = Exception,
         backoff: Backoff = Backoff(),  # noqa: B008  # immutable
+        seed: int | random.Random | None = None,
+        meters: Sequence[Meter] = (),
     ) -> None:
-        _check_worker(worker)
-        self.worker = worker
-        self.max_workers = _count("max_workers", max_workers)
-        self.timeout = check_positive("timeout", timeout)
-        self.attempts = _count("attempts", attempts)
-        self.retry_on = check_retry_on(retry_on)
+        _validate.worker(worker)
+        self._max_workers = _validate.count("max_workers", max_workers)
+        checked_timeout = _validate.seconds("timeout", timeout)
+        checked_attempts = _validate.count("attempts", attempts)
+        self._retry_on = _validate.retry_on(retry_on)
         if not isinstance(backoff, Backoff):
             raise TypeError(f"backoff must be a Backoff, got {type(backoff).__name__}")
-        self.backoff = backoff
-        self._retryable = retryable(self.retry_on)
-        # invariant: _settle is _once exactly when no slot is ever retried
-        self._settle = self._once if self.attempts == 1 else self._retrying
-
-    def __repr__(self) -> str:
-        return (
-            f"Supervisor({getattr(self.worker, '__qualname__', self.worker)!r}, "
-            f"max_workers={self.max_workers}, timeout={self.timeout}, attempts={self.attempts})"
+        self._backoff = backoff
+        self._seed = seed
+        self._meters = _validate.meters(meters)
+        # invariant: every run and stream of this supervisor runs its slots through _attempts
+        self._attempts: Attempts[S, T] = Attempts(
+            worker,
+            checked_timeout,
+            checked_attempts,
+            retryable(self._retry_on),
+            backoff,
+            _validate.seed(seed),
+            self._meters,
         )
 
+    @property
+    def worker(self) -> Callable[[S], Awaitable[T]]:
+        """The callable each attempt calls with its subtask."""
+        return self._attempts.worker
+
+    @property
+    def max_workers(self) -> int:
+        """How many workers may run at once."""
+        return self._max_workers
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds each attempt may run, or None."""
+        return self._attempts.timeout
+
+    @property
+    def attempts(self) -> int:
+        """How many times a slot's worker may be called."""
+        return self._attempts.attempts
+
+    @property
+    def retry_on(self) -> tuple[type[Exception], ...]:
+        """The exceptions that are retried."""
+        return self._retry_on
+
+    @property
+    def backoff(self) -> Backoff:
+        """The wait between attempts."""
+        return self._backoff
+
+    @property
+    def seed(self) -> int | random.Random | None:
+        """The retry jitter's seed, as given."""
+        return self._seed
+
+    @property
+    def meters(self) -> tuple[Meter, ...]:
+        """What each attempt waits on before it starts."""
+        return self._meters
+
+    def __repr__(self) -> str:
+        worker = self.worker
+        name = getattr(worker, "__qualname__", None) or repr(worker)
+        retry_on = ", ".join(cls.__name__ for cls in self._retry_on)
+        return (
+            f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
+            f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
+            f"seed={self._seed!r}, meters={self._meters!r})"
+        )
+
+    @overload
     async def run(
-        self,
-        task: str | Iterable[S],
+        self: Supervisor[str, T],
+        task: str | Iterable[str],
         *,
         deadline: float | None = None,
         trace: Trace | None = None,
-    ) -> Aggregate[T]:
+    ) -> Aggregate[str, T]: ...
+
+    @overload
+    async def run(
+        self, task: Iterable[S], *, deadline: float | None = None, trace: Trace | None = None
+    ) -> Aggregate[S, T]: ...
+
+    async def run(
+        self,
+        task: str | Iterable[Any],
+        *,
+        deadline: float | None = None,
+        trace: Trace | None = None,
+    ) -> Aggregate[Any, T]:
         """Run every subtask of ``task`` and return their results, in plan order.
 
-        The run never raises for a worker's failure: each slot ends
-        [`Status.OK`][trio_supervisor.Status], ``FAILED``, ``TIMED_OUT`` or, when ``deadline``
-        expires first, ``CANCELLED`` (stopped while it ran or waited to retry, or never started).
-        On the deadline the run cancels its workers and returns what it has at that instant; no
-        task it started outlives it.
+        The run never raises for a worker's failure: each slot ends ``Status.OK``, ``FAILED``,
+        ``TIMED_OUT`` or, when ``deadline`` expires first, ``CANCELLED`` (stopped while it ran
+        or waited to retry, or never started: ``attempts`` 0). From the deadline on no worker is
+        called; the run cancels its workers and returns what it has at that instant, and no
+        task it started outlives it. If the run is cancelled from outside, it raises
+        ``trio.Cancelled`` as any trio call does (its trace's open spans end ``CANCELLED``).
 
         Args:
-          task: a str, split with [`decompose`][trio_supervisor.decompose], or an iterable of
-            subtasks (read in full before the first worker starts).
+          task: a str, split with [`decompose`][trio_supervisor.decompose] (only for a
+            supervisor of str subtasks), or an iterable of subtasks, read in full before the
+            first worker starts.
           deadline: seconds the whole run may take; None for no limit.
-          trace: a recorder that receives admitted, started and ended events for every slot and
-            is closed when the run returns; create it with the plan (``Trace(plan)``) so that
-            slots that never ran are drawn too.
+          trace: a fresh [`Trace`][trio_supervisor.Trace] to record admissions, attempts and
+            ends into: ``Trace()``, or ``Trace(plan)`` made for this very plan. It is closed
+            when the run returns or raises.
 
         Returns:
           An [`Aggregate`][trio_supervisor.Aggregate] with one
@@ -181,59 +203,91 @@ class Supervisor(Generic[S, T]):
 
         Raises:
           TypeError: if ``task`` is not a str or a sync iterable (use
-            [`stream`][trio_supervisor.Supervisor.stream] for an async one), or ``trace`` is not a
-            [`Trace`][trio_supervisor.Trace].
-          ValueError: if ``task`` is a str with no subtask, or ``deadline`` is not positive.
+            [`stream`][trio_supervisor.Supervisor.stream] for an async one), ``trace`` is not a
+            [`Trace`][trio_supervisor.Trace], or a worker's call returns something that cannot
+            be awaited (the message names the fix).
+          ValueError: if ``task`` is a str with no subtask, ``deadline`` is not positive, or
+            ``trace`` was made for another plan or already recorded a run.
+          KeyboardInterrupt: if a worker raised it (likewise `SystemExit`), bare.
         """
-        plan = _plan(task)
-        seconds = check_positive("deadline", deadline)
-        _check_trace(trace)
-        # invariant: results[i] is None until slot i has its final result
-        results: list[SubResult[T] | None] = [None] * len(plan)
-        progress: dict[int, _Progress] | None = None if seconds is None else {}
-        slots = enumerate(plan)  # shared by the workers: each next() admits one slot, in order
-        settle = self._settle
-
-        async def take_slots() -> None:
-            for slot, subtask in slots:
-                if trace is not None:
-                    trace.admitted(slot, subtask)
-                results[slot] = await settle(slot, subtask, trace, progress)
-
-        async def supervise() -> None:
-            async with trio.open_nursery() as nursery:
-                for _ in range(min(self.max_workers, len(plan))):
-                    nursery.start_soon(take_slots)
-
+        plan = _validate.plan(task)
+        limit = _validate.seconds("deadline", deadline)
+        _validate.trace(trace, plan)
+        # invariant: results[i] is None until slot i has its final result; cuts[i] is where a
+        # slot cut short while it ran got to
+        results: list[SubResult[Any, T] | None] = [None] * len(plan)
+        cuts: dict[int, SubResult[Any, T]] = {}
+        if trace is not None:
+            trace._begin(plan)
+        expired = False
         try:
-            if seconds is None:
-                await supervise()
-            else:
-                with trio.move_on_after(seconds):
-                    await supervise()
-                assert progress is not None
-                _cut(plan, results, progress, seconds, trace)
+            try:
+                if limit is None:
+                    await self._fan_out(plan, results, cuts.__setitem__, trace)
+                else:
+                    with trio.move_on_after(limit) as scope:
+                        await self._fan_out(plan, results, cuts.__setitem__, trace)
+                    expired = scope.cancelled_caught
+            except* (KeyboardInterrupt, SystemExit, Exception) as group:
+                raise sole(group) from None
         finally:
             if trace is not None:
+                trace._end_open()
                 trace.close()
-        return Aggregate(results)  # type: ignore[arg-type]  # every slot is filled by now
+        _fill(plan, results, cuts, limit if expired else None)
+        return Aggregate(results)  # type: ignore[arg-type]  # _fill left no None
 
-    def stream(
+    async def _fan_out(
         self,
-        subtasks: str | Iterable[S] | AsyncIterable[S],
+        plan: list[Any],
+        results: list[SubResult[Any, T] | None],
+        cut: Callable[[int, SubResult[Any, T]], None],
+        trace: Trace | None,
+    ) -> None:
+        """The admission loop: ``min(max_workers, len(plan))`` lanes share one iterator over
+        the plan, so each free lane admits the next slot, in plan order."""
+        take = functools.partial(next, enumerate(plan), None)
+        put = results.__setitem__
+        lane = self._attempts.lane
+        async with trio.open_nursery() as nursery:
+            for _ in range(min(self._max_workers, len(plan))):
+                nursery.start_soon(lane, take, put, cut, trace)
+
+    @overload
+    def stream(
+        self: Supervisor[str, T],
+        subtasks: str | Iterable[str] | AsyncIterable[str],
         *,
         window: int | None = None,
         trace: Trace | None = None,
-    ) -> Stream[T]:
+    ) -> Stream[str, T]: ...
+
+    @overload
+    def stream(
+        self,
+        subtasks: Iterable[S] | AsyncIterable[S],
+        *,
+        window: int | None = None,
+        trace: Trace | None = None,
+    ) -> Stream[S, T]: ...
+
+    def stream(
+        self,
+        subtasks: str | Iterable[Any] | AsyncIterable[Any],
+        *,
+        window: int | None = None,
+        trace: Trace | None = None,
+    ) -> Stream[Any, T]:
         """Results as they become available in plan order, for inputs of any length.
 
         Use it as ``async with supervisor.stream(subtasks) as results: async for result in
         results: ...``. A result is yielded as soon as it and every earlier slot are done, so the
         first arrives when slot 0 is done. The input, a sync or async iterable (lazy, of unknown
-        length, even endless), is pulled one subtask at a time and only when there is room for
-        it: a subtask is pulled once a worker is free *and* fewer than ``window`` slots have been
-        pulled but not yet yielded. So at most ``max_workers`` workers run, at most ``window``
-        results wait in memory, and a consumer that stops reading stops the input.
+        length, even endless), is pulled by one task, one subtask at a time, and only while
+        there is room for it: fewer than ``window`` slots pulled but not yet yielded. Workers
+        take the pulled subtasks in order. So at most ``max_workers`` workers run (and no more
+        worker tasks are started than subtasks pulled), at most ``window`` subtasks and results
+        wait in memory, and a consumer that stops reading stops the input.
 
         At the head of the line, a slow slot holds the others back: the slots after it keep
         running and finishing until ``window`` slots are waiting on it, then nothing new starts
@@ -241,168 +295,69 @@ class Supervisor(Generic[S, T]):
         lets every worker finish one more slot behind a slow head before the line stalls.
 
         Leaving the ``async with`` body, early or not, cancels the workers still running, pulls
-        nothing more and closes the input's iterator (``aclose()`` or ``close()`` where it has
-        one, as ``contextlib.aclosing`` would), so a generator abandoned half-way runs its
-        ``finally`` blocks at once. An exception the body raises leaves the block as it was, not
-        wrapped in an exception group. An exception the input raises comes out of the iteration
-        after the results pulled before it. There is no ``deadline`` here: wrap the block in
-        ``trio.move_on_after`` to bound it.
+        nothing more, calls no further worker and closes the input's iterator (``aclose()`` or
+        ``close()`` where it has one, as ``contextlib.aclosing`` would, in the task that pulled
+        it), so a generator abandoned half-way runs its ``finally`` blocks at once. An exception
+        the body raises leaves the block as it was, not wrapped in an exception group. An
+        exception the input raises comes out of the iteration after the results pulled before
+        it. There is no ``deadline`` here:
+        wrap the block in ``trio.move_on_after`` to bound it.
 
         Args:
-          subtasks: a str (split with [`decompose`][trio_supervisor.decompose]), or a sync or async
-            iterable.
+          subtasks: a str (split with [`decompose`][trio_supervisor.decompose], only for a
+            supervisor of str subtasks), or a sync or async iterable.
           window: how many slots may be pulled but not yet yielded, at least ``max_workers``.
-          trace: a recorder for admitted, started and ended events (slots are added as pulled).
+          trace: a fresh, empty [`Trace`][trio_supervisor.Trace] (or one made for the very plan
+            of a list or tuple input); slots are added as they are pulled, and each records
+            when its result was delivered.
+
+        Returns:
+          A [`Stream`][trio_supervisor.Stream]: enter it with ``async with``, then iterate it.
 
         Raises:
           TypeError: if ``subtasks`` is not a str or an iterable, or ``window`` is not an int.
-          ValueError: if ``window < max_workers``, or a str holds no subtask.
+          ValueError: if ``window < max_workers``, a str holds no subtask, or ``trace`` was
+            made for another plan or already recorded a run.
         """
-        if window is None:
-            window = 2 * self.max_workers
-        elif _count("window", window) < self.max_workers:
-            raise ValueError(
-                f"window must be >= max_workers ({self.max_workers}), got {window}: "
-                "a smaller window leaves workers idle"
-            )
-        _check_trace(trace)
-        if isinstance(subtasks, str):
-            return Stream(decompose(subtasks), self._settle, self.max_workers, window, trace)
-        if not isinstance(subtasks, Iterable | AsyncIterable):
-            raise TypeError(
-                "subtasks must be a str or a sync or async iterable of subtasks, "
-                f"got {type(subtasks).__name__}"
-            )
-        return Stream(subtasks, self._settle, self.max_workers, window, trace)
-
-    def _timed_out(self) -> trio.TooSlowError:
-        return trio.TooSlowError(f"the attempt ran past its timeout of {self.timeout:g}s")
-
-    async def _once(
-        self, slot: int, subtask: Any, trace: Trace | None, progress: dict[int, _Progress] | None
-    ) -> SubResult[T]:
-        """Slot ``slot``'s single attempt, settled into its result (never raises Exception)."""
-        started = trio.current_time()
-        if progress is not None:
-            progress[slot] = _Progress(1, started)
-        if trace is not None:
-            trace.started(slot, subtask)
-        timeout = self.timeout
-        try:
-            if timeout is None:
-                output = await self.worker(subtask)
-            else:
-                with trio.move_on_after(timeout) as scope:
-                    output = await self.worker(subtask)
-                if scope.cancelled_caught:
-                    if trace is not None:
-                        trace.ended(slot, Status.TIMED_OUT)
-                    return SubResult.from_exception(
-                        subtask,
-                        self._timed_out(),
-                        Status.TIMED_OUT,
-                        attempts=1,
-                        started=started,
-                        finished=trio.current_time(),
-                    )
-        except Exception as exc:
-            if trace is not None:
-                trace.ended(slot, Status.FAILED)
-            return SubResult.from_exception(
-                subtask, exc, attempts=1, started=started, finished=trio.current_time()
-            )
-        if trace is not None:
-            trace.ended(slot, Status.OK)
-        return SubResult(
-            subtask, output=output, attempts=1, started=started, finished=trio.current_time()
+        size = _validate.window(window, self._max_workers)
+        source = _validate.stream_input(subtasks)
+        planned = source if isinstance(source, list | tuple) else None
+        _validate.trace(trace, planned)
+        stream: Stream[Any, T] = Stream._create(
+            source, self._attempts, self._max_workers, size, trace
         )
-
-    async def _retrying(
-        self, slot: int, subtask: Any, trace: Trace | None, progress: dict[int, _Progress] | None
-    ) -> SubResult[T]:
-        """Slot ``slot``'s attempts, retried by tenacity, settled into its result."""
-        record = _Progress()
-        if progress is not None:
-            progress[slot] = record
-        retrier = retrying(self.attempts, self._retryable, self.backoff)
-        try:
-            output: T = await retrier(self._attempt, slot, subtask, trace, record)
-        except Exception as exc:
-            status = Status.TIMED_OUT if record.timed_out else Status.FAILED
-            return SubResult.from_exception(
-                subtask,
-                exc,
-                status,
-                attempts=record.attempts,
-                started=record.started,
-                finished=trio.current_time(),
-            )
-        return SubResult(
-            subtask,
-            output=output,
-            attempts=record.attempts,
-            started=record.started,
-            finished=trio.current_time(),
-        )
-
-    async def _attempt(self, slot: int, subtask: Any, trace: Trace | None, record: _Progress) -> T:
-        """One attempt: the worker's output, or its exception (TooSlowError past the timeout)."""
-        record.attempts += 1
-        if record.started is None:
-            record.started = trio.current_time()
-        record.timed_out = False
-        if trace is not None:
-            trace.started(slot, subtask)
-        try:
-            if self.timeout is None:
-                output = await self.worker(subtask)
-            else:
-                with trio.move_on_after(self.timeout) as scope:
-                    output = await self.worker(subtask)
-                record.timed_out = scope.cancelled_caught
-        except Exception:
-            if trace is not None:
-                trace.ended(slot, Status.FAILED)
-            raise
-        if record.timed_out:
-            if trace is not None:
-                trace.ended(slot, Status.TIMED_OUT)
-            raise self._timed_out()
-        if trace is not None:
-            trace.ended(slot, Status.OK)
-        return output
+        return stream
 
 
-def _cut(
+def _fill(
     plan: list[Any],
-    results: list[SubResult[T] | None],
-    progress: dict[int, _Progress],
-    deadline: float,
-    trace: Trace | None,
+    results: list[SubResult[Any, Any] | None],
+    cuts: dict[int, SubResult[Any, Any]],
+    deadline: float | None,
 ) -> None:
-    """Fill every slot the deadline left without a result with a CANCELLED one."""
-    now = trio.current_time()
-    for slot, subtask in enumerate(plan):
-        if results[slot] is not None:
+    """Give every slot a result: a slot never started, or cut short, is ``CANCELLED``."""
+    if all(result is not None for result in results):
+        return
+    if deadline is not None:
+        never = f"Cancelled: the run's deadline of {deadline:g}s expired before it started"
+        unfinished = f"Cancelled: the run's deadline of {deadline:g}s expired before it finished"
+    else:
+        never = "Cancelled: the run was cut short before this slot started"
+        unfinished = CUT_SHORT
+    for slot, result in enumerate(results):
+        if result is not None:
             continue
-        record = progress.get(slot)
-        if record is None:
-            results[slot] = SubResult(
-                subtask,
-                error=f"Cancelled: the run's deadline of {deadline:g}s expired before it started",
-                status=Status.CANCELLED,
-                attempts=0,
-            )
+        where = cuts.get(slot)
+        if where is None:
+            results[slot] = SubResult(plan[slot], error=never, status=Status.CANCELLED, attempts=0)
             continue
-        if trace is not None and slot < len(trace.slots):
-            spans = trace.slots[slot].spans
-            if spans and spans[-1].end is None:
-                trace.ended(slot, Status.CANCELLED)
+        error = where.error or CUT_SHORT
         results[slot] = SubResult(
-            subtask,
-            error=f"Cancelled: the run's deadline of {deadline:g}s expired before it finished",
+            where.subtask,
+            error=unfinished + error[len(CUT_SHORT) :],
             status=Status.CANCELLED,
-            attempts=record.attempts,
-            started=record.started,
-            finished=now,
+            attempts=where.attempts,
+            started=where.started,
+            finished=where.finished,
+            exception=where.exception,
         )

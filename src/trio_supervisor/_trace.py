@@ -69,16 +69,35 @@ class Trace:
         self.origin = trio.current_time()
         self.closed: float | None = None
         self.slots: list[SlotTrace] = []
-        # invariant: _by_subtask[s] lists, in slot order, every slot whose subtask is s
+        # invariant: _by_subtask[s] lists, in slot order, every slot whose (hashable) subtask is
+        # s; slots with an unhashable subtask are in _unhashable, also in slot order
         self._by_subtask: dict[Any, list[int]] = {}
+        self._unhashable: list[int] = []
         self._completions: list[int] = []
+        self._in_use = False
         for subtask in plan:
             self._add(subtask, self.origin)
+
+    @property
+    def in_use(self) -> bool:
+        """True once a supervisor has begun recording a run into this trace."""
+        return self._in_use
+
+    def _begin(self, plan: Iterable[Any] = ()) -> None:
+        """A supervisor starts recording a run: the slots of ``plan`` that the trace does not
+        know yet are added (a run's trace draws every slot, the ones never started included)."""
+        self._in_use = True
+        for index, subtask in enumerate(plan):
+            if index >= len(self.slots):
+                self._add(subtask, self.origin)
 
     def _add(self, subtask: Any, planned: float) -> SlotTrace:
         slot = SlotTrace(len(self.slots), subtask, planned)
         self.slots.append(slot)
-        self._by_subtask.setdefault(subtask, []).append(slot.slot)
+        try:
+            self._by_subtask.setdefault(subtask, []).append(slot.slot)
+        except TypeError:  # unhashable: a dict, a list
+            self._unhashable.append(slot.slot)
         return slot
 
     def _slot(self, slot: int, subtask: Any) -> SlotTrace:
@@ -86,6 +105,18 @@ class Trace:
             now = trio.current_time()
             self._add(subtask if slot == len(self.slots) else None, now)
         return self.slots[slot]
+
+    def _end_open_slot(self, slot: int, status: Status) -> None:
+        """End slot ``slot``'s attempt with ``status`` if it is still open."""
+        spans = self.slots[slot].spans if slot < len(self.slots) else None
+        if spans and spans[-1].end is None:
+            self.ended(slot, status)
+
+    def _end_open(self, status: Status = Status.CANCELLED) -> None:
+        """End every span still open with ``status``: the run was cut short around them."""
+        for slot in self.slots:
+            if slot.spans and slot.spans[-1].end is None:
+                self.ended(slot.slot, status)
 
     def pulled(self, slot: int, subtask: Any = None) -> None:
         """Slot ``slot`` was pulled from a lazy input: it is planned from now on."""
@@ -145,7 +176,10 @@ class Trace:
     def slot_of(self, subtask: Any) -> int | None:
         """The slot a call with ``subtask`` belongs to: the first that has not yet run, else the
         first whose last attempt failed (a retry), else the last one planned with that subtask."""
-        candidates = self._by_subtask.get(subtask, [])
+        try:
+            candidates = self._by_subtask.get(subtask, [])
+        except TypeError:  # unhashable: compared one by one
+            candidates = [slot for slot in self._unhashable if self.slots[slot].subtask == subtask]
         for slot in candidates:
             if not self.slots[slot].spans:
                 return slot

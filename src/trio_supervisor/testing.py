@@ -6,5 +6,8 @@ and checked on virtual time (`trio.testing.MockClock`) with no network and no mo
 """
 
 from ._simulate import SimulatedAgent, SubAgentError
+from ._util import fixup_module_metadata
 
 __all__ = ["SimulatedAgent", "SubAgentError"]
+
+fixup_module_metadata(__name__, globals())

@@ -5,5 +5,8 @@ that supervises and never draws pays nothing for drawing.
 """
 
 from ._timeline import Bar, Row, render_svg, render_timeline, timeline_rows
+from ._util import fixup_module_metadata
 
 __all__ = ["Bar", "Row", "render_svg", "render_timeline", "timeline_rows"]
+
+fixup_module_metadata(__name__, globals())

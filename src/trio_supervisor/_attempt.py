@@ -1,0 +1,380 @@
+"""Attempts: how one worker task runs slot after slot, each attempt and its retries settled into
+a [`SubResult`][trio_supervisor.SubResult].
+
+This is the one place a per-attempt concern goes: the timeout, the meters (a capacity, a rate
+limit), the trace's events, the isolation of a worker's failure. Every attempt, the first and
+each retry, runs through the same few lines of ``Attempts._slots``.
+
+What costs what, on the path every slot takes:
+
+- A worker task (a *lane*) opens one cancel scope for its timeouts and moves its deadline before
+  each attempt, instead of opening a scope per attempt; a new scope is opened only after one
+  fired (a fired scope stays cancelled).
+- The retry policy is a loop around the same attempt, entered only after a failure; the first
+  attempt pays nothing for it. It is written here rather than with tenacity, which the library
+  used before: tenacity's state machine cost about 200 µs per retried call, forty times a whole
+  slot; its full-jitter wait draws from the process-wide ``random`` module, where a run must be
+  reproducible from the supervisor's own generator; and the outcome it keeps per call formed a
+  reference cycle with each failure's traceback.
+- Admission is a cancellation check per slot; it yields to the scheduler only when the lane has
+  not yielded since its previous admission (a worker that never awaits), so a cancelled run
+  starts nothing more and no worker can hold the scheduler for a whole run.
+"""
+
+from __future__ import annotations
+
+import random
+import traceback
+from collections.abc import Awaitable, Callable
+from inspect import isawaitable
+from types import CoroutineType
+from typing import Any, Generic, TypeVar
+
+import trio
+from trio.lowlevel import checkpoint, checkpoint_if_cancelled, current_task
+
+from ._contract import Status, SubResult, _ok, describe
+from ._retry import Backoff
+from ._trace import Trace
+from ._validate import not_awaitable
+
+S = TypeVar("S")
+T = TypeVar("T")
+
+Take = Callable[[], "tuple[int, Any] | None"]
+"""The next slot for a lane, or None when there is none right now."""
+Put = Callable[[int, "SubResult[Any, Any]"], None]
+"""Where a lane puts a slot's final result."""
+More = Callable[[], Awaitable[bool]]
+"""Wait until there may be another slot; False once there never will be."""
+
+_INF = float("inf")
+_NOTHING: Any = object()  # no value: what a worker's call returned, once awaited
+CUT_SHORT = "Cancelled: the run was cut short before this slot finished"
+"""How a slot cut short while it ran begins its error; a run may name the cause instead."""
+
+
+class Running:
+    """The slot a lane is running, and how far it got: what a slot cut short reports.
+
+    One per lane, reused from slot to slot. ``slot`` is None between slots.
+    """
+
+    __slots__ = ("attempts", "failure", "mixed", "slot", "started", "subtask", "timed_out")
+
+    def __init__(self) -> None:
+        self.slot: int | None = None
+        self.subtask: Any = None
+        self.attempts = 0
+        self.started: float | None = None
+        self.failure: Exception | None = None  # the last attempt's failure, None after success
+        self.timed_out = False  # the last attempt ran past its timeout
+        # the Exception part of a group the worker raised together with Cancelled
+        self.mixed: BaseException | None = None
+
+    def begin(self, slot: int, subtask: Any) -> None:
+        self.slot = slot
+        self.subtask = subtask
+        self.attempts = 0
+        self.started = None
+        self.failure = None
+        self.timed_out = False
+        self.mixed = None
+
+
+def forget_frames(exc: BaseException) -> BaseException:
+    """Let ``exc`` keep where it was raised but not the local variables of the frames it passed:
+    a failed slot costs what a successful one does, and keeps no worker's data alive."""
+    seen = 0
+    pending = [exc]
+    while pending and seen < 64:  # a chain of causes, or a group's members; bounded
+        current = pending.pop()
+        seen += 1
+        traceback.clear_frames(current.__traceback__)
+        if current.__cause__ is not None:
+            pending.append(current.__cause__)
+        if current.__context__ is not None and current.__context__ is not current.__cause__:
+            pending.append(current.__context__)
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+    return exc
+
+
+def _counts_points(task: trio.lowlevel.Task) -> bool:
+    """Whether ``task`` keeps the counters a lane's admission reads (see ``Attempts._slots``)."""
+    return hasattr(task, "_schedule_points") and hasattr(task, "_cancel_status")
+
+
+async def _acquire(meters: tuple[Any, ...]) -> None:
+    """Wait on every meter, in order; on cancellation give back what was acquired."""
+    acquired = 0
+    try:
+        for meter in meters:
+            await meter.acquire()
+            acquired += 1
+    finally:
+        if acquired < len(meters):  # cancelled while waiting: give back what was taken
+            for meter in reversed(meters[:acquired]):
+                meter.release()
+
+
+def _drop_own_frame(exc: BaseException) -> None:
+    """The traceback of a worker's failure starts at the worker, not at the attempt that called
+    it (whose frame would hold the lane's state, and so the failure itself, in a cycle)."""
+    tb = exc.__traceback__
+    if tb is not None:
+        exc.__traceback__ = tb.tb_next
+
+
+class Attempts(Generic[S, T]):
+    """How every slot of a supervisor is run: the worker, the timeout of each attempt, the retry
+    policy and the meters. Immutable; shared by every run and stream of one supervisor.
+
+    Args:
+      worker: a callable whose call returns an awaitable.
+      timeout: seconds per attempt, or None.
+      attempts: how many times a slot's worker may be called.
+      retryable: whether a failure may be retried.
+      backoff: the full-jitter bound of the wait between attempts.
+      rng: draws the waits.
+      meters: waited on before each attempt, released after it.
+    """
+
+    __slots__ = ("attempts", "backoff", "meters", "retryable", "rng", "timeout", "worker")
+
+    def __init__(
+        self,
+        worker: Callable[[S], Awaitable[T]],
+        timeout: float | None,
+        attempts: int,
+        retryable: Callable[[BaseException], bool],
+        backoff: Backoff,
+        rng: random.Random,
+        meters: tuple[Any, ...],
+    ) -> None:
+        self.worker = worker
+        self.timeout = timeout
+        self.attempts = attempts
+        self.retryable = retryable
+        self.backoff = backoff
+        self.rng = rng
+        self.meters = meters
+
+    async def lane(
+        self, take: Take, put: Put, cut: Put, trace: Trace | None, more: More | None = None
+    ) -> None:
+        """One worker task: take slot after slot and run each to its result, until ``take`` has
+        none (and ``more``, when given, says none will come).
+
+        A slot cut short (the run cancelled around it, or an exception that is not the worker's
+        failure) is reported to ``cut``, with the attempts it made, before the lane unwinds.
+        """
+        running = Running()
+        try:
+            if self.timeout is None:
+                await self._slots(None, running, take, put, trace, more)
+                return
+            while True:
+                scope = trio.CancelScope()
+                done = False
+                with scope:
+                    done = await self._slots(scope, running, take, put, trace, more)
+                if done:
+                    return
+                if scope.cancelled_caught and running.slot is not None:
+                    self._timed_out(running, trace)  # the timeout fired inside the attempt
+                # else the deadline left from the lane's last attempt passed at an admission
+                # checkpoint, before any slot was taken: a fresh scope, and on
+        finally:
+            if running.slot is not None:
+                if trace is not None:
+                    trace._end_open_slot(running.slot, Status.CANCELLED)
+                cut(running.slot, self._cut_result(running))
+
+    async def _slots(
+        self,
+        scope: trio.CancelScope | None,
+        running: Running,
+        take: Take,
+        put: Put,
+        trace: Trace | None,
+        more: More | None,
+    ) -> bool:
+        """Run slots under ``scope`` until there are none (True) or the scope fired (False).
+
+        Each slot is admitted, then attempted until it succeeds or may not be retried. The
+        attempt, written once below, is the one place a per-attempt concern goes: it waits on
+        every meter first and releases them after; it times the attempt with ``scope`` (its
+        deadline moved to now + timeout, and back to infinity after); it records the attempt
+        in ``trace``. A worker's `Exception` is its failure; an exception group holding both
+        `Exception`s and ``trio.Cancelled`` has its `Exception` part kept in ``running.mixed``
+        while the rest propagates to the scope that owns the cancellation; anything else
+        propagates as it is.
+        """
+        worker = self.worker
+        timeout = self.timeout
+        meters = self.meters
+        now = trio.lowlevel.current_clock().current_time
+        task = current_task()
+        counted = _counts_points(task)
+        last = -1  # the lane's schedule points after its previous admission
+        while True:
+            if running.slot is None:  # admit the next slot
+                # The admission checkpoint: a cancelled run admits nothing more, and a lane
+                # whose worker never awaits still lets other tasks run. It yields only when it
+                # must: the run is cancelled, or the lane has not yielded since its previous
+                # admission. Telling these apart cheaply reads two counters trio keeps for
+                # trio.testing.assert_checkpoints; without them every admission is a full
+                # checkpoint, always right, only slower.
+                if not counted:
+                    await checkpoint()
+                elif task._cancel_status.effectively_cancelled or task._schedule_points == last:
+                    await checkpoint()
+                    last = task._schedule_points
+                else:
+                    last = task._schedule_points
+                item = take()
+                if item is None:
+                    if more is None:
+                        return True
+                    if scope is not None:
+                        scope.deadline = _INF  # idle: no attempt to time
+                    if not await more():
+                        return True
+                    continue
+                slot, subtask = item
+                running.slot = slot
+                running.subtask = subtask
+                running.attempts = 0
+                running.started = None
+                running.mixed = None
+                if trace is not None:
+                    trace.admitted(slot, subtask)
+            else:  # a slot whose attempt ran past its timeout: retry it?
+                slot, subtask = running.slot, running.subtask
+                if not await self._again(running, None):
+                    put(slot, self._failed(running))
+                    running.slot = None
+                    continue
+            while True:
+                # -- one attempt ----------------------------------------------------------------
+                if meters:
+                    if scope is not None:
+                        scope.deadline = _INF  # waiting on a meter is no part of the attempt
+                    await _acquire(meters)
+                try:
+                    running.attempts += 1
+                    started = now()
+                    if running.started is None:
+                        running.started = started
+                    if trace is not None:
+                        trace.started(slot, subtask)
+                    if scope is not None:
+                        scope.deadline = started + timeout  # type: ignore[operator]
+                    failure: Exception | None = None
+                    output: Any = None
+                    returned: Any = _NOTHING
+                    try:
+                        try:
+                            returned = worker(subtask)
+                            if type(returned) is CoroutineType or isawaitable(returned):
+                                awaitable, returned = returned, _NOTHING
+                                output = await awaitable
+                        except Exception as exc:
+                            _drop_own_frame(exc)
+                            failure = forget_frames(exc)  # type: ignore[assignment]
+                    except* Exception as group:
+                        _drop_own_frame(group)
+                        running.mixed = forget_frames(group)
+                    if returned is not _NOTHING:
+                        raise not_awaitable(worker, returned)
+                    # the deadline stays where it is until the next attempt moves it: a move
+                    # costs more than the wait between attempts that could outlast it, and the
+                    # lane clears it before any longer wait (a meter, a backoff, idleness)
+                    if trace is not None:
+                        trace.ended(slot, Status.OK if failure is None else Status.FAILED)
+                finally:
+                    if meters:
+                        for meter in reversed(meters):
+                            meter.release()
+                # -- its outcome ------------------------------------------------------------------
+                running.failure = failure
+                running.timed_out = False
+                if scope is not None and scope.cancel_called:
+                    # the scope fired but the worker did not let Cancelled through: if it failed,
+                    # the attempt still ran past its timeout; either way the scope is spent
+                    if failure is None and running.mixed is None:
+                        put(slot, _ok(subtask, output, running.attempts, running.started, now()))
+                        running.slot = None
+                    else:
+                        self._timed_out(running, trace)
+                    return False
+                if failure is None:
+                    put(slot, _ok(subtask, output, running.attempts, running.started, now()))
+                    running.slot = None
+                    break
+                if not await self._again(running, scope):
+                    put(slot, self._failed(running))
+                    running.slot = None
+                    break
+
+    async def _again(self, running: Running, scope: trio.CancelScope | None) -> bool:
+        """Whether the running slot gets another attempt; if so, wait its backoff first (with
+        the lane's timeout ``scope`` cleared: the wait is no part of an attempt).
+
+        The wait is full jitter, drawn from the supervisor's own generator: uniform in
+        ``[0, backoff.bound(n)]`` after the n-th failed attempt.
+        """
+        failure = running.failure
+        if running.attempts >= self.attempts or failure is None or not self.retryable(failure):
+            return False
+        if scope is not None:
+            scope.deadline = _INF
+        wait = self.rng.uniform(0, self.backoff.bound(running.attempts))
+        if wait > 0:
+            await trio.sleep(wait)
+        else:
+            await checkpoint_if_cancelled()
+        return True
+
+    def _timed_out(self, running: Running, trace: Trace | None) -> None:
+        """The running attempt ran past its timeout: record it as a `trio.TooSlowError`."""
+        running.timed_out = True
+        error = trio.TooSlowError(f"the attempt ran past its timeout of {self.timeout:g}s")
+        if running.mixed is not None:
+            error.__context__ = running.mixed
+        running.failure = error
+        if trace is not None:
+            trace._end_open_slot(running.slot, Status.TIMED_OUT)  # type: ignore[arg-type]
+
+    def _failed(self, running: Running) -> SubResult[Any, Any]:
+        failure = running.failure
+        assert failure is not None
+        status = Status.TIMED_OUT if running.timed_out else Status.FAILED
+        error = describe(failure)
+        if running.mixed is not None and running.timed_out:
+            error = f"{error}; while cancelled, the worker raised {describe(running.mixed)}"
+        return SubResult(
+            running.subtask,
+            error=error,
+            status=status,
+            attempts=running.attempts,
+            started=running.started,
+            finished=trio.current_time(),
+            exception=failure,
+        )
+
+    def _cut_result(self, running: Running) -> SubResult[Any, Any]:
+        """The result of a slot cut short while it ran (the run decides the final words)."""
+        error = CUT_SHORT
+        if running.mixed is not None:
+            error = f"{error}; while cancelled, the worker raised {describe(running.mixed)}"
+        return SubResult(
+            running.subtask,
+            error=error,
+            status=Status.CANCELLED,
+            attempts=running.attempts,
+            started=running.started,
+            finished=trio.current_time() if running.attempts else None,
+            exception=running.mixed,
+        )

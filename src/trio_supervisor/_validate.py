@@ -1,0 +1,168 @@
+"""Every rule a caller's input must follow, checked in one place, before any work starts.
+
+Each check returns the value in the form the library uses, or raises an error that states the
+rule and what it got (``max_workers must be >= 1, got 0``): ``TypeError`` for a value of the
+wrong kind, ``ValueError`` for a value of the right kind outside its range.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterable, Iterable, Sequence
+from typing import Any
+
+from ._decompose import decompose
+
+
+def count(name: str, value: object) -> int:
+    """``value`` as a whole number >= 1 (``bool`` is refused: ``True`` is no count)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return value
+
+
+def number(name: str, value: object, *, above: float = 0, strictly: bool = True) -> float:
+    """``value`` as a float, or an error stating the rule: a number > ``above`` (>= unless
+    ``strictly``); NaN is refused."""
+    rule = "a positive number" if (above, strictly) == (0, True) else f"a number >= {above:g}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be {rule}, got {type(value).__name__} {value!r}")
+    if not (value > above if strictly else value >= above):  # also rejects NaN
+        raise ValueError(f"{name} must be {rule}, got {value!r}")
+    return float(value)
+
+
+def seconds(name: str, value: object) -> float | None:
+    """``value`` as seconds, None allowed; anything but a positive number is an error."""
+    if value is None:
+        return None
+    return number(name, value)
+
+
+def retry_on(value: object) -> tuple[type[Exception], ...]:
+    """``value`` as a tuple of `Exception` subclasses, or a clear error."""
+    classes = value if isinstance(value, tuple) else (value,)
+    if not classes:
+        raise TypeError("retry_on must be an Exception subclass or a non-empty tuple of them")
+    for cls in classes:
+        if not (isinstance(cls, type) and issubclass(cls, Exception)):
+            raise TypeError(
+                "retry_on must be an Exception subclass or a tuple of them "
+                f"(cancellation and KeyboardInterrupt are never retried), got {cls!r}"
+            )
+    return classes
+
+
+def worker(value: object) -> None:
+    """A worker is any callable; whether its call returns an awaitable is seen at the call."""
+    if not callable(value):
+        raise TypeError(
+            "worker must be a callable that takes one subtask and returns an awaitable "
+            f"(an async def function), got {type(value).__name__} {value!r}"
+        )
+
+
+def not_awaitable(worker: object, returned: object) -> TypeError:
+    """The error for a worker whose call returned something that cannot be awaited."""
+    name = getattr(worker, "__qualname__", None) or type(worker).__name__
+    return TypeError(
+        f"a worker must return an awaitable, but calling {name!r} returned "
+        f"{type(returned).__name__} {returned!r}: define it with `async def`, or run blocking "
+        "code inside one with `await trio.to_thread.run_sync(...)`"
+    )
+
+
+def seed(value: object) -> random.Random:
+    """The supervisor's own generator: ``random.Random(value)`` for an int or None, ``value``
+    itself for a ``random.Random``."""
+    if isinstance(value, random.Random):
+        return value
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return random.Random(value)
+    raise TypeError(f"seed must be an int, a random.Random or None, got {type(value).__name__}")
+
+
+def meters(value: object) -> tuple[Any, ...]:
+    """``value`` as a tuple of meters: objects with ``async acquire()`` and ``release()``."""
+    if not isinstance(value, Iterable) or isinstance(value, str | bytes):
+        raise TypeError(f"meters must be a sequence of meters, got {type(value).__name__}")
+    found = tuple(value)
+    for meter in found:
+        acquire, release = getattr(meter, "acquire", None), getattr(meter, "release", None)
+        if not (callable(acquire) and callable(release)):
+            raise TypeError(
+                "a meter has an async acquire() and a release() (see trio_supervisor.Meter), "
+                f"got {type(meter).__name__} {meter!r}"
+            )
+    return found
+
+
+def plan(task: object) -> list[Any]:
+    """A run's plan: a str split by [`decompose`][trio_supervisor.decompose], or a sync iterable
+    read in full."""
+    if isinstance(task, str):
+        return decompose(task)
+    if isinstance(task, AsyncIterable):
+        raise TypeError(
+            f"run() needs a str or a sync iterable of subtasks, got the async iterable "
+            f"{type(task).__name__}: use supervisor.stream(...) for async or lazy inputs"
+        )
+    if not isinstance(task, Iterable):
+        raise TypeError(f"task must be a str or an iterable of subtasks, got {type(task).__name__}")
+    return list(task)
+
+
+def window(value: object, max_workers: int) -> int:
+    """A stream's window: at least ``max_workers``; ``2 * max_workers`` when None."""
+    if value is None:
+        return 2 * max_workers
+    if count("window", value) < max_workers:
+        raise ValueError(
+            f"window must be >= max_workers ({max_workers}), got {value}: "
+            "a smaller window leaves workers idle"
+        )
+    return value  # type: ignore[return-value]  # count() checked it is an int
+
+
+def stream_input(value: object) -> Iterable[Any] | AsyncIterable[Any]:
+    """A stream's input: a str (split), or a sync or async iterable."""
+    if isinstance(value, str):
+        return decompose(value)
+    if not isinstance(value, Iterable | AsyncIterable):
+        raise TypeError(
+            "subtasks must be a str or a sync or async iterable of subtasks, "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def trace(value: object, planned: Sequence[Any] | None) -> None:
+    """A trace given to a run: a fresh [`Trace`][trio_supervisor.Trace], made for this plan.
+
+    ``planned`` is the run's plan, or None for a lazy input (then the trace must be empty, or it
+    is checked slot by slot as subtasks are pulled).
+    """
+    from ._trace import Trace
+
+    if value is None:
+        return
+    if not isinstance(value, Trace):
+        raise TypeError(f"trace must be a Trace or None, got {type(value).__name__}")
+    if value.closed is not None or value.in_use:
+        raise ValueError("this trace already recorded a run: make a new Trace(plan) for each run")
+    if not value.slots:
+        return
+    known = [slot.subtask for slot in value.slots]
+    if planned is None:
+        raise ValueError(
+            f"this trace was made for another plan ({len(known)} subtasks, starting "
+            f"{known[:3]!r}): a stream over a lazy input records into an empty Trace()"
+        )
+    if len(known) != len(planned) or any(a != b for a, b in zip(known, planned, strict=True)):
+        raise ValueError(
+            f"this trace was made for another plan ({len(known)} subtasks, starting "
+            f"{known[:3]!r}) than the run's ({len(planned)} subtasks, starting "
+            f"{list(planned[:3])!r}): make it with Trace(plan) for the run's own plan, or Trace()"
+        )
