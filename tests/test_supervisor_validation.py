@@ -15,15 +15,6 @@ from trio_supervisor.testing import SimulatedAgent
 SCRIPT = Script([ok(1)])
 
 
-def sync_worker(subtask: str) -> str:
-    return subtask
-
-
-class SyncCallable:
-    def __call__(self, subtask: str) -> str:
-        return subtask
-
-
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
@@ -58,27 +49,6 @@ def test_bad_options_are_refused_with_the_rule(
 ) -> None:
     with pytest.raises(error, match=f"^{message}$"):
         Supervisor(SCRIPT, **{"max_workers": 2, **options})
-
-
-@pytest.mark.parametrize(
-    ("worker", "name"),
-    [
-        (sync_worker, "sync_worker"),
-        (SyncCallable(), "SyncCallable"),
-        (lambda subtask: subtask, "<lambda>"),
-        (functools.partial(sync_worker), "partial"),
-    ],
-)
-def test_a_sync_worker_is_refused_and_the_fix_named(worker: Any, name: str) -> None:
-    with pytest.raises(
-        TypeError,
-        match=(
-            rf"^worker must be an async function \(async def\), got the sync callable "
-            rf"'{name}': define it with `async def`, and run blocking code inside it with "
-            r"`await trio\.to_thread\.run_sync\(\.\.\.\)`$"
-        ),
-    ):
-        Supervisor(worker, max_workers=1)
 
 
 def test_a_non_callable_worker_is_refused() -> None:
