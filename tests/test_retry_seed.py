@@ -1,5 +1,9 @@
 """Retry jitter comes from the supervisor's own generator: a seeded run is reproducible."""
 
+# The API these tests ask for (issues 8 and 9) is not in the library yet: drop this line once
+# it is, and mypy checks the tests against it.
+# mypy: disable-error-code="call-arg"
+
 from __future__ import annotations
 
 import random
