@@ -1,5 +1,8 @@
 """Supervisor retries: attempts, full-jitter backoff on virtual time, and what is retried."""
 
+# The supervisor's seed= (issue 8) is not in the library yet: drop this line once it is.
+# mypy: disable-error-code="call-arg"
+
 from __future__ import annotations
 
 import itertools
@@ -122,12 +125,18 @@ async def test_an_exception_group_is_retried_only_when_all_of_it_is_allowed(
     assert calls == (2 if retried else 1)
 
 
-async def test_cancellation_during_a_backoff_wait_passes_through(
-    autojump_clock: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(random, "uniform", lambda low, high: high)  # the longest wait: 8 s
+class Longest(random.Random):
+    """A generator whose every draw is the largest it can be: a jittered wait is its bound."""
+
+    def random(self) -> float:
+        return 1 - 2**-53
+
+
+async def test_cancellation_during_a_backoff_wait_passes_through(autojump_clock: Any) -> None:
     script = Script([Behaviour(1, ("fail",))])
-    supervisor = Supervisor(script, max_workers=1, attempts=3, backoff=Backoff(8, 8, 1))
+    supervisor = Supervisor(  # the wait is about 8 s
+        script, max_workers=1, attempts=3, backoff=Backoff(8, 8, 1), seed=Longest()
+    )
     with trio.move_on_after(1) as scope:
         await supervisor.run([0])
     assert scope.cancelled_caught
