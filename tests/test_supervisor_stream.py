@@ -133,7 +133,7 @@ async def test_a_million_lazy_subtasks_stay_within_the_window(
         assert in_window <= bound
         assert script.in_flight <= k
         assert in_window - script.in_flight >= 0  # the rest are finished, waiting their turn
-        assert live_tasks() <= baseline + k
+        assert live_tasks() <= baseline + k + 2  # the workers, and a helper or two (a puller)
 
     supervisor = Supervisor(worker, max_workers=k)
     subtasks = iter(source) if kind == "sync" else aiter(source)
