@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import random
 from typing import Any
 
 import pytest
@@ -122,19 +121,11 @@ async def test_an_exception_group_is_retried_only_when_all_of_it_is_allowed(
     assert calls == (2 if retried else 1)
 
 
-class Longest(random.Random):
-    """A generator whose jitter always draws the longest wait."""
-
-    def uniform(self, a: float, b: float) -> float:
-        return b
-
-
 async def test_cancellation_during_a_backoff_wait_passes_through(autojump_clock: Any) -> None:
     script = Script([Behaviour(1, ("fail",))])
-    supervisor = Supervisor(
-        script, max_workers=1, attempts=3, backoff=Backoff(8, 8, 1), seed=Longest()
-    )  # the longest wait: 8 s
-    with trio.move_on_after(1) as scope:
+    supervisor = Supervisor(script, max_workers=1, attempts=3, backoff=Backoff(8, 8, 1), seed=0)
+    # the first attempt fails at 1/32 s, then the slot waits up to 8 s (this seed: over 0.01 s)
+    with trio.move_on_after(1 / 32 + 0.01) as scope:
         await supervisor.run([0])
     assert scope.cancelled_caught
     assert script.calls[0] == 1  # cancelled while it waited for its second attempt

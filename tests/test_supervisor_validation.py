@@ -60,30 +60,6 @@ def test_bad_options_are_refused_with_the_rule(
         Supervisor(SCRIPT, **{"max_workers": 2, **options})
 
 
-@pytest.mark.parametrize(
-    ("worker", "name"),
-    [
-        (sync_worker, "sync_worker"),
-        (SyncCallable(), "SyncCallable"),
-        (lambda subtask: subtask, "<lambda>"),
-        (functools.partial(sync_worker), "partial"),
-    ],
-)
-async def test_a_worker_whose_call_is_not_awaitable_fails_the_run_and_names_the_fix(
-    autojump_clock: Any, worker: Any, name: str
-) -> None:
-    supervisor = Supervisor(worker, max_workers=2)
-    with pytest.raises(
-        TypeError,
-        match=(
-            rf"^a worker must return an awaitable, but calling '{name}' returned str '[abc]': "
-            r"define it with `async def`, or run blocking code inside one with "
-            r"`await trio\.to_thread\.run_sync\(\.\.\.\)`$"
-        ),
-    ):
-        await supervisor.run(["a", "b", "c"])
-
-
 def test_a_non_callable_worker_is_refused() -> None:
     with pytest.raises(
         TypeError,

@@ -118,6 +118,19 @@ async def _acquire(meters: tuple[Any, ...]) -> None:
                 meter.release()
 
 
+_UNIT = 2**53
+_MASK = 2**64 - 1
+
+
+def _unit(key: int, slot: int, attempt: int) -> float:
+    """A number in ``[0, 1)`` fixed by ``(key, slot, attempt)``: splitmix64's finaliser over the
+    three mixed together, a counter-based generator that needs no state shared between lanes."""
+    z = (key + slot * 0x9E3779B97F4A7C15 + attempt * 0xD1B54A32D192ED03) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return ((z ^ (z >> 31)) >> 11) / _UNIT
+
+
 def _drop_own_frame(exc: BaseException) -> None:
     """The traceback of a worker's failure starts at the worker, not at the attempt that called
     it (whose frame would hold the lane's state, and so the failure itself, in a cycle)."""
@@ -160,25 +173,36 @@ class Attempts(Generic[S, T]):
         self.rng = rng
         self.meters = meters
 
+    def run_key(self) -> int:
+        """A key for one run's retry jitter, drawn from the supervisor's generator."""
+        return int(self.rng.random() * _UNIT)
+
     async def lane(
-        self, take: Take, put: Put, cut: Put, trace: Trace | None, more: More | None = None
+        self,
+        take: Take,
+        put: Put,
+        cut: Put,
+        trace: Trace | None,
+        key: int,
+        more: More | None = None,
     ) -> None:
         """One worker task: take slot after slot and run each to its result, until ``take`` has
         none (and ``more``, when given, says none will come).
 
         A slot cut short (the run cancelled around it, or an exception that is not the worker's
         failure) is reported to ``cut``, with the attempts it made, before the lane unwinds.
+        ``key`` is the run's retry jitter key, from ``run_key()``.
         """
         running = Running()
         try:
             if self.timeout is None:
-                await self._slots(None, running, take, put, trace, more)
+                await self._slots(None, running, take, put, trace, key, more)
                 return
             while True:
                 scope = trio.CancelScope()
                 done = False
                 with scope:
-                    done = await self._slots(scope, running, take, put, trace, more)
+                    done = await self._slots(scope, running, take, put, trace, key, more)
                 if done:
                     return
                 if scope.cancelled_caught and running.slot is not None:
@@ -198,6 +222,7 @@ class Attempts(Generic[S, T]):
         take: Take,
         put: Put,
         trace: Trace | None,
+        key: int,
         more: More | None,
     ) -> bool:
         """Run slots under ``scope`` until there are none (True) or the scope fired (False).
@@ -252,7 +277,7 @@ class Attempts(Generic[S, T]):
                     trace.admitted(slot, subtask)
             else:  # a slot whose attempt ran past its timeout: retry it?
                 slot, subtask = running.slot, running.subtask
-                if not await self._again(running, None):
+                if not await self._again(running, None, key):
                     put(slot, self._failed(running))
                     running.slot = None
                     continue
@@ -313,24 +338,28 @@ class Attempts(Generic[S, T]):
                     put(slot, _ok(subtask, output, running.attempts, running.started, now()))
                     running.slot = None
                     break
-                if not await self._again(running, scope):
+                if not await self._again(running, scope, key):
                     put(slot, self._failed(running))
                     running.slot = None
                     break
 
-    async def _again(self, running: Running, scope: trio.CancelScope | None) -> bool:
+    async def _again(self, running: Running, scope: trio.CancelScope | None, key: int) -> bool:
         """Whether the running slot gets another attempt; if so, wait its backoff first (with
         the lane's timeout ``scope`` cleared: the wait is no part of an attempt).
 
-        The wait is full jitter, drawn from the supervisor's own generator: uniform in
-        ``[0, backoff.bound(n)]`` after the n-th failed attempt.
+        The wait is full jitter: uniform in ``[0, backoff.bound(n)]`` after the n-th failed
+        attempt. The draw is a function of the run's ``key`` (drawn from the supervisor's own
+        generator), the slot and n, not of the order in which slots happen to fail, so that a
+        run is reproducible from its seed even where trio runs simultaneous tasks in a random
+        order.
         """
         failure = running.failure
         if running.attempts >= self.attempts or failure is None or not self.retryable(failure):
             return False
         if scope is not None:
             scope.deadline = _INF
-        wait = self.rng.uniform(0, self.backoff.bound(running.attempts))
+        unit = _unit(key, running.slot, running.attempts)  # type: ignore[arg-type]
+        wait = unit * self.backoff.bound(running.attempts)
         if wait > 0:
             await trio.sleep(wait)
         else:

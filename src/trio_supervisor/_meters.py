@@ -87,7 +87,14 @@ class Capacity:
 
     async def acquire(self) -> None:
         """Wait for a place under the limit (a cancellation point)."""
-        await self._limiter.acquire()
+        limiter = self._limiter
+        while True:
+            await limiter.acquire()
+            # trio yields once after granting a place; if the limit was lowered meanwhile, the
+            # place is over the new limit: give it back and wait for one under it
+            if limiter.borrowed_tokens <= limiter.total_tokens:
+                return
+            limiter.release()
 
     def release(self) -> None:
         """Give back the place the current task holds.

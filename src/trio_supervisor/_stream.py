@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from types import TracebackType
@@ -88,6 +89,16 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         )
         self._input = aiter(subtasks) if isinstance(subtasks, AsyncIterable) else iter(subtasks)
         self._attempts = attempts
+        # a worker task of this stream: takes pulled slots, waits for more when idle
+        self._lane = functools.partial(
+            attempts.lane,
+            self._take,
+            self._put,
+            self._put,
+            trace,
+            attempts.run_key(),  # the retry jitter of this stream
+            self._more,
+        )
         self._trace = trace
         self._max_workers = max_workers
         self._window = window
@@ -210,23 +221,17 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 elif self._lanes < self._max_workers:
                     self._lanes += 1
                     assert self._nursery is not None
-                    self._nursery.start_soon(
-                        self._attempts.lane,
-                        self._take,
-                        self._put,
-                        self._put,
-                        self._trace,
-                        self._more,
-                    )
+                    self._nursery.start_soon(self._lane)
                 # else every lane is busy: the first to finish takes it from the queue
         finally:
             self._exhausted = True
             self._idle.unpark_all()
             self._wake()
             # in this task, which pulled it: a generator that holds a cancel scope across its
-            # `yield` must be resumed, and closed, by one task; shielded, as cleanup is
-            with trio.CancelScope(shield=True):
-                await self._close_input()
+            # `yield` must be resumed, and closed, by one task, with no scope of ours opened
+            # around it in between (so the close is not shielded: a generator whose cleanup
+            # awaits sees the cancellation that ended the stream, as it would anywhere in trio)
+            await self._close_input()
 
     def _take(self) -> tuple[int, Any] | None:
         return self._queue.popleft() if self._queue else None

@@ -249,9 +249,10 @@ class Supervisor(Generic[S, T]):
         take = functools.partial(next, enumerate(plan), None)
         put = results.__setitem__
         lane = self._attempts.lane
+        key = self._attempts.run_key()
         async with trio.open_nursery() as nursery:
             for _ in range(min(self._max_workers, len(plan))):
-                nursery.start_soon(lane, take, put, cut, trace)
+                nursery.start_soon(lane, take, put, cut, trace, key)
 
     @overload
     def stream(
