@@ -7,8 +7,10 @@ page in Debian's Chromium (driven by Playwright, which downloads no browser here
   anywhere but the local server (no CDN: mermaid and the theme's assets are in the site);
 - on every page with mermaid diagrams: each one was rendered to an SVG with text in it;
 - on every step page: its step's file is included whole in its code block, the block highlights
-  as many lines as the step changed, and each demo's timeline SVG is displayed with one row per
-  subtask, its text readable (contrast >= 4.5) in the light and in the dark scheme.
+  as many lines as the step changed, no code block on the page (the file, the diff, the sample
+  outputs) scrolls sideways at the viewport's 1280 px, and each demo's timeline SVG is displayed
+  with one row per subtask, its text readable (contrast >= 4.5) in the light and in the dark
+  scheme.
 
 It saves a full-page screenshot of each page (and of each step page in the dark scheme) under
 ``build/screenshots/`` and ends with a line ``docs-check: N passed, M failed``.
@@ -56,6 +58,8 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 TIMEOUT_MS = 20_000
+# a full-page screenshot of the tests page (65,000 px tall) takes more than that on a busy machine
+SCREENSHOT_TIMEOUT_MS = 120_000
 MIN_CONTRAST = 4.5  # WCAG AA for text: a timeline's labels against the page, in either scheme
 
 
@@ -199,8 +203,33 @@ def label_contrast(page: Page) -> float:
     return (lighter + 0.05) / (darker + 0.05)
 
 
+def code_that_scrolls(page: Page) -> list[str]:
+    """Each code block of the page that is wider than its box (a reader would scroll it
+    sideways), named by its title or first line, with its widths in pixels. Collapsed blocks
+    (``???`` admonitions) are opened to be measured, then closed again."""
+    found: list[str] = page.evaluate(
+        """() => {
+            const closed = [...document.querySelectorAll(".md-content details:not([open])")];
+            closed.forEach((details) => { details.open = true; });
+            const wide = [];
+            for (const code of document.querySelectorAll(".md-content pre > code")) {
+                if (code.scrollWidth > code.clientWidth) {
+                    const title = code.closest(".highlight")?.querySelector(".filename");
+                    const name = title ? title.textContent : code.textContent.split("\\n")[0];
+                    wide.push(`${name.trim().slice(0, 40)}: ${code.scrollWidth}px of content `
+                        + `in ${code.clientWidth}px`);
+                }
+            }
+            closed.forEach((details) => { details.open = false; });
+            return wide;
+        }"""
+    )
+    return found
+
+
 def check_step(page: Page, name: str, result: Result) -> None:
-    """The step's code block (whole file, highlighted lines) and its timelines."""
+    """The step's code block (whole file, highlighted lines, no sideways scrolling at the
+    viewport's width, nor in any other code block of the page) and its timelines."""
     path = f"lessons/{name}.py"
     blocks = page.locator(".highlight").filter(has=page.locator("span.filename", has_text=path))
     if blocks.count() != 1:
@@ -218,6 +247,10 @@ def check_step(page: Page, name: str, result: Result) -> None:
         if highlighted != changed:
             result.problems.append(f"{highlighted} lines highlighted, the step changed {changed}")
         result.notes.append(f"code {len(source.splitlines())} lines, {highlighted} highlighted")
+    width = VIEWPORT["width"]
+    result.problems.extend(
+        f"scrolls sideways at {width}px: {wide}" for wide in code_that_scrolls(page)
+    )
     figures = page.locator("figure.timeline")
     step_demos = _docs.step_demos(name)
     if figures.count() != len(step_demos):
@@ -286,7 +319,7 @@ def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
             if step is not None:
                 check_step(page, step, result)
         shot = shots / (f"{slug}.png" if scheme == "light" else f"{slug}-{scheme}.png")
-        page.screenshot(path=str(shot), full_page=True)
+        page.screenshot(path=str(shot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
         result.problems.extend(f"[{scheme}] {error}" for error in errors)
         context.close()
     return result
