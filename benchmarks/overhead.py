@@ -250,8 +250,8 @@ CONTENDERS: dict[str, tuple[str, Contender]] = {
     "asyncio TaskGroup+Semaphore": ("asyncio", asyncio_task_group),
 }
 BASELINE = {"Supervisor.run timeout": "hand loop timeout"}  # the rest compare to "hand loop"
-SUCCEEDING = "attempts=2, all succeeding"
-FAILING = "attempts=2, all failing"
+SUCCEEDING = "all succeeding (attempts=2)"
+FAILING = "all failing (attempts=2)"
 FAILURE_CONTENDERS: dict[str, tuple[str, Contender]] = {
     SUCCEEDING: ("trio", supervisor_all_succeeding),
     FAILING: ("trio", supervisor_all_failing),
@@ -513,7 +513,13 @@ def main(argv: list[str] | None = None) -> int:
         help=f"turns of the failure section (3; none more after {FAILURE_BUDGET:.0f} s)",
     )
     p.add_argument("--rounds", type=int, default=3, help="rounds of the flat-cost check (3)")
-    p.add_argument("--only", nargs="+", choices=list(EVERY_CONTENDER), help="run only these")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        choices=list(EVERY_CONTENDER),
+        metavar="NAME",
+        help="run only these (quote each): " + ", ".join(EVERY_CONTENDER),
+    )
     p.add_argument("--quick", action="store_true", help="tiny sizes, one repetition: a smoke run")
     p.add_argument("--check", action="store_true", help="exit 1 unless every target is met")
     p.add_argument("--memory", nargs=3, metavar=("NAME", "N", "K"), help=argparse.SUPPRESS)

@@ -55,7 +55,7 @@ def test_the_memory_mode_reports_one_runs_time_and_peak(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     overhead = load("overhead")
-    assert overhead.main(["--memory", "attempts=2, all failing", "500", "7"]) == 0
+    assert overhead.main(["--memory", overhead.FAILING, "500", "7"]) == 0
     footprint = json.loads(capsys.readouterr().out)
     assert set(footprint) == {"seconds", "peak_mib", "bytes_per_subtask"}
     assert footprint["seconds"] > 0
