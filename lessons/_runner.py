@@ -235,6 +235,7 @@ async def run_step(
     hands results over, each shown on ``live`` as it arrives; its results make the aggregate.
     A step that raises is part of the lesson (steps 1-4 do on a failure): its exception, a group
     or not, is recorded whole and shown. Cancellation and ``KeyboardInterrupt`` pass through.
+    ``run.serial`` is then what the calls made take one after another (see ``serial_time``).
     """
     stream = getattr(module, "stream", None)
     run.trace = Trace() if stream is not None else Trace(run.plan)
@@ -249,9 +250,20 @@ async def run_step(
         run.error = describe(exc)
     finally:
         run.trace.close()
+    run.serial = serial_time(run.trace)
     synthesize = getattr(module, "synthesize", None)
     if run.aggregate is not None and synthesize is not None:
         run.answer = synthesize(run.aggregate)
+
+
+def serial_time(trace: Trace) -> float | None:
+    """How long the calls the run made take one after another: every attempt of every slot
+    that ran (retries too, and a stream's slots only as far as the caller read), each as long as
+    it ran; None while a call has not ended (it hangs)."""
+    spans = [span for slot in trace.slots for span in slot.spans]
+    if any(span.end is None for span in spans):
+        return None
+    return sum(span.end - span.start for span in spans if span.end is not None)
 
 
 def show_header_to(console: Console) -> Callable[[Run], None]:
@@ -579,8 +591,6 @@ def run_demo(
     plan = decompose(demo.task)
     agent = demo.agent(args.seed)
     run = Run(name, demo, plan, step_options(entry(module), args, demo))
-    if not any(agent.hangs(subtask) for subtask in plan):
-        run.serial = sum(agent.latency(subtask) for subtask in plan)
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if before is not None:
         before(run)
