@@ -10,7 +10,7 @@ import json
 import pkgutil
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -488,24 +488,32 @@ def select(step: str, known: dict[int, str]) -> list[str]:
 
 
 def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
-    """The tasks to run: ``--task`` alone (with the step's demo options), or the step's demos;
-    ``--fail``, ``--hang``, ``--flaky`` and ``--slow`` replace what the sub-agent does."""
+    """The tasks to run: ``--task`` alone (with the step's demo options), or the step's demos.
+
+    ``--fail``, ``--hang``, ``--flaky`` and ``--slow`` replace what the sub-agent does, and a slot
+    the command line gives one of fail, hang or flaky does only that (the demo's own behaviour for
+    that slot is dropped). ``--take`` replaces when the caller leaves a stream, and the options
+    of the step's ``supervise`` given on the command line replace the demo's. A demo the command
+    line changed is no longer what its title says: it is titled by what runs (see
+    ``changed_title``), and two demos the command line made the same run once.
+    """
     defaults = STEP_DEMOS.get(step, DEMOS) if step is not None else DEMOS
     chosen = list(defaults)
     if args.task is not None:
         chosen = [Demo("your task", args.task, options=defaults[0].options)]
-    replaced: dict[str, Any] = {}
-    if args.fail is not None:
-        replaced["fail"] = frozenset(args.fail)
-    if getattr(args, "hang", None) is not None:
-        replaced["hang"] = frozenset(args.hang)
-    if getattr(args, "flaky", None) is not None:
-        replaced["flaky"] = dict(args.flaky)
-    if getattr(args, "slow", None) is not None:
-        replaced["slow"] = dict(args.slow)
-    if getattr(args, "take", None) is not None:
-        replaced["take"] = args.take
-    chosen = [dataclasses.replace(demo, **replaced) for demo in chosen]
+    given = given_options(args, step)
+    unique: list[Demo] = []
+    for demo in chosen:
+        replaced = dataclasses.replace(
+            demo, options={**demo.options, **given}, **sub_agent(args, demo)
+        )
+        if getattr(args, "take", None) is not None:
+            replaced = dataclasses.replace(replaced, take=args.take)
+        if replaced != demo and args.task is None:  # "your task" says what runs already
+            replaced = dataclasses.replace(replaced, title=changed_title(replaced))
+        if replaced not in unique:
+            unique.append(replaced)
+    chosen = unique
     for demo in chosen:
         try:
             size = len(decompose(demo.task))
@@ -523,6 +531,65 @@ def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
                         f"{option} {slot} is not a slot of the task: slots are 0-{size - 1}"
                     )
     return chosen
+
+
+def given_options(args: argparse.Namespace, step: int | None) -> dict[str, Any]:
+    """The options of step ``step``'s ``supervise`` the command line gives, which replace a
+    demo's. ``--workers`` and ``--seed`` always have a value and change only how fast a demo
+    runs, never what it shows: they reach the step (see ``step_options``) but change no demo.
+    """
+    known = steps()
+    accepted = None
+    if step in known:
+        accepted = inspect.signature(entry(load_step(known[step]))).parameters
+    given = {}
+    for name, option in OPTIONS.items():
+        value = getattr(args, option, None)
+        if name != "seed" and value is not None and (accepted is None or name in accepted):
+            given[name] = value
+    return given
+
+
+def sub_agent(args: argparse.Namespace, demo: Demo) -> dict[str, Any]:
+    """What the sub-agent does on ``demo``'s slots with the command line's ``--fail``,
+    ``--hang``, ``--flaky`` and ``--slow``: each given replaces the demo's, and a slot the
+    command line gives one of fail, hang or flaky (or hang, for ``slow``) loses the demo's other
+    behaviours, so that every slot does one thing."""
+    fail = set(getattr(args, "fail", None) or ())
+    hang = set(getattr(args, "hang", None) or ())
+    flaky = dict(getattr(args, "flaky", None) or ())
+    named = fail | hang | set(flaky)
+    slow = getattr(args, "slow", None)
+    return {
+        "fail": frozenset(fail) if args.fail is not None else demo.fail - named,
+        "hang": frozenset(hang) if getattr(args, "hang", None) is not None else demo.hang - named,
+        "flaky": flaky
+        if getattr(args, "flaky", None) is not None
+        else {slot: calls for slot, calls in demo.flaky.items() if slot not in named},
+        "slow": dict(slow)
+        if slow is not None
+        else {slot: latency for slot, latency in demo.slow.items() if slot not in hang},
+    }
+
+
+def changed_title(demo: Demo) -> str:
+    """The title of a demo the command line changed, made of what runs: the task's size, what
+    the sub-agent does on purpose and when the caller leaves (the header adds the options)."""
+
+    def slots(chosen: Iterable[int]) -> str:
+        ordered = sorted(chosen)
+        return ("slot " if len(ordered) == 1 else "slots ") + ", ".join(map(str, ordered))
+
+    said = [f"the demo's {len(decompose(demo.task))} subtasks"]
+    if demo.fail:
+        said.append(f"{slots(demo.fail)} {'fails' if len(demo.fail) == 1 else 'fail'}")
+    if demo.hang:
+        said.append(f"{slots(demo.hang)} {'hangs' if len(demo.hang) == 1 else 'hang'}")
+    said += [f"slot {slot} fails its first {k} calls" for slot, k in sorted(demo.flaky.items())]
+    said += [f"slot {slot} takes {t:g}s" for slot, t in sorted(demo.slow.items())]
+    if demo.take is not None:
+        said.append(f"left after {demo.take} results")
+    return ", ".join(said)
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,15 @@ import pytest
 from rich.console import Console
 
 from lessons._runner import (
+    OPTIONS,
+    STEP_DEMOS,
+    STRATEGIES,
+    Demo,
+    demos,
     entry,
     load_step,
     main,
+    parser,
     steps,
 )
 from trio_supervisor.testing import SimulatedAgent
@@ -64,6 +71,77 @@ def runs_of(*argv: str) -> list[dict[str, Any]]:
 def slots_of(run: dict[str, Any]) -> list[dict[str, Any]]:
     slots: list[dict[str, Any]] = run["trace"]["slots"]
     return slots
+
+
+# --- titles follow the options given ------------------------------------------------------------
+
+
+def other_value(name: str, value: Any) -> str:
+    """A command-line value for option ``name`` that differs from a demo's ``value``."""
+    if name == "strategy":
+        return next(strategy for strategy in STRATEGIES if strategy != value)
+    if name == "intensity":
+        return as_given((value[0] + 1, value[1]))
+    if isinstance(value, int):
+        return str(value + 1)
+    return str(value * 2)
+
+
+def changes() -> Iterator[tuple[int, Demo, list[str]]]:
+    """Each step's demo with one thing it sets given otherwise on the command line."""
+    for number, step_demos in STEP_DEMOS.items():
+        for demo in step_demos:
+            for name, value in demo.options.items():
+                if name in OPTIONS:
+                    yield number, demo, [f"--{OPTIONS[name]}", other_value(name, value)]
+            if demo.take is not None:
+                yield number, demo, ["--take", str(demo.take + 1)]
+
+
+@pytest.mark.parametrize(
+    ("number", "demo", "argv"),
+    [
+        pytest.param(*change, id=f"{change[0]} {change[1].title} {' '.join(change[2])}")
+        for change in changes()
+    ],
+)
+def test_a_demo_the_command_line_changes_is_not_titled_as_the_demo(
+    number: int, demo: Demo, argv: list[str]
+) -> None:
+    ran = demos(parser().parse_args([str(number), *argv]), number)
+    assert not [other.title for other in ran if demo.title in other.title]
+
+
+def as_given(value: Any) -> str:
+    """``value`` as the command line writes it (an intensity as R/T)."""
+    return "/".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
+def test_a_demo_given_its_own_options_keeps_its_title() -> None:
+    for number, step_demos in STEP_DEMOS.items():
+        for demo in step_demos:
+            same = [f"--{OPTIONS[name]}={as_given(value)}" for name, value in demo.options.items()]
+            same += [] if demo.take is None else [f"--take={demo.take}"]
+            assert demo in demos(parser().parse_args([str(number), *same]), number)
+
+
+@pytest.mark.parametrize("number", STREAMING)
+def test_an_explicit_take_is_what_every_run_says_and_no_run_repeats(number: int) -> None:
+    runs = runs_of(str(number), "--take", "3")
+    assert all("left after 3 results" in run["demo"] for run in runs)
+    assert all(len(run["aggregate"]["results"]) == 3 for run in runs)
+    what_ran = [json.dumps([run["task"], run["demo"], run["options"]]) for run in runs]
+    assert len(set(what_ran)) == len(what_ran)
+
+
+def test_a_slot_the_command_line_names_does_only_what_it_says() -> None:
+    for number, step_demos in STEP_DEMOS.items():
+        for demo in step_demos:
+            for slot in demo.hang:
+                argv = [str(number), "--fail", str(slot)]
+                for changed in demos(parser().parse_args(argv), number):
+                    assert slot in changed.fail
+                    assert slot not in changed.hang
 
 
 # --- serial would take: the calls that ran, one after another -----------------------------------
