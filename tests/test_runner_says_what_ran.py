@@ -168,3 +168,16 @@ def test_serial_counts_only_what_ran_before_the_caller_left(number: int) -> None
     (run,) = runs_of(str(number), *argv)
     agent = SimulatedAgent(0)
     assert run["serial"] == agent.latency("r0") + agent.latency("r1")
+
+
+# --- --json: a slot's admission ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("number", RETRYING)
+def test_a_slot_is_admitted_before_its_first_attempt_starts(number: int) -> None:
+    argv = ("--task", "a; b", "--flaky", "0:2", "--attempts", "3", "--workers", "1")
+    for run in [*runs_of(str(number)), *runs_of(str(number), *argv)]:
+        for slot in slots_of(run):
+            if slot["spans"]:
+                assert slot["admitted"] is not None
+                assert slot["admitted"] <= slot["spans"][0]["start"]
