@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import importlib
 import inspect
 import json
+import os
 import pkgutil
 import re
 import sys
@@ -248,7 +250,8 @@ async def run_step(
     A step that streams (it has ``stream``) is fed the plan as a lazy input and consumed as it
     hands results over, each shown on ``live`` as it arrives; its results make the aggregate.
     A step that raises is part of the lesson (steps 1-4 do on a failure): its exception, a group
-    or not, is recorded whole and shown. Cancellation and ``KeyboardInterrupt`` pass through.
+    or not, is recorded whole and shown. Cancellation and ``KeyboardInterrupt`` pass through, and
+    so does a ``BrokenPipeError`` (in a group or not): the runner's own output found stdout closed.
     ``run.serial`` is then what the calls made take one after another (see ``serial_time``).
     """
     stream = getattr(module, "stream", None)
@@ -261,6 +264,8 @@ async def run_step(
         else:
             run.aggregate = await consume(stream, run, run.trace, agent, live)
     except Exception as exc:
+        if stdout_closed(exc):  # the runner's own output failed, not the step: stop (see main)
+            raise
         run.error = describe(exc)
     finally:
         run.trace.close()
@@ -607,10 +612,11 @@ def changed_title(demo: Demo) -> str:
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
-    """Run the command line; returns the exit status (0, 2 for bad input, 130 on Ctrl-C)."""
+    """Run the command line; returns the exit status: 0; 2 for bad input; 130 on Ctrl-C; 1 when
+    stdout is closed early (``| head``), which ends it quietly."""
     p = parser()
     args = p.parse_args(argv)
-    console = console or Console(highlight=False)
+    console = console or PipeConsole(highlight=False)
     known = steps()
     if args.step is None:
         for number, name in known.items():
@@ -625,7 +631,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     except ValueError as exc:
         p.error(str(exc))
     runs = []
-    interrupted = False
+    interrupted = closed = False
     try:
         for name in names:
             for demo in chosen[name]:
@@ -639,14 +645,42 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
                 runs.append(run)
                 if not args.json:
                     show(console, run)
+        if args.json:
+            print(json.dumps({"runs": [run.to_dict() for run in runs]}, indent=2))
+        sys.stdout.flush()
     except* KeyboardInterrupt:
         interrupted = True
+    except* BrokenPipeError:
+        closed = True
+    if closed:
+        # Python's recipe for a reader that left (signal module docs, "Note on SIGPIPE"): the
+        # rest of the output goes to devnull, so the flush at exit cannot fail again either
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     if interrupted:
         print("interrupted", file=sys.stderr)
         return 130
-    if args.json:
-        print(json.dumps({"runs": [run.to_dict() for run in runs]}, indent=2))
     return 0
+
+
+class PipeConsole(Console):
+    """The runner's console: a closed stdout raises ``BrokenPipeError`` where it is written to.
+
+    Rich's own reaction, ``SystemExit`` from the write, would come out of a run's nursery inside an
+    exception group, which Python prints whole; a ``BrokenPipeError`` passes through the step
+    (see ``run_step``) to ``main``, which ends quietly.
+    """
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "stdout was closed")
+
+
+def stdout_closed(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception in its group) says stdout was closed."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(BrokenPipeError) is not None
+    return isinstance(exc, BrokenPipeError)
 
 
 def main_for_step(path: str) -> NoReturn:

@@ -10,6 +10,9 @@ from __future__ import annotations
 import inspect
 import io
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -181,3 +184,49 @@ def test_a_slot_is_admitted_before_its_first_attempt_starts(number: int) -> None
             if slot["spans"]:
                 assert slot["admitted"] is not None
                 assert slot["admitted"] <= slot["spans"][0]["start"]
+
+
+# --- a closed stdout ends the program quietly ---------------------------------------------------
+
+
+def read_a_line_then_close(*argv: str) -> tuple[bytes, subprocess.CompletedProcess[bytes]]:
+    """Run ``python -m lessons <argv>`` into a pipe of one page, read its first line and close
+    the pipe, as ``| head -1`` does; the writer is still writing (its output is longer than the
+    pipe holds), so its next write finds no reader."""
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_SETPIPE_SZ"):
+        pytest.skip("the pipe's size can be set on Linux only")
+    read, write = os.pipe()
+    fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lessons", *argv],
+        cwd=ROOT,
+        stdout=write,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    os.close(write)
+    line = b""
+    while not line.endswith(b"\n"):
+        byte = os.read(read, 1)
+        assert byte, "the program wrote no line"
+        line += byte
+    os.close(read)
+    _, err = process.communicate(timeout=10)
+    return line, subprocess.CompletedProcess(process.args, process.returncode, b"", err)
+
+
+def test_a_closed_stdout_after_the_first_json_line_ends_quietly() -> None:
+    line, done = read_a_line_then_close("all", "--virtual", "--json")
+    assert line == b"{\n"
+    assert done.stderr == b""
+    assert done.returncode == 1
+
+
+@pytest.mark.parametrize("number", STREAMING)
+def test_a_closed_stdout_while_a_stream_hands_results_over_ends_quietly(number: int) -> None:
+    task = "; ".join(f"review {index}" for index in range(300))  # its lines fill the pipe
+    line, done = read_a_line_then_close(str(number), "--virtual", "--task", task)
+    assert line.startswith(STEPS[number].encode())
+    assert done.stderr == b""
+    assert done.returncode == 1
