@@ -612,12 +612,15 @@ def changed_title(demo: Demo) -> str:
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
-    """Run the command line; returns the exit status: 0; 2 for bad input; 130 on Ctrl-C; 1 when
-    stdout is closed early (``| head``), which ends it quietly."""
+    """Run the command line; returns the exit status: 0; 2 for bad input, refused before anything
+    runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly."""
     p = parser()
     args = p.parse_args(argv)
     console = console or PipeConsole(highlight=False)
     known = steps()
+    conflict = conflicting(args)
+    if conflict is not None:
+        p.error(conflict)
     if args.step is None:
         for number, name in known.items():
             summary = (load_step(name).__doc__ or "").strip().splitlines()[0]
@@ -681,6 +684,40 @@ def stdout_closed(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return exc.subgroup(BrokenPipeError) is not None
     return isinstance(exc, BrokenPipeError)
+
+
+SUB_AGENT = ("fail", "hang", "flaky")  # what a slot may be given to do: one of these
+
+
+def conflicting(args: argparse.Namespace) -> str | None:
+    """What the command line asks that cannot hold together, or None.
+
+    A slot does one of fail, hang and flaky; a slot that hangs never ends, so it takes no
+    ``--slow`` latency; ``--flaky`` and ``--slow`` give a slot one value each. Refused rather
+    than letting one silently win.
+    """
+    given: dict[int, list[str]] = {}
+    for option in SUB_AGENT:
+        for slot in {
+            value if isinstance(value, int) else value[0] for value in getattr(args, option) or ()
+        }:
+            given.setdefault(slot, []).append(option)
+    for slot, options in sorted(given.items()):
+        if len(options) > 1:
+            both = " and ".join(f"--{option}" for option in options)
+            return f"slot {slot} is given both {both}: a slot does one of fail, hang, flaky"
+    for slot, _ in args.slow or ():
+        if slot in (args.hang or ()):
+            return (
+                f"slot {slot} is given both --hang and --slow: a slot that hangs never ends, "
+                "so it has no latency"
+            )
+    for option in ("flaky", "slow"):
+        slots = [slot for slot, _ in getattr(args, option) or ()]
+        for slot in sorted(set(slots)):
+            if slots.count(slot) > 1:
+                return f"slot {slot} is given --{option} twice: give each slot once"
+    return None
 
 
 def main_for_step(path: str) -> NoReturn:

@@ -186,6 +186,40 @@ def test_a_slot_is_admitted_before_its_first_attempt_starts(number: int) -> None
                 assert slot["admitted"] <= slot["spans"][0]["start"]
 
 
+# --- conflicting options: one line, exit 2, nothing runs ----------------------------------------
+
+RULE = "a slot does one of fail, hang, flaky"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--fail", "1", "--hang", "1"], f"slot 1 is given both --fail and --hang: {RULE}"),
+        (["--fail", "1", "--flaky", "1:1"], f"slot 1 is given both --fail and --flaky: {RULE}"),
+        (["--hang", "1", "--flaky", "1"], f"slot 1 is given both --hang and --flaky: {RULE}"),
+        (
+            ["--hang", "2", "--slow", "2:1"],
+            "slot 2 is given both --hang and --slow: a slot that hangs never ends, "
+            "so it has no latency",
+        ),
+        (
+            ["--flaky", "0:1", "--flaky", "0:2"],
+            "slot 0 is given --flaky twice: give each slot once",
+        ),
+        (["--slow", "0:1", "--slow", "0:1"], "slot 0 is given --slow twice: give each slot once"),
+    ],
+)
+def test_conflicting_options_are_refused_before_anything_runs(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        main([str(TIMING), "--virtual", "--timeout", "2", *argv], console=Console(file=out))
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"python -m lessons: error: {message}\n"
+    assert out.getvalue() == ""
+
+
 # --- a closed stdout ends the program quietly ---------------------------------------------------
 
 
