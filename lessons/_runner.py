@@ -8,6 +8,7 @@ import errno
 import importlib
 import inspect
 import json
+import math
 import os
 import pkgutil
 import re
@@ -160,33 +161,87 @@ class Run:
     serial: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The run as plain data for ``--json``.
+
+        ``options`` holds every option of the step's ``supervise`` as the run used it (the
+        step's default where neither the demo nor the command line set it; no bound, such as an
+        infinite timeout, is ``null``), and ``take`` for a step that streams. Each slot, in the
+        results and in the trace, carries its ``status``, ``attempts`` (the worker's calls),
+        ``started`` (its first attempt's start) and ``finished`` (its last attempt's end), in
+        seconds since the trace's origin.
+        """
+        slots = self.slot_facts()
         aggregate = None
         if self.aggregate is not None:
             aggregate = {
                 "results": [
                     {
+                        "slot": slot,
                         "subtask": result.subtask,
                         "output": result.output,
                         "error": result.error,
+                        **slots.get(slot, {}),
                         "status": result.status.value,
                     }
-                    for result in self.aggregate.results
+                    for slot, result in zip(result_slots(self), self.aggregate.results, strict=True)
                 ],
                 "succeeded": self.aggregate.succeeded,
                 "failed": self.aggregate.failed,
                 "degraded": self.aggregate.degraded,
             }
+        trace = None
+        if self.trace is not None:
+            trace = self.trace.to_dict()
+            for traced in trace["slots"]:
+                traced.update(slots[traced["slot"]])
         return {
             "step": self.step,
             "demo": self.demo.title,
             "task": self.demo.task,
-            "options": self.options,
+            "options": self.every_option(),
             "aggregate": aggregate,
             "error": self.error,
             "answer": self.answer,
             "serial": self.serial,
-            "trace": None if self.trace is None else self.trace.to_dict(),
+            "trace": trace,
         }
+
+    def every_option(self) -> dict[str, Any]:
+        """Every keyword option of the step's ``supervise`` (or ``stream``) and its value in this
+        run, then ``take`` if the step streams; unbounded values are None."""
+        module = load_step(self.step)
+        function = entry(module)
+        options: dict[str, Any] = {}
+        for name, parameter in inspect.signature(function).parameters.items():
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+                default = (
+                    None if parameter.default is inspect.Parameter.empty else parameter.default
+                )
+                options[name] = self.options.get(name, default)
+        if function is not module.supervise:
+            options["take"] = self.demo.take
+        return {
+            name: None if isinstance(value, float) and not math.isfinite(value) else value
+            for name, value in options.items()
+        }
+
+    def slot_facts(self) -> dict[int, dict[str, Any]]:
+        """Slot -> its status, attempts, started and finished, from the trace (the aggregate's
+        status where it has the slot), times in seconds since the trace's origin."""
+        if self.trace is None:
+            return {}
+        statuses = final_statuses(self)
+        origin = self.trace.origin
+        facts = {}
+        for slot in self.trace.slots:
+            status = statuses.get(slot.slot, slot.status)
+            facts[slot.slot] = {
+                "status": None if status is None else status.value,
+                "attempts": len(slot.spans),
+                "started": None if slot.started is None else slot.started - origin,
+                "finished": None if slot.ended is None else slot.ended - origin,
+            }
+        return facts
 
 
 def step_options(
@@ -462,7 +517,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fail", type=int, action="append", metavar="I", help="a slot to fail (repeatable)"
     )
-    p.add_argument("--hang", type=int, action="append", metavar="I", help="a slot that hangs")
+    p.add_argument(
+        "--hang", type=int, action="append", metavar="I", help="a slot that hangs (repeatable)"
+    )
     p.add_argument(
         "--flaky",
         type=_flaky,
@@ -471,7 +528,11 @@ def parser() -> argparse.ArgumentParser:
         help="slot I fails its first K calls (1), then succeeds (repeatable)",
     )
     p.add_argument(
-        "--slow", type=_slow, action="append", metavar="I:S", help="slot I takes S seconds"
+        "--slow",
+        type=_slow,
+        action="append",
+        metavar="I:S",
+        help="slot I takes S seconds (repeatable)",
     )
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (6-)")
@@ -621,21 +682,20 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     conflict = conflicting(args)
     if conflict is not None:
         p.error(conflict)
-    if args.step is None:
-        for number, name in known.items():
-            summary = (load_step(name).__doc__ or "").strip().splitlines()[0]
-            console.print(f"{number:>2}  {name:<26} {summary}", markup=False, soft_wrap=True)
-        return 0
     if args.window is not None and args.window < args.workers:
         p.error(f"--window must be >= --workers ({args.workers}), got {args.window}")
+    names: list[str] = []
     try:
-        names = select(args.step, known)
+        if args.step is not None:
+            names = select(args.step, known)
         chosen = {name: demos(args, number) for number, name in known.items() if name in names}
     except ValueError as exc:
         p.error(str(exc))
     runs = []
     interrupted = closed = False
     try:
+        if args.step is None:
+            list_steps(console, known, as_json=args.json)
         for name in names:
             for demo in chosen[name]:
                 run = run_demo(
@@ -648,7 +708,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
                 runs.append(run)
                 if not args.json:
                     show(console, run)
-        if args.json:
+        if args.json and names:
             print(json.dumps({"runs": [run.to_dict() for run in runs]}, indent=2))
         sys.stdout.flush()
     except* KeyboardInterrupt:
@@ -684,6 +744,20 @@ def stdout_closed(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return exc.subgroup(BrokenPipeError) is not None
     return isinstance(exc, BrokenPipeError)
+
+
+def list_steps(console: Console, known: Mapping[int, str], as_json: bool = False) -> None:
+    """Print the steps, one line each: number, name and the first line of the docstring; with
+    ``as_json``, as ``{"steps": [{"number", "name", "title", "idea"}, ...]}`` on stdout."""
+    listed = []
+    for number, name in known.items():
+        summary = (load_step(name).__doc__ or "").strip().splitlines()[0]
+        title, _, idea = summary.removeprefix(f"Step {number}: ").partition(". ")
+        listed.append({"number": number, "name": name, "title": title, "idea": idea})
+        if not as_json:
+            console.print(f"{number:>2}  {name:<26} {summary}", markup=False, soft_wrap=True)
+    if as_json:
+        print(json.dumps({"steps": listed}, indent=2))
 
 
 SUB_AGENT = ("fail", "hang", "flaky")  # what a slot may be given to do: one of these

@@ -7,6 +7,7 @@ these laws hold whatever the steps are called.
 
 from __future__ import annotations
 
+import argparse
 import inspect
 import io
 import json
@@ -173,7 +174,46 @@ def test_serial_counts_only_what_ran_before_the_caller_left(number: int) -> None
     assert run["serial"] == agent.latency("r0") + agent.latency("r1")
 
 
-# --- --json: a slot's admission ---------------------------------------------------------------
+# --- --json: every slot and every option --------------------------------------------------------
+
+
+@pytest.mark.parametrize("number", list(STEPS))
+def test_json_gives_each_slot_its_status_attempts_started_and_finished(number: int) -> None:
+    for run in runs_of(str(number)):
+        slots = slots_of(run)
+        for slot in slots:
+            spans = slot["spans"]
+            assert slot["attempts"] == len(spans)
+            assert slot["started"] == (spans[0]["start"] if spans else None)
+            assert slot["finished"] == (spans[-1]["end"] if spans else None)
+            assert slot["status"] in {None, "ok", "failed", "timed out", "cancelled"}
+        for result in (run["aggregate"] or {"results": []})["results"]:
+            traced = slots[result["slot"]]
+            assert traced["subtask"] == result["subtask"]
+            assert traced["status"] == result["status"]
+            for key in ("attempts", "started", "finished"):
+                assert result[key] == traced[key]
+
+
+@pytest.mark.parametrize("number", list(STEPS))
+def test_json_options_hold_every_option_of_the_step(number: int) -> None:
+    function = entry(load_step(STEPS[number]))
+    keyword = [
+        name
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    streams = number in STREAMING
+    for run in runs_of(str(number), "--task", "a; b"):
+        assert list(run["options"]) == keyword + (["take"] if streams else [])
+        assert run["options"].get("max_workers", 4) == 4
+
+
+def test_json_options_say_the_value_the_run_used() -> None:
+    number = max(STREAMING)
+    (run,) = runs_of(str(number), "--task", "a; b", "--window", "6", "--take", "1")
+    assert (run["options"]["window"], run["options"]["take"]) == (6, 1)
+    assert run["options"]["deadline"] is None, "no deadline: null, not Infinity"
 
 
 @pytest.mark.parametrize("number", RETRYING)
@@ -184,6 +224,25 @@ def test_a_slot_is_admitted_before_its_first_attempt_starts(number: int) -> None
             if slot["spans"]:
                 assert slot["admitted"] is not None
                 assert slot["admitted"] <= slot["spans"][0]["start"]
+
+
+def test_json_with_no_step_prints_the_steps() -> None:
+    listed = run_json()["steps"]
+    assert [(step["number"], step["name"]) for step in listed] == list(STEPS.items())
+    for step in listed:
+        first = (load_step(step["name"]).__doc__ or "").splitlines()[0]
+        assert first == f"Step {step['number']}: {step['title']}. {step['idea']}"
+
+
+def test_help_marks_every_repeatable_option() -> None:
+    repeatable = [
+        action
+        for action in parser()._actions
+        if isinstance(action, argparse._AppendAction)  # given more than once, each one counts
+    ]
+    assert repeatable
+    for action in repeatable:
+        assert "(repeatable)" in (action.help or ""), action.option_strings
 
 
 # --- conflicting options: one line, exit 2, nothing runs ----------------------------------------
