@@ -575,24 +575,36 @@ def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
     that slot is dropped). ``--take`` replaces when the caller leaves a stream, and the options
     of the step's ``supervise`` given on the command line replace the demo's. A demo the command
     line changed is no longer what its title says: it is titled by what runs (see
-    ``changed_title``), and two demos the command line made the same run once.
+    ``changed_title``), and two demos the command line made the same run once (under the
+    demo's own title if one of them is that demo unchanged). ``--take`` and the options change
+    only a step that takes them: a step that does not stream has no caller that leaves.
     """
     defaults = STEP_DEMOS.get(step, DEMOS) if step is not None else DEMOS
     chosen = list(defaults)
     if args.task is not None:
         chosen = [Demo("your task", args.task, options=defaults[0].options)]
-    given = given_options(args, step)
+    known = steps()
+    module = load_step(known[step]) if step in known else None
+    given = given_options(args, module)
+    take = getattr(args, "take", None)
     unique: list[Demo] = []
     for demo in chosen:
         replaced = dataclasses.replace(
             demo, options={**demo.options, **given}, **sub_agent(args, demo)
         )
-        if getattr(args, "take", None) is not None:
-            replaced = dataclasses.replace(replaced, take=args.take)
+        if take is not None and (module is None or hasattr(module, "stream")):
+            replaced = dataclasses.replace(replaced, take=take)
         if replaced != demo and args.task is None:  # "your task" says what runs already
             replaced = dataclasses.replace(replaced, title=changed_title(replaced))
-        if replaced not in unique:
+        same = [
+            index
+            for index, other in enumerate(unique)
+            if dataclasses.replace(other, title="") == dataclasses.replace(replaced, title="")
+        ]
+        if not same:
             unique.append(replaced)
+        elif replaced.title == demo.title:
+            unique[same[0]] = replaced
     chosen = unique
     for demo in chosen:
         try:
@@ -613,15 +625,13 @@ def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
     return chosen
 
 
-def given_options(args: argparse.Namespace, step: int | None) -> dict[str, Any]:
-    """The options of step ``step``'s ``supervise`` the command line gives, which replace a
-    demo's. ``--workers`` and ``--seed`` always have a value and change only how fast a demo
-    runs, never what it shows: they reach the step (see ``step_options``) but change no demo.
+def given_options(args: argparse.Namespace, module: ModuleType | None) -> dict[str, Any]:
+    """The options of step ``module``'s ``supervise`` the command line gives (every option when
+    no step is named), which replace a demo's. ``--workers`` and ``--seed`` always have a value
+    and change only how fast a demo runs, never what it shows: they reach the step (see
+    ``step_options``) but change no demo.
     """
-    known = steps()
-    accepted = None
-    if step in known:
-        accepted = inspect.signature(entry(load_step(known[step]))).parameters
+    accepted = None if module is None else inspect.signature(entry(module)).parameters
     given = {}
     for name, option in OPTIONS.items():
         value = getattr(args, option, None)
@@ -665,7 +675,10 @@ def changed_title(demo: Demo) -> str:
         said.append(f"{slots(demo.fail)} {'fails' if len(demo.fail) == 1 else 'fail'}")
     if demo.hang:
         said.append(f"{slots(demo.hang)} {'hangs' if len(demo.hang) == 1 else 'hang'}")
-    said += [f"slot {slot} fails its first {k} calls" for slot, k in sorted(demo.flaky.items())]
+    said += [
+        f"slot {slot} fails its first {k} call{'s' if k > 1 else ''}"
+        for slot, k in sorted(demo.flaky.items())
+    ]
     said += [f"slot {slot} takes {t:g}s" for slot, t in sorted(demo.slow.items())]
     if demo.take is not None:
         said.append(f"left after {demo.take} results")

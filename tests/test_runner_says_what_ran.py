@@ -129,13 +129,30 @@ def test_a_demo_given_its_own_options_keeps_its_title() -> None:
             assert demo in demos(parser().parse_args([str(number), *same]), number)
 
 
-@pytest.mark.parametrize("number", STREAMING)
-def test_an_explicit_take_is_what_every_run_says_and_no_run_repeats(number: int) -> None:
-    runs = runs_of(str(number), "--take", "3")
-    assert all("left after 3 results" in run["demo"] for run in runs)
-    assert all(len(run["aggregate"]["results"]) == 3 for run in runs)
-    what_ran = [json.dumps([run["task"], run["demo"], run["options"]]) for run in runs]
+def takes() -> Iterator[tuple[int, int]]:
+    """Each streaming step with 3, and with the take each of its demos sets."""
+    for number in STREAMING:
+        own = {demo.take for demo in STEP_DEMOS.get(number, ()) if demo.take is not None}
+        for take in sorted({3} | own):
+            yield number, take
+
+
+@pytest.mark.parametrize(("number", "take"), list(takes()))
+def test_an_explicit_take_is_what_every_run_does_and_no_run_repeats(number: int, take: int) -> None:
+    runs = runs_of(str(number), "--take", str(take))
+    assert all(len(run["aggregate"]["results"]) == take for run in runs)
+    assert all(run["options"]["take"] == take for run in runs)
+    what_ran = [json.dumps([run["task"], run["options"]]) for run in runs]
     assert len(set(what_ran)) == len(what_ran)
+    titles = {demo.title for demo in STEP_DEMOS.get(number, ())}
+    for run in runs:
+        assert f"left after {take} results" in run["demo"] or run["demo"] in titles
+
+
+@pytest.mark.parametrize("number", [number for number in STEPS if number not in STREAMING])
+def test_take_changes_no_step_that_does_not_stream(number: int) -> None:
+    given = demos(parser().parse_args([str(number), "--take", "2"]), number)
+    assert given == demos(parser().parse_args([str(number)]), number)
 
 
 def test_a_slot_the_command_line_names_does_only_what_it_says() -> None:
