@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import importlib
 import inspect
 import json
+import math
+import os
 import pkgutil
 import re
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -158,33 +161,87 @@ class Run:
     serial: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The run as plain data for ``--json``.
+
+        ``options`` holds every option of the step's ``supervise`` as the run used it (the
+        step's default where neither the demo nor the command line set it; no bound, such as an
+        infinite timeout, is ``null``), and ``take`` for a step that streams. Each slot, in the
+        results and in the trace, carries its ``status``, ``attempts`` (the worker's calls),
+        ``started`` (its first attempt's start) and ``finished`` (its last attempt's end), in
+        seconds since the trace's origin.
+        """
+        slots = self.slot_facts()
         aggregate = None
         if self.aggregate is not None:
             aggregate = {
                 "results": [
                     {
+                        "slot": slot,
                         "subtask": result.subtask,
                         "output": result.output,
                         "error": result.error,
+                        **slots.get(slot, {}),
                         "status": result.status.value,
                     }
-                    for result in self.aggregate.results
+                    for slot, result in zip(result_slots(self), self.aggregate.results, strict=True)
                 ],
                 "succeeded": self.aggregate.succeeded,
                 "failed": self.aggregate.failed,
                 "degraded": self.aggregate.degraded,
             }
+        trace = None
+        if self.trace is not None:
+            trace = self.trace.to_dict()
+            for traced in trace["slots"]:
+                traced.update(slots[traced["slot"]])
         return {
             "step": self.step,
             "demo": self.demo.title,
             "task": self.demo.task,
-            "options": self.options,
+            "options": self.every_option(),
             "aggregate": aggregate,
             "error": self.error,
             "answer": self.answer,
             "serial": self.serial,
-            "trace": None if self.trace is None else self.trace.to_dict(),
+            "trace": trace,
         }
+
+    def every_option(self) -> dict[str, Any]:
+        """Every keyword option of the step's ``supervise`` (or ``stream``) and its value in this
+        run, then ``take`` if the step streams; unbounded values are None."""
+        module = load_step(self.step)
+        function = entry(module)
+        options: dict[str, Any] = {}
+        for name, parameter in inspect.signature(function).parameters.items():
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+                default = (
+                    None if parameter.default is inspect.Parameter.empty else parameter.default
+                )
+                options[name] = self.options.get(name, default)
+        if function is not module.supervise:
+            options["take"] = self.demo.take
+        return {
+            name: None if isinstance(value, float) and not math.isfinite(value) else value
+            for name, value in options.items()
+        }
+
+    def slot_facts(self) -> dict[int, dict[str, Any]]:
+        """Slot -> its status, attempts, started and finished, from the trace (the aggregate's
+        status where it has the slot), times in seconds since the trace's origin."""
+        if self.trace is None:
+            return {}
+        statuses = final_statuses(self)
+        origin = self.trace.origin
+        facts = {}
+        for slot in self.trace.slots:
+            status = statuses.get(slot.slot, slot.status)
+            facts[slot.slot] = {
+                "status": None if status is None else status.value,
+                "attempts": len(slot.spans),
+                "started": None if slot.started is None else slot.started - origin,
+                "finished": None if slot.ended is None else slot.ended - origin,
+            }
+        return facts
 
 
 def step_options(
@@ -219,6 +276,20 @@ def entry(module: ModuleType) -> Callable[..., Any]:
     return function
 
 
+class LessonTrace(Trace):
+    """The trace of a lesson's run: a slot is admitted once, before its first attempt starts.
+
+    A lesson's ``supervise`` does not report to a trace: the runner learns of each call from
+    [`Trace.watch`][trio_supervisor.Trace.watch], which records an admission at every call, so a
+    retry would move a slot's admission past its first start. The first admission stands.
+    """
+
+    def admitted(self, slot: int, subtask: Any = None) -> None:
+        if slot < len(self.slots) and self.slots[slot].admitted is not None:
+            return
+        super().admitted(slot, subtask)
+
+
 def lazily(plan: Sequence[str], trace: Trace) -> Iterator[str]:
     """The plan as a lazy input, which marks on ``trace`` when each subtask is pulled."""
     for slot, subtask in enumerate(plan):
@@ -234,10 +305,12 @@ async def run_step(
     A step that streams (it has ``stream``) is fed the plan as a lazy input and consumed as it
     hands results over, each shown on ``live`` as it arrives; its results make the aggregate.
     A step that raises is part of the lesson (steps 1-4 do on a failure): its exception, a group
-    or not, is recorded whole and shown. Cancellation and ``KeyboardInterrupt`` pass through.
+    or not, is recorded whole and shown. Cancellation and ``KeyboardInterrupt`` pass through, and
+    so does a ``BrokenPipeError`` (in a group or not): the runner's own output found stdout closed.
+    ``run.serial`` is then what the calls made take one after another (see ``serial_time``).
     """
     stream = getattr(module, "stream", None)
-    run.trace = Trace() if stream is not None else Trace(run.plan)
+    run.trace = LessonTrace() if stream is not None else LessonTrace(run.plan)
     try:
         if stream is None:
             run.aggregate = await module.supervise(
@@ -246,12 +319,25 @@ async def run_step(
         else:
             run.aggregate = await consume(stream, run, run.trace, agent, live)
     except Exception as exc:
+        if stdout_closed(exc):  # the runner's own output failed, not the step: stop (see main)
+            raise
         run.error = describe(exc)
     finally:
         run.trace.close()
+    run.serial = serial_time(run.trace)
     synthesize = getattr(module, "synthesize", None)
     if run.aggregate is not None and synthesize is not None:
         run.answer = synthesize(run.aggregate)
+
+
+def serial_time(trace: Trace) -> float | None:
+    """How long the calls the run made take one after another: every attempt of every slot
+    that ran (retries too, and a stream's slots only as far as the caller read), each as long as
+    it ran; None while a call has not ended (it hangs)."""
+    spans = [span for slot in trace.slots for span in slot.spans]
+    if any(span.end is None for span in spans):
+        return None
+    return sum(span.end - span.start for span in spans if span.end is not None)
 
 
 def show_header_to(console: Console) -> Callable[[Run], None]:
@@ -431,7 +517,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--fail", type=int, action="append", metavar="I", help="a slot to fail (repeatable)"
     )
-    p.add_argument("--hang", type=int, action="append", metavar="I", help="a slot that hangs")
+    p.add_argument(
+        "--hang", type=int, action="append", metavar="I", help="a slot that hangs (repeatable)"
+    )
     p.add_argument(
         "--flaky",
         type=_flaky,
@@ -440,7 +528,11 @@ def parser() -> argparse.ArgumentParser:
         help="slot I fails its first K calls (1), then succeeds (repeatable)",
     )
     p.add_argument(
-        "--slow", type=_slow, action="append", metavar="I:S", help="slot I takes S seconds"
+        "--slow",
+        type=_slow,
+        action="append",
+        metavar="I:S",
+        help="slot I takes S seconds (repeatable)",
     )
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (6-)")
@@ -476,24 +568,44 @@ def select(step: str, known: dict[int, str]) -> list[str]:
 
 
 def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
-    """The tasks to run: ``--task`` alone (with the step's demo options), or the step's demos;
-    ``--fail``, ``--hang``, ``--flaky`` and ``--slow`` replace what the sub-agent does."""
+    """The tasks to run: ``--task`` alone (with the step's demo options), or the step's demos.
+
+    ``--fail``, ``--hang``, ``--flaky`` and ``--slow`` replace what the sub-agent does, and a slot
+    the command line gives one of fail, hang or flaky does only that (the demo's own behaviour for
+    that slot is dropped). ``--take`` replaces when the caller leaves a stream, and the options
+    of the step's ``supervise`` given on the command line replace the demo's. A demo the command
+    line changed is no longer what its title says: it is titled by what runs (see
+    ``changed_title``), and two demos the command line made the same run once (under the
+    demo's own title if one of them is that demo unchanged). ``--take`` and the options change
+    only a step that takes them: a step that does not stream has no caller that leaves.
+    """
     defaults = STEP_DEMOS.get(step, DEMOS) if step is not None else DEMOS
     chosen = list(defaults)
     if args.task is not None:
         chosen = [Demo("your task", args.task, options=defaults[0].options)]
-    replaced: dict[str, Any] = {}
-    if args.fail is not None:
-        replaced["fail"] = frozenset(args.fail)
-    if getattr(args, "hang", None) is not None:
-        replaced["hang"] = frozenset(args.hang)
-    if getattr(args, "flaky", None) is not None:
-        replaced["flaky"] = dict(args.flaky)
-    if getattr(args, "slow", None) is not None:
-        replaced["slow"] = dict(args.slow)
-    if getattr(args, "take", None) is not None:
-        replaced["take"] = args.take
-    chosen = [dataclasses.replace(demo, **replaced) for demo in chosen]
+    known = steps()
+    module = load_step(known[step]) if step in known else None
+    given = given_options(args, module)
+    take = getattr(args, "take", None)
+    unique: list[Demo] = []
+    for demo in chosen:
+        replaced = dataclasses.replace(
+            demo, options={**demo.options, **given}, **sub_agent(args, demo)
+        )
+        if take is not None and (module is None or hasattr(module, "stream")):
+            replaced = dataclasses.replace(replaced, take=take)
+        if replaced != demo and args.task is None:  # "your task" says what runs already
+            replaced = dataclasses.replace(replaced, title=changed_title(replaced))
+        same = [
+            index
+            for index, other in enumerate(unique)
+            if dataclasses.replace(other, title="") == dataclasses.replace(replaced, title="")
+        ]
+        if not same:
+            unique.append(replaced)
+        elif replaced.title == demo.title:
+            unique[same[0]] = replaced
+    chosen = unique
     for demo in chosen:
         try:
             size = len(decompose(demo.task))
@@ -513,27 +625,90 @@ def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
     return chosen
 
 
+def given_options(args: argparse.Namespace, module: ModuleType | None) -> dict[str, Any]:
+    """The options of step ``module``'s ``supervise`` the command line gives (every option when
+    no step is named), which replace a demo's. ``--workers`` and ``--seed`` always have a value
+    and change only how fast a demo runs, never what it shows: they reach the step (see
+    ``step_options``) but change no demo.
+    """
+    accepted = None if module is None else inspect.signature(entry(module)).parameters
+    given = {}
+    for name, option in OPTIONS.items():
+        value = getattr(args, option, None)
+        if name != "seed" and value is not None and (accepted is None or name in accepted):
+            given[name] = value
+    return given
+
+
+def sub_agent(args: argparse.Namespace, demo: Demo) -> dict[str, Any]:
+    """What the sub-agent does on ``demo``'s slots with the command line's ``--fail``,
+    ``--hang``, ``--flaky`` and ``--slow``: each given replaces the demo's, and a slot the
+    command line gives one of fail, hang or flaky (or hang, for ``slow``) loses the demo's other
+    behaviours, so that every slot does one thing."""
+    fail = set(getattr(args, "fail", None) or ())
+    hang = set(getattr(args, "hang", None) or ())
+    flaky = dict(getattr(args, "flaky", None) or ())
+    named = fail | hang | set(flaky)
+    slow = getattr(args, "slow", None)
+    return {
+        "fail": frozenset(fail) if args.fail is not None else demo.fail - named,
+        "hang": frozenset(hang) if getattr(args, "hang", None) is not None else demo.hang - named,
+        "flaky": flaky
+        if getattr(args, "flaky", None) is not None
+        else {slot: calls for slot, calls in demo.flaky.items() if slot not in named},
+        "slow": dict(slow)
+        if slow is not None
+        else {slot: latency for slot, latency in demo.slow.items() if slot not in hang},
+    }
+
+
+def changed_title(demo: Demo) -> str:
+    """The title of a demo the command line changed, made of what runs: the task's size, what
+    the sub-agent does on purpose and when the caller leaves (the header adds the options)."""
+
+    def slots(chosen: Iterable[int]) -> str:
+        ordered = sorted(chosen)
+        return ("slot " if len(ordered) == 1 else "slots ") + ", ".join(map(str, ordered))
+
+    said = [f"the demo's {len(decompose(demo.task))} subtasks"]
+    if demo.fail:
+        said.append(f"{slots(demo.fail)} {'fails' if len(demo.fail) == 1 else 'fail'}")
+    if demo.hang:
+        said.append(f"{slots(demo.hang)} {'hangs' if len(demo.hang) == 1 else 'hang'}")
+    said += [
+        f"slot {slot} fails its first {k} call{'s' if k > 1 else ''}"
+        for slot, k in sorted(demo.flaky.items())
+    ]
+    said += [f"slot {slot} takes {t:g}s" for slot, t in sorted(demo.slow.items())]
+    if demo.take is not None:
+        said.append(f"left after {demo.take} results")
+    return ", ".join(said)
+
+
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
-    """Run the command line; returns the exit status (0, 2 for bad input, 130 on Ctrl-C)."""
+    """Run the command line; returns the exit status: 0; 2 for bad input, refused before anything
+    runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly."""
     p = parser()
     args = p.parse_args(argv)
-    console = console or Console(highlight=False)
+    console = console or PipeConsole(highlight=False)
     known = steps()
-    if args.step is None:
-        for number, name in known.items():
-            summary = (load_step(name).__doc__ or "").strip().splitlines()[0]
-            console.print(f"{number:>2}  {name:<26} {summary}", markup=False, soft_wrap=True)
-        return 0
+    conflict = conflicting(args)
+    if conflict is not None:
+        p.error(conflict)
     if args.window is not None and args.window < args.workers:
         p.error(f"--window must be >= --workers ({args.workers}), got {args.window}")
+    names: list[str] = []
     try:
-        names = select(args.step, known)
+        if args.step is not None:
+            names = select(args.step, known)
         chosen = {name: demos(args, number) for number, name in known.items() if name in names}
     except ValueError as exc:
         p.error(str(exc))
     runs = []
-    interrupted = False
+    interrupted = closed = False
     try:
+        if args.step is None:
+            list_steps(console, known, as_json=args.json)
         for name in names:
             for demo in chosen[name]:
                 run = run_demo(
@@ -546,14 +721,90 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
                 runs.append(run)
                 if not args.json:
                     show(console, run)
+        if args.json and names:
+            print(json.dumps({"runs": [run.to_dict() for run in runs]}, indent=2))
+        sys.stdout.flush()
     except* KeyboardInterrupt:
         interrupted = True
+    except* BrokenPipeError:
+        closed = True
+    if closed:
+        # Python's recipe for a reader that left (signal module docs, "Note on SIGPIPE"): the
+        # rest of the output goes to devnull, so the flush at exit cannot fail again either
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     if interrupted:
         print("interrupted", file=sys.stderr)
         return 130
-    if args.json:
-        print(json.dumps({"runs": [run.to_dict() for run in runs]}, indent=2))
     return 0
+
+
+class PipeConsole(Console):
+    """The runner's console: a closed stdout raises ``BrokenPipeError`` where it is written to.
+
+    Rich's own reaction, ``SystemExit`` from the write, would come out of a run's nursery inside an
+    exception group, which Python prints whole; a ``BrokenPipeError`` passes through the step
+    (see ``run_step``) to ``main``, which ends quietly.
+    """
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "stdout was closed")
+
+
+def stdout_closed(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception in its group) says stdout was closed."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(BrokenPipeError) is not None
+    return isinstance(exc, BrokenPipeError)
+
+
+def list_steps(console: Console, known: Mapping[int, str], as_json: bool = False) -> None:
+    """Print the steps, one line each: number, name and the first line of the docstring; with
+    ``as_json``, as ``{"steps": [{"number", "name", "title", "idea"}, ...]}`` on stdout."""
+    listed = []
+    for number, name in known.items():
+        summary = (load_step(name).__doc__ or "").strip().splitlines()[0]
+        title, _, idea = summary.removeprefix(f"Step {number}: ").partition(". ")
+        listed.append({"number": number, "name": name, "title": title, "idea": idea})
+        if not as_json:
+            console.print(f"{number:>2}  {name:<26} {summary}", markup=False, soft_wrap=True)
+    if as_json:
+        print(json.dumps({"steps": listed}, indent=2))
+
+
+SUB_AGENT = ("fail", "hang", "flaky")  # what a slot may be given to do: one of these
+
+
+def conflicting(args: argparse.Namespace) -> str | None:
+    """What the command line asks that cannot hold together, or None.
+
+    A slot does one of fail, hang and flaky; a slot that hangs never ends, so it takes no
+    ``--slow`` latency; ``--flaky`` and ``--slow`` give a slot one value each. Refused rather
+    than letting one silently win.
+    """
+    given: dict[int, list[str]] = {}
+    for option in SUB_AGENT:
+        for slot in {
+            value if isinstance(value, int) else value[0] for value in getattr(args, option) or ()
+        }:
+            given.setdefault(slot, []).append(option)
+    for slot, options in sorted(given.items()):
+        if len(options) > 1:
+            both = " and ".join(f"--{option}" for option in options)
+            return f"slot {slot} is given both {both}: a slot does one of fail, hang, flaky"
+    for slot, _ in args.slow or ():
+        if slot in (args.hang or ()):
+            return (
+                f"slot {slot} is given both --hang and --slow: a slot that hangs never ends, "
+                "so it has no latency"
+            )
+    for option in ("flaky", "slow"):
+        slots = [slot for slot, _ in getattr(args, option) or ()]
+        for slot in sorted(set(slots)):
+            if slots.count(slot) > 1:
+                return f"slot {slot} is given --{option} twice: give each slot once"
+    return None
 
 
 def main_for_step(path: str) -> NoReturn:
@@ -579,8 +830,6 @@ def run_demo(
     plan = decompose(demo.task)
     agent = demo.agent(args.seed)
     run = Run(name, demo, plan, step_options(entry(module), args, demo))
-    if not any(agent.hangs(subtask) for subtask in plan):
-        run.serial = sum(agent.latency(subtask) for subtask in plan)
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if before is not None:
         before(run)

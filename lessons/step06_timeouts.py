@@ -37,7 +37,7 @@ Sample run (``python -m lessons 6 --virtual --workers 2 --hang 1 --timeout 1.25
     reviews: (missing: timed out: no result within 1.25s)
     pricing: findings on pricing
     (degraded: 1 of 3 subtasks failed)
-    wall 1.50s · serial would take never (a subtask hangs) · 2 ok, 1 failed
+    wall 1.50s · serial would take 2.75s · 2 ok, 1 failed
 
 """
 

@@ -35,9 +35,9 @@ def statuses(run: dict[str, Any]) -> list[str]:
 def test_step6_demos_time_out_the_hung_worker_and_cut_the_late_run_short() -> None:
     hung, late = run_json("6")
     assert statuses(hung) == ["ok", "timed out", "ok", "failed", "ok"]
-    assert hung["options"] == {"max_workers": 4, "worker_timeout": 1.5}
+    assert hung["options"] == {"max_workers": 4, "worker_timeout": 1.5, "deadline": None}
     assert hung["trace"]["wall"] == 1.5
-    assert late["options"] == {"max_workers": 4, "deadline": 1.5}
+    assert late["options"] == {"max_workers": 4, "worker_timeout": None, "deadline": 1.5}
     assert late["trace"]["wall"] == 1.5
     assert "cancelled" in statuses(late)
     assert statuses(late)[:2] == ["ok", "ok"]
