@@ -1,4 +1,4 @@
-"""What the tests of steps 6-8 share: a probe around a worker, the schedule a run must follow,
+"""What the tests of steps 5-10 share: a probe around a worker, the schedule a run must follow,
 and a way to call any step with only the options it accepts."""
 
 from __future__ import annotations
@@ -18,16 +18,20 @@ from lessons import (
     step05_fault_isolation,
     step06_timeouts,
     step07_retries,
-    step08_streaming,
+    step08_restart_intensity,
+    step09_streaming,
+    step10_lazy_window,
 )
 from trio_supervisor import Aggregate, SubResult
 from trio_supervisor.testing import SimulatedAgent
 
-STEP05, STEP06, STEP07, STEP08 = (
+STEP05, STEP06, STEP07, STEP08, STEP09, STEP10 = (
     step05_fault_isolation,
     step06_timeouts,
     step07_retries,
-    step08_streaming,
+    step08_restart_intensity,
+    step09_streaming,
+    step10_lazy_window,
 )
 HOUR = 3600.0
 
@@ -76,7 +80,8 @@ class Probe:
 
 
 def accepted(function: Callable[..., Any], **options: Any) -> dict[str, Any]:
-    """The options ``function`` accepts (steps before 6 take no timeout, before 7 no attempts)."""
+    """The options ``function`` accepts (steps before 6 take no timeout, before 7 no attempts,
+    before 8 no intensity, before 10 no window)."""
     parameters = inspect.signature(function).parameters
     return {name: value for name, value in options.items() if name in parameters}
 
@@ -100,7 +105,7 @@ async def arrivals(
         aggregate = await supervise(step, task, worker, **options)
         return [(trio.current_time(), result) for result in aggregate.results]
     got = []
-    async with step.stream(task, worker, **options) as results:
+    async with step.stream(task, worker, **accepted(step.stream, **options)) as results:
         async for result in results:
             got.append((trio.current_time(), result))
     return got
