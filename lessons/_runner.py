@@ -124,17 +124,17 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"attempts": 3},
         ),
         Demo(
-            "the sub-agent is down, every slot retried to its last attempt",
+            "four sub-agents down for good, each retried to its last attempt",
             FIVE,
-            fail=frozenset(range(5)),
+            fail=frozenset(range(1, 5)),  # every sub-agent but the pricing one fails every call
             options={"attempts": 4},
         ),
     ),
     8: (
         Demo(
-            "the sub-agent is down, the run gives up past 3 restarts in 10s",
+            "four sub-agents down for good, the run gives up past 3 restarts in 10s",
             FIVE,
-            fail=frozenset(range(5)),
+            fail=frozenset(range(1, 5)),  # every sub-agent but the pricing one fails every call
             options={"attempts": 4, "intensity": (3, 10.0)},
         ),
         Demo(

@@ -61,15 +61,16 @@ def test_step7_demos_retry_flaky_workers_and_retry_a_dead_one_to_the_last_attemp
     flaky, down = run_json("7")
     assert statuses(flaky) == ["ok"] * 5
     assert [len(slot["spans"]) for slot in flaky["trace"]["slots"]] == [1, 3, 1, 2, 1]
-    assert statuses(down) == ["failed"] * 5
-    assert [len(slot["spans"]) for slot in down["trace"]["slots"]] == [4] * 5
+    assert statuses(down) == ["ok"] + ["failed"] * 4
+    assert [len(slot["spans"]) for slot in down["trace"]["slots"]] == [1] + [4] * 4
 
 
 def test_step8_demos_give_up_past_the_intensity_and_hold_every_result_for_the_slowest() -> None:
     down, slow = run_json("8")
     assert down["options"]["intensity"] == [3, 10.0]
     errors = [result["error"] for result in down["aggregate"]["results"]]
-    assert errors.count("gave up: more than 3 restarts within 10s") == 4
+    assert errors[0] is None
+    assert errors.count("gave up: more than 3 restarts within 10s") == 3
     assert sum(len(slot["spans"]) for slot in down["trace"]["slots"]) <= 5 + 3
     assert statuses(slow) == ["ok"] * 5
     assert slow["trace"]["wall"] == 4.5
