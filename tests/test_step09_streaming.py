@@ -77,7 +77,8 @@ def tasks_below(task: trio.lowlevel.Task) -> int:
 
 
 @pytest.mark.parametrize("step", SINCE_9)
-@settings(max_examples=40, deadline=None)
+# leaving can tie with a worker's start at the same instant: enough runs to meet that tie
+@settings(max_examples=200, deadline=None)
 @given(
     size=st.integers(1, 12),
     workers=st.integers(1, 4),
