@@ -135,3 +135,23 @@ def odd_fraction(low: int, high: int, denominator: int) -> st.SearchStrategy[flo
     """``(2n + 1) / denominator`` for n in [low, high]: exact in binary, and never equal to a
     sum of latencies on a coarser grid, so no two events of a run fall on the same instant."""
     return st.integers(low, high).map(lambda n: (2 * n + 1) / denominator)
+
+
+def agent_with(latencies: list[int], **options: object) -> SimulatedAgent:
+    """A sub-agent on subtasks s0, s1, ... whose latencies are the given 32nds of a second."""
+    return SimulatedAgent(
+        latencies={f"s{slot}": n / 32 for slot, n in enumerate(latencies)},
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def task_of(size: int) -> str:
+    """The task of subtasks s0, s1, ... s<size - 1>."""
+    return "; ".join(f"s{slot}" for slot in range(size))
+
+
+def tasks_below(task: trio.lowlevel.Task) -> int:
+    """How many tasks run below ``task``, in its nurseries and theirs."""
+    return sum(
+        1 + tasks_below(child) for nursery in task.child_nurseries for child in nursery.child_tasks
+    )

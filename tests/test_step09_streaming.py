@@ -10,7 +10,17 @@ from types import ModuleType
 
 import pytest
 import trio
-from course_support import HOUR, STEP08, STEP09, STEP10, Probe, arrivals
+from course_support import (
+    HOUR,
+    STEP08,
+    STEP09,
+    STEP10,
+    Probe,
+    agent_with,
+    arrivals,
+    task_of,
+    tasks_below,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import flawed, run_virtual
@@ -21,18 +31,6 @@ from trio_supervisor.timeline import timeline_rows
 
 SINCE_9 = [STEP09, STEP10]
 FLAW = "step 8's flaw: nothing is handed over until the last slot is done"
-
-
-def agent_with(latencies: list[int], **options: object) -> SimulatedAgent:
-    """A sub-agent on subtasks s0, s1, ... whose latencies are the given 32nds of a second."""
-    return SimulatedAgent(
-        latencies={f"s{slot}": n / 32 for slot, n in enumerate(latencies)},
-        **options,  # type: ignore[arg-type]
-    )
-
-
-def task_of(size: int) -> str:
-    return "; ".join(f"s{slot}" for slot in range(size))
 
 
 @pytest.mark.parametrize("step", [flawed(STEP08, FLAW), *SINCE_9])
@@ -67,13 +65,6 @@ def test_each_result_is_handed_over_in_plan_order_as_soon_as_every_earlier_slot_
         ]
 
     run_virtual(main)
-
-
-def tasks_below(task: trio.lowlevel.Task) -> int:
-    """How many tasks run below ``task``, in its nurseries and theirs."""
-    return sum(
-        1 + tasks_below(child) for nursery in task.child_nurseries for child in nursery.child_tasks
-    )
 
 
 @pytest.mark.parametrize("step", SINCE_9)

@@ -11,11 +11,20 @@ from types import ModuleType
 
 import pytest
 import trio
-from course_support import HOUR, STEP09, STEP10, Probe, accepted, arrivals
+from course_support import (
+    HOUR,
+    STEP09,
+    STEP10,
+    Probe,
+    accepted,
+    agent_with,
+    arrivals,
+    task_of,
+    tasks_below,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import flawed, run_virtual
-from test_step09_streaming import agent_with, task_of, tasks_below
 
 from trio_supervisor import Status
 from trio_supervisor.testing import SimulatedAgent
