@@ -7,6 +7,10 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +20,8 @@ from rich.console import Console
 from lessons import _runner
 from lessons._runner import DEMOS, demos, entry, main, parser, step_options
 from trio_supervisor.testing import SimulatedAgent
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_json(*argv: str) -> list[dict[str, Any]]:
@@ -111,11 +117,19 @@ def test_step10_demo_fills_the_window_behind_the_slow_one_and_pulls_no_more() ->
 
 @pytest.mark.parametrize("step", ["1", "2", "3", "4", "5"])
 def test_a_run_that_never_returns_is_stopped_and_says_why(step: str) -> None:
-    out = io.StringIO()
-    console = Console(file=out, width=100, color_system=None)
+    # in a process of its own: without the guard this run would never end, and the test must fail
     argv = [step, "--virtual", "--task", "a; b; c", "--hang", "1"]
-    assert main(argv, console=console) == 0
-    lines = out.getvalue().splitlines()
+    done = subprocess.run(
+        [sys.executable, "-m", "lessons", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"},
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
     (row,) = [line for line in lines if line.split()[:2] == ["1", "b"]]
     assert "… running" in row, "the hung slot is drawn still running"
     (said,) = [line for line in lines if line.startswith("never returns")]
