@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import errno
 import importlib
@@ -103,12 +104,15 @@ LARGE = Demo(
     "funding history; web traffic",
 )
 DEMOS = (RESEARCH, LARGE)
+FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring trends"
+FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
 STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
+    5: (RESEARCH, Demo("a sub-agent hangs", FIVE, hang=frozenset({1}))),
     6: (
         Demo(
-            "a sub-agent hangs",
-            "competitor pricing; customer reviews; inventory; supplier risk; hiring trends",
-            fail=frozenset({3}),
+            "a sub-agent hangs, another fails once",
+            FIVE,
+            flaky={3: 1},  # supplier risk fails its first call: a second would succeed
             hang=frozenset({1}),  # the reviews sub-agent never answers
             options={"worker_timeout": 1.5},
         ),
@@ -116,34 +120,56 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     ),
     7: (
         Demo(
-            "flaky sub-agents, each retried alone",
-            "competitor pricing; customer reviews; inventory; supplier risk; hiring trends",
+            "flaky sub-agents, retried",
+            FIVE,
             flaky={1: 2, 3: 1},  # reviews fails its first two calls, supplier risk its first
-            options={"attempts": 3, "strategy": "one_for_one"},
+            options={"attempts": 3},
         ),
         Demo(
-            "chapters that build on each other, restarted rest_for_one",
-            "chapter 1; chapter 2; chapter 3; chapter 4; chapter 5",
-            flaky={2: 1},
-            options={"attempts": 3, "strategy": "rest_for_one"},
+            "four sub-agents down for good, each retried to its last attempt",
+            FIVE,
+            fail=frozenset(range(1, 5)),  # every sub-agent but the pricing one fails every call
+            options={"attempts": 4},
         ),
     ),
     8: (
         Demo(
-            "a lazy feed of 20 reviews, one slow early",
-            "; ".join(f"review {number:02}" for number in range(1, 21)),
-            slow={1: 3.0},  # head-of-line: review 02 holds back everything after it
+            "four sub-agents down for good, the run gives up past 3 restarts in 10s",
+            FIVE,
+            fail=frozenset(range(1, 5)),  # every sub-agent but the pricing one fails every call
+            options={"attempts": 4, "intensity": (3, 10.0)},
         ),
         Demo(
-            "the same feed, left after 10 reviews",
-            "; ".join(f"review {number:02}" for number in range(1, 21)),
-            slow={1: 3.0},
-            take=10,  # leaving the loop cancels the workers still running
+            "one slow subtask, every result waits for it",
+            FIVE,
+            slow={4: 4.0},  # hiring trends takes 4 s: the other four wait for it, done
         ),
     ),
+    9: (
+        Demo(
+            "20 reviews, one slow early: finished results pile up behind it",
+            FEED,
+            slow={1: 3.0},  # head-of-line: review 02 holds back everything after it
+        ),
+        Demo("the same reviews, left after 8", FEED, slow={1: 3.0}, take=8),
+    ),
+    10: (
+        Demo(
+            "a lazy feed of 20 reviews, one slow early: the window fills",
+            FEED,
+            slow={1: 3.0},  # head-of-line: the window fills behind review 02, workers idle
+        ),
+        Demo("the same feed, left after 8 reviews", FEED, slow={1: 3.0}, take=8),
+    ),
 }
-"""Each step's own demos (the steps not named here run :data:`DEMOS`)."""
-STRATEGIES = ("one_for_one", "one_for_all", "rest_for_one")  # step 7's restart strategies
+"""Each step's own demos (the steps not named here run :data:`DEMOS`); each shows what is still
+wrong with its step."""
+NEVER_RETURNS = {
+    number: f"step {number} has no timeout (step 6 adds one)" for number in range(1, 6)
+}
+"""Why a step's run with a hung worker never returns, as the runner says when its guard stops it;
+:data:`NO_TIMEOUT` for the steps from 6 on."""
+NO_TIMEOUT = "a worker hangs, and no --timeout or --deadline was given"
 
 
 @dataclass
@@ -159,6 +185,8 @@ class Run:
     error: str | None = None
     answer: str | None = None
     serial: float | None = None
+    guard: float = math.inf  # seconds: a run still going then never returns (see run_step)
+    stopped: float | None = None  # when the guard stopped a run that never returns, if it did
 
     def to_dict(self) -> dict[str, Any]:
         """The run as plain data for ``--json``.
@@ -203,6 +231,7 @@ class Run:
             "error": self.error,
             "answer": self.answer,
             "serial": self.serial,
+            "stopped": self.stopped,
             "trace": trace,
         }
 
@@ -262,7 +291,6 @@ OPTIONS = {
     "worker_timeout": "timeout",
     "deadline": "deadline",
     "attempts": "attempts",
-    "strategy": "strategy",
     "intensity": "intensity",
     "window": "window",
     "seed": "seed",
@@ -310,7 +338,9 @@ async def run_step(
     ``run.serial`` is then what the calls made take one after another (see ``serial_time``).
     """
     stream = getattr(module, "stream", None)
-    run.trace = LessonTrace() if stream is not None else LessonTrace(run.plan)
+    run.trace = (
+        LessonTrace() if stream is not None and lazy_input(stream) else LessonTrace(run.plan)
+    )
     try:
         if stream is None:
             run.aggregate = await module.supervise(
@@ -340,6 +370,66 @@ def serial_time(trace: Trace) -> float | None:
     return sum(span.end - span.start for span in spans if span.end is not None)
 
 
+async def run_guarded(
+    module: ModuleType, run: Run, agent: SimulatedAgent, live: Console | None = None
+) -> None:
+    """:func:`run_step`, stopped by a watchdog if it still goes on ``run.guard`` seconds after it
+    started: then it never returns (a worker hangs and nothing times it out, the flaw of steps
+    1-5). ``run.trace`` becomes the trace as it was at that instant, the hung slots still
+    running, ``run.stopped`` that instant, and ``run.error`` says why the run never returns
+    (:data:`NEVER_RETURNS`)."""
+    snapshot: list[Trace] = []  # the trace at the guard instant, if the watchdog fired
+    with trio.CancelScope() as guarded:
+        async with trio.open_nursery() as nursery:
+            if math.isfinite(run.guard):
+                nursery.start_soon(watchdog, run, guarded, snapshot)
+            await run_step(module, run, agent, live)
+            nursery.cancel_scope.cancel()  # the run returned: the watchdog is done
+    if snapshot:
+        run.trace = snapshot[0]
+        run.stopped = run.trace.wall
+        run.error = f"never returns: {NEVER_RETURNS.get(step_number(run.step), NO_TIMEOUT)}"
+
+
+async def watchdog(run: Run, guarded: trio.CancelScope, snapshot: list[Trace]) -> None:
+    """At ``run.guard`` seconds, keep a copy of ``run.trace`` as it is then (closed there) in
+    ``snapshot``, and cancel ``guarded``: a run still going then never returns."""
+    await trio.sleep(run.guard)
+    assert run.trace is not None
+    kept = copy.deepcopy(run.trace)
+    kept.close()
+    snapshot.append(kept)
+    guarded.cancel()
+
+
+def guard_after(function: Callable[..., Any], run: Run, agent: SimulatedAgent) -> float:
+    """Seconds after which ``run`` of a step whose entry is ``function`` never returns, if it
+    has not: never (infinite) unless a slot hangs and no timeout or deadline ends the run.
+
+    Otherwise twice the longest time every other slot could take, each attempt of each one after
+    the other with the longest backoff between attempts: a run still going then waits for a hung
+    worker, and waits forever.
+    """
+    options = run.options
+    timed = [options.get(name, math.inf) for name in ("worker_timeout", "deadline")]
+    if not any(agent.hangs(subtask) for subtask in run.plan) or any(map(math.isfinite, timed)):
+        return math.inf
+    attempts: int = options.get("attempts", 1)
+    backoff = options.get("backoff")
+    if backoff is None:
+        parameter = inspect.signature(function).parameters.get("backoff")
+        backoff = (0.0, 0.0) if parameter is None else parameter.default
+    others: float = sum(agent.latency(subtask) for subtask in run.plan if not agent.hangs(subtask))
+    longest = attempts * others + (attempts - 1) * backoff[1] * len(run.plan)
+    return max(1.0, 2 * longest)
+
+
+def lazy_input(stream: Callable[..., Any]) -> bool:
+    """Whether a streaming step pulls its input lazily (it has a window): then the runner feeds
+    it the plan one subtask at a time; a step that streams a known plan is given the task."""
+    return "window" in inspect.signature(stream).parameters
+
+
 def show_header_to(console: Console) -> Callable[[Run], None]:
     """What prints which step runs on which task, before it runs (so Ctrl-C has a context)."""
 
@@ -356,7 +446,8 @@ async def consume(
 ) -> Aggregate[str, str]:
     """Run a streaming step to its end, marking each result on ``trace`` as it is handed over."""
     results: list[SubResult[str, str]] = []
-    async with stream(lazily(run.plan, trace), trace.watch(agent), **run.options) as arriving:
+    task = lazily(run.plan, trace) if lazy_input(stream) else run.demo.task
+    async with stream(task, trace.watch(agent), **run.options) as arriving:
         if live is not None:
             live.print("handed over, in plan order:", style="bold")
         async for result in arriving:
@@ -414,7 +505,9 @@ def show(console: Console, run: Run) -> None:
     if run.aggregate is not None:
         summary += f" · {run.aggregate.succeeded} ok, {run.aggregate.failed} failed"
     console.print(summary, highlight=False)
-    if run.error is not None:
+    if run.stopped is not None:
+        console.print(f"{run.error}; stopped at {run.stopped:.2f}s", highlight=False, markup=False)
+    elif run.error is not None:
         console.print(
             f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
         )
@@ -463,12 +556,6 @@ def _seconds(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
     return value
-
-
-def _strategy(text: str) -> str:
-    if text not in STRATEGIES:
-        raise argparse.ArgumentTypeError(f"must be one of {', '.join(STRATEGIES)}, got {text!r}")
-    return text
 
 
 def _pair(
@@ -538,18 +625,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (6-)")
     p.add_argument("--attempts", type=_workers, metavar="N", help="calls per slot at most (7-)")
     p.add_argument(
-        "--strategy",
-        type=_strategy,
-        metavar="NAME",
-        help="which slots restart together: " + ", ".join(STRATEGIES) + " (7-)",
+        "--intensity", type=_intensity, metavar="R/T", help="at most R restarts in T seconds (8-)"
     )
     p.add_argument(
-        "--intensity", type=_intensity, metavar="R/T", help="at most R restarts in T seconds (7-)"
+        "--window", type=_workers, metavar="N", help="slots pulled, not yet handed over (10)"
     )
-    p.add_argument(
-        "--window", type=_workers, metavar="N", help="slots pulled, not yet handed over (8)"
-    )
-    p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (8)")
+    p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (9-)")
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     return p
@@ -830,8 +911,9 @@ def run_demo(
     plan = decompose(demo.task)
     agent = demo.agent(args.seed)
     run = Run(name, demo, plan, step_options(entry(module), args, demo))
+    run.guard = guard_after(entry(module), run, agent)
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if before is not None:
         before(run)
-    trio.run(run_step, module, run, agent, live, clock=clock)
+    trio.run(run_guarded, module, run, agent, live, clock=clock)
     return run

@@ -1,31 +1,13 @@
-"""Step 3: a capacity limiter. At most ``max_workers`` workers exist at once.
+"""Step 3: a capacity limiter. At most ``max_workers`` workers run at once.
 
-What it adds: a ``trio.CapacityLimiter``. The supervisor acquires a token *before* it spawns a
-task (on behalf of the slot, since another task gives it back), so at most ``max_workers`` worker
-tasks are alive at any instant and subtasks are dispatched in plan order; the worker's task
-releases the token when it ends, however it ends.
+What it adds: a ``trio.CapacityLimiter``. The supervisor acquires a token *before* it starts a
+task, on behalf of the slot (another task, the worker's, gives it back), so at most
+``max_workers`` worker tasks are alive at any instant and subtasks start in plan order. The
+worker's task releases the token when it ends, however it ends. ``max_workers`` below 1 is
+refused: a limiter with no token would admit nobody, and the run would never end.
 
-What is still wrong: results are still appended in completion order, and one failure still
-sinks the whole batch.
-
-Sample run (``python -m lessons 3 --virtual --workers 2 --task "inventory; reviews; pricing"``)::
-
-    step03_capacity_limiter · your task, max_workers=2
-    slot  subtask    timeline                      end             done #
-       0  inventory  ████████████████████          ✓ ok 0.91s           2
-       1  reviews    ███████████████               ✓ ok 0.66s           1
-       2  pricing    ··············██████████████  ✓ ok 1.25s           3
-                     0s                     1.25s
-    results, in the order supervise returned them
-
-      slot   subtask     result   output or error         done #
-     ────────────────────────────────────────────────────────────
-         1   reviews     ok       findings on reviews          1
-         0   inventory   ok       findings on inventory        2
-         2   pricing     ok       findings on pricing          3
-
-    wall 1.25s · serial would take 2.16s · 3 ok, 0 failed
-
+What is still wrong: results are still appended as workers complete, so a fast late subtask comes
+back before a slow early one: completion order leaks into the result order.
 """
 
 from __future__ import annotations

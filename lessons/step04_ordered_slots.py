@@ -4,27 +4,9 @@ What it adds: the plan is made once, a list of ``len(plan)`` empty slots is laid
 worker writes its result at its subtask's own index. The results come back in plan order by
 construction, whatever order the workers complete in; nothing needs sorting afterwards.
 
-What is still wrong: one failing worker still cancels its siblings, and the run raises an
-exception group instead of returning the results it had.
-
-Sample run (``python -m lessons 4 --virtual --workers 2 --task "inventory; reviews; pricing"``)::
-
-    step04_ordered_slots · your task, max_workers=2
-    slot  subtask    timeline                      end             done #
-       0  inventory  ████████████████████          ✓ ok 0.91s           2
-       1  reviews    ███████████████               ✓ ok 0.66s           1
-       2  pricing    ··············██████████████  ✓ ok 1.25s           3
-                     0s                     1.25s
-    results, in the order supervise returned them
-
-      slot   subtask     result   output or error         done #
-     ────────────────────────────────────────────────────────────
-         0   inventory   ok       findings on inventory        2
-         1   reviews     ok       findings on reviews          1
-         2   pricing     ok       findings on pricing          3
-
-    wall 1.25s · serial would take 2.16s · 3 ok, 0 failed
-
+What is still wrong: one failing worker still cancels all its siblings (a nursery cancels every
+task in it when one raises), and the run raises an exception group instead of returning the
+results it had.
 """
 
 from __future__ import annotations

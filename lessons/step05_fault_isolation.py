@@ -2,38 +2,13 @@
 
 What it adds: each worker's ``Exception`` is caught inside its own task and becomes its slot's
 ``error`` (type and message), so its siblings finish and the run returns every result in plan
-order, with ``succeeded`` and ``failed`` counted. ``synthesize`` merges the outputs into one
-answer and says when it is degraded. Only ``Exception`` is caught: ``trio.Cancelled``,
-``KeyboardInterrupt`` and ``SystemExit`` pass through, so the run can still be cancelled or
-interrupted.
+order, with ``succeeded`` and ``failed`` counted. ``synthesize`` merges the outputs into one answer
+and says when it is degraded. Only ``Exception`` is caught: ``trio.Cancelled``,
+``KeyboardInterrupt`` and ``SystemExit`` pass through, so the run can still be cancelled.
 
-What is still wrong: a worker that hangs holds its slot forever, and once every slot is held by a
-hung worker the run never returns.
-
-Sample run (``python -m lessons 5 --virtual --workers 2 --fail 1
---task "inventory; reviews; pricing"``)::
-
-    step05_fault_isolation · your task, max_workers=2
-    slot  subtask    timeline                      end             done #
-       0  inventory  ████████████████████          ✓ ok 0.91s           2
-       1  reviews    ███████████████               ✗ failed 0.66s       1
-       2  pricing    ··············██████████████  ✓ ok 1.25s           3
-                     0s                     1.25s
-    results, in the order supervise returned them
-
-      slot   subtask     result   output or error                                done #
-     ───────────────────────────────────────────────────────────────────────────────────
-         0   inventory   ok       findings on inventory                               2
-         1   reviews     failed   SubAgentError: sub-agent failed on 'reviews'        1
-         2   pricing     ok       findings on pricing                                 3
-
-    answer
-    inventory: findings on inventory
-    reviews: (missing: SubAgentError: sub-agent failed on 'reviews')
-    pricing: findings on pricing
-    (degraded: 1 of 3 subtasks failed)
-    wall 1.25s · serial would take 2.16s · 2 ok, 1 failed
-
+What is still wrong: nothing bounds how long a worker may take. One worker that hangs is enough:
+it holds its slot and its capacity token forever, the nursery waits for it, and the run never
+returns.
 """
 
 from __future__ import annotations

@@ -1,44 +1,18 @@
-"""Step 6: timeouts and deadlines. A hung worker loses its slot; a late run returns what it has.
+"""Step 6: timeouts and a deadline. A hung worker loses its slot; a late run returns what it has.
 
-What it adds: each worker runs under ``trio.fail_after(worker_timeout)`` *inside its own
-task*. When it runs past its timeout, Trio cancels it, its slot is marked ``TIMED_OUT``, its
-capacity token goes back and the next subtask starts. The scope has to be inside the task: a
-cancel scope only covers code that runs inside it, in the task that entered it, and ``with
-trio.fail_after(worker_timeout): nursery.start_soon(run_one, slot, subtask)`` exits as soon as the
-task is *scheduled*; the worker then runs under the nursery's scope, and that timeout times
-nothing. Around the whole run, ``trio.move_on_after(deadline)`` cancels every worker still running
-(and stops dispatching) when the deadline passes, and the run returns instead of raising: finished
-slots keep their results, the rest are marked ``CANCELLED`` (``attempts`` 0 if they never
-started), and ``synthesize`` flags the answer as degraded. Nothing outlives the call: the nursery
-waits for every cancelled worker to unwind before ``supervise`` returns.
+What it adds: each worker runs under ``trio.fail_after(worker_timeout)`` *inside its own task* (a
+cancel scope covers only the task that entered it: around ``start_soon`` it would time nothing).
+Past its timeout the worker is cancelled, its slot is marked ``TIMED_OUT``, its token goes back
+and the next subtask starts. A timeout bounds each worker, not the run: ``n`` subtasks on ``k``
+workers may still take ``n / k`` timeouts, longer than whoever waits for the answer can (a user,
+or a request with its own budget). So ``trio.move_on_after(deadline)`` around the whole run
+cancels whatever still runs or waits once the budget is spent, and the run returns: finished
+slots keep their results, the rest are ``CANCELLED`` (``attempts`` 0 if they never started), and
+the answer says it is degraded. Nothing outlives the call: the nursery waits for every cancelled
+worker to unwind.
 
 What is still wrong: every failure is final, though most failures of a remote sub-agent are
 transient (a rate limit, a dropped connection) and would succeed if tried again a little later.
-
-Sample run (``python -m lessons 6 --virtual --workers 2 --hang 1 --timeout 1.25
---task "inventory; reviews; pricing"``)::
-
-    step06_timeouts · your task, max_workers=2, worker_timeout=1.25
-    slot  subtask    timeline                      end                done #
-       0  inventory  █████████████████             ✓ ok 0.91s              1
-       1  reviews    ███████████████████████       ⏱ timed out 1.25s       2
-       2  pricing    ················████████████  ✓ ok 1.50s              3
-                     0s                     1.50s
-    results, in the order supervise returned them
-
-      slot   subtask     result      output or error                     done #
-     ───────────────────────────────────────────────────────────────────────────
-         0   inventory   ok          findings on inventory                    1
-         1   reviews     timed out   timed out: no result within 1.25s        2
-         2   pricing     ok          findings on pricing                      3
-
-    answer
-    inventory: findings on inventory
-    reviews: (missing: timed out: no result within 1.25s)
-    pricing: findings on pricing
-    (degraded: 1 of 3 subtasks failed)
-    wall 1.50s · serial would take 2.75s · 2 ok, 1 failed
-
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import strategies as st
@@ -104,3 +105,10 @@ def spy_for(latencies: Sequence[float], fail: Iterable[int] = ()) -> tuple[list[
     plan = plan_of(len(latencies))
     spy = Spy(dict(zip(plan, latencies, strict=True)), {plan[i] for i in fail})
     return plan, spy
+
+
+def flawed(step: Any, flaw: str, raises: type[BaseException] = AssertionError) -> Any:
+    """``step`` as a test parameter on which the test must fail, strictly: the test states the law
+    of the step after it, and ``flaw`` is what ``step`` is still wrong about, which that next
+    step fixes."""
+    return pytest.param(step, marks=pytest.mark.xfail(strict=True, raises=raises, reason=flaw))

@@ -23,10 +23,8 @@ from lessons._runner import (
     main,
     run_step,
     step_number,
-    step_path,
     steps,
 )
-from lessons._samples import run_sample, sample_of
 from trio_supervisor import decompose
 from trio_supervisor.testing import SimulatedAgent
 
@@ -75,14 +73,10 @@ def test_every_step_says_what_it_adds_and_what_is_still_wrong(name: str) -> None
     doc = load_step(name).__doc__ or ""
     assert doc.startswith(f"Step {step_number(name)}: ")
     assert "What it adds:" in doc
-    assert "What is still wrong:" in doc or name == STEP_NAMES[-1]
-
-
-@pytest.mark.parametrize("name", STEP_NAMES)
-def test_every_sample_run_in_a_docstring_is_what_its_command_prints(name: str) -> None:
-    args, body = sample_of(step_path(name).read_text())
-    assert args.split()[0] == str(step_number(name))
-    assert body == run_sample(args), "run `python -m lessons._samples` to regenerate the samples"
+    assert "What is still wrong:" in doc
+    # the idea and its flaw, about a dozen lines; sample runs are generated on the step's page
+    assert "Sample run" not in doc
+    assert len(doc.splitlines()) <= 16
 
 
 @pytest.mark.parametrize("name", STEP_NAMES)
@@ -143,7 +137,8 @@ def test_json_prints_plan_ordered_results_and_the_trace() -> None:
     done = python_m("lessons", "5", "--virtual", "--json")
     assert done.returncode == 0, done.stderr
     runs = json.loads(done.stdout)["runs"]
-    assert [run["demo"] for run in runs] == [demo.title for demo in DEMOS]
+    assert [run["demo"] for run in runs] == [demo.title for demo in runner.STEP_DEMOS[5]]
+    assert runner.STEP_DEMOS[5][0] == DEMOS[0]
     research = runs[0]
     plan = decompose(DEMOS[0].task)
     assert [r["subtask"] for r in research["aggregate"]["results"]] == plan
@@ -232,8 +227,9 @@ def test_keyboard_interrupt_exits_130_without_a_traceback(
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_during_a_real_run_exits_130_without_a_traceback() -> None:
+    # step 6 with a long timeout: the run goes on for a minute, and no guard stops it before
     process = subprocess.Popen(
-        [sys.executable, "-m", "lessons", "5", "--task", "hang; hang too"],
+        [sys.executable, "-m", "lessons", "6", "--task", "hang; hang too", "--timeout", "60"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -241,7 +237,7 @@ def test_ctrl_c_during_a_real_run_exits_130_without_a_traceback() -> None:
         env={**os.environ, "COLUMNS": "100"},
     )
     assert process.stdout is not None
-    assert "step05_fault_isolation" in process.stdout.readline()  # the run has begun; it hangs
+    assert "step06_timeouts" in process.stdout.readline()  # the run has begun; it hangs
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130

@@ -24,7 +24,6 @@ from rich.console import Console
 from lessons._runner import (
     OPTIONS,
     STEP_DEMOS,
-    STRATEGIES,
     Demo,
     demos,
     entry,
@@ -80,10 +79,13 @@ def slots_of(run: dict[str, Any]) -> list[dict[str, Any]]:
 # --- titles follow the options given ------------------------------------------------------------
 
 
+def as_given(value: Any) -> str:
+    """``value`` as the command line writes it (an intensity as R/T)."""
+    return "/".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+
 def other_value(name: str, value: Any) -> str:
     """A command-line value for option ``name`` that differs from a demo's ``value``."""
-    if name == "strategy":
-        return next(strategy for strategy in STRATEGIES if strategy != value)
     if name == "intensity":
         return as_given((value[0] + 1, value[1]))
     if isinstance(value, int):
@@ -114,11 +116,6 @@ def test_a_demo_the_command_line_changes_is_not_titled_as_the_demo(
 ) -> None:
     ran = demos(parser().parse_args([str(number), *argv]), number)
     assert not [other.title for other in ran if demo.title in other.title]
-
-
-def as_given(value: Any) -> str:
-    """``value`` as the command line writes it (an intensity as R/T)."""
-    return "/".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 def test_a_demo_given_its_own_options_keeps_its_title() -> None:
@@ -172,6 +169,9 @@ def test_a_slot_the_command_line_names_does_only_what_it_says() -> None:
 def test_serial_is_the_sum_of_every_attempt_that_ran(number: int) -> None:
     for run in runs_of(str(number)):
         spans = [span for slot in slots_of(run) for span in slot["spans"]]
+        if any(span["end"] is None for span in spans):  # a hung call: serial never ends
+            assert run["serial"] is None
+            continue
         assert run["serial"] == sum(span["end"] - span["start"] for span in spans)
 
 

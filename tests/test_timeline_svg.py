@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 
 import pytest
 import trio
 import trio.testing
+from rich.console import Console
 
 from trio_supervisor import Status, Trace
-from trio_supervisor.timeline import render_svg, timeline_rows
+from trio_supervisor.timeline import render_svg, render_timeline, timeline_rows
 
 SVG = "{http://www.w3.org/2000/svg}"
 # a 0-16/32 s; b 0-8/32 s, fails; c waits for b's place (K=2), then 8/32-32/32 s: wall 1 s
@@ -220,3 +222,28 @@ async def test_a_result_held_for_plan_order_is_drawn_from_its_end_to_its_hand_ov
     rects = [r for r in ET.fromstring(svg).iter(f"{SVG}rect") if r.get("class") == "ts-held"]
     assert len(rects) == 2  # the bar, and its swatch in the legend
     assert "done, held for plan order" in svg
+
+
+async def test_without_colour_each_attempt_a_retry_followed_ends_in_how_it_ended(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """In the terminal table, uncoloured: a rerun after a failure is told apart from one after a
+    success, because each attempt but the last ends in its own glyph."""
+    trace = Trace(["after a failure", "after a success", "once"])
+    for slot, first in ((0, Status.FAILED), (1, Status.OK)):
+        trace.started(slot)
+        await trio.sleep(1)
+        trace.ended(slot, first)
+        await trio.sleep(1)
+        trace.started(slot)
+        await trio.sleep(1)
+        trace.ended(slot, Status.OK)
+    trace.started(2)
+    await trio.sleep(1)
+    trace.ended(2, Status.OK)
+    trace.close()
+    out = io.StringIO()
+    Console(file=out, width=100, color_system=None).print(render_timeline(trace, width=30))
+    rows = out.getvalue().splitlines()[1:4]
+    timelines = [row.split("✓ ok")[0] for row in rows]  # each row up to its ending
+    assert [(line.count("✗"), line.count("✓")) for line in timelines] == [(1, 0), (0, 1), (0, 0)]

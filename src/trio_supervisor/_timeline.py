@@ -95,7 +95,8 @@ def render_timeline(
 ) -> Table:
     """A rich table of the run: per slot, waiting (``·``) then running (``█``) bars, then held
     (``░``: done, waiting to be handed over in order), the ending glyph, when it ended and its
-    completion rank, over a time axis from 0 to the wall time."""
+    completion rank, over a time axis from 0 to the wall time. A running bar followed by another
+    (a retry) ends in its own ending glyph, so that how each attempt ended shows without colour."""
     right = trace.wall or 1.0
     table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left")
     table.add_column("slot", justify="right", no_wrap=True, min_width=4)
@@ -106,6 +107,8 @@ def render_timeline(
     for row in timeline_rows(trace, final):
         cells = [" "] * width
         styles = [""] * width
+        last_run = max((bar.end for bar in row.bars if bar.kind == "running"), default=None)
+        marks = []  # (column, glyph): where each attempt that another followed ended, and how
         for bar in row.bars:
             first = min(width - 1, int(bar.start / right * width))
             last = max(first + 1, min(width, round(bar.end / right * width)))
@@ -116,6 +119,10 @@ def render_timeline(
                     cells[column], styles[column] = "░", "bright_black"
                 else:
                     cells[column], styles[column] = "█", ENDINGS[bar.status][1]
+            if bar.kind == "running" and bar.end != last_run and bar.status is not None:
+                marks.append((last - 1, ENDINGS[bar.status][0]))
+        for column, glyph in marks:  # drawn over the bars, so that no later bar hides one
+            cells[column] = glyph
         line = Text()
         for cell, style in zip(cells, styles, strict=True):
             line.append(cell, style=style)

@@ -1,4 +1,4 @@
-"""What the tests of steps 6-8 share: a probe around a worker, the schedule a run must follow,
+"""What the tests of steps 5-10 share: a probe around a worker, the schedule a run must follow,
 and a way to call any step with only the options it accepts."""
 
 from __future__ import annotations
@@ -18,16 +18,20 @@ from lessons import (
     step05_fault_isolation,
     step06_timeouts,
     step07_retries,
-    step08_streaming,
+    step08_restart_intensity,
+    step09_streaming,
+    step10_lazy_window,
 )
 from trio_supervisor import Aggregate, SubResult
 from trio_supervisor.testing import SimulatedAgent
 
-STEP05, STEP06, STEP07, STEP08 = (
+STEP05, STEP06, STEP07, STEP08, STEP09, STEP10 = (
     step05_fault_isolation,
     step06_timeouts,
     step07_retries,
-    step08_streaming,
+    step08_restart_intensity,
+    step09_streaming,
+    step10_lazy_window,
 )
 HOUR = 3600.0
 
@@ -76,7 +80,8 @@ class Probe:
 
 
 def accepted(function: Callable[..., Any], **options: Any) -> dict[str, Any]:
-    """The options ``function`` accepts (steps before 6 take no timeout, before 7 no attempts)."""
+    """The options ``function`` accepts (steps before 6 take no timeout, before 7 no attempts,
+    before 8 no intensity, before 10 no window)."""
     parameters = inspect.signature(function).parameters
     return {name: value for name, value in options.items() if name in parameters}
 
@@ -102,7 +107,7 @@ async def arrivals(
         aggregate = await supervise(step, task, worker, **options)
         return [(trio.current_time(), result) for result in aggregate.results]
     got = []
-    async with step.stream(task, worker, **options) as results:
+    async with step.stream(task, worker, **accepted(step.stream, **options)) as results:
         async for result in results:
             got.append((trio.current_time(), result))
     return got
@@ -132,3 +137,23 @@ def odd_fraction(low: int, high: int, denominator: int) -> st.SearchStrategy[flo
     """``(2n + 1) / denominator`` for n in [low, high]: exact in binary, and never equal to a
     sum of latencies on a coarser grid, so no two events of a run fall on the same instant."""
     return st.integers(low, high).map(lambda n: (2 * n + 1) / denominator)
+
+
+def agent_with(latencies: list[int], **options: object) -> SimulatedAgent:
+    """A sub-agent on subtasks s0, s1, ... whose latencies are the given 32nds of a second."""
+    return SimulatedAgent(
+        latencies={f"s{slot}": n / 32 for slot, n in enumerate(latencies)},
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def task_of(size: int) -> str:
+    """The task of subtasks s0, s1, ... s<size - 1>."""
+    return "; ".join(f"s{slot}" for slot in range(size))
+
+
+def tasks_below(task: trio.lowlevel.Task) -> int:
+    """How many tasks run below ``task``, in its nurseries and theirs."""
+    return sum(
+        1 + tasks_below(child) for nursery in task.child_nurseries for child in nursery.child_tasks
+    )
