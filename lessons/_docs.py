@@ -10,7 +10,7 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._runner.ru
 - ``steps/<step>.diff``: the step's diff against the step before it;
 - ``course.md``: the home page's list of steps, from the steps' docstrings.
 
-It also fills the nav's ``Course`` section with one page per step found by
+It also fills the nav's ``Course`` section (after the primer) with one page per step found by
 :func:`lessons._runner.steps` and adds the generated ``tests.md`` page, which shows each test's
 code (the laws page links there). Files are written only when the code they come from changed,
 so ``mkdocs serve`` does not rebuild forever, and two builds draw byte-identical SVGs.
@@ -358,7 +358,8 @@ def page_of_tests(root: Path = TESTS) -> str:
 
 def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
     """Fill the nav's ``Course`` section with ``steps/<step>.md`` for every step in ``lessons/``,
-    so a step without a page fails a strict build; check that mermaid was vendored."""
+    after the pages ``mkdocs.yml`` lists there (the primer), so a step without a page fails a
+    strict build; check that mermaid was vendored."""
     if not MERMAID.exists():
         from mkdocs.exceptions import PluginError
 
@@ -368,12 +369,13 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
         )
     for item in config.nav or []:
         if isinstance(item, dict) and COURSE in item:
-            item[COURSE] = [f"steps/{name}.md" for name in steps().values()]
+            kept = [page for page in item[COURSE] or [] if not str(page).startswith("steps/")]
+            item[COURSE] = [*kept, *(f"steps/{name}.md" for name in steps().values())]
             break
     else:
         from mkdocs.exceptions import PluginError
 
-        raise PluginError(f"mkdocs.yml's nav needs a '{COURSE}: []' section for the step pages")
+        raise PluginError(f"mkdocs.yml's nav needs a '{COURSE}: [...]' section for the step pages")
     return config
 
 
