@@ -7,7 +7,10 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._runner.ru
 - ``steps/<step>/<demo>.svg``: the run's timeline (`trio_supervisor.timeline.render_svg`),
   drawn from the same trace as the terminal timeline it prints;
 - ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output;
-- ``steps/<step>.diff``: the step's diff against the step before it;
+- ``steps/<step>.idea.md``: the step's docstring as prose (its idea, what is still wrong);
+- ``steps/<step>.code.md``: the fenced block that includes the step's code, from the line after
+  its docstring, with the code lines that changed since the step before highlighted;
+- ``steps/<step>.diff``: the step's code against the code of the step before it;
 - ``course.md``: the home page's list of steps, from the steps' docstrings.
 
 It also fills the nav's ``Course`` section (after the primer) with one page per step found by
@@ -58,14 +61,18 @@ TESTS = ROOT / "tests"
 MERMAID = GENERATED / "vendor" / "mermaid.min.js"
 WIDTH = 88  # terminal columns of the sample output, as in the steps' docstrings
 COURSE = "Course"  # the nav section this hook fills with the step pages
+#: Step pages written ahead of their step's file while the course is renumbered: until
+#: ``lessons/<name>.py`` exists, the page builds with a notice in place of its code and runs. A
+#: test fails as soon as the file lands, to have the name taken out of here.
+AHEAD: tuple[str, ...] = ("step08_restart_intensity", "step09_streaming", "step10_lazy_window")
 
 
 # -- which lines a step changed ----------------------------------------------------------------
 
 
 def changed_lines(previous: str, current: str) -> list[int]:
-    """The 1-based numbers of ``current``'s lines that differ from ``previous`` (a line diff):
-    the lines a step page highlights. Lines only deleted have nothing to highlight."""
+    """The 1-based numbers of ``current``'s lines that differ from ``previous`` (a line diff).
+    Lines only deleted have nothing to highlight."""
     matcher = difflib.SequenceMatcher(
         None, previous.splitlines(), current.splitlines(), autojunk=False
     )
@@ -74,6 +81,37 @@ def changed_lines(previous: str, current: str) -> list[int]:
         if tag in ("replace", "insert"):
             changed.extend(range(first + 1, last + 1))
     return changed
+
+
+def code_start(source: str) -> int:
+    """The number of the first line of ``source`` after its module docstring (and the blank
+    lines that follow it): where a step page's code begins. 1 for a module without one."""
+    tree = ast.parse(source)
+    start = 1
+    if tree.body and isinstance(tree.body[0], ast.Expr):
+        value = tree.body[0].value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            assert tree.body[0].end_lineno is not None
+            start = tree.body[0].end_lineno + 1
+    lines = source.splitlines()
+    while start <= len(lines) and not lines[start - 1].strip():
+        start += 1
+    return start
+
+
+def code_of(source: str) -> list[str]:
+    """The lines of ``source`` from :func:`code_start` on: its code, without the docstring."""
+    return source.splitlines()[code_start(source) - 1 :]
+
+
+def code_changes(previous: str, current: str) -> list[int]:
+    """The line numbers, in ``current``'s file, of the code lines that differ from the code of
+    ``previous``: the lines a step page highlights. Docstrings are prose and blank lines are
+    nothing, so neither is ever highlighted."""
+    offset = code_start(current) - 1
+    before, after = code_of(previous), code_of(current)
+    changed = changed_lines("\n".join(before), "\n".join(after))
+    return [offset + line for line in changed if after[line - 1].strip()]
 
 
 def format_lines(lines: list[int]) -> str:
@@ -114,13 +152,94 @@ def previous_step(name: str) -> str | None:
     return names[index - 1] if index > 0 else None
 
 
+def next_step(name: str) -> str | None:
+    """The step after ``name`` in the course, None for the last."""
+    names = list(steps().values())
+    index = names.index(name)
+    return names[index + 1] if index + 1 < len(names) else None
+
+
 def step_changes(name: str) -> list[int]:
-    """The lines of step ``name``'s file that differ from the step before (none for the first:
-    it has nothing to differ from, so its page highlights nothing)."""
+    """The code lines of step ``name``'s file that differ from the step before (none for the
+    first: it has nothing to differ from, so its page highlights nothing)."""
     before = previous_step(name)
     if before is None:
         return []
-    return changed_lines(step_path(before).read_text(), step_path(name).read_text())
+    return code_changes(step_path(before).read_text(), step_path(name).read_text())
+
+
+def code_block(name: str) -> str:
+    """The fenced block a step page shows its code in: the step's file from the line after its
+    docstring to its end, included as it is, with the lines that changed since the step before
+    highlighted (``hl_lines`` counts from the block's first line, ``linenums`` shows the file's)."""
+    source = step_path(name).read_text()
+    start, end = code_start(source), len(source.splitlines())
+    relative = f"lessons/{name}.py"
+    highlighted = [line - start + 1 for line in step_changes(name)]
+    marks = f' hl_lines="{format_lines(highlighted)}"' if highlighted else ""
+    return (
+        f'```python title="{relative}" linenums="{start}"{marks}\n'
+        f'--8<-- "{relative}:{start}:{end}"\n'
+        "```\n"
+    )
+
+
+def code_diff(name: str) -> str:
+    """Step ``name``'s code against the code of the step before, as a unified diff whose line
+    numbers are the files' own (the docstrings are left out: pages show them as prose)."""
+    before = previous_step(name)
+    if before is None:
+        return ""
+    old, new = step_path(before).read_text(), step_path(name).read_text()
+    matcher = difflib.SequenceMatcher(None, code_of(old), code_of(new), autojunk=False)
+    shift_old, shift_new = code_start(old) - 1, code_start(new) - 1
+    lines = [f"--- lessons/{before}.py\n", f"+++ lessons/{name}.py\n"]
+    for group in matcher.get_grouped_opcodes(3):
+        first_old, last_old = group[0][1] + shift_old, group[-1][2] + shift_old
+        first_new, last_new = group[0][3] + shift_new, group[-1][4] + shift_new
+        old_range = f"{first_old + 1},{last_old - first_old}"
+        new_range = f"{first_new + 1},{last_new - first_new}"
+        lines.append(f"@@ -{old_range} +{new_range} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [f" {line}\n" for line in code_of(old)[i1:i2]]
+                continue
+            lines += [f"-{line}\n" for line in code_of(old)[i1:i2]]
+            lines += [f"+{line}\n" for line in code_of(new)[j1:j2]]
+    return "".join(lines)
+
+
+def title(name: str) -> str:
+    """A step's title, the first sentence of its docstring: ``Step 3: a capacity limiter``."""
+    text = ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
+    return text.split(". ")[0].replace("``", "`").strip()
+
+
+def idea(name: str) -> str:
+    """A step's docstring as the prose of its page: its idea, what it adds, and what is still
+    wrong (as a warning that links to the step that fixes it). A sample run in the docstring is
+    left out: the page shows the real runs below its code."""
+    text = ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
+    paragraphs = []
+    for paragraph in text.split("\n\n")[1:]:
+        if paragraph.startswith("Sample run"):
+            break
+        paragraphs.append(paragraph.replace("``", "`"))
+    first = text.split("\n\n")[0]
+    _, _, summary = first.partition(". ")
+    parts = [f"**{summary.replace('``', '`').strip()}**"] if summary else []
+    for paragraph in paragraphs:
+        wrong = paragraph.removeprefix("What is still wrong:")
+        if wrong == paragraph:
+            parts.append(paragraph)
+            continue
+        after = next_step(name)
+        fix = f"\n\n    Next: [{title(after)}]({after}.md)." if after is not None else ""
+        wrong = wrong.strip()
+        wrong = wrong[:1].upper() + wrong[1:]
+        body = "\n".join(f"    {line.strip()}" for line in wrong.splitlines())
+        parts.append(f'!!! warning "What is still wrong"\n\n{body}{fix}')
+    return "\n\n".join(parts) + "\n"
 
 
 # -- the runs ----------------------------------------------------------------------------------
@@ -216,20 +335,6 @@ def _fragment(name: str, made: list[Picture]) -> str:
     return "\n".join(parts)
 
 
-def _diff(name: str) -> str:
-    before = previous_step(name)
-    if before is None:
-        return ""
-    return "".join(
-        difflib.unified_diff(
-            step_path(before).read_text().splitlines(keepends=True),
-            step_path(name).read_text().splitlines(keepends=True),
-            f"lessons/{before}.py",
-            f"lessons/{name}.py",
-        )
-    )
-
-
 def write_if_changed(path: Path, text: str) -> bool:
     """Write ``text`` to ``path`` unless it already holds exactly that; True if written."""
     data = text.encode()
@@ -264,10 +369,35 @@ def course() -> str:
     return "\n".join(items) + "\n"
 
 
+def waiting() -> list[str]:
+    """The names in :data:`AHEAD` whose step has no file yet."""
+    return [name for name in AHEAD if not step_path(name).exists()]
+
+
+def pages() -> list[str]:
+    """The step pages the site shows, in course order: every step's, and those written ahead."""
+    return sorted([*steps().values(), *waiting()], key=lambda name: (step_number(name), name))
+
+
+def _not_landed(name: str) -> dict[str, str]:
+    """The generated parts of a page written ahead of its step, until ``lessons/<name>.py`` is
+    there: a notice, and nothing to show for the code, its diff or its runs."""
+    notice = (
+        f'!!! note "This step\'s code has not landed yet"\n\n'
+        f"    `lessons/{name}.py` is not in this checkout: its code, diff and runs appear here "
+        "when it is.\n"
+    )
+    return {".idea.md": notice, ".code.md": "", ".diff": "", ".md": ""}
+
+
 def generate(out: Path = GENERATED) -> list[Path]:
     """Write every step's generated files under ``out``; returns the paths, written or not."""
     paths = [out / "course.md"]
     write_if_changed(paths[0], course())
+    for name in waiting():
+        for suffix, text in _not_landed(name).items():
+            write_if_changed(out / "steps" / f"{name}{suffix}", text)
+            paths.append(out / "steps" / f"{name}{suffix}")
     for name in steps().values():
         made = pictures(name)
         for picture in made:
@@ -276,7 +406,9 @@ def generate(out: Path = GENERATED) -> list[Path]:
             paths.append(path)
         for path, text in (
             (out / "steps" / f"{name}.md", _fragment(name, made)),
-            (out / "steps" / f"{name}.diff", _diff(name)),
+            (out / "steps" / f"{name}.diff", code_diff(name)),
+            (out / "steps" / f"{name}.code.md", code_block(name)),
+            (out / "steps" / f"{name}.idea.md", idea(name)),
         ):
             write_if_changed(path, text)
             paths.append(path)
@@ -370,7 +502,7 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
     for item in config.nav or []:
         if isinstance(item, dict) and COURSE in item:
             kept = [page for page in item[COURSE] or [] if not str(page).startswith("steps/")]
-            item[COURSE] = [*kept, *(f"steps/{name}.md" for name in steps().values())]
+            item[COURSE] = [*kept, *(f"steps/{name}.md" for name in pages())]
             break
     else:
         from mkdocs.exceptions import PluginError

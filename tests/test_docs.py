@@ -3,6 +3,7 @@ and sample output comes from a real run. (``make test`` also builds the site wit
 
 from __future__ import annotations
 
+import ast
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -20,65 +21,131 @@ INCLUDE = re.compile(r'^```(?P<info>[^\n]*)\n--8<-- "(?P<path>[^"]+)"\n```$', re
 HL_LINES = re.compile(r'\bhl_lines="(?P<lines>[^"]*)"')
 
 
-def highlight_problem(page: str, name: str, previous: str | None, current: str) -> str | None:
-    """What is wrong with how ``page`` shows step ``name``'s file, or None.
+INCLUDED = re.compile(r'--8<-- "(?P<path>[^":]+):(?P<first>\d+):(?P<last>\d+)"')
+LINENUMS = re.compile(r'\blinenums="(?P<start>\d+)"')
+HUNK = re.compile(r"^@@ -\d+,\d+ \+(?P<start>\d+),\d+ @@$")
 
-    The page includes ``lessons/<name>.py`` in exactly one fenced block, and that block's
-    ``hl_lines`` are exactly the lines that differ from the previous step's file (``previous``);
-    the first step has nothing to differ from and highlights nothing.
-    """
-    path = f"lessons/{name}.py"
-    blocks = [match for match in INCLUDE.finditer(page) if match["path"] == path]
-    if len(blocks) != 1:
-        return f"the page must include {path} in exactly one fenced block, found {len(blocks)}"
-    found = HL_LINES.search(blocks[0]["info"])
-    if previous is None:
-        if found is not None:
-            return "the first step has no step before it: its page must not set hl_lines"
-        return None
-    want = _docs.changed_lines(previous, current)
-    have = [] if found is None else _docs.parse_lines(found["lines"])
-    if have != want:
-        return (
-            f'hl_lines="{_docs.format_lines(have)}" but the lines that differ from the step '
-            f'before are hl_lines="{_docs.format_lines(want)}": set that on the page'
-        )
-    return None
+
+def added_lines(diff: str) -> list[int]:
+    """The numbers, in the new file, of the non-blank lines a unified diff adds."""
+    added, number = [], 0
+    for line in diff.splitlines():
+        hunk = HUNK.match(line)
+        if hunk is not None:
+            number = int(hunk["start"])
+        elif line.startswith("+") and not line.startswith("+++"):
+            if line[1:].strip():
+                added.append(number)
+            number += 1
+        elif line.startswith(" "):
+            number += 1
+    return added
+
+
+def docstring_end(source: str) -> int:
+    """The last line of the module docstring, read with ``ast`` (0 without one)."""
+    first = ast.parse(source).body[0]
+    assert isinstance(first, ast.Expr)
+    assert isinstance(first.value, ast.Constant)
+    assert first.end_lineno is not None
+    return first.end_lineno
 
 
 @pytest.mark.parametrize("name", STEPS)
-def test_step_page_highlights_exactly_the_changed_lines(name: str) -> None:
-    page = PAGES / f"{name}.md"
-    assert page.exists(), f"step {name} has no page: add docs/steps/{name}.md (see the others)"
-    before = _docs.previous_step(name)
-    previous = None if before is None else step_path(before).read_text()
-    problem = highlight_problem(page.read_text(), name, previous, step_path(name).read_text())
-    assert problem is None, f"docs/steps/{name}.md: {problem}"
+def test_step_page_includes_its_idea_its_code_and_its_runs(name: str) -> None:
+    page = (PAGES / f"{name}.md").read_text()
+    for part in ("idea.md", "code.md", "md"):
+        include = f'--8<-- "docs/generated/steps/{name}.{part}"'
+        assert page.count(include) == 1, f"docs/steps/{name}.md must have {include} once"
+    blocks = [match for match in INCLUDE.finditer(page) if match["path"].startswith("lessons/")]
+    assert blocks == [], "the page includes its code through the generated code block only"
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_step_code_starts_after_the_docstring_and_highlights_exactly_the_changed_code(
+    name: str,
+) -> None:
+    """The block shows the file from the first line after its docstring to its end, numbered as
+    in the file, and highlights exactly the non-blank lines the page's code diff adds."""
+    source = step_path(name).read_text()
+    lines = source.splitlines()
+    block = _docs.code_block(name)
+    included = INCLUDED.search(block)
+    assert included is not None
+    assert included["path"] == f"lessons/{name}.py"
+    first, last = int(included["first"]), int(included["last"])
+    assert first > docstring_end(source)
+    assert all(not line.strip() for line in lines[docstring_end(source) : first - 1])
+    assert lines[first - 1].strip()
+    assert last == len(lines)
+    linenums = LINENUMS.search(block)
+    assert linenums is not None
+    assert int(linenums["start"]) == first
+    marks = HL_LINES.search(block)
+    highlighted = [] if marks is None else _docs.parse_lines(marks["lines"])
+    in_file = [first - 1 + line for line in highlighted]
+    if _docs.previous_step(name) is None:
+        assert marks is None, "the first step has no step before it: nothing is highlighted"
+        return
+    assert in_file == added_lines(_docs.code_diff(name))
+    assert in_file, "a step changes some code"
+    assert all(lines[number - 1].strip() for number in in_file)
+
+
+PREVIOUS = '''"""Step 1. The idea.
+
+Sample run::
+
+    out
+"""
+
+import trio
+
+
+async def f() -> None:
+    await trio.sleep(1)
+'''
+
+
+def test_a_docstring_edit_highlights_nothing_and_a_code_edit_highlights_its_line() -> None:
+    longer_doc = PREVIOUS.replace("The idea.", "The idea.\n\nWhat is still wrong: much.")
+    assert _docs.code_changes(PREVIOUS, longer_doc) == []
+    edited = longer_doc.replace("sleep(1)", "sleep(2)")
+    number = edited.splitlines().index("    await trio.sleep(2)") + 1
+    assert _docs.code_changes(PREVIOUS, edited) == [number]
+    blank_added = PREVIOUS.replace("import trio\n", "import trio\n\n")
+    assert _docs.code_changes(PREVIOUS, blank_added) == []  # a blank line is not code
 
 
 @pytest.mark.parametrize("name", STEPS[1:])
-def test_changing_one_line_of_a_step_breaks_its_page(name: str) -> None:
-    page = (PAGES / f"{name}.md").read_text()
+def test_changing_one_code_line_of_a_step_changes_its_highlights(name: str) -> None:
     before = _docs.previous_step(name)
     assert before is not None
     previous = step_path(before).read_text()
-    lines = step_path(name).read_text().splitlines(keepends=True)
-    same = [n for n in range(1, len(lines) + 1) if n not in _docs.step_changes(name)]
-    edited = same[len(same) // 2]  # a line the step did not change, now changed
-    lines[edited - 1] = "# edited\n"
-    problem = highlight_problem(page, name, previous, "".join(lines))
-    assert problem is not None
-    assert f"{edited}" in problem.split("lines that differ")[1]
+    source = step_path(name).read_text()
+    lines = source.splitlines(keepends=True)
+    start = _docs.code_start(source)
+    changed = _docs.step_changes(name)
+    same = [n for n in range(start, len(lines) + 1) if n not in changed and lines[n - 1].strip()]
+    edited = same[len(same) // 2]  # a code line the step did not change, now changed
+    lines[edited - 1] = lines[edited - 1].rstrip("\n") + "  # edited\n"
+    assert edited in _docs.code_changes(previous, "".join(lines))
+    assert edited not in changed
 
 
 @pytest.mark.parametrize("name", STEPS)
-def test_step_page_includes_its_generated_run(name: str) -> None:
-    page = (PAGES / f"{name}.md").read_text()
-    assert f'--8<-- "docs/generated/steps/{name}.md"' in page
+def test_a_step_page_shows_its_docstring_as_prose_without_a_sample_run(name: str) -> None:
+    idea = _docs.idea(name)
+    assert "Sample run" not in idea
+    assert "``" not in idea
+    after = _docs.next_step(name)
+    if "What is still wrong" in idea and after is not None:
+        assert f"({after}.md)" in idea
 
 
-def test_every_page_of_a_step_is_a_step() -> None:
-    assert sorted(page.stem for page in PAGES.glob("*.md")) == sorted(STEPS)
+def test_a_page_written_ahead_waits_only_for_a_step_that_has_not_landed() -> None:
+    landed = [name for name in _docs.AHEAD if step_path(name).exists()]
+    assert landed == [], f"lessons/ has {landed}: take them out of lessons/_docs.py's AHEAD"
 
 
 def test_changed_lines_are_the_replaced_and_inserted_lines_of_the_new_file() -> None:

@@ -200,7 +200,8 @@ def label_contrast(page: Page) -> float:
 
 
 def check_step(page: Page, name: str, result: Result) -> None:
-    """The step's code block (whole file, highlighted lines) and its timelines."""
+    """The step's code block (its file below the docstring, changed lines highlighted) and its
+    timelines."""
     path = f"lessons/{name}.py"
     blocks = page.locator(".highlight").filter(has=page.locator("span.filename", has_text=path))
     if blocks.count() != 1:
@@ -209,15 +210,15 @@ def check_step(page: Page, name: str, result: Result) -> None:
         block = blocks.first
         code = block.locator("td.code code").text_content() or ""
         source = step_path(name).read_text()
-        if code.rstrip() != source.rstrip():
-            result.problems.append(f"the code block does not hold {path} as it is")
+        if code.rstrip() != "\n".join(_docs.code_of(source)).rstrip():
+            result.problems.append(f"the code block does not hold {path}'s code as it is")
         if not block.is_visible():
             result.problems.append("the code block is not displayed")
         highlighted = block.locator(".hll").count()
         changed = len(_docs.step_changes(name))
         if highlighted != changed:
             result.problems.append(f"{highlighted} lines highlighted, the step changed {changed}")
-        result.notes.append(f"code {len(source.splitlines())} lines, {highlighted} highlighted")
+        result.notes.append(f"code {len(_docs.code_of(source))} lines, {highlighted} highlighted")
     figures = page.locator("figure.timeline")
     step_demos = _docs.step_demos(name)
     if figures.count() != len(step_demos):
