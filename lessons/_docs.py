@@ -11,12 +11,16 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._runner.ru
 - ``steps/<step>.code.md``: the fenced block that includes the step's code, from the line after
   its docstring, with the code lines that changed since the step before highlighted;
 - ``steps/<step>.diff``: the step's code against the code of the step before it;
-- ``course.md``: the home page's list of steps, from the steps' docstrings.
+- ``course.md``: the home page's list of steps, from the steps' docstrings;
+- ``laws/smallest-leak.md``: a real Hypothesis search for latencies that make step 2 return its
+  results out of plan order, shrunk to the smallest, with its timeline.
 
 It also fills the nav's ``Course`` section (after the primer) with one page per step found by
 :func:`lessons._runner.steps` and adds the generated ``tests.md`` page, which shows each test's
-code (the laws page links there). Files are written only when the code they come from changed,
-so ``mkdocs serve`` does not rebuild forever, and two builds draw byte-identical SVGs.
+code (the laws page links there); on the laws page it follows each link to a Hypothesis test
+with how many inputs that test draws, read from the test. Files are written only when the code
+they come from changed, so ``mkdocs serve`` does not rebuild forever, and two builds draw
+byte-identical SVGs.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
+import inspect
 import io
 import re
 from collections.abc import Iterable
@@ -31,6 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import trio
+import trio.testing
+from hypothesis import find, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from lessons._runner import (
@@ -38,6 +47,7 @@ from lessons._runner import (
     Run,
     demos,
     final_statuses,
+    load_step,
     parser,
     run_demo,
     show,
@@ -46,11 +56,13 @@ from lessons._runner import (
     step_path,
     steps,
 )
+from trio_supervisor import Aggregate
 from trio_supervisor.timeline import render_svg
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.structure.files import Files
+    from mkdocs.structure.pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
@@ -392,8 +404,9 @@ def _not_landed(name: str) -> dict[str, str]:
 
 def generate(out: Path = GENERATED) -> list[Path]:
     """Write every step's generated files under ``out``; returns the paths, written or not."""
-    paths = [out / "course.md"]
+    paths = [out / "course.md", out / "laws" / "smallest-leak.md"]
     write_if_changed(paths[0], course())
+    write_if_changed(paths[1], leak_page(find_leak(steps()[2])))
     for name in waiting():
         for suffix, text in _not_landed(name).items():
             write_if_changed(out / "steps" / f"{name}{suffix}", text)
@@ -413,6 +426,134 @@ def generate(out: Path = GENERATED) -> list[Path]:
             write_if_changed(path, text)
             paths.append(path)
     return paths
+
+
+# -- the laws page: the smallest input that breaks step 2 ------------------------------------
+
+#: How many inputs Hypothesis may draw while it looks for a leak, as in the test of the law.
+SEARCH = 500
+
+
+def exact_latencies() -> st.SearchStrategy[list[float]]:
+    """Distinct latencies in whole 1/32 s (exact in binary), in any order: what the tests of
+    plan order draw (``tests/support.py``), so the page shows the same search."""
+    distinct = st.lists(
+        st.integers(1, 256).map(lambda k: k / 32), min_size=1, max_size=10, unique=True
+    )
+    return distinct.flatmap(st.permutations)
+
+
+@dataclass(frozen=True)
+class Leak:
+    """A Hypothesis search for latencies whose results come back out of plan order, and where
+    it ended: every input it ran, in order, whether each leaked, and the smallest leak."""
+
+    step: str
+    runs: list[tuple[list[float], bool]]
+    smallest: list[float]
+
+    @property
+    def first(self) -> list[float]:
+        """The first input that leaked, before any shrinking."""
+        return next(latencies for latencies, leaked in self.runs if leaked)
+
+    @property
+    def shrinking(self) -> tuple[int, int]:
+        """Of the runs after the first leak (Hypothesis shrinking it), how many there were and
+        how many of them still leaked."""
+        start = next(index for index, (_, leaked) in enumerate(self.runs) if leaked) + 1
+        after = self.runs[start:]
+        return len(after), sum(leaked for _, leaked in after)
+
+
+def find_leak(name: str) -> Leak:
+    """Let Hypothesis search, on virtual time, for latencies that make step ``name`` return its
+    results out of plan order, and shrink them to the smallest such input. Derandomized, so
+    every build finds the same inputs in the same order.
+
+    Raises:
+      hypothesis.errors.NoSuchExample: if no input leaks: the step keeps plan order.
+    """
+    module = load_step(name)
+    parameters = inspect.signature(module.supervise).parameters
+    options = {"max_workers": 2} if "max_workers" in parameters else {}
+    runs: list[tuple[list[float], bool]] = []
+
+    def leaks(latencies: list[float]) -> bool:
+        plan = [f"s{slot}" for slot in range(len(latencies))]
+        by_subtask = dict(zip(plan, latencies, strict=True))
+
+        async def worker(subtask: str) -> str:
+            await trio.sleep(by_subtask[subtask])
+            return f"out:{subtask}"
+
+        async def run() -> Aggregate[str]:
+            result: Aggregate[str] = await module.supervise("; ".join(plan), worker, **options)
+            return result
+
+        aggregate = trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+        leaked = [result.subtask for result in aggregate.results] != plan
+        runs.append((list(latencies), leaked))
+        return leaked
+
+    found = find(
+        exact_latencies(),
+        leaks,
+        settings=settings(database=None, max_examples=SEARCH, derandomize=True),
+    )
+    return Leak(name, runs, found)
+
+
+def _why(latencies: list[float]) -> str:
+    """Why these latencies leak, when they are the two the search ends on."""
+    if len(latencies) == 2 and latencies[0] > latencies[1]:
+        return (
+            "Subtask 0 is the slower, so its result is appended second, and the two come back "
+            "swapped:"
+        )
+    return "Their results come back out of plan order:"
+
+
+def _seconds(latencies: list[float]) -> str:
+    return ", ".join(f"{latency:g} s" for latency in latencies)
+
+
+def leak_page(leak: Leak) -> str:
+    """The markdown the laws page includes: the search in numbers, the smallest leak drawn as a
+    timeline by the same code as every step's demos, and what the runner prints for it."""
+    smallest = leak.smallest
+    number = step_number(leak.step)
+    demo = Demo(
+        "the smallest leak",
+        "; ".join(f"subtask {slot}" for slot in range(len(smallest))),
+        slow=dict(enumerate(smallest)),
+    )
+    args = parser().parse_args([str(number), "--virtual"])
+    out = io.StringIO()
+    console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
+    run = run_demo(leak.step, demo, args, before=show_header_to(console), live=console)
+    assert run.trace is not None
+    show(console, run)
+    output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
+    title = f"{leak.step} on the smallest leak Hypothesis found, on virtual time"
+    svg = render_svg(run.trace, final_statuses(run), title=title)
+    tried, leaked = leak.shrinking
+    return (
+        f"While this site was built, Hypothesis ran step {number}'s `supervise` on "
+        f"{len(leak.runs)} inputs. The first that leaked had {len(leak.first)} latencies "
+        f"({_seconds(leak.first)}). It then shrank it: of the {tried} simpler inputs it tried "
+        f"next (fewer latencies, smaller numbers), {leaked} still leaked, and it went on from "
+        f"each of those, until no simpler input leaked: **{len(smallest)} latencies, "
+        f"{_seconds(smallest)}**. {_why(smallest)}\n\n"
+        f'<figure class="timeline" data-step="{leak.step}" data-demo="smallest-leak">\n'
+        f"{svg}"
+        f"<figcaption>Step {number} on the smallest leak: rows in plan order, <em>done #</em> "
+        "is the completion order, and the results below follow it.</figcaption>\n</figure>\n\n"
+        f'???+ example "What step {number} returns for it"\n\n'
+        "    ```text\n"
+        + "".join(f"    {line}\n" if line else "\n" for line in output.splitlines())
+        + "    ```\n"
+    )
 
 
 # -- the tests page ----------------------------------------------------------------------------
@@ -462,7 +603,7 @@ def page_of_tests(root: Path = TESTS) -> str:
     lines = [
         "# The tests",
         "",
-        "Every law on [the laws page](laws.md) is proved by a test. Here is the code of every "
+        "Every law on [the laws page](laws.md) is checked by a test. Here is the code of every "
         "test in `tests/`, read from the files when this site was built. Run them all with "
         "`make test`.",
         "",
@@ -483,6 +624,80 @@ def page_of_tests(root: Path = TESTS) -> str:
             "",
         ]
     return "\n".join(lines)
+
+
+def _function(test: CodeOfTest) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    tree = ast.parse(test.path.read_text(), filename=str(test.path))
+    scope: list[ast.stmt] = tree.body
+    *classes, name = test.name.split(".")
+    for class_name in classes:
+        scope = next(
+            node.body
+            for node in scope
+            if isinstance(node, ast.ClassDef) and node.name == class_name
+        )
+    return next(
+        node
+        for node in scope
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+    )
+
+
+def _max_examples(call: ast.expr) -> int | None:
+    if isinstance(call, ast.Call):
+        for keyword in call.keywords:
+            value = keyword.value
+            if keyword.arg == "max_examples" and isinstance(value, ast.Constant):
+                assert isinstance(value.value, int)
+                return value.value
+    return None
+
+
+def drawn_inputs(test: CodeOfTest) -> str | None:
+    """What a test's Hypothesis draws, in words: ``checked on 60 drawn inputs`` for a ``@given``
+    test (its ``max_examples``, Hypothesis's default of 100 if unset; ``per step`` when it is
+    parametrized over steps), ``a search of up to 500 drawn inputs`` for one that calls
+    ``find``; None for a test that draws nothing."""
+    function = _function(test)
+    names = {
+        ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        for decorator in function.decorator_list
+    }
+    per_step = any(
+        isinstance(decorator, ast.Call)
+        and ast.unparse(decorator.func).endswith("parametrize")
+        and isinstance(decorator.args[0], ast.Constant)
+        and "step" in str(decorator.args[0].value).split(",")
+        for decorator in function.decorator_list
+    )
+    each = " per step" if per_step else ""
+    if "given" in names:
+        counts = [_max_examples(decorator) for decorator in function.decorator_list]
+        count = next((number for number in counts if number is not None), 100)
+        return f"checked on {count} drawn inputs{each}"
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "find":
+            counts = [_max_examples(keyword.value) for keyword in node.keywords]
+            count = next((number for number in counts if number is not None), 100)
+            return f"found by a search of up to {count} drawn inputs{each}"
+    return None
+
+
+TEST_LINK = re.compile(r"\[`(?P<text>[^`]+)`\]\(tests\.md#(?P<module>test_\w+)\.(?P<name>[\w.]+)\)")
+
+
+def with_drawn_inputs(markdown: str, root: Path = TESTS) -> str:
+    """``markdown`` with each link to a Hypothesis test followed by what it draws (see
+    :func:`drawn_inputs`), read from the test as it is: the laws page never states a count that
+    its tests do not use. Links to tests that do not exist are left as they are."""
+    found = {test.anchor: test for test in find_tests(root)}
+
+    def annotate(match: re.Match[str]) -> str:
+        test = found.get(f"{match['module']}.{match['name']}")
+        said = None if test is None else drawn_inputs(test)
+        return match[0] if said is None else f"{match[0]} ({said})"
+
+    return TEST_LINK.sub(annotate, markdown)
 
 
 # -- the mkdocs hooks --------------------------------------------------------------------------
@@ -529,11 +744,22 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
     out = Path(config.docs_dir) / "generated"
     stamp = out / ".inputs"
     digest = inputs_digest()
-    wanted = [out / "course.md", *(out / "steps" / f"{name}.md" for name in steps().values())]
+    wanted = [
+        out / "course.md",
+        out / "laws" / "smallest-leak.md",
+        *(out / "steps" / f"{name}.md" for name in steps().values()),
+    ]
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return
     generate(out)
     write_if_changed(stamp, digest)
+
+
+def on_page_markdown(markdown: str, page: Page, **_: Any) -> str:
+    """On the laws page, say after each link to a Hypothesis test how many inputs it draws."""
+    if page.file.src_uri == "laws.md":
+        return with_drawn_inputs(markdown)
+    return markdown
 
 
 def on_files(files: Files, config: MkDocsConfig, **_: Any) -> Files:

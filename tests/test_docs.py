@@ -267,3 +267,84 @@ def test_tests_page_shows_each_test_from_its_first_to_its_last_line() -> None:
         relative = test.path.relative_to(_docs.ROOT).as_posix()
         assert f'--8<-- "{relative}:{test.first}:{test.last}"' in page
         assert f"{{#{test.anchor}}}" in page
+
+
+def test_the_smallest_leak_is_two_latencies_the_first_slower_and_its_results_swapped() -> None:
+    leak = _docs.find_leak(steps()[2])
+    assert len(leak.smallest) == 2
+    assert leak.smallest[0] > leak.smallest[1]
+    assert (leak.smallest, True) in leak.runs  # it was run, and it leaked
+    assert leak.first != leak.smallest  # what was drawn first is not what it shrank to
+    page = _docs.leak_page(leak)
+    results = page.split("results, in the order supervise returned them")[1]
+    assert results.index("subtask 1") < results.index("subtask 0")  # the two come back swapped
+    laws = (_docs.DOCS / "laws.md").read_text()
+    assert '--8<-- "docs/generated/laws/smallest-leak.md"' in laws
+
+
+DRAWING = """
+from hypothesis import find, given, settings, strategies as st
+
+
+@given(st.integers())
+@settings(max_examples=7)
+def test_drawn(n: int) -> None:
+    pass
+
+
+@given(st.integers())
+def test_default(n: int) -> None:
+    pass
+
+
+def test_searched() -> None:
+    find(st.integers(), lambda n: n > 3, settings=settings(max_examples=9))
+
+
+def test_plain() -> None:
+    pass
+"""
+
+
+def test_laws_page_says_how_many_inputs_each_linked_test_draws(tmp_path: Path) -> None:
+    (tmp_path / "test_drawing.py").write_text(DRAWING)
+    links = {
+        name: f"[`{name}`](tests.md#test_drawing.{name})"
+        for name in ("test_drawn", "test_default", "test_searched", "test_plain", "test_gone")
+    }
+    said = _docs.with_drawn_inputs(" ".join(links.values()), root=tmp_path)
+    assert said == " ".join(
+        [
+            f"{links['test_drawn']} (checked on 7 drawn inputs)",
+            f"{links['test_default']} (checked on 100 drawn inputs)",
+            f"{links['test_searched']} (found by a search of up to 9 drawn inputs)",
+            links["test_plain"],
+            links["test_gone"],
+        ]
+    )
+
+
+LAW_ANCHOR = re.compile(r"\{#(?P<id>[\w-]+)\}")
+PAGE_ANCHOR = re.compile(r"\]\(\.\./(?P<page>laws|primer)\.md#(?P<id>[\w-]+)\)")
+
+
+@pytest.mark.parametrize("name", _docs.pages())
+def test_each_step_page_links_to_laws_that_exist(name: str) -> None:
+    page = (PAGES / f"{name}.md").read_text()
+    ids = {
+        target: set(LAW_ANCHOR.findall((_docs.DOCS / f"{target}.md").read_text()))
+        for target in ("laws", "primer")
+    }
+    links = [(match["page"], match["id"]) for match in PAGE_ANCHOR.finditer(page)]
+    assert any(target == "laws" for target, _ in links), f"{name}'s page links to no law"
+    missing = [f"{target}.md#{anchor}" for target, anchor in links if anchor not in ids[target]]
+    assert missing == [], f"docs/steps/{name}.md links to anchors that do not exist: {missing}"
+
+
+def test_each_law_links_to_a_step() -> None:
+    laws = (_docs.DOCS / "laws.md").read_text().split("\n## The docs")[0]
+    sections = laws.split("\n### ")[1:]
+    assert len(sections) >= 10
+    for section in sections:
+        title = section.splitlines()[0]
+        assert re.search(r"\]\(steps/step\d\d_\w+\.md\)", section), f"law {title!r}: no step link"
