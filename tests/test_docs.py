@@ -348,3 +348,24 @@ def test_each_law_links_to_a_step() -> None:
     for section in sections:
         title = section.splitlines()[0]
         assert re.search(r"\]\(steps/step\d\d_\w+\.md\)", section), f"law {title!r}: no step link"
+
+
+STEP_LINK = re.compile(
+    r"\[(?P<text>[^\]]*?)\]\((?:\.\./)?(?:steps/)?step(?P<number>\d\d)_(?P<rest>\w+)\.md[#)]"
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted([*_docs.DOCS.glob("*.md"), *PAGES.glob("*.md")]),
+    ids=lambda path: path.relative_to(_docs.DOCS).as_posix(),
+)
+def test_links_to_steps_name_pages_that_exist_by_their_own_number(path: Path) -> None:
+    """A link to a step page names a page of the course, and a number in its text is the
+    page's own: no page points at a step by an old number."""
+    for match in STEP_LINK.finditer(path.read_text()):
+        name = f"step{match['number']}_{match['rest']}"
+        assert name in _docs.pages(), f"{path.name} links to {name}, which has no page"
+        said = re.search(r"\b(?:[Ss]teps? )?(\d+)\b", match["text"])
+        if said is not None and match["text"].lower().startswith(("step", *"0123456789")):
+            assert int(said[1]) == int(match["number"]), f"{path.name}: {match[0]}"
