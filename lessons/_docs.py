@@ -514,8 +514,15 @@ def _why(latencies: list[float]) -> str:
     return "Their results come back out of plan order:"
 
 
+def _least(latencies: list[float]) -> str:
+    """Whether these are the smallest distinct latencies the strategy can draw, as a clause."""
+    drawn = sorted(round(latency * 32) for latency in latencies)
+    return ", the smallest distinct ones it can draw" if drawn == [1, 2][: len(drawn)] else ""
+
+
 def _seconds(latencies: list[float]) -> str:
-    return ", ".join(f"{latency:g} s" for latency in latencies)
+    """Latencies as the strategy draws them, whole 1/32 s: ``[0.0625] -> "2/32 s"``."""
+    return ", ".join(f"{round(latency * 32)}/32 s" for latency in latencies)
 
 
 def leak_page(leak: Leak) -> str:
@@ -544,7 +551,7 @@ def leak_page(leak: Leak) -> str:
         f"({_seconds(leak.first)}). It then shrank it: of the {tried} simpler inputs it tried "
         f"next (fewer latencies, smaller numbers), {leaked} still leaked, and it went on from "
         f"each of those, until no simpler input leaked: **{len(smallest)} latencies, "
-        f"{_seconds(smallest)}**. {_why(smallest)}\n\n"
+        f"{_seconds(smallest)}**{_least(smallest)}. {_why(smallest)}\n\n"
         f'<figure class="timeline" data-step="{leak.step}" data-demo="smallest-leak">\n'
         f"{svg}"
         f"<figcaption>Step {number} on the smallest leak: rows in plan order, <em>done #</em> "
