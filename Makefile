@@ -26,8 +26,8 @@ lessons: $(BIN)/.installed
 test: lint typecheck pytest docs-build
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check src lessons tests tools benchmarks
-	$(BIN)/ruff format --check src lessons tests tools benchmarks
+	$(BIN)/ruff check src lessons tests tools benchmarks docs/examples
+	$(BIN)/ruff format --check src lessons tests tools benchmarks docs/examples
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy

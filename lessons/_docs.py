@@ -7,13 +7,20 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._runner.ru
 - ``steps/<step>/<demo>.svg``: the run's timeline (`trio_supervisor.timeline.render_svg`),
   drawn from the same trace as the terminal timeline it prints;
 - ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output;
-- ``steps/<step>.diff``: the step's diff against the step before it;
-- ``course.md``: the home page's list of steps, from the steps' docstrings.
+- ``steps/<step>.idea.md``: the step's docstring as prose (its idea, what is still wrong);
+- ``steps/<step>.code.md``: the fenced block that includes the step's code, from the line after
+  its docstring, with the code lines that changed since the step before highlighted;
+- ``steps/<step>.diff``: the step's code against the code of the step before it;
+- ``course.md``: the home page's list of steps, from the steps' docstrings;
+- ``laws/smallest-leak.md``: a real Hypothesis search for latencies that make step 2 return its
+  results out of plan order, shrunk to the smallest, with its timeline.
 
-It also fills the nav's ``Course`` section with one page per step found by
+It also fills the nav's ``Course`` section (after the primer) with one page per step found by
 :func:`lessons._runner.steps` and adds the generated ``tests.md`` page, which shows each test's
-code (the laws page links there). Files are written only when the code they come from changed,
-so ``mkdocs serve`` does not rebuild forever, and two builds draw byte-identical SVGs.
+code (the laws page links there); on the laws page it follows each link to a Hypothesis test
+with how many inputs that test draws, read from the test. Files are written only when the code
+they come from changed, so ``mkdocs serve`` does not rebuild forever, and two builds draw
+byte-identical SVGs.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
+import inspect
 import io
 import re
 from collections.abc import Iterable
@@ -28,6 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import trio
+import trio.testing
+from hypothesis import find, settings
+from hypothesis import strategies as st
 from rich.console import Console
 
 from lessons._runner import (
@@ -35,6 +47,7 @@ from lessons._runner import (
     Run,
     demos,
     final_statuses,
+    load_step,
     parser,
     run_demo,
     show,
@@ -43,11 +56,13 @@ from lessons._runner import (
     step_path,
     steps,
 )
+from trio_supervisor import Aggregate
 from trio_supervisor.timeline import render_svg
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.structure.files import Files
+    from mkdocs.structure.pages import Page
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = ROOT / "lessons"
@@ -64,8 +79,8 @@ COURSE = "Course"  # the nav section this hook fills with the step pages
 
 
 def changed_lines(previous: str, current: str) -> list[int]:
-    """The 1-based numbers of ``current``'s lines that differ from ``previous`` (a line diff):
-    the lines a step page highlights. Lines only deleted have nothing to highlight."""
+    """The 1-based numbers of ``current``'s lines that differ from ``previous`` (a line diff).
+    Lines only deleted have nothing to highlight."""
     matcher = difflib.SequenceMatcher(
         None, previous.splitlines(), current.splitlines(), autojunk=False
     )
@@ -74,6 +89,37 @@ def changed_lines(previous: str, current: str) -> list[int]:
         if tag in ("replace", "insert"):
             changed.extend(range(first + 1, last + 1))
     return changed
+
+
+def code_start(source: str) -> int:
+    """The number of the first line of ``source`` after its module docstring (and the blank
+    lines that follow it): where a step page's code begins. 1 for a module without one."""
+    tree = ast.parse(source)
+    start = 1
+    if tree.body and isinstance(tree.body[0], ast.Expr):
+        value = tree.body[0].value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            assert tree.body[0].end_lineno is not None
+            start = tree.body[0].end_lineno + 1
+    lines = source.splitlines()
+    while start <= len(lines) and not lines[start - 1].strip():
+        start += 1
+    return start
+
+
+def code_of(source: str) -> list[str]:
+    """The lines of ``source`` from :func:`code_start` on: its code, without the docstring."""
+    return source.splitlines()[code_start(source) - 1 :]
+
+
+def code_changes(previous: str, current: str) -> list[int]:
+    """The line numbers, in ``current``'s file, of the code lines that differ from the code of
+    ``previous``: the lines a step page highlights. Docstrings are prose and blank lines are
+    nothing, so neither is ever highlighted."""
+    offset = code_start(current) - 1
+    before, after = code_of(previous), code_of(current)
+    changed = changed_lines("\n".join(before), "\n".join(after))
+    return [offset + line for line in changed if after[line - 1].strip()]
 
 
 def format_lines(lines: list[int]) -> str:
@@ -114,13 +160,94 @@ def previous_step(name: str) -> str | None:
     return names[index - 1] if index > 0 else None
 
 
+def next_step(name: str) -> str | None:
+    """The step after ``name`` in the course, None for the last."""
+    names = list(steps().values())
+    index = names.index(name)
+    return names[index + 1] if index + 1 < len(names) else None
+
+
 def step_changes(name: str) -> list[int]:
-    """The lines of step ``name``'s file that differ from the step before (none for the first:
-    it has nothing to differ from, so its page highlights nothing)."""
+    """The code lines of step ``name``'s file that differ from the step before (none for the
+    first: it has nothing to differ from, so its page highlights nothing)."""
     before = previous_step(name)
     if before is None:
         return []
-    return changed_lines(step_path(before).read_text(), step_path(name).read_text())
+    return code_changes(step_path(before).read_text(), step_path(name).read_text())
+
+
+def code_block(name: str) -> str:
+    """The fenced block a step page shows its code in: the step's file from the line after its
+    docstring to its end, included as it is, with the lines that changed since the step before
+    highlighted (``hl_lines`` counts from the block's first line, ``linenums`` shows the file's)."""
+    source = step_path(name).read_text()
+    start, end = code_start(source), len(source.splitlines())
+    relative = f"lessons/{name}.py"
+    highlighted = [line - start + 1 for line in step_changes(name)]
+    marks = f' hl_lines="{format_lines(highlighted)}"' if highlighted else ""
+    return (
+        f'```python title="{relative}" linenums="{start}"{marks}\n'
+        f'--8<-- "{relative}:{start}:{end}"\n'
+        "```\n"
+    )
+
+
+def code_diff(name: str) -> str:
+    """Step ``name``'s code against the code of the step before, as a unified diff whose line
+    numbers are the files' own (the docstrings are left out: pages show them as prose)."""
+    before = previous_step(name)
+    if before is None:
+        return ""
+    old, new = step_path(before).read_text(), step_path(name).read_text()
+    matcher = difflib.SequenceMatcher(None, code_of(old), code_of(new), autojunk=False)
+    shift_old, shift_new = code_start(old) - 1, code_start(new) - 1
+    lines = [f"--- lessons/{before}.py\n", f"+++ lessons/{name}.py\n"]
+    for group in matcher.get_grouped_opcodes(3):
+        first_old, last_old = group[0][1] + shift_old, group[-1][2] + shift_old
+        first_new, last_new = group[0][3] + shift_new, group[-1][4] + shift_new
+        old_range = f"{first_old + 1},{last_old - first_old}"
+        new_range = f"{first_new + 1},{last_new - first_new}"
+        lines.append(f"@@ -{old_range} +{new_range} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [f" {line}\n" for line in code_of(old)[i1:i2]]
+                continue
+            lines += [f"-{line}\n" for line in code_of(old)[i1:i2]]
+            lines += [f"+{line}\n" for line in code_of(new)[j1:j2]]
+    return "".join(lines)
+
+
+def title(name: str) -> str:
+    """A step's title, the first sentence of its docstring: ``Step 3: a capacity limiter``."""
+    text = ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
+    return text.split(". ")[0].replace("``", "`").strip()
+
+
+def idea(name: str) -> str:
+    """A step's docstring as the prose of its page: its idea, what it adds, and what is still
+    wrong (as a warning that links to the step that fixes it). A sample run in the docstring is
+    left out: the page shows the real runs below its code."""
+    text = ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
+    paragraphs = []
+    for paragraph in text.split("\n\n")[1:]:
+        if paragraph.startswith("Sample run"):
+            break
+        paragraphs.append(paragraph.replace("``", "`"))
+    first = text.split("\n\n")[0]
+    _, _, summary = first.partition(". ")
+    parts = [f"**{summary.replace('``', '`').strip()}**"] if summary else []
+    for paragraph in paragraphs:
+        wrong = paragraph.removeprefix("What is still wrong:")
+        if wrong == paragraph:
+            parts.append(paragraph)
+            continue
+        after = next_step(name)
+        fix = f"\n\n    Next: [{title(after)}]({after}.md)." if after is not None else ""
+        wrong = wrong.strip()
+        wrong = wrong[:1].upper() + wrong[1:]
+        body = "\n".join(f"    {line.strip()}" for line in wrong.splitlines())
+        parts.append(f'!!! warning "What is still wrong"\n\n{body}{fix}')
+    return "\n\n".join(parts) + "\n"
 
 
 # -- the runs ----------------------------------------------------------------------------------
@@ -216,20 +343,6 @@ def _fragment(name: str, made: list[Picture]) -> str:
     return "\n".join(parts)
 
 
-def _diff(name: str) -> str:
-    before = previous_step(name)
-    if before is None:
-        return ""
-    return "".join(
-        difflib.unified_diff(
-            step_path(before).read_text().splitlines(keepends=True),
-            step_path(name).read_text().splitlines(keepends=True),
-            f"lessons/{before}.py",
-            f"lessons/{name}.py",
-        )
-    )
-
-
 def write_if_changed(path: Path, text: str) -> bool:
     """Write ``text`` to ``path`` unless it already holds exactly that; True if written."""
     data = text.encode()
@@ -264,10 +377,16 @@ def course() -> str:
     return "\n".join(items) + "\n"
 
 
+def pages() -> list[str]:
+    """The step pages the site shows, in course order: one per step."""
+    return list(steps().values())
+
+
 def generate(out: Path = GENERATED) -> list[Path]:
     """Write every step's generated files under ``out``; returns the paths, written or not."""
-    paths = [out / "course.md"]
+    paths = [out / "course.md", out / "laws" / "smallest-leak.md"]
     write_if_changed(paths[0], course())
+    write_if_changed(paths[1], leak_page(find_leak(steps()[2])))
     for name in steps().values():
         made = pictures(name)
         for picture in made:
@@ -276,11 +395,148 @@ def generate(out: Path = GENERATED) -> list[Path]:
             paths.append(path)
         for path, text in (
             (out / "steps" / f"{name}.md", _fragment(name, made)),
-            (out / "steps" / f"{name}.diff", _diff(name)),
+            (out / "steps" / f"{name}.diff", code_diff(name)),
+            (out / "steps" / f"{name}.code.md", code_block(name)),
+            (out / "steps" / f"{name}.idea.md", idea(name)),
         ):
             write_if_changed(path, text)
             paths.append(path)
     return paths
+
+
+# -- the laws page: the smallest input that breaks step 2 ------------------------------------
+
+#: How many inputs Hypothesis may draw while it looks for a leak, as in the test of the law.
+SEARCH = 500
+
+
+def exact_latencies() -> st.SearchStrategy[list[float]]:
+    """Distinct latencies in whole 1/32 s (exact in binary), in any order: what the tests of
+    plan order draw (``tests/support.py``), so the page shows the same search."""
+    distinct = st.lists(
+        st.integers(1, 256).map(lambda k: k / 32), min_size=1, max_size=10, unique=True
+    )
+    return distinct.flatmap(st.permutations)
+
+
+@dataclass(frozen=True)
+class Leak:
+    """A Hypothesis search for latencies whose results come back out of plan order, and where
+    it ended: every input it ran, in order, whether each leaked, and the smallest leak."""
+
+    step: str
+    runs: list[tuple[list[float], bool]]
+    smallest: list[float]
+
+    @property
+    def first(self) -> list[float]:
+        """The first input that leaked, before any shrinking."""
+        return next(latencies for latencies, leaked in self.runs if leaked)
+
+    @property
+    def shrinking(self) -> tuple[int, int]:
+        """Of the runs after the first leak (Hypothesis shrinking it), how many there were and
+        how many of them still leaked."""
+        start = next(index for index, (_, leaked) in enumerate(self.runs) if leaked) + 1
+        after = self.runs[start:]
+        return len(after), sum(leaked for _, leaked in after)
+
+
+def find_leak(name: str) -> Leak:
+    """Let Hypothesis search, on virtual time, for latencies that make step ``name`` return its
+    results out of plan order, and shrink them to the smallest such input. Derandomized, so
+    every build finds the same inputs in the same order.
+
+    Raises:
+      hypothesis.errors.NoSuchExample: if no input leaks: the step keeps plan order.
+    """
+    module = load_step(name)
+    parameters = inspect.signature(module.supervise).parameters
+    options = {"max_workers": 2} if "max_workers" in parameters else {}
+    runs: list[tuple[list[float], bool]] = []
+
+    def leaks(latencies: list[float]) -> bool:
+        plan = [f"s{slot}" for slot in range(len(latencies))]
+        by_subtask = dict(zip(plan, latencies, strict=True))
+
+        async def worker(subtask: str) -> str:
+            await trio.sleep(by_subtask[subtask])
+            return f"out:{subtask}"
+
+        async def run() -> Aggregate[str, str]:
+            result: Aggregate[str, str] = await module.supervise("; ".join(plan), worker, **options)
+            return result
+
+        aggregate = trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+        leaked = [result.subtask for result in aggregate.results] != plan
+        runs.append((list(latencies), leaked))
+        return leaked
+
+    found = find(
+        exact_latencies(),
+        leaks,
+        settings=settings(database=None, max_examples=SEARCH, derandomize=True),
+    )
+    return Leak(name, runs, found)
+
+
+def _why(latencies: list[float]) -> str:
+    """Why these latencies leak, when they are the two the search ends on."""
+    if len(latencies) == 2 and latencies[0] > latencies[1]:
+        return (
+            "Subtask 0 is the slower, so its result is appended second, and the two come back "
+            "swapped:"
+        )
+    return "Their results come back out of plan order:"
+
+
+def _least(latencies: list[float]) -> str:
+    """Whether these are the smallest distinct latencies the strategy can draw, as a clause."""
+    drawn = sorted(round(latency * 32) for latency in latencies)
+    return ", the smallest distinct ones it can draw" if drawn == [1, 2][: len(drawn)] else ""
+
+
+def _seconds(latencies: list[float]) -> str:
+    """Latencies as the strategy draws them, whole 1/32 s: ``[0.0625] -> "2/32 s"``."""
+    return ", ".join(f"{round(latency * 32)}/32 s" for latency in latencies)
+
+
+def leak_page(leak: Leak) -> str:
+    """The markdown the laws page includes: the search in numbers, the smallest leak drawn as a
+    timeline by the same code as every step's demos, and what the runner prints for it."""
+    smallest = leak.smallest
+    number = step_number(leak.step)
+    demo = Demo(
+        "the smallest leak",
+        "; ".join(f"subtask {slot}" for slot in range(len(smallest))),
+        slow=dict(enumerate(smallest)),
+    )
+    args = parser().parse_args([str(number), "--virtual"])
+    out = io.StringIO()
+    console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
+    run = run_demo(leak.step, demo, args, before=show_header_to(console), live=console)
+    assert run.trace is not None
+    show(console, run)
+    output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
+    title = f"{leak.step} on the smallest leak Hypothesis found, on virtual time"
+    svg = render_svg(run.trace, final_statuses(run), title=title)
+    tried, leaked = leak.shrinking
+    return (
+        f"While this site was built, Hypothesis ran step {number}'s `supervise` on "
+        f"{len(leak.runs)} inputs. The first that leaked had {len(leak.first)} latencies "
+        f"({_seconds(leak.first)}). It then shrank it: of the {tried} simpler inputs it tried "
+        f"next (fewer latencies, smaller numbers), {leaked} still leaked, and it went on from "
+        f"each of those, until no simpler input leaked: **{len(smallest)} latencies, "
+        f"{_seconds(smallest)}**{_least(smallest)}. {_why(smallest)}\n\n"
+        f'<figure class="timeline" data-step="{leak.step}" data-demo="smallest-leak">\n'
+        f"{svg}"
+        f"<figcaption>Step {number} on the smallest leak: rows in plan order, <em>done #</em> "
+        "is the completion order, and the results below follow it.</figcaption>\n</figure>\n\n"
+        f'???+ example "What step {number} returns for it"\n\n'
+        "    ```text\n"
+        + "".join(f"    {line}\n" if line else "\n" for line in output.splitlines())
+        + "    ```\n"
+    )
 
 
 # -- the tests page ----------------------------------------------------------------------------
@@ -330,7 +586,7 @@ def page_of_tests(root: Path = TESTS) -> str:
     lines = [
         "# The tests",
         "",
-        "Every law on [the laws page](laws.md) is proved by a test. Here is the code of every "
+        "Every law on [the laws page](laws.md) is checked by a test. Here is the code of every "
         "test in `tests/`, read from the files when this site was built. Run them all with "
         "`make test`.",
         "",
@@ -353,12 +609,87 @@ def page_of_tests(root: Path = TESTS) -> str:
     return "\n".join(lines)
 
 
+def _function(test: CodeOfTest) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    tree = ast.parse(test.path.read_text(), filename=str(test.path))
+    scope: list[ast.stmt] = tree.body
+    *classes, name = test.name.split(".")
+    for class_name in classes:
+        scope = next(
+            node.body
+            for node in scope
+            if isinstance(node, ast.ClassDef) and node.name == class_name
+        )
+    return next(
+        node
+        for node in scope
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name
+    )
+
+
+def _max_examples(call: ast.expr) -> int | None:
+    if isinstance(call, ast.Call):
+        for keyword in call.keywords:
+            value = keyword.value
+            if keyword.arg == "max_examples" and isinstance(value, ast.Constant):
+                assert isinstance(value.value, int)
+                return value.value
+    return None
+
+
+def drawn_inputs(test: CodeOfTest) -> str | None:
+    """What a test's Hypothesis draws, in words: ``checked on 60 drawn inputs`` for a ``@given``
+    test (its ``max_examples``, Hypothesis's default of 100 if unset; ``per step`` when it is
+    parametrized over steps), ``a search of up to 500 drawn inputs`` for one that calls
+    ``find``; None for a test that draws nothing."""
+    function = _function(test)
+    names = {
+        ast.unparse(decorator.func if isinstance(decorator, ast.Call) else decorator)
+        for decorator in function.decorator_list
+    }
+    per_step = any(
+        isinstance(decorator, ast.Call)
+        and ast.unparse(decorator.func).endswith("parametrize")
+        and isinstance(decorator.args[0], ast.Constant)
+        and "step" in str(decorator.args[0].value).split(",")
+        for decorator in function.decorator_list
+    )
+    each = " per step" if per_step else ""
+    if "given" in names:
+        counts = [_max_examples(decorator) for decorator in function.decorator_list]
+        count = next((number for number in counts if number is not None), 100)
+        return f"checked on {count} drawn inputs{each}"
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "find":
+            counts = [_max_examples(keyword.value) for keyword in node.keywords]
+            count = next((number for number in counts if number is not None), 100)
+            return f"found by a search of up to {count} drawn inputs{each}"
+    return None
+
+
+TEST_LINK = re.compile(r"\[`(?P<text>[^`]+)`\]\(tests\.md#(?P<module>test_\w+)\.(?P<name>[\w.]+)\)")
+
+
+def with_drawn_inputs(markdown: str, root: Path = TESTS) -> str:
+    """``markdown`` with each link to a Hypothesis test followed by what it draws (see
+    :func:`drawn_inputs`), read from the test as it is: the laws page never states a count that
+    its tests do not use. Links to tests that do not exist are left as they are."""
+    found = {test.anchor: test for test in find_tests(root)}
+
+    def annotate(match: re.Match[str]) -> str:
+        test = found.get(f"{match['module']}.{match['name']}")
+        said = None if test is None else drawn_inputs(test)
+        return match[0] if said is None else f"{match[0]} ({said})"
+
+    return TEST_LINK.sub(annotate, markdown)
+
+
 # -- the mkdocs hooks --------------------------------------------------------------------------
 
 
 def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
     """Fill the nav's ``Course`` section with ``steps/<step>.md`` for every step in ``lessons/``,
-    so a step without a page fails a strict build; check that mermaid was vendored."""
+    after the pages ``mkdocs.yml`` lists there (the primer), so a step without a page fails a
+    strict build; check that mermaid was vendored."""
     if not MERMAID.exists():
         from mkdocs.exceptions import PluginError
 
@@ -368,12 +699,13 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
         )
     for item in config.nav or []:
         if isinstance(item, dict) and COURSE in item:
-            item[COURSE] = [f"steps/{name}.md" for name in steps().values()]
+            kept = [page for page in item[COURSE] or [] if not str(page).startswith("steps/")]
+            item[COURSE] = [*kept, *(f"steps/{name}.md" for name in pages())]
             break
     else:
         from mkdocs.exceptions import PluginError
 
-        raise PluginError(f"mkdocs.yml's nav needs a '{COURSE}: []' section for the step pages")
+        raise PluginError(f"mkdocs.yml's nav needs a '{COURSE}: [...]' section for the step pages")
     return config
 
 
@@ -395,11 +727,22 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
     out = Path(config.docs_dir) / "generated"
     stamp = out / ".inputs"
     digest = inputs_digest()
-    wanted = [out / "course.md", *(out / "steps" / f"{name}.md" for name in steps().values())]
+    wanted = [
+        out / "course.md",
+        out / "laws" / "smallest-leak.md",
+        *(out / "steps" / f"{name}.md" for name in steps().values()),
+    ]
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return
     generate(out)
     write_if_changed(stamp, digest)
+
+
+def on_page_markdown(markdown: str, page: Page, **_: Any) -> str:
+    """On the laws page, say after each link to a Hypothesis test how many inputs it draws."""
+    if page.file.src_uri == "laws.md":
+        return with_drawn_inputs(markdown)
+    return markdown
 
 
 def on_files(files: Files, config: MkDocsConfig, **_: Any) -> Files:

@@ -3,15 +3,17 @@ and sample output comes from a real run. (``make test`` also builds the site wit
 
 from __future__ import annotations
 
+import ast
+import io
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from lessons import _docs
-from lessons._runner import demos, parser, step_number, step_path, steps
-from lessons._samples import run_sample
+from lessons._runner import demos, main, parser, step_number, step_path, steps
 
 PAGES = _docs.DOCS / "steps"
 STEPS = list(steps().values())
@@ -20,66 +22,126 @@ INCLUDE = re.compile(r'^```(?P<info>[^\n]*)\n--8<-- "(?P<path>[^"]+)"\n```$', re
 HL_LINES = re.compile(r'\bhl_lines="(?P<lines>[^"]*)"')
 
 
-def highlight_problem(page: str, name: str, previous: str | None, current: str) -> str | None:
-    """What is wrong with how ``page`` shows step ``name``'s file, or None.
+INCLUDED = re.compile(r'--8<-- "(?P<path>[^":]+):(?P<first>\d+):(?P<last>\d+)"')
+LINENUMS = re.compile(r'\blinenums="(?P<start>\d+)"')
+HUNK = re.compile(r"^@@ -\d+,\d+ \+(?P<start>\d+),\d+ @@$")
 
-    The page includes ``lessons/<name>.py`` in exactly one fenced block, and that block's
-    ``hl_lines`` are exactly the lines that differ from the previous step's file (``previous``);
-    the first step has nothing to differ from and highlights nothing.
-    """
-    path = f"lessons/{name}.py"
-    blocks = [match for match in INCLUDE.finditer(page) if match["path"] == path]
-    if len(blocks) != 1:
-        return f"the page must include {path} in exactly one fenced block, found {len(blocks)}"
-    found = HL_LINES.search(blocks[0]["info"])
-    if previous is None:
-        if found is not None:
-            return "the first step has no step before it: its page must not set hl_lines"
-        return None
-    want = _docs.changed_lines(previous, current)
-    have = [] if found is None else _docs.parse_lines(found["lines"])
-    if have != want:
-        return (
-            f'hl_lines="{_docs.format_lines(have)}" but the lines that differ from the step '
-            f'before are hl_lines="{_docs.format_lines(want)}": set that on the page'
-        )
-    return None
+
+def added_lines(diff: str) -> list[int]:
+    """The numbers, in the new file, of the non-blank lines a unified diff adds."""
+    added, number = [], 0
+    for line in diff.splitlines():
+        hunk = HUNK.match(line)
+        if hunk is not None:
+            number = int(hunk["start"])
+        elif line.startswith("+") and not line.startswith("+++"):
+            if line[1:].strip():
+                added.append(number)
+            number += 1
+        elif line.startswith(" "):
+            number += 1
+    return added
+
+
+def docstring_end(source: str) -> int:
+    """The last line of the module docstring, read with ``ast`` (0 without one)."""
+    first = ast.parse(source).body[0]
+    assert isinstance(first, ast.Expr)
+    assert isinstance(first.value, ast.Constant)
+    assert first.end_lineno is not None
+    return first.end_lineno
 
 
 @pytest.mark.parametrize("name", STEPS)
-def test_step_page_highlights_exactly_the_changed_lines(name: str) -> None:
-    page = PAGES / f"{name}.md"
-    assert page.exists(), f"step {name} has no page: add docs/steps/{name}.md (see the others)"
-    before = _docs.previous_step(name)
-    previous = None if before is None else step_path(before).read_text()
-    problem = highlight_problem(page.read_text(), name, previous, step_path(name).read_text())
-    assert problem is None, f"docs/steps/{name}.md: {problem}"
+def test_step_page_includes_its_idea_its_code_and_its_runs(name: str) -> None:
+    page = (PAGES / f"{name}.md").read_text()
+    for part in ("idea.md", "code.md", "md"):
+        include = f'--8<-- "docs/generated/steps/{name}.{part}"'
+        assert page.count(include) == 1, f"docs/steps/{name}.md must have {include} once"
+    blocks = [match for match in INCLUDE.finditer(page) if match["path"].startswith("lessons/")]
+    assert blocks == [], "the page includes its code through the generated code block only"
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_step_code_starts_after_the_docstring_and_highlights_exactly_the_changed_code(
+    name: str,
+) -> None:
+    """The block shows the file from the first line after its docstring to its end, numbered as
+    in the file, and highlights exactly the non-blank lines the page's code diff adds."""
+    source = step_path(name).read_text()
+    lines = source.splitlines()
+    block = _docs.code_block(name)
+    included = INCLUDED.search(block)
+    assert included is not None
+    assert included["path"] == f"lessons/{name}.py"
+    first, last = int(included["first"]), int(included["last"])
+    assert first > docstring_end(source)
+    assert all(not line.strip() for line in lines[docstring_end(source) : first - 1])
+    assert lines[first - 1].strip()
+    assert last == len(lines)
+    linenums = LINENUMS.search(block)
+    assert linenums is not None
+    assert int(linenums["start"]) == first
+    marks = HL_LINES.search(block)
+    highlighted = [] if marks is None else _docs.parse_lines(marks["lines"])
+    in_file = [first - 1 + line for line in highlighted]
+    if _docs.previous_step(name) is None:
+        assert marks is None, "the first step has no step before it: nothing is highlighted"
+        return
+    assert in_file == added_lines(_docs.code_diff(name))
+    assert in_file, "a step changes some code"
+    assert all(lines[number - 1].strip() for number in in_file)
+
+
+PREVIOUS = '''"""Step 1. The idea.
+
+Sample run::
+
+    out
+"""
+
+import trio
+
+
+async def f() -> None:
+    await trio.sleep(1)
+'''
+
+
+def test_a_docstring_edit_highlights_nothing_and_a_code_edit_highlights_its_line() -> None:
+    longer_doc = PREVIOUS.replace("The idea.", "The idea.\n\nWhat is still wrong: much.")
+    assert _docs.code_changes(PREVIOUS, longer_doc) == []
+    edited = longer_doc.replace("sleep(1)", "sleep(2)")
+    number = edited.splitlines().index("    await trio.sleep(2)") + 1
+    assert _docs.code_changes(PREVIOUS, edited) == [number]
+    blank_added = PREVIOUS.replace("import trio\n", "import trio\n\n")
+    assert _docs.code_changes(PREVIOUS, blank_added) == []  # a blank line is not code
 
 
 @pytest.mark.parametrize("name", STEPS[1:])
-def test_changing_one_line_of_a_step_breaks_its_page(name: str) -> None:
-    page = (PAGES / f"{name}.md").read_text()
+def test_changing_one_code_line_of_a_step_changes_its_highlights(name: str) -> None:
     before = _docs.previous_step(name)
     assert before is not None
     previous = step_path(before).read_text()
-    lines = step_path(name).read_text().splitlines(keepends=True)
-    same = [n for n in range(1, len(lines) + 1) if n not in _docs.step_changes(name)]
-    edited = same[len(same) // 2]  # a line the step did not change, now changed
-    lines[edited - 1] = "# edited\n"
-    problem = highlight_problem(page, name, previous, "".join(lines))
-    assert problem is not None
-    wanted = problem.split("lines that differ")[1].split('hl_lines="')[1].split('"')[0]
-    assert edited in _docs.parse_lines(wanted)
+    source = step_path(name).read_text()
+    lines = source.splitlines(keepends=True)
+    start = _docs.code_start(source)
+    changed = _docs.step_changes(name)
+    same = [n for n in range(start, len(lines) + 1) if n not in changed and lines[n - 1].strip()]
+    edited = same[len(same) // 2]  # a code line the step did not change, now changed
+    lines[edited - 1] = lines[edited - 1].rstrip("\n") + "  # edited\n"
+    assert edited in _docs.code_changes(previous, "".join(lines))
+    assert edited not in changed
 
 
 @pytest.mark.parametrize("name", STEPS)
-def test_step_page_includes_its_generated_run(name: str) -> None:
-    page = (PAGES / f"{name}.md").read_text()
-    assert f'--8<-- "docs/generated/steps/{name}.md"' in page
-
-
-def test_every_page_of_a_step_is_a_step() -> None:
-    assert sorted(page.stem for page in PAGES.glob("*.md")) == sorted(STEPS)
+def test_a_step_page_shows_its_docstring_as_prose_without_a_sample_run(name: str) -> None:
+    idea = _docs.idea(name)
+    assert "Sample run" not in idea
+    assert "``" not in idea
+    after = _docs.next_step(name)
+    if "What is still wrong" in idea and after is not None:
+        assert f"({after}.md)" in idea
 
 
 def test_changed_lines_are_the_replaced_and_inserted_lines_of_the_new_file() -> None:
@@ -114,10 +176,12 @@ def test_page_output_is_what_the_command_prints(
     """The same lines; in steps 2 and 3 results that ended at the same virtual instant are
     appended in whichever order trio ran them, so the order of those rows may differ."""
     number = step_number(name)
-    printed = run_sample(f"{number} --virtual")
+    out = io.StringIO()
+    console = Console(file=out, width=_docs.WIDTH, color_system=None, highlight=False)
+    assert main([str(number), "--virtual"], console=console) == 0
+    printed = [line.rstrip() for line in out.getvalue().strip("\n").splitlines()]
     shown = "\n".join(picture.output for picture in pictures[name])
-    indented = "".join(f"    {line}\n" if line else "\n" for line in shown.splitlines())
-    assert sorted(indented.strip("\n").splitlines()) == sorted(printed.strip("\n").splitlines())
+    assert sorted(shown.strip("\n").splitlines()) == sorted(printed)
 
 
 END = re.compile(r"(?P<end>[✓✗⏱⊘…] (?:\w[\w ]*?,? )?(?:\d+\.\d\ds|never ran))\s*(?P<rank>\d*)$")
@@ -181,8 +245,7 @@ def _law_links() -> list[tuple[str, str]]:
 @pytest.mark.parametrize(("module", "name"), _law_links())
 def test_laws_page_links_to_tests_that_exist(module: str, name: str) -> None:
     path = _docs.TESTS / f"{module}.py"
-    if not path.exists():
-        pytest.skip(f"tests/{module}.py has not landed yet")
+    assert path.exists(), f"laws.md links to tests/{module}.py, which does not exist"
     names = {test.name for test in _docs.find_tests() if test.path == path}
     assert name in names, f"laws.md links to {module}.{name}, which tests/{module}.py lacks"
 
@@ -201,3 +264,105 @@ def test_tests_page_shows_each_test_from_its_first_to_its_last_line() -> None:
         relative = test.path.relative_to(_docs.ROOT).as_posix()
         assert f'--8<-- "{relative}:{test.first}:{test.last}"' in page
         assert f"{{#{test.anchor}}}" in page
+
+
+def test_the_smallest_leak_is_two_latencies_the_first_slower_and_its_results_swapped() -> None:
+    leak = _docs.find_leak(steps()[2])
+    assert len(leak.smallest) == 2
+    assert leak.smallest[0] > leak.smallest[1]
+    assert (leak.smallest, True) in leak.runs  # it was run, and it leaked
+    assert leak.first != leak.smallest  # what was drawn first is not what it shrank to
+    page = _docs.leak_page(leak)
+    results = page.split("results, in the order supervise returned them")[1]
+    assert results.index("subtask 1") < results.index("subtask 0")  # the two come back swapped
+    laws = (_docs.DOCS / "laws.md").read_text()
+    assert '--8<-- "docs/generated/laws/smallest-leak.md"' in laws
+
+
+DRAWING = """
+from hypothesis import find, given, settings, strategies as st
+
+
+@given(st.integers())
+@settings(max_examples=7)
+def test_drawn(n: int) -> None:
+    pass
+
+
+@given(st.integers())
+def test_default(n: int) -> None:
+    pass
+
+
+def test_searched() -> None:
+    find(st.integers(), lambda n: n > 3, settings=settings(max_examples=9))
+
+
+def test_plain() -> None:
+    pass
+"""
+
+
+def test_laws_page_says_how_many_inputs_each_linked_test_draws(tmp_path: Path) -> None:
+    (tmp_path / "test_drawing.py").write_text(DRAWING)
+    links = {
+        name: f"[`{name}`](tests.md#test_drawing.{name})"
+        for name in ("test_drawn", "test_default", "test_searched", "test_plain", "test_gone")
+    }
+    said = _docs.with_drawn_inputs(" ".join(links.values()), root=tmp_path)
+    assert said == " ".join(
+        [
+            f"{links['test_drawn']} (checked on 7 drawn inputs)",
+            f"{links['test_default']} (checked on 100 drawn inputs)",
+            f"{links['test_searched']} (found by a search of up to 9 drawn inputs)",
+            links["test_plain"],
+            links["test_gone"],
+        ]
+    )
+
+
+LAW_ANCHOR = re.compile(r"\{#(?P<id>[\w-]+)\}")
+PAGE_ANCHOR = re.compile(r"\]\(\.\./(?P<page>laws|primer)\.md#(?P<id>[\w-]+)\)")
+
+
+@pytest.mark.parametrize("name", _docs.pages())
+def test_each_step_page_links_to_laws_that_exist(name: str) -> None:
+    page = (PAGES / f"{name}.md").read_text()
+    ids = {
+        target: set(LAW_ANCHOR.findall((_docs.DOCS / f"{target}.md").read_text()))
+        for target in ("laws", "primer")
+    }
+    links = [(match["page"], match["id"]) for match in PAGE_ANCHOR.finditer(page)]
+    assert any(target == "laws" for target, _ in links), f"{name}'s page links to no law"
+    missing = [f"{target}.md#{anchor}" for target, anchor in links if anchor not in ids[target]]
+    assert missing == [], f"docs/steps/{name}.md links to anchors that do not exist: {missing}"
+
+
+def test_each_law_links_to_a_step() -> None:
+    laws = (_docs.DOCS / "laws.md").read_text().split("\n## The docs")[0]
+    sections = laws.split("\n### ")[1:]
+    assert len(sections) >= 10
+    for section in sections:
+        title = section.splitlines()[0]
+        assert re.search(r"\]\(steps/step\d\d_\w+\.md\)", section), f"law {title!r}: no step link"
+
+
+STEP_LINK = re.compile(
+    r"\[(?P<text>[^\]]*?)\]\((?:\.\./)?(?:steps/)?step(?P<number>\d\d)_(?P<rest>\w+)\.md[#)]"
+)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted([*_docs.DOCS.glob("*.md"), *PAGES.glob("*.md")]),
+    ids=lambda path: path.relative_to(_docs.DOCS).as_posix(),
+)
+def test_links_to_steps_name_pages_that_exist_by_their_own_number(path: Path) -> None:
+    """A link to a step page names a page of the course, and a number in its text is the
+    page's own: no page points at a step by an old number."""
+    for match in STEP_LINK.finditer(path.read_text()):
+        name = f"step{match['number']}_{match['rest']}"
+        assert name in _docs.pages(), f"{path.name} links to {name}, which has no page"
+        said = re.search(r"\b(?:[Ss]teps? )?(\d+)\b", match["text"])
+        if said is not None and match["text"].lower().startswith(("step", *"0123456789")):
+            assert int(said[1]) == int(match["number"]), f"{path.name}: {match[0]}"
