@@ -2,6 +2,6 @@
 
 import sys
 
-from lessons._runner import main
+from lessons._course.runner import main
 
 sys.exit(main())

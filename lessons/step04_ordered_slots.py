@@ -40,6 +40,6 @@ async def supervise(
 
 
 if __name__ == "__main__":
-    from lessons._runner import main_for_step
+    from lessons._course.runner import main_for_step
 
     main_for_step(__file__)

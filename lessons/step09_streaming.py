@@ -156,6 +156,6 @@ def synthesize(aggregate: Aggregate[str, str]) -> str:
 
 
 if __name__ == "__main__":
-    from lessons._runner import main_for_step
+    from lessons._course.runner import main_for_step
 
     main_for_step(__file__)

@@ -4,9 +4,9 @@ Trio runs the tasks woken at the same (virtual) instant in an order it picks at 
 module-level ``random.Random`` in ``trio._core._run`` (``_r``) reverses each batch with
 probability 1/2, or, when Hypothesis is loaded (as in these tests), shuffles it. Seeding ``_r``
 picks the order, so several seeds in both modes run the same ties in several orders. Each step's
-demos are run as the docs hook runs them (``lessons._docs.pictures``, which calls
-``lessons._runner.run_demo`` on virtual time) under each order, and must record the same trace
-and draw the same SVG. So two builds of the site draw the same pictures.
+demos are run as the docs hook runs them (``lessons._course.docs.pictures``, which calls
+``lessons._course.runner.run_demo`` on virtual time) under each order, and must record the same
+trace and draw the same SVG. So two builds of the site draw the same pictures.
 
 What may differ is only what the step shows on purpose: steps 2 and 3 append results in
 completion order, so results that ended at the same instant come back in either order.
@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 import trio._core._run as trio_run
 
-from lessons import _docs
-from lessons._runner import Run, result_slots, steps
+from lessons._course import docs as _docs
+from lessons._course.runner import Run, result_slots
+from lessons._course.steps import steps
 
 STEPS = list(steps().values())
 # (mode, seed): "shuffled" is trio's order under Hypothesis, "reversed" its order in a build

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from lessons import _docs
-from lessons._runner import demos, main, parser, step_number, step_path, steps
+from lessons._course import docs as _docs
+from lessons._course.runner import demos, main, parser
+from lessons._course.steps import step_number, step_path, steps
 
 PAGES = _docs.DOCS / "steps"
 STEPS = list(steps().values())

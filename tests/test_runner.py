@@ -14,17 +14,10 @@ import pytest
 import trio
 from rich.console import Console
 
-import lessons._runner as runner
-from lessons._runner import (
-    DEMOS,
-    Demo,
-    Run,
-    load_step,
-    main,
-    run_step,
-    step_number,
-    steps,
-)
+import lessons._course.runner as runner
+from lessons._course.demos import DEMOS, STEP_DEMOS, Demo
+from lessons._course.runner import Run, main, run_step
+from lessons._course.steps import load_step, step_number, steps
 from trio_supervisor import decompose
 from trio_supervisor.testing import SimulatedAgent
 
@@ -137,8 +130,8 @@ def test_json_prints_plan_ordered_results_and_the_trace() -> None:
     done = python_m("lessons", "5", "--virtual", "--json")
     assert done.returncode == 0, done.stderr
     runs = json.loads(done.stdout)["runs"]
-    assert [run["demo"] for run in runs] == [demo.title for demo in runner.STEP_DEMOS[5]]
-    assert runner.STEP_DEMOS[5][0] == DEMOS[0]
+    assert [run["demo"] for run in runs] == [demo.title for demo in STEP_DEMOS[5]]
+    assert STEP_DEMOS[5][0] == DEMOS[0]
     research = runs[0]
     plan = decompose(DEMOS[0].task)
     assert [r["subtask"] for r in research["aggregate"]["results"]] == plan

@@ -17,8 +17,9 @@ import pytest
 from course_support import STEP05, STEP06, STEP07, STEP08, STEP09, STEP10
 from rich.console import Console
 
-from lessons import _runner
-from lessons._runner import DEMOS, demos, entry, main, parser, step_options
+from lessons._course import runner as _runner
+from lessons._course.demos import DEMOS, STEP_DEMOS
+from lessons._course.runner import demos, entry, main, parser, step_options
 from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -205,7 +206,7 @@ def test_the_command_line_options_reach_each_step_that_accepts_them() -> None:
 
 
 def test_the_command_line_wins_over_a_demo_option() -> None:
-    demo = _runner.STEP_DEMOS[6][0]
+    demo = STEP_DEMOS[6][0]
     args = parser().parse_args(["6", "--timeout", "0.75"])
     assert step_options(STEP06.supervise, args, demo)["worker_timeout"] == 0.75
     assert step_options(STEP06.supervise, parser().parse_args(["6"]), demo)["worker_timeout"] == 1.5

@@ -21,17 +21,9 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from lessons._runner import (
-    OPTIONS,
-    STEP_DEMOS,
-    Demo,
-    demos,
-    entry,
-    load_step,
-    main,
-    parser,
-    steps,
-)
+from lessons._course.demos import STEP_DEMOS, Demo
+from lessons._course.runner import OPTIONS, demos, entry, main, parser
+from lessons._course.steps import load_step, steps
 from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parent.parent

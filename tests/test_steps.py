@@ -22,7 +22,7 @@ from support import (
     task_of,
 )
 
-from lessons._runner import load_step, steps
+from lessons._course.steps import load_step, steps
 from trio_supervisor import Aggregate, Status
 
 STEPS = {number: load_step(name) for number, name in steps().items() if number <= 5}

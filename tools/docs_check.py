@@ -42,8 +42,8 @@ from playwright.sync_api import (
 )
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from lessons import _docs
-from lessons._runner import step_path, steps
+from lessons._course import docs as _docs
+from lessons._course.steps import step_path, steps
 from trio_supervisor import decompose
 
 CHROMIUM_ARGS = [

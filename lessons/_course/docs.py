@@ -1,7 +1,7 @@
 """The docs site's generated parts, made from real runs at build time, and its mkdocs hooks.
 
 ``mkdocs.yml`` loads this file as a hook. Before every build it reruns each step's demos through
-the same code path as ``python -m lessons --virtual`` (:func:`lessons._runner.run_demo` on
+the same code path as ``python -m lessons --virtual`` (:func:`lessons._course.runner.run_demo` on
 ``trio.testing.MockClock``) and writes, under ``docs/generated/`` (never committed):
 
 - ``steps/<step>/<demo>.svg``: the run's timeline (`trio_supervisor.timeline.render_svg`),
@@ -16,8 +16,8 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._runner.ru
   results out of plan order, shrunk to the smallest, with its timeline.
 
 It also fills the nav's ``Course`` section (after the primer) with one page per step found by
-:func:`lessons._runner.steps` and adds the generated ``tests.md`` page, which shows each test's
-code (the laws page links there); on the laws page it follows each link to a Hypothesis test
+``lessons._course.steps.steps`` and adds the generated ``tests.md`` page, which shows each
+test's code (the laws page links there); on the laws page it follows each link to a Hypothesis test
 with how many inputs that test draws, read from the test. Files are written only when the code
 they come from changed, so ``mkdocs serve`` does not rebuild forever, and two builds draw
 byte-identical SVGs.
@@ -42,20 +42,17 @@ from hypothesis import find, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from lessons._runner import (
-    Demo,
+from lessons._course.demos import Demo
+from lessons._course.runner import (
     Run,
     demos,
     final_statuses,
-    load_step,
     parser,
     run_demo,
     show,
     show_header_to,
-    step_number,
-    step_path,
-    steps,
 )
+from lessons._course.steps import load_step, step_number, step_path, steps
 from trio_supervisor import Aggregate
 from trio_supervisor.timeline import render_svg
 
@@ -64,7 +61,7 @@ if TYPE_CHECKING:
     from mkdocs.structure.files import Files
     from mkdocs.structure.pages import Page
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LESSONS = ROOT / "lessons"
 DOCS = ROOT / "docs"
 GENERATED = DOCS / "generated"

@@ -1,0 +1,116 @@
+"""The demos: the tasks each step runs on, and what the simulated sub-agent does on them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trio_supervisor import decompose
+from trio_supervisor.testing import SimulatedAgent
+
+
+@dataclass(frozen=True)
+class Demo:
+    """A task to run a step on, what the simulated sub-agent does on its slots, and the options
+    (keyword arguments of the step's ``supervise``) it runs with unless the command line says."""
+
+    title: str
+    task: str
+    fail: frozenset[int] = field(default_factory=frozenset)
+    hang: frozenset[int] = field(default_factory=frozenset)
+    flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
+    slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    take: int | None = None  # a streaming step's caller leaves after this many results
+
+    def agent(self, seed: int) -> SimulatedAgent:
+        """The simulated sub-agent for this demo, its latencies picked by ``seed``."""
+        plan = decompose(self.task)
+        return SimulatedAgent(
+            seed,
+            fail={plan[slot] for slot in self.fail},
+            hang={plan[slot] for slot in self.hang},
+            flaky={plan[slot]: calls for slot, calls in self.flaky.items()},
+            latencies={plan[slot]: latency for slot, latency in self.slow.items()},
+        )
+
+
+RESEARCH = Demo(
+    "research this company",
+    "competitor pricing; customer reviews; inventory",
+    fail=frozenset({1}),  # the reviews sub-agent fails on purpose
+)
+LARGE = Demo(
+    "a dozen subtasks",
+    "market size; competitor pricing; customer reviews; inventory; hiring trends; "
+    "patent filings; press coverage; supplier risk; regulatory exposure; leadership team; "
+    "funding history; web traffic",
+)
+DEMOS = (RESEARCH, LARGE)
+FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring trends"
+FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
+STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
+    5: (RESEARCH, Demo("a sub-agent hangs", FIVE, hang=frozenset({1}))),
+    6: (
+        Demo(
+            "a sub-agent hangs, another fails once",
+            FIVE,
+            flaky={3: 1},  # supplier risk fails its first call: a second would succeed
+            hang=frozenset({1}),  # the reviews sub-agent never answers
+            options={"worker_timeout": 1.5},
+        ),
+        Demo(LARGE.title + ", cut short by a deadline", LARGE.task, options={"deadline": 1.5}),
+    ),
+    7: (
+        Demo(
+            "flaky sub-agents, retried",
+            FIVE,
+            flaky={1: 2, 3: 1},  # reviews fails its first two calls, supplier risk its first
+            options={"attempts": 3},
+        ),
+        Demo(
+            "four sub-agents down for good, each retried to its last attempt",
+            FIVE,
+            fail=frozenset(range(1, 5)),  # every sub-agent but the pricing one fails every call
+            options={"attempts": 4},
+        ),
+    ),
+    8: (
+        Demo(
+            "four sub-agents down for good, the run gives up past 3 restarts in 10s",
+            FIVE,
+            fail=frozenset(range(1, 5)),  # every sub-agent but the pricing one fails every call
+            options={"attempts": 4, "intensity": (3, 10.0)},
+        ),
+        Demo(
+            "one slow subtask, every result waits for it",
+            FIVE,
+            slow={4: 4.0},  # hiring trends takes 4 s: the other four wait for it, done
+        ),
+    ),
+    9: (
+        Demo(
+            "20 reviews, one slow early: finished results pile up behind it",
+            FEED,
+            slow={1: 3.0},  # head-of-line: review 02 holds back everything after it
+        ),
+        Demo("the same reviews, left after 8", FEED, slow={1: 3.0}, take=8),
+    ),
+    10: (
+        Demo(
+            "a lazy feed of 20 reviews, one slow early: the window fills",
+            FEED,
+            slow={1: 3.0},  # head-of-line: the window fills behind review 02, workers idle
+        ),
+        Demo("the same feed, left after 8 reviews", FEED, slow={1: 3.0}, take=8),
+    ),
+}
+"""Each step's own demos (the steps not named here run :data:`DEMOS`); each shows what is still
+wrong with its step."""
+NEVER_RETURNS = {
+    number: f"step {number} has no timeout (step 6 adds one)" for number in range(1, 6)
+}
+"""Why a step's run with a hung worker never returns, as the runner says when its guard stops it;
+:data:`NO_TIMEOUT` for the steps from 6 on."""
+NO_TIMEOUT = "a worker hangs, and no --timeout or --deadline was given"
