@@ -9,6 +9,9 @@ BIN := $(VENV)/bin
 MERMAID_VERSION := 11.17.2
 MERMAID := docs/generated/vendor/mermaid.min.js
 CHROMIUM := /usr/bin/chromium
+# the course (lessons/) runs from the repository, not installed: the docs hook and the browser
+# check import it from here
+export PYTHONPATH := $(CURDIR)
 # mkdocs-material prints a banner about its successor on every build; once is enough
 export NO_MKDOCS_2_WARNING := 1
 

@@ -7,9 +7,12 @@ each retry, runs through the same few lines of ``Attempts._slots``.
 
 What costs what, on the path every slot takes:
 
-- A worker task (a *lane*) opens one cancel scope for its timeouts and moves its deadline before
-  each attempt, instead of opening a scope per attempt; a new scope is opened only after one
-  fired (a fired scope stays cancelled).
+- A run's attempts are timed by one task, a [`Timer`][trio_supervisor._attempt.Timer], not by a
+  deadline per attempt: each attempt appends its expiry to a queue, and the timer cancels the
+  cancel scope of a worker task (a *lane*) whose attempt is still running at its expiry. A lane
+  opens a new scope only after one fired. (Moving a trio deadline costs most of a checkpoint:
+  trio keeps deadlines in a heap, and a move goes through a context manager; a queue append
+  costs next to nothing.)
 - The retry policy is a loop around the same attempt, entered only after a failure; the first
   attempt pays nothing for it. It is written here rather than with tenacity, which the library
   used before: tenacity's state machine cost about 200 µs per retried call, forty times a whole
@@ -25,15 +28,16 @@ from __future__ import annotations
 
 import random
 import traceback
+from collections import deque
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
 from types import CoroutineType
 from typing import Any, Generic, TypeVar
 
 import trio
-from trio.lowlevel import checkpoint, checkpoint_if_cancelled, current_task
+from trio.lowlevel import ParkingLot, checkpoint, current_task
 
-from ._contract import Status, SubResult, _ok, describe
+from ._contract import Status, SubResult, _failed, _ok, describe
 from ._retry import Backoff
 from ._trace import Trace
 from ._validate import not_awaitable
@@ -48,7 +52,6 @@ Put = Callable[[int, "SubResult[Any, Any]"], None]
 More = Callable[[], Awaitable[bool]]
 """Wait until there may be another slot; False once there never will be."""
 
-_INF = float("inf")
 _NOTHING: Any = object()  # no value: what a worker's call returned, once awaited
 CUT_SHORT = "Cancelled: the run was cut short before this slot finished"
 """How a slot cut short while it ran begins its error; a run may name the cause instead."""
@@ -60,7 +63,17 @@ class Running:
     One per lane, reused from slot to slot. ``slot`` is None between slots.
     """
 
-    __slots__ = ("attempts", "failure", "mixed", "slot", "started", "subtask", "timed_out")
+    __slots__ = (
+        "attempts",
+        "failure",
+        "mixed",
+        "scope",
+        "serial",
+        "slot",
+        "started",
+        "subtask",
+        "timed_out",
+    )
 
     def __init__(self) -> None:
         self.slot: int | None = None
@@ -71,6 +84,9 @@ class Running:
         self.timed_out = False  # the last attempt ran past its timeout
         # the Exception part of a group the worker raised together with Cancelled
         self.mixed: BaseException | None = None
+        # the lane's timeout scope, and a count that changes as each attempt starts and ends
+        self.scope: trio.CancelScope | None = None
+        self.serial = 0
 
     def begin(self, slot: int, subtask: Any) -> None:
         self.slot = slot
@@ -85,6 +101,13 @@ class Running:
 def forget_frames(exc: BaseException) -> BaseException:
     """Let ``exc`` keep where it was raised but not the local variables of the frames it passed:
     a failed slot costs what a successful one does, and keeps no worker's data alive."""
+    if (
+        exc.__context__ is None
+        and exc.__cause__ is None
+        and not isinstance(exc, BaseExceptionGroup)
+    ):
+        traceback.clear_frames(exc.__traceback__)  # the common case: one exception, no chain
+        return exc
     seen = 0
     pending = [exc]
     while pending and seen < 64:  # a chain of causes, or a group's members; bounded
@@ -139,6 +162,52 @@ def _drop_own_frame(exc: BaseException) -> None:
         exc.__traceback__ = tb.tb_next
 
 
+class Timer:
+    """Times the attempts of one run, or stream, with one task.
+
+    An attempt that starts calls [`start`][trio_supervisor._attempt.Timer.start]; the timer's
+    task, [`watch`][trio_supervisor._attempt.Timer.watch], sleeps until the earliest expiry and
+    cancels the lane's scope if that very attempt is still running then. Every attempt has the
+    same timeout and starts no earlier than the one before, so the queue of expiries is in
+    order and only its head is ever looked at. The timer wakes once per expiry it must act on or
+    drop, at most; attempts that end in time cost a queue entry each.
+
+    Args:
+      timeout: seconds each attempt may run.
+    """
+
+    __slots__ = ("_idle", "_queue", "timeout")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        # invariant: expiries are in order; an entry is live while running.serial == serial
+        self._queue: deque[tuple[float, Running, int]] = deque()
+        self._idle = ParkingLot()  # the timer's task, waiting for an attempt to time
+
+    def start(self, running: Running, started: float) -> None:
+        """``running``'s attempt started at ``started``: time it."""
+        running.serial += 1
+        self._queue.append((started + self.timeout, running, running.serial))
+        if len(self._idle):
+            self._idle.unpark()
+
+    async def watch(self) -> None:
+        """Cancel each attempt still running at its expiry; runs until cancelled."""
+        queue = self._queue
+        while True:
+            while queue:
+                expiry, running, serial = queue[0]
+                if running.serial != serial:  # ended in time
+                    queue.popleft()
+                elif trio.current_time() < expiry:
+                    await trio.sleep_until(expiry)
+                else:
+                    queue.popleft()
+                    assert running.scope is not None
+                    running.scope.cancel()
+            await self._idle.park()
+
+
 class Attempts(Generic[S, T]):
     """How every slot of a supervisor is run: the worker, the timeout of each attempt, the retry
     policy and the meters. Immutable; shared by every run and stream of one supervisor.
@@ -177,6 +246,10 @@ class Attempts(Generic[S, T]):
         """A key for one run's retry jitter, drawn from the supervisor's generator."""
         return int(self.rng.random() * _UNIT)
 
+    def timer(self) -> Timer | None:
+        """A timer for one run's attempts, None without a timeout."""
+        return None if self.timeout is None else Timer(self.timeout)
+
     async def lane(
         self,
         take: Take,
@@ -184,6 +257,7 @@ class Attempts(Generic[S, T]):
         cut: Put,
         trace: Trace | None,
         key: int,
+        timer: Timer | None,
         more: More | None = None,
     ) -> None:
         """One worker task: take slot after slot and run each to its result, until ``take`` has
@@ -191,24 +265,23 @@ class Attempts(Generic[S, T]):
 
         A slot cut short (the run cancelled around it, or an exception that is not the worker's
         failure) is reported to ``cut``, with the attempts it made, before the lane unwinds.
-        ``key`` is the run's retry jitter key, from ``run_key()``.
+        ``key`` is the run's retry jitter key, from ``run_key()``; ``timer`` times the attempts
+        (None without a timeout).
         """
         running = Running()
         try:
-            if self.timeout is None:
+            if timer is None:
                 await self._slots(None, running, take, put, trace, key, more)
                 return
             while True:
-                scope = trio.CancelScope()
+                scope = running.scope = trio.CancelScope()
                 done = False
                 with scope:
-                    done = await self._slots(scope, running, take, put, trace, key, more)
+                    done = await self._slots(timer, running, take, put, trace, key, more)
                 if done:
                     return
-                if scope.cancelled_caught and running.slot is not None:
-                    self._timed_out(running, trace)  # the timeout fired inside the attempt
-                # else the deadline left from the lane's last attempt passed at an admission
-                # checkpoint, before any slot was taken: a fresh scope, and on
+                if scope.cancelled_caught:
+                    self._timed_out(running, trace)  # the timer fired inside the attempt
         finally:
             if running.slot is not None:
                 if trace is not None:
@@ -217,7 +290,7 @@ class Attempts(Generic[S, T]):
 
     async def _slots(
         self,
-        scope: trio.CancelScope | None,
+        timer: Timer | None,
         running: Running,
         take: Take,
         put: Put,
@@ -225,20 +298,20 @@ class Attempts(Generic[S, T]):
         key: int,
         more: More | None,
     ) -> bool:
-        """Run slots under ``scope`` until there are none (True) or the scope fired (False).
+        """Run slots until there are none (True), or until the lane's timeout scope was cancelled
+        by ``timer`` and the worker swallowed the cancellation (False: the scope is spent).
 
         Each slot is admitted, then attempted until it succeeds or may not be retried. The
         attempt, written once below, is the one place a per-attempt concern goes: it waits on
-        every meter first and releases them after; it times the attempt with ``scope`` (its
-        deadline moved to now + timeout, and back to infinity after); it records the attempt
-        in ``trace``. A worker's `Exception` is its failure; an exception group holding both
+        every meter first and releases them after; it has ``timer`` time it; it records the
+        attempt in ``trace``. A worker's `Exception` is its failure; an exception group holding both
         `Exception`s and ``trio.Cancelled`` has its `Exception` part kept in ``running.mixed``
         while the rest propagates to the scope that owns the cancellation; anything else
         propagates as it is.
         """
         worker = self.worker
-        timeout = self.timeout
         meters = self.meters
+        scope = running.scope
         now = trio.lowlevel.current_clock().current_time
         task = current_task()
         counted = _counts_points(task)
@@ -262,8 +335,6 @@ class Attempts(Generic[S, T]):
                 if item is None:
                     if more is None:
                         return True
-                    if scope is not None:
-                        scope.deadline = _INF  # idle: no attempt to time
                     if not await more():
                         return True
                     continue
@@ -277,15 +348,18 @@ class Attempts(Generic[S, T]):
                     trace.admitted(slot, subtask)
             else:  # a slot whose attempt ran past its timeout: retry it?
                 slot, subtask = running.slot, running.subtask
-                if not await self._again(running, None, key):
-                    put(slot, self._failed(running))
+                if not self._retries(running):
+                    put(slot, self._failed(running, now()))
                     running.slot = None
                     continue
+                wait = self._wait(running, key)
+                if wait > 0:
+                    await trio.sleep(wait)
+                elif not counted or task._cancel_status.effectively_cancelled:
+                    await checkpoint()
             while True:
                 # -- one attempt ----------------------------------------------------------------
                 if meters:
-                    if scope is not None:
-                        scope.deadline = _INF  # waiting on a meter is no part of the attempt
                     await _acquire(meters)
                 try:
                     running.attempts += 1
@@ -294,8 +368,8 @@ class Attempts(Generic[S, T]):
                         running.started = started
                     if trace is not None:
                         trace.started(slot, subtask)
-                    if scope is not None:
-                        scope.deadline = started + timeout  # type: ignore[operator]
+                    if timer is not None:
+                        timer.start(running, started)
                     failure: Exception | None = None
                     output: Any = None
                     returned: Any = _NOTHING
@@ -313,12 +387,10 @@ class Attempts(Generic[S, T]):
                         running.mixed = forget_frames(group)
                     if returned is not _NOTHING:
                         raise not_awaitable(worker, returned)
-                    # the deadline stays where it is until the next attempt moves it: a move
-                    # costs more than the wait between attempts that could outlast it, and the
-                    # lane clears it before any longer wait (a meter, a backoff, idleness)
                     if trace is not None:
                         trace.ended(slot, Status.OK if failure is None else Status.FAILED)
                 finally:
+                    running.serial += 1  # the attempt ended: the timer lets it be
                     if meters:
                         for meter in reversed(meters):
                             meter.release()
@@ -326,7 +398,7 @@ class Attempts(Generic[S, T]):
                 running.failure = failure
                 running.timed_out = False
                 if scope is not None and scope.cancel_called:
-                    # the scope fired but the worker did not let Cancelled through: if it failed,
+                    # the timer fired but the worker did not let Cancelled through: if it failed,
                     # the attempt still ran past its timeout; either way the scope is spent
                     if failure is None and running.mixed is None:
                         put(slot, _ok(subtask, output, running.attempts, running.started, now()))
@@ -338,33 +410,34 @@ class Attempts(Generic[S, T]):
                     put(slot, _ok(subtask, output, running.attempts, running.started, now()))
                     running.slot = None
                     break
-                if not await self._again(running, scope, key):
-                    put(slot, self._failed(running))
+                # -- a failed attempt: retried after its backoff, or final ------------------------
+                if not self._retries(running):
+                    put(slot, self._failed(running, now()))
                     running.slot = None
                     break
+                wait = self._wait(running, key)
+                if wait > 0:
+                    await trio.sleep(wait)
+                elif not counted or task._cancel_status.effectively_cancelled:
+                    await checkpoint()  # a cancelled run calls no worker again
 
-    async def _again(self, running: Running, scope: trio.CancelScope | None, key: int) -> bool:
-        """Whether the running slot gets another attempt; if so, wait its backoff first (with
-        the lane's timeout ``scope`` cleared: the wait is no part of an attempt).
-
-        The wait is full jitter: uniform in ``[0, backoff.bound(n)]`` after the n-th failed
-        attempt. The draw is a function of the run's ``key`` (drawn from the supervisor's own
-        generator), the slot and n, not of the order in which slots happen to fail, so that a
-        run is reproducible from its seed even where trio runs simultaneous tasks in a random
-        order.
-        """
+    def _retries(self, running: Running) -> bool:
+        """Whether the running slot, whose last attempt failed, gets another attempt."""
         failure = running.failure
-        if running.attempts >= self.attempts or failure is None or not self.retryable(failure):
-            return False
-        if scope is not None:
-            scope.deadline = _INF
-        unit = _unit(key, running.slot, running.attempts)  # type: ignore[arg-type]
-        wait = unit * self.backoff.bound(running.attempts)
-        if wait > 0:
-            await trio.sleep(wait)
-        else:
-            await checkpoint_if_cancelled()
-        return True
+        return running.attempts < self.attempts and failure is not None and self.retryable(failure)
+
+    def _wait(self, running: Running, key: int) -> float:
+        """How long the running slot waits before its next attempt: full jitter, uniform in
+        ``[0, backoff.bound(n)]`` after the n-th failed attempt.
+
+        The draw is a function of the run's ``key`` (drawn from the supervisor's own generator),
+        the slot and n, not of the order in which slots happen to fail, so that a run is
+        reproducible from its seed even where trio runs simultaneous tasks in a random order.
+        """
+        bound = self.backoff.bound(running.attempts)
+        if bound <= 0:
+            return 0.0
+        return bound * _unit(key, running.slot, running.attempts)  # type: ignore[arg-type]
 
     def _timed_out(self, running: Running, trace: Trace | None) -> None:
         """The running attempt ran past its timeout: record it as a `trio.TooSlowError`."""
@@ -376,21 +449,16 @@ class Attempts(Generic[S, T]):
         if trace is not None:
             trace._end_open_slot(running.slot, Status.TIMED_OUT)  # type: ignore[arg-type]
 
-    def _failed(self, running: Running) -> SubResult[Any, Any]:
+    def _failed(self, running: Running, finished: float) -> SubResult[Any, Any]:
+        """The final result of the running slot, whose last attempt failed or timed out."""
         failure = running.failure
         assert failure is not None
         status = Status.TIMED_OUT if running.timed_out else Status.FAILED
         error = describe(failure)
         if running.mixed is not None and running.timed_out:
             error = f"{error}; while cancelled, the worker raised {describe(running.mixed)}"
-        return SubResult(
-            running.subtask,
-            error=error,
-            status=status,
-            attempts=running.attempts,
-            started=running.started,
-            finished=trio.current_time(),
-            exception=failure,
+        return _failed(
+            running.subtask, error, status, running.attempts, running.started, finished, failure
         )
 
     def _cut_result(self, running: Running) -> SubResult[Any, Any]:

@@ -242,6 +242,28 @@ def _ok(
     return result
 
 
+def _failed(
+    subtask: Any,
+    error: str,
+    status: Status,
+    attempts: int,
+    started: float | None,
+    finished: float,
+    exception: BaseException,
+) -> SubResult[Any, Any]:
+    """A failed slot's result, built without checks: the supervisor's path for failures."""
+    result: SubResult[Any, Any] = _new(SubResult)
+    result._subtask = subtask
+    result._output = None
+    result._error = error
+    result._status = status
+    result._attempts = attempts
+    result._started = started
+    result._finished = finished
+    result._exception = exception
+    return result
+
+
 @final
 class Aggregate(Generic[S, T]):
     """Every slot's result, fanned back in, with the counts derived from them.

@@ -90,6 +90,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._input = aiter(subtasks) if isinstance(subtasks, AsyncIterable) else iter(subtasks)
         self._attempts = attempts
         # a worker task of this stream: takes pulled slots, waits for more when idle
+        self._timer = attempts.timer()  # times the attempts, with a timeout
         self._lane = functools.partial(
             attempts.lane,
             self._take,
@@ -97,6 +98,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             self._put,
             trace,
             attempts.run_key(),  # the retry jitter of this stream
+            self._timer,
             self._more,
         )
         self._trace = trace
@@ -134,6 +136,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._manager = trio.open_nursery()
         self._nursery = await self._manager.__aenter__()
         self._open = True
+        if self._timer is not None:
+            self._nursery.start_soon(self._timer.watch)
         self._nursery.start_soon(self._pull_all)
         return self
 

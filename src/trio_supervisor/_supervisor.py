@@ -248,11 +248,21 @@ class Supervisor(Generic[S, T]):
         the plan, so each free lane admits the next slot, in plan order."""
         take = functools.partial(next, enumerate(plan), None)
         put = results.__setitem__
-        lane = self._attempts.lane
-        key = self._attempts.run_key()
-        async with trio.open_nursery() as nursery:
-            for _ in range(min(self._max_workers, len(plan))):
-                nursery.start_soon(lane, take, put, cut, trace, key)
+        attempts = self._attempts
+        lane = attempts.lane
+        key = attempts.run_key()
+        timer = attempts.timer()
+        if timer is None:
+            async with trio.open_nursery() as nursery:
+                for _ in range(min(self._max_workers, len(plan))):
+                    nursery.start_soon(lane, take, put, cut, trace, key, None)
+            return
+        async with trio.open_nursery() as timing:
+            timing.start_soon(timer.watch)
+            async with trio.open_nursery() as nursery:
+                for _ in range(min(self._max_workers, len(plan))):
+                    nursery.start_soon(lane, take, put, cut, trace, key, timer)
+            timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
 
     @overload
     def stream(
