@@ -115,7 +115,7 @@ async def test_a_million_lazy_subtasks_stay_within_the_window(
     autojump_clock: Any, kind: str, k: int, window: int | None
 ) -> None:
     source = Counted()
-    bound = 2 * k if window is None else window
+    bound = 4 * k if window is None else window
     script = Script([Behaviour(1 + i % 7, ("fail",) if i % 5 == 0 else ("ok",)) for i in range(40)])
 
     async def worker(subtask: int) -> str:

@@ -9,9 +9,10 @@ from types import TracebackType
 from typing import Any, Generic, NoReturn, TypeVar
 
 import trio
-from trio.lowlevel import ParkingLot, checkpoint_if_cancelled
+from trio.lowlevel import ParkingLot, checkpoint, current_task
 
 from ._attempt import Attempts
+from ._attempt import cancelled as _cancelled
 from ._contract import SubResult
 from ._trace import Trace
 
@@ -116,9 +117,17 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._queue: deque[tuple[int, Any]] = deque()
         self._exhausted = False  # the input has no more subtasks, or raised
         self._input_error: Exception | None = None  # what the input raised, until re-raised
-        self._room = ParkingLot()  # the puller waits here for a free worker and window room
+        # the puller, parked when the window is full, is woken once it has room for a batch of
+        # `_refill` subtasks (half what the window holds beyond the workers, at least one), so
+        # that it wakes once per batch, not once per result
+        self._refill = max(1, (window - max_workers) // 2)
+        self._room = ParkingLot()  # the puller waits here for room in the window
         self._idle = ParkingLot()  # lanes wait here for a pulled subtask
-        self._wakeup: trio.Event | None = None  # set when the head slot is done, or input ends
+        self._ready = ParkingLot()  # the consumer waits here for the head slot, or the end
+        # who is parked where (kept here: a parking lot's len() is a Python-level call)
+        self._pulling_parked = False
+        self._idle_lanes = 0
+        self._waiting = False
         self._consuming = False  # a task is inside __anext__
         self._entered = False
         self._open = False
@@ -177,20 +186,24 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         try:
             # A cancellation point always; a schedule point only when the next result is not
             # ready, so a consumer takes a burst of ready results (at most the window) at once.
-            await checkpoint_if_cancelled()
-            while self._head not in self._done:
+            if _cancelled(current_task()):
+                await checkpoint()
+            done = self._done
+            while self._head not in done:
                 if self._exhausted and self._head == self._tail:
                     if self._input_error is not None:
                         error, self._input_error = self._input_error, None
                         raise error
                     raise StopAsyncIteration
-                self._wakeup = trio.Event()
-                await self._wakeup.wait()
-            result = self._done.pop(self._head)
+                self._waiting = True  # cleared by whoever unparks it
+                await self._ready.park()
+            result = done.pop(self._head)
             if self._trace is not None:
                 self._trace.delivered(self._head)
             self._head += 1
-            self._room.unpark()
+            if self._pulling_parked and self._window - (self._tail - self._head) >= self._refill:
+                self._pulling_parked = False
+                self._room.unpark()
             return result
         finally:
             self._consuming = False
@@ -200,11 +213,14 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         room, queued for the lanes in slot order; a lane is started for it while fewer than
         ``max_workers`` run and none is idle. It pulls ahead of the workers only within the
         window, so that a worker that finishes finds its next subtask waiting."""
+        task = current_task()
         try:
             while True:
                 while self._tail - self._head >= self._window:
+                    self._pulling_parked = True  # cleared by the consumer as it unparks it
                     await self._room.park()
-                await checkpoint_if_cancelled()  # leaving the block: pull nothing more
+                if _cancelled(task):  # leaving the block: pull nothing more
+                    await checkpoint()
                 try:
                     if self._async:
                         subtask = await anext(self._input)  # type: ignore[arg-type]
@@ -220,7 +236,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 if self._trace is not None:
                     self._trace.pulled(slot, subtask)
                 self._queue.append((slot, subtask))
-                if len(self._idle):
+                if self._idle_lanes:
+                    self._idle_lanes -= 1
                     self._idle.unpark()
                 elif self._lanes < self._max_workers:
                     self._lanes += 1
@@ -229,8 +246,10 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 # else every lane is busy: the first to finish takes it from the queue
         finally:
             self._exhausted = True
+            self._idle_lanes = 0
             self._idle.unpark_all()
-            self._wake()
+            self._waiting = False
+            self._ready.unpark_all()
             # in this task, which pulled it: a generator that holds a cancel scope across its
             # `yield` must be resumed, and closed, by one task, with no scope of ours opened
             # around it in between (so the close is not shielded: a generator whose cleanup
@@ -244,17 +263,21 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         """Wait for a pulled subtask; False once the input has no more."""
         if self._exhausted and not self._queue:
             return False
-        await self._idle.park()
+        self._idle_lanes += 1  # the puller takes it off as it unparks this lane
+        woken = False
+        try:
+            await self._idle.park()
+            woken = True
+        finally:
+            if not woken:  # cancelled while idle
+                self._idle_lanes -= 1
         return True
 
     def _put(self, slot: int, result: SubResult[Any, T]) -> None:
         self._done[slot] = result
-        if slot == self._head:
-            self._wake()
-
-    def _wake(self) -> None:
-        if self._wakeup is not None:
-            self._wakeup.set()
+        if slot == self._head and self._waiting:
+            self._waiting = False
+            self._ready.unpark()
 
     async def _close_input(self) -> None:
         """Close the iterator the subtasks were pulled from, as ``aclosing`` would: a generator

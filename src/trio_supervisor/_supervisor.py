@@ -302,8 +302,12 @@ class Supervisor(Generic[S, T]):
 
         At the head of the line, a slow slot holds the others back: the slots after it keep
         running and finishing until ``window`` slots are waiting on it, then nothing new starts
-        until it is done (or its ``timeout`` fires). The default window, ``2 * max_workers``,
-        lets every worker finish one more slot behind a slow head before the line stalls.
+        until it is done (or its ``timeout`` fires). The default window, ``4 * max_workers``,
+        lets every worker finish three more slots behind a slow head before the line stalls,
+        and lets the input be pulled a batch ahead of the workers, so that a worker that
+        finishes finds its next subtask waiting instead of waiting for the puller (with
+        ``2 * max_workers``, a run whose workers all finish at once paid a task switch for every
+        other subtask).
 
         Leaving the ``async with`` body, early or not, cancels the workers still running, pulls
         nothing more, calls no further worker and closes the input's iterator (``aclose()`` or

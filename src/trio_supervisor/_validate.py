@@ -115,9 +115,9 @@ def plan(task: object) -> list[Any]:
 
 
 def window(value: object, max_workers: int) -> int:
-    """A stream's window: at least ``max_workers``; ``2 * max_workers`` when None."""
+    """A stream's window: at least ``max_workers``; ``4 * max_workers`` when None."""
     if value is None:
-        return 2 * max_workers
+        return 4 * max_workers
     if count("window", value) < max_workers:
         raise ValueError(
             f"window must be >= max_workers ({max_workers}), got {value}: "
