@@ -232,7 +232,17 @@ class Attempts(Generic[S, T]):
       meters: waited on before each attempt, released after it.
     """
 
-    __slots__ = ("attempts", "backoff", "meters", "retryable", "rng", "timeout", "worker")
+    __slots__ = (
+        "_any_failure",
+        "_no_wait",
+        "attempts",
+        "backoff",
+        "meters",
+        "retryable",
+        "rng",
+        "timeout",
+        "worker",
+    )
 
     def __init__(
         self,
@@ -251,6 +261,8 @@ class Attempts(Generic[S, T]):
         self.backoff = backoff
         self.rng = rng
         self.meters = meters
+        self._no_wait = backoff.maximum <= 0  # every retry starts at once
+        self._any_failure = retryable(Exception("any"))  # every failure may be retried
 
     def run_key(self) -> int:
         """A key for one run's retry jitter, drawn from the supervisor's generator."""
@@ -390,8 +402,8 @@ class Attempts(Generic[S, T]):
                                 awaitable, returned = returned, _NOTHING
                                 output = await awaitable
                         except Exception as exc:
-                            _drop_own_frame(exc)
-                            failure = forget_frames(exc)  # type: ignore[assignment]
+                            _drop_own_frame(exc)  # its frames are forgotten if it is kept
+                            failure = exc
                     except* Exception as group:
                         _drop_own_frame(group)
                         running.mixed = forget_frames(group)
@@ -434,7 +446,11 @@ class Attempts(Generic[S, T]):
     def _retries(self, running: Running) -> bool:
         """Whether the running slot, whose last attempt failed, gets another attempt."""
         failure = running.failure
-        return running.attempts < self.attempts and failure is not None and self.retryable(failure)
+        return (
+            running.attempts < self.attempts
+            and failure is not None
+            and (self._any_failure or self.retryable(failure))
+        )
 
     def _wait(self, running: Running, key: int) -> float:
         """How long the running slot waits before its next attempt: full jitter, uniform in
@@ -444,6 +460,8 @@ class Attempts(Generic[S, T]):
         the slot and n, not of the order in which slots happen to fail, so that a run is
         reproducible from its seed even where trio runs simultaneous tasks in a random order.
         """
+        if self._no_wait:
+            return 0.0
         bound = self.backoff.bound(running.attempts)
         if bound <= 0:
             return 0.0
@@ -464,11 +482,19 @@ class Attempts(Generic[S, T]):
         failure = running.failure
         assert failure is not None
         status = Status.TIMED_OUT if running.timed_out else Status.FAILED
-        error = describe(failure)
+        error = None  # the exception's own description, made when it is read
         if running.mixed is not None and running.timed_out:
-            error = f"{error}; while cancelled, the worker raised {describe(running.mixed)}"
+            error = (
+                f"{describe(failure)}; while cancelled, the worker raised {describe(running.mixed)}"
+            )
         return _failed(
-            running.subtask, error, status, running.attempts, running.started, finished, failure
+            running.subtask,
+            error,
+            status,
+            running.attempts,
+            running.started,
+            finished,
+            forget_frames(failure),
         )
 
     def _cut_result(self, running: Running) -> SubResult[Any, Any]:

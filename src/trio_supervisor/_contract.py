@@ -160,7 +160,12 @@ class SubResult(Generic[S, T]):
     @property
     def error(self) -> str | None:
         """The failure's type and message; None when the slot has an output."""
-        return self._error
+        error = self._error
+        if error is None and self._exception is not None and self._status is not Status.OK:
+            # a failure the supervisor recorded without text: its exception says it all, and
+            # is described when asked, not for every failed slot of a run
+            return describe(self._exception)
+        return error
 
     @property
     def status(self) -> Status:
@@ -196,7 +201,7 @@ class SubResult(Generic[S, T]):
         return (
             self._subtask,
             self._output,
-            self._error,
+            self.error,
             self._status,
             self._attempts,
             self._started,
@@ -214,7 +219,7 @@ class SubResult(Generic[S, T]):
     def __repr__(self) -> str:
         return (
             f"SubResult(subtask={self._subtask!r}, output={self._output!r}, "
-            f"error={self._error!r}, status={self._status}, attempts={self._attempts!r}, "
+            f"error={self.error!r}, status={self._status}, attempts={self._attempts!r}, "
             f"started={self._started!r}, finished={self._finished!r})"
         )
 
@@ -244,14 +249,15 @@ def _ok(
 
 def _failed(
     subtask: Any,
-    error: str,
+    error: str | None,
     status: Status,
     attempts: int,
     started: float | None,
     finished: float,
     exception: BaseException,
 ) -> SubResult[Any, Any]:
-    """A failed slot's result, built without checks: the supervisor's path for failures."""
+    """A failed slot's result, built without checks: the supervisor's path for failures.
+    ``error`` None: the exception's description, made when it is read."""
     result: SubResult[Any, Any] = _new(SubResult)
     result._subtask = subtask
     result._output = None
