@@ -166,20 +166,6 @@ def entry(module: ModuleType) -> Callable[..., Any]:
     return function
 
 
-class LessonTrace(Trace):
-    """The trace of a lesson's run: a slot is admitted once, before its first attempt starts.
-
-    A lesson's ``supervise`` does not report to a trace: the runner learns of each call from
-    [`Trace.watch`][trio_supervisor.Trace.watch], which records an admission at every call, so a
-    retry would move a slot's admission past its first start. The first admission stands.
-    """
-
-    def admitted(self, slot: int, subtask: Any = None) -> None:
-        if slot < len(self.slots) and self.slots[slot].admitted is not None:
-            return
-        super().admitted(slot, subtask)
-
-
 def lazily(plan: Sequence[str], trace: Trace) -> Iterator[str]:
     """The plan as a lazy input, which marks on ``trace`` when each subtask is pulled."""
     for slot, subtask in enumerate(plan):
@@ -200,9 +186,7 @@ async def run_step(
     ``run.serial`` is then what the calls made take one after another (see ``serial_time``).
     """
     stream = getattr(module, "stream", None)
-    run.trace = (
-        LessonTrace() if stream is not None and lazy_input(stream) else LessonTrace(run.plan)
-    )
+    run.trace = Trace() if stream is not None and lazy_input(stream) else Trace(run.plan)
     try:
         if stream is None:
             run.aggregate = await module.supervise(

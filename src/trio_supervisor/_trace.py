@@ -202,7 +202,8 @@ class Trace:
             slot = self.slot_of(subtask)
             if slot is None:
                 slot = len(self.slots)
-            self.admitted(slot, subtask)
+            if slot >= len(self.slots) or self.slots[slot].admitted is None:
+                self.admitted(slot, subtask)  # once, at its first call: a retry keeps its place
             self.started(slot, subtask)
             try:
                 output = await worker(subtask)
