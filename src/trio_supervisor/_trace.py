@@ -192,9 +192,9 @@ class Trace:
     def watch(self, worker: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
         """Wrap ``worker`` so that every call records a span on its subtask's slot.
 
-        For supervisors that do not report to a trace themselves (the lessons): a slot is found by
-        its subtask (see [`slot_of`][trio_supervisor.Trace.slot_of]); a subtask not in the plan
-        gets a new slot.
+        For supervisors that do not report to a trace themselves (hand-written loops): a slot is
+        found by its subtask (see [`slot_of`][trio_supervisor.Trace.slot_of]); a subtask not in
+        the plan gets a new slot. A slot is admitted at its first call only.
         """
 
         @functools.wraps(worker)

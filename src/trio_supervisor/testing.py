@@ -1,4 +1,4 @@
-"""Stand-ins for real sub-agents, for tests, demos and the course (as `trio.testing` is for trio).
+"""Stand-ins for real sub-agents, for tests and demos (as `trio.testing` is for trio).
 
 A [`SimulatedAgent`][trio_supervisor.testing.SimulatedAgent] answers after a latency fixed by a
 seed, and fails or hangs on the subtasks it is told to, so a supervisor's behaviour can be shown
