@@ -128,6 +128,26 @@ async def supervisor_all_failing(n: int, k: int) -> list[Any]:
     ]
 
 
+async def floor_all_failing(n: int, k: int) -> list[Any]:
+    """For scale, not a contender of the targets: the floor making the calls the failing
+    supervisor makes, two per slot, each raising, the last exception kept in the slot."""
+    results: list[Any] = [None] * n
+    subtasks = iter(range(n))
+
+    async def take() -> None:
+        for i in subtasks:
+            for _ in range(2):
+                try:
+                    results[i] = await failing_work(i)
+                except RuntimeError as exc:
+                    results[i] = exc
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(min(k, n)):
+            nursery.start_soon(take)
+    return [i for i, result in enumerate(results) if isinstance(result, RuntimeError)]
+
+
 # --- trio: by hand, with the same features ---------------------------------------------------
 
 
@@ -252,9 +272,14 @@ CONTENDERS: dict[str, tuple[str, Contender]] = {
 BASELINE = {"Supervisor.run timeout": "hand loop timeout"}  # the rest compare to "hand loop"
 SUCCEEDING = "all succeeding (attempts=2)"
 FAILING = "all failing (attempts=2)"
+FLOOR_SUCCEEDING = "floor, all succeeding (1 call)"
+FLOOR_FAILING = "floor, all failing (2 calls)"
 FAILURE_CONTENDERS: dict[str, tuple[str, Contender]] = {
     SUCCEEDING: ("trio", supervisor_all_succeeding),
     FAILING: ("trio", supervisor_all_failing),
+    # for scale: what the same calls cost with no supervision at all
+    FLOOR_SUCCEEDING: ("trio", floor),
+    FLOOR_FAILING: ("trio", floor_all_failing),
 }
 EVERY_CONTENDER = CONTENDERS | FAILURE_CONTENDERS
 FAILURE_BUDGET = 30.0  # seconds after which the failure section starts no more turns
@@ -492,6 +517,20 @@ def print_failures(failures: dict[str, Footprint], n: int) -> None:
     print()
 
 
+def for_scale(failures: dict[str, Footprint]) -> str:
+    """What the floor's own failing run costs against its succeeding one: the same calls (two
+    per slot, each raising, against one), with no supervision at all, so the least the failure
+    target's ratio could be for this work."""
+    fail, succeed = failures.get(FLOOR_FAILING), failures.get(FLOOR_SUCCEEDING)
+    if fail is None or succeed is None:
+        return ""
+    return (
+        "For scale, not a target: the floor making the same calls, all failing / all "
+        f"succeeding: time {fail.seconds / succeed.seconds:.2f}x, peak RSS "
+        f"{fail.peak_mib / succeed.peak_mib:.2f}x.\n"
+    )
+
+
 def judged_at(sizes: list[int], workers: list[int]) -> tuple[int, int]:
     """Where the time targets are judged: the largest N, at K=100 where it ran."""
     return max(sizes), 100 if 100 in workers else max(workers)
@@ -566,6 +605,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         failures = failure_cost(args.failure_n, k_memory, args.failure_reps)
         print_failures(failures, args.failure_n)
+        print(for_scale(failures))
         sys.stdout.flush()
     flat: dict[int, float] = {}
     if "Supervisor.run" in names and 100 in args.workers:

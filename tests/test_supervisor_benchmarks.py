@@ -84,6 +84,8 @@ def fake_run(
     footprints = {
         overhead.SUCCEEDING: overhead.Footprint(1.0, 60.0, 100.0),
         overhead.FAILING: overhead.Footprint(*failing, 200.0),
+        overhead.FLOOR_SUCCEEDING: overhead.Footprint(0.5, 40.0, 50.0),
+        overhead.FLOOR_FAILING: overhead.Footprint(2.0, 100.0, 600.0),
     }
     monkeypatch.setattr(overhead, "measure", lambda name, n, k: costs[name] * n / 1e6)
     monkeypatch.setattr(overhead, "memory_in_fresh_process", lambda name, n, k: 0.0)
@@ -195,3 +197,15 @@ def test_the_stream_memory_report_covers_the_run(capsys: pytest.CaptureFixture[s
     out = capsys.readouterr().out
     assert "| 500 |" in out
     assert "growth from 50 to 500 results" in out
+
+
+def test_the_failure_section_shows_the_floors_own_ratio_for_scale(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    overhead = fake_run(monkeypatch, MEETING)
+    overhead.main([*ONE_RUN, "--only", *overhead.FAILURE_CONTENDERS])
+    out = capsys.readouterr().out
+    assert (
+        "For scale, not a target: the floor making the same calls, all failing / all "
+        "succeeding: time 4.00x, peak RSS 2.50x." in out
+    )
