@@ -131,6 +131,16 @@ def _unit(key: int, slot: int, attempt: int) -> float:
     return ((z ^ (z >> 31)) >> 11) / _UNIT
 
 
+def _past_deadline(failure: Exception, wait: float, left: float) -> Exception:
+    """The failure of a slot whose server asked for a wait that outlasts the run's deadline."""
+    error = trio.TooSlowError(
+        f"{describe(failure)}; the server asked to wait {wait:g}s before a retry, but the "
+        f"run's deadline is {max(left, 0):g}s away: the slot ends now instead of sleeping past it"
+    )
+    error.__cause__ = failure
+    return error
+
+
 def _drop_own_frame(exc: BaseException) -> None:
     """The traceback of a worker's failure starts at the worker, not at the attempt that called
     it (whose frame would hold the lane's state, and so the failure itself, in a cycle)."""
@@ -150,10 +160,20 @@ class Attempts(Generic[S, T]):
       retryable: whether a failure may be retried.
       backoff: the full-jitter bound of the wait between attempts.
       rng: draws the waits.
-      meters: waited on before each attempt, released after it.
+      meters: waited on before each attempt, released after it; those with an ``observe``
+        method are told each attempt's outcome (its failure, or None), after the release.
     """
 
-    __slots__ = ("attempts", "backoff", "meters", "retryable", "rng", "timeout", "worker")
+    __slots__ = (
+        "attempts",
+        "backoff",
+        "meters",
+        "observers",
+        "retryable",
+        "rng",
+        "timeout",
+        "worker",
+    )
 
     def __init__(
         self,
@@ -172,6 +192,7 @@ class Attempts(Generic[S, T]):
         self.backoff = backoff
         self.rng = rng
         self.meters = meters
+        self.observers = tuple(m for m in meters if callable(getattr(m, "observe", None)))
 
     def run_key(self) -> int:
         """A key for one run's retry jitter, drawn from the supervisor's generator."""
@@ -239,6 +260,7 @@ class Attempts(Generic[S, T]):
         worker = self.worker
         timeout = self.timeout
         meters = self.meters
+        observers = self.observers
         now = trio.lowlevel.current_clock().current_time
         task = current_task()
         counted = _counts_points(task)
@@ -325,6 +347,9 @@ class Attempts(Generic[S, T]):
                 # -- its outcome ------------------------------------------------------------------
                 running.failure = failure
                 running.timed_out = False
+                if observers:
+                    for observer in observers:
+                        observer.observe(failure)
                 if scope is not None and scope.cancel_called:
                     # the scope fired but the worker did not let Cancelled through: if it failed,
                     # the attempt still ran past its timeout; either way the scope is spent
@@ -352,6 +377,13 @@ class Attempts(Generic[S, T]):
         generator), the slot and n, not of the order in which slots happen to fail, so that a
         run is reproducible from its seed even where trio runs simultaneous tasks in a random
         order.
+
+        A failure may say how long to wait at least: a ``retry_after`` attribute, in seconds
+        (a rate-limited endpoint's ``Retry-After``). The wait is then the longer of the two,
+        so a retry never starts sooner than the server asked; and if that wait would end past
+        the deadline in force (``trio.current_effective_deadline()``: the run's, or a cancel
+        scope's around a stream), the slot fails at once with a `trio.TooSlowError` saying so,
+        its cause the failure, rather than sleeping until it is cut short.
         """
         failure = running.failure
         if running.attempts >= self.attempts or failure is None or not self.retryable(failure):
@@ -360,6 +392,13 @@ class Attempts(Generic[S, T]):
             scope.deadline = _INF
         unit = _unit(key, running.slot, running.attempts)  # type: ignore[arg-type]
         wait = unit * self.backoff.bound(running.attempts)
+        asked = getattr(failure, "retry_after", None)
+        if isinstance(asked, float | int) and asked > wait:  # the server's wait, never undercut
+            wait = float(asked)
+            left = trio.current_effective_deadline() - trio.current_time()
+            if wait > left:  # the retry could not start before the run's deadline
+                running.failure = _past_deadline(failure, wait, left)
+                return False
         if wait > 0:
             await trio.sleep(wait)
         else:
