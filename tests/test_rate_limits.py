@@ -343,3 +343,24 @@ async def test_shrink_on_names_the_failures_that_shrink(
 
     await Supervisor(broken, max_workers=4, meters=[adaptive]).run(range(4))
     assert adaptive.limit == 8
+
+
+async def test_the_adaptive_limit_doubles_until_the_first_429_then_grows_by_one(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Slow start: 1, 2, 4, 8, 16 (too many for an endpoint of 10), back to 8, the last limit
+    that went well, then one more per round."""
+    endpoint = Endpoint(capacity=10)
+    adaptive = Adaptive(64)
+    changes = [adaptive.limit]
+    observe = adaptive.observe
+
+    def spy(failure: Exception | None) -> None:
+        observe(failure)
+        if adaptive.limit != changes[-1]:
+            changes.append(adaptive.limit)
+
+    adaptive.observe = spy  # type: ignore[method-assign]
+    sup = Supervisor(endpoint, max_workers=64, attempts=100, meters=[adaptive])
+    await sup.run(range(80))
+    assert changes[:8] == [1, 2, 4, 8, 16, 8, 9, 10]

@@ -250,7 +250,8 @@ class Attempts(Generic[S, T]):
 
         Each slot is admitted, then attempted until it succeeds or may not be retried. The
         attempt, written once below, is the one place a per-attempt concern goes: it waits on
-        every meter first and releases them after; it times the attempt with ``scope`` (its
+        every meter first and releases them after (and tells the meters that observe what
+        came of it); it times the attempt with ``scope`` (its
         deadline moved to now + timeout, and back to infinity after); it records the attempt
         in ``trace``. A worker's `Exception` is its failure; an exception group holding both
         `Exception`s and ``trio.Cancelled`` has its `Exception` part kept in ``running.mixed``

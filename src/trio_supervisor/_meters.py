@@ -28,6 +28,11 @@ class Meter(Protocol):
     ``acquire`` returns when one more attempt may start (it may wait, and must be a cancellation
     point); ``release`` is called once for each ``acquire`` that returned, from the same task,
     when that attempt has ended.
+
+    A meter that also has an ``observe(failure)`` method (as
+    [`Adaptive`][trio_supervisor.Adaptive] does) is told, after the release and from the same
+    task, how each attempt that ran to its end went: its `Exception`, or None for a success
+    (not an attempt cut by its timeout or by cancellation).
     """
 
     async def acquire(self) -> None:
@@ -182,8 +187,11 @@ class Adaptive:
     ``concurrency-limits`` do on the client side.
 
     It is a [`Capacity`][trio_supervisor.Capacity] whose limit it moves itself, from what each
-    attempt tells it: after every ``limit`` successes in a row (one round of the current
-    window) the limit grows by one, up to ``ceiling``; a failure that says the endpoint is over
+    attempt tells it: after every ``limit`` successes (one round of the current window) the
+    limit grows by one, up to ``ceiling``, and until the first decrease it doubles instead
+    (TCP's slow start: from ``start`` to an endpoint's capacity in a few rounds, not in as many
+    rounds as there are places; the first decrease goes back at least to the limit before the
+    last doubling, the last one that went well); a failure that says the endpoint is over
     its limit (by default one with a ``retry_after`` attribute, as
     [`RateLimited`][trio_supervisor.agents.RateLimited] has: a 429) multiplies it by
     ``decrease`` (halves it), down to ``floor``. Only a failure of an attempt that started
@@ -235,6 +243,7 @@ class Adaptive:
         self._capacity = Capacity(begin)
         self._successes = 0
         self._epoch = 0  # how many decreases so far
+        self._proven = begin  # in slow start, the limit before the last doubling
         self._began: weakref.WeakKeyDictionary[trio.lowlevel.Task, int] = (
             weakref.WeakKeyDictionary()
         )
@@ -273,12 +282,19 @@ class Adaptive:
             if self._successes >= capacity.limit:
                 self._successes = 0
                 if capacity.limit < self.ceiling:
-                    capacity.limit += 1
+                    if self._epoch == 0:  # slow start: double, remembering what went well
+                        self._proven = capacity.limit
+                        capacity.limit = min(self.ceiling, capacity.limit * 2)
+                    else:
+                        capacity.limit += 1
         elif self._shrinks(failure) and began == self._epoch:
             self._epoch += 1
             self.decreases += 1
             self._successes = 0
-            capacity.limit = max(self.floor, int(capacity.limit * self.decrease))
+            shrunk = int(capacity.limit * self.decrease)
+            if self._epoch == 1:  # the end of slow start: back to the last limit that went well
+                shrunk = min(shrunk, self._proven)
+            capacity.limit = max(self.floor, shrunk)
 
     def __repr__(self) -> str:
         return (
