@@ -78,16 +78,16 @@ def server(args: argparse.Namespace) -> Iterator[str]:
         "--rpm",
         str(args.rpm),
     ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if "http://" not in line:
-            raise RuntimeError(f"the devserver did not start: {line!r}")
-        yield line.split(" on ", 1)[1].split()[0]
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None
+            line = process.stdout.readline()
+            if "http://" not in line:
+                raise RuntimeError(f"the devserver did not start: {line!r}")
+            yield line.split(" on ", 1)[1].split()[0]
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
 
 
 async def stats(url: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 import httpx2
 import pytest
 import trio
+import trio.testing
 
 from trio_supervisor import Status, Supervisor, Trace
 from trio_supervisor.agents import TRANSIENT, ChatAgent, PermanentError
@@ -162,3 +163,78 @@ def test_the_command_line_says_a_port_in_use_in_one_line() -> None:
     assert done.returncode == 2
     assert done.stderr == f"devserver: cannot listen on 127.0.0.1:{port}: Address already in use\n"
     assert done.stdout == ""
+
+
+# -- the server's own rules, on virtual time (its app in-process, through an ASGI transport) ----
+
+
+def in_process(**options: Any) -> tuple[Any, httpx2.AsyncClient]:
+    from trio_supervisor.devserver import _Endpoint
+
+    settings: dict[str, Any] = {
+        "seed": 0,
+        "latency": (0.1, 0.3),
+        "error_rate": 0.0,
+        "concurrency": None,
+        "rpm": None,
+        "burst": None,
+        "model": "m",
+        "api_key": None,
+    }
+    endpoint = _Endpoint(**{**settings, **options})
+    client = httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=endpoint.app()), base_url="http://devserver"
+    )
+    return endpoint, client
+
+
+def ask(prompt: str) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+
+
+async def test_the_rpm_bucket_answers_429_with_the_wait_until_its_next_token(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    endpoint, client = in_process(rpm=60, burst=2, latency=(0, 0))
+    async with client:
+        codes = [(await client.post("/v1/chat/completions", json=ask(f"q{i}"))) for i in range(3)]
+        assert [c.status_code for c in codes] == [200, 200, 429]
+        assert codes[2].headers["retry-after-ms"] == "1000"
+        assert codes[2].headers["retry-after"] == "1"
+        await trio.sleep(1)
+        assert (await client.post("/v1/chat/completions", json=ask("q3"))).status_code == 200
+    assert endpoint.stats.as_json()["rate_limited"] == 1
+
+
+async def test_latency_and_errors_are_fixed_by_seed_and_prompt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def replay(seed: int) -> list[tuple[str, int, float]]:
+        _, client = in_process(seed=seed, error_rate=0.3)
+        seen = []
+        async with client:
+            for prompt in ["a", "b", "a", "c", "b", "a"]:
+                began = trio.current_time()
+                answer = await client.post("/v1/chat/completions", json=ask(prompt))
+                seen.append((prompt, answer.status_code, round(trio.current_time() - began, 9)))
+        return seen
+
+    first = await replay(5)
+    assert first == await replay(5)
+    assert first != await replay(6)
+    assert {code for _, code, _ in first} <= {200, 500}
+    latencies = {prompt: took for prompt, code, took in first if code == 200}
+    assert all(0.1 <= took <= 0.3 for took in latencies.values())
+
+
+async def test_prompts_ask_for_a_malformed_reply_or_a_500(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    _, client = in_process(latency=(0, 0))
+    async with client:
+        bad = await client.post("/v1/chat/completions", json=ask("x [malformed]"))
+        failed = await client.post("/v1/chat/completions", json=ask("x [500]"))
+        good = await client.post("/v1/chat/completions", json=ask("x"))
+    assert (bad.status_code, bad.text) == (200, "{not json")
+    assert failed.status_code == 500
+    assert good.json()["choices"][0]["message"]["content"] == "answer to: x"
