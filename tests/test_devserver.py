@@ -3,6 +3,7 @@ time, but bounded: a few seconds in all, and nothing asserted about how long any
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import subprocess
@@ -122,6 +123,21 @@ async def test_the_key_never_shows_end_to_end(
     shown += [record.getMessage() for record in caplog.records]
     shown += [repr(await stats(url))]
     assert [text for text in shown if KEY in text] == []
+
+
+def test_importing_the_server_without_hypercorn_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(sys.modules, "trio_supervisor.devserver")
+    for name in [m for m in sys.modules if m == "hypercorn" or m.startswith("hypercorn.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "hypercorn", None)
+    with pytest.raises(
+        ImportError,
+        match=r"^trio_supervisor\.devserver needs the 'agents' extra \(hypercorn is missing\): "
+        r"pip install 'trio-supervisor\[agents\]'$",
+    ):
+        importlib.import_module("trio_supervisor.devserver")
 
 
 def busy_port() -> socket.socket:

@@ -25,8 +25,9 @@ try:
     from openai import _base_client
     from openai.types.chat import ChatCompletionMessageParam
 except ImportError as error:  # pragma: no cover - exercised by a test that hides the SDK
+    missing = (error.name or "a module").split(".")[0]
     raise ImportError(
-        f"trio_supervisor.agents needs the 'agents' extra ({error.name} is missing): "
+        f"trio_supervisor.agents needs the 'agents' extra ({missing} is missing): "
         "pip install 'trio-supervisor[agents]'"
     ) from error
 

@@ -37,8 +37,9 @@ try:
     from starlette.responses import JSONResponse, PlainTextResponse, Response
     from starlette.routing import Route
 except ImportError as error:  # pragma: no cover - exercised by a test that hides the server
+    missing = (error.name or "a module").split(".")[0]
     raise ImportError(
-        f"trio_supervisor.devserver needs the 'agents' extra ({error.name} is missing): "
+        f"trio_supervisor.devserver needs the 'agents' extra ({missing} is missing): "
         "pip install 'trio-supervisor[agents]'"
     ) from error
 
