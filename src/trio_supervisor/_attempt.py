@@ -397,7 +397,9 @@ class Attempts(Generic[S, T]):
         if isinstance(asked, float | int) and asked > wait:  # the server's wait, never undercut
             wait = float(asked)
             left = trio.current_effective_deadline() - trio.current_time()
-            if wait > left:  # the retry could not start before the run's deadline
+            # a retry that could not start before the deadline ends the slot now; a deadline
+            # already past is left to cancellation (the sleep below raises trio.Cancelled)
+            if 0 < left < wait:
                 running.failure = _past_deadline(failure, wait, left)
                 return False
         if wait > 0:
