@@ -209,3 +209,15 @@ def test_the_failure_section_shows_the_floors_own_ratio_for_scale(
         "For scale, not a target: the floor making the same calls, all failing / all "
         "succeeding: time 4.00x, peak RSS 2.50x." in out
     )
+
+
+def test_every_rate_limited_contender_runs_and_the_supervisors_lose_nothing() -> None:
+    rate_limited = load("rate_limited")
+    small = ["--subtasks", "40", "--concurrency", "4", "--latency", "0.005", "0.01"]
+    figures = rate_limited.main(small)
+    assert [f.contender for f in figures] == list(rate_limited.CONTENDERS)
+    for f in figures:
+        assert f.requests >= 40 - f.lost
+        assert f.peak_in_flight <= 4  # the server's hidden capacity held
+        if f.contender.startswith("Supervisor"):
+            assert f.lost == 0

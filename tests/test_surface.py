@@ -117,10 +117,12 @@ def test_the_version_is_the_distributions() -> None:
 
 
 PUBLIC = {
+    "Adaptive",
     "Aggregate",
     "Backoff",
     "Capacity",
     "Meter",
+    "RateLimit",
     "SlotTrace",
     "Span",
     "Status",
@@ -143,7 +145,14 @@ def test_the_public_names_are_exactly_what_production_code_needs() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["trio_supervisor", "trio_supervisor.timeline", "trio_supervisor.testing"]
+    "module",
+    [
+        "trio_supervisor",
+        "trio_supervisor.timeline",
+        "trio_supervisor.testing",
+        "trio_supervisor.agents",
+        "trio_supervisor.devserver",
+    ],
 )
 def test_public_names_say_the_module_they_are_public_in(module: str) -> None:
     namespace = importlib.import_module(module)

@@ -9,7 +9,7 @@ plan order as they finish (``stream``). Drawing a recorded run lives in
 
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
-from ._meters import Capacity, Meter
+from ._meters import Adaptive, Capacity, Meter, RateLimit
 from ._retry import Backoff
 from ._stream import Stream
 from ._supervisor import Supervisor
@@ -19,10 +19,12 @@ from ._util import fixup_module_metadata
 __version__ = "0.2.0"
 
 __all__ = [
+    "Adaptive",
     "Aggregate",
     "Backoff",
     "Capacity",
     "Meter",
+    "RateLimit",
     "SlotTrace",
     "Span",
     "Status",

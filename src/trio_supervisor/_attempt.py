@@ -164,6 +164,16 @@ def _unit(key: int, slot: int, attempt: int) -> float:
     return ((z ^ (z >> 31)) >> 11) / _UNIT
 
 
+def _past_deadline(failure: Exception, wait: float, left: float) -> Exception:
+    """The failure of a slot whose server asked for a wait that outlasts the run's deadline."""
+    error = trio.TooSlowError(
+        f"{describe(failure)}; the server asked to wait {wait:g}s before a retry, but the "
+        f"run's deadline is {max(left, 0):g}s away: the slot ends now instead of sleeping past it"
+    )
+    error.__cause__ = failure
+    return error
+
+
 def _drop_own_frame(exc: BaseException) -> None:
     """The traceback of a worker's failure starts at the worker, not at the attempt that called
     it (whose frame would hold the lane's state, and so the failure itself, in a cycle)."""
@@ -229,7 +239,8 @@ class Attempts(Generic[S, T]):
       retryable: whether a failure may be retried.
       backoff: the full-jitter bound of the wait between attempts.
       rng: draws the waits.
-      meters: waited on before each attempt, released after it.
+      meters: waited on before each attempt, released after it; those with an ``observe``
+        method are told each attempt's outcome (its failure, or None), after the release.
     """
 
     __slots__ = (
@@ -238,6 +249,7 @@ class Attempts(Generic[S, T]):
         "attempts",
         "backoff",
         "meters",
+        "observers",
         "retryable",
         "rng",
         "timeout",
@@ -263,6 +275,7 @@ class Attempts(Generic[S, T]):
         self.meters = meters
         self._no_wait = backoff.maximum <= 0  # every retry starts at once
         self._any_failure = retryable(Exception("any"))  # every failure may be retried
+        self.observers = tuple(m for m in meters if callable(getattr(m, "observe", None)))
 
     def run_key(self) -> int:
         """A key for one run's retry jitter, drawn from the supervisor's generator."""
@@ -325,8 +338,9 @@ class Attempts(Generic[S, T]):
 
         Each slot is admitted, then attempted until it succeeds or may not be retried. The
         attempt, written once below, is the one place a per-attempt concern goes: it waits on
-        every meter first and releases them after; it has ``timer`` time it; it records the
-        attempt in ``trace``. A worker's `Exception` is its failure; an exception group holding both
+        every meter first and releases them after (and tells the meters that observe what came
+        of it); it has ``timer`` time it; it records the attempt in ``trace``. A worker's
+        `Exception` is its failure; an exception group holding both
         `Exception`s and ``trio.Cancelled`` has its `Exception` part kept in ``running.mixed``
         while the rest propagates to the scope that owns the cancellation; anything else
         propagates as it is.
@@ -334,6 +348,7 @@ class Attempts(Generic[S, T]):
         worker = self.worker
         meters = self.meters
         scope = running.scope
+        observers = self.observers
         now = trio.lowlevel.current_clock().current_time
         task = current_task()
         counted = _counts_points(task)
@@ -370,11 +385,11 @@ class Attempts(Generic[S, T]):
                     trace.admitted(slot, subtask)
             else:  # a slot whose attempt ran past its timeout: retry it?
                 slot, subtask = running.slot, running.subtask
-                if not self._retries(running):
+                wait = self._wait(running, key) if self._retries(running) else None
+                if wait is None:
                     put(slot, self._failed(running, now()))
                     running.slot = None
                     continue
-                wait = self._wait(running, key)
                 if wait > 0:
                     await trio.sleep(wait)
                 elif not counted or task._cancel_status.effectively_cancelled:
@@ -419,6 +434,9 @@ class Attempts(Generic[S, T]):
                 # -- its outcome ------------------------------------------------------------------
                 running.failure = failure
                 running.timed_out = False
+                if observers:
+                    for observer in observers:
+                        observer.observe(failure)
                 if scope is not None and scope.cancel_called:
                     # the timer fired but the worker did not let Cancelled through: if it failed,
                     # the attempt still ran past its timeout; either way the scope is spent
@@ -433,11 +451,11 @@ class Attempts(Generic[S, T]):
                     running.slot = None
                     break
                 # -- a failed attempt: retried after its backoff, or final ------------------------
-                if not self._retries(running):
+                wait = self._wait(running, key) if self._retries(running) else None
+                if wait is None:
                     put(slot, self._failed(running, now()))
                     running.slot = None
                     break
-                wait = self._wait(running, key)
                 if wait > 0:
                     await trio.sleep(wait)
                 elif not counted or task._cancel_status.effectively_cancelled:
@@ -452,20 +470,40 @@ class Attempts(Generic[S, T]):
             and (self._any_failure or self.retryable(failure))
         )
 
-    def _wait(self, running: Running, key: int) -> float:
-        """How long the running slot waits before its next attempt: full jitter, uniform in
-        ``[0, backoff.bound(n)]`` after the n-th failed attempt.
+    def _wait(self, running: Running, key: int) -> float | None:
+        """How long the running slot waits before its next attempt; None if it must not wait
+        at all but end now (its ``running.failure`` then says why).
 
-        The draw is a function of the run's ``key`` (drawn from the supervisor's own generator),
-        the slot and n, not of the order in which slots happen to fail, so that a run is
-        reproducible from its seed even where trio runs simultaneous tasks in a random order.
+        The wait is full jitter: uniform in ``[0, backoff.bound(n)]`` after the n-th failed
+        attempt. The draw is a function of the run's ``key`` (drawn from the supervisor's own
+        generator), the slot and n, not of the order in which slots happen to fail, so that a
+        run is reproducible from its seed even where trio runs simultaneous tasks in a random
+        order.
+
+        A failure may say how long to wait at least: a ``retry_after`` attribute, in seconds
+        (a rate-limited endpoint's ``Retry-After``). The wait is then the longer of the two,
+        so a retry never starts sooner than the server asked; and if that wait would end past
+        the deadline in force (``trio.current_effective_deadline()``: the run's, or a cancel
+        scope's around a stream), the slot fails at once with a `trio.TooSlowError` saying so,
+        its cause the failure, rather than sleeping until it is cut short.
         """
-        if self._no_wait:
-            return 0.0
-        bound = self.backoff.bound(running.attempts)
-        if bound <= 0:
-            return 0.0
-        return bound * _unit(key, running.slot, running.attempts)  # type: ignore[arg-type]
+        wait = 0.0
+        if not self._no_wait:
+            bound = self.backoff.bound(running.attempts)
+            if bound > 0:
+                wait = bound * _unit(key, running.slot, running.attempts)  # type: ignore[arg-type]
+        failure = running.failure
+        asked = getattr(failure, "retry_after", None)
+        if isinstance(asked, float | int) and asked > wait:  # the server's wait, never undercut
+            wait = float(asked)
+            left = trio.current_effective_deadline() - trio.current_time()
+            # a retry that could not start before the deadline ends the slot now; a deadline
+            # already past is left to cancellation (the sleep raises trio.Cancelled)
+            if 0 < left < wait:
+                assert failure is not None
+                running.failure = _past_deadline(failure, wait, left)
+                return None
+        return wait
 
     def _timed_out(self, running: Running, trace: Trace | None) -> None:
         """The running attempt ran past its timeout: record it as a `trio.TooSlowError`."""

@@ -13,6 +13,7 @@ of two methods so that trio's own primitives fit it: ``trio.Semaphore`` is a met
 
 from __future__ import annotations
 
+import weakref
 from typing import Protocol, runtime_checkable
 
 import trio
@@ -27,6 +28,11 @@ class Meter(Protocol):
     ``acquire`` returns when one more attempt may start (it may wait, and must be a cancellation
     point); ``release`` is called once for each ``acquire`` that returned, from the same task,
     when that attempt has ended.
+
+    A meter that also has an ``observe(failure)`` method (as
+    [`Adaptive`][trio_supervisor.Adaptive] does) is told, after the release and from the same
+    task, how each attempt that ran to its end went: its `Exception`, or None for a success
+    (not an attempt cut by its timeout or by cancellation).
     """
 
     async def acquire(self) -> None:
@@ -106,3 +112,192 @@ class Capacity:
 
     def __repr__(self) -> str:
         return f"Capacity(limit={self.limit}, in_use={self.in_use}, waiting={self.waiting})"
+
+
+class RateLimit:
+    """At most ``burst + rate * T`` attempts start in any window of ``T`` seconds: a token
+    bucket that holds ``burst`` tokens and gains ``rate`` tokens a second, one token per attempt
+    (the first and every retry).
+
+    Give one ``RateLimit`` to several supervisors (``meters=[limit]``) to share one budget among
+    them, such as an endpoint's requests per minute (``RateLimit(rate=1200 / 60, burst=20)``).
+    Attempts wait their turn in the order they asked; a waiter that is cancelled takes no token.
+    Time is trio's clock, so under ``trio.testing.MockClock`` the waits take no real time; one
+    ``RateLimit`` belongs to one ``trio.run``.
+
+    The bucket is written here, in a dozen lines, because no maintained limiter fits a meter
+    on trio: ``aiolimiter`` and ``pyrate-limiter`` sleep and lock with asyncio; ``rate-control``
+    runs on trio through anyio but has no token bucket (fixed and sliding windows, and a leaky
+    bucket without bursts), and its buckets refill from background tasks that live inside an
+    ``async with``, so a bucket could not be made once and passed to supervisors as a value.
+    It is kept as the generic cell rate algorithm: one theoretical arrival time, no timer.
+
+    Args:
+      rate: how many attempts a second may start, in the long run.
+      burst: how many may start at once after a quiet spell (the bucket's size).
+
+    Raises:
+      TypeError: if ``rate`` is not a number or ``burst`` not an int.
+      ValueError: if ``rate`` is not positive or ``burst`` is < 1.
+    """
+
+    __slots__ = ("_interval", "_lock", "_tat", "_tolerance", "burst", "rate")
+
+    def __init__(self, rate: float, burst: int = 1) -> None:
+        self.rate = _validate.number("rate", rate)
+        self.burst = _validate.count("burst", burst)
+        self._interval = 1.0 / self.rate
+        self._tolerance = (self.burst - 1) * self._interval
+        self._tat = -_INF  # when the bucket will be full again: long ago
+        self._lock: trio.Lock | None = None  # made inside the run that first uses it
+
+    async def acquire(self) -> None:
+        """Wait for a token, in turn (a cancellation point)."""
+        if self._lock is None:
+            self._lock = trio.Lock()
+        async with self._lock:
+            while True:
+                now = trio.current_time()
+                # `tat` is when the bucket would be full again; a token is free while that is
+                # at most `tolerance` (burst - 1 tokens' worth of time) away
+                wait = self._tat - self._tolerance - now
+                if wait <= 1e-9:  # within float rounding of due: due
+                    self._tat = max(self._tat, now) + self._interval
+                    return
+                await trio.sleep(wait)
+
+    def release(self) -> None:
+        """Nothing to give back: a token is spent when its attempt starts."""
+
+    def __repr__(self) -> str:
+        return f"RateLimit(rate={self.rate:g}, burst={self.burst})"
+
+
+def _has_retry_after(failure: BaseException) -> bool:
+    return getattr(failure, "retry_after", _NONE) is not _NONE
+
+
+_NONE = object()
+_INF = float("inf")
+
+
+class Adaptive:
+    """A concurrency limit that adapts to what an endpoint allows: additive increase,
+    multiplicative decrease (AIMD), as TCP's congestion control and Netflix's
+    ``concurrency-limits`` do on the client side.
+
+    It is a [`Capacity`][trio_supervisor.Capacity] whose limit it moves itself, from what each
+    attempt tells it: after every ``limit`` successes (one round of the current window) the
+    limit grows by one, up to ``ceiling``, and until the first decrease it doubles instead
+    (TCP's slow start: from ``start`` to an endpoint's capacity in a few rounds, not in as many
+    rounds as there are places; the first decrease goes back at least to the limit before the
+    last doubling, the last one that went well); a failure that says the endpoint is over
+    its limit (by default one with a ``retry_after`` attribute, as
+    [`RateLimited`][trio_supervisor.agents.RateLimited] has: a 429) multiplies it by
+    ``decrease`` (halves it), down to ``floor``. Only a failure of an attempt that started
+    after the last decrease shrinks the limit again, so one burst of 429s, answered to
+    attempts sent under the old limit, halves it once. Other failures leave it as it is.
+
+    Pass it in ``meters=`` to turn adaptation on (``Supervisor(agent, max_workers=128,
+    meters=[Adaptive(ceiling=128)])``); share one among the supervisors that call the same
+    endpoint. The supervisor's ``max_workers`` still bounds its own runs.
+
+    Args:
+      ceiling: the largest limit (give the supervisor's ``max_workers``).
+      floor: the smallest limit.
+      start: the limit to begin with (``floor`` by default).
+      decrease: the factor a rate-limit failure multiplies the limit by, in ``(0, 1)``.
+      shrink_on: the failures that shrink the limit: an `Exception` subclass or a tuple of
+        them; None for those with a ``retry_after`` attribute.
+
+    Raises:
+      TypeError: if a bound is not an int, or ``shrink_on`` not exception classes.
+      ValueError: unless ``1 <= floor <= start <= ceiling`` and ``0 < decrease < 1``.
+    """
+
+    def __init__(
+        self,
+        ceiling: int,
+        *,
+        floor: int = 1,
+        start: int | None = None,
+        decrease: float = 0.5,
+        shrink_on: type[Exception] | tuple[type[Exception], ...] | None = None,
+    ) -> None:
+        self.ceiling = _validate.count("ceiling", ceiling)
+        self.floor = _validate.count("floor", floor)
+        begin = self.floor if start is None else _validate.count("start", start)
+        if not self.floor <= begin <= self.ceiling:
+            raise ValueError(
+                f"Adaptive needs floor <= start <= ceiling, got floor={self.floor}, "
+                f"start={begin}, ceiling={self.ceiling}"
+            )
+        self.decrease = _validate.number("decrease", decrease)
+        if not self.decrease < 1:
+            raise ValueError(f"decrease must be < 1 (a factor that shrinks), got {decrease!r}")
+        if shrink_on is None:
+            self._shrinks = _has_retry_after
+        else:
+            classes = _validate.retry_on(shrink_on)
+            self._shrinks = lambda failure: isinstance(failure, classes)
+        self._capacity = Capacity(begin)
+        self._successes = 0
+        self._epoch = 0  # how many decreases so far
+        self._proven = begin  # in slow start, the limit before the last doubling
+        self._began: weakref.WeakKeyDictionary[trio.lowlevel.Task, int] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.decreases = 0
+        """How many times the limit was decreased."""
+
+    @property
+    def limit(self) -> int:
+        """How many attempts may run at once, now."""
+        return self._capacity.limit
+
+    @property
+    def in_use(self) -> int:
+        """How many attempts hold a place now."""
+        return self._capacity.in_use
+
+    async def acquire(self) -> None:
+        """Wait for a place under the current limit (a cancellation point)."""
+        await self._capacity.acquire()
+        self._began[trio.lowlevel.current_task()] = self._epoch
+
+    def release(self) -> None:
+        """Give back the place the current task holds."""
+        self._capacity.release()
+
+    def observe(self, failure: Exception | None) -> None:
+        """Learn from the outcome of the attempt the current task just ran.
+
+        Args:
+          failure: the attempt's failure, or None when it succeeded.
+        """
+        began = self._began.pop(trio.lowlevel.current_task(), self._epoch)
+        capacity = self._capacity
+        if failure is None:
+            self._successes += 1
+            if self._successes >= capacity.limit:
+                self._successes = 0
+                if capacity.limit < self.ceiling:
+                    if self._epoch == 0:  # slow start: double, remembering what went well
+                        self._proven = capacity.limit
+                        capacity.limit = min(self.ceiling, capacity.limit * 2)
+                    else:
+                        capacity.limit += 1
+        elif self._shrinks(failure) and began == self._epoch:
+            self._epoch += 1
+            self.decreases += 1
+            self._successes = 0
+            shrunk = int(capacity.limit * self.decrease)
+            if self._epoch == 1:  # the end of slow start: back to the last limit that went well
+                shrunk = min(shrunk, self._proven)
+            capacity.limit = max(self.floor, shrunk)
+
+    def __repr__(self) -> str:
+        return (
+            f"Adaptive(limit={self.limit}, floor={self.floor}, ceiling={self.ceiling}, "
+            f"decrease={self.decrease:g})"
+        )

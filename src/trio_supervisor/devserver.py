@@ -1,0 +1,387 @@
+"""A loopback OpenAI-compatible endpoint with an endpoint's manners: latency, errors, hangs,
+and its own limits, answered with 429 and ``Retry-After``.
+
+``python -m trio_supervisor.devserver --port 8000`` serves ``/v1/chat/completions`` and
+``/v1/models`` on ``127.0.0.1`` (Hypercorn's trio worker, a small Starlette app), so a
+[`ChatAgent`][trio_supervisor.agents.ChatAgent] can be run, tested and measured with no outside
+service; in a trio program, ``url = await nursery.start(serve)`` serves on a free port.
+
+Everything it does is fixed by its ``seed`` and the prompt (the last message's text): each
+prompt's latency, and whether its n-th request fails with a 500 (a share ``error_rate``). A
+prompt holding ``[hang]`` never gets an answer (the request waits until the client goes),
+``[malformed]`` gets a 200 that is not JSON, ``[500]`` always a 500. Beyond ``concurrency``
+requests at once, or past its ``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and
+``retry-after``. ``GET /stats`` counts requests, answers by status, the peak of requests in
+flight, and the disconnects seen (a client that went before its answer).
+
+This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import socket
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    import trio
+    from hypercorn.config import Config, Sockets
+    from hypercorn.trio import serve as hypercorn_serve
+    from starlette.applications import Starlette
+    from starlette.requests import ClientDisconnect, Request
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.routing import Route
+except ImportError as error:  # pragma: no cover - exercised by a test that hides the server
+    missing = (error.name or "a module").split(".")[0]
+    raise ImportError(
+        f"trio_supervisor.devserver needs the 'agents' extra ({missing} is missing): "
+        "pip install 'trio-supervisor[agents]'"
+    ) from error
+
+from . import _validate
+
+__all__ = ["DevServerError", "Stats", "serve"]
+
+HOST = "127.0.0.1"
+
+
+class DevServerError(OSError):
+    """The server could not listen where it was asked to."""
+
+
+@dataclass
+class Stats:
+    """What the server has seen so far (``GET /stats`` returns it as JSON)."""
+
+    requests: int = 0
+    """Chat completion requests received, whatever their answer."""
+    statuses: Counter[int] = field(default_factory=Counter)
+    """Answers sent, by HTTP status."""
+    in_flight: int = 0
+    """Requests being answered now (429s excluded: they are answered at once)."""
+    peak_in_flight: int = 0
+    """The most requests ever in flight at once."""
+    disconnects: int = 0
+    """Requests whose client went away before the answer."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The counts, as ``/stats`` reports them."""
+        return {
+            "requests": self.requests,
+            "ok": self.statuses[200],
+            "rate_limited": self.statuses[429],
+            "server_errors": sum(n for code, n in self.statuses.items() if code >= 500),
+            "statuses": {str(code): n for code, n in sorted(self.statuses.items())},
+            "in_flight": self.in_flight,
+            "peak_in_flight": self.peak_in_flight,
+            "disconnects": self.disconnects,
+        }
+
+
+def _unit(seed: int, *parts: object) -> float:
+    """A number in ``[0, 1)`` fixed by ``seed`` and ``parts``."""
+    digest = hashlib.blake2b(repr((seed, *parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+class _Endpoint:
+    """The server's state and its answers."""
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        latency: tuple[float, float],
+        error_rate: float,
+        concurrency: int | None,
+        rpm: float | None,
+        burst: int | None,
+        model: str,
+        api_key: str | None,
+    ) -> None:
+        self.seed = seed
+        self.latency = latency
+        self.error_rate = error_rate
+        self.concurrency = concurrency
+        self.rate = None if rpm is None else rpm / 60
+        self.burst = burst if burst is not None else max(1, math.ceil((rpm or 60) / 60))
+        self.model = model
+        self.api_key = api_key
+        self.stats = Stats()
+        self.seen: Counter[str] = Counter()
+        self.tat = -math.inf  # the rate bucket, as a theoretical arrival time (see RateLimit)
+
+    def _answer(self, status: int, response: Response) -> Response:
+        self.stats.statuses[status] += 1
+        return response
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+        body = {"error": {"message": message, "type": "devserver", "code": status}}
+        return self._answer(status, JSONResponse(body, status_code=status, headers=headers))
+
+    def _over_rate(self) -> float | None:
+        """Take a token from the rate bucket; None if there was one, else the wait for one."""
+        if self.rate is None:
+            return None
+        interval = 1 / self.rate
+        now = trio.current_time()
+        wait = self.tat - (self.burst - 1) * interval - now
+        if wait > 1e-9:
+            return wait
+        self.tat = max(self.tat, now) + interval
+        return None
+
+    def _too_many(self, reason: str, wait: float) -> Response:
+        headers = {
+            "retry-after-ms": str(max(1, math.ceil(wait * 1000))),
+            "retry-after": str(max(1, math.ceil(wait))),
+        }
+        return self._error(429, f"rate limited: {reason}", headers)
+
+    async def models(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "dev"}],
+            }
+        )
+
+    async def report(self, request: Request) -> Response:
+        return JSONResponse(self.stats.as_json())
+
+    async def chat(self, request: Request) -> Response:
+        self.stats.requests += 1
+        if self.api_key is not None and request.headers.get("authorization") != (
+            f"Bearer {self.api_key}"
+        ):
+            return self._error(401, "invalid API key")
+        if self.concurrency is not None and self.stats.in_flight >= self.concurrency:
+            mean = sum(self.latency) / 2
+            return self._too_many(f"over {self.concurrency} requests at once", max(mean, 0.001))
+        wait = self._over_rate()
+        if wait is not None:
+            return self._too_many("over the requests-per-minute budget", wait)
+        self.stats.in_flight += 1  # from here on, until answered, it holds a place
+        self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
+        # until it is answered, a request whose client goes (seen, or the handler cancelled by
+        # Hypercorn, or the body cut off) is a disconnect
+        pending = True
+        gone = False
+        try:
+            try:
+                body = await request.json()
+                prompt = body["messages"][-1]["content"]
+                model = body.get("model", self.model)
+            except ClientDisconnect:  # gone while it sent the body
+                return Response(status_code=499)
+            except (ValueError, KeyError, IndexError, TypeError):
+                pending = False
+                return self._error(400, "expected JSON with a non-empty 'messages' list")
+            if not isinstance(prompt, str):
+                pending = False
+                return self._error(400, "the last message's content must be text")
+            nth = self.seen[prompt]
+            self.seen[prompt] += 1
+            low, high = self.latency
+            delay = low + (high - low) * _unit(self.seed, "latency", prompt)
+            async with trio.open_nursery() as nursery:
+
+                async def watch() -> None:
+                    nonlocal gone
+                    while True:
+                        message = await request.receive()
+                        if message["type"] == "http.disconnect":
+                            gone = True
+                            nursery.cancel_scope.cancel()
+                            return
+
+                nursery.start_soon(watch)
+                if "[hang]" in prompt:
+                    await trio.sleep_forever()
+                await trio.sleep(delay)
+                nursery.cancel_scope.cancel()
+            if gone:
+                return self._answer(499, Response(status_code=499))
+            pending = False
+        finally:
+            self.stats.in_flight -= 1
+            if pending:
+                self.stats.disconnects += 1
+        if "[500]" in prompt or _unit(self.seed, "error", prompt, nth) < self.error_rate:
+            return self._error(500, "internal error (simulated)")
+        if "[malformed]" in prompt:
+            return self._answer(200, PlainTextResponse("{not json", media_type="application/json"))
+        completion = {
+            "id": f"chatcmpl-{self.stats.requests}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": f"answer to: {prompt}"},
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        return self._answer(200, JSONResponse(completion))
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/v1/models", self.models, methods=["GET"]),
+                Route("/stats", self.report, methods=["GET"]),
+            ]
+        )
+
+
+class _Bound(Config):
+    """Hypercorn's config, serving on a socket bound before it starts (so that a port in use
+    is one clear error, and port 0 reports the port it got)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+        self.accesslog = None
+        self.errorlog = None
+        self.graceful_timeout = 0.5
+        self.keep_alive_timeout = 1.0
+
+    def create_sockets(self) -> Sockets:
+        return Sockets([], [self._sock], [])
+
+
+def _listen(port: int) -> socket.socket:
+    if isinstance(port, bool) or not isinstance(port, int):
+        raise TypeError(f"port must be an int from 0 to 65535, got {type(port).__name__}")
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be from 0 to 65535 (0: any free port), got {port}")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((HOST, port))
+    except OSError as error:
+        sock.close()
+        raise DevServerError(f"cannot listen on {HOST}:{port}: {error.strerror or error}") from None
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(
+    *,
+    port: int = 0,
+    seed: int = 0,
+    latency: tuple[float, float] = (0.05, 0.2),
+    error_rate: float = 0.0,
+    concurrency: int | None = None,
+    rpm: float | None = None,
+    burst: int | None = None,
+    model: str = "devserver",
+    api_key: str | None = None,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
+
+    Use it as ``url = await nursery.start(serve)``: ``url`` is the base URL to give a
+    [`ChatAgent`][trio_supervisor.agents.ChatAgent] (``http://127.0.0.1:PORT/v1``).
+
+    Args:
+      port: the port; 0 for any free one.
+      seed: fixes every prompt's latency and which of its requests fail.
+      latency: the range each prompt's latency is drawn from, in seconds.
+      error_rate: the share of requests answered 500, in ``[0, 1]``.
+      concurrency: how many requests it answers at once; beyond, 429. None: no bound.
+      rpm: requests per minute its token bucket allows; beyond, 429. None: no bound.
+      burst: the bucket's size (one second's worth of ``rpm`` by default).
+      model: the model ``/v1/models`` lists.
+      api_key: the bearer token it requires (401 otherwise); None accepts any.
+      task_status: given by ``nursery.start``; receives the base URL.
+
+    Raises:
+      DevServerError: if it cannot listen on the port (in use, or not allowed).
+      ValueError: if a setting is out of its range (a port outside 0-65535, an error rate
+        outside [0, 1], a latency range that is not ``0 <= low <= high``).
+    """
+    low, high = latency
+    if not 0 <= low <= high:
+        raise ValueError(f"latency must be a range 0 <= low <= high, got {latency!r}")
+    if not 0 <= error_rate <= 1:
+        raise ValueError(f"error_rate must be from 0 to 1, got {error_rate!r}")
+    if concurrency is not None:
+        _validate.count("concurrency", concurrency)
+    if rpm is not None:
+        _validate.number("rpm", rpm)
+    if burst is not None:
+        _validate.count("burst", burst)
+    endpoint = _Endpoint(
+        seed=seed,
+        latency=(low, high),
+        error_rate=error_rate,
+        concurrency=concurrency,
+        rpm=rpm,
+        burst=burst,
+        model=model,
+        api_key=api_key,
+    )
+    sock = _listen(port)
+    url = f"http://{HOST}:{sock.getsockname()[1]}/v1"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(hypercorn_serve, endpoint.app(), _Bound(sock))
+        task_status.started(url)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: serve until interrupted; a setting it cannot use is one line on
+    stderr and exit status 2."""
+    parser = argparse.ArgumentParser(
+        prog="python -m trio_supervisor.devserver", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--port", type=int, default=8000, help="0 for any free port")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--latency", type=float, nargs=2, default=(0.05, 0.2), metavar=("LOW", "HIGH")
+    )
+    parser.add_argument("--error-rate", type=float, default=0.0)
+    parser.add_argument("--concurrency", type=int, default=None)
+    parser.add_argument("--rpm", type=float, default=None)
+    parser.add_argument("--burst", type=int, default=None)
+    parser.add_argument("--model", default="devserver")
+    args = parser.parse_args(argv)
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(
+                lambda task_status: serve(
+                    port=args.port,
+                    seed=args.seed,
+                    latency=tuple(args.latency),
+                    error_rate=args.error_rate,
+                    concurrency=args.concurrency,
+                    rpm=args.rpm,
+                    burst=args.burst,
+                    model=args.model,
+                    task_status=task_status,
+                )
+            )
+            print(f"serving an OpenAI-compatible endpoint on {url} (Ctrl+C to stop)", flush=True)
+
+    refused: list[Exception] = []
+    try:
+        trio.run(run)
+    except* (DevServerError, ValueError, TypeError) as group:
+        refused.extend(e for e in group.exceptions if isinstance(e, Exception))
+    except* KeyboardInterrupt:
+        pass  # stopped by its user: not an error
+    for error in refused:
+        print(f"devserver: {error}", file=sys.stderr)
+    return 2 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
