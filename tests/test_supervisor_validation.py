@@ -151,3 +151,20 @@ def test_a_bad_stream_is_refused_when_it_is_made(
     with pytest.raises(error, match=f"^{message}$"):
         Supervisor(script, max_workers=2).stream(subtasks, **options)
     assert not script.calls
+
+
+@pytest.mark.parametrize("name", ["attempts", "timeout", "max_workers", "retry_on", "seed"])
+def test_a_setting_is_fixed_at_construction_and_the_error_names_the_fix(name: str) -> None:
+    supervisor = Supervisor(SCRIPT, max_workers=2)
+    with pytest.raises(
+        AttributeError,
+        match=(
+            rf"^{name} is fixed when a Supervisor is made \(its runs may be going on\): make "
+            rf"another one, Supervisor\(\.\.\., {name}=\.\.\.\)$"
+        ),
+    ):
+        setattr(supervisor, name, 3)
+
+
+def test_the_repr_shows_a_single_retried_class_as_a_tuple() -> None:
+    assert "retry_on=(Exception,)" in repr(Supervisor(SCRIPT, max_workers=2))

@@ -108,6 +108,14 @@ class Supervisor(Generic[S, T]):
             self._meters,
         )
 
+    def __setattr__(self, name: str, value: object) -> None:
+        if not name.startswith("_"):
+            raise AttributeError(
+                f"{name} is fixed when a Supervisor is made (its runs may be going on): make "
+                f"another one, Supervisor(..., {name}=...)"
+            )
+        object.__setattr__(self, name, value)
+
     @property
     def worker(self) -> Callable[[S], Awaitable[T]]:
         """The callable each attempt calls with its subtask."""
@@ -151,7 +159,8 @@ class Supervisor(Generic[S, T]):
     def __repr__(self) -> str:
         worker = self.worker
         name = getattr(worker, "__qualname__", None) or repr(worker)
-        retry_on = ", ".join(cls.__name__ for cls in self._retry_on)
+        names = [cls.__name__ for cls in self._retry_on]
+        retry_on = f"{names[0]}," if len(names) == 1 else ", ".join(names)
         return (
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
             f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
