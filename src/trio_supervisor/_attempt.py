@@ -238,7 +238,7 @@ class Attempts(Generic[S, T]):
       attempts: how many times a slot's worker may be called.
       retryable: whether a failure may be retried.
       backoff: the full-jitter bound of the wait between attempts.
-      rng: draws the waits.
+      rng: draws each run's retry jitter key (see ``run_key``).
       meters: waited on before each attempt, released after it; those with an ``observe``
         method are told each attempt's outcome (its failure, or None), after the release.
     """
@@ -383,18 +383,20 @@ class Attempts(Generic[S, T]):
                 running.mixed = None
                 if trace is not None:
                     trace.admitted(slot, subtask)
-            else:  # a slot whose attempt ran past its timeout: retry it?
+            else:  # a slot whose attempt ran past its timeout, under the scope before this one
                 slot, subtask = running.slot, running.subtask
-                wait = self._wait(running, key) if self._retries(running) else None
-                if wait is None:
-                    put(slot, self._failed(running, now()))
-                    running.slot = None
-                    continue
-                if wait > 0:
-                    await trio.sleep(wait)
-                elif not counted or task._cancel_status.effectively_cancelled:
-                    await checkpoint()
             while True:
+                # -- after a failed or timed-out attempt: retried after its backoff, or final ----
+                if running.attempts:
+                    wait = self._wait(running, key) if self._retries(running) else None
+                    if wait is None:
+                        put(slot, self._failed(running, now()))
+                        running.slot = None
+                        break
+                    if wait > 0:
+                        await trio.sleep(wait)
+                    elif not counted or task._cancel_status.effectively_cancelled:
+                        await checkpoint()  # a cancelled run calls no worker again
                 # -- one attempt ----------------------------------------------------------------
                 if meters:
                     await _acquire(meters)
@@ -450,16 +452,7 @@ class Attempts(Generic[S, T]):
                     put(slot, _ok(subtask, output, running.attempts, running.started, now()))
                     running.slot = None
                     break
-                # -- a failed attempt: retried after its backoff, or final ------------------------
-                wait = self._wait(running, key) if self._retries(running) else None
-                if wait is None:
-                    put(slot, self._failed(running, now()))
-                    running.slot = None
-                    break
-                if wait > 0:
-                    await trio.sleep(wait)
-                elif not counted or task._cancel_status.effectively_cancelled:
-                    await checkpoint()  # a cancelled run calls no worker again
+                # a failure: the top of this loop decides its retry
 
     def _retries(self, running: Running) -> bool:
         """Whether the running slot, whose last attempt failed, gets another attempt."""

@@ -261,13 +261,9 @@ class Supervisor(Generic[S, T]):
         lane = attempts.lane
         key = attempts.run_key()
         timer = attempts.timer()
-        if timer is None:
-            async with trio.open_nursery() as nursery:
-                for _ in range(min(self._max_workers, len(plan))):
-                    nursery.start_soon(lane, take, put, cut, trace, key, None)
-            return
         async with trio.open_nursery() as timing:
-            timing.start_soon(timer.watch)
+            if timer is not None:
+                timing.start_soon(timer.watch)
             async with trio.open_nursery() as nursery:
                 for _ in range(min(self._max_workers, len(plan))):
                     nursery.start_soon(lane, take, put, cut, trace, key, timer)

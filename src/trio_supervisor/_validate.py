@@ -12,6 +12,7 @@ from collections.abc import AsyncIterable, Iterable, Sequence
 from typing import Any
 
 from ._decompose import decompose
+from ._trace import Trace
 
 
 def count(name: str, value: object) -> int:
@@ -144,8 +145,6 @@ def trace(value: object, planned: Sequence[Any] | None) -> None:
     ``planned`` is the run's plan, or None for a lazy input (then the trace must be empty, or it
     is checked slot by slot as subtasks are pulled).
     """
-    from ._trace import Trace
-
     if value is None:
         return
     if not isinstance(value, Trace):
