@@ -21,7 +21,7 @@ def body(subtask: str) -> str:
     ``exit``: ``os._exit(70)``; ``segfault``: read address 0 (no core file is written);
     ``kill``: ``SIGKILL`` to itself, as the kernel's out-of-memory killer sends; ``sys.exit``:
     ``sys.exit(3)``; ``fail``: raise ``ValueError``; ``allocate N``: hold N MiB for a moment;
-    ``hang PATH``: write its pid to PATH, then sleep for an hour. Anything else: ``pid <pid>``.
+    ``hang PATH``: write its pid to PATH, then sleep for 30 seconds. Anything else: ``pid <pid>``.
     """
     if subtask == "exit":
         os._exit(70)
@@ -39,5 +39,5 @@ def body(subtask: str) -> str:
         return f"held {len(held) >> 20} MiB in pid {os.getpid()}"
     if subtask.startswith("hang "):
         Path(subtask.split(maxsplit=1)[1]).write_text(str(os.getpid()))
-        time.sleep(3600)
+        time.sleep(30)
     return f"pid {os.getpid()}"

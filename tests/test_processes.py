@@ -24,7 +24,7 @@ MIB = 1 << 20
 
 async def test_a_crashed_process_fails_only_its_slot_and_says_how_it_died() -> None:
     plan = ["a", "exit", "segfault", "kill", "sys.exit", "fail", "b", "c"]
-    aggregate = await Supervisor(ProcessWorker(body), max_workers=4).run(plan)
+    aggregate = await Supervisor(ProcessWorker(body), max_workers=len(plan)).run(plan)
     errors = {result.subtask: result.error for result in aggregate if not result.ok}
     assert errors == {
         "exit": "WorkerCrashed: the worker process died: it exited with code 70",
@@ -54,18 +54,14 @@ async def test_a_timeout_kills_the_hung_process(tmp_path: Path) -> None:
         os.kill(pid, 0)
 
 
-async def test_a_call_holds_its_limiter_and_a_cancelled_run_kills_its_process(
-    tmp_path: Path,
-) -> None:
-    limiter = trio.CapacityLimiter(1)
-    worker = ProcessWorker(body, limiter=limiter)
-    await worker("warm up")
-    written = tmp_path / "pid"
+async def hung_calls(worker: ProcessWorker[str, str], files: list[Path]) -> list[int]:
+    """Start a run of calls that hang, each writing its process's pid to its file, wait until
+    every one has, cancel the run and return the pids; checks the run raised only Cancelled."""
     raised: list[BaseException] = []
 
     async def run() -> None:
         try:
-            await Supervisor(worker, max_workers=1).run([f"hang {written}"])
+            await Supervisor(worker, max_workers=len(files)).run([f"hang {f}" for f in files])
         except BaseException as exc:  # what the run raised, seen and raised on
             raised.append(exc)
             raise
@@ -73,19 +69,34 @@ async def test_a_call_holds_its_limiter_and_a_cancelled_run_kills_its_process(
     with trio.CancelScope() as scope:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(run)
-            # another process writes it: nothing to wait on but the file
-            while not written.exists() or not written.read_text():  # noqa: ASYNC110
+            # other processes write them: nothing to wait on but the files
+            while not all(f.exists() and f.read_text() for f in files):  # noqa: ASYNC110
                 await trio.sleep(0.01)
-            assert limiter.borrowed_tokens == 1  # the running call holds the limiter's token
+            if worker.limiter is not None:
+                assert worker.limiter.borrowed_tokens == len(files)  # each running call holds one
             scope.cancel()
-    assert limiter.borrowed_tokens == 0
     (exc,) = raised
     rest: BaseException | None = exc
     if isinstance(exc, BaseExceptionGroup):  # the run's nurseries pass it on in a group
         _, rest = exc.split(trio.Cancelled)
     assert rest is None or isinstance(rest, trio.Cancelled)  # nothing but cancellation
-    with pytest.raises(ProcessLookupError):
-        os.kill(int(written.read_text()), 0)
+    return [int(f.read_text()) for f in files]
+
+
+async def test_a_cancelled_run_kills_every_process_it_runs_calls_in(tmp_path: Path) -> None:
+    # three calls at once, more than this machine's two CPUs: without a limiter, the
+    # supervisor's max_workers is the only bound
+    pids = await hung_calls(ProcessWorker(body), [tmp_path / str(n) for n in range(3)])
+    assert len(set(pids)) == 3
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+async def test_a_call_holds_the_limiter_it_is_given_while_it_runs(tmp_path: Path) -> None:
+    limiter = trio.CapacityLimiter(1)
+    await hung_calls(ProcessWorker(body, limiter=limiter), [tmp_path / "pid"])
+    assert limiter.borrowed_tokens == 0
 
 
 async def test_past_its_memory_limit_a_call_fails_with_memory_error_and_the_limit_is_undone() -> (

@@ -21,6 +21,7 @@ class Demo:
     hang: frozenset[int] = field(default_factory=frozenset)
     flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
     slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
+    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (14-)
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     take: int | None = None  # a streaming step's caller leaves after this many results
 
@@ -104,6 +105,20 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             slow={1: 3.0},  # head-of-line: the window fills behind review 02, workers idle
         ),
         Demo("the same feed, left after 8 reviews", FEED, slow={1: 3.0}, take=8),
+    ),
+    14: (
+        Demo(
+            "a sub-agent's process dies, another sub-agent fails",
+            FIVE,
+            crash=frozenset({1}),  # the reviews sub-agent's body calls os._exit
+            fail=frozenset({3}),  # supplier risk raises: an exception, for comparison
+        ),
+        Demo(
+            "a sub-agent hangs: its timeout kills its process",
+            FIVE,
+            hang=frozenset({1}),
+            options={"worker_timeout": 1.5},
+        ),
     ),
 }
 """Each step's own demos (the steps not named here run :data:`DEMOS`); each shows what is still

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from lessons._course.demos import DEMOS, NEVER_RETURNS, NO_TIMEOUT, STEP_DEMOS, Demo
 from lessons._course.steps import load_step, step_number, steps
-from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
+from trio_supervisor import Aggregate, Status, SubResult, Trace, Worker, decompose
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
 from trio_supervisor.timeline import render_timeline
@@ -187,13 +187,14 @@ async def run_step(
     """
     stream = getattr(module, "stream", None)
     run.trace = Trace() if stream is not None and lazy_input(stream) else Trace(run.plan)
+    worker = worker_of(module, run, agent)
     try:
         if stream is None:
             run.aggregate = await module.supervise(
-                run.demo.task, run.trace.watch(agent), **run.options
+                run.demo.task, run.trace.watch(worker), **run.options
             )
         else:
-            run.aggregate = await consume(stream, run, run.trace, agent, live)
+            run.aggregate = await consume(stream, run, run.trace, worker, live)
     except Exception as exc:
         if stdout_closed(exc):  # the runner's own output failed, not the step: stop (see main)
             raise
@@ -204,6 +205,16 @@ async def run_step(
     synthesize = getattr(module, "synthesize", None)
     if run.aggregate is not None and synthesize is not None:
         run.answer = synthesize(run.aggregate)
+
+
+def worker_of(module: ModuleType, run: Run, agent: SimulatedAgent) -> Worker[str, str]:
+    """The worker a step runs: ``agent`` itself, or what the step's ``make_worker`` makes of it
+    (step 14 on: its body in a worker process, where slots in ``run.demo.crash`` kill theirs)."""
+    make_worker = getattr(module, "make_worker", None)
+    if make_worker is None:
+        return agent
+    worker: Worker[str, str] = make_worker(agent, {run.plan[slot] for slot in run.demo.crash})
+    return worker
 
 
 def serial_time(trace: Trace) -> float | None:
@@ -288,7 +299,11 @@ def show_header_to(console: Console) -> Callable[[Run], None]:
 
 
 async def consume(
-    stream: Callable[..., Any], run: Run, trace: Trace, agent: SimulatedAgent, live: Console | None
+    stream: Callable[..., Any],
+    run: Run,
+    trace: Trace,
+    agent: Worker[str, str],
+    live: Console | None,
 ) -> Aggregate[str, str]:
     """Run a streaming step to its end, marking each result on ``trace`` as it is handed over."""
     results: list[SubResult[str, str]] = []
@@ -467,6 +482,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="I:S",
         help="slot I takes S seconds (repeatable)",
     )
+    p.add_argument(
+        "--crash",
+        type=int,
+        action="append",
+        metavar="I",
+        help="slot I's worker kills its process (14-) (repeatable)",
+    )
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (6-)")
     p.add_argument("--attempts", type=_workers, metavar="N", help="calls per slot at most (7-)")
@@ -543,6 +565,7 @@ def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
             ("--hang", demo.hang),
             ("--flaky", demo.flaky),
             ("--slow", demo.slow),
+            ("--crash", demo.crash),
         ):
             for slot in sorted(slots):
                 if not 0 <= slot < size:
@@ -575,7 +598,8 @@ def sub_agent(args: argparse.Namespace, demo: Demo) -> dict[str, Any]:
     fail = set(getattr(args, "fail", None) or ())
     hang = set(getattr(args, "hang", None) or ())
     flaky = dict(getattr(args, "flaky", None) or ())
-    named = fail | hang | set(flaky)
+    crash = getattr(args, "crash", None)
+    named = fail | hang | set(flaky) | set(crash or ())
     slow = getattr(args, "slow", None)
     return {
         "fail": frozenset(fail) if args.fail is not None else demo.fail - named,
@@ -586,6 +610,7 @@ def sub_agent(args: argparse.Namespace, demo: Demo) -> dict[str, Any]:
         "slow": dict(slow)
         if slow is not None
         else {slot: latency for slot, latency in demo.slow.items() if slot not in hang},
+        "crash": frozenset(crash) if crash is not None else demo.crash - named,
     }
 
 
@@ -606,6 +631,10 @@ def changed_title(demo: Demo) -> str:
         f"slot {slot} fails its first {k} call{'s' if k > 1 else ''}"
         for slot, k in sorted(demo.flaky.items())
     ]
+    if demo.crash:
+        said.append(
+            f"{slots(demo.crash)} {'kills its' if len(demo.crash) == 1 else 'kill their'} process"
+        )
     said += [f"slot {slot} takes {t:g}s" for slot, t in sorted(demo.slow.items())]
     if demo.take is not None:
         said.append(f"left after {demo.take} results")
@@ -631,6 +660,13 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         chosen = {name: demos(args, number) for number, name in known.items() if name in names}
     except ValueError as exc:
         p.error(str(exc))
+    if args.crash:
+        for name in names:
+            if not hasattr(load_step(name), "make_worker"):
+                p.error(
+                    f"--crash needs a step whose workers run in worker processes (14 on): "
+                    f"{name} runs them in this process, where a crash would end the runner"
+                )
     runs = []
     interrupted = closed = False
     try:
@@ -720,6 +756,12 @@ def conflicting(args: argparse.Namespace) -> str | None:
         if len(options) > 1:
             both = " and ".join(f"--{option}" for option in options)
             return f"slot {slot} is given both {both}: a slot does one of fail, hang, flaky"
+    for slot in sorted(set(getattr(args, "crash", None) or ())):
+        if slot in given:
+            return (
+                f"slot {slot} is given both --crash and --{given[slot][0]}: a slot whose "
+                "process dies does nothing else"
+            )
     for slot, _ in args.slow or ():
         if slot in (args.hang or ()):
             return (

@@ -11,6 +11,7 @@ bounds how many processes run at once.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import resource
@@ -33,6 +34,7 @@ S = TypeVar("S")
 T = TypeVar("T")
 
 _MIB = 1 << 20
+_UNBOUNDED = contextlib.nullcontext()  # a limiter that never waits: the supervisor bounds calls
 
 
 def _serializer() -> Callable[[Any], bytes]:
@@ -134,7 +136,8 @@ class ProcessWorker(Generic[S, T]):
     ``trio.Cancelled``, so a hung function never outlives its timeout.
 
     The processes are ``trio_parallel``'s default pool: spawned on first use (each one imports
-    the function's module), reused from call to call, and ended when the program exits. The
+    the function's module; the call that waits for it counts that time, about half a second on
+    an idle machine), reused from call to call, and ended when the program exits. The
     function and its subtask cross to the process by pickle, and its output back: use a
     module-level function, or a ``functools.partial`` of one.
 
@@ -146,7 +149,10 @@ class ProcessWorker(Generic[S, T]):
         cannot handle it may abort the process: a crash, contained the same). None for no
         limit.
       limiter: bounds how many of these calls run in processes at once, across every
-        supervisor using it; None for trio_parallel's default, one process per CPU.
+        supervisor using it (``trio_parallel.current_default_worker_limiter()`` gives one
+        process per CPU, for CPU-bound functions); None for no bound here: the supervisor's
+        ``max_workers`` bounds the calls, one process each. A call waits for the limiter inside
+        its attempt, so a ``timeout`` counts that wait.
 
     Raises:
       TypeError: if ``function`` is not callable, is an ``async def`` function, or cannot be
@@ -211,7 +217,7 @@ class ProcessWorker(Generic[S, T]):
 
     @property
     def limiter(self) -> trio.CapacityLimiter | None:
-        """What bounds the calls running in processes at once; None: trio_parallel's default."""
+        """What bounds the calls running in processes at once; None: only the supervisor."""
         return self._limiter
 
     def __repr__(self) -> str:
@@ -234,7 +240,7 @@ class ProcessWorker(Generic[S, T]):
                 self._memory_limit,
                 subtask,
                 kill_on_cancel=True,
-                limiter=self._limiter,
+                limiter=_UNBOUNDED if self._limiter is None else self._limiter,
             )
         except trio_parallel.BrokenWorkerError as error:
             process = error.args[-1] if error.args else None
