@@ -155,7 +155,8 @@ def machine() -> str:
 
 
 def report(table: dict[str, dict[str, float]], cold: float, sizes: dict[str, int], k: int) -> str:
-    lines = [f"# machine: {machine()}", f"# K={k}; median µs per subtask", ""]
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    lines = [f"# machine: {machine()}", f"# K={k}; median µs per subtask; load average {load}", ""]
     lines.append(f"cold start: {cold * 1e3:,.0f} ms for {k} worker processes to answer once")
     for function, row in table.items():
         base = row["in process (plain call)"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -221,3 +222,22 @@ def test_every_rate_limited_contender_runs_and_the_supervisors_lose_nothing() ->
         assert f.peak_in_flight <= 4  # the server's hidden capacity held
         if f.contender.startswith("Supervisor"):
             assert f.lost == 0
+
+
+def test_the_process_benchmark_times_every_contender_on_every_function() -> None:
+    # a subprocess: the worker processes import the functions from the script run as __main__
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "processes.py"), "--quick", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    processes = load("processes")
+    assert set(figures["us_per_subtask"]) == set(processes.FUNCTIONS)
+    for row in figures["us_per_subtask"].values():
+        assert list(row) == list(processes.CONTENDERS)
+        assert all(micros > 0 for micros in row.values())
+    assert figures["cold_start"] > 0
