@@ -136,10 +136,10 @@ class ProcessWorker(Generic[S, T]):
     ``trio.Cancelled``, so a hung function never outlives its timeout.
 
     The processes are ``trio_parallel``'s default pool: spawned on first use (each one imports
-    the function's module; the call that waits for it counts that time, about half a second on
-    an idle machine), reused from call to call, and ended when the program exits. The
-    function and its subtask cross to the process by pickle, and its output back: use a
-    module-level function, or a ``functools.partial`` of one.
+    the function's module; the call that waits for it counts that time, half a second or more),
+    reused from call to call, and ended when the program exits. The function and its subtask
+    cross to the process by pickle, and its output back: use a module-level function, or a
+    ``functools.partial`` of one.
 
     Args:
       function: a sync callable taking one subtask, picklable.
