@@ -29,7 +29,7 @@ from lessons._course.steps import load_step, step_number, steps
 from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
-from trio_supervisor.timeline import render_timeline
+from trio_supervisor.timeline import render_timeline, trace_events
 
 T = TypeVar("T")
 
@@ -479,6 +479,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (9-)")
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
+    p.add_argument(
+        "--trace-out",
+        type=Path,
+        metavar="FILE",
+        help="write the runs' traces to FILE for Perfetto's UI (a process per run)",
+    )
     return p
 
 
@@ -624,6 +630,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         p.error(conflict)
     if args.window is not None and args.window < args.workers:
         p.error(f"--window must be >= --workers ({args.workers}), got {args.window}")
+    if args.trace_out is not None and not args.trace_out.parent.is_dir():
+        p.error(f"--trace-out: {args.trace_out.parent} is not a directory: give a FILE in one")
     names: list[str] = []
     try:
         if args.step is not None:
@@ -650,6 +658,16 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
                     show(console, run)
         if args.json and names:
             print(json.dumps({"runs": [run.to_dict() for run in runs]}, indent=2))
+        if args.trace_out is not None and runs:
+            write_trace_events(args.trace_out, runs)
+            if not args.json:
+                console.print(
+                    f"{len(runs)} run{'s' if len(runs) > 1 else ''} written to {args.trace_out}: "
+                    "open it in Perfetto's UI (ui.perfetto.dev) or chrome://tracing",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
         sys.stdout.flush()
     except* KeyboardInterrupt:
         interrupted = True
@@ -665,6 +683,19 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         print("interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def write_trace_events(path: Path, runs: Sequence[Run]) -> None:
+    """Write ``runs`` to ``path`` as one trace-event file: each run a process (``pid`` 1, 2, ...
+    in the order they ran) named by its step and demo, each slot a track in it (see
+    [`trace_events`][trio_supervisor.timeline.trace_events]), the slots' final statuses as the
+    run's results say them."""
+    events = []
+    for pid, run in enumerate(runs, start=1):
+        if run.trace is not None:
+            process = f"{run.step} · {run.demo.title}"
+            events += trace_events(run.trace, final_statuses(run), pid=pid, process=process)
+    path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}) + "\n")
 
 
 class PipeConsole(Console):
