@@ -25,6 +25,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lessons._course.demos import DEMOS, NEVER_RETURNS, NO_TIMEOUT, STEP_DEMOS, Demo
+from lessons._course.live import show_live
 from lessons._course.steps import load_step, step_number, steps
 from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
 from trio_supervisor._contract import describe
@@ -217,18 +218,27 @@ def serial_time(trace: Trace) -> float | None:
 
 
 async def run_guarded(
-    module: ModuleType, run: Run, agent: SimulatedAgent, live: Console | None = None
+    module: ModuleType,
+    run: Run,
+    agent: SimulatedAgent,
+    live: Console | None = None,
+    live_view: bool = False,
 ) -> None:
     """:func:`run_step`, stopped by a watchdog if it still goes on ``run.guard`` seconds after it
     started: then it never returns (a worker hangs and nothing times it out, the flaw of steps
     1-5). ``run.trace`` becomes the trace as it was at that instant, the hung slots still
     running, ``run.stopped`` that instant, and ``run.error`` says why the run never returns
-    (:data:`NEVER_RETURNS`)."""
+    (:data:`NEVER_RETURNS`). With ``live_view``, the sub-agents are shown at work on ``live``
+    while the run goes on (see ``lessons._course.live``)."""
     snapshot: list[Trace] = []  # the trace at the guard instant, if the watchdog fired
     with trio.CancelScope() as guarded:
         async with trio.open_nursery() as nursery:
             if math.isfinite(run.guard):
                 nursery.start_soon(watchdog, run, guarded, snapshot)
+            if live_view and live is not None:
+                streaming = getattr(module, "stream", None) is not None
+                timeout = run.options.get("worker_timeout")
+                nursery.start_soon(show_live, live, lambda: run.trace, streaming, timeout)
             await run_step(module, run, agent, live)
             nursery.cancel_scope.cancel()  # the run returned: the watchdog is done
     if snapshot:
@@ -770,6 +780,12 @@ def main_for_step(path: str) -> NoReturn:
     sys.exit(main([Path(path).stem, *sys.argv[1:]]))
 
 
+def shows_live(console: Console | None, args: argparse.Namespace) -> bool:
+    """Whether a run shows its sub-agents at work on ``console``: only in real time on a
+    terminal (never under ``--json``, which gives no console; never in a pipe or a file)."""
+    return console is not None and console.is_terminal and not args.virtual
+
+
 def run_demo(
     name: str,
     demo: Demo,
@@ -782,7 +798,9 @@ def run_demo(
     What ``python -m lessons`` does for each step and demo, and what the docs draw their
     timelines from. With ``args.virtual`` the run is on ``trio.testing.MockClock``: instant, exact.
     ``before`` is called with the run just before it starts (the runner prints its header);
-    ``live``, when given, shows a streaming step's results as they are handed over.
+    ``live``, when given, shows a streaming step's results as they are handed over, and, when it
+    is a terminal and the run is in real time, the sub-agents at work (a virtual run is over in
+    an instant: it would show one frame, the end, which the timeline shows better).
     """
     module = load_step(name)
     plan = decompose(demo.task)
@@ -792,5 +810,5 @@ def run_demo(
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if before is not None:
         before(run)
-    trio.run(run_guarded, module, run, agent, live, clock=clock)
+    trio.run(run_guarded, module, run, agent, live, shows_live(live, args), clock=clock)
     return run
