@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from trace_support import check_trace_document
 
 from lessons._course.runner import main
 from lessons._course.steps import steps
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_main(*argv: str) -> tuple[int, str]:
@@ -83,3 +86,17 @@ def test_a_trace_out_in_no_directory_is_refused_before_anything_runs(
         f"python -m lessons: error: --trace-out: {missing.parent} is not a directory: "
         "give a FILE in one\n"
     )
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/index.md"])
+def test_the_pages_trace_out_example_writes_a_file_perfetto_reads(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = (ROOT / page).read_text()
+    (line,) = [line for line in text.splitlines() if "--trace-out runs.json" in line]
+    argv = shlex.split(line.split("#")[0])
+    assert argv[:3] == [".venv/bin/python", "-m", "lessons"]
+    monkeypatch.chdir(tmp_path)
+    status, _ = run_main(*argv[3:], "--virtual")
+    assert status == 0
+    check_trace_document(json.loads((tmp_path / "runs.json").read_text()))
