@@ -17,10 +17,10 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._course.ru
 
 It also fills the nav's ``Course`` section (after the primer) with one page per step found by
 ``lessons._course.steps.steps`` and adds the generated ``tests.md`` page, a section per test
-module with its laws and each test's code folded until opened (the laws page links there); on the laws page it follows each link to a Hypothesis test
-with how many inputs that test draws, read from the test. Files are written only when the code
-they come from changed, so ``mkdocs serve`` does not rebuild forever, and two builds draw
-byte-identical SVGs.
+module with its laws and each test's code folded until opened (the laws page links there); on
+the laws page it follows each link to a Hypothesis test with how many inputs that test draws,
+read from the test. Files are written only when the code they come from changed, so ``mkdocs
+serve`` does not rebuild forever, and two builds draw byte-identical SVGs.
 """
 
 from __future__ import annotations
