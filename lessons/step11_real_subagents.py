@@ -55,17 +55,17 @@ async def supervise(
     adaptive: bool = False,
 ) -> Aggregate[str, str]:
     meters: list[Meter] = []
-    if rate is not None:  # a token bucket: at most `rate` attempts a second start, in turn
-        meters.append(RateLimit(rate))  # step 11: spaced attempts, retries included
-    if adaptive:  # step 11: halves on a 429, grows by one after each window of successes
-        meters.append(Adaptive(max_workers))
+    if rate is not None:  # at most `rate` attempts start a second, retries included, in turn
+        meters.append(RateLimit(rate))  # step 11: a token bucket, under the server's budget
+    if adaptive:  # workers allowed: halved on a 429, one more after each window of successes
+        meters.append(Adaptive(max_workers))  # step 11: between 1 and max_workers
     supervisor = Supervisor(
         worker,
         max_workers=max_workers,
         timeout=None if math.isinf(worker_timeout) else worker_timeout,
         attempts=attempts,
         retry_on=(*TRANSIENT, trio.TooSlowError),  # step 11: 429, 5xx, network, timeout only
-        backoff=Backoff(*backoff),  # step 11: never shorter than a 429's Retry-After
+        backoff=Backoff(*backoff),  # step 11: a retry waits at least a 429's Retry-After
         seed=seed,
         meters=meters,
     )
@@ -96,7 +96,8 @@ async def open_worker(
     or against the loopback server, scripted by ``simulated``: served on ``127.0.0.1`` (a free
     port) for a run on real time, or in this process, with no socket, on virtual time."""
     if endpoint is not None:
-        async with ChatAgent(model or "", base_url=endpoint, max_connections=max_workers) as agent:
+        chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers)
+        async with chat as agent:  # step 11: the SDK's retries off; its key never shown
             yield agent
         return
     script = functools.partial(scripted, simulated)
