@@ -17,7 +17,8 @@ import pytest
 import trio
 from rich.console import Console
 
-from lessons._course.runner import main
+from lessons._course.runner import demos, entry, main, parser, step_options, takes_endpoint
+from lessons._course.steps import PART_TWO, load_step, steps
 from trio_supervisor.devserver import serve
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,3 +165,22 @@ def test_an_endpoint_that_cannot_be_used_is_one_line_up_front_and_exit_2(
     assert err.count("\n") == 1
     assert out.getvalue() == ""
     assert KEY not in err
+
+
+@pytest.mark.parametrize("number", [number for number in steps() if number < PART_TWO])
+def test_the_options_of_step_11_change_no_step_before_it(
+    number: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--rate``, ``--endpoint`` and ``--model`` are ignored by the steps before 11, as every
+    later step's options are: the same demos, the same options, no endpoint."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    given = ["--rate", "2", "--endpoint", "http://127.0.0.1:8000/v1", "--model", "m"]
+    plain = parser().parse_args([str(number)])
+    changed = parser().parse_args([str(number), *given])
+    assert demos(changed, number) == demos(plain, number)
+    module = load_step(steps()[number])
+    for demo in demos(changed, number):
+        assert step_options(entry(module), changed, demo) == step_options(
+            entry(module), plain, demo
+        )
+    assert not takes_endpoint(module)
