@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import io
+import json
 import os
 import socket
 import subprocess
@@ -91,7 +92,10 @@ async def test_a_wrong_key_is_one_line_per_slot_and_the_key_never_shows(
                 assert status == 0
                 assert KEY not in printed
                 assert "Traceback" not in printed
-                if not json_too:
+                if json_too:
+                    runs = json.loads(printed)["runs"]
+                    assert [(run["endpoint"], run["model"]) for run in runs] == [(url, "m")]
+                else:
                     said = f"PermanentError: 401 Unauthorized from {url}/: check the API key"
                     lines = [line for line in printed.splitlines() if said in line]
                     assert len(lines) == 4  # each slot: its result row and its answer line

@@ -76,7 +76,8 @@ class Run:
         infinite timeout, is ``null``), and ``take`` for a step that streams. Each slot, in the
         results and in the trace, carries its ``status``, ``attempts`` (the worker's calls),
         ``started`` (its first attempt's start) and ``finished`` (its last attempt's end), in
-        seconds since the trace's origin.
+        seconds since the trace's origin. ``endpoint`` and ``model`` say where a step that takes
+        ``--endpoint`` sent its requests (null otherwise, as for the loopback server).
         """
         slots = self.slot_facts()
         aggregate = None
@@ -112,6 +113,8 @@ class Run:
             "answer": self.answer,
             "serial": self.serial,
             "stopped": self.stopped,
+            "endpoint": self.endpoint,
+            "model": self.model,
             "trace": trace,
         }
 
