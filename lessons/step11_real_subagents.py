@@ -3,11 +3,12 @@
 What it adds: Part II builds on the library's ``Supervisor``. The worker is a ``ChatAgent``: each
 subtask is one request to an OpenAI-compatible ``/v1/chat/completions``, the SDK's own retries
 off. Its failures are classified: a 429 carries the server's ``Retry-After``, a 5xx, a dropped
-connection or a timeout is transient, any other 4xx is permanent. So ``retry_on=TRANSIENT``:
-only what may succeed next time is retried, never sooner than the server asked. ``rate`` spaces
-attempts with a token bucket, ``adaptive`` halves the workers allowed on a 429 and grows them
-back. ``open_worker`` says what the worker is: a loopback server scripted to do what the demo's
-simulated sub-agent does, with limits of its own (two requests at once), or ``--endpoint``.
+connection or a timeout is transient, any other 4xx is permanent. Only ``TRANSIENT`` failures
+and timeouts are retried (what may succeed next time), never sooner than the server asked.
+``rate`` spaces attempts with a token bucket, ``adaptive`` halves the workers allowed on a 429
+and grows them back. ``open_worker`` says what the worker is: a loopback server scripted to do
+what the demo's simulated sub-agent does, with limits of its own (two requests at once), or
+``--endpoint``.
 
 What is still wrong: the plan never changes, whatever the sub-agents find. A finding that calls
 for another subtask, or makes a planned one pointless, is ignored: the supervisor runs the plan it
