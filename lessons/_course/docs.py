@@ -6,7 +6,9 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._course.ru
 
 - ``steps/<step>/<demo>.svg``: the run's timeline (`trio_supervisor.timeline.render_svg`),
   drawn from the same trace as the terminal timeline it prints;
-- ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output;
+- ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output,
+  after the "dispatch" player's container (:mod:`lessons._course.dispatch`);
+- ``steps/<step>/dispatch.json``: the runs that player replays, recorded on virtual time;
 - ``steps/<step>.idea.md``: the step's docstring as prose (its idea, what is still wrong);
 - ``steps/<step>.code.md``: the fenced block that includes the step's code, from the line after
   its docstring, with the code lines that changed since the step before highlighted;
@@ -42,6 +44,7 @@ from hypothesis import find, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from lessons._course import dispatch
 from lessons._course.demos import Demo
 from lessons._course.runner import (
     Run,
@@ -390,8 +393,11 @@ def generate(out: Path = GENERATED) -> list[Path]:
             path = out / "steps" / name / f"{slug(picture.demo)}.svg"
             write_if_changed(path, picture.svg)
             paths.append(path)
+        recorded, first = dispatch.recorded(name)
+        player = dispatch.fragment(name, first)
         for path, text in (
-            (out / "steps" / f"{name}.md", _fragment(name, made)),
+            (out / "steps" / name / dispatch.FILE, dispatch.to_json(recorded)),
+            (out / "steps" / f"{name}.md", player + "\n" + _fragment(name, made)),
             (out / "steps" / f"{name}.diff", code_diff(name)),
             (out / "steps" / f"{name}.code.md", code_block(name)),
             (out / "steps" / f"{name}.idea.md", idea(name)),
@@ -728,6 +734,7 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
         out / "course.md",
         out / "laws" / "smallest-leak.md",
         *(out / "steps" / f"{name}.md" for name in steps().values()),
+        *(out / "steps" / name / dispatch.FILE for name in steps().values()),
     ]
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return
