@@ -10,16 +10,22 @@ page in Debian's Chromium (driven by Playwright, which downloads no browser here
   as many lines as the step changed, no code block on the page (the file, the diff, the sample
   outputs) scrolls sideways at the viewport's 1280 px, and each demo's timeline SVG is displayed
   with one row per subtask, its text readable (contrast >= 4.5) in the light and in the dark
-  scheme.
+  scheme;
+- on every step page, the "dispatch" player: each recorded scenario is chosen, dispatched (the
+  first from the keyboard) and replayed at the highest speed, and the finished player's cards,
+  results, clock and outcome must say what the run recorded in ``dispatch.json`` says; with
+  JavaScript off, the player's container still shows the first scenario's timeline.
 
 It saves a full-page screenshot of each page (and of each step page in the dark scheme) under
-``build/screenshots/`` and ends with a line ``docs-check: N passed, M failed``.
+``build/screenshots/``, one of each step's finished player (``player-<step>.png``, and
+``player-<step>-dark.png``), and ends with a line ``docs-check: N passed, M failed``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 import threading
 from collections.abc import Iterator
@@ -274,7 +280,140 @@ def check_step(page: Page, name: str, result: Result) -> None:
         result.notes.append(f"timeline {rows} rows {box['width']:.0f}x{box['height']:.0f}px")
 
 
-def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
+def _seconds(value: float) -> str:
+    return f"{value:.2f}s"
+
+
+def expected_player(run: dict[str, Any]) -> dict[str, Any]:
+    """What a finished replay of ``run`` (one run of ``dispatch.json``) must show, read from the
+    recorded run alone: per card its state, times and attempts; per result its slot, status and
+    text; the clock; and what the outcome must mention."""
+    cards = []
+    for slot in run["trace"]["slots"]:
+        spans = slot["spans"]
+        if spans and spans[-1]["end"] is None:  # a hung worker, still running when it stopped
+            again = f"attempt {len(spans)}, " if len(spans) > 1 else ""
+            when = f"{again}from {_seconds(spans[-1]['start'])} · still running"
+            state = "running"
+        elif spans:
+            when = f"{_seconds(slot['started'])} → {_seconds(slot['finished'])}"
+            state = slot["status"]
+        else:
+            when, state = "never ran", slot["status"] or "idle"
+        tried = f"{len(spans)} attempts" if len(spans) > 1 else ""
+        cards.append([state, when, tried])
+    aggregate = run["aggregate"]
+    results = [
+        [str(item["slot"]), item["status"], item["error"] or item["output"]]
+        for item in (aggregate["results"] if aggregate is not None else [])
+    ]
+    wall = _seconds(run["trace"]["wall"])
+    mentions = [wall, run["error"] or f"{len(results)} result"]
+    return {"cards": cards, "results": results, "clock": f"{wall} / {wall}", "mentions": mentions}
+
+
+def shown_player(page: Page) -> dict[str, Any]:
+    """What the player shows now: per card its state, times and attempts; per result shown
+    (not a hole) its slot, status and text; the clock and the outcome."""
+    shown: dict[str, Any] = page.evaluate(
+        """() => {
+            const root = document.querySelector(".dispatch");
+            const text = (node, css) => node.querySelector(css).textContent;
+            return {
+                cards: [...root.querySelectorAll(".dispatch-card")].map((card) => [
+                    card.dataset.state, text(card, ".dispatch-when"),
+                    text(card, ".dispatch-attempts")]),
+                results: [...root.querySelectorAll(".dispatch-result")]
+                    .filter((item) => item.checkVisibility()
+                        && !item.classList.contains("dispatch-hole"))
+                    .map((item) => [item.dataset.slot, text(item, ".r-status"),
+                        text(item, ".r-text")]),
+                clock: text(root, ".dispatch-clock"),
+                outcome: text(root, ".dispatch-outcome"),
+            };
+        }"""
+    )
+    return shown
+
+
+def replay(page: Page, key: str, keyboard: bool = False) -> None:
+    """Choose scenario ``key``, dispatch it (from the keyboard: Tab from the scenario's menu to
+    the Dispatch button, then Enter) and wait until the replay is done."""
+    root = page.locator(".dispatch")
+    root.locator("select.dispatch-scenario").select_option(key)
+    if keyboard:
+        root.locator("select.dispatch-scenario").focus()
+        page.keyboard.press("Tab")
+        page.keyboard.press("Enter")
+    else:
+        root.locator("button.dispatch-play").click()
+    page.wait_for_function("document.querySelector('.dispatch').dataset.player === 'done'")
+
+
+def check_player(page: Page, name: str, site: Path, result: Result, shot: Path) -> None:
+    """Replay every scenario of the step's player at its highest speed and compare the finished
+    player with the recorded run; the default scenario goes last, and is screenshot."""
+    root = page.locator(".dispatch")
+    if root.count() != 1:
+        result.problems.append(f"expected one dispatch player, found {root.count()}")
+        return
+    recorded = json.loads((site / "generated" / "steps" / name / "dispatch.json").read_text())
+    try:
+        page.wait_for_function("document.querySelector('.dispatch').dataset.player === 'ready'")
+    except PlaywrightTimeoutError:
+        result.problems.append("the dispatch player did not load its recorded runs")
+        return
+    if root.locator("figure.dispatch-fallback").is_visible():
+        result.problems.append("the player's static timeline still shows beside the player")
+    labels = root.locator("select.dispatch-scenario option").all_text_contents()
+    wanted = [scenario["label"] for scenario in recorded["scenarios"]]
+    if labels != wanted:
+        result.problems.append(f"the player offers {labels}, the recorded runs are {wanted}")
+    speeds = root.locator("select.dispatch-speed option").evaluate_all(
+        "(options) => options.map((option) => option.value)"
+    )
+    root.locator("select.dispatch-speed").select_option(max(speeds, key=float))
+    default = recorded["default"]
+    ordered = sorted(recorded["scenarios"], key=lambda scenario: scenario["key"] == default)
+    for index, scenario in enumerate(ordered):
+        key = scenario["key"]
+        try:
+            replay(page, key, keyboard=index == 0)
+        except PlaywrightTimeoutError:
+            result.problems.append(f"the player's replay of {key!r} did not finish")
+            continue
+        expected, shown = expected_player(scenario["run"]), shown_player(page)
+        for part in ("cards", "results", "clock"):
+            if shown[part] != expected[part]:
+                result.problems.append(
+                    f"player {key!r}: its {part} show {shown[part]}, the run says {expected[part]}"
+                )
+        missing = [said for said in expected["mentions"] if said not in shown["outcome"]]
+        if missing:
+            result.problems.append(
+                f"player {key!r}: its outcome {shown['outcome']!r} omits {missing}"
+            )
+    # the theme's header is fixed at the top of the viewport: kept out of the player's picture
+    root.screenshot(path=str(shot), style=".md-header, .md-tabs { visibility: hidden; }")
+    result.notes.append(f"player {len(ordered)} scenarios")
+
+
+def check_without_javascript(browser: Browser, base: str, path: str, result: Result) -> None:
+    """With JavaScript off, the player's container still shows its timeline as an SVG."""
+    context = browser.new_context(viewport=VIEWPORT, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.route("**/*", Watch().route)
+        page.goto(base + path, wait_until="load")
+        svg = page.locator(".dispatch figure.dispatch-fallback svg.ts-chart")
+        box = svg.bounding_box() if svg.count() == 1 else None
+        if box is None or box["width"] < 300 or box["height"] < 80:
+            result.problems.append(f"without JavaScript the player shows no timeline ({box})")
+    finally:
+        context.close()
+
+
+def check_page(browser: Browser, base: str, path: str, shots: Path, site: Path) -> Result:
     """Load one page (light, and dark for step pages), check it, and screenshot it."""
     result = Result(path or "/")
     step = path.removeprefix("steps/").rstrip("/") if path.startswith("steps/") else None
@@ -321,10 +460,17 @@ def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
                 result.notes.append(f"{len(diagrams)} mermaid SVGs")
             if step is not None:
                 check_step(page, step, result)
+        if step is not None:
+            player = shots / (
+                f"player-{step}.png" if scheme == "light" else f"player-{step}-{scheme}.png"
+            )
+            check_player(page, step, site, result, player)
         shot = shots / (f"{slug}.png" if scheme == "light" else f"{slug}-{scheme}.png")
         page.screenshot(path=str(shot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
         result.problems.extend(f"[{scheme}] {error}" for error in errors)
         context.close()
+    if step is not None:
+        check_without_javascript(browser, base, path, result)
     return result
 
 
@@ -347,7 +493,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             for path in found:
-                result = check_page(browser, base, path, args.screenshots)
+                result = check_page(browser, base, path, args.screenshots, args.site)
                 results.append(result)
                 verdict = "FAIL" if result.problems else "ok"
                 print(f"{verdict:4} /{path}  {'; '.join(result.notes)}", flush=True)
