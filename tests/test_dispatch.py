@@ -14,11 +14,13 @@ import json
 import math
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from lessons._course import dispatch
+from lessons._course import docs as _docs
 from lessons._course.runner import entry
 from lessons._course.steps import load_step, steps
 from trio_supervisor import Status
@@ -182,3 +184,23 @@ def test_the_page_holds_the_player_its_data_link_and_its_timeline_without_javasc
     ]
     default = next(item for item in data["scenarios"] if item["key"] == data["default"])
     assert len(rows) == len(default["run"]["trace"]["slots"])
+
+
+def test_editing_the_course_that_records_the_runs_regenerates_the_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build regenerates the pages only when the digest of their inputs changes: the
+    scenarios live in ``lessons/_course``, so an edit there must change it (else a page would
+    replay runs of scenarios that no longer exist)."""
+    course = tmp_path / "lessons" / "_course"
+    course.mkdir(parents=True)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "lessons" / "step01_serial.py").write_text("# a step\n")
+    scenarios = course / "dispatch.py"
+    scenarios.write_text("LATENCIES = {0: 0.5}\n")
+    monkeypatch.setattr(_docs, "ROOT", tmp_path)
+    monkeypatch.setattr(_docs, "LESSONS", tmp_path / "lessons")
+    before = _docs.inputs_digest()
+    assert _docs.inputs_digest() == before
+    scenarios.write_text("LATENCIES = {0: 0.75}\n")
+    assert _docs.inputs_digest() != before
