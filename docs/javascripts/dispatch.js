@@ -73,7 +73,8 @@
   function outcome(run) {
     const end = seconds(run.trace.wall);
     if (run.stopped !== null) {
-      return `${run.error}. It would wait forever: the runner's guard stopped it at ${end}.`;
+      const guard = `the runner's guard stopped it at ${end}`;
+      return `The run ${run.error}. It would wait forever: ${guard}.`;
     }
     if (run.error !== null) return `The run raised ${run.error} at ${end}.`;
     const got = run.aggregate;
@@ -170,6 +171,7 @@
       this.options = make("p", { class: "dispatch-options" });
       this.cards = make("ul", { class: "dispatch-cards" });
       this.results = make("ol", { class: "dispatch-results", "aria-live": "polite" });
+      this.nothing = make("p", { class: "dispatch-nothing" });
       this.chart = document.createElementNS(SVG_NS, "svg");
       this.chart.setAttribute("class", "dispatch-timeline");
       this.chart.setAttribute("role", "img");
@@ -183,7 +185,8 @@
           make("section", { "aria-label": "sub-agents" },
             make("h4", { text: "The sub-agents" }), this.cards),
           make("section", { "aria-label": "results" },
-            make("h4", { text: "What the run returns, in its order" }), this.results)),
+            make("h4", { text: "What the run returns, in its order" }), this.results,
+            this.nothing)),
         this.chart, this.outcome);
       root.querySelector(".dispatch-fallback")?.setAttribute("hidden", "");
       root.prepend(player);
@@ -278,6 +281,10 @@
       const shown = results.map((result) =>
         t >= end || t >= resultTime(result, run.trace.slots[result.slot], end));
       const reached = shown.lastIndexOf(true); // a hole before it: an earlier slot still going
+      this.nothing.hidden = reached >= 0;
+      this.nothing.textContent = state !== "done" ? "Nothing yet."
+        : run.stopped !== null ? "Nothing: the run never returns."
+          : run.error !== null ? "Nothing: the run raised." : "An empty list.";
       results.forEach((result, index) => {
         const item = this.results.children[index];
         item.hidden = index > reached;
