@@ -12,9 +12,10 @@ page in Debian's Chromium (driven by Playwright, which downloads no browser here
   with one row per subtask, its text readable (contrast >= 4.5) in the light and in the dark
   scheme;
 - on every step page, the "dispatch" player: each recorded scenario is chosen, dispatched (the
-  first from the keyboard) and replayed at the highest speed, and the finished player's cards,
-  results, clock and outcome must say what the run recorded in ``dispatch.json`` says; with
-  JavaScript off, the player's container still shows the first scenario's timeline.
+  first from the keyboard: Tab reaches the Dispatch button, outlined, and Enter presses it) and
+  replayed at the highest speed, and the finished player's cards, results, clock and outcome
+  must say what the run recorded in ``dispatch.json`` says; its text is readable (contrast >=
+  4.5) in both schemes; with JavaScript off, its container still shows a timeline.
 
 It saves a full-page screenshot of each page (and of each step page in the dark scheme) under
 ``build/screenshots/``, one of each step's finished player (``player-<step>.png``, and
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import sys
 import threading
 from collections.abc import Iterator
@@ -336,18 +338,63 @@ def shown_player(page: Page) -> dict[str, Any]:
     return shown
 
 
-def replay(page: Page, key: str, keyboard: bool = False) -> None:
-    """Choose scenario ``key``, dispatch it (from the keyboard: Tab from the scenario's menu to
-    the Dispatch button, then Enter) and wait until the replay is done."""
+def replay(page: Page, key: str, keyboard: bool = False) -> str | None:
+    """Choose scenario ``key``, dispatch it and wait until the replay is done. From the
+    keyboard: Tab from the scenario's menu must reach the Dispatch button and outline it, and
+    Enter presses it; returns what is wrong with that, if anything."""
     root = page.locator(".dispatch")
     root.locator("select.dispatch-scenario").select_option(key)
+    wrong = None
     if keyboard:
         root.locator("select.dispatch-scenario").focus()
         page.keyboard.press("Tab")
+        focused = page.evaluate(
+            """() => {
+                const active = document.activeElement;
+                return [active.className, getComputedStyle(active).outlineStyle];
+            }"""
+        )
+        if "dispatch-play" not in focused[0].split() or focused[1] == "none":
+            wrong = f"Tab from the scenario's menu focuses {focused[0]!r}, outline {focused[1]}"
         page.keyboard.press("Enter")
     else:
         root.locator("button.dispatch-play").click()
     page.wait_for_function("document.querySelector('.dispatch').dataset.player === 'done'")
+    return wrong
+
+
+def player_contrast(page: Page) -> tuple[float, str]:
+    """The lowest contrast ratio of the player's text against what is painted behind it (its
+    nearest ancestor with a background; a translucent colour blended over it), and whose."""
+    pairs: list[tuple[str, list[float], list[float]]] = page.evaluate(
+        """() => {
+            const parse = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+            const opaque = (colour) => colour.length === 3 || colour[3] > 0;
+            const behind = (node) => {
+                for (let at = node; at; at = at.parentElement) {
+                    const colour = parse(getComputedStyle(at).backgroundColor);
+                    if (colour.length && opaque(colour)) return colour.slice(0, 3);
+                }
+                return [255, 255, 255];
+            };
+            const texts = document.querySelectorAll(
+                ".dispatch-player :is(span, p, h4, label, button, option)");
+            return [...texts].filter((node) => node.checkVisibility() && node.textContent.trim())
+                .map((node) => [node.className || node.tagName.toLowerCase(),
+                    parse(getComputedStyle(node).color), behind(node)]);
+        }"""
+    )
+    lowest, whose = math.inf, ""
+    for name, colour, back in pairs:
+        if len(colour) == 4:  # a translucent text colour, blended over what is behind it
+            colour = [
+                c * colour[3] + b * (1 - colour[3]) for c, b in zip(colour, back, strict=False)
+            ]
+        lighter, darker = sorted((_luminance(colour), _luminance(back)), reverse=True)
+        ratio = (lighter + 0.05) / (darker + 0.05)
+        if ratio < lowest:
+            lowest, whose = ratio, name
+    return lowest, whose
 
 
 def check_player(page: Page, name: str, site: Path, result: Result, shot: Path) -> None:
@@ -378,10 +425,12 @@ def check_player(page: Page, name: str, site: Path, result: Result, shot: Path) 
     for index, scenario in enumerate(ordered):
         key = scenario["key"]
         try:
-            replay(page, key, keyboard=index == 0)
+            wrong = replay(page, key, keyboard=index == 0)
         except PlaywrightTimeoutError:
             result.problems.append(f"the player's replay of {key!r} did not finish")
             continue
+        if wrong is not None:
+            result.problems.append(f"player, keyboard: {wrong}")
         expected, shown = expected_player(scenario["run"]), shown_player(page)
         for part in ("cards", "results", "clock"):
             if shown[part] != expected[part]:
@@ -393,6 +442,10 @@ def check_player(page: Page, name: str, site: Path, result: Result, shot: Path) 
             result.problems.append(
                 f"player {key!r}: its outcome {shown['outcome']!r} omits {missing}"
             )
+    contrast, whose = player_contrast(page)
+    if contrast < MIN_CONTRAST:
+        result.problems.append(f"player text {whose!r} contrast {contrast:.1f} < {MIN_CONTRAST}")
+    result.notes.append(f"player contrast {contrast:.1f}")
     # the theme's header is fixed at the top of the viewport: kept out of the player's picture
     root.screenshot(path=str(shot), style=".md-header, .md-tabs { visibility: hidden; }")
     result.notes.append(f"player {len(ordered)} scenarios")

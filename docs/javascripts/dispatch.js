@@ -161,9 +161,8 @@
       }
       this.speeds.value = String(this.speed);
       this.speeds.addEventListener("change", () => { this.speed = Number(this.speeds.value); });
-      const button = (css, text) =>
-        make("button", { type: "button", class: `md-button ${css}`, text });
-      this.button = button("md-button--primary dispatch-play", "Dispatch");
+      const button = (css, text) => make("button", { type: "button", class: css, text });
+      this.button = button("dispatch-play", "Dispatch");
       this.button.addEventListener("click", () => this.toggle());
       const restart = button("dispatch-restart", "Restart");
       restart.addEventListener("click", () => { this.reset(); this.play(); });
