@@ -86,7 +86,7 @@
   }
 
   /* The timeline at virtual time t, as SVG markup: a row per slot, waiting (a thin line) then
-   * each attempt (a bar, grey while it runs, coloured by how it ended), then held (pale: done,
+   * each attempt (a bar, blue while it runs, coloured by how it ended), then held (pale: done,
    * not yet handed over), and the clock's line. */
   function timeline(run, t) {
     const slots = run.trace.slots;
