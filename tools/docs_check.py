@@ -235,53 +235,6 @@ def code_that_scrolls(page: Page) -> list[str]:
     return found
 
 
-def check_step(page: Page, name: str, result: Result) -> None:
-    """The step's code block (its file below the docstring, changed lines highlighted, no
-    sideways scrolling at the viewport's width, nor in any other code block of the page) and its
-    timelines."""
-    path = f"lessons/{name}.py"
-    blocks = page.locator(".highlight").filter(has=page.locator("span.filename", has_text=path))
-    if blocks.count() != 1:
-        result.problems.append(f"expected one code block titled {path}, found {blocks.count()}")
-    else:
-        block = blocks.first
-        code = block.locator("td.code code").text_content() or ""
-        source = step_path(name).read_text()
-        if code.rstrip() != "\n".join(_docs.code_of(source)).rstrip():
-            result.problems.append(f"the code block does not hold {path}'s code as it is")
-        if not block.is_visible():
-            result.problems.append("the code block is not displayed")
-        highlighted = block.locator(".hll").count()
-        changed = len(_docs.step_changes(name))
-        if highlighted != changed:
-            result.problems.append(f"{highlighted} lines highlighted, the step changed {changed}")
-        result.notes.append(f"code {len(_docs.code_of(source))} lines, {highlighted} highlighted")
-    width = VIEWPORT["width"]
-    result.problems.extend(
-        f"scrolls sideways at {width}px: {wide}" for wide in code_that_scrolls(page)
-    )
-    figures = page.locator("figure.timeline")
-    step_demos = _docs.step_demos(name)
-    if figures.count() != len(step_demos):
-        result.problems.append(f"expected {len(step_demos)} timelines, found {figures.count()}")
-    for index, demo in enumerate(step_demos[: figures.count()]):
-        figure = figures.nth(index)
-        svg = figure.locator("svg.ts-chart")
-        box = svg.bounding_box() if svg.count() == 1 else None
-        if box is None or not svg.is_visible() or box["width"] < 300 or box["height"] < 80:
-            result.problems.append(f"the timeline of {demo.title!r} is not displayed ({box})")
-            continue
-        rows = svg.locator("g.ts-row").count()
-        planned = len(decompose(demo.task))
-        # a caller that leaves a stream early leaves the rest of the input unpulled: no rows
-        fewest = planned if demo.take is None else demo.take
-        if not fewest <= rows <= planned:
-            result.problems.append(
-                f"the timeline of {demo.title!r} has {rows} rows for {planned} subtasks"
-            )
-        result.notes.append(f"timeline {rows} rows {box['width']:.0f}x{box['height']:.0f}px")
-
-
 def _seconds(value: float) -> str:
     return f"{value:.2f}s"
 
@@ -397,14 +350,14 @@ def player_contrast(page: Page) -> tuple[float, str]:
     return lowest, whose
 
 
-def check_player(page: Page, name: str, site: Path, result: Result, shot: Path) -> None:
+def check_player(page: Page, base: str, name: str, result: Result, shot: Path) -> None:
     """Replay every scenario of the step's player at its highest speed and compare the finished
     player with the recorded run; the default scenario goes last, and is screenshot."""
     root = page.locator(".dispatch")
     if root.count() != 1:
         result.problems.append(f"expected one dispatch player, found {root.count()}")
         return
-    recorded = json.loads((site / "generated" / "steps" / name / "dispatch.json").read_text())
+    recorded = json.loads(page.request.get(f"{base}generated/steps/{name}/dispatch.json").text())
     try:
         page.wait_for_function("document.querySelector('.dispatch').dataset.player === 'ready'")
     except PlaywrightTimeoutError:
@@ -466,7 +419,54 @@ def check_without_javascript(browser: Browser, base: str, path: str, result: Res
         context.close()
 
 
-def check_page(browser: Browser, base: str, path: str, shots: Path, site: Path) -> Result:
+def check_step(page: Page, name: str, result: Result) -> None:
+    """The step's code block (its file below the docstring, changed lines highlighted, no
+    sideways scrolling at the viewport's width, nor in any other code block of the page) and its
+    timelines."""
+    path = f"lessons/{name}.py"
+    blocks = page.locator(".highlight").filter(has=page.locator("span.filename", has_text=path))
+    if blocks.count() != 1:
+        result.problems.append(f"expected one code block titled {path}, found {blocks.count()}")
+    else:
+        block = blocks.first
+        code = block.locator("td.code code").text_content() or ""
+        source = step_path(name).read_text()
+        if code.rstrip() != "\n".join(_docs.code_of(source)).rstrip():
+            result.problems.append(f"the code block does not hold {path}'s code as it is")
+        if not block.is_visible():
+            result.problems.append("the code block is not displayed")
+        highlighted = block.locator(".hll").count()
+        changed = len(_docs.step_changes(name))
+        if highlighted != changed:
+            result.problems.append(f"{highlighted} lines highlighted, the step changed {changed}")
+        result.notes.append(f"code {len(_docs.code_of(source))} lines, {highlighted} highlighted")
+    width = VIEWPORT["width"]
+    result.problems.extend(
+        f"scrolls sideways at {width}px: {wide}" for wide in code_that_scrolls(page)
+    )
+    figures = page.locator("figure.timeline")
+    step_demos = _docs.step_demos(name)
+    if figures.count() != len(step_demos):
+        result.problems.append(f"expected {len(step_demos)} timelines, found {figures.count()}")
+    for index, demo in enumerate(step_demos[: figures.count()]):
+        figure = figures.nth(index)
+        svg = figure.locator("svg.ts-chart")
+        box = svg.bounding_box() if svg.count() == 1 else None
+        if box is None or not svg.is_visible() or box["width"] < 300 or box["height"] < 80:
+            result.problems.append(f"the timeline of {demo.title!r} is not displayed ({box})")
+            continue
+        rows = svg.locator("g.ts-row").count()
+        planned = len(decompose(demo.task))
+        # a caller that leaves a stream early leaves the rest of the input unpulled: no rows
+        fewest = planned if demo.take is None else demo.take
+        if not fewest <= rows <= planned:
+            result.problems.append(
+                f"the timeline of {demo.title!r} has {rows} rows for {planned} subtasks"
+            )
+        result.notes.append(f"timeline {rows} rows {box['width']:.0f}x{box['height']:.0f}px")
+
+
+def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
     """Load one page (light, and dark for step pages), check it, and screenshot it."""
     result = Result(path or "/")
     step = path.removeprefix("steps/").rstrip("/") if path.startswith("steps/") else None
@@ -500,6 +500,8 @@ def check_page(browser: Browser, base: str, path: str, shots: Path, site: Path) 
             if contrast < MIN_CONTRAST:
                 errors.append(f"timeline text contrast {contrast:.1f} < {MIN_CONTRAST}: unreadable")
             result.notes.append(f"{scheme} contrast {contrast:.1f}")
+            player = f"player-{step}.png" if scheme == "light" else f"player-{step}-{scheme}.png"
+            check_player(page, base, step, result, shots / player)
         if scheme == "light":
             diagrams = mermaid_svgs(page)
             if len(diagrams) != expected:
@@ -513,11 +515,6 @@ def check_page(browser: Browser, base: str, path: str, shots: Path, site: Path) 
                 result.notes.append(f"{len(diagrams)} mermaid SVGs")
             if step is not None:
                 check_step(page, step, result)
-        if step is not None:
-            player = shots / (
-                f"player-{step}.png" if scheme == "light" else f"player-{step}-{scheme}.png"
-            )
-            check_player(page, step, site, result, player)
         shot = shots / (f"{slug}.png" if scheme == "light" else f"{slug}-{scheme}.png")
         page.screenshot(path=str(shot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
         result.problems.extend(f"[{scheme}] {error}" for error in errors)
@@ -546,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             for path in found:
-                result = check_page(browser, base, path, args.screenshots, args.site)
+                result = check_page(browser, base, path, args.screenshots)
                 results.append(result)
                 verdict = "FAIL" if result.problems else "ok"
                 print(f"{verdict:4} /{path}  {'; '.join(result.notes)}", flush=True)
