@@ -123,6 +123,13 @@ def to_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, sort_keys=True, allow_nan=False) + "\n"
 
 
+def player(name: str) -> tuple[str, str]:
+    """Step ``name``'s player: the text of its ``dispatch.json`` and the markdown of its place
+    on the step's page (see :func:`fragment`)."""
+    data, first = recorded(name)
+    return to_json(data), fragment(name, first)
+
+
 def fragment(name: str, first: Run) -> str:
     """The player's place on a step page: a container ``dispatch.js`` fills in, holding what a
     reader without JavaScript sees instead (the first scenario's timeline, drawn as every

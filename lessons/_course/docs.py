@@ -44,8 +44,9 @@ from hypothesis import find, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from lessons._course import dispatch
 from lessons._course.demos import Demo
+from lessons._course.dispatch import FILE as PLAYER_DATA
+from lessons._course.dispatch import player
 from lessons._course.runner import (
     Run,
     demos,
@@ -393,11 +394,10 @@ def generate(out: Path = GENERATED) -> list[Path]:
             path = out / "steps" / name / f"{slug(picture.demo)}.svg"
             write_if_changed(path, picture.svg)
             paths.append(path)
-        recorded, first = dispatch.recorded(name)
-        player = dispatch.fragment(name, first)
+        recorded, placed = player(name)
         for path, text in (
-            (out / "steps" / name / dispatch.FILE, dispatch.to_json(recorded)),
-            (out / "steps" / f"{name}.md", player + "\n" + _fragment(name, made)),
+            (out / "steps" / name / PLAYER_DATA, recorded),
+            (out / "steps" / f"{name}.md", placed + "\n" + _fragment(name, made)),
             (out / "steps" / f"{name}.diff", code_diff(name)),
             (out / "steps" / f"{name}.code.md", code_block(name)),
             (out / "steps" / f"{name}.idea.md", idea(name)),
@@ -735,7 +735,7 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
         out / "course.md",
         out / "laws" / "smallest-leak.md",
         *(out / "steps" / f"{name}.md" for name in steps().values()),
-        *(out / "steps" / name / dispatch.FILE for name in steps().values()),
+        *(out / "steps" / name / PLAYER_DATA for name in steps().values()),
     ]
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return
