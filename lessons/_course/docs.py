@@ -713,8 +713,7 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
 
 
 def inputs_digest() -> str:
-    """A digest of the code the generated files come from: the steps, the course that runs them
-    (``lessons/_course``: its demos, runner and player scenarios) and the library."""
+    """A digest of the code the generated files come from: the lessons and the library."""
     digest = hashlib.sha256()
     for path in sorted([*LESSONS.rglob("*.py"), *(ROOT / "src").rglob("*.py")]):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
