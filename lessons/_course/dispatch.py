@@ -142,8 +142,9 @@ def fragment(name: str, first: Run) -> str:
         "### Dispatch\n\n"
         f"Choose a scenario and press **Dispatch**: the page replays a real run of step {number}, "
         "recorded on virtual time when this site was built (Trio does not run in a browser). "
-        "The cards are the sub-agents, the list is what `supervise` returns, filled in as each "
-        "result is, and the timeline draws itself as the virtual clock advances.\n\n"
+        "The cards are the sub-agents, the list is what the run returns, each result shown from "
+        "the instant it is in, and the timeline draws itself as the virtual clock advances. "
+        "The keyboard works too: Tab to a control, Enter or Space to press it.\n\n"
         f'<div class="dispatch" data-step="{html.escape(name)}" markdown>\n'
         '<figure class="dispatch-fallback">\n'
         f"{svg}"
