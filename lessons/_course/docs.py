@@ -6,7 +6,9 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._course.ru
 
 - ``steps/<step>/<demo>.svg``: the run's timeline (`trio_supervisor.timeline.render_svg`),
   drawn from the same trace as the terminal timeline it prints;
-- ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output;
+- ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output,
+  after the "dispatch" player's container (:mod:`lessons._course.dispatch`);
+- ``steps/<step>/dispatch.json``: the runs that player replays, recorded on virtual time;
 - ``steps/<step>.idea.md``: the step's docstring as prose (its idea, what is still wrong);
 - ``steps/<step>.code.md``: the fenced block that includes the step's code, from the line after
   its docstring, with the code lines that changed since the step before highlighted (in Part II,
@@ -47,6 +49,8 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from lessons._course.demos import Demo
+from lessons._course.dispatch import FILE as PLAYER_DATA
+from lessons._course.dispatch import player
 from lessons._course.runner import (
     Run,
     demos,
@@ -414,8 +418,10 @@ def generate(out: Path = GENERATED) -> list[Path]:
             path = out / "steps" / name / f"{slug(picture.demo)}.svg"
             write_if_changed(path, picture.svg)
             paths.append(path)
+        recorded, placed = player(name)
         for path, text in (
-            (out / "steps" / f"{name}.md", _fragment(name, made)),
+            (out / "steps" / name / PLAYER_DATA, recorded),
+            (out / "steps" / f"{name}.md", placed + "\n" + _fragment(name, made)),
             (out / "steps" / f"{name}.diff", code_diff(name)),
             (out / "steps" / f"{name}.code.md", code_block(name)),
             (out / "steps" / f"{name}.idea.md", idea(name)),
@@ -783,7 +789,7 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
 def inputs_digest() -> str:
     """A digest of the code the generated files come from: the lessons and the library."""
     digest = hashlib.sha256()
-    for path in sorted([*LESSONS.glob("*.py"), *(ROOT / "src").rglob("*.py")]):
+    for path in sorted([*LESSONS.rglob("*.py"), *(ROOT / "src").rglob("*.py")]):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
@@ -802,6 +808,7 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
         out / "course.md",
         out / "laws" / "smallest-leak.md",
         *(out / "steps" / f"{name}.md" for name in steps().values()),
+        *(out / "steps" / name / PLAYER_DATA for name in steps().values()),
     ]
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return
