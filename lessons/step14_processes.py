@@ -19,10 +19,10 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Collection
+from contextlib import asynccontextmanager
 
 import trio
-import trio.testing
 
 from trio_supervisor import Aggregate, Supervisor, Worker
 from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
@@ -66,7 +66,10 @@ async def research_on_virtual_time(call: Call) -> str:
     return f"findings on {subtask}"
 
 
-def make_worker(agent: SimulatedAgent, crash: Collection[str] = ()) -> Worker[str, str]:
+@asynccontextmanager
+async def open_worker(
+    agent: SimulatedAgent, *, crash: Collection[str] = (), virtual: bool = False
+) -> AsyncIterator[Worker[str, str]]:
     """The worker of this step: ``agent`` decides, in this process, what each call does (its
     latency, a failure, a hang; a subtask in ``crash`` kills its process), and ``research`` does
     it in a worker process; on virtual time, ``research_on_virtual_time`` does it here."""
@@ -82,11 +85,11 @@ def make_worker(agent: SimulatedAgent, crash: Collection[str] = ()) -> Worker[st
         elif agent.fails(subtask) or agent.calls[subtask] <= agent.flaky.get(subtask, 0):
             act = "fail"
         call = (subtask, agent.latency(subtask), act)
-        if isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock):
+        if virtual:
             return await research_on_virtual_time(call)
         return await in_process(call)
 
-    return worker
+    yield worker
 
 
 async def supervise(

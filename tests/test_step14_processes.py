@@ -35,7 +35,7 @@ BEFORE = max(number for number in steps() if number < 14)
 CRASHED = f"WorkerCrashed: {crash_reason(step14.CRASH)}"
 
 # Runs step argv[1] on "a; b; c" in this process, its worker's body ending its process on "b":
-# called here by a plain async worker (argv[2] == "here") or through step 14's make_worker.
+# called here by a plain async worker (argv[2] == "here") or through step 14's open_worker.
 SCRIPT = """
 import inspect, json, sys
 import trio
@@ -49,12 +49,15 @@ agent = SimulatedAgent(latencies={"a": 0.1, "b": 0.05, "c": 0.2})
 async def here(subtask):
     return step14.research((subtask, 0.05, "crash" if subtask == "b" else "ok"))
 
-worker = here if sys.argv[2] == "here" else step14.make_worker(agent, {"b"})
 takes = inspect.signature(step.supervise).parameters
 options = {"max_workers": 2} if "max_workers" in takes else {}
 
 async def main():
-    aggregate = await step.supervise("a; b; c", worker, **options)
+    if sys.argv[2] == "here":
+        aggregate = await step.supervise("a; b; c", here, **options)
+    else:
+        async with step14.open_worker(agent, crash={"b"}) as worker:
+            aggregate = await step.supervise("a; b; c", worker, **options)
     print(json.dumps([[r.subtask, r.output, r.error] for r in aggregate.results]))
 
 trio.run(main)
