@@ -24,12 +24,12 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from trio_supervisor import Aggregate, Supervisor, Worker
+from trio_supervisor import Aggregate, Backoff, Supervisor, Worker
 from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 
 CRASH = 70  # the exit code of a body that kills its process (EX_SOFTWARE)
-MEMORY_LIMIT = 512 * 2**20  # bytes of address space a body's process may have
+MEMORY_LIMIT = 512 * 2**20  # step 14: bytes of address space a body's process may have
 
 Call = tuple[str, float, str]
 """What crosses to the worker process: the subtask, its latency, and what the body does with
@@ -45,7 +45,7 @@ def research(call: Call) -> str:
             time.sleep(60)
     time.sleep(latency)
     if act == "crash":
-        os._exit(CRASH)  # no exception, no cleanup: the process is gone
+        os._exit(CRASH)  # step 14: no exception, no cleanup: the process is gone
     if act == "fail":
         raise SubAgentError(f"sub-agent failed on {subtask!r}")
     return f"findings on {subtask}"
@@ -60,7 +60,7 @@ async def research_on_virtual_time(call: Call) -> str:
         await trio.sleep_forever()
     await trio.sleep(latency)
     if act == "crash":
-        raise WorkerCrashed(crash_reason(CRASH), CRASH)
+        raise WorkerCrashed(crash_reason(CRASH), CRASH)  # step 14: as ProcessWorker says it
     if act == "fail":
         raise SubAgentError(f"sub-agent failed on {subtask!r}")
     return f"findings on {subtask}"
@@ -73,7 +73,7 @@ async def open_worker(
     """The worker of this step: ``agent`` decides, in this process, what each call does (its
     latency, a failure, a hang; a subtask in ``crash`` kills its process), and ``research`` does
     it in a worker process; on virtual time, ``research_on_virtual_time`` does it here."""
-    in_process = ProcessWorker(research, memory_limit=MEMORY_LIMIT)
+    in_process = ProcessWorker(research, memory_limit=MEMORY_LIMIT)  # step 14: a process pool
 
     async def worker(subtask: str) -> str:
         agent.calls[subtask] += 1
@@ -87,7 +87,7 @@ async def open_worker(
         call = (subtask, agent.latency(subtask), act)
         if virtual:
             return await research_on_virtual_time(call)
-        return await in_process(call)
+        return await in_process(call)  # step 14: a crash there fails this call alone
 
     yield worker
 
@@ -100,12 +100,16 @@ async def supervise(
     worker_timeout: float = math.inf,
     deadline: float = math.inf,
     attempts: int = 1,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
 ) -> Aggregate[str, str]:
     supervisor = Supervisor(
         worker,
         max_workers=max_workers,
         timeout=None if math.isinf(worker_timeout) else worker_timeout,
-        attempts=attempts,
+        attempts=attempts,  # a crashed call is a failure like any: retried if attempts allow
+        backoff=Backoff(*backoff),
+        seed=seed,
     )
     return await supervisor.run(task, deadline=None if math.isinf(deadline) else deadline)
 
