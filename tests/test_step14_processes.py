@@ -22,6 +22,7 @@ import trio.testing
 from rich.console import Console
 
 from lessons import step14_processes as step14
+from lessons._course import dispatch
 from lessons._course.demos import Demo
 from lessons._course.runner import Run as CourseRun
 from lessons._course.runner import changed_title, demos, main, parser, run_step
@@ -182,3 +183,12 @@ def test_crash_names_a_slot_of_the_task_and_titles_the_demo_it_changes() -> None
         "the demo's 5 subtasks, slot 3 fails, slot 2 kills its process"
     )
     assert load_step("step14_processes") is step14
+
+
+def test_the_player_offers_a_crash_only_where_a_worker_process_can_end() -> None:
+    *_, crash = dispatch.scenarios("step14_processes")
+    assert (crash.key, crash.label) == ("crashes", "slot 1's process dies, 2 workers")
+    run = crash.run("step14_processes")
+    assert run.aggregate is not None
+    assert [r.error for r in run.aggregate] == [None, CRASHED, None, None, None]
+    assert "crashes" not in [s.key for s in dispatch.scenarios(steps()[BEFORE])]
