@@ -49,9 +49,10 @@ def cases(law: Law) -> list[Any]:
     if law.flaw is not None:
         number, flaw = law.flaw
         params.append(flawed(load_step(known[number]), flaw, law.raises))
-    return sorted(params, key=lambda param: _name(param))
+    return sorted(params, key=_step_name)
 
 
-def _name(param: Any) -> str:
-    step = param.values[0] if isinstance(param, type(pytest.param(None))) else param
-    return str(step.__name__)
+def _step_name(param: Any) -> str:
+    step = param.values[0] if hasattr(param, "marks") else param
+    name: str = step.__name__
+    return name
