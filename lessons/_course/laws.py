@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 from hypothesis import Phase, given, settings
@@ -44,6 +44,8 @@ from lessons._course.probes import (
 from trio_supervisor import Aggregate, Status, SubResult, Trace
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
+
+T = TypeVar("T")
 
 #: For a law a step before fails: its first counterexample is enough there (shrinking each of the
 #: exception groups that step raises would take long, and the expected failure needs none).
@@ -90,6 +92,19 @@ class Seen:
     def fact(self, what: str, returned: object, expected: object) -> None:
         """One thing the law compares: what the run did and what it should have."""
         self.facts.append((what, str(returned), str(expected)))
+
+    def virtual(self, async_fn: Callable[[], Awaitable[T]]) -> T:
+        """``async_fn()`` on virtual time (see ``probes.run_virtual``), its trace closed at its
+        end, inside the run, so that its timeline can be drawn after."""
+
+        async def closing() -> T:
+            try:
+                return await async_fn()
+            finally:
+                if self.trace is not None and self.trace.closed is None:
+                    self.trace.close()
+
+        return run_virtual(closing)
 
     async def run(self, call: Callable[[], Awaitable[Aggregate[str, str]]]) -> Aggregate[str, str]:
         """Await ``call()`` (a step's ``supervise``) under a guard of an hour of virtual time,
@@ -157,7 +172,7 @@ def starts_like_spy(step: ModuleType, seen: Seen, plan: list[str], spy: Spy, k: 
         aggregate = await seen.run(lambda: step.supervise(task_of(plan), worker, **options))
         return aggregate, trio.current_time() - start
 
-    return run_virtual(timed)
+    return seen.virtual(timed)
 
 
 def out(plan: Iterable[str]) -> list[str]:
@@ -322,7 +337,7 @@ def _hung_worker_frees_its_slot(step: ModuleType, seen: Seen) -> None:
         )
         assert agent.calls == Counter({"stuck": 1, "b": 1, "c": 1})
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 HUNG_WORKER_FREES_ITS_SLOT = Law(
@@ -392,7 +407,7 @@ def _makespan_with_timeouts(
         seen.fact("calls per slot", attempts, [1] * len(plan))
         assert attempts == [1] * len(plan)
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 MAKESPAN_WITH_TIMEOUTS = Law(
@@ -451,7 +466,7 @@ def _deadline_accounts_for_every_subtask(
         assert len(probe.calls) == calls, "a worker started after the call returned"
         assert seen.returned == seen.expected
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK = Law(
@@ -487,7 +502,7 @@ def _transient_failure_retried(step: ModuleType, seen: Seen) -> None:
         assert [result.status for result in aggregate.results] == [Status.OK] * 3
         assert agent.calls == Counter({"a": 1, "b": 3, "c": 1})
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 TRANSIENT_FAILURE_RETRIED = Law(
@@ -521,7 +536,7 @@ def _succeeds_when_attempts_exceed_failures(
             assert result.error == f"SubAgentError: sub-agent failed on 'b' (attempt {calls})"
         assert [result.subtask for result in aggregate.results] == plan
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES = Law(
@@ -576,7 +591,7 @@ def _waits_are_seeded_draws(
             assert 0 <= wait <= limit + 1e-12
             assert math.isclose(wait, drawn, rel_tol=1e-9, abs_tol=1e-12)
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 WAITS_ARE_SEEDED_DRAWS = Law(
@@ -635,7 +650,7 @@ def _at_most_r_restarts_in_t(
             within = [then for then in instants if now - period < then <= now]
             assert len(within) <= restarts, f"{len(within)} restarts within {period}s of {now}"
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 AT_MOST_R_RESTARTS_IN_T = Law(
@@ -703,7 +718,7 @@ def _gives_up_past_the_intensity(
                 assert (result.status, result.error) == (Status.FAILED, gave_up)
                 assert result.attempts == len(calls)
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 GIVES_UP_PAST_THE_INTENSITY = Law(
@@ -731,7 +746,7 @@ def _first_result_arrives_with_slot_0(step: ModuleType, seen: Seen) -> None:
         seen.fact("the first result arrived after", f"{got[0][0] - start:g}s", "0.25s")
         assert got[0][0] - start == latencies[0] / 32
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 FIRST_RESULT_ARRIVES_WITH_SLOT_0 = Law(
@@ -758,7 +773,7 @@ def _handed_over_as_soon_as_possible(step: ModuleType, seen: Seen, order: list[i
         seen.returned = [f"{result.subtask}: at {time - start:g}s" for time, result in got]
         assert seen.returned == seen.expected
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 HANDED_OVER_AS_SOON_AS_POSSIBLE = Law(
@@ -797,7 +812,7 @@ def _leaving_early_cancels_the_rest(
         seen.fact("calls after leaving", len(probe.calls) - calls, 0)
         assert len(probe.calls) == calls, "a worker was called after the stream was left"
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 LEAVING_EARLY_CANCELS_THE_REST = Law(
@@ -849,7 +864,7 @@ def _held_to_the_window(
         assert received == len(plan)
         assert ahead <= window, f"{ahead} slots started and not handed over, window {window}"
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 HELD_TO_THE_WINDOW = Law(
@@ -926,7 +941,7 @@ def _a_lazy_million_is_held(
         await trio.sleep(HOUR)
         assert len(probe.calls) == calls, "a worker started after the stream was left"
 
-    run_virtual(main)
+    seen.virtual(main)
 
 
 A_LAZY_MILLION_IS_HELD = Law(

@@ -614,7 +614,13 @@ def changed_title(demo: Demo) -> str:
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Run the command line; returns the exit status: 0; 2 for bad input, refused before anything
-    runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly."""
+    runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly.
+    ``exercise`` and ``check`` are the exercises' commands (:mod:`lessons._course.exercises`)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("exercise", "check"):
+        from lessons._course import exercises  # imports Hypothesis: only when asked for
+
+        return exercises.main(argv, console)
     p = parser()
     args = p.parse_args(argv)
     console = console or PipeConsole(highlight=False)
