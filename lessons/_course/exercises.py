@@ -230,15 +230,19 @@ def tell(console: Console, law: Law, seen: Seen, exc: BaseException) -> None:
     the code returned against what the law expected, and the timeline of that run."""
     where = failed_at(exc)
     if where is None or not where.startswith("assert"):
-        console.print(f"    {describe(exc)}", markup=False, highlight=False)
+        console.print(f"    {describe(exc)}", markup=False, highlight=False, soft_wrap=True)
     else:
         said = f": {exc}" if str(exc) else ""
-        console.print(f"    the law's check failed{said}", markup=False, highlight=False)
-        console.print(f"      {where}", markup=False, highlight=False)
+        console.print(
+            f"    the law's check failed{said}", markup=False, highlight=False, soft_wrap=True
+        )
+        console.print(f"      {where}", markup=False, highlight=False, soft_wrap=True)
     if seen.drew:
         console.print("    smallest counterexample:" if law.draws else "    the case:")
         for what, value in seen.drew.items():
-            console.print(f"      {what} = {value!r}", markup=False, highlight=False)
+            console.print(
+                f"      {what} = {value!r}", markup=False, highlight=False, soft_wrap=True
+            )
     returned, expected = seen.returned or [], seen.expected or []
     width = max(map(len, [*returned, "your code returned"]))
     if width > WIDE:  # too wide to stand beside the expected: one after the other
@@ -258,7 +262,7 @@ def tell(console: Console, law: Law, seen: Seen, exc: BaseException) -> None:
             console.print(line, markup=False, highlight=False, soft_wrap=True)
     for what, got, wanted in seen.facts:
         mark = "" if got == wanted else "   <- differs"
-        console.print(f"    {what}: {got}; expected {wanted}{mark}", markup=False)
+        console.print(f"    {what}: {got}; expected {wanted}{mark}", markup=False, soft_wrap=True)
     if seen.trace is not None and any(slot.spans for slot in seen.trace.slots):
         console.print("    the timeline of that run:")
         console.print(Padding(render_timeline(seen.trace, seen.final, width=40), (0, 0, 0, 6)))
@@ -276,11 +280,11 @@ def check(
         try:
             law.verify(module, budget, seen)
         except Exception as exc:  # the reader's code broke the law, or raised: tell it
-            console.print(f"  FAILED  {law.rule}", markup=False, style="red")
+            console.print(f"  FAILED  {law.rule}", markup=False, soft_wrap=True, style="red")
             tell(console, law, seen[0] if seen else Seen(), exc)
         else:
             passed += 1
-            console.print(f"  passed  {law.rule}", markup=False, style="green")
+            console.print(f"  passed  {law.rule}", markup=False, soft_wrap=True, style="green")
     return passed, len(chosen)
 
 
@@ -350,8 +354,11 @@ def main(argv: Sequence[str], console: Console | None = None) -> int:
         console.print(
             f"wrote {_shown(path)}: step {args.number - 1}'s code; the task is at its top",
             markup=False,
+            soft_wrap=True,
         )
-        console.print(f"check it with: python -m lessons check {args.number}", markup=False)
+        console.print(
+            f"check it with: python -m lessons check {args.number}", markup=False, soft_wrap=True
+        )
         return 0
     if args.number not in steps() or not laws_of(args.number):
         with_laws = [number for number in steps() if laws_of(number)]
@@ -375,15 +382,20 @@ def main(argv: Sequence[str], console: Console | None = None) -> int:
     try:
         module = load(path, args.number)
     except Exception as exc:  # the reader's file: its error is the answer, not a traceback
-        console.print(f"{_shown(path)} does not import: {describe(exc)}", markup=False)
+        console.print(
+            f"{_shown(path)} does not import: {describe(exc)}", markup=False, soft_wrap=True
+        )
         return 1
     if not hasattr(module, "supervise") and not hasattr(module, "stream"):
-        console.print(f"{_shown(path)} has no supervise (or stream) to check", markup=False)
+        console.print(
+            f"{_shown(path)} has no supervise (or stream) to check", markup=False, soft_wrap=True
+        )
         return 1
     console.print(
         f"step {args.number}'s laws on {_shown(path)}, on virtual time:",
         markup=False,
+        soft_wrap=True,
     )
     passed, total = check(args.number, module, console)
-    console.print(f"{passed} of {total} laws passed", markup=False, style="bold")
+    console.print(f"{passed} of {total} laws passed", markup=False, soft_wrap=True, style="bold")
     return 0 if passed == total else 1
