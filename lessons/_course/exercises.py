@@ -16,8 +16,10 @@ import argparse
 import ast
 import difflib
 import importlib.util
+import io
 import json
 import re
+import tempfile
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
@@ -170,9 +172,10 @@ def starter(number: int) -> str:
     return "\n".join(header + marked) + "\n"
 
 
-def exercise_path(number: int) -> Path:
-    """Where step ``number``'s exercise is written: ``exercises/<step's module name>.py``."""
-    return EXERCISES / f"{exercisable()[number]}.py"
+def exercise_path(number: int, home: Path | None = None) -> Path:
+    """Where step ``number``'s exercise is written: ``<home>/<step's module name>.py``, in
+    ``exercises/`` at the project root unless ``home`` says."""
+    return (home or EXERCISES) / f"{exercisable()[number]}.py"
 
 
 def _no_exercise(number: int) -> str:
@@ -183,28 +186,29 @@ def _no_exercise(number: int) -> str:
     return f"step {number} has no exercise: {choose}"
 
 
-def write_starter(number: int, force: bool = False) -> Path:
-    """Write step ``number``'s starter into ``exercises/`` and return its path.
+def write_starter(number: int, force: bool = False, home: Path | None = None) -> Path:
+    """Write step ``number``'s starter into ``exercises/`` (or ``home``) and return its path.
 
     Raises:
       ValueError: if the step has no exercise, or its file exists and ``force`` is not set
         (it may hold the reader's work).
     """
     text = starter(number)
-    path = exercise_path(number)
+    path = exercise_path(number, home)
     if path.exists() and not force:
-        raise ValueError(f"{_shown(path)} exists: it may hold your work; add --force to replace it")
+        raise ValueError(
+            f"{_shown(path, home)} exists: it may hold your work; add --force to replace it"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
 
 
-def _shown(path: Path) -> str:
-    """``path`` relative to the working directory when it is below it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+def _shown(path: Path, home: Path | None = None) -> str:
+    """``path`` as the reader knows it: an exercise as ``exercises/<file>``, any other file as
+    it was given."""
+    home = home or EXERCISES
+    return f"{home.name}/{path.name}" if path.parent == home else str(path)
 
 
 def load(path: Path, number: int) -> ModuleType:
@@ -288,13 +292,14 @@ def check(
     return passed, len(chosen)
 
 
-def hint(number: int, console: Console) -> None:
-    """Print the next hint for step ``number`` (one more each time), and remember it."""
+def hint(number: int, console: Console, home: Path | None = None) -> None:
+    """Print the next hint for step ``number`` (one more each time), and remember it in
+    ``exercises/hints.json`` (or ``home``'s)."""
     name = steps()[number]
     sentences = re.split(r"(?<=\.)\s+(?=[A-Z`*])", _paragraph(name, "What it adds:"))
     given = [f"The idea: {sentences[0]}", *sentences[1:]]
     given.append(f"The course's own answer is lessons/{name}.py; its page explains it.")
-    state_path = EXERCISES / HINTS
+    state_path = (home or EXERCISES) / HINTS
     state = json.loads(state_path.read_text()) if state_path.exists() else {}
     shown = min(int(state.get(str(number), 0)), len(given) - 1)
     console.print(f"hint {shown + 1} of {len(given)} for step {number}:", style="bold")
@@ -338,21 +343,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str], console: Console | None = None) -> int:
-    """``python -m lessons exercise N`` and ``python -m lessons check N [PATH]``: the exit
-    status is 0 (written; every law passed), 1 (a law failed, or the file does not import) or 2
-    (bad input, refused in one line)."""
+def main(argv: Sequence[str], console: Console | None = None, home: Path | None = None) -> int:
+    """``python -m lessons exercise N`` and ``python -m lessons check N [PATH]``, with the
+    exercises in ``home`` (``exercises/`` at the project root by default): the exit status is 0
+    (written; every law passed), 1 (a law failed, or the file does not import) or 2 (bad input,
+    refused in one line)."""
     p = parser()
     args = p.parse_args(argv)
     console = console or Console(highlight=False)
     known = exercisable()
     if args.command == "exercise":
         try:
-            path = write_starter(args.number, force=args.force)
+            path = write_starter(args.number, force=args.force, home=home)
         except ValueError as exc:
             p.error(str(exc))
         console.print(
-            f"wrote {_shown(path)}: step {args.number - 1}'s code; the task is at its top",
+            f"wrote {_shown(path, home)}: step {args.number - 1}'s code; the task is at its top",
             markup=False,
             soft_wrap=True,
         )
@@ -366,36 +372,56 @@ def main(argv: Sequence[str], console: Console | None = None) -> int:
             f"step {args.number} has no laws to check: choose {min(with_laws)}-{max(with_laws)}"
         )
     if args.hint:
-        hint(args.number, console)
+        hint(args.number, console, home)
         return 0
     path = args.path
     if path is None:
         if args.number not in known:
             p.error(f"step {args.number} has no exercise file: give the PATH of your code")
-        path = exercise_path(args.number)
+        path = exercise_path(args.number, home)
         if not path.exists():
-            p.error(
-                f"no file {_shown(path)}: write it with python -m lessons exercise {args.number}"
-            )
+            write = f"python -m lessons exercise {args.number}"
+            p.error(f"no file {_shown(path, home)}: write it with {write}")
     elif not path.is_file():
         p.error(f"no file {path}")
     try:
         module = load(path, args.number)
     except Exception as exc:  # the reader's file: its error is the answer, not a traceback
         console.print(
-            f"{_shown(path)} does not import: {describe(exc)}", markup=False, soft_wrap=True
+            f"{_shown(path, home)} does not import: {describe(exc)}", markup=False, soft_wrap=True
         )
         return 1
     if not hasattr(module, "supervise") and not hasattr(module, "stream"):
         console.print(
-            f"{_shown(path)} has no supervise (or stream) to check", markup=False, soft_wrap=True
+            f"{_shown(path, home)} has no supervise (or stream) to check",
+            markup=False,
+            soft_wrap=True,
         )
         return 1
     console.print(
-        f"step {args.number}'s laws on {_shown(path)}, on virtual time:",
+        f"step {args.number}'s laws on {_shown(path, home)}, on virtual time:",
         markup=False,
         soft_wrap=True,
     )
     passed, total = check(args.number, module, console)
     console.print(f"{passed} of {total} laws passed", markup=False, soft_wrap=True, style="bold")
     return 0 if passed == total else 1
+
+
+def sample(number: int, width: int = 88) -> str:
+    """The exercises page's sample, from real runs: ``exercise N``, ``check N`` and ``check N
+    --hint`` run in a fresh ``exercises/`` directory, each command with what it printed, as
+    markdown."""
+    blocks = []
+    with tempfile.TemporaryDirectory() as temporary:
+        home = Path(temporary) / "exercises"
+        for argv in (
+            ["exercise", str(number)],
+            ["check", str(number)],
+            ["check", str(number), "--hint"],
+        ):
+            out = io.StringIO()
+            main(argv, Console(file=out, width=width, color_system=None, highlight=False), home)
+            printed = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
+            blocks.append(f"```console\n$ python -m lessons {' '.join(argv)}\n{printed}\n```\n")
+    return "\n".join(blocks)
