@@ -12,6 +12,7 @@ import difflib
 import io
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -239,3 +240,36 @@ def test_the_command_line_refuses_in_one_line_without_a_traceback() -> None:
         "python -m lessons: error: step 1 has no exercise: there is no step before it to start "
         "from; choose 2-10\n"
     )
+
+
+PAGE = ROOT / "docs" / "exercises.md"
+README = ROOT / "README.md"
+COMMAND = re.compile(r"^(?:\$ |\.venv/bin/)python -m lessons ((?:exercise|check)\b[^#\n]*)", re.M)
+
+
+@pytest.mark.parametrize("source", [PAGE, README], ids=lambda path: path.name)
+def test_every_exercise_command_shown_runs_as_the_text_says(
+    source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commands of the exercises page and the README, run in order: an exercise is written,
+    its untouched starter fails its check, a hint is given, and the course's own step passes."""
+    monkeypatch.chdir(ROOT)  # the page's paths are the project's
+    shown = [shlex.split(command) for command in COMMAND.findall(source.read_text())]
+    assert ["exercise", "4"] in shown
+    assert ["check", "4"] in shown
+    for argv in shown:
+        status, out = run(*argv)
+        failing = argv == ["check", "4"]  # step 3's code, which breaks plan order
+        assert status == (1 if failing else 0), out
+
+
+def test_the_page_shows_a_real_check_of_step_4s_starter() -> None:
+    page = PAGE.read_text()
+    assert page.count('--8<-- "docs/generated/exercises/sample.md"') == 1
+    sample = exercises.sample(4)
+    assert sample.startswith("```console\n$ python -m lessons exercise 4\nwrote exercises/")
+    assert "  FAILED  results come back in plan order, whatever order the workers finish in\n" in (
+        sample
+    )
+    assert "    smallest counterexample:\n      latencies = [0.0625, 0.03125]\n" in sample
+    assert "$ python -m lessons check 4 --hint\nhint 1 of " in sample
