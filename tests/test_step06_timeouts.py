@@ -3,6 +3,9 @@
 All on virtual time. Latencies are whole 1/32 s (SimulatedAgent's grid); timeouts are odd 64ths
 and deadlines odd 128ths, so no event of a run falls on the instant of another and every time adds
 up exactly.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
 """
 
 from __future__ import annotations

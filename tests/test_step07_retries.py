@@ -2,6 +2,9 @@
 
 All on virtual time, with seeded jitter. Waits drawn from ``random.Random`` are not on a binary
 grid, so the one law about them compares with a relative tolerance; every other time is exact.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
 """
 
 from __future__ import annotations

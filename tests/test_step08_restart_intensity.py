@@ -2,6 +2,9 @@
 up, and every slot that did not finish fails with "gave up".
 
 All on virtual time, with seeded jitter.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
 """
 
 from __future__ import annotations

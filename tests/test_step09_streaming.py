@@ -2,6 +2,9 @@
 the stream early cancels the rest.
 
 All on virtual time. Latencies are whole 1/32 s, so arrival times are exact.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """Step 10: a lazy input, pulled only while the window has room; head-of-line blocking.
 
 All on virtual time. Latencies are whole 1/32 s, so arrival times are exact.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
 """
 
 from __future__ import annotations

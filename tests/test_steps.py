@@ -1,5 +1,9 @@
 """The laws of steps 1-5, each on virtual time, and the flaws of the naive steps, shown: each law
-of a step fails, strictly, on the step before it."""
+of a step fails, strictly, on the step before it.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
+"""
 
 from __future__ import annotations
 

@@ -264,8 +264,8 @@ def tell(console: Console, law: Law, seen: Seen, exc: BaseException) -> None:
             mark = "" if got == wanted or not wanted else "   <- differs"
             line = f"      {got:<{width}}   {wanted}{mark}".rstrip()
             console.print(line, markup=False, highlight=False, soft_wrap=True)
-    for what, got, wanted in seen.facts:
-        mark = "" if got == wanted else "   <- differs"
+    for what, got, wanted, holds in seen.facts:
+        mark = "" if holds else "   <- differs"
         console.print(f"    {what}: {got}; expected {wanted}{mark}", markup=False, soft_wrap=True)
     if seen.trace is not None and any(slot.spans for slot in seen.trace.slots):
         console.print("    the timeline of that run:")

@@ -46,6 +46,7 @@ from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
 
 T = TypeVar("T")
+DAY = 24 * HOUR  # longer than any law waits on purpose (an hour, after a run)
 
 #: For a law a step before fails: its first counterexample is enough there (shrinking each of the
 #: exception groups that step raises would take long, and the expected failure needs none).
@@ -66,7 +67,7 @@ class Seen:
     drew: dict[str, Any] = field(default_factory=dict)
     returned: list[str] | None = None
     expected: list[str] | None = None
-    facts: list[tuple[str, str, str]] = field(default_factory=list)
+    facts: list[tuple[str, str, str, bool]] = field(default_factory=list)
     trace: Trace | None = None
     final: dict[int, Status] = field(default_factory=dict)
 
@@ -89,17 +90,24 @@ class Seen:
         """What the law expected the step to return, as lines like :func:`shown`'s."""
         self.expected = list(lines)
 
-    def fact(self, what: str, returned: object, expected: object) -> None:
-        """One thing the law compares: what the run did and what it should have."""
-        self.facts.append((what, str(returned), str(expected)))
+    def fact(self, what: str, returned: object, expected: object, holds: bool) -> None:
+        """One thing the law compares: what the run did, what it should have, and whether that
+        part of the law held."""
+        self.facts.append((what, str(returned), str(expected), holds))
 
     def virtual(self, async_fn: Callable[[], Awaitable[T]]) -> T:
         """``async_fn()`` on virtual time (see ``probes.run_virtual``), its trace closed at its
-        end, inside the run, so that its timeline can be drawn after."""
+        end, inside the run, so that its timeline can be drawn after. A law still running a day
+        of virtual time later waits for something that never comes (a stream that never hands a
+        result over): it fails, rather than wait forever."""
 
         async def closing() -> T:
             try:
-                return await async_fn()
+                with trio.move_on_after(DAY):
+                    return await async_fn()
+                if self.returned is None:
+                    self.returned = ["(never ended: still waiting a day of virtual time later)"]
+                raise AssertionError("the run never ended")
             finally:
                 if self.trace is not None and self.trace.closed is None:
                     self.trace.close()
@@ -207,7 +215,9 @@ def _serial_wall_time(step: ModuleType, seen: Seen, latencies: list[float]) -> N
     for latency in latencies:
         total += latency
     _, elapsed = starts_like_spy(step, seen, plan, spy, 1)
-    seen.fact("wall time", f"{elapsed:g}s", f"{total:g}s, the sum of the latencies")
+    seen.fact(
+        "wall time", f"{elapsed:g}s", f"{total:g}s, the sum of the latencies", elapsed == total
+    )
     assert elapsed == total
 
 
@@ -223,7 +233,12 @@ SERIAL_WALL_TIME = Law(
 def _fan_out_wall_time(step: ModuleType, seen: Seen, latencies: list[float]) -> None:
     plan, spy = spy_for(latencies)
     _, elapsed = starts_like_spy(step, seen, plan, spy, len(plan))
-    seen.fact("wall time", f"{elapsed:g}s", f"{max(latencies):g}s, the longest latency")
+    seen.fact(
+        "wall time",
+        f"{elapsed:g}s",
+        f"{max(latencies):g}s, the longest latency",
+        elapsed == max(latencies),
+    )
     assert elapsed == max(latencies)
 
 
@@ -241,8 +256,13 @@ def _greedy_makespan(step: ModuleType, seen: Seen, latencies: list[float], k: in
     plan, spy = spy_for(latencies)
     makespan = list_schedule(latencies, k).makespan
     _, elapsed = starts_like_spy(step, seen, plan, spy, k)
-    seen.fact("wall time", f"{elapsed:g}s", f"{makespan:g}s, plan order on {k} workers")
-    seen.fact("calls started in the order", spy.started, plan)
+    seen.fact(
+        "wall time",
+        f"{elapsed:g}s",
+        f"{makespan:g}s, plan order on {k} workers",
+        elapsed == makespan,
+    )
+    seen.fact("calls started in the order", spy.started, plan, spy.started == plan)
     assert elapsed == makespan
     assert spy.started == plan  # dispatch follows plan order
 
@@ -259,7 +279,8 @@ GREEDY_MAKESPAN = Law(
 def _bounded(step: ModuleType, seen: Seen, latencies: list[float], k: int) -> None:
     plan, spy = spy_for(latencies)
     starts_like_spy(step, seen, plan, spy, k)
-    seen.fact("most workers running at once", spy.max_running, min(k, len(plan)))
+    peak = min(k, len(plan))
+    seen.fact("most workers running at once", spy.max_running, peak, spy.max_running == peak)
     assert 0 < spy.max_running <= k
     assert spy.max_running == min(k, len(plan))
 
@@ -289,7 +310,9 @@ def _failures_isolated(
     )
     makespan = list_schedule(latencies, k).makespan
     aggregate, elapsed = starts_like_spy(step, seen, plan, spy, k)
-    seen.fact("wall time", f"{elapsed:g}s", f"{makespan:g}s, nothing cancelled")
+    seen.fact(
+        "wall time", f"{elapsed:g}s", f"{makespan:g}s, nothing cancelled", elapsed == makespan
+    )
     assert [result.subtask for result in aggregate.results] == plan
     for slot, result in enumerate(aggregate.results):
         if slot in failing:
@@ -397,14 +420,17 @@ def _makespan_with_timeouts(
         aggregate = await run_plan(step, seen, plan, probe, workers, worker_timeout=timeout)
         seen.returned, seen.expected = _statuses(aggregate.results), wanted
         elapsed = trio.current_time() - start
-        seen.fact("wall time", f"{elapsed:g}s", f"{makespan:g}s, each hang counted as its timeout")
-        seen.fact("most workers running at once", probe.most, f"at most {workers}")
+        counted = f"{makespan:g}s, each hang counted as its timeout"
+        seen.fact("wall time", f"{elapsed:g}s", counted, elapsed == makespan)
+        seen.fact(
+            "most workers running at once", probe.most, f"at most {workers}", probe.most <= workers
+        )
         assert elapsed == makespan
         assert [result.subtask for result in aggregate.results] == plan
         assert _statuses(aggregate.results) == wanted
         assert probe.most <= workers
         attempts = [result.attempts for result in aggregate.results]
-        seen.fact("calls per slot", attempts, [1] * len(plan))
+        seen.fact("calls per slot", attempts, [1] * len(plan), attempts == [1] * len(plan))
         assert attempts == [1] * len(plan)
 
     seen.virtual(main)
@@ -458,7 +484,7 @@ def _deadline_accounts_for_every_subtask(
         ]
         returned = trio.current_time() - start
         wanted = min(deadline, max(end for _, end in spans))
-        seen.fact("returned after", f"{returned:g}s", f"{wanted:g}s")
+        seen.fact("returned after", f"{returned:g}s", f"{wanted:g}s", returned == wanted)
         assert returned == wanted
         assert probe.live == 0, "a worker outlived the call"
         calls = len(probe.calls)
@@ -498,7 +524,8 @@ def _transient_failure_retried(step: ModuleType, seen: Seen) -> None:
         aggregate = await seen.run(
             lambda: supervise(step, task_of(plan), worker, max_workers=3, attempts=3)
         )
-        seen.fact("calls per subtask", dict(agent.calls), {"a": 1, "b": 3, "c": 1})
+        wanted = {"a": 1, "b": 3, "c": 1}
+        seen.fact("calls per subtask", dict(agent.calls), wanted, agent.calls == wanted)
         assert [result.status for result in aggregate.results] == [Status.OK] * 3
         assert agent.calls == Counter({"a": 1, "b": 3, "c": 1})
 
@@ -527,8 +554,9 @@ def _succeeds_when_attempts_exceed_failures(
             )
         )
         result = aggregate.results[1]
-        seen.fact("b ok", result.ok, attempts > failures)
-        seen.fact("b's calls", agent.calls["b"], min(failures + 1, attempts))
+        calls = min(failures + 1, attempts)
+        seen.fact("b ok", result.ok, attempts > failures, result.ok == (attempts > failures))
+        seen.fact("b's calls", agent.calls["b"], calls, agent.calls["b"] == calls)
         assert result.ok == (attempts > failures)
         assert result.attempts == agent.calls["b"] == min(failures + 1, attempts)
         if not result.ok:
@@ -575,21 +603,28 @@ def _waits_are_seeded_draws(
             )
         )
         calls = probe.of("b")
-        seen.fact("b's calls", len(calls), attempts)
+        seen.fact("b's calls", len(calls), attempts, len(calls) == attempts)
         assert len(calls) == attempts
         waits = []
         for before, after in itertools.pairwise(calls):
             assert before.end is not None
             waits.append(after.start - before.end)
+
+        def close(wait: float, drawn: float) -> bool:
+            return math.isclose(wait, drawn, rel_tol=1e-9, abs_tol=1e-12)
+
         draws = random.Random(seed)
         wanted = [draws.uniform(0, bound(n, first, most)) for n in range(1, len(waits) + 1)]
         seen.fact(
-            "waits before b's retries", [f"{w:.4g}" for w in waits], [f"{w:.4g}" for w in wanted]
+            "waits before b's retries",
+            [f"{w:.4g}" for w in waits],
+            [f"{w:.4g}" for w in wanted],
+            all(map(close, waits, wanted)),
         )
         for failures, (wait, drawn) in enumerate(zip(waits, wanted, strict=True), start=1):
             limit = bound(failures, first, most)
             assert 0 <= wait <= limit + 1e-12
-            assert math.isclose(wait, drawn, rel_tol=1e-9, abs_tol=1e-12)
+            assert close(wait, drawn)
 
     seen.virtual(main)
 
@@ -645,7 +680,9 @@ def _at_most_r_restarts_in_t(
             (len([then for then in instants if now - period < then <= now]) for now in instants),
             default=0,
         )
-        seen.fact(f"most restarts within {period:g}s", most, f"at most {restarts}")
+        seen.fact(
+            f"most restarts within {period:g}s", most, f"at most {restarts}", most <= restarts
+        )
         for now in instants:
             within = [then for then in instants if now - period < then <= now]
             assert len(within) <= restarts, f"{len(within)} restarts within {period}s of {now}"
@@ -698,10 +735,11 @@ def _gives_up_past_the_intensity(
             else f"{subtask}: failed, {gave_up}"
             for subtask, calls in ((s, probe.of(s)) for s in plan)
         )
-        seen.fact("calls of 'fail b'", len(failing), restarts + 1)
+        seen.fact("calls of 'fail b'", len(failing), restarts + 1, len(failing) == restarts + 1)
         assert len(failing) == restarts + 1, "one restart per failure, up to the intensity"
         assert failing[-1].end is not None
-        seen.fact("returned after", trio.current_time() - start, failing[-1].end - start)
+        took, gave_up_at = trio.current_time() - start, failing[-1].end - start
+        seen.fact("returned after", f"{took:g}s", f"{gave_up_at:g}s", took == gave_up_at)
         assert trio.current_time() - start == failing[-1].end - start, "it gave up at once"
         assert probe.live == 0
         results = aggregate.results
@@ -743,7 +781,8 @@ def _first_result_arrives_with_slot_0(step: ModuleType, seen: Seen) -> None:
         worker = seen.watch(agent_with(latencies), plan)
         got = await arrivals(step, task_of(plan), worker, max_workers=4)
         seen.results(result for _, result in got)
-        seen.fact("the first result arrived after", f"{got[0][0] - start:g}s", "0.25s")
+        first = got[0][0] - start
+        seen.fact("the first result arrived after", f"{first:g}s", "0.25s", first == 0.25)
         assert got[0][0] - start == latencies[0] / 32
 
     seen.virtual(main)
@@ -802,14 +841,14 @@ def _leaving_early_cancels_the_rest(
             calls = len(probe.calls)  # the calls made when the caller leaves
             running = [call for call in probe.calls if call.end is None]
         seen.results(got)
-        seen.fact("workers still running after leaving", probe.live, 0)
+        seen.fact("workers still running after leaving", probe.live, 0, probe.live == 0)
         assert [result.subtask for result in got] == plan[:taken]
         assert len(probe.calls) == calls, "a worker was called after the caller left"
         assert probe.live == 0, "a worker outlived the stream"
         assert tasks_below(consumer) == 0, "a task outlived the stream"
         assert all(call.outcome == "cancelled" for call in running)
         await trio.sleep(HOUR)
-        seen.fact("calls after leaving", len(probe.calls) - calls, 0)
+        seen.fact("calls after leaving", len(probe.calls) - calls, 0, len(probe.calls) == calls)
         assert len(probe.calls) == calls, "a worker was called after the stream was left"
 
     seen.virtual(main)
@@ -860,7 +899,12 @@ def _held_to_the_window(
                 received += 1
                 await trio.sleep(1)  # a slow caller: only the window may run ahead of it
         seen.results(got)
-        seen.fact("most slots started and not yet handed over", ahead, f"at most {window}")
+        seen.fact(
+            "most slots started and not yet handed over",
+            ahead,
+            f"at most {window}",
+            ahead <= window,
+        )
         assert received == len(plan)
         assert ahead <= window, f"{ahead} slots started and not handed over, window {window}"
 
@@ -931,7 +975,8 @@ def _a_lazy_million_is_held(
             running = [call for call in probe.calls if call.end is None]
             left = True
         seen.results(got)
-        seen.fact("subtasks pulled", pulled, f"at most {taken + window}")
+        most = taken + window
+        seen.fact("subtasks pulled", pulled, f"at most {most}", pulled <= most)
         assert probe.live == 0, "a worker outlived the stream"
         assert tasks_below(consumer) == 0, "a task outlived the stream"
         assert all(call.end is not None for call in probe.calls)
