@@ -273,3 +273,11 @@ def test_the_page_shows_a_real_check_of_step_4s_starter() -> None:
     )
     assert "    smallest counterexample:\n      latencies = [0.0625, 0.03125]\n" in sample
     assert "$ python -m lessons check 4 --hint\nhint 1 of " in sample
+
+
+def test_the_runners_help_names_the_exercise_commands() -> None:
+    from lessons._course.runner import parser
+
+    said = " ".join(parser().format_help().split())
+    assert "'python -m lessons exercise N' writes one" in said
+    assert "'python -m lessons check N' grades it by step N's laws" in said

@@ -442,6 +442,8 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="python -m lessons",
         description="Run the course's steps. With no step, list them.",
+        epilog="Exercises: 'python -m lessons exercise N' writes one, 'python -m lessons check N' "
+        "grades it by step N's laws.",
     )
     p.add_argument("step", nargs="?", help="a step's number or name, or 'all'")
     p.add_argument("--task", help="the task to run instead of the demos, e.g. 'a; b; c'")
