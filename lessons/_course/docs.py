@@ -714,9 +714,10 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
 
 
 def inputs_digest() -> str:
-    """A digest of the code the generated files come from: the lessons and the library."""
+    """A digest of the code the generated files come from: the lessons, the course's machinery
+    (its runner, laws and exercises) and the library."""
     digest = hashlib.sha256()
-    for path in sorted([*LESSONS.glob("*.py"), *(ROOT / "src").rglob("*.py")]):
+    for path in sorted([*LESSONS.rglob("*.py"), *(ROOT / "src").rglob("*.py")]):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
