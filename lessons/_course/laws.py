@@ -165,6 +165,11 @@ class Law:
         if not self.draws:
             once()
             return
+        # one example database key (and derandomized seed) per law and step, as Hypothesis's
+        # pytest plugin gives each parametrized case: every law runs the same `once`, whose
+        # source alone would give them all one key
+        key = f"{self.rule}|{step.__name__}".encode()
+        once._hypothesis_internal_add_digest = key  # type: ignore[attr-defined]
         settings(budget or self.budget)(given(**self.draws)(once))()
 
 
