@@ -273,6 +273,11 @@ def test_the_page_shows_a_real_check_of_step_4s_starter() -> None:
     )
     assert "    smallest counterexample:\n      latencies = [0.0625, 0.03125]\n" in sample
     assert "$ python -m lessons check 4 --hint\nhint 1 of " in sample
+    assert "\n2 of 3 laws passed\n" in sample  # the bound and the makespan held already
+    said = " ".join(page.split())
+    assert f"Each check draws at most {exercises.CHECK.max_examples} inputs per law" in said
+    assert exercises.CHECK.derandomize
+    assert exercises.CHECK.database is None
 
 
 def test_the_runners_help_names_the_exercise_commands() -> None:
