@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from lessons._course import exercises
+from lessons._course import exercises, laws
 from lessons._course.laws import LAWS, Law, laws_of
 from lessons._course.runner import main
 from lessons._course.steps import step_path, steps
@@ -176,6 +176,7 @@ def test_exercise_writes_the_starter_and_never_replaces_a_readers_file_without_f
         (["exercise", "two"], "argument N: a step is a number, got 'two'"),
         (["check", "99"], "step 99 has no laws to check: choose 1-10"),
         (["check", "3", "nowhere.py"], "no file nowhere.py"),
+        (["check", "1"], "step 1 has no exercise file: give the PATH of your code"),
     ],
 )
 def test_bad_input_is_refused_in_one_line(
@@ -286,3 +287,16 @@ def test_the_runners_help_names_the_exercise_commands() -> None:
     said = " ".join(parser().format_help().split())
     assert "'python -m lessons exercise N' writes one" in said
     assert "'python -m lessons check N' grades it by step N's laws" in said
+
+
+def test_ctrl_c_stops_a_check_with_status_130_and_no_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(laws.Law, "verify", interrupted)
+    status, out = run("check", "2", str(step_path(KNOWN[2])))
+    assert status == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    assert "laws passed" not in out
