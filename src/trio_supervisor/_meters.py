@@ -204,9 +204,9 @@ class Adaptive:
       decrease is at most plain AIMD's, and against a bound it is far less. Halving an
       endpoint's hard bound of 32 runs the limit between 16 and 33, three quarters of what it
       takes; going back to one under what was in flight keeps it at 32. Against a rate (a
-      requests-per-minute budget) it converges as fast: while too many are sent, every round
-      of sending refuses new attempts, each of which takes the limit down by one at least.
-      It never goes below ``floor``.
+      requests-per-minute budget), which no count in flight measures, each refusal of an
+      attempt sent after the last decrease takes the limit down again, by one at least, as
+      long as too many are sent. It never goes below ``floor``.
     - **Patience at a count that was refused.** After a 429 refused ``n`` in flight, the
       limit waits four rounds, not one, before it tries ``n`` again; once ``n`` completes a
       round it grows by one a round again. Against a hard bound, one attempt in four rounds is
