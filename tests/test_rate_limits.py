@@ -215,11 +215,11 @@ def test_adaptive_is_validated() -> None:
         Adaptive(3, decrease=1.0)
     with pytest.raises(TypeError, match=r"^retry_on must be an Exception subclass"):
         Adaptive(3, shrink_on=int)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"^plain must be True or False, got int 1$"):
-        Adaptive(3, plain=1)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^fit must be True or False, got int 1$"):
+        Adaptive(3, fit=1)  # type: ignore[arg-type]
     assert repr(Adaptive(8, start=4)) == "Adaptive(limit=4, floor=1, ceiling=8, decrease=0.5)"
-    assert repr(Adaptive(8, start=4, plain=True)) == (
-        "Adaptive(limit=4, floor=1, ceiling=8, decrease=0.5, plain=True)"
+    assert repr(Adaptive(8, start=4, fit=True)) == (
+        "Adaptive(limit=4, floor=1, ceiling=8, decrease=0.5, fit=True)"
     )
 
 
@@ -323,7 +323,7 @@ async def test_one_burst_of_429s_decreases_the_limit_once(
     autojump_clock: trio.testing.MockClock, plain: bool, after: int
 ) -> None:
     """16 sent at once, all refused: the endpoint holds fewer than 16, so 15 (plain AIMD: half)."""
-    adaptive = Adaptive(16, start=16, plain=plain)
+    adaptive = Adaptive(16, start=16, fit=not plain)
 
     async def busy(i: int) -> int:
         await trio.sleep(1)
@@ -397,18 +397,23 @@ async def run_bounded(adaptive: Adaptive, capacity: int, n: int) -> Bounded:
     return endpoint
 
 
+@pytest.mark.parametrize("fit", [False, True])
 async def test_the_adaptive_limit_grows_by_one_per_answer_until_the_first_429(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, fit: bool
 ) -> None:
     """Slow start: from 1, one more per answer (it doubles each round), until a 429; then it
-    goes back to one under the count the endpoint refused, which is no lower than its bound."""
-    adaptive = Adaptive(64, start=1)
+    halves, or with ``fit`` goes back to one under the count the endpoint refused, which is no
+    lower than its bound."""
+    adaptive = Adaptive(64, start=1, fit=fit)
     events = follow(adaptive)
     await run_bounded(adaptive, capacity=24, n=300)
     limits = [1] + [limit for _, limit in events]
     first = next(k for k, (ok, _) in enumerate(events) if not ok)
     assert limits[: first + 1] == list(range(1, first + 2))  # +1 per success
-    assert 24 <= limits[first + 1] < limits[first]
+    if fit:
+        assert 24 <= limits[first + 1] < limits[first]
+    else:
+        assert limits[first + 1] == limits[first] // 2
 
 
 @pytest.mark.parametrize("plain", [False, True])
@@ -417,7 +422,7 @@ async def test_a_429_takes_the_limit_to_one_under_what_was_in_flight(
 ) -> None:
     """Against a bound of 32, a refused attempt was sent with more than 32 in flight, so the
     limit never falls below 32; plain AIMD halves it to 16 and spends its time climbing back."""
-    adaptive = Adaptive(128, plain=plain)
+    adaptive = Adaptive(128, fit=not plain)
     events = follow(adaptive)
     limits: list[int] = []
 
@@ -446,7 +451,7 @@ async def test_after_a_429_the_refused_count_is_tried_again_after_four_rounds(
 ) -> None:
     """A count the endpoint refused is tried again after four rounds of successes at the
     limit under it, not after one (plain AIMD: one)."""
-    adaptive = Adaptive(128, plain=plain)
+    adaptive = Adaptive(128, fit=not plain)
     events = follow(adaptive)
     endpoint = await run_bounded(adaptive, capacity=32, n=4000)
     rounds = 1 if plain else 4

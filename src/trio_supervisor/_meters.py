@@ -184,7 +184,7 @@ _INF = float("inf")
 class Adaptive:
     """A concurrency limit that adapts to what an endpoint allows: additive increase,
     multiplicative decrease (AIMD), as TCP's congestion control and Netflix's
-    ``concurrency-limits`` do on the client side, told what each 429 says.
+    ``concurrency-limits`` do on the client side.
 
     It is a [`Capacity`][trio_supervisor.Capacity] whose limit it moves itself, from what each
     attempt tells it:
@@ -196,25 +196,30 @@ class Adaptive:
       or three rounds rather than five or six.
     - **Additive increase.** After the first decrease, the limit grows by one after every
       ``limit`` successes (one round of the current window), up to ``ceiling``.
-    - **A 429 says how many is too many.** A failure that says the endpoint is over its limit
-      (by default one with a ``retry_after`` attribute, as
-      [`RateLimited`][trio_supervisor.agents.RateLimited] has) came to an attempt sent while
-      ``n`` attempts held a place, itself included: the endpoint holds fewer than ``n``. The
-      limit goes to ``n - 1``, but never lower than ``decrease`` times itself (half): each
-      decrease is at most plain AIMD's, and against a bound it is far less. Halving an
-      endpoint's hard bound of 32 runs the limit between 16 and 33, three quarters of what it
-      takes; going back to one under what was in flight keeps it at 32. Against a rate (a
-      requests-per-minute budget), which no count in flight measures, each refusal of an
-      attempt sent after the last decrease takes the limit down again, by one at least, as
-      long as too many are sent. It never goes below ``floor``.
-    - **Patience at a count that was refused.** After a 429 refused ``n`` in flight, the
-      limit waits four rounds, not one, before it tries ``n`` again; once ``n`` completes a
-      round it grows by one a round again. Against a hard bound, one attempt in four rounds is
-      refused rather than one a round.
+    - **Multiplicative decrease.** A failure that says the endpoint is over its limit (by
+      default one with a ``retry_after`` attribute, as
+      [`RateLimited`][trio_supervisor.agents.RateLimited] has: a 429) multiplies the limit by
+      ``decrease``: it halves. It never goes below ``floor``.
+
+    With ``fit=True`` a 429 also says how many is too many, and the limit fits the endpoint's
+    bound instead of sawing under it:
+
+    - the refused attempt was sent while ``n`` attempts held a place, itself included: the
+      endpoint holds fewer than ``n``, so the limit goes to ``n - 1``, never lower than
+      ``decrease`` times itself (each decrease is at most plain AIMD's, and against a bound far
+      less). Halving an endpoint's hard bound of 32 runs the limit between 16 and 33, three
+      quarters of what it takes; going back to one under what was in flight keeps it at 32.
+      Against a rate (a requests-per-minute budget), which no count in flight measures, each
+      refusal of an attempt sent after the last decrease takes the limit down again, by one at
+      least, as long as too many are sent;
+    - after a 429 refused ``n`` in flight, the limit waits four rounds (``PATIENCE``), not
+      one, before it tries ``n`` again; once ``n`` completes a round it grows by one a round
+      again. Against a hard bound, one attempt in four rounds is refused rather than one a
+      round.
 
     Against an endpoint that takes 32 at once, in ``benchmarks/rate_limited.py`` on virtual
-    time, these rules reach 97% of its capacity with 0.8% of requests answered 429, where
-    halving on every 429 (``plain=True``) reaches 75%.
+    time, ``fit=True`` reaches 97% of its capacity with 0.8% of requests answered 429, where
+    halving on every 429 (the default) reaches 75%.
 
     Only a failure of an attempt that started after the last decrease decreases the limit
     again, so one burst of 429s, answered to attempts sent under the old limit, decreases it
@@ -234,13 +239,11 @@ class Adaptive:
       decrease: the factor a multiplicative decrease multiplies the limit by, in ``(0, 1)``.
       shrink_on: the failures that shrink the limit: an `Exception` subclass or a tuple of
         them; None for those with a ``retry_after`` attribute.
-      plain: True for plain AIMD: every decrease multiplies by ``decrease``, whatever was in
-        flight, and the limit grows by one a round even next to a limit that failed (slow
-        start is the same). For comparison, and for endpoints whose 429s come from a rate
-        rather than a count.
+      fit: True to fit the limit to an endpoint's bound from what each 429 says (see above);
+        False (the default) for plain AIMD, every decrease a multiplication by ``decrease``.
 
     Raises:
-      TypeError: if a bound is not an int, ``shrink_on`` not exception classes, or ``plain``
+      TypeError: if a bound is not an int, ``shrink_on`` not exception classes, or ``fit``
         not a bool.
       ValueError: unless ``1 <= floor <= start <= ceiling`` and ``0 < decrease < 1``.
     """
@@ -256,7 +259,7 @@ class Adaptive:
         start: int | None = None,
         decrease: float = 0.5,
         shrink_on: type[Exception] | tuple[type[Exception], ...] | None = None,
-        plain: bool = False,
+        fit: bool = False,
     ) -> None:
         self.ceiling = _validate.count("ceiling", ceiling)
         self.floor = _validate.count("floor", floor)
@@ -272,9 +275,9 @@ class Adaptive:
         self.decrease = _validate.number("decrease", decrease)
         if not self.decrease < 1:
             raise ValueError(f"decrease must be < 1 (a factor that shrinks), got {decrease!r}")
-        if not isinstance(plain, bool):
-            raise TypeError(f"plain must be True or False, got {type(plain).__name__} {plain!r}")
-        self.plain = plain
+        if not isinstance(fit, bool):
+            raise TypeError(f"fit must be True or False, got {type(fit).__name__} {fit!r}")
+        self.fit = fit
         if shrink_on is None:
             self._shrinks = _has_retry_after
         else:
@@ -327,7 +330,7 @@ class Adaptive:
                 return
             self._successes += 1
             rounds = 1
-            if not self.plain and self._refused and limit + 1 >= self._refused:
+            if self.fit and self._refused and limit + 1 >= self._refused:
                 rounds = self.PATIENCE
             if self._successes >= limit * rounds:
                 self._successes = 0
@@ -341,7 +344,7 @@ class Adaptive:
     def _decrease(self, limit: int, in_flight: int) -> None:
         """A 429 refused an attempt sent with ``in_flight`` in flight, under ``limit``."""
         least = int(limit * self.decrease)  # plain AIMD's decrease: the most it goes down
-        shrunk = least if self.plain else max(least, in_flight - 1)
+        shrunk = max(least, in_flight - 1) if self.fit else least
         self._epoch += 1
         self.decreases += 1
         self._successes = 0
@@ -349,8 +352,8 @@ class Adaptive:
         self._capacity.limit = max(self.floor, shrunk)
 
     def __repr__(self) -> str:
-        plain = ", plain=True" if self.plain else ""
+        fit = ", fit=True" if self.fit else ""
         return (
             f"Adaptive(limit={self.limit}, floor={self.floor}, ceiling={self.ceiling}, "
-            f"decrease={self.decrease:g}{plain})"
+            f"decrease={self.decrease:g}{fit})"
         )
