@@ -54,7 +54,8 @@ async def test_the_planner_follows_up_what_a_result_names_and_reroutes_a_failure
         "customer reviews, from app stores: findings on customer reviews, from app stores"
     )
     # the rounds follow one another, each as long as its slowest subtask
-    assert rounds[0].finished == max(entry.result.finished for entry in rounds[0].entries)
+    ends = [entry.result.finished for entry in rounds[0].entries]
+    assert rounds[0].finished == max(end for end in ends if end is not None)
     assert rounds[1].dispatched == rounds[0].finished
 
 
@@ -264,4 +265,4 @@ def test_a_batch_and_a_scripted_planner_refuse_a_str_where_subtasks_go() -> None
     with pytest.raises(TypeError, match=re.escape("a Batch's subtasks must be a sequence")):
         Batch("a; b")
     with pytest.raises(TypeError, match=re.escape("follow_ups['Acme'] must be a sequence")):
-        ScriptedPlanner(follow_ups={"Acme": "Acme's discounts"})  # type: ignore[dict-item]
+        ScriptedPlanner(follow_ups={"Acme": "Acme's discounts"})
