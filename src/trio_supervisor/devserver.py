@@ -14,6 +14,12 @@ requests at once, or past its ``rpm`` token bucket, it answers 429 with ``retry-
 ``retry-after``. ``GET /stats`` counts requests, answers by status, the peak of requests in
 flight, and the disconnects seen (a client that went before its answer).
 
+It also plays the planner model of a [`ChatPlanner`][trio_supervisor.agents.ChatPlanner]: a
+request whose system prompt is the planner's is answered at once with the decision its
+``planner`` (a [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] by default) makes
+from the ledger in the request, as the JSON the planner's schema asks for; a task holding
+``[garbled]`` is answered with text that is not JSON, every time.
+
 This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``).
 """
 
@@ -44,6 +50,9 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
     ) from error
 
 from . import _validate
+from ._chat_planner import MARK, read_request, reply_text
+from ._replan import Planner
+from ._scripted import ScriptedPlanner
 
 __all__ = ["DevServerError", "Stats", "serve"]
 
@@ -103,8 +112,10 @@ class _Endpoint:
         burst: int | None,
         model: str,
         api_key: str | None,
+        planner: Planner[str, str] | None = None,
     ) -> None:
         self.seed = seed
+        self.planner: Planner[str, str] = planner if planner is not None else ScriptedPlanner()
         self.latency = latency
         self.error_rate = error_rate
         self.concurrency = concurrency
@@ -185,6 +196,9 @@ class _Endpoint:
             if not isinstance(prompt, str):
                 pending = False
                 return self._error(400, "the last message's content must be text")
+            if _asks_planner(body):  # the planner model: answered at once
+                pending = False
+                return await self._plan(body["messages"][1]["content"], model)
             nth = self.seen[prompt]
             self.seen[prompt] += 1
             low, high = self.latency
@@ -232,6 +246,33 @@ class _Endpoint:
         }
         return self._answer(200, JSONResponse(completion))
 
+    async def _plan(self, request: str, model: str) -> Response:
+        """The planner model's reply to ``request``: the decision ``planner`` makes."""
+        try:
+            task, ledger, fresh = read_request(request)
+        except ValueError as error:
+            return self._error(400, str(error))
+        if "[garbled]" in task:
+            content = "{not a plan"
+        elif ledger.rounds or fresh:
+            content = reply_text(await self.planner.next(task, ledger, fresh=fresh))
+        else:
+            content = reply_text(await self.planner.first(task))
+        completion = {
+            "id": f"chatcmpl-{self.stats.requests}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content},
+                }
+            ],
+        }
+        return self._answer(200, JSONResponse(completion))
+
     def app(self) -> Starlette:
         return Starlette(
             routes=[
@@ -240,6 +281,21 @@ class _Endpoint:
                 Route("/stats", self.report, methods=["GET"]),
             ]
         )
+
+
+def _asks_planner(body: Any) -> bool:
+    """Whether a chat request is a planner's: its system prompt is the planner's."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or len(messages) < 2:
+        return False
+    first = messages[0]
+    return (
+        isinstance(first, dict)
+        and first.get("role") == "system"
+        and str(first.get("content", "")).startswith(MARK)
+        and isinstance(messages[1], dict)
+        and isinstance(messages[1].get("content"), str)
+    )
 
 
 class _Bound(Config):
@@ -284,6 +340,7 @@ async def serve(
     burst: int | None = None,
     model: str = "devserver",
     api_key: str | None = None,
+    planner: Planner[str, str] | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
@@ -301,6 +358,8 @@ async def serve(
       burst: the bucket's size (one second's worth of ``rpm`` by default).
       model: the model ``/v1/models`` lists.
       api_key: the bearer token it requires (401 otherwise); None accepts any.
+      planner: what decides its replies as a planner model (a
+        [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] with no rules by default).
       task_status: given by ``nursery.start``; receives the base URL.
 
     Raises:
@@ -328,6 +387,7 @@ async def serve(
         burst=burst,
         model=model,
         api_key=api_key,
+        planner=planner,
     )
     sock = _listen(port)
     url = f"http://{HOST}:{sock.getsockname()[1]}/v1"
