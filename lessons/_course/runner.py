@@ -26,7 +26,7 @@ from rich.table import Table
 
 from lessons._course.demos import DEMOS, NEVER_RETURNS, NO_TIMEOUT, STEP_DEMOS, Demo
 from lessons._course.steps import load_step, step_number, steps
-from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
+from trio_supervisor import Aggregate, Answer, Status, SubResult, Trace, decompose
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
 from trio_supervisor.timeline import render_timeline
@@ -49,6 +49,7 @@ class Run:
     serial: float | None = None
     guard: float = math.inf  # seconds: a run still going then never returns (see run_step)
     stopped: float | None = None  # when the guard stopped a run that never returns, if it did
+    replanned: Answer[str, str] | None = None  # a re-planning step's answer: rounds and ledger
 
     def to_dict(self) -> dict[str, Any]:
         """The run as plain data for ``--json``.
@@ -95,6 +96,7 @@ class Run:
             "serial": self.serial,
             "stopped": self.stopped,
             "trace": trace,
+            "replan": None if self.replanned is None else replan_dict(self.replanned, self.trace),
         }
 
     def every_option(self) -> dict[str, Any]:
@@ -156,6 +158,12 @@ OPTIONS = {
     "intensity": "intensity",
     "window": "window",
     "seed": "seed",
+    "max_rounds": "max_rounds",
+    "max_subtasks": "max_subtasks",
+    "max_stalls": "max_stalls",
+    "planner": "planner",
+    "endpoint": "endpoint",
+    "model": "model",
 }
 """Keyword option of a step's ``supervise`` -> the command-line option that sets it."""
 
@@ -201,6 +209,11 @@ async def run_step(
     finally:
         run.trace.close()
     run.serial = serial_time(run.trace)
+    if isinstance(run.aggregate, Answer):  # a re-planning step: the ledger's results, in order
+        run.replanned = run.aggregate
+        run.aggregate = Aggregate([entry.result for entry in run.replanned.ledger.entries])
+        run.plan = [entry.subtask for entry in run.replanned.ledger.entries]
+        run.answer = run.replanned.text
     synthesize = getattr(module, "synthesize", None)
     if run.aggregate is not None and synthesize is not None:
         run.answer = synthesize(run.aggregate)
@@ -317,11 +330,14 @@ def show(console: Console, run: Run) -> None:
     """Print a finished run: timeline, results table, synthesized answer and summary line."""
     assert run.trace is not None
     width = max(16, min(60, console.width - 60))
-    console.print(render_timeline(run.trace, final_statuses(run), width=width))
+    sections = round_sections(run)
+    console.print(render_timeline(run.trace, final_statuses(run), width=width, sections=sections))
     if any(slot.delivered is not None for slot in run.trace.slots):
         console.print("░ done, held until every earlier slot was handed over", style="bright_black")
     ranks = run.trace.completion_rank()
-    if run.aggregate is not None:
+    if run.replanned is not None:
+        show_ledger(console, run, run.replanned)
+    elif run.aggregate is not None:
         table = Table(
             title="results, in the order supervise returned them",
             title_justify="left",
@@ -358,6 +374,108 @@ def show(console: Console, run: Run) -> None:
             f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
         )
     console.print()
+
+
+def round_sections(run: Run) -> dict[int, str]:
+    """A re-planning run's rounds as timeline headings: slot -> the heading above the first slot
+    of each round, the planner's decision that made it (a round that dispatched nothing is said
+    in the heading of the next round that did)."""
+    if run.replanned is None or run.trace is None:
+        return {}
+    slots = iter(result_slots(run))
+    origin = run.trace.origin
+    sections: dict[int, str] = {}
+    skipped: list[str] = []
+    for done in run.replanned.ledger.rounds:
+        said = done.error or done.note
+        fresh = "a fresh plan: " if done.fresh else ""
+        if not done.entries:
+            skipped.append(f"round {done.number}: nothing, {said}")
+            continue
+        heading = f"round {done.number} · {done.planned - origin:.2f}s: {fresh}{said}"
+        if skipped:
+            heading += f" (after {'; '.join(skipped)})"
+            skipped = []
+        first = next(slots)
+        for _ in done.entries[1:]:
+            next(slots)
+        sections[first] = heading
+    return sections
+
+
+def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
+    """A re-planning run's ledger, one row per dispatched subtask, and how the run ended."""
+    table = Table(title="the ledger: every subtask dispatched, once", title_justify="left")
+    table.box = box.SIMPLE_HEAD
+    table.add_column("round", justify="right")
+    table.add_column("#", justify="right")
+    table.add_column("subtask", max_width=22, no_wrap=True, overflow="ellipsis")
+    table.add_column("result", no_wrap=True)
+    table.add_column("output or error", overflow="fold")
+    table.add_column("replaces", no_wrap=True)
+    for entry in answer.ledger.entries:
+        result = entry.result
+        style = "green" if result.ok else "red"
+        replaces = "" if entry.replaces is None else "({}, {})".format(*entry.replaces)
+        table.add_row(
+            str(entry.round),
+            str(entry.index),
+            escape(str(result.subtask)),
+            f"[{style}]{result.status.value}[/{style}]",
+            escape(str(result.output if result.ok else result.error)),
+            replaces,
+        )
+    console.print(table)
+    origin = run.trace.origin if run.trace is not None else 0.0
+    console.print("the planner's decisions:", style="bold")
+    for done in answer.ledger.rounds:
+        said = f"failed: {done.error}" if done.error else done.note
+        fresh = "a fresh plan: " if done.fresh else ""
+        stalled = " (then judged a stall)" if done.stalled else ""
+        console.print(
+            f"  {done.planned - origin:6.2f}s  round {done.number}: {fresh}{said}{stalled}",
+            markup=False,
+            highlight=False,
+        )
+    end = run.trace.wall if run.trace is not None else 0.0
+    console.print(f"  {end:6.2f}s  {answer.reason}", markup=False, highlight=False)
+
+
+def replan_dict(answer: Answer[str, str], trace: Trace | None) -> dict[str, Any]:
+    """A re-planning run's rounds, ledger and ending as plain data (times since the trace's
+    origin)."""
+    origin = trace.origin if trace is not None else 0.0
+    return {
+        "ended_by": answer.ended_by,
+        "degraded": answer.degraded,
+        "reason": answer.reason,
+        "rounds": [
+            {
+                "round": done.number,
+                "note": done.note,
+                "error": done.error,
+                "fresh": done.fresh,
+                "stalled": done.stalled,
+                "planned": done.planned - origin,
+                "dispatched": done.dispatched - origin,
+                "finished": done.finished - origin,
+                "subtasks": len(done.entries),
+            }
+            for done in answer.ledger.rounds
+        ],
+        "ledger": [
+            {
+                "round": entry.round,
+                "index": entry.index,
+                "subtask": entry.subtask,
+                "status": entry.result.status.value,
+                "output": entry.result.output,
+                "error": entry.result.error,
+                "replaces": None if entry.replaces is None else list(entry.replaces),
+            }
+            for entry in answer.ledger.entries
+        ],
+    }
 
 
 def result_slots(run: Run) -> list[int]:
@@ -423,6 +541,16 @@ def _pair(
     return pair
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
+    return value
+
+
 def _flaky(text: str) -> tuple[int, int]:
     rule = "a slot I or I:K (slot I fails its first K >= 1 calls)"
     return _pair(text, ":", int, lambda slot, calls: slot >= 0 and calls >= 1, rule, default="1")
@@ -477,6 +605,14 @@ def parser() -> argparse.ArgumentParser:
         "--window", type=_workers, metavar="N", help="slots pulled, not yet handed over (10)"
     )
     p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (9-)")
+    p.add_argument("--max-rounds", type=_workers, metavar="N", help="rounds at most (12)")
+    p.add_argument(
+        "--max-subtasks", type=_workers, metavar="N", help="subtasks at most, all rounds (12)"
+    )
+    p.add_argument("--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (12)")
+    p.add_argument(
+        "--planner", choices=("scripted", "llm"), help="who decides each round's batch (12)"
+    )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     return p
@@ -622,6 +758,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     conflict = conflicting(args)
     if conflict is not None:
         p.error(conflict)
+    if args.planner == "llm" and args.virtual:
+        p.error("--planner llm asks a real server, on real time: leave out --virtual")
     if args.window is not None and args.window < args.workers:
         p.error(f"--window must be >= --workers ({args.workers}), got {args.window}")
     names: list[str] = []
