@@ -23,6 +23,8 @@ from contextlib import asynccontextmanager
 import trio
 
 from trio_supervisor import Answer, Planner, Supervisor, Worker
+from trio_supervisor.agents import ChatPlanner
+from trio_supervisor.devserver import serve
 from trio_supervisor.testing import ScriptedPlanner
 
 RULES = ScriptedPlanner(
@@ -68,9 +70,6 @@ async def open_planner(
         return
     if kind != "llm":
         raise ValueError(f"planner must be 'scripted' or 'llm', got {kind!r}")
-    from trio_supervisor.agents import ChatPlanner  # the agents extra: only on this path
-    from trio_supervisor.devserver import serve
-
     if endpoint is not None:
         async with ChatPlanner(model or "", base_url=endpoint) as chat:
             yield chat
