@@ -280,14 +280,14 @@ def render_svg(
             f'<line class="ts-grid" x1="{grid_x}" y1="{_n(top)}" x2="{grid_x}" y2="{_n(bottom)}"/>'
         )
     out.append("</g>")
-    room = int((total_width - x_label) / _CHAR)  # characters of a heading that fit
+    fits = int((total_width - x_label) / _CHAR)  # characters of a heading that fit
     for y, heading in headings:
-        shown = heading if len(heading) <= room else heading[: room - 1] + "…"
+        cut = heading if len(heading) <= fits else heading[: fits - 1] + "…"
         out.append(
             f'<g class="ts-section"><line class="ts-axis" x1="0" y1="{_n(y + 1)}" '
             f'x2="{_n(total_width)}" y2="{_n(y + 1)}"/><text class="ts-head ts-bold" '
             f'x="{_n(x_label)}" y="{_n(y + _ROW / 2 + 4)}"><title>{escape(heading)}</title>'
-            f"{escape(shown)}</text></g>"
+            f"{escape(cut)}</text></g>"
         )
     for index, row in enumerate(rows):
         y = ys[index]
