@@ -4,10 +4,12 @@ and ``--planner llm`` runs end to end against the real loopback server (real tim
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
 import xml.etree.ElementTree as ET
+from inspect import signature
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from rich.console import Console
 
 from lessons._course.demos import STEP_DEMOS
 from lessons._course.runner import main, parser, round_sections, run_demo, show
+from lessons._course.steps import load_step, steps
 from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_svg, render_timeline
 
@@ -172,3 +175,38 @@ def test_planner_llm_runs_the_demo_end_to_end_against_the_real_loopback_server()
 
     assert decided(llm) == decided(scripted)
     assert (llm.answer, llm.replanned.ended_by) == (scripted.answer, None)
+
+
+STATIC = [name for number, name in steps().items() if number < 12]
+
+
+@pytest.mark.parametrize("name", STATIC)
+def test_no_step_before_asks_the_follow_up_or_the_reroute_that_step_12_asks(name: str) -> None:
+    """Every step before 12 runs the plan it was given: whatever the pricing result names and
+    whatever fails, its worker is never asked about the competitor nor sent to another source.
+    Step 12, on the same task with the same sub-agent, asks both."""
+
+    def asked(module: Any) -> list[str]:
+        agent = STEP_DEMOS[12][0].agent(0)
+        calls: list[str] = []
+
+        async def worker(subtask: str) -> str:
+            calls.append(subtask)
+            return await agent(subtask)
+
+        options = (
+            {"max_workers": 4} if "max_workers" in signature(module.supervise).parameters else {}
+        )
+
+        async def main() -> None:
+            # steps 1-4: one failure sinks the run; the calls made are what count
+            with contextlib.suppress(Exception):
+                await module.supervise(STEP_DEMOS[12][0].task, worker, **options)
+
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        return calls
+
+    static = asked(load_step(name))
+    assert FOLLOW_UP not in static
+    assert REROUTED not in static
+    assert {FOLLOW_UP, REROUTED} <= set(asked(load_step(STEP)))
