@@ -28,9 +28,9 @@ from trio_supervisor.devserver import serve
 from trio_supervisor.testing import ScriptedPlanner
 
 RULES = ScriptedPlanner(
-    follow_ups={"Acme": ["Acme's discounts"]},  # a result naming a competitor: follow it up
+    follow_ups={"Acme": ["Acme's discounts"]},  # step 12: a result names a competitor: ask
     reroutes={"reviews": ["customer reviews, from app stores", "customer reviews, from forums"]},
-)
+)  # step 12: a failed "reviews" subtask is rerouted to another source, in turn
 LOOPBACK_KEY = "loopback"  # the loopback server checks no key, and the SDK needs one
 
 
@@ -52,7 +52,7 @@ async def supervise(
         return await supervisor.replan(  # step 12: rounds, until done or out of budget
             task,
             chosen,
-            max_rounds=max_rounds,
+            max_rounds=max_rounds,  # step 12: the budgets: past any, a degraded answer
             max_subtasks=max_subtasks,
             max_stalls=max_stalls,
             deadline=None if math.isinf(deadline) else deadline,
@@ -71,10 +71,11 @@ async def open_planner(
     if kind != "llm":
         raise ValueError(f"planner must be 'scripted' or 'llm', got {kind!r}")
     if endpoint is not None:
-        async with ChatPlanner(model or "", base_url=endpoint) as chat:
+        async with ChatPlanner(model or "", base_url=endpoint) as chat:  # step 12: JSON, checked
             yield chat
         return
     async with trio.open_nursery() as nursery:
+        # step 12: the loopback server plays the planner model, deciding by the same rules
         url = await nursery.start(lambda task_status: serve(planner=RULES, task_status=task_status))
         async with ChatPlanner("planner", base_url=url, api_key=LOOPBACK_KEY) as chat:
             yield chat
