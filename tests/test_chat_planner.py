@@ -17,7 +17,7 @@ import trio.testing
 
 from trio_supervisor import Batch, Done, Entry, Ledger, Round, Status, SubResult, Supervisor
 from trio_supervisor.agents import PLANNER_SYSTEM, ChatPlanner, PlannerReply
-from trio_supervisor.devserver import serve
+from trio_supervisor.devserver import app, serve
 from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
 
 KEY = "sk-SENTINEL-planner-5e1f"
@@ -70,21 +70,9 @@ async def test_the_llm_planner_replans_through_the_real_loopback_server(
     assert KEY not in repr(planner)
 
 
-def in_process(**options: Any) -> httpx2.ASGITransport:
-    from trio_supervisor.devserver import _Endpoint
-
-    settings: dict[str, Any] = {
-        "seed": 0,
-        "latency": (0, 0),
-        "error_rate": 0.0,
-        "concurrency": None,
-        "rpm": None,
-        "burst": None,
-        "model": "m",
-        "api_key": None,
-        "planner": RULES,
-    }
-    return httpx2.ASGITransport(app=_Endpoint(**{**settings, **options}).app())
+def in_process() -> httpx2.ASGITransport:
+    """The loopback server's app in this process, playing the planner model by ``RULES``."""
+    return httpx2.ASGITransport(app=app(latency=(0, 0), model="m", planner=RULES))
 
 
 async def test_a_reply_that_never_parses_is_asked_again_then_a_recorded_stall(

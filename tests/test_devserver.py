@@ -254,3 +254,54 @@ async def test_prompts_ask_for_a_malformed_reply_or_a_500(
     assert (bad.status_code, bad.text) == (200, "{not json")
     assert failed.status_code == 500
     assert good.json()["choices"][0]["message"]["content"] == "answer to: x"
+
+
+async def test_a_script_says_per_prompt_what_the_server_does(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A prompt the script names takes its latency, fails, fails its first requests, or hangs,
+    and gets its reply; a prompt it gives None follows the seed."""
+    from trio_supervisor.devserver import Script, app
+
+    scripts = {
+        "slow": Script(latency=2.0, reply="done slowly"),
+        "down": Script(fail=True),
+        "flaky": Script(flaky=2),
+        "stuck": Script(hang=True),
+    }
+    client = httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app(latency=(0, 0), script=scripts.get)),
+        base_url="http://devserver",
+    )
+    async with client:
+
+        async def post(prompt: str) -> tuple[int, float]:
+            began = trio.current_time()
+            answer = await client.post("/v1/chat/completions", json=ask(prompt))
+            return answer.status_code, trio.current_time() - began
+
+        slow = await client.post("/v1/chat/completions", json=ask("slow"))
+        assert slow.json()["choices"][0]["message"]["content"] == "done slowly"
+        assert [await post(p) for p in ("slow", "down", "down", "other")] == [
+            (200, 2.0),
+            (500, 0),
+            (500, 0),
+            (200, 0),
+        ]
+        assert [(await post("flaky"))[0] for _ in range(3)] == [500, 500, 200]
+        with trio.move_on_after(60) as waited:
+            await post("stuck")
+        assert waited.cancelled_caught
+
+
+def test_a_script_refuses_what_it_cannot_do() -> None:
+    from trio_supervisor.devserver import Script, app
+
+    with pytest.raises(ValueError, match=r"^Script flaky must be an int >= 0, got -1$"):
+        Script(flaky=-1)
+    with pytest.raises(ValueError, match=r"^Script latency must be a number >= 0, got -1$"):
+        Script(latency=-1)
+    with pytest.raises(
+        TypeError, match=r"^script must be a callable \(prompt -> Script\), got dict$"
+    ):
+        app(script={"a": Script()})  # type: ignore[arg-type]

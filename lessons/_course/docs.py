@@ -6,10 +6,14 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._course.ru
 
 - ``steps/<step>/<demo>.svg``: the run's timeline (`trio_supervisor.timeline.render_svg`),
   drawn from the same trace as the terminal timeline it prints;
-- ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output;
+- ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output,
+  after the "dispatch" player's container (:mod:`lessons._course.dispatch`);
+- ``steps/<step>/dispatch.json``: the runs that player replays, recorded on virtual time;
 - ``steps/<step>.idea.md``: the step's docstring as prose (its idea, what is still wrong);
 - ``steps/<step>.code.md``: the fenced block that includes the step's code, from the line after
-  its docstring, with the code lines that changed since the step before highlighted;
+  its docstring, with the code lines that changed since the step before highlighted (in Part II,
+  where a step's diff against the step before is not its lesson, the lines it marks with a
+  ``# step NN:`` comment, NN its own number; see :func:`marked_lines`);
 - ``steps/<step>.diff``: the step's code against the code of the step before it;
 - ``course.md``: the home page's list of steps, from the steps' docstrings;
 - ``laws/smallest-leak.md``: a real Hypothesis search for latencies that make step 2 return its
@@ -32,6 +36,7 @@ import html
 import inspect
 import io
 import re
+import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +49,8 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from lessons._course.demos import Demo
+from lessons._course.dispatch import FILE as PLAYER_DATA
+from lessons._course.dispatch import player
 from lessons._course.runner import (
     Run,
     demos,
@@ -54,7 +61,7 @@ from lessons._course.runner import (
     show,
     show_header_to,
 )
-from lessons._course.steps import load_step, step_number, step_path, steps
+from lessons._course.steps import load_step, part_two, step_number, step_path, steps
 from trio_supervisor import Aggregate
 from trio_supervisor.timeline import render_svg
 
@@ -166,9 +173,29 @@ def next_step(name: str) -> str | None:
     return names[index + 1] if index + 1 < len(names) else None
 
 
+MARK = re.compile(r"#\s*step (?P<number>\d+):")
+"""A comment that marks its line as the idea of step ``number`` (Part II's highlights)."""
+
+
+def marked_lines(source: str, number: int) -> list[int]:
+    """The numbers of ``source``'s lines whose comment marks them as step ``number``'s idea
+    (``# step 11: ...``), read with ``tokenize``: a ``#`` inside a string marks nothing."""
+    lines = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            match = MARK.match(token.string)
+            if match is not None and int(match["number"]) == number:
+                lines.append(token.start[0])
+    return lines
+
+
 def step_changes(name: str) -> list[int]:
-    """The code lines of step ``name``'s file that differ from the step before (none for the
-    first: it has nothing to differ from, so its page highlights nothing)."""
+    """The code lines a step's page highlights: in Part I those of step ``name``'s file that
+    differ from the step before (none for the first: it has nothing to differ from, so its page
+    highlights nothing); in Part II, whose steps build on the library rather than on the step
+    before, the lines it marks as its idea (see :func:`marked_lines`)."""
+    if part_two(name):
+        return marked_lines(step_path(name).read_text(), step_number(name))
     before = previous_step(name)
     if before is None:
         return []
@@ -396,8 +423,10 @@ def generate(out: Path = GENERATED) -> list[Path]:
             path = out / "steps" / name / f"{slug(picture.demo)}.svg"
             write_if_changed(path, picture.svg)
             paths.append(path)
+        recorded, placed = player(name)
         for path, text in (
-            (out / "steps" / f"{name}.md", _fragment(name, made)),
+            (out / "steps" / name / PLAYER_DATA, recorded),
+            (out / "steps" / f"{name}.md", placed + "\n" + _fragment(name, made)),
             (out / "steps" / f"{name}.diff", code_diff(name)),
             (out / "steps" / f"{name}.code.md", code_block(name)),
             (out / "steps" / f"{name}.idea.md", idea(name)),
@@ -765,7 +794,7 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
 def inputs_digest() -> str:
     """A digest of the code the generated files come from: the lessons and the library."""
     digest = hashlib.sha256()
-    for path in sorted([*LESSONS.glob("*.py"), *(ROOT / "src").rglob("*.py")]):
+    for path in sorted([*LESSONS.rglob("*.py"), *(ROOT / "src").rglob("*.py")]):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
@@ -784,6 +813,7 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
         out / "course.md",
         out / "laws" / "smallest-leak.md",
         *(out / "steps" / f"{name}.md" for name in steps().values()),
+        *(out / "steps" / name / PLAYER_DATA for name in steps().values()),
     ]
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return

@@ -4,15 +4,20 @@ and its own limits, answered with 429 and ``Retry-After``.
 ``python -m trio_supervisor.devserver --port 8000`` serves ``/v1/chat/completions`` and
 ``/v1/models`` on ``127.0.0.1`` (Hypercorn's trio worker, a small Starlette app), so a
 [`ChatAgent`][trio_supervisor.agents.ChatAgent] can be run, tested and measured with no outside
-service; in a trio program, ``url = await nursery.start(serve)`` serves on a free port.
+service; in a trio program, ``url = await nursery.start(serve)`` serves on a free port, and
+[`app`][trio_supervisor.devserver.app] is the same endpoint as an ASGI app, to be served in the
+process without a socket (through ``httpx2.ASGITransport``, on a ``trio.testing.MockClock``).
 
 Everything it does is fixed by its ``seed`` and the prompt (the last message's text): each
 prompt's latency, and whether its n-th request fails with a 500 (a share ``error_rate``). A
 prompt holding ``[hang]`` never gets an answer (the request waits until the client goes),
-``[malformed]`` gets a 200 that is not JSON, ``[500]`` always a 500. Beyond ``concurrency``
-requests at once, or past its ``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and
-``retry-after``. ``GET /stats`` counts requests, answers by status, the peak of requests in
-flight, and the disconnects seen (a client that went before its answer).
+``[malformed]`` gets a 200 that is not JSON, ``[500]`` always a 500. A ``script`` may say, per
+prompt, what the server does instead of what its seed draws (a
+[`Script`][trio_supervisor.devserver.Script]: its latency, whether it fails, how many of its
+first requests fail, whether it hangs). Beyond ``concurrency`` requests at once, or past its
+``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and ``retry-after``. ``GET /stats``
+counts requests, answers by status, the peak of requests in flight, and the disconnects seen (a
+client that went before its answer).
 
 It also plays the planner model of a [`ChatPlanner`][trio_supervisor.agents.ChatPlanner]: a
 request whose system prompt is the planner's is answered at once with the decision its
@@ -31,6 +36,7 @@ import math
 import socket
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +60,7 @@ from ._chat_planner import MARK, read_request, reply_text
 from ._replan import Planner
 from ._scripted import ScriptedPlanner
 
-__all__ = ["DevServerError", "Stats", "serve"]
+__all__ = ["DevServerError", "Script", "Stats", "app", "serve"]
 
 HOST = "127.0.0.1"
 
@@ -92,6 +98,35 @@ class Stats:
         }
 
 
+@dataclass(frozen=True)
+class Script:
+    """What the server does with one prompt, in place of what its seed draws.
+
+    Args:
+      latency: seconds it takes to answer, or None for the one the seed draws.
+      fail: every request is answered 500.
+      flaky: the prompt's first ``flaky`` requests are answered 500, the later ones as usual.
+      hang: no request is ever answered (it waits until the client goes).
+      reply: the answer's text, or None for ``answer to: <prompt>``.
+    """
+
+    latency: float | None = None
+    fail: bool = False
+    flaky: int = 0
+    hang: bool = False
+    reply: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.latency is not None:
+            _validate.number("Script latency", self.latency, strictly=False)
+        if isinstance(self.flaky, bool) or not isinstance(self.flaky, int) or self.flaky < 0:
+            raise ValueError(f"Script flaky must be an int >= 0, got {self.flaky!r}")
+
+
+Scripted = Callable[[str], "Script | None"]
+"""Prompt -> what the server does with it (None: what the seed draws)."""
+
+
 def _unit(seed: int, *parts: object) -> float:
     """A number in ``[0, 1)`` fixed by ``seed`` and ``parts``."""
     digest = hashlib.blake2b(repr((seed, *parts)).encode(), digest_size=8).digest()
@@ -112,9 +147,11 @@ class _Endpoint:
         burst: int | None,
         model: str,
         api_key: str | None,
+        script: Scripted | None = None,
         planner: Planner[str, str] | None = None,
     ) -> None:
         self.seed = seed
+        self.script = script
         self.planner: Planner[str, str] = planner if planner is not None else ScriptedPlanner()
         self.latency = latency
         self.error_rate = error_rate
@@ -201,8 +238,11 @@ class _Endpoint:
                 return await self._plan(body["messages"][1]["content"], model)
             nth = self.seen[prompt]
             self.seen[prompt] += 1
+            scripted = (self.script(prompt) if self.script is not None else None) or Script()
             low, high = self.latency
             delay = low + (high - low) * _unit(self.seed, "latency", prompt)
+            if scripted.latency is not None:
+                delay = scripted.latency
             async with trio.open_nursery() as nursery:
 
                 async def watch() -> None:
@@ -215,7 +255,7 @@ class _Endpoint:
                             return
 
                 nursery.start_soon(watch)
-                if "[hang]" in prompt:
+                if "[hang]" in prompt or scripted.hang:
                     await trio.sleep_forever()
                 await trio.sleep(delay)
                 nursery.cancel_scope.cancel()
@@ -226,7 +266,12 @@ class _Endpoint:
             self.stats.in_flight -= 1
             if pending:
                 self.stats.disconnects += 1
-        if "[500]" in prompt or _unit(self.seed, "error", prompt, nth) < self.error_rate:
+        if (
+            "[500]" in prompt
+            or scripted.fail
+            or nth < scripted.flaky
+            or _unit(self.seed, "error", prompt, nth) < self.error_rate
+        ):
             return self._error(500, "internal error (simulated)")
         if "[malformed]" in prompt:
             return self._answer(200, PlainTextResponse("{not json", media_type="application/json"))
@@ -239,7 +284,12 @@ class _Endpoint:
                 {
                     "index": 0,
                     "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": f"answer to: {prompt}"},
+                    "message": {
+                        "role": "assistant",
+                        "content": f"answer to: {prompt}"
+                        if scripted.reply is None
+                        else scripted.reply,
+                    },
                 }
             ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
@@ -329,6 +379,89 @@ def _listen(port: int) -> socket.socket:
     return sock
 
 
+def _endpoint(
+    *,
+    seed: int,
+    latency: tuple[float, float],
+    error_rate: float,
+    concurrency: int | None,
+    rpm: float | None,
+    burst: int | None,
+    model: str,
+    api_key: str | None,
+    script: Scripted | None,
+    planner: Planner[str, str] | None = None,
+) -> _Endpoint:
+    """The endpoint these settings describe, once each is checked."""
+    low, high = latency
+    if not 0 <= low <= high:
+        raise ValueError(f"latency must be a range 0 <= low <= high, got {latency!r}")
+    if not 0 <= error_rate <= 1:
+        raise ValueError(f"error_rate must be from 0 to 1, got {error_rate!r}")
+    if concurrency is not None:
+        _validate.count("concurrency", concurrency)
+    if rpm is not None:
+        _validate.number("rpm", rpm)
+    if burst is not None:
+        _validate.count("burst", burst)
+    if script is not None and not callable(script):
+        raise TypeError(
+            f"script must be a callable (prompt -> Script), got {type(script).__name__}"
+        )
+    return _Endpoint(
+        seed=seed,
+        latency=(low, high),
+        error_rate=error_rate,
+        concurrency=concurrency,
+        rpm=rpm,
+        burst=burst,
+        model=model,
+        api_key=api_key,
+        script=script,
+        planner=planner,
+    )
+
+
+def app(
+    *,
+    seed: int = 0,
+    latency: tuple[float, float] = (0.05, 0.2),
+    error_rate: float = 0.0,
+    concurrency: int | None = None,
+    rpm: float | None = None,
+    burst: int | None = None,
+    model: str = "devserver",
+    api_key: str | None = None,
+    script: Scripted | None = None,
+    planner: Planner[str, str] | None = None,
+) -> Starlette:
+    """The endpoint [`serve`][trio_supervisor.devserver.serve] serves, as an ASGI app, to be run
+    in the process with no socket: give a [`ChatAgent`][trio_supervisor.agents.ChatAgent]
+    ``transport=httpx2.ASGITransport(app=app(...))``. Its latencies are trio sleeps, so under a
+    ``trio.testing.MockClock`` a run through it takes no real time and is exact.
+
+    Its arguments are [`serve`][trio_supervisor.devserver.serve]'s, without the port.
+
+    Returns:
+      A Starlette app serving ``/v1/chat/completions``, ``/v1/models`` and ``/stats``.
+
+    Raises:
+      ValueError: if a setting is out of its range, as for ``serve``.
+    """
+    return _endpoint(
+        seed=seed,
+        latency=latency,
+        error_rate=error_rate,
+        concurrency=concurrency,
+        rpm=rpm,
+        burst=burst,
+        model=model,
+        api_key=api_key,
+        script=script,
+        planner=planner,
+    ).app()
+
+
 async def serve(
     *,
     port: int = 0,
@@ -340,6 +473,7 @@ async def serve(
     burst: int | None = None,
     model: str = "devserver",
     api_key: str | None = None,
+    script: Scripted | None = None,
     planner: Planner[str, str] | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -358,6 +492,8 @@ async def serve(
       burst: the bucket's size (one second's worth of ``rpm`` by default).
       model: the model ``/v1/models`` lists.
       api_key: the bearer token it requires (401 otherwise); None accepts any.
+      script: prompt -> the [`Script`][trio_supervisor.devserver.Script] it follows for that
+        prompt instead of what the seed draws (None from it: the seed's).
       planner: what decides its replies as a planner model (a
         [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] with no rules by default).
       task_status: given by ``nursery.start``; receives the base URL.
@@ -367,26 +503,16 @@ async def serve(
       ValueError: if a setting is out of its range (a port outside 0-65535, an error rate
         outside [0, 1], a latency range that is not ``0 <= low <= high``).
     """
-    low, high = latency
-    if not 0 <= low <= high:
-        raise ValueError(f"latency must be a range 0 <= low <= high, got {latency!r}")
-    if not 0 <= error_rate <= 1:
-        raise ValueError(f"error_rate must be from 0 to 1, got {error_rate!r}")
-    if concurrency is not None:
-        _validate.count("concurrency", concurrency)
-    if rpm is not None:
-        _validate.number("rpm", rpm)
-    if burst is not None:
-        _validate.count("burst", burst)
-    endpoint = _Endpoint(
+    endpoint = _endpoint(
         seed=seed,
-        latency=(low, high),
+        latency=latency,
         error_rate=error_rate,
         concurrency=concurrency,
         rpm=rpm,
         burst=burst,
         model=model,
         api_key=api_key,
+        script=script,
         planner=planner,
     )
     sock = _listen(port)
