@@ -250,7 +250,8 @@ async def run_step(
     ``run.serial`` is then what the calls made take one after another (see ``serial_time``).
     """
     stream = getattr(module, "stream", None)
-    run.trace = Trace() if stream is not None and lazy_input(stream) else Trace(run.plan)
+    unknown = replans(module.supervise) or (stream is not None and lazy_input(stream))
+    run.trace = Trace() if unknown else Trace(run.plan)  # slots added as they are dispatched
     try:
         async with worker_of(module, run, agent) as worker:
             if stream is None:
@@ -347,6 +348,12 @@ def guard_after(function: Callable[..., Any], run: Run, agent: SimulatedAgent) -
     others: float = sum(agent.latency(subtask) for subtask in run.plan if not agent.hangs(subtask))
     longest = attempts * others + (attempts - 1) * backoff[1] * len(run.plan)
     return max(1.0, 2 * longest)
+
+
+def replans(supervise: Callable[..., Any]) -> bool:
+    """Whether a step re-plans in rounds (it has ``max_rounds``): its plan is known only as the
+    planner makes it, so its trace starts empty."""
+    return "max_rounds" in inspect.signature(supervise).parameters
 
 
 def lazy_input(stream: Callable[..., Any]) -> bool:
