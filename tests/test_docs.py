@@ -13,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from lessons._course import docs as _docs
+from lessons._course import laws
 from lessons._course.runner import demos, main, parser
 from lessons._course.steps import part_two, step_number, step_path, steps
 
@@ -369,6 +370,14 @@ def test_searched() -> None:
 
 def test_plain() -> None:
     pass
+
+
+def test_law(step: object) -> None:
+    laws.BOUNDED.verify(step)
+
+
+def test_fixed_law(step: object) -> None:
+    laws.HUNG_WORKER_FREES_ITS_SLOT.verify(step)
 """
 
 
@@ -376,7 +385,15 @@ def test_laws_page_says_how_many_inputs_each_linked_test_draws(tmp_path: Path) -
     (tmp_path / "test_drawing.py").write_text(DRAWING)
     links = {
         name: f"[`{name}`](tests.md#test_drawing.{name})"
-        for name in ("test_drawn", "test_default", "test_searched", "test_plain", "test_gone")
+        for name in (
+            "test_drawn",
+            "test_default",
+            "test_searched",
+            "test_plain",
+            "test_gone",
+            "test_law",
+            "test_fixed_law",
+        )
     }
     said = _docs.with_drawn_inputs(" ".join(links.values()), root=tmp_path)
     assert said == " ".join(
@@ -386,6 +403,8 @@ def test_laws_page_says_how_many_inputs_each_linked_test_draws(tmp_path: Path) -
             f"{links['test_searched']} (found by a search of up to 9 drawn inputs)",
             links["test_plain"],
             links["test_gone"],
+            f"{links['test_law']} (checked on {laws.BOUNDED.budget.max_examples} drawn inputs)",
+            links["test_fixed_law"],  # a law that draws nothing checks one case
         ]
     )
 

@@ -17,7 +17,8 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._course.ru
 - ``steps/<step>.diff``: the step's code against the code of the step before it;
 - ``course.md``: the home page's list of steps, from the steps' docstrings;
 - ``laws/smallest-leak.md``: a real Hypothesis search for latencies that make step 2 return its
-  results out of plan order, shrunk to the smallest, with its timeline.
+  results out of plan order, shrunk to the smallest, with its timeline;
+- ``exercises/sample.md``: what the exercises' commands print on step 4's untouched starter.
 
 It also fills the nav's ``Course`` section (after the primer) with one page per step found by
 ``lessons._course.steps.steps`` and adds the generated ``tests.md`` page, a section per test
@@ -48,6 +49,7 @@ from hypothesis import find, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from lessons._course import exercises, laws, probes
 from lessons._course.demos import Demo
 from lessons._course.dispatch import FILE as PLAYER_DATA
 from lessons._course.dispatch import player
@@ -79,6 +81,7 @@ TESTS = ROOT / "tests"
 MERMAID = GENERATED / "vendor" / "mermaid.min.js"
 WIDTH = 88  # terminal columns of the sample output, as in the steps' docstrings
 COURSE = "Course"  # the nav section this hook fills with the step pages
+SAMPLE, SAMPLE_STEP = "exercises/sample.md", 4  # the exercises page's sample: step 4's exercise
 
 
 # -- which lines a step changed ----------------------------------------------------------------
@@ -414,9 +417,10 @@ def pages() -> list[str]:
 
 def generate(out: Path = GENERATED) -> list[Path]:
     """Write every step's generated files under ``out``; returns the paths, written or not."""
-    paths = [out / "course.md", out / "laws" / "smallest-leak.md"]
+    paths = [out / "course.md", out / "laws" / "smallest-leak.md", out / SAMPLE]
     write_if_changed(paths[0], course())
     write_if_changed(paths[1], leak_page(find_leak(steps()[2])))
+    write_if_changed(paths[2], exercises.sample(SAMPLE_STEP, width=WIDTH))
     for name in steps().values():
         made = pictures(name)
         for picture in made:
@@ -443,12 +447,9 @@ SEARCH = 500
 
 
 def exact_latencies() -> st.SearchStrategy[list[float]]:
-    """Distinct latencies in whole 1/32 s (exact in binary), in any order: what the tests of
-    plan order draw (``tests/support.py``), so the page shows the same search."""
-    distinct = st.lists(
-        st.integers(1, 256).map(lambda k: k / 32), min_size=1, max_size=10, unique=True
-    )
-    return distinct.flatmap(st.permutations)
+    """Distinct latencies in whole 1/32 s (exact in binary), in any order: what the law of plan
+    order draws (``lessons/_course/laws.py``), so the page shows the same search."""
+    return probes.exact_latencies()
 
 
 @dataclass(frozen=True)
@@ -720,8 +721,9 @@ def _max_examples(call: ast.expr) -> int | None:
 
 def drawn_inputs(test: CodeOfTest) -> str | None:
     """What a test's Hypothesis draws, in words: ``checked on 60 drawn inputs`` for a ``@given``
-    test (its ``max_examples``, Hypothesis's default of 100 if unset; ``per step`` when it is
-    parametrized over steps), ``a search of up to 500 drawn inputs`` for one that calls
+    test, or one that verifies a law of the course (``laws.PLAN_ORDER.verify(step)``: the law's
+    ``budget``) (its ``max_examples``, Hypothesis's default of 100 if unset; ``per step`` when it
+    is parametrized over steps), ``a search of up to 500 drawn inputs`` for one that calls
     ``find``; None for a test that draws nothing."""
     function = _function(test)
     names = {
@@ -736,6 +738,11 @@ def drawn_inputs(test: CodeOfTest) -> str | None:
         for decorator in function.decorator_list
     )
     each = " per step" if per_step else ""
+    for node in ast.walk(function):  # a law of the course, which the test verifies on a step
+        called = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+        law = getattr(laws, called.removeprefix("laws.").removesuffix(".verify"), None)
+        if re.fullmatch(r"laws\.\w+\.verify", called) and isinstance(law, laws.Law) and law.draws:
+            return f"checked on {law.budget.max_examples} drawn inputs{each}"
     if "given" in names:
         counts = [_max_examples(decorator) for decorator in function.decorator_list]
         count = next((number for number in counts if number is not None), 100)
@@ -792,7 +799,8 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
 
 
 def inputs_digest() -> str:
-    """A digest of the code the generated files come from: the lessons and the library."""
+    """A digest of the code the generated files come from: the lessons, the course's machinery
+    (its runner, laws and exercises) and the library."""
     digest = hashlib.sha256()
     for path in sorted([*LESSONS.rglob("*.py"), *(ROOT / "src").rglob("*.py")]):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
@@ -812,6 +820,7 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
     wanted = [
         out / "course.md",
         out / "laws" / "smallest-leak.md",
+        out / SAMPLE,
         *(out / "steps" / f"{name}.md" for name in steps().values()),
         *(out / "steps" / name / PLAYER_DATA for name in steps().values()),
     ]

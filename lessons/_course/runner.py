@@ -701,6 +701,8 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="python -m lessons",
         description="Run the course's steps. With no step, list them.",
+        epilog="Exercises: 'python -m lessons exercise N' writes one, 'python -m lessons check N' "
+        "grades it by step N's laws.",
     )
     p.add_argument("step", nargs="?", help="a step's number or name, or 'all'")
     p.add_argument("--task", help="the task to run instead of the demos, e.g. 'a; b; c'")
@@ -897,7 +899,13 @@ def changed_title(demo: Demo) -> str:
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Run the command line; returns the exit status: 0; 2 for bad input, refused before anything
-    runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly."""
+    runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly.
+    ``exercise`` and ``check`` are the exercises' commands (:mod:`lessons._course.exercises`)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("exercise", "check"):
+        from lessons._course import exercises  # imports Hypothesis: only when asked for
+
+        return exercises.main(argv, console)
     p = parser()
     args = p.parse_args(argv)
     console = console or PipeConsole(highlight=False)

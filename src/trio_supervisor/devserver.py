@@ -63,6 +63,7 @@ from ._scripted import ScriptedPlanner
 __all__ = ["DevServerError", "Script", "Stats", "app", "serve"]
 
 HOST = "127.0.0.1"
+_TURN = 1e-7  # seconds a request waits for its instant's turn to be decided (see chat)
 
 
 class DevServerError(OSError):
@@ -162,6 +163,9 @@ class _Endpoint:
         self.api_key = api_key
         self.stats = Stats()
         self.seen: Counter[str] = Counter()
+        # requests waiting for their instant's turn (see chat): arrival -> (prompt, its count,
+        # where the decision goes)
+        self.turns: dict[float, list[tuple[str, int, list[Response | None]]]] = {}
         self.tat = -math.inf  # the rate bucket, as a theoretical arrival time (see RateLimit)
 
     def _answer(self, status: int, response: Response) -> Response:
@@ -184,6 +188,26 @@ class _Endpoint:
         self.tat = max(self.tat, now) + interval
         return None
 
+    def _decide(self, arrival: float, turn: list[tuple[str, int, list[Response | None]]]) -> None:
+        """Decide every request of the turn of ``arrival``, in the order of their prompts, if
+        no other request of it has."""
+        if self.turns.get(arrival) is turn:
+            del self.turns[arrival]
+            for _, _, decision in sorted(turn, key=lambda entry: entry[:2]):
+                decision.append(self._admit())
+
+    def _admit(self) -> Response | None:
+        """Let a request in (it holds a place until answered), or the 429 that refuses it."""
+        if self.concurrency is not None and self.stats.in_flight >= self.concurrency:
+            mean = sum(self.latency) / 2
+            return self._too_many(f"over {self.concurrency} requests at once", max(mean, 0.001))
+        wait = self._over_rate()
+        if wait is not None:
+            return self._too_many("over the requests-per-minute budget", wait)
+        self.stats.in_flight += 1
+        self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
+        return None
+
     def _too_many(self, reason: str, wait: float) -> Response:
         headers = {
             "retry-after-ms": str(max(1, math.ceil(wait * 1000))),
@@ -203,39 +227,56 @@ class _Endpoint:
         return JSONResponse(self.stats.as_json())
 
     async def chat(self, request: Request) -> Response:
+        """A chat completion; a request whose client goes before its answer (seen, or the
+        handler cancelled by Hypercorn) is counted a disconnect."""
         self.stats.requests += 1
+        answered = False
+        try:
+            response = await self._chat(request)
+            answered = response.status_code != 499
+            return response
+        finally:
+            if not answered:
+                self.stats.disconnects += 1
+
+    async def _chat(self, request: Request) -> Response:
         if self.api_key is not None and request.headers.get("authorization") != (
             f"Bearer {self.api_key}"
         ):
             return self._error(401, "invalid API key")
-        if self.concurrency is not None and self.stats.in_flight >= self.concurrency:
-            mean = sum(self.latency) / 2
-            return self._too_many(f"over {self.concurrency} requests at once", max(mean, 0.001))
-        wait = self._over_rate()
-        if wait is not None:
-            return self._too_many("over the requests-per-minute budget", wait)
-        self.stats.in_flight += 1  # from here on, until answered, it holds a place
-        self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
-        # until it is answered, a request whose client goes (seen, or the handler cancelled by
-        # Hypercorn, or the body cut off) is a disconnect
-        pending = True
+        try:
+            body = await request.json()
+            prompt = body["messages"][-1]["content"]
+            model = body.get("model", self.model)
+        except ClientDisconnect:  # gone while it sent the body
+            return Response(status_code=499)
+        except (ValueError, KeyError, IndexError, TypeError):
+            return self._error(400, "expected JSON with a non-empty 'messages' list")
+        if not isinstance(prompt, str):
+            return self._error(400, "the last message's content must be text")
+        if _asks_planner(body):  # the planner model: answered at once, outside the limits
+            return await self._plan(body["messages"][1]["content"], model)
+        # Requests that arrive at one instant are let in or answered 429 in the order of their
+        # prompts, not in the order the scheduler happened to run them: each joins its
+        # instant's turn, and the first to wake a turn (a fixed instant later) decides them all.
+        # On virtual time the same requests get the 429s in every run.
+        arrival = trio.current_time()
+        turn = self.turns.setdefault(arrival, [])
+        mine: list[Response | None] = []
+        turn.append((prompt, self.seen[prompt], mine))
+        waited = False
+        try:
+            await trio.sleep(_TURN)
+            waited = True
+        finally:
+            self._decide(arrival, turn)
+            if not waited and mine[0] is None:  # let in, but its handler was cancelled
+                self.stats.in_flight -= 1
+        refused = mine[0]
+        if refused is not None:
+            return refused
         gone = False
         try:
-            try:
-                body = await request.json()
-                prompt = body["messages"][-1]["content"]
-                model = body.get("model", self.model)
-            except ClientDisconnect:  # gone while it sent the body
-                return Response(status_code=499)
-            except (ValueError, KeyError, IndexError, TypeError):
-                pending = False
-                return self._error(400, "expected JSON with a non-empty 'messages' list")
-            if not isinstance(prompt, str):
-                pending = False
-                return self._error(400, "the last message's content must be text")
-            if _asks_planner(body):  # the planner model: answered at once
-                pending = False
-                return await self._plan(body["messages"][1]["content"], model)
             nth = self.seen[prompt]
             self.seen[prompt] += 1
             scripted = (self.script(prompt) if self.script is not None else None) or Script()
@@ -257,15 +298,12 @@ class _Endpoint:
                 nursery.start_soon(watch)
                 if "[hang]" in prompt or scripted.hang:
                     await trio.sleep_forever()
-                await trio.sleep(delay)
+                await trio.sleep_until(arrival + delay)  # its latency counts from its arrival
                 nursery.cancel_scope.cancel()
             if gone:
                 return self._answer(499, Response(status_code=499))
-            pending = False
         finally:
-            self.stats.in_flight -= 1
-            if pending:
-                self.stats.disconnects += 1
+            self.stats.in_flight -= 1  # answered, or its client went: its place is free
         if (
             "[500]" in prompt
             or scripted.fail
