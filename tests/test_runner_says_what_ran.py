@@ -85,13 +85,18 @@ def other_value(name: str, value: Any) -> str:
     return str(value * 2)
 
 
+def flag(name: str) -> str:
+    """The command-line option that sets a step's keyword option ``name``."""
+    return "--" + OPTIONS[name].replace("_", "-")
+
+
 def changes() -> Iterator[tuple[int, Demo, list[str]]]:
     """Each step's demo with one thing it sets given otherwise on the command line."""
     for number, step_demos in STEP_DEMOS.items():
         for demo in step_demos:
             for name, value in demo.options.items():
                 if name in OPTIONS:
-                    yield number, demo, [f"--{OPTIONS[name]}", other_value(name, value)]
+                    yield number, demo, [flag(name), other_value(name, value)]
             if demo.take is not None:
                 yield number, demo, ["--take", str(demo.take + 1)]
 
@@ -113,7 +118,7 @@ def test_a_demo_the_command_line_changes_is_not_titled_as_the_demo(
 def test_a_demo_given_its_own_options_keeps_its_title() -> None:
     for number, step_demos in STEP_DEMOS.items():
         for demo in step_demos:
-            same = [f"--{OPTIONS[name]}={as_given(value)}" for name, value in demo.options.items()]
+            same = [f"{flag(name)}={as_given(value)}" for name, value in demo.options.items()]
             same += [] if demo.take is None else [f"--take={demo.take}"]
             assert demo in demos(parser().parse_args([str(number), *same]), number)
 

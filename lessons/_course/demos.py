@@ -21,6 +21,7 @@ class Demo:
     hang: frozenset[int] = field(default_factory=frozenset)
     flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
     slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
+    outputs: Mapping[int, str] = field(default_factory=dict, hash=False)  # slot -> its answer
     crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (14-)
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     take: int | None = None  # a streaming step's caller leaves after this many results
@@ -34,6 +35,7 @@ class Demo:
             hang={plan[slot] for slot in self.hang},
             flaky={plan[slot]: calls for slot, calls in self.flaky.items()},
             latencies={plan[slot]: latency for slot, latency in self.slow.items()},
+            outputs={plan[slot]: output for slot, output in self.outputs.items()},
         )
 
 
@@ -117,6 +119,21 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             FIVE,
             hang=frozenset({1}),  # the server never answers the reviews request
             options={"worker_timeout": 1.5},
+        ),
+    ),
+    12: (  # the planner's rules: the step's RULES (a competitor named, the reviews rerouted)
+        Demo(
+            "research this company, re-planned from what comes back",
+            RESEARCH.task,
+            fail=frozenset({1}),  # the reviews sub-agent fails: rerouted to another source
+            outputs={0: "Acme undercuts our list price by 10%"},  # names a competitor
+        ),
+        Demo(
+            "the same research, one round allowed",
+            RESEARCH.task,
+            fail=frozenset({1}),
+            outputs={0: "Acme undercuts our list price by 10%"},
+            options={"max_rounds": 1},
         ),
     ),
     14: (

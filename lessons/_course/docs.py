@@ -58,6 +58,7 @@ from lessons._course.runner import (
     demos,
     final_statuses,
     parser,
+    round_sections,
     run_demo,
     show,
     show_header_to,
@@ -316,7 +317,8 @@ def pictures(name: str) -> list[Picture]:
         show(console, run)
         output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
         title = f"{name} · {demo.title}: one row per slot, waiting then running, on virtual time"
-        svg = render_svg(run.trace, final_statuses(run), title=title)
+        sections = round_sections(run)  # a re-planning step's rounds, headed by their decisions
+        svg = render_svg(run.trace, final_statuses(run), title=title, sections=sections)
         made.append(Picture(demo, command, run, svg, output + "\n"))
     return made
 
@@ -350,6 +352,9 @@ def _fragment(name: str, made: list[Picture]) -> str:
         failing = demo_does(picture.demo)
         if run.error is not None:
             outcome = f"The run raised `{run.error}`."
+        elif run.replanned is not None:
+            rounds = len(run.replanned.ledger.rounds)
+            outcome = f"The run answered after {rounds} rounds: {run.replanned.reason}."
         else:
             assert run.aggregate is not None
             outcome = f"The run returned {len(run.aggregate.results)} results."

@@ -44,7 +44,7 @@ from rich.table import Table
 from lessons._course.demos import DEMOS, NEVER_RETURNS, NO_TIMEOUT, STEP_DEMOS, Demo
 from lessons._course.live import show_live
 from lessons._course.steps import load_step, step_number, steps
-from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
+from trio_supervisor import Aggregate, Answer, Status, SubResult, Trace, decompose
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
 from trio_supervisor.timeline import render_timeline, trace_events
@@ -67,6 +67,7 @@ class Run:
     serial: float | None = None
     guard: float = math.inf  # seconds: a run still going then never returns (see run_step)
     stopped: float | None = None  # when the guard stopped a run that never returns, if it did
+    replanned: Answer[str, str] | None = None  # a re-planning step's answer: rounds and ledger
     endpoint: str | None = None  # --endpoint, for a step whose worker takes one (see open_worker)
     model: str | None = None  # --model, with --endpoint
 
@@ -118,6 +119,7 @@ class Run:
             "endpoint": self.endpoint,
             "model": self.model,
             "trace": trace,
+            "replan": None if self.replanned is None else replan_dict(self.replanned, self.trace),
         }
 
     def every_option(self) -> dict[str, Any]:
@@ -180,6 +182,12 @@ OPTIONS = {
     "window": "window",
     "seed": "seed",
     "rate": "rate",
+    "max_rounds": "max_rounds",
+    "max_subtasks": "max_subtasks",
+    "max_stalls": "max_stalls",
+    "planner": "planner",
+    "endpoint": "endpoint",
+    "model": "model",
 }
 """Keyword option of a step's ``supervise`` -> the command-line option that sets it."""
 
@@ -250,7 +258,8 @@ async def run_step(
     ``run.serial`` is then what the calls made take one after another (see ``serial_time``).
     """
     stream = getattr(module, "stream", None)
-    run.trace = Trace() if stream is not None and lazy_input(stream) else Trace(run.plan)
+    unknown = replans(module.supervise) or (stream is not None and lazy_input(stream))
+    run.trace = Trace() if unknown else Trace(run.plan)  # slots added as they are dispatched
     try:
         async with worker_of(module, run, agent) as worker:
             if stream is None:
@@ -266,6 +275,11 @@ async def run_step(
     finally:
         run.trace.close()
     run.serial = serial_time(run.trace)
+    if isinstance(run.aggregate, Answer):  # a re-planning step: the ledger's results, in order
+        run.replanned = run.aggregate
+        run.aggregate = Aggregate([entry.result for entry in run.replanned.ledger.entries])
+        run.plan = [entry.subtask for entry in run.replanned.ledger.entries]
+        run.answer = run.replanned.text
     synthesize = getattr(module, "synthesize", None)
     if run.aggregate is not None and synthesize is not None:
         run.answer = synthesize(run.aggregate)
@@ -344,6 +358,12 @@ def guard_after(function: Callable[..., Any], run: Run, agent: SimulatedAgent) -
     return max(1.0, 2 * longest)
 
 
+def replans(supervise: Callable[..., Any]) -> bool:
+    """Whether a step re-plans in rounds (it has ``max_rounds``): its plan is known only as the
+    planner makes it, so its trace starts empty."""
+    return "max_rounds" in inspect.signature(supervise).parameters
+
+
 def lazy_input(stream: Callable[..., Any]) -> bool:
     """Whether a streaming step pulls its input lazily (it has a window): then the runner feeds
     it the plan one subtask at a time; a step that streams a known plan is given the task."""
@@ -397,13 +417,16 @@ def show(console: Console, run: Run) -> None:
     """Print a finished run: timeline, results table, synthesized answer and summary line."""
     assert run.trace is not None
     width = max(16, min(60, console.width - 60))
-    console.print(render_timeline(run.trace, final_statuses(run), width=width))
+    sections = round_sections(run)
+    console.print(render_timeline(run.trace, final_statuses(run), width=width, sections=sections))
     if any(slot.delivered is not None for slot in run.trace.slots):
         console.print("░ done, held until every earlier slot was handed over", style="bright_black")
     if hasattr(load_step(run.step), HOOK):
         show_retries(console, run.trace)
     ranks = run.trace.completion_rank()
-    if run.aggregate is not None:
+    if run.replanned is not None:
+        show_ledger(console, run, run.replanned)
+    elif run.aggregate is not None:
         table = Table(
             title="results, in the order supervise returned them",
             title_justify="left",
@@ -440,6 +463,108 @@ def show(console: Console, run: Run) -> None:
             f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
         )
     console.print()
+
+
+def round_sections(run: Run) -> dict[int, str]:
+    """A re-planning run's rounds as timeline headings: slot -> the heading above the first slot
+    of each round, the planner's decision that made it (a round that dispatched nothing is said
+    in the heading of the next round that did)."""
+    if run.replanned is None or run.trace is None:
+        return {}
+    slots = iter(result_slots(run))
+    origin = run.trace.origin
+    sections: dict[int, str] = {}
+    skipped: list[str] = []
+    for done in run.replanned.ledger.rounds:
+        said = done.error or done.note
+        fresh = "a fresh plan: " if done.fresh else ""
+        if not done.entries:
+            skipped.append(f"round {done.number}: nothing, {said}")
+            continue
+        heading = f"round {done.number} · {done.planned - origin:.2f}s: {fresh}{said}"
+        if skipped:
+            heading += f" (after {'; '.join(skipped)})"
+            skipped = []
+        first = next(slots)
+        for _ in done.entries[1:]:
+            next(slots)
+        sections[first] = heading
+    return sections
+
+
+def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
+    """A re-planning run's ledger, one row per dispatched subtask, and how the run ended."""
+    table = Table(title="the ledger: every subtask dispatched, once", title_justify="left")
+    table.box = box.SIMPLE_HEAD
+    table.add_column("round", justify="right")
+    table.add_column("#", justify="right")
+    table.add_column("subtask", max_width=22, no_wrap=True, overflow="ellipsis")
+    table.add_column("result", no_wrap=True)
+    table.add_column("output or error", overflow="fold")
+    table.add_column("replaces", no_wrap=True)
+    for entry in answer.ledger.entries:
+        result = entry.result
+        style = "green" if result.ok else "red"
+        replaces = "" if entry.replaces is None else "({}, {})".format(*entry.replaces)
+        table.add_row(
+            str(entry.round),
+            str(entry.index),
+            escape(str(result.subtask)),
+            f"[{style}]{result.status.value}[/{style}]",
+            escape(str(result.output if result.ok else result.error)),
+            replaces,
+        )
+    console.print(table)
+    origin = run.trace.origin if run.trace is not None else 0.0
+    console.print("the planner's decisions:", style="bold")
+    for done in answer.ledger.rounds:
+        said = f"failed: {done.error}" if done.error else done.note
+        fresh = "a fresh plan: " if done.fresh else ""
+        stalled = " (then judged a stall)" if done.stalled else ""
+        console.print(
+            f"  {done.planned - origin:6.2f}s  round {done.number}: {fresh}{said}{stalled}",
+            markup=False,
+            highlight=False,
+        )
+    end = run.trace.wall if run.trace is not None else 0.0
+    console.print(f"  {end:6.2f}s  {answer.reason}", markup=False, highlight=False)
+
+
+def replan_dict(answer: Answer[str, str], trace: Trace | None) -> dict[str, Any]:
+    """A re-planning run's rounds, ledger and ending as plain data (times since the trace's
+    origin)."""
+    origin = trace.origin if trace is not None else 0.0
+    return {
+        "ended_by": answer.ended_by,
+        "degraded": answer.degraded,
+        "reason": answer.reason,
+        "rounds": [
+            {
+                "round": done.number,
+                "note": done.note,
+                "error": done.error,
+                "fresh": done.fresh,
+                "stalled": done.stalled,
+                "planned": done.planned - origin,
+                "dispatched": done.dispatched - origin,
+                "finished": done.finished - origin,
+                "subtasks": len(done.entries),
+            }
+            for done in answer.ledger.rounds
+        ],
+        "ledger": [
+            {
+                "round": entry.round,
+                "index": entry.index,
+                "subtask": entry.subtask,
+                "status": entry.result.status.value,
+                "output": entry.result.output,
+                "error": entry.result.error,
+                "replaces": None if entry.replaces is None else list(entry.replaces),
+            }
+            for entry in answer.ledger.entries
+        ],
+    }
 
 
 def show_retries(console: Console, trace: Trace) -> None:
@@ -530,6 +655,16 @@ def _pair(
     if pair is None or not valid(*pair):
         raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
     return pair
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
+    return value
 
 
 def _rate(text: str) -> float:
@@ -628,6 +763,14 @@ def parser() -> argparse.ArgumentParser:
         help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (11-)",
     )
     p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (11-)")
+    p.add_argument("--max-rounds", type=_workers, metavar="N", help="rounds at most (12)")
+    p.add_argument(
+        "--max-subtasks", type=_workers, metavar="N", help="subtasks at most, all rounds (12)"
+    )
+    p.add_argument("--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (12)")
+    p.add_argument(
+        "--planner", choices=("scripted", "llm"), help="who decides each round's batch (12)"
+    )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     p.add_argument(
@@ -792,6 +935,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     conflict = conflicting(args)
     if conflict is not None:
         p.error(conflict)
+    if args.planner == "llm" and args.virtual:
+        p.error("--planner llm asks a real server, on real time: leave out --virtual")
     if args.window is not None and args.window < args.workers:
         p.error(f"--window must be >= --workers ({args.workers}), got {args.window}")
     if args.trace_out is not None and not args.trace_out.parent.is_dir():

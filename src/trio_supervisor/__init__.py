@@ -10,6 +10,7 @@ plan order as they finish (``stream``). Drawing a recorded run lives in
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
 from ._meters import Adaptive, Capacity, Meter, RateLimit
+from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, Round
 from ._retry import Backoff
 from ._stream import Stream
 from ._supervisor import Supervisor
@@ -21,10 +22,17 @@ __version__ = "0.2.0"
 __all__ = [
     "Adaptive",
     "Aggregate",
+    "Answer",
     "Backoff",
+    "Batch",
     "Capacity",
+    "Done",
+    "Entry",
+    "Ledger",
     "Meter",
+    "Planner",
     "RateLimit",
+    "Round",
     "SlotTrace",
     "Span",
     "Status",

@@ -23,7 +23,8 @@ class SimulatedAgent:
     [`SubAgentError`][trio_supervisor.testing.SubAgentError]) when its text contains ``panic`` or
     ``fail``, or when it is named in ``fail``; it never returns when its text contains ``hang`` or
     it is named in ``hang``; it fails its first ``flaky[s]`` calls and then succeeds. A subtask
-    named in ``latencies`` takes that long instead.
+    named in ``latencies`` takes that long instead. It answers ``findings on <subtask>``, or
+    what ``outputs`` gives for the subtask.
 
     Args:
       seed: picks the latencies.
@@ -31,6 +32,7 @@ class SimulatedAgent:
       hang: subtasks that never return.
       flaky: subtask -> how many of its first calls fail.
       latencies: subtask -> its latency in seconds, instead of the one the seed picks.
+      outputs: subtask -> its answer, instead of ``findings on <subtask>``.
       min_latency: shortest latency, in seconds.
       max_latency: longest latency, in seconds.
 
@@ -47,6 +49,7 @@ class SimulatedAgent:
         hang: Collection[str] = (),
         flaky: Mapping[str, int] | None = None,
         latencies: Mapping[str, float] | None = None,
+        outputs: Mapping[str, str] | None = None,
         min_latency: float = 0.25,
         max_latency: float = 1.0,
     ) -> None:
@@ -63,6 +66,7 @@ class SimulatedAgent:
         self.hang = frozenset(hang)
         self.flaky = dict(flaky or {})
         self.latencies = dict(latencies or {})
+        self.outputs = dict(outputs or {})
         self.min_latency = min_latency
         self.max_latency = max_latency
         self.calls: Counter[str] = Counter()
@@ -94,4 +98,4 @@ class SimulatedAgent:
             raise SubAgentError(f"sub-agent failed on {subtask!r}")
         if self.calls[subtask] <= self.flaky.get(subtask, 0):
             raise SubAgentError(f"sub-agent failed on {subtask!r} (attempt {self.calls[subtask]})")
-        return f"findings on {subtask}"
+        return self.outputs.get(subtask, f"findings on {subtask}")

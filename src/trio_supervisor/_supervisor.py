@@ -13,6 +13,7 @@ from . import _validate
 from ._attempt import CUT_SHORT, Attempts
 from ._contract import Aggregate, Status, SubResult
 from ._meters import Meter
+from ._replan import Answer, Planner, replan
 from ._retry import Backoff, RetryOn, retryable
 from ._stream import Stream, sole
 from ._trace import Trace
@@ -268,6 +269,69 @@ class Supervisor(Generic[S, T]):
                 for _ in range(min(self._max_workers, len(plan))):
                     nursery.start_soon(lane, take, put, cut, trace, key, timer)
             timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
+
+    async def replan(
+        self,
+        task: str,
+        planner: Planner[S, T],
+        *,
+        max_rounds: int = 10,
+        max_subtasks: int = 100,
+        max_stalls: int = 3,
+        max_resets: int = 2,
+        deadline: float | None = None,
+    ) -> Answer[S, T]:
+        """Work on ``task`` in rounds, each a parallel batch the planner chose from what came
+        back so far, and always return an answer.
+
+        The planner makes the first [`Batch`][trio_supervisor.Batch]; the batch is one
+        [`run`][trio_supervisor.Supervisor.run] (in parallel under ``max_workers``, its results
+        in batch order, a failure isolated to its slot); every result goes into the
+        [`Ledger`][trio_supervisor.Ledger], once, with its round and its place in the batch;
+        then the planner reads the ledger and decides: [`Done`][trio_supervisor.Done], or the
+        next batch (follow-ups, failed subtasks rerouted). A planner that raises or returns no
+        decision costs a round that dispatches nothing and counts as a stall; its failure is
+        kept in the round and named in the answer if the run ends on a budget.
+
+        A budget that runs out stops the run: no further batch is dispatched, what still runs
+        at the deadline is cancelled (and kept in the ledger as ``CANCELLED``), and the answer
+        is synthesized from the ledger, degraded, naming the budget. The answer is also
+        degraded when some subtask failed and no replacement of it succeeded. The planner is
+        asked once more after the last round a budget allows, to learn whether it is done; a
+        planner that never returns is ended only by ``deadline``.
+
+        Args:
+          task: what the planner plans for.
+          planner: a [`Planner`][trio_supervisor.Planner].
+          max_rounds: rounds at most (a round the planner failed counts).
+          max_subtasks: subtasks dispatched at most, in all rounds; a batch that does not fit
+            is dispatched as far as it fits, and the run ends after it.
+          max_stalls: how far the stall count may go (up one on a stalled round, down one on
+            progress) before the planner is asked for a fresh plan.
+          max_resets: how many fresh plans it may be asked for; past that, a stall count over
+            ``max_stalls`` ends the run.
+          deadline: seconds the whole run may take, planning included; None for no limit.
+
+        Returns:
+          An [`Answer`][trio_supervisor.Answer]: the text, whether it is degraded, the budget
+          that ended the run (None when the planner was done), and the ledger.
+
+        Raises:
+          TypeError: if ``task`` is not a str, ``planner`` has no ``first`` and ``next``, or a
+            budget is not an int.
+          ValueError: if ``max_rounds`` or ``max_subtasks`` is < 1, ``max_stalls`` or
+            ``max_resets`` < 0, or ``deadline`` is not positive.
+        """
+        return await replan(
+            self,
+            task,
+            planner,
+            max_rounds=max_rounds,
+            max_subtasks=max_subtasks,
+            max_stalls=max_stalls,
+            max_resets=max_resets,
+            deadline=deadline,
+        )
 
     @overload
     def stream(

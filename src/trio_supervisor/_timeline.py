@@ -98,13 +98,21 @@ def _ending(row: Row) -> str:
 
 
 def render_timeline(
-    trace: Trace, final: Mapping[int, Status] | None = None, width: int = 48
+    trace: Trace,
+    final: Mapping[int, Status] | None = None,
+    width: int = 48,
+    *,
+    sections: Mapping[int, str] | None = None,
 ) -> Table:
     """A rich table of the run: per slot, waiting (``·``) then running (``█``) bars, then held
     (``░``: done, waiting to be handed over in order); a wait a failure asked for before the
     next attempt (a 429's ``Retry-After``) is drawn ``╌``; the ending glyph, when it ended and its
     completion rank, over a time axis from 0 to the wall time. A running bar followed by another
-    (a retry) ends in its own ending glyph, so that how each attempt ended shows without colour."""
+    (a retry) ends in its own ending glyph, so that how each attempt ended shows without colour.
+    ``sections`` (slot -> a heading ``label: text``) puts a line above a slot's row, its label
+    where the subtasks are and its text on the timeline: the rounds of a re-planning run, each
+    headed by the planner's decision."""
+    sections = sections or {}
     right = trace.wall or 1.0
     table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left")
     table.add_column("slot", justify="right", no_wrap=True, min_width=4)
@@ -113,6 +121,10 @@ def render_timeline(
     table.add_column("end", justify="left", no_wrap=True, min_width=14)
     table.add_column("done #", justify="right", no_wrap=True)
     for row in timeline_rows(trace, final):
+        if row.slot in sections:  # cut to the timeline's width: it must not widen the column
+            label, _, text = sections[row.slot].partition(": ")
+            text = text if len(text) <= width else text[: width - 1] + "…"
+            table.add_row("", Text(label, style="bold"), Text(text, style="bold"), "", "")
         cells = [" "] * width
         styles = [""] * width
         last_run = max((bar.end for bar in row.bars if bar.kind == "running"), default=None)
@@ -206,6 +218,7 @@ def render_svg(
     *,
     title: str | None = None,
     width: float = 320.0,
+    sections: Mapping[int, str] | None = None,
 ) -> str:
     """The run as an SVG picture, built on the same
     [`timeline_rows`][trio_supervisor.timeline.timeline_rows] as the terminal table.
@@ -221,6 +234,8 @@ def render_svg(
         [`timeline_rows`][trio_supervisor.timeline.timeline_rows].
       title: the picture's accessible title (a ``<title>`` element), if any.
       width: the width of the time axis, in pixels.
+      sections: slot -> a heading drawn on a line of its own above that slot's row (the rounds
+        of a re-planning run, each headed by the planner's decision).
 
     Raises:
       ValueError: if ``width`` is not positive.
@@ -236,7 +251,14 @@ def render_svg(
     x_rank = x_end + 17 * _CHAR + 6 * _CHAR  # right edge of the completion ranks
     total_width = x_rank + _CHAR
     top = _ROW  # the header takes one row
-    bottom = top + _ROW * len(rows)
+    sections = sections or {}
+    ys: list[float] = []  # the top of each row: a section's heading takes a row above its first
+    headings: list[tuple[float, str]] = []
+    for row in rows:
+        if row.slot in sections:
+            headings.append((top + _ROW * (len(ys) + len(headings)), sections[row.slot]))
+        ys.append(top + _ROW * (len(ys) + len(headings)))
+    bottom = top + _ROW * (len(rows) + len(headings))
     height = bottom + 52  # the axis, its labels and the legend
 
     def x_of(seconds: float) -> float:
@@ -269,8 +291,17 @@ def render_svg(
             f'<line class="ts-grid" x1="{grid_x}" y1="{_n(top)}" x2="{grid_x}" y2="{_n(bottom)}"/>'
         )
     out.append("</g>")
+    fits = int((total_width - x_label) / _CHAR)  # characters of a heading that fit
+    for y, heading in headings:
+        cut = heading if len(heading) <= fits else heading[: fits - 1] + "…"
+        out.append(
+            f'<g class="ts-section"><line class="ts-axis" x1="0" y1="{_n(y + 1)}" '
+            f'x2="{_n(total_width)}" y2="{_n(y + 1)}"/><text class="ts-head ts-bold" '
+            f'x="{_n(x_label)}" y="{_n(y + _ROW / 2 + 4)}"><title>{escape(heading)}</title>'
+            f"{escape(cut)}</text></g>"
+        )
     for index, row in enumerate(rows):
-        y = top + index * _ROW
+        y = ys[index]
         middle = y + _ROW / 2
         text_y = _n(middle + 4)
         ended_as = "none" if row.status is None else row.status.value

@@ -24,6 +24,24 @@ def count(name: str, value: object) -> int:
     return value
 
 
+def budget(name: str, value: object) -> int:
+    """``value`` as a whole number >= 0 (a budget that may be spent at once)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int >= 0, got {type(value).__name__} {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def planner(value: object) -> None:
+    """A re-planning run's planner: an object with async ``first`` and ``next`` methods."""
+    if not all(callable(getattr(value, name, None)) for name in ("first", "next")):
+        raise TypeError(
+            "planner must have async first(task) and next(task, ledger, *, fresh) methods "
+            f"(see trio_supervisor.Planner), got {type(value).__name__} {value!r}"
+        )
+
+
 def number(name: str, value: object, *, above: float = 0, strictly: bool = True) -> float:
     """``value`` as a float, or an error stating the rule: a number > ``above`` (>= unless
     ``strictly``); NaN is refused."""

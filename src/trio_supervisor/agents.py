@@ -10,6 +10,11 @@ what is worth retrying (a 429 [`RateLimited`][trio_supervisor.agents.RateLimited
 [`PermanentError`][trio_supervisor.agents.PermanentError] or a
 [`MalformedReply`][trio_supervisor.agents.MalformedReply] is not.
 
+A [`ChatPlanner`][trio_supervisor.agents.ChatPlanner] is a
+[`Planner`][trio_supervisor.Planner] for [`Supervisor.replan`][trio_supervisor.Supervisor.replan]:
+it asks a chat model for each next batch as JSON against a schema
+([`PlannerReply`][trio_supervisor.agents.PlannerReply]).
+
 This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``); the core
 ``trio_supervisor`` does not import it.
 """
@@ -24,16 +29,23 @@ from ._chat import (
     TransientError,
     parse_retry_after,
 )
+from ._chat_planner import SYSTEM as PLANNER_SYSTEM
+from ._chat_planner import ChatPlanner, PlannedSubtask, PlannerReply, UnusableReply
 from ._util import fixup_module_metadata
 
 __all__ = [
+    "PLANNER_SYSTEM",
     "TRANSIENT",
     "AgentError",
     "ChatAgent",
+    "ChatPlanner",
     "MalformedReply",
     "PermanentError",
+    "PlannedSubtask",
+    "PlannerReply",
     "RateLimited",
     "TransientError",
+    "UnusableReply",
     "parse_retry_after",
 ]
 

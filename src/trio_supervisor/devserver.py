@@ -19,6 +19,12 @@ first requests fail, whether it hangs). Beyond ``concurrency`` requests at once,
 counts requests, answers by status, the peak of requests in flight, and the disconnects seen (a
 client that went before its answer).
 
+It also plays the planner model of a [`ChatPlanner`][trio_supervisor.agents.ChatPlanner]: a
+request whose system prompt is the planner's is answered at once with the decision its
+``planner`` (a [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] by default) makes
+from the ledger in the request, as the JSON the planner's schema asks for; a task holding
+``[garbled]`` is answered with text that is not JSON, every time.
+
 This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``).
 """
 
@@ -50,6 +56,9 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
     ) from error
 
 from . import _validate
+from ._chat_planner import MARK, read_request, reply_text
+from ._replan import Planner
+from ._scripted import ScriptedPlanner
 
 __all__ = ["DevServerError", "Script", "Stats", "app", "serve"]
 
@@ -140,9 +149,11 @@ class _Endpoint:
         model: str,
         api_key: str | None,
         script: Scripted | None = None,
+        planner: Planner[str, str] | None = None,
     ) -> None:
         self.seed = seed
         self.script = script
+        self.planner: Planner[str, str] = planner if planner is not None else ScriptedPlanner()
         self.latency = latency
         self.error_rate = error_rate
         self.concurrency = concurrency
@@ -243,6 +254,8 @@ class _Endpoint:
             return self._error(400, "expected JSON with a non-empty 'messages' list")
         if not isinstance(prompt, str):
             return self._error(400, "the last message's content must be text")
+        if _asks_planner(body):  # the planner model: answered at once, outside the limits
+            return await self._plan(body["messages"][1]["content"], model)
         # Requests that arrive at one instant are let in or answered 429 in the order of their
         # prompts, not in the order the scheduler happened to run them: each joins its
         # instant's turn, and the first to wake a turn (a fixed instant later) decides them all.
@@ -321,6 +334,33 @@ class _Endpoint:
         }
         return self._answer(200, JSONResponse(completion))
 
+    async def _plan(self, request: str, model: str) -> Response:
+        """The planner model's reply to ``request``: the decision ``planner`` makes."""
+        try:
+            task, ledger, fresh = read_request(request)
+        except ValueError as error:
+            return self._error(400, str(error))
+        if "[garbled]" in task:
+            content = "{not a plan"
+        elif ledger.rounds or fresh:
+            content = reply_text(await self.planner.next(task, ledger, fresh=fresh))
+        else:
+            content = reply_text(await self.planner.first(task))
+        completion = {
+            "id": f"chatcmpl-{self.stats.requests}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content},
+                }
+            ],
+        }
+        return self._answer(200, JSONResponse(completion))
+
     def app(self) -> Starlette:
         return Starlette(
             routes=[
@@ -329,6 +369,21 @@ class _Endpoint:
                 Route("/stats", self.report, methods=["GET"]),
             ]
         )
+
+
+def _asks_planner(body: Any) -> bool:
+    """Whether a chat request is a planner's: its system prompt is the planner's."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or len(messages) < 2:
+        return False
+    first = messages[0]
+    return (
+        isinstance(first, dict)
+        and first.get("role") == "system"
+        and str(first.get("content", "")).startswith(MARK)
+        and isinstance(messages[1], dict)
+        and isinstance(messages[1].get("content"), str)
+    )
 
 
 class _Bound(Config):
@@ -373,6 +428,7 @@ def _endpoint(
     model: str,
     api_key: str | None,
     script: Scripted | None,
+    planner: Planner[str, str] | None = None,
 ) -> _Endpoint:
     """The endpoint these settings describe, once each is checked."""
     low, high = latency
@@ -400,6 +456,7 @@ def _endpoint(
         model=model,
         api_key=api_key,
         script=script,
+        planner=planner,
     )
 
 
@@ -414,6 +471,7 @@ def app(
     model: str = "devserver",
     api_key: str | None = None,
     script: Scripted | None = None,
+    planner: Planner[str, str] | None = None,
 ) -> Starlette:
     """The endpoint [`serve`][trio_supervisor.devserver.serve] serves, as an ASGI app, to be run
     in the process with no socket: give a [`ChatAgent`][trio_supervisor.agents.ChatAgent]
@@ -438,6 +496,7 @@ def app(
         model=model,
         api_key=api_key,
         script=script,
+        planner=planner,
     ).app()
 
 
@@ -453,6 +512,7 @@ async def serve(
     model: str = "devserver",
     api_key: str | None = None,
     script: Scripted | None = None,
+    planner: Planner[str, str] | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
@@ -472,6 +532,8 @@ async def serve(
       api_key: the bearer token it requires (401 otherwise); None accepts any.
       script: prompt -> the [`Script`][trio_supervisor.devserver.Script] it follows for that
         prompt instead of what the seed draws (None from it: the seed's).
+      planner: what decides its replies as a planner model (a
+        [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] with no rules by default).
       task_status: given by ``nursery.start``; receives the base URL.
 
     Raises:
@@ -489,6 +551,7 @@ async def serve(
         model=model,
         api_key=api_key,
         script=script,
+        planner=planner,
     )
     sock = _listen(port)
     url = f"http://{HOST}:{sock.getsockname()[1]}/v1"

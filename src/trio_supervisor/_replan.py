@@ -1,0 +1,412 @@
+"""Re-planning: rounds of parallel batches, a planner deciding each next batch from a ledger.
+
+A plan made once, before the first worker runs, cannot follow up on what a worker found, nor
+route a failed subtask to another source. Here a [`Planner`][trio_supervisor.Planner] makes the
+first batch, and after each round reads the [`Ledger`][trio_supervisor.Ledger] of everything
+dispatched so far and decides: [`Done`][trio_supervisor.Done], or the next
+[`Batch`][trio_supervisor.Batch]. Each batch is one run of the
+[`Supervisor`][trio_supervisor.Supervisor] (in parallel, under its capacity bound, fanned back in
+plan order), so a round costs its slowest subtask, not the sum of them.
+
+Budgets end the run when the planner does not: ``max_rounds``, ``max_subtasks`` (in all rounds),
+``max_stalls`` with ``max_resets``, and the run's ``deadline``. A *stall* is a round in which no
+subtask succeeded that had not succeeded before, or one the planner itself says made no progress
+(``Batch(progress=False)``); the count goes up by one on a stall and down by one (not below 0) on
+progress, and once it passes ``max_stalls`` the planner is asked for a fresh plan
+(``fresh=True``) and the count starts again, at most ``max_resets`` times. Whatever ended it, a run
+returns an [`Answer`][trio_supervisor.Answer]: degraded, and naming the budget, when a budget did.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+
+import trio
+
+from . import _validate
+from ._contract import SubResult, describe
+
+if TYPE_CHECKING:
+    from ._supervisor import Supervisor
+
+S = TypeVar("S")
+T = TypeVar("T")
+
+Budget = Literal["max_rounds", "max_subtasks", "max_stalls", "deadline"]
+"""The budgets that can end a run before its planner is done."""
+
+
+@dataclass(frozen=True)
+class Batch(Generic[S]):
+    """A planner's decision to go on: the subtasks of the next round, and why.
+
+    Args:
+      subtasks: the round's subtasks, in the order their results come back.
+      note: why these, in a few words (kept in the ledger, shown on the timeline).
+      replaces: index in ``subtasks`` -> ``(round, index)`` of an earlier ledger entry this one
+        stands in for (a failed subtask rerouted to another source). An entry that failed is
+        *settled* once a replacement succeeded; an unsettled failure makes the answer degraded.
+      progress: the planner's word on the round just ended: False counts it as a stall even if
+        some subtask in it succeeded.
+
+    Raises:
+      TypeError: if ``subtasks`` is a str or not a sequence, or ``note`` is not a str.
+    """
+
+    subtasks: Sequence[S]
+    note: str = ""
+    replaces: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.subtasks, str | bytes) or not isinstance(self.subtasks, Sequence):
+            raise TypeError(
+                "a Batch's subtasks must be a sequence of subtasks (a list or a tuple), got "
+                f"{type(self.subtasks).__name__}"
+            )
+        if not isinstance(self.note, str):
+            raise TypeError(f"a Batch's note must be a str, got {type(self.note).__name__}")
+        object.__setattr__(self, "subtasks", tuple(self.subtasks))
+        object.__setattr__(self, "replaces", dict(self.replaces))
+
+
+@dataclass(frozen=True)
+class Done:
+    """A planner's decision to stop: the task is answered.
+
+    Args:
+      answer: the answer's text, or None to have it synthesized from the ledger (each subtask's
+        output, in ledger order).
+      note: why it is done, in a few words.
+    """
+
+    answer: str | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Entry(Generic[S, T]):
+    """One dispatched subtask in the ledger: where it ran and what it gave.
+
+    Args:
+      round: the round it ran in, from 1.
+      index: its place in that round's batch, from 0.
+      result: its [`SubResult`][trio_supervisor.SubResult].
+      replaces: ``(round, index)`` of the earlier entry it stands in for, or None.
+    """
+
+    round: int
+    index: int
+    result: SubResult[S, T]
+    replaces: tuple[int, int] | None = None
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """``(round, index)``: how a later [`Batch`][trio_supervisor.Batch] names this entry."""
+        return (self.round, self.index)
+
+    @property
+    def subtask(self) -> S:
+        """The subtask, as dispatched."""
+        return self.result.subtask
+
+
+@dataclass(frozen=True)
+class Round(Generic[S, T]):
+    """One round: the planner's decision, and the batch it dispatched.
+
+    Args:
+      number: from 1.
+      note: the planner's note for this batch (or what went wrong asking it).
+      entries: one per dispatched subtask, in batch order.
+      planned: trio time the planner was asked for this round.
+      dispatched: trio time the batch started.
+      finished: trio time its last result came back.
+      fresh: True when the batch is a fresh plan, asked for past ``max_stalls``.
+      error: what the planner did wrong, when it raised or returned no decision: the round then
+        dispatched nothing.
+      stalled: whether the round made no progress; None until the next decision is known.
+    """
+
+    number: int
+    note: str
+    entries: tuple[Entry[S, T], ...]
+    planned: float
+    dispatched: float
+    finished: float
+    fresh: bool = False
+    error: str | None = None
+    stalled: bool | None = None
+
+
+class Ledger(Generic[S, T]):
+    """Everything a re-planning run dispatched, each subtask once, round by round.
+
+    What the planner reads to decide, what the answer is synthesized from, what a user inspects
+    afterwards.
+
+    Args:
+      task: the task the run is about.
+    """
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self._rounds: list[Round[S, T]] = []
+
+    @property
+    def rounds(self) -> tuple[Round[S, T], ...]:
+        """Every round so far, in order."""
+        return tuple(self._rounds)
+
+    @property
+    def entries(self) -> tuple[Entry[S, T], ...]:
+        """Every dispatched subtask, by round, then by index in its batch."""
+        return tuple(entry for done in self._rounds for entry in done.entries)
+
+    def __len__(self) -> int:
+        return sum(len(done.entries) for done in self._rounds)
+
+    def entry(self, key: tuple[int, int]) -> Entry[S, T]:
+        """The entry ``(round, index)``.
+
+        Raises:
+          KeyError: if no such entry was dispatched.
+        """
+        number, index = key
+        if 1 <= number <= len(self._rounds) and 0 <= index < len(self._rounds[number - 1].entries):
+            return self._rounds[number - 1].entries[index]
+        raise KeyError(f"no entry {key!r} in the ledger")
+
+    def settled(self, entry: Entry[S, T]) -> bool:
+        """True when ``entry`` succeeded, or a later entry replacing it is settled."""
+        if entry.result.ok:
+            return True
+        return any(later.replaces == entry.key and self.settled(later) for later in self.entries)
+
+    def unsettled(self) -> list[Entry[S, T]]:
+        """The entries with no output of their own nor from a replacement: the answer's gaps."""
+        return [entry for entry in self.entries if not self.settled(entry)]
+
+    def synthesize(self) -> str:
+        """The answer made from the ledger: one line per entry with its output, in ledger order;
+        an unsettled failure shows what went wrong."""
+        lines = []
+        for entry in self.entries:
+            result = entry.result
+            if result.ok:
+                lines.append(f"{result.subtask}: {result.output}")
+            elif not self.settled(entry):
+                lines.append(f"{result.subtask}: (missing: {result.error})")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Ledger(task={self.task!r}, rounds={len(self._rounds)}, entries={len(self)})"
+
+
+@dataclass(frozen=True)
+class Answer(Generic[S, T]):
+    """What a re-planning run returns, always: the answer, whether it is whole, and the ledger.
+
+    Args:
+      text: the answer (the planner's, or synthesized from the ledger); when degraded, its last
+        line says why.
+      degraded: True when a budget ended the run, or some subtask has no output of its own nor
+        from a replacement.
+      ended_by: the budget that ended the run; None when the planner said it was done.
+      reason: one line on how the run ended.
+      ledger: every round and every dispatched subtask.
+    """
+
+    text: str
+    degraded: bool
+    ended_by: Budget | None
+    reason: str
+    ledger: Ledger[S, T] = dataclasses.field(repr=False)
+
+
+class Planner(Protocol[S, T]):
+    """What decides a re-planning run's batches: the first, then each next one from the ledger.
+
+    A planner that raises an `Exception` or returns something other than a
+    [`Batch`][trio_supervisor.Batch] or [`Done`][trio_supervisor.Done] costs its round: the round
+    dispatches nothing, records what went wrong, and counts as a stall. Cancellation passes
+    through it as through any trio call.
+    """
+
+    async def first(self, task: str) -> Batch[S] | Done:
+        """The first round's batch for ``task`` (or Done, if there is nothing to do)."""
+        ...
+
+    async def next(self, task: str, ledger: Ledger[S, T], *, fresh: bool) -> Batch[S] | Done:
+        """After a round: Done, or the next batch. ``fresh`` asks for a fresh plan: the run
+        stalled past ``max_stalls``."""
+        ...
+
+
+async def replan(
+    supervisor: Supervisor[S, T],
+    task: str,
+    planner: Planner[S, T],
+    *,
+    max_rounds: int,
+    max_subtasks: int,
+    max_stalls: int,
+    max_resets: int,
+    deadline: float | None,
+) -> Answer[S, T]:
+    """The run behind [`Supervisor.replan`][trio_supervisor.Supervisor.replan]."""
+    _validate.planner(planner)
+    if not isinstance(task, str):
+        raise TypeError(f"task must be a str (what the planner reads), got {type(task).__name__}")
+    _validate.count("max_rounds", max_rounds)
+    _validate.count("max_subtasks", max_subtasks)
+    _validate.budget("max_stalls", max_stalls)
+    _validate.budget("max_resets", max_resets)
+    limit = _validate.seconds("deadline", deadline)
+    until = trio.current_time() + limit if limit is not None else float("inf")
+    ledger: Ledger[S, T] = Ledger(task)
+    stalls = resets = 0
+    dispatched = 0
+    failure: str | None = None  # the planner's last failure, for the answer's reason
+
+    def end(ended_by: Budget | None, reason: str, answer: str | None = None) -> Answer[S, T]:
+        if failure is not None and ended_by is not None:
+            reason = f"{reason}; the planner's last failure: {failure}"
+        degraded = ended_by is not None or bool(ledger.unsettled())
+        text = answer if answer is not None else ledger.synthesize()
+        if degraded:
+            text = f"{text}\n(degraded: {reason})" if text else f"(degraded: {reason})"
+        return Answer(text, degraded, ended_by, reason, ledger)
+
+    def late(doing: str) -> Answer[S, T]:
+        return end("deadline", f"the run's deadline of {limit:g}s expired {doing}")
+
+    async def ask(fresh: bool, first: bool = False) -> Batch[S] | Done | _Failed | None:
+        """The planner's decision, what went wrong asking for it, or None: the deadline
+        expired while it decided."""
+        try:
+            with trio.move_on_at(until):
+                if first:
+                    decision: object = await planner.first(task)
+                else:
+                    decision = await planner.next(task, ledger, fresh=fresh)
+                return _checked(decision, ledger)
+        except Exception as exc:
+            return _Failed(f"the planner raised {describe(exc)}")
+        return None
+
+    planned = trio.current_time()
+    decision = await ask(False, first=True)
+    fresh = False
+    while True:
+        if decision is None:
+            return late("while the planner decided")
+        if isinstance(decision, Done):
+            said = f": {decision.note}" if decision.note else ""
+            rounds = len(ledger._rounds)
+            return end(None, f"the planner is done after {rounds} rounds{said}", decision.answer)
+        if isinstance(decision, _Failed):
+            failure = decision.text
+        if len(ledger._rounds) >= max_rounds:
+            return end("max_rounds", f"max_rounds ({max_rounds}) reached, the planner wanted more")
+        batch = decision if isinstance(decision, Batch) else Batch[S]((), note=decision.text)
+        subtasks = list(batch.subtasks)
+        room = max_subtasks - dispatched
+        if subtasks and room == 0:
+            return end(
+                "max_subtasks",
+                f"max_subtasks ({max_subtasks}) reached, the planner wanted {len(subtasks)} more",
+            )
+        held_back = len(subtasks[room:])
+        subtasks = subtasks[:room]
+        started = trio.current_time()
+        results: list[SubResult[S, T]] = []
+        if subtasks:
+            if started >= until:
+                return late("before the round started")
+            left = None if limit is None else until - started
+            results = (await supervisor.run(subtasks, deadline=left)).results
+        dispatched += len(subtasks)
+        succeeded_before = {_key(entry.subtask) for entry in ledger.entries if entry.result.ok}
+        number = len(ledger._rounds) + 1
+        entries = tuple(
+            Entry(number, index, result, batch.replaces.get(index))
+            for index, result in enumerate(results)
+        )
+        error = decision.text if isinstance(decision, _Failed) else None
+        finished = trio.current_time()
+        ledger._rounds.append(
+            Round(number, batch.note, entries, planned, started, finished, fresh, error)
+        )
+        if finished >= until:
+            return late(f"during round {number}")
+        if held_back:
+            return end(
+                "max_subtasks",
+                f"max_subtasks ({max_subtasks}) reached in round {number}, "
+                f"{held_back} of its subtasks not dispatched",
+            )
+        progress = any(
+            result.ok and _key(result.subtask) not in succeeded_before for result in results
+        )
+        planned = trio.current_time()
+        decision = await ask(False)
+        fresh = False
+        if isinstance(decision, Batch) and not decision.progress:
+            progress = False  # the planner's word
+        ledger._rounds[-1] = dataclasses.replace(ledger._rounds[-1], stalled=not progress)
+        stalls = max(0, stalls - 1) if progress else stalls + 1
+        if stalls > max_stalls and isinstance(decision, Batch | _Failed):
+            if resets >= max_resets:
+                if isinstance(decision, _Failed):
+                    failure = decision.text
+                return end(
+                    "max_stalls",
+                    f"more than max_stalls ({max_stalls}) stalled rounds, after "
+                    f"max_resets ({max_resets}) fresh plans",
+                )
+            resets += 1
+            stalls = 0
+            planned = trio.current_time()
+            decision = await ask(True)
+            fresh = True
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """What went wrong asking the planner for a decision."""
+
+    text: str
+
+
+def _key(subtask: object) -> object:
+    """``subtask`` as a set member (its repr when it is unhashable)."""
+    try:
+        hash(subtask)
+    except TypeError:
+        return repr(subtask)
+    return subtask
+
+
+def _checked(decision: object, ledger: Ledger[Any, Any]) -> Batch[Any] | Done | _Failed:
+    """``decision`` if it is a decision the run can follow, else what is wrong with it."""
+    if isinstance(decision, Done):
+        return decision
+    if not isinstance(decision, Batch):
+        return _Failed(f"the planner returned {type(decision).__name__}, not a Batch or a Done")
+    size = len(decision.subtasks)
+    for index, key in decision.replaces.items():
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < size:
+            return _Failed(
+                f"the planner's batch replaces from index {index!r}, not one of its {size} subtasks"
+            )
+        try:
+            ledger.entry(key)
+        except (KeyError, TypeError, ValueError):
+            return _Failed(
+                f"the planner's batch replaces {key!r}, which is no (round, index) of the ledger"
+            )
+    return decision
