@@ -12,7 +12,8 @@ import trio
 from . import _validate
 from ._attempt import CUT_SHORT, Attempts
 from ._contract import Aggregate, Status, SubResult
-from ._meters import Meter
+from ._meters import Capacity, Meter
+from ._places import Places
 from ._retry import Backoff, RetryOn, retryable
 from ._stream import Stream, sole
 from ._trace import Trace
@@ -25,6 +26,17 @@ class Supervisor(Generic[S, T]):
     """Fans subtasks out to a worker, at most ``max_workers`` at a time, and fans their results
     back in plan order, one [`SubResult`][trio_supervisor.SubResult] per subtask, whatever
     happened to it.
+
+    ``max_workers`` is the supervisor's, not each call's: all its runs and streams together run
+    at most ``max_workers`` workers at once (concurrent runs take turns for the places, first
+    come first served). Give several supervisors one [`Capacity`][trio_supervisor.Capacity] as
+    ``capacity=`` to bound all their workers together, as one API's limit across a tree of
+    supervisors. What sharing costs: a worker holds its place while it runs, so a supervisor
+    whose worker waits on another supervisor (a parent waiting on its children) must not draw
+    from the budget those children need: ``K`` parents holding every place while their children
+    wait for one never finish. Give the parents a budget of their own (their ``max_workers``
+    alone) and share the capacity among the supervisors whose workers do the work; the same
+    holds for a worker that calls its own supervisor's ``run``.
 
     A run starts ``min(max_workers, len(plan))`` worker tasks; each takes the next slot of the
     plan whenever it is free, so at most ``max_workers`` workers run, subtasks start in plan
@@ -67,13 +79,25 @@ class Supervisor(Generic[S, T]):
         process-wide ``random`` module is never used, so a run is reproducible from its seed.
       meters: what each attempt waits on before it starts, besides a free worker (see
         [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]).
+      capacity: a [`Capacity`][trio_supervisor.Capacity] shared with other supervisors: each of
+        this supervisor's workers holds one of its places too while it runs slots, so the
+        supervisors that share it run at most ``capacity.limit`` workers together.
 
     Raises:
       TypeError: if ``worker`` is not callable, or an option has the wrong type.
-      ValueError: if ``max_workers`` or ``attempts`` is < 1, or ``timeout`` is not positive.
+      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive, or
+        ``capacity`` is also one of the ``meters``.
     """
 
-    __slots__ = ("_attempts", "_backoff", "_max_workers", "_meters", "_retry_on", "_seed")
+    __slots__ = (
+        "_attempts",
+        "_backoff",
+        "_capacity",
+        "_max_workers",
+        "_meters",
+        "_retry_on",
+        "_seed",
+    )
 
     def __init__(
         self,
@@ -86,6 +110,7 @@ class Supervisor(Generic[S, T]):
         backoff: Backoff = Backoff(),  # noqa: B008  # immutable
         seed: int | random.Random | None = None,
         meters: Sequence[Meter] = (),
+        capacity: Capacity | None = None,
     ) -> None:
         _validate.worker(worker)
         self._max_workers = _validate.count("max_workers", max_workers)
@@ -97,6 +122,7 @@ class Supervisor(Generic[S, T]):
         self._backoff = backoff
         self._seed = seed
         self._meters = _validate.meters(meters)
+        self._capacity = _validate.capacity(capacity, self._meters)
         # invariant: every run and stream of this supervisor runs its slots through _attempts
         self._attempts: Attempts[S, T] = Attempts(
             worker,
@@ -106,6 +132,7 @@ class Supervisor(Generic[S, T]):
             backoff,
             _validate.seed(seed),
             self._meters,
+            Places(self._max_workers, None if capacity is None else capacity._limiter),
         )
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -156,6 +183,11 @@ class Supervisor(Generic[S, T]):
         """What each attempt waits on before it starts."""
         return self._meters
 
+    @property
+    def capacity(self) -> Capacity | None:
+        """The budget shared with other supervisors, or None."""
+        return self._capacity
+
     def __repr__(self) -> str:
         worker = self.worker
         name = getattr(worker, "__qualname__", None) or repr(worker)
@@ -164,7 +196,7 @@ class Supervisor(Generic[S, T]):
         return (
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
             f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
-            f"seed={self._seed!r}, meters={self._meters!r})"
+            f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r})"
         )
 
     @overload

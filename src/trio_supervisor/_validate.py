@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._decompose import decompose
 from ._trace import Trace
+
+if TYPE_CHECKING:
+    from ._meters import Capacity
 
 
 def count(name: str, value: object) -> int:
@@ -98,6 +101,24 @@ def meters(value: object) -> tuple[Any, ...]:
                 f"got {type(meter).__name__} {meter!r}"
             )
     return found
+
+
+def capacity(value: object, meters: tuple[Any, ...]) -> Capacity | None:
+    """A budget shared with other supervisors: a [`Capacity`][trio_supervisor.Capacity] or None,
+    not also one of the supervisor's meters (a worker would take two places of it)."""
+    from ._meters import Capacity  # here: _meters imports this module
+
+    if value is None:
+        return None
+    if not isinstance(value, Capacity):
+        raise TypeError(f"capacity must be a Capacity or None, got {type(value).__name__}")
+    if any(meter is value for meter in meters):
+        raise ValueError(
+            "this Capacity is both the capacity and one of the meters, so each worker would take "
+            "two of its places: give it once, as capacity= (held while a worker runs slots) or "
+            "in meters= (held during each attempt)"
+        )
+    return value
 
 
 def plan(task: object) -> list[Any]:
