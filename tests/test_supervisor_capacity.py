@@ -151,7 +151,7 @@ def test_the_capacity_is_read_only_and_shown() -> None:
     shared = Capacity(2)
     supervisor = Supervisor(Spy(), max_workers=1, capacity=shared)
     assert supervisor.capacity is shared
-    assert repr(supervisor).endswith(", capacity=Capacity(limit=2, in_use=0, waiting=0))")
+    assert ", capacity=Capacity(limit=2, in_use=0, waiting=0)," in repr(supervisor)
     with pytest.raises(AttributeError, match=r"^capacity is fixed when a Supervisor is made"):
         supervisor.capacity = None  # type: ignore[misc]
 

@@ -14,6 +14,7 @@ from ._attempt import CUT_SHORT, Attempts
 from ._contract import Aggregate, Status, SubResult
 from ._meters import Capacity, Meter
 from ._places import Places
+from ._restart import Strategy, restarting_run
 from ._retry import Backoff, RetryOn, retryable
 from ._stream import Stream, sole
 from ._trace import Trace
@@ -82,21 +83,35 @@ class Supervisor(Generic[S, T]):
       capacity: a [`Capacity`][trio_supervisor.Capacity] shared with other supervisors: each of
         this supervisor's workers holds one of its places too while it runs slots, so the
         supervisors that share it run at most ``capacity.limit`` workers together.
+      intensity: ``(R, T)``: at most ``R`` restarts (failed attempts that will be tried again)
+        within any ``T`` seconds of a run; one more and the run gives up: it cancels what still
+        runs or waits, the slot whose failure was one too many keeps its error, and every other
+        unfinished slot fails with ``gave up: more than R restarts within Ts``. None: no bound.
+      strategy: which slots a restart takes, for subtasks that depend on each other:
+        ``"one_for_one"`` the failed slot alone; ``"one_for_all"`` every slot (running ones are
+        cancelled, finished ones lose their result); ``"rest_for_one"`` the failed slot and
+        every slot after it in plan order. The slots taken wait out the failed slot's backoff
+        together, holding no place, and start again in plan order; a slot restarted for a
+        sibling is not charged an attempt. With ``intensity`` or a strategy other than
+        ``"one_for_one"``, a slot waiting to restart holds no place, and ``stream`` is refused.
 
     Raises:
       TypeError: if ``worker`` is not callable, or an option has the wrong type.
-      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive, or
-        ``capacity`` is also one of the ``meters``.
+      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
+        ``capacity`` is also one of the ``meters``, ``intensity`` is not ``(R >= 0, T > 0)`` or
+        ``strategy`` is not one of the three.
     """
 
     __slots__ = (
         "_attempts",
         "_backoff",
         "_capacity",
+        "_intensity",
         "_max_workers",
         "_meters",
         "_retry_on",
         "_seed",
+        "_strategy",
     )
 
     def __init__(
@@ -111,6 +126,8 @@ class Supervisor(Generic[S, T]):
         seed: int | random.Random | None = None,
         meters: Sequence[Meter] = (),
         capacity: Capacity | None = None,
+        intensity: tuple[int, float] | None = None,
+        strategy: Strategy = "one_for_one",
     ) -> None:
         _validate.worker(worker)
         self._max_workers = _validate.count("max_workers", max_workers)
@@ -123,6 +140,8 @@ class Supervisor(Generic[S, T]):
         self._seed = seed
         self._meters = _validate.meters(meters)
         self._capacity = _validate.capacity(capacity, self._meters)
+        self._intensity = _validate.intensity(intensity)
+        self._strategy: Strategy = _validate.strategy(strategy)
         # invariant: every run and stream of this supervisor runs its slots through _attempts
         self._attempts: Attempts[S, T] = Attempts(
             worker,
@@ -188,6 +207,16 @@ class Supervisor(Generic[S, T]):
         """The budget shared with other supervisors, or None."""
         return self._capacity
 
+    @property
+    def intensity(self) -> tuple[int, float] | None:
+        """At most how many restarts within how many seconds, or None."""
+        return self._intensity
+
+    @property
+    def strategy(self) -> Strategy:
+        """Which slots a restart takes."""
+        return self._strategy
+
     def __repr__(self) -> str:
         worker = self.worker
         name = getattr(worker, "__qualname__", None) or repr(worker)
@@ -196,7 +225,8 @@ class Supervisor(Generic[S, T]):
         return (
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
             f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
-            f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r})"
+            f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r}, "
+            f"intensity={self._intensity!r}, strategy={self._strategy!r})"
         )
 
     @overload
@@ -261,13 +291,16 @@ class Supervisor(Generic[S, T]):
         if trace is not None:
             trace._begin(plan)
         expired = False
+        fan_out = self._fan_out
+        if self._intensity is not None or self._strategy != "one_for_one":
+            fan_out = self._restarting
         try:
             try:
                 if limit is None:
-                    await self._fan_out(plan, results, cuts.__setitem__, trace)
+                    await fan_out(plan, results, cuts, trace)
                 else:
                     with trio.move_on_after(limit) as scope:
-                        await self._fan_out(plan, results, cuts.__setitem__, trace)
+                        await fan_out(plan, results, cuts, trace)
                     expired = scope.cancelled_caught
             except* (KeyboardInterrupt, SystemExit, Exception) as group:
                 raise sole(group) from None
@@ -278,15 +311,28 @@ class Supervisor(Generic[S, T]):
         _fill(plan, results, cuts, limit if expired else None)
         return Aggregate(results)  # type: ignore[arg-type]  # _fill left no None
 
+    async def _restarting(
+        self,
+        plan: list[Any],
+        results: list[SubResult[Any, T] | None],
+        cuts: dict[int, SubResult[Any, T]],
+        trace: Trace | None,
+    ) -> None:
+        """A run whose restarts are counted or grouped (see ``_restart``)."""
+        await restarting_run(
+            self._attempts, plan, results, cuts, trace, self._intensity, self._strategy
+        )
+
     async def _fan_out(
         self,
         plan: list[Any],
         results: list[SubResult[Any, T] | None],
-        cut: Callable[[int, SubResult[Any, T]], None],
+        cuts: dict[int, SubResult[Any, T]],
         trace: Trace | None,
     ) -> None:
         """The admission loop: ``min(max_workers, len(plan))`` lanes share one iterator over
         the plan, so each free lane admits the next slot, in plan order."""
+        cut = cuts.__setitem__
         take = functools.partial(next, enumerate(plan), None)
         put = results.__setitem__
         attempts = self._attempts
@@ -371,6 +417,12 @@ class Supervisor(Generic[S, T]):
           ValueError: if ``window < max_workers``, a str holds no subtask, or ``trace`` was
             made for another plan or already recorded a run.
         """
+        if self._intensity is not None or self._strategy != "one_for_one":
+            raise ValueError(
+                "a stream hands each result over as it is done, so it cannot give up on or "
+                "restart a finished slot: use run() with intensity= or strategy=, or a "
+                "Supervisor without them for stream()"
+            )
         size = _validate.window(window, self._max_workers)
         source = _validate.stream_input(subtasks)
         planned = source if isinstance(source, list | tuple) else None

@@ -121,6 +121,32 @@ def capacity(value: object, meters: tuple[Any, ...]) -> Capacity | None:
     return value
 
 
+def intensity(value: object) -> tuple[int, float] | None:
+    """A restart intensity: ``(R, T)``, at most R >= 0 restarts within T > 0 seconds."""
+    if value is None:
+        return None
+    rule = "intensity must be (R, T): at most R >= 0 restarts within T > 0 seconds"
+    if not isinstance(value, tuple) or len(value) != 2:
+        raise TypeError(f"{rule}, got {type(value).__name__} {value!r}")
+    restarts, period = value
+    if isinstance(restarts, bool) or not isinstance(restarts, int):
+        raise TypeError(f"{rule}, got R={restarts!r}")
+    if isinstance(period, bool) or not isinstance(period, int | float):
+        raise TypeError(f"{rule}, got T={period!r}")
+    if restarts < 0 or not period > 0:
+        raise ValueError(f"{rule}, got {value!r}")
+    return restarts, float(period)
+
+
+def strategy(value: object) -> Any:
+    """A restart strategy: one of ``one_for_one``, ``one_for_all``, ``rest_for_one``."""
+    from ._restart import STRATEGIES  # here: _restart imports this module's users
+
+    if value not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {value!r}")
+    return value
+
+
 def plan(task: object) -> list[Any]:
     """A run's plan: a str split by [`decompose`][trio_supervisor.decompose], or a sync iterable
     read in full."""
