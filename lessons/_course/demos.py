@@ -50,6 +50,7 @@ LARGE = Demo(
 DEMOS = (RESEARCH, LARGE)
 FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring trends"
 FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
+GLOBEX = "globex: pricing, reviews failing, hiring"  # a child supervisor with a failing leaf
 STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     5: (RESEARCH, Demo("a sub-agent hangs", FIVE, hang=frozenset({1}))),
     6: (
@@ -104,6 +105,22 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             slow={1: 3.0},  # head-of-line: the window fills behind review 02, workers idle
         ),
         Demo("the same feed, left after 8 reviews", FEED, slow={1: 3.0}, take=8),
+    ),
+    13: (
+        Demo(
+            "three companies, one child supervisor each; a leaf fails, its company is degraded",
+            f"acme; {GLOBEX}; initech",
+        ),
+        Demo(
+            "a child gives up past 1 restart in 10s: it fails its parent's slot, which retries",
+            f"acme; {GLOBEX}; initech",
+            options={"attempts": 3, "intensity": (1, 10.0)},
+        ),
+        Demo(
+            "rest_for_one: a failed child restarts the children after it, which depend on it",
+            "acme; globex: filings failing, numbers, summary; initech",
+            options={"attempts": 2, "strategy": "rest_for_one"},
+        ),
     ),
 }
 """Each step's own demos (the steps not named here run :data:`DEMOS`); each shows what is still

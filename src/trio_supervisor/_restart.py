@@ -65,10 +65,11 @@ async def restarting_run(
     trace: Trace | None,
     intensity: tuple[int, float] | None,
     strategy: Strategy,
-) -> None:
+) -> str | None:
     """Run ``plan`` with restarts counted and grouped, into ``results``; when the caller's
     cancellation or deadline cuts the run short, a slot without a result is left None, and one
-    that ran gets in ``cuts`` how far it got (its attempts, as a cancelled result)."""
+    that ran gets in ``cuts`` how far it got (its attempts, as a cancelled result). Returns why
+    the run gave up, or None."""
     slots = [_Slot() for _ in plan]
     pending: list[int] = list(range(len(plan)))  # admitted next, lowest slot first
     woken = trio.Event()
@@ -207,6 +208,7 @@ async def restarting_run(
                     nursery.start_soon(attempt, slot, borrower, stop, slots[slot].generation)
     finally:
         _settle_all(plan, slots, results, cuts, intensity if given_up else None)
+    return gave_up(intensity) if given_up and intensity is not None else None
 
 
 def _settle_all(

@@ -291,16 +291,17 @@ class Supervisor(Generic[S, T]):
         if trace is not None:
             trace._begin(plan)
         expired = False
+        gave_up: str | None = None
         fan_out = self._fan_out
         if self._intensity is not None or self._strategy != "one_for_one":
             fan_out = self._restarting
         try:
             try:
                 if limit is None:
-                    await fan_out(plan, results, cuts, trace)
+                    gave_up = await fan_out(plan, results, cuts, trace)
                 else:
                     with trio.move_on_after(limit) as scope:
-                        await fan_out(plan, results, cuts, trace)
+                        gave_up = await fan_out(plan, results, cuts, trace)
                     expired = scope.cancelled_caught
             except* (KeyboardInterrupt, SystemExit, Exception) as group:
                 raise sole(group) from None
@@ -309,7 +310,7 @@ class Supervisor(Generic[S, T]):
                 trace._end_open()
                 trace.close()
         _fill(plan, results, cuts, limit if expired else None)
-        return Aggregate(results)  # type: ignore[arg-type]  # _fill left no None
+        return Aggregate(results, gave_up)  # type: ignore[arg-type]  # _fill left no None
 
     async def _restarting(
         self,
@@ -317,9 +318,10 @@ class Supervisor(Generic[S, T]):
         results: list[SubResult[Any, T] | None],
         cuts: dict[int, SubResult[Any, T]],
         trace: Trace | None,
-    ) -> None:
-        """A run whose restarts are counted or grouped (see ``_restart``)."""
-        await restarting_run(
+    ) -> str | None:
+        """A run whose restarts are counted or grouped (see ``_restart``); returns why it gave
+        up, or None."""
+        return await restarting_run(
             self._attempts, plan, results, cuts, trace, self._intensity, self._strategy
         )
 
@@ -329,7 +331,7 @@ class Supervisor(Generic[S, T]):
         results: list[SubResult[Any, T] | None],
         cuts: dict[int, SubResult[Any, T]],
         trace: Trace | None,
-    ) -> None:
+    ) -> str | None:
         """The admission loop: ``min(max_workers, len(plan))`` lanes share one iterator over
         the plan, so each free lane admits the next slot, in plan order."""
         cut = cuts.__setitem__
@@ -346,6 +348,7 @@ class Supervisor(Generic[S, T]):
                 for _ in range(min(self._max_workers, len(plan))):
                     nursery.start_soon(lane, take, put, cut, trace, key, timer)
             timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
+        return None  # the lanes never give up: a run with an intensity is a restarting one
 
     @overload
     def stream(

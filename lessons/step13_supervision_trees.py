@@ -1,0 +1,125 @@
+"""Step 13: supervision trees. A worker may itself be a supervisor, one budget bounds the leaves.
+
+What it adds: research several companies, each one a child supervisor over its own subtasks
+(``acme: pricing, reviews, hiring``; a bare ``acme`` gets those three). The child's aggregate,
+synthesized, is its parent slot's output. The tree's parts nest as trio's scopes do: cancelling
+the parent (its deadline, a company's timeout) cancels every child run inside it, so no child
+outlives its parent. A child that gives up (past its own restart intensity) fails its parent's
+slot with the child's reason, and the parent's own policy (``company_attempts``) decides what
+comes next: Erlang/OTP's escalation. Children that depend on each other (a later subtask reads
+what an earlier one wrote) restart with ``strategy="rest_for_one"``.
+
+One ``Capacity`` of ``max_workers`` bounds the leaf workers of the whole tree, as one API's limit
+would. Only the leaves draw from it: a parent's worker does no work of its own, it waits on its
+children, and if it held a place while it waited, ``max_workers`` parents would hold every place
+and their children would wait for one forever (``supervise_broken`` does that: it never ends).
+The parents have a budget of their own instead (their ``max_workers``). Separate budgets per
+level would also end, but then the leaves' bound is the product of the levels' budgets, no
+longer the one limit the API has.
+
+What is still wrong: every fault contained here is a Python exception. A worker that crashes
+its process (``os._exit``, a segfault in a C extension, the kernel's out-of-memory killer) takes
+every sibling, every parent and the caller down with it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from trio_supervisor import Aggregate, Backoff, Capacity, Supervisor, Trace, Worker, decompose
+from trio_supervisor._restart import Strategy
+
+ASPECTS = ("pricing", "reviews", "hiring")
+NO_WAIT = Backoff(initial=0, maximum=0)  # restarts at once: the course's runs stay short
+
+
+class GaveUp(Exception):
+    """A child supervisor gave up: its parent's slot fails with the child's reason."""
+
+
+def subtasks_of(company: str) -> list[str]:
+    """``"acme: pricing, reviews"`` -> ``["acme pricing", "acme reviews"]``."""
+    name, _, listed = company.partition(":")
+    aspects = [aspect.strip() for aspect in listed.split(",") if aspect.strip()] or ASPECTS
+    return [f"{name.strip()} {aspect}" for aspect in aspects]
+
+
+async def supervise(
+    task: str,
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    worker_timeout: float = math.inf,
+    deadline: float = math.inf,
+    attempts: int = 1,
+    intensity: tuple[int, float] | None = None,
+    strategy: Strategy = "one_for_one",
+    company_attempts: int = 2,
+    company_timeout: float = math.inf,
+    trace: Trace | None = None,
+) -> Aggregate[str, str]:
+    leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+
+    async def research(company: str) -> str:
+        child = Supervisor(
+            worker,
+            max_workers=max_workers,
+            capacity=leaves,  # a leaf holds a place while it works
+            timeout=None if math.isinf(worker_timeout) else worker_timeout,
+            attempts=attempts,
+            intensity=intensity,
+            strategy=strategy,
+            backoff=NO_WAIT,
+        )
+        nested = None if trace is None else trace.nest(company)
+        aggregate = await child.run(subtasks_of(company), trace=nested)
+        if aggregate.gave_up is not None:  # escalation: the child's reason fails this slot
+            raise GaveUp(f"{company.partition(':')[0]}: {aggregate.gave_up}")
+        return digest(aggregate)
+
+    parent = Supervisor(  # no capacity: a parent only waits on its children
+        research,
+        max_workers=max_workers,
+        timeout=None if math.isinf(company_timeout) else company_timeout,
+        attempts=company_attempts,
+        backoff=NO_WAIT,
+    )
+    limit = None if math.isinf(deadline) else deadline
+    return await parent.run(decompose(task), deadline=limit, trace=trace)
+
+
+async def supervise_broken(task: str, worker: Worker[str, str], *, max_workers: int) -> None:
+    """The shared-budget deadlock: parents and leaves draw from one ``Capacity``. With at least
+    ``max_workers`` companies, the parents hold every place and the run never ends."""
+    shared = Capacity(max_workers)
+
+    async def research(company: str) -> str:
+        child = Supervisor(worker, max_workers=max_workers, capacity=shared)
+        return digest(await child.run(subtasks_of(company)))
+
+    parent = Supervisor(research, max_workers=max_workers, capacity=shared)
+    await parent.run(decompose(task))
+
+
+def digest(aggregate: Aggregate[str, str]) -> str:
+    """A child's aggregate as its parent slot's output: one line, each subtask found or not."""
+    return "; ".join(
+        f"{result.subtask}: {result.output if result.ok else 'missing'}"
+        for result in aggregate.results
+    )
+
+
+def synthesize(aggregate: Aggregate[str, str]) -> str:
+    lines = []
+    for result in aggregate.results:
+        answer = result.output if result.ok else f"(missing: {result.error})"
+        lines.append(f"{result.subtask}: {answer}")
+    if aggregate.degraded:
+        lines.append(f"(degraded: {aggregate.failed} of {len(aggregate.results)} subtasks failed)")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from lessons._course.runner import main_for_step
+
+    main_for_step(__file__)
