@@ -1,25 +1,16 @@
 """Step 13: supervision trees. A worker may itself be a supervisor, one budget bounds the leaves.
 
-What it adds: research several companies, each one a child supervisor over its own subtasks
-(``acme: pricing, reviews, hiring``; a bare ``acme`` gets those three). The child's aggregate,
-synthesized, is its parent slot's output. The tree's parts nest as trio's scopes do: cancelling
-the parent (its deadline, a company's timeout) cancels every child run inside it, so no child
-outlives its parent. A child that gives up (past its own restart intensity) fails its parent's
-slot with the child's reason, and the parent's own policy (``company_attempts``) decides what
-comes next: Erlang/OTP's escalation. Children that depend on each other (a later subtask reads
-what an earlier one wrote) restart with ``strategy="rest_for_one"``.
-
-One ``Capacity`` of ``max_workers`` bounds the leaf workers of the whole tree, as one API's limit
-would. Only the leaves draw from it: a parent's worker does no work of its own, it waits on its
-children, and if it held a place while it waited, ``max_workers`` parents would hold every place
-and their children would wait for one forever (``supervise_broken`` does that: it never ends).
-The parents have a budget of their own instead (their ``max_workers``). Separate budgets per
-level would also end, but then the leaves' bound is the product of the levels' budgets, no
-longer the one limit the API has.
+What it adds: each company (``acme: pricing, reviews``) is a child supervisor over its own
+subtasks, and its aggregate, digested, is its parent slot's output. Cancel scopes nest, so no
+child outlives its parent's timeout or deadline. A child that gives up fails its parent's slot
+with its reason (escalation), and children that depend on each other restart together
+(``strategy="rest_for_one"``). One ``Capacity`` bounds the leaf workers of the whole tree, and
+only the leaves draw from it: a parent that held a place while it waited on its children would,
+with enough companies, leave none for them, and never end (``supervise_broken``).
 
 What is still wrong: every fault contained here is a Python exception. A worker that crashes
-its process (``os._exit``, a segfault in a C extension, the kernel's out-of-memory killer) takes
-every sibling, every parent and the caller down with it.
+its process (``os._exit``, a segfault in a C extension, the out-of-memory killer) takes every
+sibling, every parent and the caller down with it.
 """
 
 from __future__ import annotations
@@ -29,19 +20,19 @@ import math
 from trio_supervisor import Aggregate, Backoff, Capacity, Supervisor, Trace, Worker, decompose
 from trio_supervisor._restart import Strategy
 
-ASPECTS = ("pricing", "reviews", "hiring")
 NO_WAIT = Backoff(initial=0, maximum=0)  # restarts at once: the course's runs stay short
 
 
 class GaveUp(Exception):
-    """A child supervisor gave up: its parent's slot fails with the child's reason."""
+    """A child supervisor gave up, or found nothing: its parent's slot fails with the reason."""
 
 
 def subtasks_of(company: str) -> list[str]:
-    """``"acme: pricing, reviews"`` -> ``["acme pricing", "acme reviews"]``."""
+    """``"acme: pricing, reviews"`` -> ``["acme pricing", "acme reviews"]``; ``"acme"`` ->
+    ``["acme"]``."""
     name, _, listed = company.partition(":")
-    aspects = [aspect.strip() for aspect in listed.split(",") if aspect.strip()] or ASPECTS
-    return [f"{name.strip()} {aspect}" for aspect in aspects]
+    aspects = [aspect.strip() for aspect in listed.split(",") if aspect.strip()]
+    return [f"{name.strip()} {aspect}" for aspect in aspects] or [name.strip()]
 
 
 async def supervise(
@@ -102,7 +93,12 @@ async def supervise_broken(task: str, worker: Worker[str, str], *, max_workers: 
 
 
 def digest(aggregate: Aggregate[str, str]) -> str:
-    """A child's aggregate as its parent slot's output: one line, each subtask found or not."""
+    """A child's aggregate as its parent slot's output: one line, each subtask found or not;
+    a child that found nothing has no answer, not a degraded one: its parent's slot fails."""
+    if not aggregate.succeeded:
+        raise GaveUp(f"nothing found: {aggregate.results[0].error}")
+    if len(aggregate) == 1:
+        return str(aggregate.results[0].output)
     return "; ".join(
         f"{result.subtask}: {result.output if result.ok else 'missing'}"
         for result in aggregate.results

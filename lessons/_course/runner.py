@@ -155,6 +155,7 @@ OPTIONS = {
     "attempts": "attempts",
     "intensity": "intensity",
     "window": "window",
+    "strategy": "strategy",
     "seed": "seed",
 }
 """Keyword option of a step's ``supervise`` -> the command-line option that sets it."""
@@ -496,6 +497,11 @@ def parser() -> argparse.ArgumentParser:
         "--window", type=_workers, metavar="N", help="slots pulled, not yet handed over (10)"
     )
     p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (9-)")
+    p.add_argument(
+        "--strategy",
+        choices=("one_for_one", "one_for_all", "rest_for_one"),
+        help="which children a restart takes (13)",
+    )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     return p
