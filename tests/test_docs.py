@@ -263,10 +263,51 @@ def test_tests_page_shows_each_test_from_its_first_to_its_last_line() -> None:
         assert re.match(r"\s*(@|def |async def )", lines[0]), (test.name, lines[0])
         assert f"def {test.name.split('.')[-1]}(" in "\n".join(lines)
     page = _docs.page_of_tests()
-    for test in found:
+    blocks = re.findall(r'<details class="test" markdown>\n(.*?)\n</details>', page, re.DOTALL)
+    assert len(blocks) == len(found)
+    for test, block in zip(found, blocks, strict=True):  # each test folded, in file order
         relative = test.path.relative_to(_docs.ROOT).as_posix()
-        assert f'--8<-- "{relative}:{test.first}:{test.last}"' in page
-        assert f"{{#{test.anchor}}}" in page
+        assert block.startswith(f"<summary><code>{test.name}</code>")
+        assert f'<span id="{test.anchor}"></span>' in block  # inside: a link opens the block
+        assert f'--8<-- "{relative}:{test.first}:{test.last}"' in block
+
+
+def test_tests_page_has_a_section_per_module_with_its_laws_listed_first() -> None:
+    found = _docs.find_tests()
+    page = _docs.page_of_tests()
+    modules = sorted({test.path for test in found})
+    sections = re.findall(r"^## `tests/(test_\w+)\.py` \{#(test_\w+)\}$", page, re.MULTILINE)
+    assert sections == [(path.stem, path.stem) for path in modules]
+    assert "\n### " not in page  # the table of contents lists modules, not 300 tests
+    for path in modules:
+        count = sum(1 for test in found if test.path == path)
+        row = f"| [`{path.name}`](#{path.stem}) | "
+        assert row in page
+        assert page.split(row)[1].split("\n")[0].endswith(f" | {count} |")
+        section = page.split(f"{{#{path.stem}}}")[1].split("<details")[0]
+        first = _docs.module_docstring(path).split("\n\n")[0]
+        assert _docs._prose(first) in section
+
+
+@pytest.mark.parametrize(
+    ("docstring", "prose"),
+    [
+        ("a ``Trace`` and\n  a <b>tag</b>", "a <code>Trace</code> and a &lt;b&gt;tag&lt;/b&gt;"),
+        (
+            "links ``[`Trace`][trio_supervisor.Trace]`` and ``:func:`decompose```",
+            "links <code>&#91;&#96;Trace&#96;]&#91;trio_supervisor.Trace]</code> and "
+            "<code>:func:&#96;decompose&#96;</code>",
+        ),
+        (
+            "a [link](x.md) | a cell, *not* bold",
+            "a &#91;link](x.md) &#124; a cell, &#42;not&#42; bold",
+        ),
+    ],
+)
+def test_a_test_docstring_is_shown_as_written_never_read_as_markdown(
+    docstring: str, prose: str
+) -> None:
+    assert _docs._prose(docstring) == prose
 
 
 def test_the_smallest_leak_is_two_latencies_the_first_slower_and_its_results_swapped() -> None:

@@ -6,6 +6,9 @@ page in Debian's Chromium (driven by Playwright, which downloads no browser here
 - on every page: the console shows no error, no request fails, and nothing is fetched from
   anywhere but the local server (no CDN: mermaid and the theme's assets are in the site);
 - on every page with mermaid diagrams: each one was rendered to an SVG with text in it;
+- on the tests page: it is at most ``TESTS_PAGE_MAX_PX`` tall with every test's code folded,
+  every test is a closed block whose code opens with its summary, and a link to a test (as the
+  laws page makes them) opens that test's block;
 - on every step page: its step's file is included whole in its code block, the block highlights
   as many lines as the step changed, no code block on the page (the file, the diff, the sample
   outputs) scrolls sideways at the viewport's 1280 px, and each demo's timeline SVG is displayed
@@ -58,8 +61,10 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 TIMEOUT_MS = 20_000
-# a full-page screenshot of the tests page (65,000 px tall) takes more than that on a busy machine
+# a full-page screenshot of a long page takes more than that on a busy machine
 SCREENSHOT_TIMEOUT_MS = 120_000
+# the tests page with every test's code folded (it was 69,000 px with every test's code shown)
+TESTS_PAGE_MAX_PX = 30_000
 MIN_CONTRAST = 4.5  # WCAG AA for text: a timeline's labels against the page, in either scheme
 
 
@@ -274,6 +279,34 @@ def check_step(page: Page, name: str, result: Result) -> None:
         result.notes.append(f"timeline {rows} rows {box['width']:.0f}x{box['height']:.0f}px")
 
 
+def check_tests_page(page: Page, base: str, result: Result) -> None:
+    """The tests page is short, its tests folded, and a link to a test opens that test's code."""
+    height = page.evaluate("document.documentElement.scrollHeight")
+    result.notes.append(f"{height} px tall")
+    if height > TESTS_PAGE_MAX_PX:
+        result.problems.append(f"the page is {height} px tall, more than {TESTS_PAGE_MAX_PX}")
+    tests = _docs.find_tests()
+    blocks = page.locator("details.test")
+    if blocks.count() != len(tests):
+        result.problems.append(f"{len(tests)} tests, {blocks.count()} folded blocks")
+    opened = page.locator("details.test[open]").count()
+    if opened:
+        result.problems.append(f"{opened} tests' code shown before it is opened")
+    result.notes.append(f"{blocks.count()} tests folded")
+    if not tests:
+        return
+    target = tests[len(tests) // 2]
+    page.goto(f"{base}tests/#{target.anchor}", wait_until="load")
+    block = page.locator("details.test").filter(has=page.locator(f'span[id="{target.anchor}"]'))
+    if block.count() != 1 or block.get_attribute("open") is None:
+        result.problems.append(f"following a link to {target.anchor} leaves its code folded")
+    elif not block.locator("td.code").is_visible():
+        result.problems.append(f"following a link to {target.anchor} shows no code")
+    if page.evaluate("window.scrollY") < 1000:
+        result.problems.append(f"following a link to {target.anchor} did not scroll to it")
+    page.goto(f"{base}tests/", wait_until="load")  # the screenshot: every test folded
+
+
 def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
     """Load one page (light, and dark for step pages), check it, and screenshot it."""
     result = Result(path or "/")
@@ -321,6 +354,8 @@ def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
                 result.notes.append(f"{len(diagrams)} mermaid SVGs")
             if step is not None:
                 check_step(page, step, result)
+            if path == "tests/":
+                check_tests_page(page, base, result)
         shot = shots / (f"{slug}.png" if scheme == "light" else f"{slug}-{scheme}.png")
         page.screenshot(path=str(shot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
         result.problems.extend(f"[{scheme}] {error}" for error in errors)

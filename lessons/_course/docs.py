@@ -16,11 +16,11 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._course.ru
   results out of plan order, shrunk to the smallest, with its timeline.
 
 It also fills the nav's ``Course`` section (after the primer) with one page per step found by
-``lessons._course.steps.steps`` and adds the generated ``tests.md`` page, which shows each
-test's code (the laws page links there); on the laws page it follows each link to a Hypothesis test
-with how many inputs that test draws, read from the test. Files are written only when the code
-they come from changed, so ``mkdocs serve`` does not rebuild forever, and two builds draw
-byte-identical SVGs.
+``lessons._course.steps.steps`` and adds the generated ``tests.md`` page, a section per test
+module with its laws and each test's code folded until opened (the laws page links there); on
+the laws page it follows each link to a Hypothesis test with how many inputs that test draws,
+read from the test. Files are written only when the code they come from changed, so ``mkdocs
+serve`` does not rebuild forever, and two builds draw byte-identical SVGs.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
+import html
 import inspect
 import io
 import re
@@ -578,32 +579,82 @@ def find_tests(root: Path = TESTS) -> list[CodeOfTest]:
     return found
 
 
+def module_docstring(path: Path) -> str:
+    """The docstring of test module ``path``, as written ("" if it has none)."""
+    return ast.get_docstring(ast.parse(path.read_text(), filename=str(path))) or ""
+
+
 def page_of_tests(root: Path = TESTS) -> str:
-    """The generated ``tests.md``: each test's code, included from its file by line range."""
+    """The generated ``tests.md``: a section per test module with its laws, each test's code
+    folded until opened.
+
+    The page opens with a table of the modules (each one's first docstring line and how many
+    tests it has). Each module's section says its docstring, then lists its tests: each a
+    ``<details>`` block whose summary is the test's name (the law it checks) and its docstring's
+    first paragraph, and whose body includes the test's code from its file by line range. The
+    anchor ``#<module>.<test>`` that the laws page links to is inside the block: a browser
+    that follows the link opens the block (Chromium, Firefox and Safari reveal a closed
+    ``<details>`` that holds the target of a link).
+    """
+    found = find_tests(root)
+    by_module: dict[Path, list[CodeOfTest]] = {}
+    for test in found:
+        by_module.setdefault(test.path, []).append(test)
     lines = [
         "# The tests",
         "",
-        "Every law on [the laws page](laws.md) is checked by a test. Here is the code of every "
-        "test in `tests/`, read from the files when this site was built. Run them all with "
-        "`make test`.",
+        "Every law on [the laws page](laws.md) is checked by a test. Here is every test in "
+        "`tests/`, read from the files when this site was built: a section per module says what "
+        "its tests check, and each test is named by its law; open one to read its code. Run them "
+        "all with `make test`.",
         "",
+        "| Module | What its tests check | Tests |",
+        "| --- | --- | ---: |",
     ]
-    current: Path | None = None
-    for test in find_tests(root):
-        relative = test.path.relative_to(ROOT).as_posix()
-        if test.path != current:
-            current = test.path
-            lines += [f"## `{relative}`", ""]
-        lines += [f"### `{test.name}` {{#{test.anchor}}}", ""]
-        if test.summary:
-            lines += [test.summary, ""]
-        lines += [
-            f'```python linenums="{test.first}" title="{relative}"',
-            f'--8<-- "{relative}:{test.first}:{test.last}"',
-            "```",
-            "",
-        ]
+    for path, tests in by_module.items():
+        first = module_docstring(path).split("\n\n")[0]
+        lines.append(f"| [`{path.name}`](#{path.stem}) | {_prose(first)} | {len(tests)} |")
+    lines.append("")
+    for path, tests in by_module.items():
+        relative = path.relative_to(ROOT).as_posix()
+        lines += [f"## `{relative}` {{#{path.stem}}}", ""]
+        lines += [_prose(paragraph) + "\n" for paragraph in module_docstring(path).split("\n\n")]
+        for test in tests:
+            said = f": {_prose(test.summary)}" if test.summary else ""
+            lines += [
+                '<details class="test" markdown>',
+                f"<summary><code>{html.escape(test.name)}</code>{said}</summary>",
+                f'<span id="{test.anchor}"></span>',
+                "",
+                f'```python linenums="{test.first}" title="{relative}"',
+                f'--8<-- "{relative}:{test.first}:{test.last}"',
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
     return "\n".join(lines)
+
+
+INLINE_CODE = re.compile(r"``(?P<code>.+?)``(?!`)")
+
+
+def _prose(text: str) -> str:
+    """A docstring's paragraph as one line of HTML that markdown leaves as it is: its reST
+    inline code (````code````, which may hold backticks) as ``<code>``, the rest escaped, so that
+    no docstring can open a link, a table cell or a tag."""
+    parts, at = [], 0
+    text = " ".join(text.split())
+    for match in INLINE_CODE.finditer(text):
+        parts.append(html.escape(text[at : match.start()], quote=False))
+        code = html.escape(match["code"], quote=False).replace("`", "&#96;")
+        parts.append(f"<code>{code}</code>")
+        at = match.end()
+    parts.append(html.escape(text[at:], quote=False))
+    said = "".join(parts)
+    for character in "|[*":
+        said = said.replace(character, f"&#{ord(character)};")
+    return said
 
 
 def _function(test: CodeOfTest) -> ast.FunctionDef | ast.AsyncFunctionDef:

@@ -25,11 +25,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from lessons._course.demos import DEMOS, NEVER_RETURNS, NO_TIMEOUT, STEP_DEMOS, Demo
+from lessons._course.live import show_live
 from lessons._course.steps import load_step, step_number, steps
 from trio_supervisor import Aggregate, Span, Status, SubResult, Trace, decompose
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
-from trio_supervisor.timeline import render_timeline
+from trio_supervisor.timeline import render_timeline, trace_events
 
 T = TypeVar("T")
 
@@ -237,18 +238,27 @@ def serial_time(trace: Trace) -> float | None:
 
 
 async def run_guarded(
-    module: ModuleType, run: Run, agent: SimulatedAgent, live: Console | None = None
+    module: ModuleType,
+    run: Run,
+    agent: SimulatedAgent,
+    live: Console | None = None,
+    live_view: bool = False,
 ) -> None:
     """:func:`run_step`, stopped by a watchdog if it still goes on ``run.guard`` seconds after it
     started: then it never returns (a worker hangs and nothing times it out, the flaw of steps
     1-5). ``run.trace`` becomes the trace as it was at that instant, the hung slots still
     running, ``run.stopped`` that instant, and ``run.error`` says why the run never returns
-    (:data:`NEVER_RETURNS`)."""
+    (:data:`NEVER_RETURNS`). With ``live_view``, the sub-agents are shown at work on ``live``
+    while the run goes on (see ``lessons._course.live``)."""
     snapshot: list[Trace] = []  # the trace at the guard instant, if the watchdog fired
     with trio.CancelScope() as guarded:
         async with trio.open_nursery() as nursery:
             if math.isfinite(run.guard):
                 nursery.start_soon(watchdog, run, guarded, snapshot)
+            if live_view and live is not None:
+                streaming = getattr(module, "stream", None) is not None
+                timeout = run.options.get("worker_timeout")
+                nursery.start_soon(show_live, live, lambda: run.trace, streaming, timeout)
             await run_step(module, run, agent, live)
             nursery.cancel_scope.cancel()  # the run returned: the watchdog is done
     if snapshot:
@@ -504,6 +514,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
+    p.add_argument(
+        "--trace-out",
+        type=Path,
+        metavar="FILE",
+        help="write the runs' traces to FILE for Perfetto's UI (a process per run)",
+    )
     return p
 
 
@@ -649,6 +665,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         p.error(conflict)
     if args.window is not None and args.window < args.workers:
         p.error(f"--window must be >= --workers ({args.workers}), got {args.window}")
+    if args.trace_out is not None and not args.trace_out.parent.is_dir():
+        p.error(f"--trace-out: {args.trace_out.parent} is not a directory: give a FILE in one")
     names: list[str] = []
     try:
         if args.step is not None:
@@ -675,6 +693,16 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
                     show(console, run)
         if args.json and names:
             print(json.dumps({"runs": [run.to_dict() for run in runs]}, indent=2))
+        if args.trace_out is not None and runs:
+            write_trace_events(args.trace_out, runs)
+            if not args.json:
+                console.print(
+                    f"{len(runs)} run{'s' if len(runs) > 1 else ''} written to {args.trace_out}: "
+                    "open it in Perfetto's UI (ui.perfetto.dev) or chrome://tracing",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
         sys.stdout.flush()
     except* KeyboardInterrupt:
         interrupted = True
@@ -690,6 +718,19 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         print("interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def write_trace_events(path: Path, runs: Sequence[Run]) -> None:
+    """Write ``runs`` to ``path`` as one trace-event file: each run a process (``pid`` 1, 2, ...
+    in the order they ran) named by its step and demo, each slot a track in it (see
+    [`trace_events`][trio_supervisor.timeline.trace_events]), the slots' final statuses as the
+    run's results say them."""
+    events = []
+    for pid, run in enumerate(runs, start=1):
+        if run.trace is not None:
+            process = f"{run.step} · {run.demo.title}"
+            events += trace_events(run.trace, final_statuses(run), pid=pid, process=process)
+    path.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}) + "\n")
 
 
 class PipeConsole(Console):
@@ -764,6 +805,12 @@ def main_for_step(path: str) -> NoReturn:
     sys.exit(main([Path(path).stem, *sys.argv[1:]]))
 
 
+def shows_live(console: Console | None, args: argparse.Namespace) -> bool:
+    """Whether a run shows its sub-agents at work on ``console``: only in real time on a
+    terminal (never under ``--json``, which gives no console; never in a pipe or a file)."""
+    return console is not None and console.is_terminal and not args.virtual
+
+
 def run_demo(
     name: str,
     demo: Demo,
@@ -776,7 +823,9 @@ def run_demo(
     What ``python -m lessons`` does for each step and demo, and what the docs draw their
     timelines from. With ``args.virtual`` the run is on ``trio.testing.MockClock``: instant, exact.
     ``before`` is called with the run just before it starts (the runner prints its header);
-    ``live``, when given, shows a streaming step's results as they are handed over.
+    ``live``, when given, shows a streaming step's results as they are handed over, and, when it
+    is a terminal and the run is in real time, the sub-agents at work (a virtual run is over in
+    an instant: it would show one frame, the end, which the timeline shows better).
     """
     module = load_step(name)
     plan = decompose(demo.task)
@@ -786,5 +835,5 @@ def run_demo(
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if before is not None:
         before(run)
-    trio.run(run_guarded, module, run, agent, live, clock=clock)
+    trio.run(run_guarded, module, run, agent, live, shows_live(live, args), clock=clock)
     return run

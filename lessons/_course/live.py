@@ -1,0 +1,140 @@
+"""What a real-time run shows in a terminal while it goes on: the sub-agents at work.
+
+A frame is drawn from the run's [`Trace`][trio_supervisor.Trace] alone: a row per slot with its
+state (idle, running, or how its last attempt ended), its attempts and how long it has been at
+work, then the results as the caller gets them, in plan order. ``show_live`` redraws it in place
+(rich's ``Live``) from a trio task until the run ends, then clears it: the finished run is printed
+as the runner always prints it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from trio_supervisor import SlotTrace, Status, Trace
+from trio_supervisor._timeline import ENDINGS
+
+REFRESH = 0.1
+"""Seconds between two frames."""
+
+STYLES = {
+    "idle": "bright_black",
+    "running": "cyan",
+    Status.OK.value: "green",
+    Status.FAILED.value: "red",
+    Status.TIMED_OUT.value: "yellow",
+    Status.CANCELLED.value: "magenta",
+}
+
+
+def state(slot: SlotTrace, timeout: float | None = None) -> str:
+    """A slot's state now: ``idle`` before its first attempt, ``running`` during one, else how
+    its last attempt ended (``failed`` between a failed attempt and its retry).
+
+    A worker watched by a trace sees its timeout as a cancellation; an attempt cancelled once it
+    had run for the step's ``timeout`` (trio cancels at the deadline, never before) timed out.
+    """
+    if not slot.spans:
+        return "idle"
+    last = slot.spans[-1]
+    if last.end is None or last.status is None:
+        return "running"
+    if last.status is Status.CANCELLED and timeout is not None and last.end - last.start >= timeout:
+        return Status.TIMED_OUT.value
+    return last.status.value
+
+
+def elapsed(slot: SlotTrace, now: float) -> float | None:
+    """Seconds since the slot's first attempt started, to its last one's end (or to ``now``
+    while one runs); None before its first attempt."""
+    if slot.started is None:
+        return None
+    end = slot.spans[-1].end
+    return (now if end is None else end) - slot.started
+
+
+def handed_over(trace: Trace, streaming: bool) -> list[SlotTrace]:
+    """The slots whose results the caller has, in plan order: a stream's are the ones it handed
+    over; otherwise the longest run of slots from the first whose last attempt has ended (a
+    supervisor returns them in plan order; a failed one may yet be retried)."""
+    if streaming:
+        return [slot for slot in trace.slots if slot.delivered is not None]
+    done = []
+    for slot in trace.slots:
+        if not slot.spans or slot.spans[-1].end is None:
+            break
+        done.append(slot)
+    return done
+
+
+def frame(trace: Trace, streaming: bool = False, timeout: float | None = None) -> RenderableType:
+    """One frame of the live view of ``trace``, at the current trio time (``timeout``: each
+    worker's, if the step has one; see ``state``)."""
+    now = trio.current_time()
+    table = Table(
+        title=f"sub-agents at {now - trace.origin:.2f}s",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    table.add_column("slot", justify="right")
+    table.add_column("subtask", max_width=22, no_wrap=True, overflow="ellipsis")
+    table.add_column("state", no_wrap=True)
+    table.add_column("attempts", justify="right")
+    table.add_column("elapsed", justify="right")
+    for slot in trace.slots:
+        said = state(slot, timeout)
+        seconds = elapsed(slot, now)
+        table.add_row(
+            str(slot.slot),
+            escape(str(slot.subtask)),
+            Text(said, style=STYLES[said]),
+            str(len(slot.spans)),
+            "" if seconds is None else f"{seconds:.2f}s",
+        )
+    results = Text("results, in plan order: ")
+    have = {slot.slot for slot in handed_over(trace, streaming)}
+    for slot in trace.slots:
+        if slot.slot in have:
+            glyph, style = ENDINGS[Status(state(slot, timeout))]
+            results.append(glyph, style=style)
+        else:
+            results.append("·", style="bright_black")
+        results.append(" ")
+    results.append(f"({len(have)} of {len(trace.slots)})")
+    return Group(table, results)
+
+
+async def show_live(
+    console: Console,
+    trace: Callable[[], Trace | None],
+    streaming: bool = False,
+    worker_timeout: float | None = None,
+    interval: float = REFRESH,
+) -> None:
+    """Redraw the frame (see ``frame``) of the trace that ``trace()`` returns every ``interval``
+    seconds on ``console``, until cancelled; then clear it."""
+    with Live(
+        console=console,
+        auto_refresh=False,
+        transient=True,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    ) as live:
+        try:
+            while True:
+                traced = trace()
+                if traced is not None:
+                    live.update(frame(traced, streaming, worker_timeout), refresh=True)
+                await trio.sleep(interval)
+        finally:  # the run ended: its last frame, which leaving Live draws before clearing it
+            traced = trace()
+            if traced is not None:
+                live.update(frame(traced, streaming, worker_timeout))

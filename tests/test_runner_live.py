@@ -1,0 +1,158 @@
+"""Live runs: a real-time run in a terminal shows its sub-agents at work, drawn from its trace.
+
+The frames are driven here on virtual time (the runner shows none under ``--virtual``: the run
+is over in an instant) through a console that is forced to be a terminal.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+import trio
+import trio.testing
+from rich.console import Console
+
+from lessons._course import runner
+from lessons._course.steps import load_step, steps
+from trio_supervisor import decompose
+
+CURSOR = re.compile(r"\x1b\[(?:\?25[lh]|2K|1A)")  # hide/show the cursor, erase a line, go up
+
+
+def live_frames(
+    number: int, demo: int = 0, extra: tuple[str, ...] = ()
+) -> tuple[list[str], runner.Run, str]:
+    """Run step ``number``'s demo ``demo`` on virtual time with the live view on a terminal:
+    the frames it drew (as text), the run, and everything the console printed."""
+    name = steps()[number]
+    args = runner.parser().parse_args([name, *extra])
+    chosen = runner.demos(args, number)[demo]
+    module = load_step(name)
+    options = runner.step_options(runner.entry(module), args, chosen)
+    run = runner.Run(name, chosen, decompose(chosen.task), options)
+    agent = chosen.agent(args.seed)
+    run.guard = runner.guard_after(runner.entry(module), run, agent)
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100, color_system=None)
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    trio.run(runner.run_guarded, module, run, agent, console, True, clock=clock)
+    text = out.getvalue()
+    frames = [frame for frame in CURSOR.sub("", text).split("\r") if "sub-agents at" in frame]
+    return frames, run, text
+
+
+def states(frame: str) -> dict[int, tuple[str, int]]:
+    """Slot -> (state, attempts) as a frame shows them."""
+    found = {}
+    for line in frame.splitlines():
+        row = re.match(
+            r"\s+(\d+)\s{3}.+?\s{2,}(idle|running|ok|failed|timed out|cancelled)\s+(\d+)\b", line
+        )
+        if row is not None:
+            found[int(row[1])] = (row[2], int(row[3]))
+    return found
+
+
+def test_a_frame_shows_every_slot_idle_running_then_how_it_ended() -> None:
+    # step 6: the reviews sub-agent hangs until its 1.5 s timeout, supplier risk fails
+    frames, run, _ = live_frames(6)
+    assert run.trace is not None
+    seen = [states(frame) for frame in frames]
+    assert all(set(shown) == set(range(5)) for shown in seen)
+    assert seen[0] == dict.fromkeys(range(5), ("idle", 0))
+    for slot, subtask in enumerate(run.plan):
+        shown = [state for state, _ in (frame[slot] for frame in seen)]
+        assert "running" in shown, subtask
+        ending = shown[-1]
+        # idle, then running, then its ending from the first frame after it to the last
+        assert shown[: shown.index("running")] == ["idle"] * shown.index("running")
+        assert set(shown[shown.index(ending) :]) == {ending}
+    assert [frame[slot][0] for frame in seen[-1:] for slot in range(5)] == [
+        "ok",
+        "timed out",
+        "ok",
+        "failed",
+        "ok",
+    ]
+
+
+def test_attempts_count_up_with_each_retry() -> None:
+    # step 7: reviews fails its first two calls, supplier risk its first; three attempts each
+    frames, _, _ = live_frames(7)
+    seen = [states(frame) for frame in frames]
+    assert [shown[1] for shown in seen][-1] == ("ok", 3)
+    assert [shown[3] for shown in seen][-1] == ("ok", 2)
+    reviews = [shown[1] for shown in seen]
+    assert ("failed", 1) in reviews
+    assert ("failed", 2) in reviews
+    assert reviews.index(("running", 2)) < reviews.index(("failed", 2))
+
+
+def test_a_deadline_shows_the_slots_it_cut_as_cancelled() -> None:
+    frames, _, _ = live_frames(6, demo=1)
+    last = states(frames[-1])
+    assert "cancelled" in {state for state, _ in last.values()}
+    assert {state for state, _ in last.values()} <= {"ok", "cancelled", "idle"}
+
+
+def test_results_fill_in_plan_order_behind_the_slowest_earlier_slot() -> None:
+    # slot 0 takes 3 s: the other four are done long before, and none is a result until it is
+    frames, _, _ = live_frames(8, extra=("--task", "a; b; c; d; e", "--slow", "0:3"))
+    filled = [re.search(r"results, in plan order: (.*?) \((\d+) of 5\)", f) for f in frames]
+    shown = [(match[1], int(match[2])) for match in filled if match is not None]
+    assert len(shown) == len(frames)
+    assert shown[0] == ("· · · · ·", 0)
+    assert shown[-1] == ("✓ ✓ ✓ ✓ ✓", 5)
+    waiting = [
+        count
+        for frame, (_, count) in zip(frames, shown, strict=True)
+        if [state for state, _ in states(frame).values()] == ["running", "ok", "ok", "ok", "ok"]
+    ]
+    assert waiting  # frames where every later slot is done and slot 0 still runs
+    assert set(waiting) == {0}
+
+
+def test_a_stream_fills_its_results_as_it_hands_them_over() -> None:
+    frames, _, text = live_frames(9, demo=1)  # left after 8 results
+    last = re.search(r"\((\d+) of 20\)", frames[-1])
+    assert last is not None
+    assert int(last[1]) == 8
+    assert text.count("slot  7  review 08  ok") == 1  # the stream's lines are printed, once
+
+
+def test_the_view_is_cleared_when_the_run_ends() -> None:
+    frames, _, text = live_frames(1)
+    assert frames
+    # transient: after the last frame, only the codes that erase its lines
+    after = text.rsplit("\r", 1)[1]
+    assert "\x1b[1A\x1b[2K" in after
+    assert CURSOR.sub("", after) == ""
+
+
+@pytest.mark.parametrize(
+    ("argv", "terminal", "shown"),
+    [
+        (("1",), True, True),
+        (("1", "--virtual"), True, False),
+        (("1",), False, False),
+    ],
+)
+def test_only_a_real_time_run_in_a_terminal_is_shown_live(
+    argv: tuple[str, ...], terminal: bool, shown: bool
+) -> None:
+    args = runner.parser().parse_args(list(argv))
+    console = Console(file=io.StringIO(), force_terminal=terminal)
+    assert runner.shows_live(console, args) is shown
+    assert runner.shows_live(None, args) is False  # --json: no console
+
+
+def test_a_virtual_run_in_a_terminal_prints_no_frame() -> None:
+    out = io.StringIO()
+    status = runner.main(
+        ["1", "--virtual"], console=Console(file=out, force_terminal=True, width=100)
+    )
+    assert status == 0
+    assert "sub-agents at" not in out.getvalue()
+    assert "wall " in out.getvalue()
