@@ -174,3 +174,35 @@ async def test_an_idle_stream_holds_no_place(autojump_clock: object) -> None:
                 finished.append(aggregate.results[0].finished)
                 break
     assert finished == [0.5]
+
+
+@settings(max_examples=40)
+@given(
+    k=st.integers(1, 4),
+    sizes=st.lists(st.integers(1, 6), min_size=1, max_size=4),
+    strategy=st.sampled_from(["one_for_all", "rest_for_one"]),
+)
+def test_restarting_runs_share_the_bound_with_every_other_run(
+    k: int, sizes: list[int], strategy: str
+) -> None:
+    """A run with a restart strategy takes a place per attempt, from the same budgets: its
+    supervisor's own, across its concurrent runs, and a capacity shared with a plain one."""
+
+    async def main() -> int:
+        spy = Spy()
+        shared = Capacity(k)
+        plain: Supervisor[object, object] = Supervisor(spy, max_workers=k, capacity=shared)
+        restarting: Supervisor[object, object] = Supervisor(
+            spy,
+            max_workers=k,
+            capacity=shared,
+            strategy=strategy,  # type: ignore[arg-type]
+        )
+        async with trio.open_nursery() as nursery:
+            for call, size in enumerate(sizes):
+                plan: list[object] = [(call, slot) for slot in range(size)]
+                nursery.start_soon((restarting if call % 2 else plain).run, plan)
+        return spy.most
+
+    most = run_virtual(main)
+    assert most == min(k, sum(sizes))
