@@ -17,13 +17,21 @@ from __future__ import annotations
 
 import math
 
-from trio_supervisor import Aggregate, Backoff, Capacity, Supervisor, Trace, Worker, decompose
-from trio_supervisor._restart import Strategy
+from trio_supervisor import (
+    Aggregate,
+    Backoff,
+    Capacity,
+    Strategy,
+    Supervisor,
+    Trace,
+    Worker,
+    decompose,
+)
 
 NO_WAIT = Backoff(initial=0, maximum=0)  # restarts at once: the course's runs stay short
 
 
-class GaveUp(Exception):
+class Escalated(Exception):
     """A child supervisor gave up, or found nothing: its parent's slot fails with the reason."""
 
 
@@ -65,7 +73,7 @@ async def supervise(
         nested = None if trace is None else trace.nest(company)
         aggregate = await child.run(subtasks_of(company), trace=nested)
         if aggregate.gave_up is not None:  # escalation: the child's reason fails this slot
-            raise GaveUp(f"{company.partition(':')[0]}: {aggregate.gave_up}")
+            raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
         return digest(aggregate)
 
     parent = Supervisor(  # no capacity: a parent only waits on its children
@@ -96,7 +104,7 @@ def digest(aggregate: Aggregate[str, str]) -> str:
     """A child's aggregate as its parent slot's output: one line, each subtask found or not;
     a child that found nothing has no answer, not a degraded one: its parent's slot fails."""
     if not aggregate.succeeded:
-        raise GaveUp(f"nothing found: {aggregate.results[0].error}")
+        raise Escalated(f"nothing found: {aggregate.results[0].error}")
     if len(aggregate) == 1:
         return str(aggregate.results[0].output)
     return "; ".join(

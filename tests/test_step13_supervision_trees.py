@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 from support import run_virtual
 
 from lessons import step13_supervision_trees as step13
-from trio_supervisor import Status, Trace
-from trio_supervisor._restart import Strategy
+from trio_supervisor import Status, Strategy, Trace
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 
 ASPECTS = ["a", "b", "c", "d"]
@@ -136,7 +135,9 @@ async def test_a_child_past_its_intensity_fails_its_parents_slot_with_its_reason
         Status.FAILED,
         Status.OK,
     ]
-    assert aggregate.results[1].error == "GaveUp: globex: gave up: more than 1 restarts within 10s"
+    assert (
+        aggregate.results[1].error == "Escalated: globex: gave up: more than 1 restarts within 10s"
+    )
     assert aggregate.results[1].attempts == company_attempts  # the parent's policy decides
     assert agent.calls["globex reviews failing"] == 2 * company_attempts  # R + 1 per child run
 

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 from support import run_virtual
 
 from lessons import step08_restart_intensity as step08
-from trio_supervisor import Aggregate, Backoff, Status, Supervisor
-from trio_supervisor._restart import Strategy
+from trio_supervisor import Aggregate, Backoff, Status, Strategy, Supervisor
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 
 NO_WAIT = Backoff(initial=0, maximum=0)

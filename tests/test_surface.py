@@ -126,6 +126,7 @@ PUBLIC = {
     "SlotTrace",
     "Span",
     "Status",
+    "Strategy",
     "Stream",
     "SubResult",
     "Supervisor",

@@ -10,6 +10,7 @@ plan order as they finish (``stream``). Drawing a recorded run lives in
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
 from ._meters import Adaptive, Capacity, Meter, RateLimit
+from ._restart import Strategy
 from ._retry import Backoff
 from ._stream import Stream
 from ._supervisor import Supervisor
@@ -28,6 +29,7 @@ __all__ = [
     "SlotTrace",
     "Span",
     "Status",
+    "Strategy",
     "Stream",
     "SubResult",
     "Supervisor",
