@@ -206,3 +206,24 @@ def test_restarting_runs_share_the_bound_with_every_other_run(
 
     most = run_virtual(main)
     assert most == min(k, sum(sizes))
+
+
+async def test_an_idle_stream_holds_no_place_of_a_shared_capacity(autojump_clock: object) -> None:
+    spy = Spy()
+    shared = Capacity(1)
+    streaming: Supervisor[object, object] = Supervisor(spy, max_workers=1, capacity=shared)
+    running: Supervisor[object, object] = Supervisor(spy, max_workers=1, capacity=shared)
+
+    async def feed() -> AsyncIterator[str]:
+        yield "first"
+        await trio.sleep_forever()
+
+    finished = []
+    with trio.move_on_after(100.0):  # a guard: the run waits forever if the stream keeps it
+        async with streaming.stream(feed()) as results:
+            async for _ in results:
+                aggregate = await running.run(["run"])
+                finished.append(aggregate.results[0].finished)
+                break
+    assert finished == [0.5]
+    assert shared.in_use == 0

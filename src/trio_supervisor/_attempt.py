@@ -391,12 +391,16 @@ class Attempts(Generic[S, T]):
                     running.placed = True
                 item = take()
                 if item is None:
-                    running.placed = False
-                    places.give_back(running)  # no slot for this lane now: its place is free
                     if more is None:
+                        running.placed = False
+                        places.give_back(running)  # no slot for this lane: its place is free
                         return True
-                    if not await more():
-                        return True
+                    places.idle(running)  # kept while it waits, unless a lane needs it
+                    try:
+                        if not await more():
+                            return True
+                    finally:
+                        places.busy(running)
                     continue
                 slot, subtask = item
                 running.slot = slot
