@@ -92,9 +92,10 @@ async def test_a_timed_out_attempt_closes_its_connection_and_nothing_leaks(
         with trio.fail_after(60):
             aggregate = await sup.run([f"[hang] {i}" for i in range(1000)])
         assert [r.status for r in aggregate] == [Status.TIMED_OUT] * 1000
-        with trio.fail_after(10):
-            while (seen := await stats(url))["in_flight"] > 0:  # noqa: ASYNC110  # polled
+        with trio.fail_after(10):  # every request the server got, it sees go
+            while (seen := await stats(url))["disconnects"] < seen["requests"]:  # noqa: ASYNC110
                 await trio.sleep(0.01)
+            assert seen["in_flight"] == 0
         assert len(pool.connections) == 0  # each cut attempt closed its connection
     assert peak <= 50
     assert seen["requests"] > 0
@@ -204,8 +205,32 @@ def in_process(**options: Any) -> tuple[Any, httpx2.AsyncClient]:
     return endpoint, client
 
 
+TURN = 1e-7  # seconds a request waits for its instant's turn (see devserver's chat)
+
+
 def ask(prompt: str) -> dict[str, Any]:
     return {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+
+
+@pytest.mark.parametrize("order", [["b", "a", "c"], ["c", "b", "a"], ["a", "c", "b"]])
+async def test_requests_arriving_at_one_instant_are_let_in_in_the_order_of_their_prompts(
+    autojump_clock: trio.testing.MockClock, order: list[str]
+) -> None:
+    """Over the server's limit, which of the requests arriving at the same instant are refused
+    is decided by their prompts, never by the order the scheduler ran them: a run on virtual time
+    gets the same 429s every time."""
+    endpoint, client = in_process(concurrency=1, latency=(1, 1))
+    statuses: dict[str, int] = {}
+
+    async def post(prompt: str) -> None:
+        statuses[prompt] = (await client.post("/v1/chat/completions", json=ask(prompt))).status_code
+
+    async with client, trio.open_nursery() as nursery:
+        for prompt in order:
+            nursery.start_soon(post, prompt)
+    assert statuses == {"a": 200, "b": 429, "c": 429}
+    assert endpoint.stats.peak_in_flight == 1
+    assert endpoint.turns == {}
 
 
 async def test_the_rpm_bucket_answers_429_with_the_wait_until_its_next_token(
@@ -254,3 +279,57 @@ async def test_prompts_ask_for_a_malformed_reply_or_a_500(
     assert (bad.status_code, bad.text) == (200, "{not json")
     assert failed.status_code == 500
     assert good.json()["choices"][0]["message"]["content"] == "answer to: x"
+
+
+async def test_a_script_says_per_prompt_what_the_server_does(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A prompt the script names takes its latency, fails, fails its first requests, or hangs,
+    and gets its reply; a prompt it gives None follows the seed."""
+    from trio_supervisor.devserver import Script, app
+
+    scripts = {
+        "slow": Script(latency=2.0, reply="done slowly"),
+        "down": Script(fail=True),
+        "flaky": Script(flaky=2),
+        "stuck": Script(hang=True),
+    }
+    client = httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app(latency=(0, 0), script=scripts.get)),
+        base_url="http://devserver",
+    )
+    async with client:
+
+        async def post(prompt: str) -> tuple[int, float]:
+            began = trio.current_time()
+            answer = await client.post("/v1/chat/completions", json=ask(prompt))
+            return answer.status_code, trio.current_time() - began
+
+        slow = await client.post("/v1/chat/completions", json=ask("slow"))
+        assert slow.json()["choices"][0]["message"]["content"] == "done slowly"
+        # a latency counts from the request's arrival; an answer comes no sooner than its
+        # instant's turn is decided, a tenth of a microsecond after it arrived
+        answers = [await post(p) for p in ("slow", "down", "down", "other")]
+        assert answers == [
+            (200, 2.0),
+            (500, pytest.approx(TURN, abs=1e-12)),
+            (500, pytest.approx(TURN, abs=1e-12)),
+            (200, pytest.approx(TURN, abs=1e-12)),
+        ]
+        assert [(await post("flaky"))[0] for _ in range(3)] == [500, 500, 200]
+        with trio.move_on_after(60) as waited:
+            await post("stuck")
+        assert waited.cancelled_caught
+
+
+def test_a_script_refuses_what_it_cannot_do() -> None:
+    from trio_supervisor.devserver import Script, app
+
+    with pytest.raises(ValueError, match=r"^Script flaky must be an int >= 0, got -1$"):
+        Script(flaky=-1)
+    with pytest.raises(ValueError, match=r"^Script latency must be a number >= 0, got -1$"):
+        Script(latency=-1)
+    with pytest.raises(
+        TypeError, match=r"^script must be a callable \(prompt -> Script\), got dict$"
+    ):
+        app(script={"a": Script()})  # type: ignore[arg-type]

@@ -13,12 +13,15 @@ import pytest
 from rich.console import Console
 
 from lessons._course import docs as _docs
+from lessons._course import laws
 from lessons._course.runner import demos, main, parser
-from lessons._course.steps import step_number, step_path, steps
+from lessons._course.steps import part_two, step_number, step_path, steps
 from trio_supervisor.timeline import timeline_rows
 
 PAGES = _docs.DOCS / "steps"
 STEPS = list(steps().values())
+PART_ONE = [name for name in STEPS if not part_two(name)]
+PART_TWO = [name for name in STEPS if part_two(name)]
 # a fenced block that includes a file: its info string and the included path
 INCLUDE = re.compile(r'^```(?P<info>[^\n]*)\n--8<-- "(?P<path>[^"]+)"\n```$', re.MULTILINE)
 HL_LINES = re.compile(r'\bhl_lines="(?P<lines>[^"]*)"')
@@ -69,7 +72,8 @@ def test_step_code_starts_after_the_docstring_and_highlights_exactly_the_changed
     name: str,
 ) -> None:
     """The block shows the file from the first line after its docstring to its end, numbered as
-    in the file, and highlights exactly the non-blank lines the page's code diff adds."""
+    in the file, and highlights exactly the non-blank lines the page's code diff adds (in Part
+    II, exactly the lines the step marks as its idea with a ``# step NN:`` comment)."""
     source = step_path(name).read_text()
     lines = source.splitlines()
     block = _docs.code_block(name)
@@ -89,6 +93,11 @@ def test_step_code_starts_after_the_docstring_and_highlights_exactly_the_changed
     in_file = [first - 1 + line for line in highlighted]
     if _docs.previous_step(name) is None:
         assert marks is None, "the first step has no step before it: nothing is highlighted"
+        return
+    if part_two(name):
+        mark = f"# step {step_number(name)}:"
+        assert in_file == [n for n, line in enumerate(lines, 1) if mark in line and n >= first]
+        assert in_file, f"a Part II step marks its idea with {mark!r} comments"
         return
     assert in_file == added_lines(_docs.code_diff(name))
     assert in_file, "a step changes some code"
@@ -120,7 +129,7 @@ def test_a_docstring_edit_highlights_nothing_and_a_code_edit_highlights_its_line
     assert _docs.code_changes(PREVIOUS, blank_added) == []  # a blank line is not code
 
 
-@pytest.mark.parametrize("name", STEPS[1:])
+@pytest.mark.parametrize("name", PART_ONE[1:])
 def test_changing_one_code_line_of_a_step_changes_its_highlights(name: str) -> None:
     before = _docs.previous_step(name)
     assert before is not None
@@ -134,6 +143,23 @@ def test_changing_one_code_line_of_a_step_changes_its_highlights(name: str) -> N
     lines[edited - 1] = lines[edited - 1].rstrip("\n") + "  # edited\n"
     assert edited in _docs.code_changes(previous, "".join(lines))
     assert edited not in changed
+
+
+def test_a_part_two_step_highlights_the_lines_it_marks_and_no_other_edit() -> None:
+    """A ``# step 11:`` comment marks its line for step 11 only; a ``#`` in a string marks
+    nothing, and an edit to a line without a mark highlights nothing."""
+    source = 'x = 1  # step 11: the idea\ny = "# step 11: in a string"\nz = 3  # step 12: later\n'
+    assert _docs.marked_lines(source, 11) == [1]
+    assert _docs.marked_lines(source, 12) == [3]
+    assert _docs.marked_lines(source.replace("x = 1", "x = 2"), 11) == [1]
+    assert _docs.marked_lines(source.replace("y = ", "w = "), 11) == [1]
+
+
+@pytest.mark.parametrize("name", PART_TWO)
+def test_a_part_two_page_highlights_what_the_step_marks(name: str) -> None:
+    source = step_path(name).read_text()
+    assert _docs.step_changes(name) == _docs.marked_lines(source, step_number(name))
+    assert _docs.step_changes(name), f"{name} marks no line as its idea"
 
 
 @pytest.mark.parametrize("name", STEPS)
@@ -344,6 +370,14 @@ def test_searched() -> None:
 
 def test_plain() -> None:
     pass
+
+
+def test_law(step: object) -> None:
+    laws.BOUNDED.verify(step)
+
+
+def test_fixed_law(step: object) -> None:
+    laws.HUNG_WORKER_FREES_ITS_SLOT.verify(step)
 """
 
 
@@ -351,7 +385,15 @@ def test_laws_page_says_how_many_inputs_each_linked_test_draws(tmp_path: Path) -
     (tmp_path / "test_drawing.py").write_text(DRAWING)
     links = {
         name: f"[`{name}`](tests.md#test_drawing.{name})"
-        for name in ("test_drawn", "test_default", "test_searched", "test_plain", "test_gone")
+        for name in (
+            "test_drawn",
+            "test_default",
+            "test_searched",
+            "test_plain",
+            "test_gone",
+            "test_law",
+            "test_fixed_law",
+        )
     }
     said = _docs.with_drawn_inputs(" ".join(links.values()), root=tmp_path)
     assert said == " ".join(
@@ -361,6 +403,8 @@ def test_laws_page_says_how_many_inputs_each_linked_test_draws(tmp_path: Path) -
             f"{links['test_searched']} (found by a search of up to 9 drawn inputs)",
             links["test_plain"],
             links["test_gone"],
+            f"{links['test_law']} (checked on {laws.BOUNDED.budget.max_examples} drawn inputs)",
+            links["test_fixed_law"],  # a law that draws nothing checks one case
         ]
     )
 

@@ -3,6 +3,9 @@
 All on virtual time. Latencies are whole 1/32 s (SimulatedAgent's grid); timeouts are odd 64ths
 and deadlines odd 128ths, so no event of a run falls on the instant of another and every time adds
 up exactly.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
 """
 
 from __future__ import annotations
@@ -22,15 +25,12 @@ from course_support import (
     STEP09,
     STEP10,
     Probe,
-    odd_fraction,
-    plans,
     refused,
     supervise,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from support import flawed, list_schedule, run_virtual
+from support import cases
 
+from lessons._course import laws
 from trio_supervisor import Aggregate, Status
 from trio_supervisor.testing import SimulatedAgent
 
@@ -56,17 +56,9 @@ async def test_step5_never_returns_with_one_hung_worker_though_every_other_slot_
     assert agent.calls == Counter({"stuck": 1, "b": 1, "c": 1}), "the others ran, and finished"
 
 
-@pytest.mark.parametrize("step", [flawed(STEP05, FLAW), *SINCE_6])
+@pytest.mark.parametrize("step", cases(laws.HUNG_WORKER_FREES_ITS_SLOT))
 def test_a_hung_worker_frees_its_slot_for_the_next_subtask(step: ModuleType) -> None:
-    agent = SimulatedAgent(hang={"stuck"})
-
-    async def main() -> None:
-        with trio.move_on_after(HOUR) as outer:
-            await supervise(step, "stuck; b; c", agent, max_workers=1, worker_timeout=1.5)
-        assert not outer.cancelled_caught, "the run never returned"
-        assert agent.calls == Counter({"stuck": 1, "b": 1, "c": 1})
-
-    run_virtual(main)  # not the fixture: a failure must come out bare for the xfail to match it
+    laws.HUNG_WORKER_FREES_ITS_SLOT.verify(step)
 
 
 @pytest.mark.parametrize("step", SINCE_6)
@@ -108,79 +100,18 @@ def expected_status(agent: SimulatedAgent, subtask: str, timeout: float) -> Stat
     return Status.FAILED if agent.fails(subtask) else Status.OK
 
 
-@pytest.mark.parametrize("step", SINCE_6)
-@settings(max_examples=60, deadline=None)
-@given(
-    plan=plans(),
-    workers=st.integers(1, 5),
-    seed=st.integers(0, 2**16),
-    timeout=odd_fraction(4, 48, 64),
-)
+@pytest.mark.parametrize("step", cases(laws.MAKESPAN_WITH_TIMEOUTS))
 def test_wall_time_is_the_makespan_with_each_hung_worker_counted_as_its_timeout(
-    step: ModuleType, plan: list[str], workers: int, seed: int, timeout: float
+    step: ModuleType,
 ) -> None:
-    agent = SimulatedAgent(seed)
-
-    async def main() -> None:
-        probe = Probe(agent)
-        start = trio.current_time()
-        aggregate = await run_plan(step, plan, probe, workers, worker_timeout=timeout)
-        spans = list_schedule(durations(agent, plan, timeout), workers).spans
-        assert trio.current_time() - start == max(end for _, end in spans)
-        assert [result.subtask for result in aggregate.results] == plan
-        assert [result.status for result in aggregate.results] == [
-            expected_status(agent, s, timeout) for s in plan
-        ]
-        assert probe.most <= workers
-        assert [result.attempts for result in aggregate.results] == [1] * len(plan)
-
-    run_virtual(main)
+    laws.MAKESPAN_WITH_TIMEOUTS.verify(step)
 
 
-@pytest.mark.parametrize("step", SINCE_6)
-@settings(max_examples=60, deadline=None)
-@given(
-    plan=plans(),
-    workers=st.integers(1, 4),
-    seed=st.integers(0, 2**16),
-    timeout=st.one_of(st.just(math.inf), odd_fraction(4, 48, 64)),
-    deadline=odd_fraction(0, 300, 128),
-)
+@pytest.mark.parametrize("step", cases(laws.DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK))
 def test_under_a_deadline_every_subtask_is_accounted_for_once_and_no_task_outlives_the_call(
     step: ModuleType,
-    plan: list[str],
-    workers: int,
-    seed: int,
-    timeout: float,
-    deadline: float,
 ) -> None:
-    agent = SimulatedAgent(seed)
-    spans = list_schedule(durations(agent, plan, timeout), workers).spans
-
-    async def main() -> None:
-        probe = Probe(agent)
-        start = trio.current_time()
-        aggregate = await run_plan(
-            step, plan, probe, workers, worker_timeout=timeout, deadline=deadline
-        )
-        returned = trio.current_time() - start
-        assert returned == min(deadline, max(end for _, end in spans))
-        assert probe.live == 0, "a worker outlived the call"
-        calls = len(probe.calls)
-        await trio.sleep(HOUR)
-        assert len(probe.calls) == calls, "a worker started after the call returned"
-        assert [result.subtask for result in aggregate.results] == plan
-        for subtask, (began, ended), result in zip(plan, spans, aggregate.results, strict=True):
-            if ended < deadline:
-                assert result.status is expected_status(agent, subtask, timeout)
-            else:
-                assert result.status is Status.CANCELLED
-                assert (
-                    result.error == f"cancelled: the run's deadline of {deadline:g}s passed first"
-                )
-                assert result.attempts == (1 if began < deadline else 0)
-
-    run_virtual(main)
+    laws.DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK.verify(step)
 
 
 @pytest.mark.parametrize("step", SINCE_6)

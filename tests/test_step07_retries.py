@@ -2,66 +2,37 @@
 
 All on virtual time, with seeded jitter. Waits drawn from ``random.Random`` are not on a binary
 grid, so the one law about them compares with a relative tolerance; every other time is exact.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
 """
 
 from __future__ import annotations
 
-import itertools
-import random
-from collections import Counter
 from types import ModuleType
 
 import pytest
 import trio
-from course_support import STEP06, STEP07, STEP08, STEP09, STEP10, Probe, refused, supervise
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from support import flawed, run_virtual
+from course_support import STEP07, STEP08, STEP09, STEP10, Probe, refused
+from support import cases, run_virtual
 
-from trio_supervisor import Status
+from lessons._course import laws
 from trio_supervisor.testing import SimulatedAgent
 
 SINCE_7 = [STEP07, STEP08, STEP09, STEP10]
 FLAW = "step 6's flaw: every failure is final"
 
 
-@pytest.mark.parametrize("step", [flawed(STEP06, FLAW), *SINCE_7])
+@pytest.mark.parametrize("step", cases(laws.TRANSIENT_FAILURE_RETRIED))
 def test_a_transient_failure_is_retried_until_it_succeeds(step: ModuleType) -> None:
-    agent = SimulatedAgent(flaky={"b": 2})
-
-    async def main() -> None:
-        aggregate = await supervise(step, "a; b; c", agent, max_workers=3, attempts=3)
-        assert [result.status for result in aggregate.results] == [Status.OK] * 3
-        assert agent.calls == Counter({"a": 1, "b": 3, "c": 1})
-
-    run_virtual(main)  # not the fixture: a failure must come out bare for the xfail to match it
+    laws.TRANSIENT_FAILURE_RETRIED.verify(step)
 
 
-@pytest.mark.parametrize("step", SINCE_7)
-@settings(max_examples=40, deadline=None)
-@given(
-    failures=st.integers(0, 4),
-    attempts=st.integers(1, 5),
-    seed=st.integers(0, 2**16),
-)
+@pytest.mark.parametrize("step", cases(laws.SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES))
 def test_a_slot_failing_its_first_k_calls_succeeds_exactly_when_attempts_exceed_k(
-    step: ModuleType, failures: int, attempts: int, seed: int
+    step: ModuleType,
 ) -> None:
-    agent = SimulatedAgent(seed, flaky={"b": failures})
-
-    async def main() -> None:
-        aggregate = await step.supervise(
-            "a; b; c", agent, max_workers=2, attempts=attempts, seed=seed
-        )
-        result = aggregate.results[1]
-        assert result.ok == (attempts > failures)
-        assert result.attempts == agent.calls["b"] == min(failures + 1, attempts)
-        if not result.ok:
-            calls = agent.calls["b"]
-            assert result.error == f"SubAgentError: sub-agent failed on 'b' (attempt {calls})"
-        assert [result.subtask for result in aggregate.results] == ["a", "b", "c"]
-
-    run_virtual(main)
+    laws.SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES.verify(step)
 
 
 def bound(failures: int, first: float, most: float) -> float:
@@ -69,42 +40,11 @@ def bound(failures: int, first: float, most: float) -> float:
     return min(most, first * 2.0 ** (failures - 1))
 
 
-@pytest.mark.parametrize("step", SINCE_7)
-@settings(max_examples=40, deadline=None)
-@given(
-    seed=st.integers(0, 2**32),
-    first=st.integers(1, 64).map(lambda n: n / 32),
-    doublings=st.integers(0, 4),
-)
+@pytest.mark.parametrize("step", cases(laws.WAITS_ARE_SEEDED_DRAWS))
 def test_each_wait_before_a_restart_is_a_seeded_draw_within_the_backoff_bound(
-    step: ModuleType, seed: int, first: float, doublings: int
+    step: ModuleType,
 ) -> None:
-    most = first * 2**doublings
-    attempts = 6
-
-    async def main() -> None:
-        probe = Probe(SimulatedAgent(seed, fail={"b"}))
-        await step.supervise(
-            "a; b; c",
-            probe,
-            max_workers=3,
-            attempts=attempts,
-            backoff=(first, most),
-            seed=seed,
-        )
-        calls = probe.of("b")
-        assert len(calls) == attempts
-        waits = []
-        for before, after in itertools.pairwise(calls):
-            assert before.end is not None
-            waits.append(after.start - before.end)
-        draws = random.Random(seed)
-        for failures, wait in enumerate(waits, start=1):
-            limit = bound(failures, first, most)
-            assert 0 <= wait <= limit + 1e-12
-            assert wait == pytest.approx(draws.uniform(0, limit), rel=1e-9, abs=1e-12)
-
-    run_virtual(main)
+    laws.WAITS_ARE_SEEDED_DRAWS.verify(step)
 
 
 @pytest.mark.parametrize("step", SINCE_7)

@@ -2,6 +2,9 @@
 up, and every slot that did not finish fails with "gave up".
 
 All on virtual time, with seeded jitter.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
 """
 
 from __future__ import annotations
@@ -12,19 +15,14 @@ import pytest
 import trio
 from course_support import (
     HOUR,
-    STEP07,
     STEP08,
     STEP09,
     STEP10,
-    Probe,
-    odd_fraction,
     refused,
-    supervise,
 )
-from hypothesis import Phase, given, settings
-from hypothesis import strategies as st
-from support import flawed, run_virtual
+from support import cases
 
+from lessons._course import laws
 from trio_supervisor import Status
 from trio_supervisor.testing import SimulatedAgent
 
@@ -32,89 +30,16 @@ SINCE_8 = [STEP08, STEP09, STEP10]
 FLAW = "step 7's flaw: nothing limits the retries of the run as a whole"
 
 
-@pytest.mark.parametrize("step", [flawed(STEP07, FLAW), *SINCE_8])
-@settings(max_examples=40, deadline=None, phases=(Phase.explicit, Phase.generate))
-@given(
-    kinds=st.lists(st.sampled_from(["ok", "fail"]), min_size=1, max_size=6),
-    workers=st.integers(1, 4),
-    restarts=st.integers(0, 4),
-    period=odd_fraction(1, 100, 8),
-    seed=st.integers(0, 2**16),
-)
-def test_never_more_than_r_restarts_in_any_t_second_window(
-    step: ModuleType,
-    kinds: list[str],
-    workers: int,
-    restarts: int,
-    period: float,
-    seed: int,
-) -> None:
-    plan = [f"{kind} {slot}" for slot, kind in enumerate(kinds)]
-
-    async def main() -> None:
-        probe = Probe(SimulatedAgent(seed))
-        await supervise(
-            step,
-            "; ".join(plan),
-            probe,
-            max_workers=workers,
-            attempts=5,
-            intensity=(restarts, period),
-            seed=seed,
-        )
-        # a slot was restarted at the end of each of its calls that another call followed
-        instants = []
-        for subtask in plan:
-            for call in probe.of(subtask)[:-1]:
-                assert call.end is not None
-                instants.append(call.end)
-        for now in instants:
-            within = [then for then in instants if now - period < then <= now]
-            assert len(within) <= restarts, f"{len(within)} restarts within {period}s of {now}"
-
-    run_virtual(main)  # not the fixture: a failure must come out bare for the xfail to match it
+@pytest.mark.parametrize("step", cases(laws.AT_MOST_R_RESTARTS_IN_T))
+def test_never_more_than_r_restarts_in_any_t_second_window(step: ModuleType) -> None:
+    laws.AT_MOST_R_RESTARTS_IN_T.verify(step)
 
 
-@pytest.mark.parametrize("step", SINCE_8)
-@settings(max_examples=30, deadline=None)
-@given(restarts=st.integers(0, 5), workers=st.integers(1, 3), seed=st.integers(0, 2**16))
+@pytest.mark.parametrize("step", cases(laws.GIVES_UP_PAST_THE_INTENSITY))
 def test_past_the_restart_intensity_the_supervisor_gives_up_and_fails_the_rest(
-    step: ModuleType, restarts: int, workers: int, seed: int
+    step: ModuleType,
 ) -> None:
-    plan = ["a", "fail b", "c", "d", "e"]
-
-    async def main() -> None:
-        probe = Probe(SimulatedAgent(seed))
-        start = trio.current_time()
-        aggregate = await step.supervise(
-            "; ".join(plan),
-            probe,
-            max_workers=workers,
-            attempts=100,
-            intensity=(restarts, HOUR),
-            seed=seed,
-        )
-        failing = probe.of("fail b")
-        assert len(failing) == restarts + 1, "one restart per failure, up to the intensity"
-        assert failing[-1].end is not None
-        assert trio.current_time() - start == failing[-1].end - start, "it gave up at once"
-        assert probe.live == 0
-        results = aggregate.results
-        assert [result.subtask for result in results] == plan
-        assert results[1].error == "SubAgentError: sub-agent failed on 'fail b'"
-        assert results[1].attempts == restarts + 1
-        gave_up = f"gave up: more than {restarts} restarts within {HOUR:g}s"
-        for result, calls in zip(results, (probe.of(s) for s in plan), strict=True):
-            if result.subtask == "fail b":
-                continue
-            finished = bool(calls) and calls[-1].outcome == "ok"
-            if finished:
-                assert result.status is Status.OK
-            else:
-                assert (result.status, result.error) == (Status.FAILED, gave_up)
-                assert result.attempts == len(calls)
-
-    run_virtual(main)
+    laws.GIVES_UP_PAST_THE_INTENSITY.verify(step)
 
 
 @pytest.mark.parametrize("step", SINCE_8)

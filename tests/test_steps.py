@@ -1,5 +1,9 @@
 """The laws of steps 1-5, each on virtual time, and the flaws of the naive steps, shown: each law
-of a step fails, strictly, on the step before it."""
+of a step fails, strictly, on the step before it.
+
+The laws' own code is in ``lessons/_course/laws.py``: ``python -m lessons check`` runs
+the same properties on a reader's code.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,11 @@ from typing import Any
 
 import pytest
 import trio
-from hypothesis import Phase, find, given, settings
-from hypothesis import strategies as st
+from hypothesis import find, settings
 from support import (
     Spy,
+    cases,
     exact_latencies,
-    flawed,
     list_schedule,
     plan_of,
     run_virtual,
@@ -22,16 +25,13 @@ from support import (
     task_of,
 )
 
+from lessons._course import laws
 from lessons._course.steps import load_step, steps
-from trio_supervisor import Aggregate, Status
+from trio_supervisor import Aggregate
 
 STEPS = {number: load_step(name) for number, name in steps().items() if number <= 5}
 S1, S2, S3, S4, S5 = (STEPS[n] for n in range(1, 6))
 LIMITED = (S3, S4, S5)  # the steps that take max_workers
-workers = st.integers(1, 6)
-# for the laws a step before fails: its first counterexample is enough (shrinking each of the
-# exception groups it raises would take long, and the expected failure needs none)
-NO_SHRINK = (Phase.explicit, Phase.generate)
 
 
 def ids(module: ModuleType) -> str:
@@ -58,20 +58,9 @@ def order(aggregate: Aggregate[str, str]) -> list[str]:
 # --- plan order ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "step",
-    [S1, flawed(S3, "step 3's flaw: results come back in completion order"), S4, S5],
-    ids=ids,
-)
-@given(latencies=exact_latencies(), k=workers)
-@settings(max_examples=60, database=None, phases=NO_SHRINK)
-def test_results_in_plan_order_for_every_permutation(
-    step: ModuleType, latencies: list[float], k: int
-) -> None:
-    plan, spy = spy_for(latencies)
-    aggregate, _ = supervise(step, plan, spy, None if step is S1 else k)
-    assert order(aggregate) == plan
-    assert [result.output for result in aggregate.results] == [f"out:{s}" for s in plan]
+@pytest.mark.parametrize("step", cases(laws.PLAN_ORDER), ids=ids)
+def test_results_in_plan_order_for_every_permutation(step: ModuleType) -> None:
+    laws.PLAN_ORDER.verify(step)
 
 
 @pytest.mark.parametrize("step", [S2, S3], ids=ids)
@@ -90,55 +79,27 @@ def test_hypothesis_finds_completion_order_leaking_into_result_order(step: Modul
 # --- wall time ----------------------------------------------------------------------------------
 
 
-@given(latencies=exact_latencies())
-@settings(max_examples=40)
-def test_serial_wall_time_is_the_sum_of_latencies(latencies: list[float]) -> None:
-    plan, spy = spy_for(latencies)
-    _, elapsed = supervise(S1, plan, spy, None)
-    total = 0.0
-    for latency in latencies:
-        total += latency
-    assert elapsed == total
+@pytest.mark.parametrize("step", cases(laws.SERIAL_WALL_TIME), ids=ids)
+def test_serial_wall_time_is_the_sum_of_latencies(step: ModuleType) -> None:
+    laws.SERIAL_WALL_TIME.verify(step)
 
 
-@pytest.mark.parametrize(
-    "step", [flawed(S1, "step 1's flaw: each subtask waits for the one before it"), S2], ids=ids
-)
-@given(latencies=exact_latencies())
-@settings(max_examples=40, database=None)
-def test_fan_out_wall_time_is_the_longest_latency(step: ModuleType, latencies: list[float]) -> None:
-    plan, spy = spy_for(latencies)
-    _, elapsed = supervise(step, plan, spy, None)
-    assert elapsed == max(latencies)
+@pytest.mark.parametrize("step", cases(laws.FAN_OUT_WALL_TIME), ids=ids)
+def test_fan_out_wall_time_is_the_longest_latency(step: ModuleType) -> None:
+    laws.FAN_OUT_WALL_TIME.verify(step)
 
 
-@pytest.mark.parametrize("step", LIMITED, ids=ids)
-@given(latencies=exact_latencies(), k=workers)
-@settings(max_examples=60)
-def test_wall_time_is_the_greedy_makespan_in_plan_order(
-    step: ModuleType, latencies: list[float], k: int
-) -> None:
-    plan, spy = spy_for(latencies)
-    _, elapsed = supervise(step, plan, spy, k)
-    assert elapsed == list_schedule(latencies, k).makespan
-    assert spy.started == plan  # dispatch follows plan order
+@pytest.mark.parametrize("step", cases(laws.GREEDY_MAKESPAN), ids=ids)
+def test_wall_time_is_the_greedy_makespan_in_plan_order(step: ModuleType) -> None:
+    laws.GREEDY_MAKESPAN.verify(step)
 
 
 # --- the capacity bound -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "step", [flawed(S2, "step 2's flaw: nothing bounds how many run at once"), *LIMITED], ids=ids
-)
-@given(latencies=exact_latencies(), k=workers)
-@settings(max_examples=60, database=None)
-def test_at_most_k_in_flight_and_exactly_min_k_n_at_the_peak(
-    step: ModuleType, latencies: list[float], k: int
-) -> None:
-    plan, spy = spy_for(latencies)
-    supervise(step, plan, spy, k)
-    assert 0 < spy.max_running <= k
-    assert spy.max_running == min(k, len(plan))
+@pytest.mark.parametrize("step", cases(laws.BOUNDED), ids=ids)
+def test_at_most_k_in_flight_and_exactly_min_k_n_at_the_peak(step: ModuleType) -> None:
+    laws.BOUNDED.verify(step)
 
 
 def test_fan_out_has_no_bound_every_worker_runs_at_once() -> None:
@@ -180,45 +141,9 @@ async def test_one_failure_cancels_the_siblings_and_raises_a_group(
     assert trio.current_time() == 1.0
 
 
-@pytest.mark.parametrize(
-    "step",
-    [
-        flawed(
-            S4,
-            "step 4's flaw: one failure cancels its siblings and the run raises",
-            raises=ExceptionGroup,
-        ),
-        S5,
-    ],
-    ids=ids,
-)
-@given(
-    data=st.data(),
-    latencies=exact_latencies(max_size=8),
-    k=workers,
-)
-@settings(max_examples=80, database=None, phases=NO_SHRINK)
-def test_exactly_the_failing_slots_carry_errors(
-    step: ModuleType, data: st.DataObject, latencies: list[float], k: int
-) -> None:
-    failing = data.draw(st.sets(st.integers(0, len(latencies) - 1)), label="failing slots")
-    plan, spy = spy_for(latencies, fail=failing)
-    aggregate, elapsed = supervise(step, plan, spy, k)
-    assert order(aggregate) == plan
-    for slot, result in enumerate(aggregate.results):
-        if slot in failing:
-            assert result.status is Status.FAILED
-            assert result.output is None
-            assert result.error == f"ValueError: s{slot} failed"
-        else:
-            assert result.status is Status.OK
-            assert result.error is None
-            assert result.output == f"out:s{slot}"
-    assert aggregate.failed == len(failing)
-    assert aggregate.succeeded == len(plan) - len(failing)
-    assert aggregate.degraded == bool(failing)
-    assert elapsed == list_schedule(latencies, k).makespan  # siblings ran on, nothing was cancelled
-    assert spy.cancelled == []
+@pytest.mark.parametrize("step", cases(laws.FAILURES_ISOLATED), ids=ids)
+def test_exactly_the_failing_slots_carry_errors(step: ModuleType) -> None:
+    laws.FAILURES_ISOLATED.verify(step)
 
 
 def test_synthesize_merges_in_plan_order_and_flags_a_degraded_answer() -> None:

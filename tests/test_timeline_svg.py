@@ -247,3 +247,53 @@ async def test_without_colour_each_attempt_a_retry_followed_ends_in_how_it_ended
     rows = out.getvalue().splitlines()[1:4]
     timelines = [row.split("✓ ok")[0] for row in rows]  # each row up to its ending
     assert [(line.count("✗"), line.count("✓")) for line in timelines] == [(1, 0), (0, 1), (0, 0)]
+
+
+async def test_a_wait_a_failure_asked_for_is_drawn_from_its_end_to_the_next_attempt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A 429's ``Retry-After`` (a failure's ``retry_after``) is kept on its span with the error's
+    text, and drawn as an ``asked`` bar from the failure to the end of the wait, at most to the
+    next attempt; the rest of the gap is plain waiting. A failure that asks nothing has none."""
+
+    class Refused(Exception):
+        retry_after = 0.5
+
+    calls = 0
+
+    async def worker(subtask: str) -> str:
+        nonlocal calls
+        calls += 1
+        await trio.sleep(1 / 32)
+        if calls == 1:
+            raise Refused("429 Too Many Requests")
+        if calls == 2:
+            raise ValueError("500")
+        return subtask
+
+    trace = Trace(["a"])
+    watched = trace.watch(worker)
+    for wait in (1.0, 0.25):  # the second attempt comes later than asked, the third at once
+        with pytest.raises(Exception):  # noqa: B017, PT011  # Refused, then ValueError
+            await watched("a")
+        await trio.sleep(wait)
+    await watched("a")
+    trace.close()
+    first, second, _ = trace.slots[0].spans
+    assert (first.error, first.retry_after) == ("Refused: 429 Too Many Requests", 0.5)
+    assert (second.error, second.retry_after) == ("ValueError: 500", None)
+    (row,) = timeline_rows(trace)
+    gaps = [(bar.kind, bar.start, bar.end) for bar in row.bars if bar.kind != "running"]
+    assert gaps == [
+        ("asked", 1 / 32, 1 / 32 + 0.5),
+        ("waiting", 1 / 32 + 0.5, 1 / 32 + 1.0),
+        ("waiting", 2 / 32 + 1.0, 2 / 32 + 1.25),
+    ]
+    assert trace.to_dict()["slots"][0]["spans"][0]["retry_after"] == 0.5
+    svg = render_svg(trace, width=WIDTH)
+    asked = [r for r in ET.fromstring(svg).iter(f"{SVG}rect") if r.get("class") == "ts-asked"]
+    assert len(asked) == 2  # the bar, and its swatch in the legend
+    assert "told to wait (Retry-After)" in svg
+    out = io.StringIO()
+    Console(file=out, width=100, color_system=None).print(render_timeline(trace, width=40))
+    assert "✗╌" in out.getvalue()

@@ -13,16 +13,24 @@ page in Debian's Chromium (driven by Playwright, which downloads no browser here
   as many lines as the step changed, no code block on the page (the file, the diff, the sample
   outputs) scrolls sideways at the viewport's 1280 px, and each demo's timeline SVG is displayed
   with one row per subtask, its text readable (contrast >= 4.5) in the light and in the dark
-  scheme.
+  scheme;
+- on every step page, the "dispatch" player: each recorded scenario is chosen, dispatched (the
+  first from the keyboard: Tab reaches the Dispatch button, outlined, and Enter presses it) and
+  replayed at the highest speed, and the finished player's cards, results, clock and outcome
+  must say what the run recorded in ``dispatch.json`` says; its text is readable (contrast >=
+  4.5) in both schemes; with JavaScript off, its container still shows a timeline.
 
 It saves a full-page screenshot of each page (and of each step page in the dark scheme) under
-``build/screenshots/`` and ends with a line ``docs-check: N passed, M failed``.
+``build/screenshots/``, one of each step's finished player (``player-<step>.png``, and
+``player-<step>-dark.png``), and ends with a line ``docs-check: N passed, M failed``.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
+import math
 import sys
 import threading
 from collections.abc import Iterator
@@ -232,6 +240,190 @@ def code_that_scrolls(page: Page) -> list[str]:
     return found
 
 
+def _seconds(value: float) -> str:
+    return f"{value:.2f}s"
+
+
+def expected_player(run: dict[str, Any]) -> dict[str, Any]:
+    """What a finished replay of ``run`` (one run of ``dispatch.json``) must show, read from the
+    recorded run alone: per card its state, times and attempts; per result its slot, status and
+    text; the clock; and what the outcome must mention."""
+    cards = []
+    for slot in run["trace"]["slots"]:
+        spans = slot["spans"]
+        if spans and spans[-1]["end"] is None:  # a hung worker, still running when it stopped
+            again = f"attempt {len(spans)}, " if len(spans) > 1 else ""
+            when = f"{again}from {_seconds(spans[-1]['start'])} · still running"
+            state = "running"
+        elif spans:
+            when = f"{_seconds(slot['started'])} → {_seconds(slot['finished'])}"
+            state = slot["status"]
+        else:
+            when, state = "never ran", slot["status"] or "idle"
+        tried = f"{len(spans)} attempts" if len(spans) > 1 else ""
+        cards.append([state, when, tried])
+    aggregate = run["aggregate"]
+    results = [
+        [str(item["slot"]), item["status"], item["error"] or item["output"]]
+        for item in (aggregate["results"] if aggregate is not None else [])
+    ]
+    wall = _seconds(run["trace"]["wall"])
+    mentions = [wall, run["error"] or f"{len(results)} result"]
+    return {"cards": cards, "results": results, "clock": f"{wall} / {wall}", "mentions": mentions}
+
+
+def shown_player(page: Page) -> dict[str, Any]:
+    """What the player shows now: per card its state, times and attempts; per result shown
+    (not a hole) its slot, status and text; the clock and the outcome."""
+    shown: dict[str, Any] = page.evaluate(
+        """() => {
+            const root = document.querySelector(".dispatch");
+            const text = (node, css) => node.querySelector(css).textContent;
+            return {
+                cards: [...root.querySelectorAll(".dispatch-card")].map((card) => [
+                    card.dataset.state, text(card, ".dispatch-when"),
+                    text(card, ".dispatch-attempts")]),
+                results: [...root.querySelectorAll(".dispatch-result")]
+                    .filter((item) => item.checkVisibility()
+                        && !item.classList.contains("dispatch-hole"))
+                    .map((item) => [item.dataset.slot, text(item, ".r-status"),
+                        text(item, ".r-text")]),
+                clock: text(root, ".dispatch-clock"),
+                outcome: text(root, ".dispatch-outcome"),
+            };
+        }"""
+    )
+    return shown
+
+
+def replay(page: Page, key: str, keyboard: bool = False) -> str | None:
+    """Choose scenario ``key``, dispatch it and wait until the replay is done. From the
+    keyboard: Tab from the scenario's menu must reach the Dispatch button and outline it, and
+    Enter presses it; returns what is wrong with that, if anything."""
+    root = page.locator(".dispatch")
+    root.locator("select.dispatch-scenario").select_option(key)
+    wrong = None
+    if keyboard:
+        root.locator("select.dispatch-scenario").focus()
+        page.keyboard.press("Tab")
+        focused = page.evaluate(
+            """() => {
+                const active = document.activeElement;
+                return [active.className, getComputedStyle(active).outlineStyle];
+            }"""
+        )
+        if "dispatch-play" not in focused[0].split() or focused[1] == "none":
+            wrong = f"Tab from the scenario's menu focuses {focused[0]!r}, outline {focused[1]}"
+        page.keyboard.press("Enter")
+    else:
+        root.locator("button.dispatch-play").click()
+    page.wait_for_function("document.querySelector('.dispatch').dataset.player === 'done'")
+    return wrong
+
+
+def player_contrast(page: Page) -> tuple[float, str]:
+    """The lowest contrast ratio of the player's text against what is painted behind it (its
+    nearest ancestor with a background; a translucent colour blended over it), and whose."""
+    pairs: list[tuple[str, list[float], list[float]]] = page.evaluate(
+        """() => {
+            const parse = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+            const opaque = (colour) => colour.length === 3 || colour[3] > 0;
+            const behind = (node) => {
+                for (let at = node; at; at = at.parentElement) {
+                    const colour = parse(getComputedStyle(at).backgroundColor);
+                    if (colour.length && opaque(colour)) return colour.slice(0, 3);
+                }
+                return [255, 255, 255];
+            };
+            const texts = document.querySelectorAll(
+                ".dispatch-player :is(span, p, h4, label, button, option)");
+            return [...texts].filter((node) => node.checkVisibility() && node.textContent.trim())
+                .map((node) => [node.className || node.tagName.toLowerCase(),
+                    parse(getComputedStyle(node).color), behind(node)]);
+        }"""
+    )
+    lowest, whose = math.inf, ""
+    for name, colour, back in pairs:
+        if len(colour) == 4:  # a translucent text colour, blended over what is behind it
+            colour = [
+                c * colour[3] + b * (1 - colour[3]) for c, b in zip(colour, back, strict=False)
+            ]
+        lighter, darker = sorted((_luminance(colour), _luminance(back)), reverse=True)
+        ratio = (lighter + 0.05) / (darker + 0.05)
+        if ratio < lowest:
+            lowest, whose = ratio, name
+    return lowest, whose
+
+
+def check_player(page: Page, base: str, name: str, result: Result, shot: Path) -> None:
+    """Replay every scenario of the step's player at its highest speed and compare the finished
+    player with the recorded run; the default scenario goes last, and is screenshot."""
+    root = page.locator(".dispatch")
+    if root.count() != 1:
+        result.problems.append(f"expected one dispatch player, found {root.count()}")
+        return
+    recorded = json.loads(page.request.get(f"{base}generated/steps/{name}/dispatch.json").text())
+    try:
+        page.wait_for_function("document.querySelector('.dispatch').dataset.player === 'ready'")
+    except PlaywrightTimeoutError:
+        result.problems.append("the dispatch player did not load its recorded runs")
+        return
+    if root.locator("figure.dispatch-fallback").is_visible():
+        result.problems.append("the player's static timeline still shows beside the player")
+    labels = root.locator("select.dispatch-scenario option").all_text_contents()
+    wanted = [scenario["label"] for scenario in recorded["scenarios"]]
+    if labels != wanted:
+        result.problems.append(f"the player offers {labels}, the recorded runs are {wanted}")
+    speeds = root.locator("select.dispatch-speed option").evaluate_all(
+        "(options) => options.map((option) => option.value)"
+    )
+    root.locator("select.dispatch-speed").select_option(max(speeds, key=float))
+    default = recorded["default"]
+    ordered = sorted(recorded["scenarios"], key=lambda scenario: scenario["key"] == default)
+    for index, scenario in enumerate(ordered):
+        key = scenario["key"]
+        try:
+            wrong = replay(page, key, keyboard=index == 0)
+        except PlaywrightTimeoutError:
+            result.problems.append(f"the player's replay of {key!r} did not finish")
+            continue
+        if wrong is not None:
+            result.problems.append(f"player, keyboard: {wrong}")
+        expected, shown = expected_player(scenario["run"]), shown_player(page)
+        for part in ("cards", "results", "clock"):
+            if shown[part] != expected[part]:
+                result.problems.append(
+                    f"player {key!r}: its {part} show {shown[part]}, the run says {expected[part]}"
+                )
+        missing = [said for said in expected["mentions"] if said not in shown["outcome"]]
+        if missing:
+            result.problems.append(
+                f"player {key!r}: its outcome {shown['outcome']!r} omits {missing}"
+            )
+    contrast, whose = player_contrast(page)
+    if contrast < MIN_CONTRAST:
+        result.problems.append(f"player text {whose!r} contrast {contrast:.1f} < {MIN_CONTRAST}")
+    result.notes.append(f"player contrast {contrast:.1f}")
+    # the theme's header is fixed at the top of the viewport: kept out of the player's picture
+    root.screenshot(path=str(shot), style=".md-header, .md-tabs { visibility: hidden; }")
+    result.notes.append(f"player {len(ordered)} scenarios")
+
+
+def check_without_javascript(browser: Browser, base: str, path: str, result: Result) -> None:
+    """With JavaScript off, the player's container still shows its timeline as an SVG."""
+    context = browser.new_context(viewport=VIEWPORT, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.route("**/*", Watch().route)
+        page.goto(base + path, wait_until="load")
+        svg = page.locator(".dispatch figure.dispatch-fallback svg.ts-chart")
+        box = svg.bounding_box() if svg.count() == 1 else None
+        if box is None or box["width"] < 300 or box["height"] < 80:
+            result.problems.append(f"without JavaScript the player shows no timeline ({box})")
+    finally:
+        context.close()
+
+
 def check_step(page: Page, name: str, result: Result) -> None:
     """The step's code block (its file below the docstring, changed lines highlighted, no
     sideways scrolling at the viewport's width, nor in any other code block of the page) and its
@@ -341,6 +533,8 @@ def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
             if contrast < MIN_CONTRAST:
                 errors.append(f"timeline text contrast {contrast:.1f} < {MIN_CONTRAST}: unreadable")
             result.notes.append(f"{scheme} contrast {contrast:.1f}")
+            player = f"player-{step}.png" if scheme == "light" else f"player-{step}-{scheme}.png"
+            check_player(page, base, step, result, shots / player)
         if scheme == "light":
             diagrams = mermaid_svgs(page)
             if len(diagrams) != expected:
@@ -360,6 +554,8 @@ def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
         page.screenshot(path=str(shot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
         result.problems.extend(f"[{scheme}] {error}" for error in errors)
         context.close()
+    if step is not None:
+        check_without_javascript(browser, base, path, result)
     return result
 
 

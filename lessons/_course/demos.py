@@ -106,6 +106,19 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
         ),
         Demo("the same feed, left after 8 reviews", FEED, slow={1: 3.0}, take=8),
     ),
+    11: (  # through the loopback server, which answers two requests at once (429 beyond)
+        Demo(
+            "research this company through a server that takes two at once",
+            RESEARCH.task,
+            flaky={1: 1},  # the reviews request is answered 500 once: transient, retried
+        ),
+        Demo(
+            "five sub-agents, one stalls: cut at 1.5s and tried again, it holds a server place",
+            FIVE,
+            hang=frozenset({1}),  # the server never answers the reviews request
+            options={"worker_timeout": 1.5},
+        ),
+    ),
     13: (  # at most --workers leaves in all: a tie for a place would go to either tree
         Demo(
             "two companies, one child supervisor each; a leaf fails, its company is degraded",

@@ -6,14 +6,19 @@ the same code path as ``python -m lessons --virtual`` (:func:`lessons._course.ru
 
 - ``steps/<step>/<demo>.svg``: the run's timeline (`trio_supervisor.timeline.render_svg`),
   drawn from the same trace as the terminal timeline it prints;
-- ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output;
+- ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output,
+  after the "dispatch" player's container (:mod:`lessons._course.dispatch`);
+- ``steps/<step>/dispatch.json``: the runs that player replays, recorded on virtual time;
 - ``steps/<step>.idea.md``: the step's docstring as prose (its idea, what is still wrong);
 - ``steps/<step>.code.md``: the fenced block that includes the step's code, from the line after
-  its docstring, with the code lines that changed since the step before highlighted;
+  its docstring, with the code lines that changed since the step before highlighted (in Part II,
+  where a step's diff against the step before is not its lesson, the lines it marks with a
+  ``# step NN:`` comment, NN its own number; see :func:`marked_lines`);
 - ``steps/<step>.diff``: the step's code against the code of the step before it;
 - ``course.md``: the home page's list of steps, from the steps' docstrings;
 - ``laws/smallest-leak.md``: a real Hypothesis search for latencies that make step 2 return its
-  results out of plan order, shrunk to the smallest, with its timeline.
+  results out of plan order, shrunk to the smallest, with its timeline;
+- ``exercises/sample.md``: what the exercises' commands print on step 4's untouched starter.
 
 It also fills the nav's ``Course`` section (after the primer) with one page per step found by
 ``lessons._course.steps.steps`` and adds the generated ``tests.md`` page, a section per test
@@ -32,6 +37,7 @@ import html
 import inspect
 import io
 import re
+import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +49,10 @@ from hypothesis import find, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from lessons._course import exercises, laws, probes
 from lessons._course.demos import Demo
+from lessons._course.dispatch import FILE as PLAYER_DATA
+from lessons._course.dispatch import player
 from lessons._course.runner import (
     Run,
     demos,
@@ -53,7 +62,7 @@ from lessons._course.runner import (
     show,
     show_header_to,
 )
-from lessons._course.steps import load_step, step_number, step_path, steps
+from lessons._course.steps import load_step, part_two, step_number, step_path, steps
 from trio_supervisor import Aggregate
 from trio_supervisor.timeline import render_svg
 
@@ -71,6 +80,7 @@ TESTS = ROOT / "tests"
 MERMAID = GENERATED / "vendor" / "mermaid.min.js"
 WIDTH = 88  # terminal columns of the sample output, as in the steps' docstrings
 COURSE = "Course"  # the nav section this hook fills with the step pages
+SAMPLE, SAMPLE_STEP = "exercises/sample.md", 4  # the exercises page's sample: step 4's exercise
 
 
 # -- which lines a step changed ----------------------------------------------------------------
@@ -165,9 +175,29 @@ def next_step(name: str) -> str | None:
     return names[index + 1] if index + 1 < len(names) else None
 
 
+MARK = re.compile(r"#\s*step (?P<number>\d+):")
+"""A comment that marks its line as the idea of step ``number`` (Part II's highlights)."""
+
+
+def marked_lines(source: str, number: int) -> list[int]:
+    """The numbers of ``source``'s lines whose comment marks them as step ``number``'s idea
+    (``# step 11: ...``), read with ``tokenize``: a ``#`` inside a string marks nothing."""
+    lines = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            match = MARK.match(token.string)
+            if match is not None and int(match["number"]) == number:
+                lines.append(token.start[0])
+    return lines
+
+
 def step_changes(name: str) -> list[int]:
-    """The code lines of step ``name``'s file that differ from the step before (none for the
-    first: it has nothing to differ from, so its page highlights nothing)."""
+    """The code lines a step's page highlights: in Part I those of step ``name``'s file that
+    differ from the step before (none for the first: it has nothing to differ from, so its page
+    highlights nothing); in Part II, whose steps build on the library rather than on the step
+    before, the lines it marks as its idea (see :func:`marked_lines`)."""
+    if part_two(name):
+        return marked_lines(step_path(name).read_text(), step_number(name))
     before = previous_step(name)
     if before is None:
         return []
@@ -382,17 +412,20 @@ def pages() -> list[str]:
 
 def generate(out: Path = GENERATED) -> list[Path]:
     """Write every step's generated files under ``out``; returns the paths, written or not."""
-    paths = [out / "course.md", out / "laws" / "smallest-leak.md"]
+    paths = [out / "course.md", out / "laws" / "smallest-leak.md", out / SAMPLE]
     write_if_changed(paths[0], course())
     write_if_changed(paths[1], leak_page(find_leak(steps()[2])))
+    write_if_changed(paths[2], exercises.sample(SAMPLE_STEP, width=WIDTH))
     for name in steps().values():
         made = pictures(name)
         for picture in made:
             path = out / "steps" / name / f"{slug(picture.demo)}.svg"
             write_if_changed(path, picture.svg)
             paths.append(path)
+        recorded, placed = player(name)
         for path, text in (
-            (out / "steps" / f"{name}.md", _fragment(name, made)),
+            (out / "steps" / name / PLAYER_DATA, recorded),
+            (out / "steps" / f"{name}.md", placed + "\n" + _fragment(name, made)),
             (out / "steps" / f"{name}.diff", code_diff(name)),
             (out / "steps" / f"{name}.code.md", code_block(name)),
             (out / "steps" / f"{name}.idea.md", idea(name)),
@@ -409,12 +442,9 @@ SEARCH = 500
 
 
 def exact_latencies() -> st.SearchStrategy[list[float]]:
-    """Distinct latencies in whole 1/32 s (exact in binary), in any order: what the tests of
-    plan order draw (``tests/support.py``), so the page shows the same search."""
-    distinct = st.lists(
-        st.integers(1, 256).map(lambda k: k / 32), min_size=1, max_size=10, unique=True
-    )
-    return distinct.flatmap(st.permutations)
+    """Distinct latencies in whole 1/32 s (exact in binary), in any order: what the law of plan
+    order draws (``lessons/_course/laws.py``), so the page shows the same search."""
+    return probes.exact_latencies()
 
 
 @dataclass(frozen=True)
@@ -686,8 +716,9 @@ def _max_examples(call: ast.expr) -> int | None:
 
 def drawn_inputs(test: CodeOfTest) -> str | None:
     """What a test's Hypothesis draws, in words: ``checked on 60 drawn inputs`` for a ``@given``
-    test (its ``max_examples``, Hypothesis's default of 100 if unset; ``per step`` when it is
-    parametrized over steps), ``a search of up to 500 drawn inputs`` for one that calls
+    test, or one that verifies a law of the course (``laws.PLAN_ORDER.verify(step)``: the law's
+    ``budget``) (its ``max_examples``, Hypothesis's default of 100 if unset; ``per step`` when it
+    is parametrized over steps), ``a search of up to 500 drawn inputs`` for one that calls
     ``find``; None for a test that draws nothing."""
     function = _function(test)
     names = {
@@ -702,6 +733,11 @@ def drawn_inputs(test: CodeOfTest) -> str | None:
         for decorator in function.decorator_list
     )
     each = " per step" if per_step else ""
+    for node in ast.walk(function):  # a law of the course, which the test verifies on a step
+        called = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+        law = getattr(laws, called.removeprefix("laws.").removesuffix(".verify"), None)
+        if re.fullmatch(r"laws\.\w+\.verify", called) and isinstance(law, laws.Law) and law.draws:
+            return f"checked on {law.budget.max_examples} drawn inputs{each}"
     if "given" in names:
         counts = [_max_examples(decorator) for decorator in function.decorator_list]
         count = next((number for number in counts if number is not None), 100)
@@ -758,9 +794,10 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
 
 
 def inputs_digest() -> str:
-    """A digest of the code the generated files come from: the lessons and the library."""
+    """A digest of the code the generated files come from: the lessons, the course's machinery
+    (its runner, laws and exercises) and the library."""
     digest = hashlib.sha256()
-    for path in sorted([*LESSONS.glob("*.py"), *(ROOT / "src").rglob("*.py")]):
+    for path in sorted([*LESSONS.rglob("*.py"), *(ROOT / "src").rglob("*.py")]):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
@@ -778,7 +815,9 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
     wanted = [
         out / "course.md",
         out / "laws" / "smallest-leak.md",
+        out / SAMPLE,
         *(out / "steps" / f"{name}.md" for name in steps().values()),
+        *(out / "steps" / name / PLAYER_DATA for name in steps().values()),
     ]
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return

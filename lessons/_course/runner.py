@@ -1,4 +1,18 @@
-"""The lesson runner behind ``python -m lessons``: runs a step's demo and shows its timeline."""
+"""The lesson runner behind ``python -m lessons``: runs a step's demo and shows its timeline.
+
+Part II's seam: a step may say what its worker is with a module-level ``open_worker``, an async
+context manager function that takes the demo's simulated sub-agent (a
+``trio_supervisor.testing.SimulatedAgent``: what each slot does, its latencies) and yields the
+worker the step's ``supervise`` (or ``stream``) is given, wrapped in ``trace.watch`` as the
+simulated sub-agent is for a step without one. It is entered inside the run's ``trio.run`` and
+left when the run ends (a server it starts stops then). Besides the simulated sub-agent it is
+given, by keyword, those of these its signature names: ``virtual`` (the run is on a
+``trio.testing.MockClock``: no real socket, no real time), ``max_workers`` (the run's),
+``endpoint`` and ``model`` (``--endpoint URL --model NAME``; None without them), and ``plan``
+(the subtasks). ``--endpoint``, ``--model`` and ``--rate`` change only a step that takes them
+(``--rate`` is an option of its ``supervise``); the steps before ignore them, as they ignore the
+options of any later step.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +25,9 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -50,6 +66,8 @@ class Run:
     serial: float | None = None
     guard: float = math.inf  # seconds: a run still going then never returns (see run_step)
     stopped: float | None = None  # when the guard stopped a run that never returns, if it did
+    endpoint: str | None = None  # --endpoint, for a step whose worker takes one (see open_worker)
+    model: str | None = None  # --model, with --endpoint
 
     def to_dict(self) -> dict[str, Any]:
         """The run as plain data for ``--json``.
@@ -59,7 +77,8 @@ class Run:
         infinite timeout, is ``null``), and ``take`` for a step that streams. Each slot, in the
         results and in the trace, carries its ``status``, ``attempts`` (the worker's calls),
         ``started`` (its first attempt's start) and ``finished`` (its last attempt's end), in
-        seconds since the trace's origin.
+        seconds since the trace's origin. ``endpoint`` and ``model`` say where a step that takes
+        ``--endpoint`` sent its requests (null otherwise, as for the loopback server).
         """
         slots = self.slot_facts()
         aggregate = None
@@ -95,6 +114,8 @@ class Run:
             "answer": self.answer,
             "serial": self.serial,
             "stopped": self.stopped,
+            "endpoint": self.endpoint,
+            "model": self.model,
             "trace": trace,
         }
 
@@ -158,6 +179,7 @@ OPTIONS = {
     "window": "window",
     "strategy": "strategy",
     "seed": "seed",
+    "rate": "rate",
 }
 """Keyword option of a step's ``supervise`` -> the command-line option that sets it."""
 
@@ -175,10 +197,43 @@ def lazily(plan: Sequence[str], trace: Trace) -> Iterator[str]:
         yield subtask
 
 
+HOOK = "open_worker"
+"""The module-level name of a step's worker factory: Part II's seam (see the module's doc)."""
+
+
+def takes_endpoint(module: ModuleType) -> bool:
+    """Whether step ``module``'s worker can be pointed at an endpoint (``--endpoint``)."""
+    hook = getattr(module, HOOK, None)
+    return hook is not None and "endpoint" in inspect.signature(hook).parameters
+
+
+@asynccontextmanager
+async def worker_of(
+    module: ModuleType, run: Run, agent: SimulatedAgent
+) -> AsyncIterator[Callable[[Any], Any]]:
+    """The worker of a run of step ``module``: what its ``open_worker`` yields, made from
+    ``agent``, or ``agent`` itself for a step without one."""
+    hook = getattr(module, HOOK, None)
+    if hook is None:
+        yield agent
+        return
+    given = {
+        "virtual": isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock),
+        "max_workers": run.options.get("max_workers", 1),
+        "endpoint": run.endpoint,
+        "model": run.model,
+        "plan": list(run.plan),
+    }
+    accepted = inspect.signature(hook).parameters
+    async with hook(agent, **{k: v for k, v in given.items() if k in accepted}) as worker:
+        yield worker
+
+
 async def run_step(
     module: ModuleType, run: Run, agent: SimulatedAgent, live: Console | None = None
 ) -> None:
-    """Run ``module.supervise`` on ``run``'s task with a traced ``agent``, recording the outcome.
+    """Run ``module.supervise`` on ``run``'s task with a traced worker, recording the outcome:
+    ``agent``, or what the step's ``open_worker`` makes of it (see the module's doc).
 
     A step that streams (it has ``stream``) is fed the plan as a lazy input and consumed as it
     hands results over, each shown on ``live`` as it arrives; its results make the aggregate.
@@ -190,16 +245,17 @@ async def run_step(
     stream = getattr(module, "stream", None)
     run.trace = Trace() if stream is not None and lazy_input(stream) else Trace(run.plan)
     try:
-        if stream is None and records_itself(module.supervise):
-            run.aggregate = await module.supervise(
-                run.demo.task, agent, trace=run.trace, **run.options
-            )
-        elif stream is None:
-            run.aggregate = await module.supervise(
-                run.demo.task, run.trace.watch(agent), **run.options
-            )
-        else:
-            run.aggregate = await consume(stream, run, run.trace, agent, live)
+        async with worker_of(module, run, agent) as worker:
+            if stream is None and records_itself(module.supervise):
+                run.aggregate = await module.supervise(
+                    run.demo.task, worker, trace=run.trace, **run.options
+                )
+            elif stream is None:
+                run.aggregate = await module.supervise(
+                    run.demo.task, run.trace.watch(worker), **run.options
+                )
+            else:
+                run.aggregate = await consume(stream, run, run.trace, worker, live)
     except Exception as exc:
         if stdout_closed(exc):  # the runner's own output failed, not the step: stop (see main)
             raise
@@ -311,6 +367,8 @@ def show_header_to(console: Console) -> Callable[[Run], None]:
 
     def show_header(run: Run) -> None:
         options = "".join(f", {name}={value}" for name, value in run.options.items())
+        if run.endpoint is not None:
+            options += f", against {run.endpoint} ({run.model})"
         console.print(f"[bold]{run.step}[/bold] · {escape(run.demo.title)}{escape(options)}")
         console.file.flush()
 
@@ -318,7 +376,11 @@ def show_header_to(console: Console) -> Callable[[Run], None]:
 
 
 async def consume(
-    stream: Callable[..., Any], run: Run, trace: Trace, agent: SimulatedAgent, live: Console | None
+    stream: Callable[..., Any],
+    run: Run,
+    trace: Trace,
+    agent: Callable[[Any], Any],
+    live: Console | None,
 ) -> Aggregate[str, str]:
     """Run a streaming step to its end, marking each result on ``trace`` as it is handed over."""
     results: list[SubResult[str, str]] = []
@@ -350,6 +412,8 @@ def show(console: Console, run: Run) -> None:
     console.print(render_timeline(run.trace, final_statuses(run), width=width))
     if any(slot.delivered is not None for slot in run.trace.slots):
         console.print("░ done, held until every earlier slot was handed over", style="bright_black")
+    if hasattr(load_step(run.step), HOOK):
+        show_retries(console, run.trace)
     ranks = run.trace.completion_rank()
     if run.aggregate is not None:
         table = Table(
@@ -388,6 +452,33 @@ def show(console: Console, run: Run) -> None:
             f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
         )
     console.print()
+
+
+def show_retries(console: Console, trace: Trace) -> None:
+    """Each attempt that failed and was tried again: when it ended, why (a 429 and the wait its
+    ``Retry-After`` asked for, a 500, a refused connection), and when the retry started."""
+    origin = trace.origin
+    lines = []
+    for slot in trace.slots:
+        for span, retry in zip(slot.spans, slot.spans[1:], strict=False):
+            if span.end is None:
+                continue
+            why = span.error or (span.status.value if span.status is not None else "")
+            if span.status is Status.CANCELLED:  # cancelled, yet tried again: its timeout
+                why = "timed out: cancelled by the worker's timeout"
+            why = why.split(" from ", 1)[0]  # the status, without the server's address
+            asked = "" if span.retry_after is None else f" · Retry-After {span.retry_after:g}s"
+            lines.append(
+                f"  {span.end - origin:6.3f}s  slot {slot.slot:>2}  {why}{asked}"
+                f" · retried at {retry.start - origin:.3f}s"
+            )
+    if not lines:
+        return
+    if any(span.retry_after is not None for slot in trace.slots for span in slot.spans):
+        console.print("╌ told to wait: the wait a 429's Retry-After asked for", style="yellow")
+    console.print("attempts that failed and were tried again:", style="bold")
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
 
 
 def result_slots(run: Run) -> list[int]:
@@ -453,6 +544,29 @@ def _pair(
     return pair
 
 
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number of attempts a second > 0, got {text!r}")
+    return value
+
+
+def _endpoint(text: str) -> str:
+    try:
+        url = urllib.parse.urlsplit(text)
+        url.port  # noqa: B018  # raises ValueError for a port that is not a number in range
+    except ValueError:
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.hostname:
+        raise argparse.ArgumentTypeError(
+            f"must be an http(s) base URL such as http://127.0.0.1:8000/v1, got {text!r}"
+        )
+    return text
+
+
 def _flaky(text: str) -> tuple[int, int]:
     rule = "a slot I or I:K (slot I fails its first K >= 1 calls)"
     return _pair(text, ":", int, lambda slot, calls: slot >= 0 and calls >= 1, rule, default="1")
@@ -472,6 +586,8 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="python -m lessons",
         description="Run the course's steps. With no step, list them.",
+        epilog="Exercises: 'python -m lessons exercise N' writes one, 'python -m lessons check N' "
+        "grades it by step N's laws.",
     )
     p.add_argument("step", nargs="?", help="a step's number or name, or 'all'")
     p.add_argument("--task", help="the task to run instead of the demos, e.g. 'a; b; c'")
@@ -512,6 +628,16 @@ def parser() -> argparse.ArgumentParser:
         choices=("one_for_one", "one_for_all", "rest_for_one"),
         help="which children a restart takes (13)",
     )
+    p.add_argument(
+        "--rate", type=_rate, metavar="R", help="at most R attempts start a second (11-)"
+    )
+    p.add_argument(
+        "--endpoint",
+        type=_endpoint,
+        metavar="URL",
+        help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (11-)",
+    )
+    p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (11-)")
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     p.add_argument(
@@ -655,7 +781,13 @@ def changed_title(demo: Demo) -> str:
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Run the command line; returns the exit status: 0; 2 for bad input, refused before anything
-    runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly."""
+    runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly.
+    ``exercise`` and ``check`` are the exercises' commands (:mod:`lessons._course.exercises`)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("exercise", "check"):
+        from lessons._course import exercises  # imports Hypothesis: only when asked for
+
+        return exercises.main(argv, console)
     p = parser()
     args = p.parse_args(argv)
     console = console or PipeConsole(highlight=False)
@@ -667,6 +799,9 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         p.error(f"--window must be >= --workers ({args.workers}), got {args.window}")
     if args.trace_out is not None and not args.trace_out.parent.is_dir():
         p.error(f"--trace-out: {args.trace_out.parent} is not a directory: give a FILE in one")
+    endpoint_problem = endpoint_refused(args)
+    if endpoint_problem is not None:
+        p.error(endpoint_problem)
     names: list[str] = []
     try:
         if args.step is not None:
@@ -800,6 +935,35 @@ def conflicting(args: argparse.Namespace) -> str | None:
     return None
 
 
+def endpoint_refused(args: argparse.Namespace) -> str | None:
+    """Why ``--endpoint`` and ``--model`` cannot be used as given, or None.
+
+    An endpoint needs a model to ask and a key (``OPENAI_API_KEY``, never shown); it runs on
+    real time, and it does what it does: the slot options that script the loopback server
+    (``--fail``, ``--hang``, ``--flaky``, ``--slow``) cannot reach it.
+    """
+    if args.endpoint is None:
+        if args.model is not None:
+            return "--model names the model of an --endpoint: give --endpoint URL too"
+        return None
+    if not args.model:
+        return "--endpoint needs --model NAME: the model to ask there"
+    if args.virtual:
+        return "--endpoint runs on real time: a real server cannot follow --virtual's clock"
+    for option in ("fail", "hang", "flaky", "slow"):
+        if getattr(args, option):
+            return (
+                f"--{option} scripts the loopback server; an --endpoint does what it does: "
+                f"leave out --{option} or --endpoint"
+            )
+    if not os.environ.get("OPENAI_API_KEY"):
+        return (
+            "--endpoint reads its API key from OPENAI_API_KEY, which is not set "
+            "(any non-empty value for a server that checks none)"
+        )
+    return None
+
+
 def main_for_step(path: str) -> NoReturn:
     """What ``python -m lessons.stepNN_<name>`` runs: that step, with the same options."""
     sys.exit(main([Path(path).stem, *sys.argv[1:]]))
@@ -831,7 +995,9 @@ def run_demo(
     plan = decompose(demo.task)
     agent = demo.agent(args.seed)
     run = Run(name, demo, plan, step_options(entry(module), args, demo))
-    run.guard = guard_after(entry(module), run, agent)
+    if getattr(args, "endpoint", None) is not None and takes_endpoint(module):
+        run.endpoint, run.model = args.endpoint, args.model
+    run.guard = guard_after(entry(module), run, agent) if run.endpoint is None else math.inf
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if before is not None:
         before(run)

@@ -11,6 +11,10 @@ from types import ModuleType
 import lessons
 
 _STEP_NAME = re.compile(r"step(\d\d)_\w+")
+PART_TWO = 11
+"""The first step of Part II: from it on a step builds on the library's ``Supervisor`` and adds
+one idea in a small file of its own, instead of growing the hand-written ``supervise`` of the
+step before."""
 
 
 def steps() -> dict[int, str]:
@@ -39,3 +43,8 @@ def step_number(name: str) -> int:
     if match is None:
         raise ValueError(f"a step is named stepNN_<name>, got {name!r}")
     return int(match.group(1))
+
+
+def part_two(name: str) -> bool:
+    """Whether step ``name`` is in Part II (see :data:`PART_TWO`)."""
+    return step_number(name) >= PART_TWO

@@ -454,7 +454,10 @@ class Attempts(Generic[S, T]):
                     if returned is not _NOTHING:
                         raise not_awaitable(worker, returned)
                     if trace is not None:
-                        trace.ended(slot, Status.OK if failure is None else Status.FAILED)
+                        if failure is None:
+                            trace.ended(slot, Status.OK)
+                        else:
+                            trace.ended(slot, Status.FAILED, failure)
                 finally:
                     running.serial += 1  # the attempt ended: the timer lets it be
                     if meters:

@@ -28,8 +28,9 @@ class Bar:
 
     start: float
     end: float
-    kind: str  # "waiting", "running", or "held" (done, not yet handed to the caller)
+    kind: str  # "waiting", "running", "asked" (a wait the failure asked for), or "held"
     status: Status | None  # how a running bar ended; None while running or for waiting
+    note: str | None = None  # a failed attempt's error; the wait an "asked" bar was asked for
 
 
 @dataclass(frozen=True)
@@ -76,13 +77,19 @@ def _rows_of(
     for slot in trace.slots:
         bars: list[Bar] = []
         waiting_from = slot.planned - trace.origin
+        asked = 0.0  # the wait the previous attempt's failure asked for (Retry-After)
         for span in slot.spans:
             start = span.start - trace.origin
+            if asked > 0 and start > waiting_from:
+                told = min(start, waiting_from + asked)
+                bars.append(Bar(waiting_from, told, "asked", None, f"{asked:g}s"))
+                waiting_from = told
             if start > waiting_from:
                 bars.append(Bar(waiting_from, start, "waiting", None))
             end = right if span.end is None else span.end - trace.origin
-            bars.append(Bar(start, end, "running", span.status))
+            bars.append(Bar(start, end, "running", span.status, span.error))
             waiting_from = end
+            asked = span.retry_after or 0.0
         if not slot.spans and slot.admitted is None and trace.closed is not None:
             end = right if depth == 0 else trace.closed - trace.origin
             bars.append(Bar(waiting_from, end, "waiting", None))
@@ -116,7 +123,8 @@ def render_timeline(
     trace: Trace, final: Mapping[int, Status] | None = None, width: int = 48
 ) -> Table:
     """A rich table of the run: per slot, waiting (``·``) then running (``█``) bars, then held
-    (``░``: done, waiting to be handed over in order), the ending glyph, when it ended and its
+    (``░``: done, waiting to be handed over in order); a wait a failure asked for before the
+    next attempt (a 429's ``Retry-After``) is drawn ``╌``; the ending glyph, when it ended and its
     completion rank, over a time axis from 0 to the wall time. A running bar followed by another
     (a retry) ends in its own ending glyph, so that how each attempt ended shows without colour."""
     right = trace.wall or 1.0
@@ -139,6 +147,8 @@ def render_timeline(
                     cells[column], styles[column] = "·", "bright_black"
                 elif bar.kind == "held":
                     cells[column], styles[column] = "░", "bright_black"
+                elif bar.kind == "asked":
+                    cells[column], styles[column] = "╌", "yellow"
                 else:
                     cells[column], styles[column] = "█", ENDINGS[bar.status][1]
             if bar.kind == "running" and bar.end != last_run and bar.status is not None:
@@ -177,6 +187,7 @@ _SVG_STYLE = (
     ".ts-chart rect.ts-cancelled{fill:#a371f7}.ts-chart text.ts-cancelled{fill:#a371f7}"
     ".ts-chart rect.ts-running{fill:#57606a}"
     ".ts-chart rect.ts-held{fill:#2da44e;fill-opacity:.3}"
+    ".ts-chart rect.ts-asked{fill:#d4a72c}"
     ".ts-chart .ts-bold{font-weight:bold}"
 )
 _CHAR = 7.3  # the advance of one 12px monospace character, for laying out columns
@@ -314,6 +325,12 @@ def render_svg(
                     f'<rect class="ts-waiting" x="{_n(x)}" y="{_n(middle - 1.5)}" '
                     f'width="{_n(w)}" height="3"><title>waiting {span}</title></rect>'
                 )
+            elif bar.kind == "asked":
+                out.append(
+                    f'<rect class="ts-asked" x="{_n(x)}" y="{_n(middle - 2.5)}" '
+                    f'width="{_n(w)}" height="5"><title>told to wait {span}: the failure asked '
+                    f"for {escape(bar.note or '')} before a retry</title></rect>"
+                )
             elif bar.kind == "held":
                 out.append(
                     f'<rect class="ts-held" x="{_n(x)}" y="{_n(middle - _BAR / 2)}" '
@@ -323,6 +340,8 @@ def render_svg(
                 )
             else:
                 ending = "still running" if bar.status is None else bar.status.value
+                if bar.note is not None:
+                    ending = f"{ending}, {bar.note}"
                 out.append(
                     f'<rect class="ts-bar {_css_class(bar.status)}" x="{_n(x)}" '
                     f'y="{_n(middle - _BAR / 2)}" width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
@@ -367,12 +386,16 @@ def render_svg(
     for kind in (Status.OK, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED, None):
         if kind in shown:
             legend.append((_css_class(kind), "running" if kind is None else kind.value))
+    if any(bar.kind == "asked" for row in rows for bar in row.bars):
+        legend.append(("ts-asked", "told to wait (Retry-After)"))
     if any(bar.kind == "held" for row in rows for bar in row.bars):
         legend.append(("ts-held", "done, held for plan order"))
     out.append('<g class="ts-legend">')
     legend_x, legend_y = x_axis, axis_y + 36
     for css, text in legend:
-        swatch_y, swatch_h = (legend_y - 6, 3) if css == "ts-waiting" else (legend_y - 9, 10)
+        swatch_y, swatch_h = (legend_y - 9, 10)
+        if css in ("ts-waiting", "ts-asked"):
+            swatch_y, swatch_h = (legend_y - 6, 3 if css == "ts-waiting" else 5)
         out.append(
             f'<rect class="{css}" x="{_n(legend_x)}" y="{_n(swatch_y)}" width="16" '
             f'height="{swatch_h}"/>'

@@ -9,16 +9,23 @@ from typing import Any
 
 import trio
 
-from ._contract import Status
+from ._contract import Status, describe
 
 
 @dataclass
 class Span:
-    """One attempt of a slot: from its start to its end (None while it runs)."""
+    """One attempt of a slot: from its start to its end (None while it runs).
+
+    A failed attempt keeps what its failure said (``error``) and the wait it asked for before
+    another attempt (``retry_after``, in seconds: a rate-limited endpoint's ``Retry-After``), so
+    that a timeline can show why each retry came when it did.
+    """
 
     start: float
     end: float | None = None
     status: Status | None = None
+    error: str | None = None
+    retry_after: float | None = None
 
 
 @dataclass
@@ -137,11 +144,18 @@ class Trace:
         """An attempt of slot ``slot`` started running its worker."""
         self._slot(slot, subtask).spans.append(Span(trio.current_time()))
 
-    def ended(self, slot: int, status: Status) -> None:
-        """The running attempt of slot ``slot`` ended with ``status``."""
+    def ended(self, slot: int, status: Status, failure: BaseException | None = None) -> None:
+        """The running attempt of slot ``slot`` ended with ``status``; ``failure``, if it failed,
+        is kept as its span's ``error`` text and ``retry_after`` (the failure's own attribute,
+        when it has a number there)."""
         span = self.slots[slot].spans[-1]
         span.end = trio.current_time()
         span.status = status
+        if failure is not None:
+            span.error = describe(failure)
+            asked = getattr(failure, "retry_after", None)
+            if isinstance(asked, int | float) and not isinstance(asked, bool) and asked >= 0:
+                span.retry_after = float(asked)
         self._completions.append(slot)
 
     def nest(self, subtask: Any) -> Trace:
@@ -238,8 +252,8 @@ class Trace:
             self.started(slot, subtask)
             try:
                 output = await worker(subtask)
-            except Exception:
-                self.ended(slot, Status.FAILED)
+            except Exception as exc:
+                self.ended(slot, Status.FAILED, exc)
                 raise
             except BaseException:
                 self.ended(slot, Status.CANCELLED)
@@ -269,6 +283,8 @@ class Trace:
                             "start": rel(span.start),
                             "end": rel(span.end),
                             "status": None if span.status is None else span.status.value,
+                            "error": span.error,
+                            "retry_after": span.retry_after,
                         }
                         for span in slot.spans
                     ],

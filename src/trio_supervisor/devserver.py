@@ -4,15 +4,20 @@ and its own limits, answered with 429 and ``Retry-After``.
 ``python -m trio_supervisor.devserver --port 8000`` serves ``/v1/chat/completions`` and
 ``/v1/models`` on ``127.0.0.1`` (Hypercorn's trio worker, a small Starlette app), so a
 [`ChatAgent`][trio_supervisor.agents.ChatAgent] can be run, tested and measured with no outside
-service; in a trio program, ``url = await nursery.start(serve)`` serves on a free port.
+service; in a trio program, ``url = await nursery.start(serve)`` serves on a free port, and
+[`app`][trio_supervisor.devserver.app] is the same endpoint as an ASGI app, to be served in the
+process without a socket (through ``httpx2.ASGITransport``, on a ``trio.testing.MockClock``).
 
 Everything it does is fixed by its ``seed`` and the prompt (the last message's text): each
 prompt's latency, and whether its n-th request fails with a 500 (a share ``error_rate``). A
 prompt holding ``[hang]`` never gets an answer (the request waits until the client goes),
-``[malformed]`` gets a 200 that is not JSON, ``[500]`` always a 500. Beyond ``concurrency``
-requests at once, or past its ``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and
-``retry-after``. ``GET /stats`` counts requests, answers by status, the peak of requests in
-flight, and the disconnects seen (a client that went before its answer).
+``[malformed]`` gets a 200 that is not JSON, ``[500]`` always a 500. A ``script`` may say, per
+prompt, what the server does instead of what its seed draws (a
+[`Script`][trio_supervisor.devserver.Script]: its latency, whether it fails, how many of its
+first requests fail, whether it hangs). Beyond ``concurrency`` requests at once, or past its
+``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and ``retry-after``. ``GET /stats``
+counts requests, answers by status, the peak of requests in flight, and the disconnects seen (a
+client that went before its answer).
 
 This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``).
 """
@@ -25,6 +30,7 @@ import math
 import socket
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,9 +51,10 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 
 from . import _validate
 
-__all__ = ["DevServerError", "Stats", "serve"]
+__all__ = ["DevServerError", "Script", "Stats", "app", "serve"]
 
 HOST = "127.0.0.1"
+_TURN = 1e-7  # seconds a request waits for its instant's turn to be decided (see chat)
 
 
 class DevServerError(OSError):
@@ -83,6 +90,35 @@ class Stats:
         }
 
 
+@dataclass(frozen=True)
+class Script:
+    """What the server does with one prompt, in place of what its seed draws.
+
+    Args:
+      latency: seconds it takes to answer, or None for the one the seed draws.
+      fail: every request is answered 500.
+      flaky: the prompt's first ``flaky`` requests are answered 500, the later ones as usual.
+      hang: no request is ever answered (it waits until the client goes).
+      reply: the answer's text, or None for ``answer to: <prompt>``.
+    """
+
+    latency: float | None = None
+    fail: bool = False
+    flaky: int = 0
+    hang: bool = False
+    reply: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.latency is not None:
+            _validate.number("Script latency", self.latency, strictly=False)
+        if isinstance(self.flaky, bool) or not isinstance(self.flaky, int) or self.flaky < 0:
+            raise ValueError(f"Script flaky must be an int >= 0, got {self.flaky!r}")
+
+
+Scripted = Callable[[str], "Script | None"]
+"""Prompt -> what the server does with it (None: what the seed draws)."""
+
+
 def _unit(seed: int, *parts: object) -> float:
     """A number in ``[0, 1)`` fixed by ``seed`` and ``parts``."""
     digest = hashlib.blake2b(repr((seed, *parts)).encode(), digest_size=8).digest()
@@ -103,8 +139,10 @@ class _Endpoint:
         burst: int | None,
         model: str,
         api_key: str | None,
+        script: Scripted | None = None,
     ) -> None:
         self.seed = seed
+        self.script = script
         self.latency = latency
         self.error_rate = error_rate
         self.concurrency = concurrency
@@ -114,6 +152,9 @@ class _Endpoint:
         self.api_key = api_key
         self.stats = Stats()
         self.seen: Counter[str] = Counter()
+        # requests waiting for their instant's turn (see chat): arrival -> (prompt, its count,
+        # where the decision goes)
+        self.turns: dict[float, list[tuple[str, int, list[Response | None]]]] = {}
         self.tat = -math.inf  # the rate bucket, as a theoretical arrival time (see RateLimit)
 
     def _answer(self, status: int, response: Response) -> Response:
@@ -136,6 +177,26 @@ class _Endpoint:
         self.tat = max(self.tat, now) + interval
         return None
 
+    def _decide(self, arrival: float, turn: list[tuple[str, int, list[Response | None]]]) -> None:
+        """Decide every request of the turn of ``arrival``, in the order of their prompts, if
+        no other request of it has."""
+        if self.turns.get(arrival) is turn:
+            del self.turns[arrival]
+            for _, _, decision in sorted(turn, key=lambda entry: entry[:2]):
+                decision.append(self._admit())
+
+    def _admit(self) -> Response | None:
+        """Let a request in (it holds a place until answered), or the 429 that refuses it."""
+        if self.concurrency is not None and self.stats.in_flight >= self.concurrency:
+            mean = sum(self.latency) / 2
+            return self._too_many(f"over {self.concurrency} requests at once", max(mean, 0.001))
+        wait = self._over_rate()
+        if wait is not None:
+            return self._too_many("over the requests-per-minute budget", wait)
+        self.stats.in_flight += 1
+        self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
+        return None
+
     def _too_many(self, reason: str, wait: float) -> Response:
         headers = {
             "retry-after-ms": str(max(1, math.ceil(wait * 1000))),
@@ -155,40 +216,61 @@ class _Endpoint:
         return JSONResponse(self.stats.as_json())
 
     async def chat(self, request: Request) -> Response:
+        """A chat completion; a request whose client goes before its answer (seen, or the
+        handler cancelled by Hypercorn) is counted a disconnect."""
         self.stats.requests += 1
+        answered = False
+        try:
+            response = await self._chat(request)
+            answered = response.status_code != 499
+            return response
+        finally:
+            if not answered:
+                self.stats.disconnects += 1
+
+    async def _chat(self, request: Request) -> Response:
         if self.api_key is not None and request.headers.get("authorization") != (
             f"Bearer {self.api_key}"
         ):
             return self._error(401, "invalid API key")
-        if self.concurrency is not None and self.stats.in_flight >= self.concurrency:
-            mean = sum(self.latency) / 2
-            return self._too_many(f"over {self.concurrency} requests at once", max(mean, 0.001))
-        wait = self._over_rate()
-        if wait is not None:
-            return self._too_many("over the requests-per-minute budget", wait)
-        self.stats.in_flight += 1  # from here on, until answered, it holds a place
-        self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
-        # until it is answered, a request whose client goes (seen, or the handler cancelled by
-        # Hypercorn, or the body cut off) is a disconnect
-        pending = True
+        try:
+            body = await request.json()
+            prompt = body["messages"][-1]["content"]
+            model = body.get("model", self.model)
+        except ClientDisconnect:  # gone while it sent the body
+            return Response(status_code=499)
+        except (ValueError, KeyError, IndexError, TypeError):
+            return self._error(400, "expected JSON with a non-empty 'messages' list")
+        if not isinstance(prompt, str):
+            return self._error(400, "the last message's content must be text")
+        # Requests that arrive at one instant are let in or answered 429 in the order of their
+        # prompts, not in the order the scheduler happened to run them: each joins its
+        # instant's turn, and the first to wake a turn (a fixed instant later) decides them all.
+        # On virtual time the same requests get the 429s in every run.
+        arrival = trio.current_time()
+        turn = self.turns.setdefault(arrival, [])
+        mine: list[Response | None] = []
+        turn.append((prompt, self.seen[prompt], mine))
+        waited = False
+        try:
+            await trio.sleep(_TURN)
+            waited = True
+        finally:
+            self._decide(arrival, turn)
+            if not waited and mine[0] is None:  # let in, but its handler was cancelled
+                self.stats.in_flight -= 1
+        refused = mine[0]
+        if refused is not None:
+            return refused
         gone = False
         try:
-            try:
-                body = await request.json()
-                prompt = body["messages"][-1]["content"]
-                model = body.get("model", self.model)
-            except ClientDisconnect:  # gone while it sent the body
-                return Response(status_code=499)
-            except (ValueError, KeyError, IndexError, TypeError):
-                pending = False
-                return self._error(400, "expected JSON with a non-empty 'messages' list")
-            if not isinstance(prompt, str):
-                pending = False
-                return self._error(400, "the last message's content must be text")
             nth = self.seen[prompt]
             self.seen[prompt] += 1
+            scripted = (self.script(prompt) if self.script is not None else None) or Script()
             low, high = self.latency
             delay = low + (high - low) * _unit(self.seed, "latency", prompt)
+            if scripted.latency is not None:
+                delay = scripted.latency
             async with trio.open_nursery() as nursery:
 
                 async def watch() -> None:
@@ -201,18 +283,20 @@ class _Endpoint:
                             return
 
                 nursery.start_soon(watch)
-                if "[hang]" in prompt:
+                if "[hang]" in prompt or scripted.hang:
                     await trio.sleep_forever()
-                await trio.sleep(delay)
+                await trio.sleep_until(arrival + delay)  # its latency counts from its arrival
                 nursery.cancel_scope.cancel()
             if gone:
                 return self._answer(499, Response(status_code=499))
-            pending = False
         finally:
-            self.stats.in_flight -= 1
-            if pending:
-                self.stats.disconnects += 1
-        if "[500]" in prompt or _unit(self.seed, "error", prompt, nth) < self.error_rate:
+            self.stats.in_flight -= 1  # answered, or its client went: its place is free
+        if (
+            "[500]" in prompt
+            or scripted.fail
+            or nth < scripted.flaky
+            or _unit(self.seed, "error", prompt, nth) < self.error_rate
+        ):
             return self._error(500, "internal error (simulated)")
         if "[malformed]" in prompt:
             return self._answer(200, PlainTextResponse("{not json", media_type="application/json"))
@@ -225,7 +309,12 @@ class _Endpoint:
                 {
                     "index": 0,
                     "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": f"answer to: {prompt}"},
+                    "message": {
+                        "role": "assistant",
+                        "content": f"answer to: {prompt}"
+                        if scripted.reply is None
+                        else scripted.reply,
+                    },
                 }
             ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
@@ -273,6 +362,85 @@ def _listen(port: int) -> socket.socket:
     return sock
 
 
+def _endpoint(
+    *,
+    seed: int,
+    latency: tuple[float, float],
+    error_rate: float,
+    concurrency: int | None,
+    rpm: float | None,
+    burst: int | None,
+    model: str,
+    api_key: str | None,
+    script: Scripted | None,
+) -> _Endpoint:
+    """The endpoint these settings describe, once each is checked."""
+    low, high = latency
+    if not 0 <= low <= high:
+        raise ValueError(f"latency must be a range 0 <= low <= high, got {latency!r}")
+    if not 0 <= error_rate <= 1:
+        raise ValueError(f"error_rate must be from 0 to 1, got {error_rate!r}")
+    if concurrency is not None:
+        _validate.count("concurrency", concurrency)
+    if rpm is not None:
+        _validate.number("rpm", rpm)
+    if burst is not None:
+        _validate.count("burst", burst)
+    if script is not None and not callable(script):
+        raise TypeError(
+            f"script must be a callable (prompt -> Script), got {type(script).__name__}"
+        )
+    return _Endpoint(
+        seed=seed,
+        latency=(low, high),
+        error_rate=error_rate,
+        concurrency=concurrency,
+        rpm=rpm,
+        burst=burst,
+        model=model,
+        api_key=api_key,
+        script=script,
+    )
+
+
+def app(
+    *,
+    seed: int = 0,
+    latency: tuple[float, float] = (0.05, 0.2),
+    error_rate: float = 0.0,
+    concurrency: int | None = None,
+    rpm: float | None = None,
+    burst: int | None = None,
+    model: str = "devserver",
+    api_key: str | None = None,
+    script: Scripted | None = None,
+) -> Starlette:
+    """The endpoint [`serve`][trio_supervisor.devserver.serve] serves, as an ASGI app, to be run
+    in the process with no socket: give a [`ChatAgent`][trio_supervisor.agents.ChatAgent]
+    ``transport=httpx2.ASGITransport(app=app(...))``. Its latencies are trio sleeps, so under a
+    ``trio.testing.MockClock`` a run through it takes no real time and is exact.
+
+    Its arguments are [`serve`][trio_supervisor.devserver.serve]'s, without the port.
+
+    Returns:
+      A Starlette app serving ``/v1/chat/completions``, ``/v1/models`` and ``/stats``.
+
+    Raises:
+      ValueError: if a setting is out of its range, as for ``serve``.
+    """
+    return _endpoint(
+        seed=seed,
+        latency=latency,
+        error_rate=error_rate,
+        concurrency=concurrency,
+        rpm=rpm,
+        burst=burst,
+        model=model,
+        api_key=api_key,
+        script=script,
+    ).app()
+
+
 async def serve(
     *,
     port: int = 0,
@@ -284,6 +452,7 @@ async def serve(
     burst: int | None = None,
     model: str = "devserver",
     api_key: str | None = None,
+    script: Scripted | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
@@ -301,6 +470,8 @@ async def serve(
       burst: the bucket's size (one second's worth of ``rpm`` by default).
       model: the model ``/v1/models`` lists.
       api_key: the bearer token it requires (401 otherwise); None accepts any.
+      script: prompt -> the [`Script`][trio_supervisor.devserver.Script] it follows for that
+        prompt instead of what the seed draws (None from it: the seed's).
       task_status: given by ``nursery.start``; receives the base URL.
 
     Raises:
@@ -308,26 +479,16 @@ async def serve(
       ValueError: if a setting is out of its range (a port outside 0-65535, an error rate
         outside [0, 1], a latency range that is not ``0 <= low <= high``).
     """
-    low, high = latency
-    if not 0 <= low <= high:
-        raise ValueError(f"latency must be a range 0 <= low <= high, got {latency!r}")
-    if not 0 <= error_rate <= 1:
-        raise ValueError(f"error_rate must be from 0 to 1, got {error_rate!r}")
-    if concurrency is not None:
-        _validate.count("concurrency", concurrency)
-    if rpm is not None:
-        _validate.number("rpm", rpm)
-    if burst is not None:
-        _validate.count("burst", burst)
-    endpoint = _Endpoint(
+    endpoint = _endpoint(
         seed=seed,
-        latency=(low, high),
+        latency=latency,
         error_rate=error_rate,
         concurrency=concurrency,
         rpm=rpm,
         burst=burst,
         model=model,
         api_key=api_key,
+        script=script,
     )
     sock = _listen(port)
     url = f"http://{HOST}:{sock.getsockname()[1]}/v1"

@@ -1,0 +1,435 @@
+"""Exercises graded by the laws: ``python -m lessons exercise N`` and ``python -m lessons check N``.
+
+An exercise for step N starts from step N-1's code, with the places where step N's idea goes
+marked, in ``exercises/`` at the project root (git-ignored: it is the reader's). ``check N`` runs
+step N's laws (:func:`lessons._course.laws.laws_of`, the properties the test suite proves) on the
+``supervise`` (or ``stream``) of the reader's file, on virtual time, and tells each law as passed
+or failed; for a failure, the smallest counterexample Hypothesis found, what the code returned
+against what the law expected, and the timeline of that run. ``check N --hint`` gives one hint
+at a time, drawn from step N's own docstring; how many were given is kept in
+``exercises/hints.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import importlib.util
+import io
+import json
+import re
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import NoReturn
+
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from rich.console import Console
+from rich.padding import Padding
+from rich.text import Text
+
+from lessons._course import laws as _laws
+from lessons._course.laws import Law, Seen, laws_of
+from lessons._course.steps import step_path, steps
+from trio_supervisor._contract import describe
+from trio_supervisor.timeline import render_timeline
+
+ROOT = Path(__file__).resolve().parents[2]
+EXERCISES = ROOT / "exercises"
+"""Where the reader's exercise files go: ``exercises/`` at the project root."""
+
+HINTS = "hints.json"
+
+#: What a check spends on each law: reproducible (derandomized, no example database), small
+#: enough that a check of every law of step 10 takes seconds, and shrinking on, so that a failure
+#: is told by its smallest counterexample.
+CHECK = settings(
+    max_examples=20,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    report_multiple_bugs=False,
+    verbosity=Verbosity.quiet,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.generate, Phase.shrink),
+)
+
+MARK = "# >>> step {number}:"
+WIDE = 40  # columns: a result line wider than this is not shown beside the expected one
+
+
+def exercisable() -> dict[int, str]:
+    """Step number -> module name of every step with an exercise: a step with laws to check and
+    a step before it to start from."""
+    known = steps()
+    return {
+        number: name for number, name in known.items() if number - 1 in known and laws_of(number)
+    }
+
+
+def _docstring(name: str) -> str:
+    return ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
+
+
+def _paragraph(name: str, prefix: str) -> str:
+    """The paragraph of step ``name``'s docstring that starts with ``prefix``, without it, on
+    one line, with reST's double backticks made single."""
+    for paragraph in _docstring(name).split("\n\n"):
+        if paragraph.startswith(prefix):
+            text = " ".join(paragraph.removeprefix(prefix).split()).replace("``", "`")
+            return text[:1].upper() + text[1:]
+    return ""
+
+
+def summary(name: str) -> str:
+    """Step ``name``'s idea in one sentence: its docstring's first line after the title."""
+    first = " ".join(_docstring(name).split("\n\n")[0].split())
+    return first.partition(". ")[2].replace("``", "`")
+
+
+def _code(source: str) -> list[str]:
+    """The lines of ``source`` after its module docstring and before its ``__main__`` block:
+    the code a step adds to, and nothing that runs the course's own step."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    first = 0
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        assert body[0].end_lineno is not None
+        first = body[0].end_lineno
+    last = len(lines)
+    if body and isinstance(body[-1], ast.If) and "__main__" in ast.unparse(body[-1].test):
+        last = body[-1].lineno - 1
+    code = lines[first:last]
+    while code and not code[0].strip():
+        code.pop(0)
+    while code and not code[-1].strip():
+        code.pop()
+    return code
+
+
+def _wrap(text: str, indent: str = "") -> list[str]:
+    words, lines, line = text.split(), [], indent
+    for word in words:
+        if len(line) + len(word) + 1 > 96 and line.strip():
+            lines.append(line.rstrip())
+            line = indent
+        line += word + " "
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
+
+
+def starter(number: int) -> str:
+    """The starter of step ``number``'s exercise: step ``number - 1``'s code, a comment above
+    each place that step ``number`` changes, and a docstring that states the task.
+
+    Raises:
+      ValueError: if step ``number`` has no exercise (see :func:`exercisable`).
+    """
+    known = exercisable()
+    if number not in known:
+        raise ValueError(_no_exercise(number))
+    name, before = known[number], steps()[number - 1]
+    old, new = _code(step_path(before).read_text()), _code(step_path(name).read_text())
+    mark = MARK.format(number=number)
+    marked: list[str] = []
+    places = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    changes = {
+        first: "add code here" if tag == "insert" else f"change the next {last - first} lines"
+        for tag, first, last, _, _ in places
+        if tag != "equal"
+    }
+    for line_number, line in enumerate([*old, ""]):
+        if line_number in changes:
+            indent = re.match(r"\s*", line or (old[line_number - 1] if line_number else ""))
+            said = changes[line_number].replace("next 1 lines", "next line")
+            marked.append(f"{indent[0] if indent else ''}{mark} {said}")
+        if line_number < len(old):
+            marked.append(line)
+    while marked and not marked[-1].strip():
+        marked.pop()
+    header = [
+        f'"""Exercise: step {number}. {summary(name)}',
+        "",
+        f"This is step {number - 1}'s code ({before}). What is still wrong with it:",
+        "",
+        *_wrap(_paragraph(before, "What is still wrong:")),
+        "",
+        *_wrap(
+            f"Your task: change it so that step {number}'s laws hold. The comments "
+            f"`{mark}` mark the places where the course's step {number} changes the code."
+        ),
+        "",
+        f"Check it:    python -m lessons check {number}",
+        f"A hint:      python -m lessons check {number} --hint",
+        f'The answer:  lessons/{name}.py"""',
+        "",
+    ]
+    return "\n".join(header + marked) + "\n"
+
+
+def exercise_path(number: int, home: Path | None = None) -> Path:
+    """Where step ``number``'s exercise is written: ``<home>/<step's module name>.py``, in
+    ``exercises/`` at the project root unless ``home`` says."""
+    return (home or EXERCISES) / f"{exercisable()[number]}.py"
+
+
+def _no_exercise(number: int) -> str:
+    known = exercisable()
+    choose = f"choose {min(known)}-{max(known)}"
+    if number == min(steps()):
+        return f"step {number} has no exercise: there is no step before it to start from; {choose}"
+    return f"step {number} has no exercise: {choose}"
+
+
+def write_starter(number: int, force: bool = False, home: Path | None = None) -> Path:
+    """Write step ``number``'s starter into ``exercises/`` (or ``home``) and return its path.
+
+    Raises:
+      ValueError: if the step has no exercise, or its file exists and ``force`` is not set
+        (it may hold the reader's work).
+    """
+    text = starter(number)
+    path = exercise_path(number, home)
+    if path.exists() and not force:
+        raise ValueError(
+            f"{_shown(path, home)} exists: it may hold your work; add --force to replace it"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _shown(path: Path, home: Path | None = None) -> str:
+    """``path`` as the reader knows it: an exercise as ``exercises/<file>``, any other file as
+    it was given."""
+    home = home or EXERCISES
+    return f"{home.name}/{path.name}" if path.parent == home else str(path)
+
+
+def load(path: Path, number: int) -> ModuleType:
+    """Import the file at ``path`` as a module of its own (not one of the course's steps)."""
+    spec = importlib.util.spec_from_file_location(f"exercise_step{number:02}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def failed_at(exc: BaseException) -> str | None:
+    """The line of the laws where ``exc`` was raised, if it was raised there (a failed check)."""
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename == _laws.__file__ and frame.line:
+            return frame.line.strip()
+    return None
+
+
+def tell(console: Console, law: Law, seen: Seen, exc: BaseException) -> None:
+    """Print why ``law`` failed: the error, the smallest counterexample Hypothesis drew, what
+    the code returned against what the law expected, and the timeline of that run."""
+    where = failed_at(exc)
+    if where is None or not where.startswith("assert"):
+        console.print(f"    {describe(exc)}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        said = f": {exc}" if str(exc) else ""
+        console.print(
+            f"    the law's check failed{said}", markup=False, highlight=False, soft_wrap=True
+        )
+        console.print(f"      {where}", markup=False, highlight=False, soft_wrap=True)
+    if seen.drew:
+        console.print("    smallest counterexample:" if law.draws else "    the case:")
+        for what, value in seen.drew.items():
+            console.print(
+                f"      {what} = {value!r}", markup=False, highlight=False, soft_wrap=True
+            )
+    returned, expected = seen.returned or [], seen.expected or []
+    width = max(map(len, [*returned, "your code returned"]))
+    if width > WIDE:  # too wide to stand beside the expected: one after the other
+        for heading, lines in (("your code returned", returned), ("the law expected", expected)):
+            if lines:
+                console.print(f"    {heading}:")
+                for line in lines:
+                    console.print(f"      {line}", markup=False, highlight=False, soft_wrap=True)
+    elif returned or expected:
+        other = "the law expected" if expected else ""
+        console.print(f"      {'your code returned':<{width}}   {other}".rstrip(), style="bold")
+        for row in range(max(len(returned), len(expected))):
+            got = returned[row] if row < len(returned) else ""
+            wanted = expected[row] if row < len(expected) else ""
+            mark = "" if got == wanted or not wanted else "   <- differs"
+            line = f"      {got:<{width}}   {wanted}{mark}".rstrip()
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+    for what, got, wanted, holds in seen.facts:
+        mark = "" if holds else "   <- differs"
+        console.print(f"    {what}: {got}; expected {wanted}{mark}", markup=False, soft_wrap=True)
+    if seen.trace is not None and any(slot.spans for slot in seen.trace.slots):
+        console.print("    the timeline of that run:")
+        console.print(Padding(render_timeline(seen.trace, seen.final, width=40), (0, 0, 0, 6)))
+
+
+def check(
+    number: int, module: ModuleType, console: Console, budget: settings = CHECK
+) -> tuple[int, int]:
+    """Run step ``number``'s laws on ``module``, telling each as passed or failed (with its
+    counterexample); returns how many passed, of how many."""
+    passed = 0
+    chosen = laws_of(number)
+    for law in chosen:
+        seen: list[Seen] = []
+        try:
+            law.verify(module, budget, seen)
+        except Exception as exc:  # the reader's code broke the law, or raised: tell it
+            console.print(f"  FAILED  {law.rule}", markup=False, soft_wrap=True, style="red")
+            tell(console, law, seen[0] if seen else Seen(), exc)
+        else:
+            passed += 1
+            console.print(f"  passed  {law.rule}", markup=False, soft_wrap=True, style="green")
+    return passed, len(chosen)
+
+
+def hint(number: int, console: Console, home: Path | None = None) -> None:
+    """Print the next hint for step ``number`` (one more each time), and remember it in
+    ``exercises/hints.json`` (or ``home``'s)."""
+    name = steps()[number]
+    sentences = re.split(r"(?<=\.)\s+(?=[A-Z`*])", _paragraph(name, "What it adds:"))
+    given = [f"The idea: {sentences[0]}", *sentences[1:]]
+    given.append(f"The course's own answer is lessons/{name}.py; its page explains it.")
+    state_path = (home or EXERCISES) / HINTS
+    state = json.loads(state_path.read_text()) if state_path.exists() else {}
+    shown = min(int(state.get(str(number), 0)), len(given) - 1)
+    console.print(f"hint {shown + 1} of {len(given)} for step {number}:", style="bold")
+    console.print(Padding(Text(given[shown]), (0, 0, 0, 2)), highlight=False)
+    state[str(number)] = shown + 1
+    state_path.parent.mkdir(parents=True, exist_ok=True)
+    state_path.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _step(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a step is a number, got {text!r}")
+    return int(text)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m lessons", description="Exercises graded by the course's laws.")
+    commands = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    exercise = commands.add_parser(
+        "exercise",
+        help="write a starter for step N into exercises/",
+        description=(
+            "Write step N's exercise into exercises/: step N-1's code, the places to change marked."
+        ),
+    )
+    exercise.add_argument("number", type=_step, metavar="N", help="the step")
+    exercise.add_argument("--force", action="store_true", help="replace an existing file")
+    checking = commands.add_parser(
+        "check",
+        help="run step N's laws on your code",
+        description="Run step N's laws on the supervise (or stream) in PATH, on virtual time.",
+    )
+    checking.add_argument("number", type=_step, metavar="N", help="the step")
+    checking.add_argument("path", nargs="?", type=Path, metavar="PATH", help="your file")
+    checking.add_argument("--hint", action="store_true", help="print the next hint instead")
+    return p
+
+
+def main(argv: Sequence[str], console: Console | None = None, home: Path | None = None) -> int:
+    """``python -m lessons exercise N`` and ``python -m lessons check N [PATH]``, with the
+    exercises in ``home`` (``exercises/`` at the project root by default): the exit status is 0
+    (written; every law passed), 1 (a law failed, or the file does not import) or 2 (bad input,
+    refused in one line)."""
+    p = parser()
+    args = p.parse_args(argv)
+    console = console or Console(highlight=False)
+    known = exercisable()
+    if args.command == "exercise":
+        try:
+            path = write_starter(args.number, force=args.force, home=home)
+        except ValueError as exc:
+            p.error(str(exc))
+        console.print(
+            f"wrote {_shown(path, home)}: step {args.number - 1}'s code; the task is at its top",
+            markup=False,
+            soft_wrap=True,
+        )
+        console.print(
+            f"check it with: python -m lessons check {args.number}", markup=False, soft_wrap=True
+        )
+        return 0
+    if args.number not in steps() or not laws_of(args.number):
+        with_laws = [number for number in steps() if laws_of(number)]
+        p.error(
+            f"step {args.number} has no laws to check: choose {min(with_laws)}-{max(with_laws)}"
+        )
+    if args.hint:
+        hint(args.number, console, home)
+        return 0
+    path = args.path
+    if path is None:
+        if args.number not in known:
+            p.error(f"step {args.number} has no exercise file: give the PATH of your code")
+        path = exercise_path(args.number, home)
+        if not path.exists():
+            write = f"python -m lessons exercise {args.number}"
+            p.error(f"no file {_shown(path, home)}: write it with {write}")
+    elif not path.is_file():
+        p.error(f"no file {path}")
+    try:
+        module = load(path, args.number)
+    except Exception as exc:  # the reader's file: its error is the answer, not a traceback
+        console.print(
+            f"{_shown(path, home)} does not import: {describe(exc)}", markup=False, soft_wrap=True
+        )
+        return 1
+    if not hasattr(module, "supervise") and not hasattr(module, "stream"):
+        console.print(
+            f"{_shown(path, home)} has no supervise (or stream) to check",
+            markup=False,
+            soft_wrap=True,
+        )
+        return 1
+    console.print(
+        f"step {args.number}'s laws on {_shown(path, home)}, on virtual time:",
+        markup=False,
+        soft_wrap=True,
+    )
+    counted: list[tuple[int, int]] = []
+    try:
+        counted.append(check(args.number, module, console))
+    except* KeyboardInterrupt:  # Ctrl-C: the check stops, as a run of the course does
+        print("interrupted", file=sys.stderr)
+    if not counted:
+        return 130
+    ((passed, total),) = counted
+    console.print(f"{passed} of {total} laws passed", markup=False, soft_wrap=True, style="bold")
+    return 0 if passed == total else 1
+
+
+def sample(number: int, width: int = 88) -> str:
+    """The exercises page's sample, from real runs: ``exercise N``, ``check N`` and ``check N
+    --hint`` run in a fresh ``exercises/`` directory, each command with what it printed, as
+    markdown."""
+    blocks = []
+    with tempfile.TemporaryDirectory() as temporary:
+        home = Path(temporary) / "exercises"
+        for argv in (
+            ["exercise", str(number)],
+            ["check", str(number)],
+            ["check", str(number), "--hint"],
+        ):
+            out = io.StringIO()
+            main(argv, Console(file=out, width=width, color_system=None, highlight=False), home)
+            printed = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
+            blocks.append(f"```console\n$ python -m lessons {' '.join(argv)}\n{printed}\n```\n")
+    return "\n".join(blocks)

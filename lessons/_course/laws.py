@@ -1,0 +1,1037 @@
+"""The course's laws: each rule a step must keep, as a property Hypothesis checks on virtual time.
+
+One place for them: the test suite proves each law on the steps it names (and shows the step
+before them failing it), and ``python -m lessons check N`` runs the laws of step N on a reader's
+own code. A law runs a step through a [`Seen`][lessons._course.laws.Seen], which keeps what the
+run showed (what was drawn, what the step returned, what the law expected, and the run's trace),
+so that a failure can be told, not only raised.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, TypeVar
+
+import trio
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
+
+from lessons._course.probes import (
+    HOUR,
+    Probe,
+    Spy,
+    accepted,
+    agent_with,
+    arrivals,
+    exact_latencies,
+    list_schedule,
+    odd_fraction,
+    plan_of,
+    plans,
+    run_virtual,
+    spy_for,
+    supervise,
+    task_of,
+    tasks_below,
+)
+from trio_supervisor import Aggregate, Status, SubResult, Trace
+from trio_supervisor._contract import describe
+from trio_supervisor.testing import SimulatedAgent
+
+T = TypeVar("T")
+DAY = 24 * HOUR  # longer than any law waits on purpose (an hour, after a run)
+
+#: For a law a step before fails: its first counterexample is enough there (shrinking each of the
+#: exception groups that step raises would take long, and the expected failure needs none).
+NO_SHRINK = (Phase.explicit, Phase.generate)
+
+
+def shown(result: SubResult[Any, Any]) -> str:
+    """One result as a line: its subtask, status, and output or error."""
+    said = result.output if result.ok else result.error
+    return f"{result.subtask}: {result.status.value}, {said}"
+
+
+@dataclass
+class Seen:
+    """What one run of a law showed: the values drawn for it, what the step returned, what the
+    law expected instead, facts compared one by one, and the trace of the run."""
+
+    drew: dict[str, Any] = field(default_factory=dict)
+    returned: list[str] | None = None
+    expected: list[str] | None = None
+    facts: list[tuple[str, str, str, bool]] = field(default_factory=list)
+    trace: Trace | None = None
+    final: dict[int, Status] = field(default_factory=dict)
+
+    def watch(self, worker: Callable[[str], Awaitable[str]], plan: Iterable[str] = ()) -> Any:
+        """``worker``, recording each call on a new trace of ``plan``: the run's timeline."""
+        self.trace = Trace(plan)
+        return self.trace.watch(worker)
+
+    def results(self, results: Iterable[SubResult[str, str]]) -> None:
+        """Keep what the step returned, and each slot's status for the timeline."""
+        results = list(results)
+        self.returned = [shown(result) for result in results]
+        if self.trace is not None:
+            for result in results:
+                slot = self.trace.slot_of(result.subtask)
+                if slot is not None:
+                    self.final[slot] = result.status
+
+    def expect(self, lines: Iterable[str]) -> None:
+        """What the law expected the step to return, as lines like :func:`shown`'s."""
+        self.expected = list(lines)
+
+    def fact(self, what: str, returned: object, expected: object, holds: bool) -> None:
+        """One thing the law compares: what the run did, what it should have, and whether that
+        part of the law held."""
+        self.facts.append((what, str(returned), str(expected), holds))
+
+    def virtual(self, async_fn: Callable[[], Awaitable[T]]) -> T:
+        """``async_fn()`` on virtual time (see ``probes.run_virtual``), its trace closed at its
+        end, inside the run, so that its timeline can be drawn after. A law still running a day
+        of virtual time later waits for something that never comes (a stream that never hands a
+        result over): it fails, rather than wait forever."""
+
+        async def closing() -> T:
+            try:
+                with trio.move_on_after(DAY):
+                    return await async_fn()
+                if self.returned is None:
+                    self.returned = ["(never ended: still waiting a day of virtual time later)"]
+                raise AssertionError("the run never ended")
+            finally:
+                if self.trace is not None and self.trace.closed is None:
+                    self.trace.close()
+
+        return run_virtual(closing)
+
+    async def run(self, call: Callable[[], Awaitable[Aggregate[str, str]]]) -> Aggregate[str, str]:
+        """Await ``call()`` (a step's ``supervise``) under a guard of an hour of virtual time,
+        keeping what it returns or raises: a run still going then never returns, and fails
+        the law."""
+        try:
+            with trio.move_on_after(HOUR) as guard:
+                aggregate = await call()
+        except Exception as exc:  # a step that raises: kept, and the law fails with it
+            self.returned = [f"(raised {describe(exc)})"]
+            raise
+        if guard.cancelled_caught:
+            self.returned = ["(never returned: still running an hour of virtual time later)"]
+            raise AssertionError("the run never returned")
+        self.results(aggregate.results)
+        return aggregate
+
+
+@dataclass(frozen=True)
+class Law:
+    """A rule that every step in ``steps`` keeps: ``prove(step, seen, **drawn)`` runs ``step``
+    on the values Hypothesis draws from ``draws`` (on one fixed case when it draws nothing) and
+    raises when the rule is broken.
+
+    ``budget`` is what the test suite spends on it; ``flaw`` names the step before ``steps``
+    that fails it and why, the step the next one fixes (``raises`` is how it fails).
+    """
+
+    rule: str
+    steps: tuple[int, ...]
+    prove: Callable[..., None]
+    draws: Mapping[str, st.SearchStrategy[Any]] = field(default_factory=dict)
+    budget: settings = field(default_factory=lambda: settings(deadline=None))
+    flaw: tuple[int, str] | None = None
+    raises: type[BaseException] = AssertionError
+
+    def verify(
+        self, step: ModuleType, budget: settings | None = None, seen: list[Seen] | None = None
+    ) -> None:
+        """Check the law on ``step`` with ``budget`` (the law's own by default); ``seen`` gets
+        the last run's [`Seen`][lessons._course.laws.Seen]: after a failure, Hypothesis's
+        smallest counterexample, which it runs last."""
+        kept = seen if seen is not None else []
+
+        def once(**drawn: Any) -> None:
+            witness = Seen(drew=dict(drawn))
+            kept[:] = [witness]
+            self.prove(step, witness, **drawn)
+
+        if not self.draws:
+            once()
+            return
+        # one example database key (and derandomized seed) per law and step, as Hypothesis's
+        # pytest plugin gives each parametrized case: every law runs the same `once`, whose
+        # source alone would give them all one key
+        key = f"{self.rule}|{step.__name__}".encode()
+        once._hypothesis_internal_add_digest = key  # type: ignore[attr-defined]
+        settings(budget or self.budget)(given(**self.draws)(once))()
+
+
+def starts_like_spy(step: ModuleType, seen: Seen, plan: list[str], spy: Spy, k: int) -> Any:
+    """Run ``step`` on ``plan`` with ``spy`` (``max_workers=k`` where it takes a bound), on
+    virtual time: its aggregate, and how long it took."""
+    takes_k = "max_workers" in inspect.signature(step.supervise).parameters
+    options = {"max_workers": k} if takes_k else {}
+
+    async def timed() -> tuple[Aggregate[str, str], float]:
+        start = trio.current_time()
+        worker = seen.watch(spy, plan)
+        aggregate = await seen.run(lambda: step.supervise(task_of(plan), worker, **options))
+        return aggregate, trio.current_time() - start
+
+    return seen.virtual(timed)
+
+
+def out(plan: Iterable[str]) -> list[str]:
+    """Each subtask of ``plan`` ok, as a :class:`Spy` answers it."""
+    return [f"{subtask}: ok, out:{subtask}" for subtask in plan]
+
+
+# --- steps 1-5: plan order, wall time, the bound, failures ---------------------------------------
+
+
+def _plan_order(step: ModuleType, seen: Seen, latencies: list[float], k: int) -> None:
+    plan, spy = spy_for(latencies)
+    seen.expect(out(plan))
+    aggregate, _ = starts_like_spy(step, seen, plan, spy, k)
+    assert [result.subtask for result in aggregate.results] == plan
+    assert [result.output for result in aggregate.results] == [f"out:{s}" for s in plan]
+
+
+PLAN_ORDER = Law(
+    "results come back in plan order, whatever order the workers finish in",
+    (1, 4, 5),
+    _plan_order,
+    {"latencies": exact_latencies(), "k": st.integers(1, 6)},
+    settings(max_examples=60, database=None, phases=NO_SHRINK, deadline=None),
+    flaw=(3, "step 3's flaw: results come back in completion order"),
+)
+
+
+def _serial_wall_time(step: ModuleType, seen: Seen, latencies: list[float]) -> None:
+    plan, spy = spy_for(latencies)
+    total = 0.0
+    for latency in latencies:
+        total += latency
+    _, elapsed = starts_like_spy(step, seen, plan, spy, 1)
+    seen.fact(
+        "wall time", f"{elapsed:g}s", f"{total:g}s, the sum of the latencies", elapsed == total
+    )
+    assert elapsed == total
+
+
+SERIAL_WALL_TIME = Law(
+    "serial: the wall time is the sum of the latencies",
+    (1,),
+    _serial_wall_time,
+    {"latencies": exact_latencies()},
+    settings(max_examples=40, deadline=None),
+)
+
+
+def _fan_out_wall_time(step: ModuleType, seen: Seen, latencies: list[float]) -> None:
+    plan, spy = spy_for(latencies)
+    _, elapsed = starts_like_spy(step, seen, plan, spy, len(plan))
+    seen.fact(
+        "wall time",
+        f"{elapsed:g}s",
+        f"{max(latencies):g}s, the longest latency",
+        elapsed == max(latencies),
+    )
+    assert elapsed == max(latencies)
+
+
+FAN_OUT_WALL_TIME = Law(
+    "all at once: the wall time is the longest latency",
+    (2,),
+    _fan_out_wall_time,
+    {"latencies": exact_latencies()},
+    settings(max_examples=40, database=None, deadline=None),
+    flaw=(1, "step 1's flaw: each subtask waits for the one before it"),
+)
+
+
+def _greedy_makespan(step: ModuleType, seen: Seen, latencies: list[float], k: int) -> None:
+    plan, spy = spy_for(latencies)
+    makespan = list_schedule(latencies, k).makespan
+    _, elapsed = starts_like_spy(step, seen, plan, spy, k)
+    seen.fact(
+        "wall time",
+        f"{elapsed:g}s",
+        f"{makespan:g}s, plan order on {k} workers",
+        elapsed == makespan,
+    )
+    seen.fact("calls started in the order", spy.started, plan, spy.started == plan)
+    assert elapsed == makespan
+    assert spy.started == plan  # dispatch follows plan order
+
+
+GREEDY_MAKESPAN = Law(
+    "the wall time is the greedy makespan, subtasks started in plan order",
+    (3, 4, 5),
+    _greedy_makespan,
+    {"latencies": exact_latencies(), "k": st.integers(1, 6)},
+    settings(max_examples=60, deadline=None),
+)
+
+
+def _bounded(step: ModuleType, seen: Seen, latencies: list[float], k: int) -> None:
+    plan, spy = spy_for(latencies)
+    starts_like_spy(step, seen, plan, spy, k)
+    peak = min(k, len(plan))
+    seen.fact("most workers running at once", spy.max_running, peak, spy.max_running == peak)
+    assert 0 < spy.max_running <= k
+    assert spy.max_running == min(k, len(plan))
+
+
+BOUNDED = Law(
+    "at most max_workers workers run at once, and exactly min(max_workers, n) at the peak",
+    (3, 4, 5),
+    _bounded,
+    {"latencies": exact_latencies(), "k": st.integers(1, 6)},
+    settings(max_examples=60, database=None, deadline=None),
+    flaw=(2, "step 2's flaw: nothing bounds how many run at once"),
+)
+
+
+def _failures_isolated(
+    step: ModuleType, seen: Seen, data: st.DataObject, latencies: list[float], k: int
+) -> None:
+    del seen.drew["data"]
+    failing = data.draw(st.sets(st.integers(0, len(latencies) - 1)), label="failing slots")
+    seen.drew["failing slots"] = sorted(failing)
+    plan, spy = spy_for(latencies, fail=failing)
+    seen.expect(
+        f"s{slot}: failed, ValueError: s{slot} failed"
+        if slot in failing
+        else f"s{slot}: ok, out:s{slot}"
+        for slot in range(len(plan))
+    )
+    makespan = list_schedule(latencies, k).makespan
+    aggregate, elapsed = starts_like_spy(step, seen, plan, spy, k)
+    seen.fact(
+        "wall time", f"{elapsed:g}s", f"{makespan:g}s, nothing cancelled", elapsed == makespan
+    )
+    assert [result.subtask for result in aggregate.results] == plan
+    for slot, result in enumerate(aggregate.results):
+        if slot in failing:
+            assert result.status is Status.FAILED
+            assert result.output is None
+            assert result.error == f"ValueError: s{slot} failed"
+        else:
+            assert result.status is Status.OK
+            assert result.error is None
+            assert result.output == f"out:s{slot}"
+    assert aggregate.failed == len(failing)
+    assert aggregate.succeeded == len(plan) - len(failing)
+    assert aggregate.degraded == bool(failing)
+    assert elapsed == makespan  # siblings ran on, nothing was cancelled
+    assert spy.cancelled == []
+
+
+FAILURES_ISOLATED = Law(
+    "exactly the failing slots carry errors; their siblings run on",
+    (5,),
+    _failures_isolated,
+    {"data": st.data(), "latencies": exact_latencies(max_size=8), "k": st.integers(1, 6)},
+    settings(max_examples=80, database=None, phases=NO_SHRINK, deadline=None),
+    flaw=(4, "step 4's flaw: one failure cancels its siblings and the run raises"),
+    raises=ExceptionGroup,
+)
+
+
+# --- step 6: timeouts and a deadline ------------------------------------------------------------
+
+
+def _hung_worker_frees_its_slot(step: ModuleType, seen: Seen) -> None:
+    agent = SimulatedAgent(hang={"stuck"})
+    plan = ["stuck", "b", "c"]
+    seen.drew.update(plan=plan, max_workers=1, worker_timeout=1.5)
+    seen.expect(
+        ["stuck: timed out, timed out: no result within 1.5s"]
+        + [f"{subtask}: ok, findings on {subtask}" for subtask in plan[1:]]
+    )
+
+    async def main() -> None:
+        worker = seen.watch(agent, plan)
+        await seen.run(
+            lambda: supervise(step, task_of(plan), worker, max_workers=1, worker_timeout=1.5)
+        )
+        assert agent.calls == Counter({"stuck": 1, "b": 1, "c": 1})
+
+    seen.virtual(main)
+
+
+HUNG_WORKER_FREES_ITS_SLOT = Law(
+    "a hung worker frees its slot for the next subtask",
+    (6, 7, 8, 9, 10),
+    _hung_worker_frees_its_slot,
+    flaw=(5, "step 5's flaw: one hung worker holds its slot forever, and the run never returns"),
+)
+
+
+def durations(agent: SimulatedAgent, plan: list[str], timeout: float) -> list[float]:
+    """How long each slot holds its worker: its latency, or its timeout if it hangs or is slower."""
+    return [timeout if agent.hangs(s) else min(agent.latency(s), timeout) for s in plan]
+
+
+def expected_status(agent: SimulatedAgent, subtask: str, timeout: float) -> Status:
+    """How ``subtask`` ends under ``timeout``, when nothing cuts its run short."""
+    if agent.hangs(subtask) or agent.latency(subtask) > timeout:
+        return Status.TIMED_OUT
+    return Status.FAILED if agent.fails(subtask) else Status.OK
+
+
+def _statuses(results: Iterable[SubResult[str, str]]) -> list[str]:
+    return [f"{result.subtask}: {result.status.value}" for result in results]
+
+
+async def run_plan(
+    step: ModuleType, seen: Seen, plan: list[str], worker: Any, workers: int, **options: float
+) -> Aggregate[str, str]:
+    """Run ``plan`` on ``step``; step 10 gets a window that never holds anything back, so that
+    every step follows the same schedule."""
+    watched = seen.watch(worker, plan)
+    return await seen.run(
+        lambda: supervise(
+            step,
+            "; ".join(plan),
+            watched,
+            max_workers=workers,
+            window=len(plan) + workers,
+            **options,
+        )
+    )
+
+
+def _makespan_with_timeouts(
+    step: ModuleType, seen: Seen, plan: list[str], workers: int, seed: int, timeout: float
+) -> None:
+    agent = SimulatedAgent(seed)
+    seen.drew["latencies"] = {s: "hangs" if agent.hangs(s) else agent.latency(s) for s in plan}
+    spans = list_schedule(durations(agent, plan, timeout), workers).spans
+    makespan = max(end for _, end in spans)
+    wanted = [f"{s}: {expected_status(agent, s, timeout).value}" for s in plan]
+
+    async def main() -> None:
+        probe = Probe(agent)
+        start = trio.current_time()
+        aggregate = await run_plan(step, seen, plan, probe, workers, worker_timeout=timeout)
+        seen.returned, seen.expected = _statuses(aggregate.results), wanted
+        elapsed = trio.current_time() - start
+        counted = f"{makespan:g}s, each hang counted as its timeout"
+        seen.fact("wall time", f"{elapsed:g}s", counted, elapsed == makespan)
+        seen.fact(
+            "most workers running at once", probe.most, f"at most {workers}", probe.most <= workers
+        )
+        assert elapsed == makespan
+        assert [result.subtask for result in aggregate.results] == plan
+        assert _statuses(aggregate.results) == wanted
+        assert probe.most <= workers
+        attempts = [result.attempts for result in aggregate.results]
+        seen.fact("calls per slot", attempts, [1] * len(plan), attempts == [1] * len(plan))
+        assert attempts == [1] * len(plan)
+
+    seen.virtual(main)
+
+
+MAKESPAN_WITH_TIMEOUTS = Law(
+    "the wall time is the makespan with each hung worker counted as its timeout",
+    (6, 7, 8, 9, 10),
+    _makespan_with_timeouts,
+    {
+        "plan": plans(),
+        "workers": st.integers(1, 5),
+        "seed": st.integers(0, 2**16),
+        "timeout": odd_fraction(4, 48, 64),
+    },
+    settings(max_examples=60, deadline=None),
+)
+
+
+def _deadline_accounts_for_every_subtask(
+    step: ModuleType,
+    seen: Seen,
+    plan: list[str],
+    workers: int,
+    seed: int,
+    timeout: float,
+    deadline: float,
+) -> None:
+    agent = SimulatedAgent(seed)
+    seen.drew["latencies"] = {s: "hangs" if agent.hangs(s) else agent.latency(s) for s in plan}
+    spans = list_schedule(durations(agent, plan, timeout), workers).spans
+    cut_short = f"cancelled: the run's deadline of {deadline:g}s passed first"
+    seen.expect(
+        f"{subtask}: {expected_status(agent, subtask, timeout).value}"
+        if ended < deadline
+        else f"{subtask}: cancelled, {cut_short}, attempts {1 if began < deadline else 0}"
+        for subtask, (began, ended) in zip(plan, spans, strict=True)
+    )
+
+    async def main() -> None:
+        probe = Probe(agent)
+        start = trio.current_time()
+        aggregate = await run_plan(
+            step, seen, plan, probe, workers, worker_timeout=timeout, deadline=deadline
+        )
+        seen.returned = [
+            f"{result.subtask}: {result.status.value}"
+            if result.status is not Status.CANCELLED
+            else f"{result.subtask}: cancelled, {result.error}, attempts {result.attempts}"
+            for result in aggregate.results
+        ]
+        returned = trio.current_time() - start
+        wanted = min(deadline, max(end for _, end in spans))
+        seen.fact("returned after", f"{returned:g}s", f"{wanted:g}s", returned == wanted)
+        assert returned == wanted
+        assert probe.live == 0, "a worker outlived the call"
+        calls = len(probe.calls)
+        await trio.sleep(HOUR)
+        assert len(probe.calls) == calls, "a worker started after the call returned"
+        assert seen.returned == seen.expected
+
+    seen.virtual(main)
+
+
+DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK = Law(
+    "under a deadline every subtask is accounted for once, and no task outlives the call",
+    (6, 7, 8, 9, 10),
+    _deadline_accounts_for_every_subtask,
+    {
+        "plan": plans(),
+        "workers": st.integers(1, 4),
+        "seed": st.integers(0, 2**16),
+        "timeout": st.one_of(st.just(math.inf), odd_fraction(4, 48, 64)),
+        "deadline": odd_fraction(0, 300, 128),
+    },
+    settings(max_examples=60, deadline=None),
+)
+
+
+# --- step 7: retries ----------------------------------------------------------------------------
+
+
+def _transient_failure_retried(step: ModuleType, seen: Seen) -> None:
+    agent = SimulatedAgent(flaky={"b": 2})
+    plan = ["a", "b", "c"]
+    seen.drew.update(plan=plan, flaky="b fails its first 2 calls", max_workers=3, attempts=3)
+    seen.expect(f"{subtask}: ok, findings on {subtask}" for subtask in plan)
+
+    async def main() -> None:
+        worker = seen.watch(agent, plan)
+        aggregate = await seen.run(
+            lambda: supervise(step, task_of(plan), worker, max_workers=3, attempts=3)
+        )
+        wanted = {"a": 1, "b": 3, "c": 1}
+        seen.fact("calls per subtask", dict(agent.calls), wanted, agent.calls == wanted)
+        assert [result.status for result in aggregate.results] == [Status.OK] * 3
+        assert agent.calls == Counter({"a": 1, "b": 3, "c": 1})
+
+    seen.virtual(main)
+
+
+TRANSIENT_FAILURE_RETRIED = Law(
+    "a transient failure is retried until it succeeds",
+    (7, 8, 9, 10),
+    _transient_failure_retried,
+    flaw=(6, "step 6's flaw: every failure is final"),
+)
+
+
+def _succeeds_when_attempts_exceed_failures(
+    step: ModuleType, seen: Seen, failures: int, attempts: int, seed: int
+) -> None:
+    agent = SimulatedAgent(seed, flaky={"b": failures})
+    plan = ["a", "b", "c"]
+
+    async def main() -> None:
+        worker = seen.watch(agent, plan)
+        aggregate = await seen.run(
+            lambda: step.supervise(
+                task_of(plan), worker, max_workers=2, attempts=attempts, seed=seed
+            )
+        )
+        result = aggregate.results[1]
+        calls = min(failures + 1, attempts)
+        seen.fact("b ok", result.ok, attempts > failures, result.ok == (attempts > failures))
+        seen.fact("b's calls", agent.calls["b"], calls, agent.calls["b"] == calls)
+        assert result.ok == (attempts > failures)
+        assert result.attempts == agent.calls["b"] == min(failures + 1, attempts)
+        if not result.ok:
+            calls = agent.calls["b"]
+            assert result.error == f"SubAgentError: sub-agent failed on 'b' (attempt {calls})"
+        assert [result.subtask for result in aggregate.results] == plan
+
+    seen.virtual(main)
+
+
+SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES = Law(
+    "a slot failing its first k calls succeeds exactly when attempts exceed k",
+    (7, 8, 9, 10),
+    _succeeds_when_attempts_exceed_failures,
+    {"failures": st.integers(0, 4), "attempts": st.integers(1, 5), "seed": st.integers(0, 2**16)},
+    settings(max_examples=40, deadline=None),
+)
+
+
+def bound(failures: int, first: float, most: float) -> float:
+    """Full jitter's bound after a slot's ``failures``-th failure."""
+    return min(most, first * 2.0 ** (failures - 1))
+
+
+def _waits_are_seeded_draws(
+    step: ModuleType, seen: Seen, seed: int, first: float, doublings: int
+) -> None:
+    most = first * 2**doublings
+    attempts = 6
+    seen.drew.update(backoff=(first, most), attempts=attempts)
+    plan = ["a", "b", "c"]
+
+    async def main() -> None:
+        probe = Probe(SimulatedAgent(seed, fail={"b"}))
+        worker = seen.watch(probe, plan)
+        await seen.run(
+            lambda: step.supervise(
+                task_of(plan),
+                worker,
+                max_workers=3,
+                attempts=attempts,
+                backoff=(first, most),
+                seed=seed,
+            )
+        )
+        calls = probe.of("b")
+        seen.fact("b's calls", len(calls), attempts, len(calls) == attempts)
+        assert len(calls) == attempts
+        waits = []
+        for before, after in itertools.pairwise(calls):
+            assert before.end is not None
+            waits.append(after.start - before.end)
+
+        def close(wait: float, drawn: float) -> bool:
+            return math.isclose(wait, drawn, rel_tol=1e-9, abs_tol=1e-12)
+
+        draws = random.Random(seed)
+        wanted = [draws.uniform(0, bound(n, first, most)) for n in range(1, len(waits) + 1)]
+        seen.fact(
+            "waits before b's retries",
+            [f"{w:.4g}" for w in waits],
+            [f"{w:.4g}" for w in wanted],
+            all(map(close, waits, wanted)),
+        )
+        for failures, (wait, drawn) in enumerate(zip(waits, wanted, strict=True), start=1):
+            limit = bound(failures, first, most)
+            assert 0 <= wait <= limit + 1e-12
+            assert close(wait, drawn)
+
+    seen.virtual(main)
+
+
+WAITS_ARE_SEEDED_DRAWS = Law(
+    "each wait before a restart is a seeded draw within the backoff bound",
+    (7, 8, 9, 10),
+    _waits_are_seeded_draws,
+    {
+        "seed": st.integers(0, 2**32),
+        "first": st.integers(1, 64).map(lambda n: n / 32),
+        "doublings": st.integers(0, 4),
+    },
+    settings(max_examples=40, deadline=None),
+)
+
+
+# --- step 8: restart intensity ------------------------------------------------------------------
+
+
+def _at_most_r_restarts_in_t(
+    step: ModuleType,
+    seen: Seen,
+    kinds: list[str],
+    workers: int,
+    restarts: int,
+    period: float,
+    seed: int,
+) -> None:
+    plan = [f"{kind} {slot}" for slot, kind in enumerate(kinds)]
+
+    async def main() -> None:
+        probe = Probe(SimulatedAgent(seed))
+        worker = seen.watch(probe, plan)
+        await seen.run(
+            lambda: supervise(
+                step,
+                "; ".join(plan),
+                worker,
+                max_workers=workers,
+                attempts=5,
+                intensity=(restarts, period),
+                seed=seed,
+            )
+        )
+        # a slot was restarted at the end of each of its calls that another call followed
+        instants = []
+        for subtask in plan:
+            for call in probe.of(subtask)[:-1]:
+                assert call.end is not None
+                instants.append(call.end)
+        most = max(
+            (len([then for then in instants if now - period < then <= now]) for now in instants),
+            default=0,
+        )
+        seen.fact(
+            f"most restarts within {period:g}s", most, f"at most {restarts}", most <= restarts
+        )
+        for now in instants:
+            within = [then for then in instants if now - period < then <= now]
+            assert len(within) <= restarts, f"{len(within)} restarts within {period}s of {now}"
+
+    seen.virtual(main)
+
+
+AT_MOST_R_RESTARTS_IN_T = Law(
+    "never more than R restarts in any T-second window",
+    (8, 9, 10),
+    _at_most_r_restarts_in_t,
+    {
+        "kinds": st.lists(st.sampled_from(["ok", "fail"]), min_size=1, max_size=6),
+        "workers": st.integers(1, 4),
+        "restarts": st.integers(0, 4),
+        "period": odd_fraction(1, 100, 8),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=40, deadline=None, phases=NO_SHRINK),
+    flaw=(7, "step 7's flaw: nothing limits the retries of the run as a whole"),
+)
+
+
+def _gives_up_past_the_intensity(
+    step: ModuleType, seen: Seen, restarts: int, workers: int, seed: int
+) -> None:
+    plan = ["a", "fail b", "c", "d", "e"]
+    gave_up = f"gave up: more than {restarts} restarts within {HOUR:g}s"
+
+    async def main() -> None:
+        probe = Probe(SimulatedAgent(seed))
+        worker = seen.watch(probe, plan)
+        start = trio.current_time()
+        aggregate = await seen.run(
+            lambda: step.supervise(
+                "; ".join(plan),
+                worker,
+                max_workers=workers,
+                attempts=100,
+                intensity=(restarts, HOUR),
+                seed=seed,
+            )
+        )
+        failing = probe.of("fail b")
+        seen.expect(
+            "fail b: failed, SubAgentError: sub-agent failed on 'fail b'"
+            if subtask == "fail b"
+            else f"{subtask}: ok, findings on {subtask}"
+            if calls and calls[-1].outcome == "ok"
+            else f"{subtask}: failed, {gave_up}"
+            for subtask, calls in ((s, probe.of(s)) for s in plan)
+        )
+        seen.fact("calls of 'fail b'", len(failing), restarts + 1, len(failing) == restarts + 1)
+        assert len(failing) == restarts + 1, "one restart per failure, up to the intensity"
+        assert failing[-1].end is not None
+        took, gave_up_at = trio.current_time() - start, failing[-1].end - start
+        seen.fact("returned after", f"{took:g}s", f"{gave_up_at:g}s", took == gave_up_at)
+        assert trio.current_time() - start == failing[-1].end - start, "it gave up at once"
+        assert probe.live == 0
+        results = aggregate.results
+        assert [result.subtask for result in results] == plan
+        assert results[1].error == "SubAgentError: sub-agent failed on 'fail b'"
+        assert results[1].attempts == restarts + 1
+        for result, calls in zip(results, (probe.of(s) for s in plan), strict=True):
+            if result.subtask == "fail b":
+                continue
+            finished = bool(calls) and calls[-1].outcome == "ok"
+            if finished:
+                assert result.status is Status.OK
+            else:
+                assert (result.status, result.error) == (Status.FAILED, gave_up)
+                assert result.attempts == len(calls)
+
+    seen.virtual(main)
+
+
+GIVES_UP_PAST_THE_INTENSITY = Law(
+    "past the restart intensity the supervisor gives up at once and fails the rest",
+    (8, 9, 10),
+    _gives_up_past_the_intensity,
+    {"restarts": st.integers(0, 5), "workers": st.integers(1, 3), "seed": st.integers(0, 2**16)},
+    settings(max_examples=30, deadline=None),
+)
+
+
+# --- step 9: streaming --------------------------------------------------------------------------
+
+
+def _first_result_arrives_with_slot_0(step: ModuleType, seen: Seen) -> None:
+    latencies = [8, 24, 16, 20]
+    plan = plan_of(4)
+    seen.drew.update(latencies={s: n / 32 for s, n in zip(plan, latencies, strict=True)})
+
+    async def main() -> None:
+        start = trio.current_time()
+        worker = seen.watch(agent_with(latencies), plan)
+        got = await arrivals(step, task_of(plan), worker, max_workers=4)
+        seen.results(result for _, result in got)
+        first = got[0][0] - start
+        seen.fact("the first result arrived after", f"{first:g}s", "0.25s", first == 0.25)
+        assert got[0][0] - start == latencies[0] / 32
+
+    seen.virtual(main)
+
+
+FIRST_RESULT_ARRIVES_WITH_SLOT_0 = Law(
+    "the first result arrives when slot 0 completes",
+    (9, 10),
+    _first_result_arrives_with_slot_0,
+    flaw=(8, "step 8's flaw: nothing is handed over until the last slot is done"),
+)
+
+
+def _handed_over_as_soon_as_possible(step: ModuleType, seen: Seen, order: list[int]) -> None:
+    """Whatever order the slots complete in (every permutation), slot i is handed over at the
+    moment the last of slots 0..i completes."""
+    latencies = [(rank + 1) * 4 for rank in order]  # slot i completes order[i]-th
+    size = len(order)
+    plan = plan_of(size)
+    seen.drew["latencies"] = {s: n / 32 for s, n in zip(plan, latencies, strict=True)}
+    seen.expect(f"s{slot}: at {max(latencies[: slot + 1]) / 32:g}s" for slot in range(size))
+
+    async def main() -> None:
+        start = trio.current_time()
+        worker = seen.watch(agent_with(latencies), plan)
+        got = await arrivals(step, task_of(plan), worker, max_workers=size)
+        seen.returned = [f"{result.subtask}: at {time - start:g}s" for time, result in got]
+        assert seen.returned == seen.expected
+
+    seen.virtual(main)
+
+
+HANDED_OVER_AS_SOON_AS_POSSIBLE = Law(
+    "each result is handed over in plan order as soon as every earlier slot is done",
+    (9, 10),
+    _handed_over_as_soon_as_possible,
+    {"order": st.integers(1, 7).flatmap(lambda size: st.permutations(range(size)))},
+    settings(max_examples=80, deadline=None),
+)
+
+
+def _leaving_early_cancels_the_rest(
+    step: ModuleType, seen: Seen, size: int, workers: int, data: st.DataObject, seed: int
+) -> None:
+    del seen.drew["data"]
+    taken = data.draw(st.integers(0, size), label="results taken before leaving")
+    seen.drew["taken before leaving"] = taken
+    probe = Probe(SimulatedAgent(seed, fail={"s3"}))
+    plan = plan_of(size)
+
+    async def main() -> None:
+        consumer = trio.lowlevel.current_task()
+        worker = seen.watch(probe, plan)
+        async with step.stream(task_of(plan), worker, max_workers=workers) as results:
+            got = [await results.receive() for _ in range(taken)]
+            calls = len(probe.calls)  # the calls made when the caller leaves
+            running = [call for call in probe.calls if call.end is None]
+        seen.results(got)
+        seen.fact("workers still running after leaving", probe.live, 0, probe.live == 0)
+        assert [result.subtask for result in got] == plan[:taken]
+        assert len(probe.calls) == calls, "a worker was called after the caller left"
+        assert probe.live == 0, "a worker outlived the stream"
+        assert tasks_below(consumer) == 0, "a task outlived the stream"
+        assert all(call.outcome == "cancelled" for call in running)
+        await trio.sleep(HOUR)
+        seen.fact("calls after leaving", len(probe.calls) - calls, 0, len(probe.calls) == calls)
+        assert len(probe.calls) == calls, "a worker was called after the stream was left"
+
+    seen.virtual(main)
+
+
+LEAVING_EARLY_CANCELS_THE_REST = Law(
+    "leaving the stream early cancels the rest and calls no further worker",
+    (9, 10),
+    _leaving_early_cancels_the_rest,
+    {
+        "size": st.integers(1, 12),
+        "workers": st.integers(1, 4),
+        "data": st.data(),
+        "seed": st.integers(0, 2**16),
+    },
+    # leaving can tie with a worker's start at the same instant: enough runs to meet that tie
+    settings(max_examples=200, deadline=None),
+)
+
+
+# --- step 10: a lazy input and a window ---------------------------------------------------------
+
+
+def _held_to_the_window(
+    step: ModuleType, seen: Seen, latencies: list[int], workers: int, extra: int
+) -> None:
+    window = workers + extra
+    started: set[str] = set()
+    received = 0
+    ahead = 0  # the most slots started and not yet handed over, at any call
+    agent = agent_with(latencies)
+    plan = plan_of(len(latencies))
+
+    async def counted(subtask: str) -> str:
+        nonlocal ahead
+        started.add(subtask)
+        ahead = max(ahead, len(started) - received)
+        return await agent(subtask)
+
+    async def main() -> None:
+        nonlocal received
+        options = accepted(step.stream, max_workers=workers, window=window)
+        got = []
+        async with step.stream(task_of(plan), seen.watch(counted, plan), **options) as results:
+            async for result in results:
+                assert result.ok
+                got.append(result)
+                received += 1
+                await trio.sleep(1)  # a slow caller: only the window may run ahead of it
+        seen.results(got)
+        seen.fact(
+            "most slots started and not yet handed over",
+            ahead,
+            f"at most {window}",
+            ahead <= window,
+        )
+        assert received == len(plan)
+        assert ahead <= window, f"{ahead} slots started and not handed over, window {window}"
+
+    seen.virtual(main)
+
+
+HELD_TO_THE_WINDOW = Law(
+    "at most window slots are started and not yet handed over",
+    (10,),
+    _held_to_the_window,
+    {
+        "latencies": st.lists(st.integers(1, 96), min_size=1, max_size=12),
+        "workers": st.integers(1, 3),
+        "extra": st.integers(0, 3),
+    },
+    settings(max_examples=40, deadline=None),
+    flaw=(9, "step 9's flaw: nothing holds the work back while the caller waits for an early slot"),
+)
+
+
+def _a_lazy_million_is_held(
+    step: ModuleType, seen: Seen, workers: int, extra: int, taken: int, seed: int
+) -> None:
+    window = workers + extra
+    pulled = received = 0
+    consumer: trio.lowlevel.Task | None = None
+    left = False
+    probe = Probe(SimulatedAgent(seed, fail={"s3"}))
+
+    def held_in_bounds() -> None:
+        finished = sum(1 for call in probe.calls if call.outcome in {"ok", "error"})
+        assert pulled - received <= window, "more slots pulled and not handed over than the window"
+        assert finished - received <= window, "more results waiting than the window"
+        assert probe.live <= workers
+        # the stream's own tasks: work, deliver, the puller and the dispatcher, and its workers
+        assert consumer is not None
+        assert tasks_below(consumer) <= workers + 4
+
+    def lazy() -> Iterator[str]:
+        nonlocal pulled
+        for slot in range(10**6):
+            assert not left, "the input was pulled after the caller left"
+            pulled += 1
+            held_in_bounds()
+            yield f"s{slot}"
+
+    async def checked(subtask: str) -> str:
+        held_in_bounds()
+        try:
+            return await probe(subtask)
+        finally:
+            held_in_bounds()
+
+    async def main() -> None:
+        nonlocal received, consumer, left
+        consumer = trio.lowlevel.current_task()
+        got = []
+        worker = seen.watch(checked)
+        async with step.stream(lazy(), worker, max_workers=workers, window=window) as results:
+            if taken:
+                async for result in results:
+                    got.append(result)
+                    assert result.subtask == f"s{received}"
+                    received += 1
+                    held_in_bounds()
+                    if received == taken:
+                        break
+            running = [call for call in probe.calls if call.end is None]
+            left = True
+        seen.results(got)
+        most = taken + window
+        seen.fact("subtasks pulled", pulled, f"at most {most}", pulled <= most)
+        assert probe.live == 0, "a worker outlived the stream"
+        assert tasks_below(consumer) == 0, "a task outlived the stream"
+        assert all(call.end is not None for call in probe.calls)
+        assert all(call.outcome == "cancelled" for call in running)
+        assert pulled <= taken + window
+        calls = len(probe.calls)
+        await trio.sleep(HOUR)
+        assert len(probe.calls) == calls, "a worker started after the stream was left"
+
+    seen.virtual(main)
+
+
+A_LAZY_MILLION_IS_HELD = Law(
+    "a lazy input of a million is held to the window, and leaving it cancels every worker",
+    (10,),
+    _a_lazy_million_is_held,
+    {
+        "workers": st.integers(1, 4),
+        "extra": st.integers(0, 5),
+        "taken": st.integers(0, 40),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=25, deadline=None),
+)
+
+
+LAWS = (
+    PLAN_ORDER,
+    SERIAL_WALL_TIME,
+    FAN_OUT_WALL_TIME,
+    GREEDY_MAKESPAN,
+    BOUNDED,
+    FAILURES_ISOLATED,
+    HUNG_WORKER_FREES_ITS_SLOT,
+    MAKESPAN_WITH_TIMEOUTS,
+    DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK,
+    TRANSIENT_FAILURE_RETRIED,
+    SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES,
+    WAITS_ARE_SEEDED_DRAWS,
+    AT_MOST_R_RESTARTS_IN_T,
+    GIVES_UP_PAST_THE_INTENSITY,
+    FIRST_RESULT_ARRIVES_WITH_SLOT_0,
+    HANDED_OVER_AS_SOON_AS_POSSIBLE,
+    LEAVING_EARLY_CANCELS_THE_REST,
+    HELD_TO_THE_WINDOW,
+    A_LAZY_MILLION_IS_HELD,
+)
+"""Every law of the course, in the order of the steps that bring them."""
+
+
+def laws_of(step: int) -> list[Law]:
+    """The laws step ``step`` keeps: what ``python -m lessons check`` runs on it."""
+    return [law for law in LAWS if step in law.steps]

@@ -1,0 +1,206 @@
+"""The "dispatch" player's recorded runs: real, deterministic, and what the player reads.
+
+The player (docs/javascripts/dispatch.js) replays ``generated/steps/<step>/dispatch.json`` in the
+browser; ``make docs-check`` replays every scenario there and compares the finished player with
+the file. These tests hold the file itself to the runs: each scenario is a fresh virtual run of
+the step, the same on every build, and carries every field the player reads.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lessons._course import dispatch
+from lessons._course import docs as _docs
+from lessons._course.runner import entry
+from lessons._course.steps import load_step, steps
+from trio_supervisor import Status
+
+STEPS = list(steps().values())
+STATUSES = {status.value for status in Status}
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, dict[str, Any]]:
+    """Each step's ``dispatch.json`` as the docs hook writes it, read back."""
+    return {name: json.loads(dispatch.to_json(dispatch.recorded(name)[0])) for name in STEPS}
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_each_recorded_run_is_a_fresh_virtual_run_of_its_scenario(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """Run again, on a new MockClock, every scenario gives the run the file holds, to the
+    byte: a page replays what the step does, and two builds write the same file."""
+    scenarios = dispatch.scenarios(name)
+    assert [item["key"] for item in recorded[name]["scenarios"]] == [s.key for s in scenarios]
+    for scenario, item in zip(scenarios, recorded[name]["scenarios"], strict=True):
+        fresh = json.loads(json.dumps(scenario.run(name).to_dict()))
+        assert item["run"] == fresh, scenario.key
+        assert item["label"] == scenario.label
+    again = dispatch.to_json(dispatch.recorded(name)[0])
+    assert again == dispatch.to_json(recorded[name])
+
+
+def _time(value: Any, *, optional: bool = False) -> bool:
+    if value is None:
+        return optional
+    return isinstance(value, int | float) and math.isfinite(value) and value >= 0
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_each_recorded_run_has_the_fields_the_player_reads(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """The fields dispatch.js reads, with the types and links it relies on: results name
+    slots of the trace, a run with an error has no results, a stopped run has an error."""
+    data = recorded[name]
+    assert data["step"] == name
+    keys = [item["key"] for item in data["scenarios"]]
+    assert len(set(keys)) == len(keys)
+    assert data["default"] in keys
+    for item in data["scenarios"]:
+        assert isinstance(item["label"], str)
+        assert item["label"]
+        run = item["run"]
+        assert isinstance(run["task"], str)
+        assert isinstance(run["options"], dict)
+        assert _time(run["stopped"], optional=True)
+        assert run["error"] is None or isinstance(run["error"], str)
+        trace = run["trace"]
+        assert _time(trace["wall"])
+        assert [slot["slot"] for slot in trace["slots"]] == list(range(len(trace["slots"])))
+        for slot in trace["slots"]:
+            assert isinstance(slot["subtask"], str)
+            assert slot["status"] is None or slot["status"] in STATUSES
+            for field in ("planned", "started", "finished", "delivered"):
+                assert _time(slot[field], optional=field != "planned"), field
+            for span in slot["spans"]:
+                assert _time(span["start"])
+                assert _time(span["end"], optional=True)
+                assert span["status"] is None or span["status"] in STATUSES
+                assert span["start"] <= trace["wall"]
+        aggregate = run["aggregate"]
+        if run["error"] is not None:
+            assert aggregate is None, "a run that raised or never returned returned nothing"
+        if run["stopped"] is not None:
+            assert run["error"] is not None
+            continue
+        if aggregate is None:
+            continue
+        assert isinstance(aggregate["degraded"], bool)
+        assert aggregate["succeeded"] + aggregate["failed"] == len(aggregate["results"])
+        for result in aggregate["results"]:
+            assert 0 <= result["slot"] < len(trace["slots"])
+            assert result["status"] in STATUSES
+            assert isinstance(
+                result["error"] if result["error"] is not None else result["output"], str
+            )
+            assert _time(result["finished"], optional=True)
+
+
+def test_scenarios_are_offered_only_where_the_step_can_tell_them_apart() -> None:
+    """A step without ``max_workers`` gets one workers scenario, one without ``attempts`` no
+    retried one; each workers scenario runs with its number of workers."""
+    keys = {name: [s.key for s in dispatch.scenarios(name)] for name in STEPS}
+    assert keys["step01_serial"] == ["workers", "fails", "hangs"]
+    assert keys["step02_fan_out"] == ["workers", "fails", "hangs"]
+    workers = ["workers-1", "workers-2", "workers-3", "workers-4"]
+    assert keys["step03_capacity_limiter"] == [*workers, "fails", "hangs"]
+    assert keys["step07_retries"] == [*workers, "fails", "retried", "hangs"]
+    for scenario in dispatch.scenarios("step04_ordered_slots")[:4]:
+        assert scenario.run("step04_ordered_slots").options == {"max_workers": scenario.workers}
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_no_two_scenarios_of_a_step_are_the_same_run(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    runs = [
+        json.dumps([item["run"]["options"], item["run"]["trace"]], sort_keys=True)
+        for item in recorded[name]["scenarios"]
+    ]
+    assert len(set(runs)) == len(runs)
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_a_hang_never_returns_without_a_timeout_and_times_out_with_one(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """The hanging slot is shown honestly: a step without a timeout never returns (the
+    runner's guard stops the run, the slot still running); a step with one times the slot out
+    and returns every other result."""
+    run = next(item["run"] for item in recorded[name]["scenarios"] if item["key"] == "hangs")
+    hung = run["trace"]["slots"][dispatch.HANGING]
+    if "worker_timeout" not in inspect.signature(entry(load_step(name))).parameters:
+        assert run["stopped"] == run["trace"]["wall"]
+        assert re.fullmatch(r"never returns: .+", run["error"])
+        assert hung["spans"][-1]["end"] is None
+        assert hung["status"] is None
+    else:
+        assert run["stopped"] is None
+        assert run["error"] is None
+        statuses = [result["status"] for result in run["aggregate"]["results"]]
+        assert statuses[dispatch.HANGING] == "timed out"
+        assert statuses.count("ok") == len(statuses) - 1
+
+
+def test_no_two_sets_of_the_scenario_latencies_add_up_to_the_same_time() -> None:
+    """What keeps a step that appends results (2, 3) deterministic: a slot ends at the sum of
+    the latencies run one after another on its worker, and no two such sums are equal."""
+    latencies = list(dispatch.LATENCIES.values())
+    sums = [
+        sum(chosen)
+        for size in range(1, len(latencies) + 1)
+        for chosen in itertools.combinations(latencies, size)
+    ]
+    assert len(set(sums)) == len(sums)
+    assert all(round(latency * 32) == latency * 32 for latency in latencies)
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_the_page_holds_the_player_its_data_link_and_its_timeline_without_javascript(
+    name: str,
+) -> None:
+    data, first = dispatch.recorded(name)
+    markdown = dispatch.fragment(name, first)
+    assert f'<div class="dispatch" data-step="{name}" markdown>' in markdown
+    assert f"(../generated/steps/{name}/dispatch.json){{ .dispatch-data }}" in markdown
+    svg = re.search(r"<svg .*?</svg>", markdown, re.DOTALL)
+    assert svg is not None
+    rows = [
+        group
+        for group in ET.fromstring(svg[0]).iter("{http://www.w3.org/2000/svg}g")
+        if group.get("class") == "ts-row"
+    ]
+    default = next(item for item in data["scenarios"] if item["key"] == data["default"])
+    assert len(rows) == len(default["run"]["trace"]["slots"])
+
+
+def test_editing_the_course_that_records_the_runs_regenerates_the_pages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build regenerates the pages only when the digest of their inputs changes: the
+    scenarios live in ``lessons/_course``, so an edit there must change it (else a page would
+    replay runs of scenarios that no longer exist)."""
+    course = tmp_path / "lessons" / "_course"
+    course.mkdir(parents=True)
+    (tmp_path / "src").mkdir()
+    (tmp_path / "lessons" / "step01_serial.py").write_text("# a step\n")
+    scenarios = course / "dispatch.py"
+    scenarios.write_text("LATENCIES = {0: 0.5}\n")
+    monkeypatch.setattr(_docs, "ROOT", tmp_path)
+    monkeypatch.setattr(_docs, "LESSONS", tmp_path / "lessons")
+    before = _docs.inputs_digest()
+    assert _docs.inputs_digest() == before
+    scenarios.write_text("LATENCIES = {0: 0.75}\n")
+    assert _docs.inputs_digest() != before
