@@ -57,26 +57,26 @@ async def supervise(
     company_timeout: float = math.inf,
     trace: Trace | None = None,
 ) -> Aggregate[str, str]:
-    leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    leaves = Capacity(max_workers)  # step 13: one budget for every leaf worker of the tree
 
     async def research(company: str) -> str:
         child = Supervisor(
             worker,
             max_workers=max_workers,
-            capacity=leaves,  # a leaf holds a place while it works
+            capacity=leaves,  # step 13: a leaf holds a place while it works
             timeout=None if math.isinf(worker_timeout) else worker_timeout,
             attempts=attempts,
             intensity=intensity,
-            strategy=strategy,
+            strategy=strategy,  # step 13: which children a restart takes
             backoff=NO_WAIT,
         )
-        nested = None if trace is None else trace.nest(company)
+        nested = None if trace is None else trace.nest(company)  # step 13: drawn under it
         aggregate = await child.run(subtasks_of(company), trace=nested)
-        if aggregate.gave_up is not None:  # escalation: the child's reason fails this slot
+        if aggregate.gave_up is not None:  # step 13: escalation, the child's reason
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
         return digest(aggregate)
 
-    parent = Supervisor(  # no capacity: a parent only waits on its children
+    parent = Supervisor(  # step 13: no capacity, a parent only waits on its children
         research,
         max_workers=max_workers,
         timeout=None if math.isinf(company_timeout) else company_timeout,
