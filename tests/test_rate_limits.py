@@ -215,7 +215,19 @@ def test_adaptive_is_validated() -> None:
         Adaptive(3, decrease=1.0)
     with pytest.raises(TypeError, match=r"^retry_on must be an Exception subclass"):
         Adaptive(3, shrink_on=int)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^fit must be True or False, got int 1$"):
+        Adaptive(3, fit=1)  # type: ignore[arg-type]
     assert repr(Adaptive(8, start=4)) == "Adaptive(limit=4, floor=1, ceiling=8, decrease=0.5)"
+    assert repr(Adaptive(8, start=4, fit=True)) == (
+        "Adaptive(limit=4, floor=1, ceiling=8, decrease=0.5, fit=True)"
+    )
+
+
+def test_the_adaptive_limit_starts_at_ten_within_its_bounds() -> None:
+    assert Adaptive(64).limit == 10  # TCP's initial window
+    assert Adaptive(4).limit == 4
+    assert Adaptive(64, floor=12).limit == 12
+    assert Adaptive(64, start=1).limit == 1
 
 
 class Endpoint:
@@ -306,17 +318,19 @@ async def test_the_adaptive_limit_shrinks_under_429s_and_recovers_after(
     assert max(limits) == 32
 
 
-async def test_one_burst_of_429s_halves_the_limit_once(
-    autojump_clock: trio.testing.MockClock,
+@pytest.mark.parametrize(("plain", "after"), [(False, 15), (True, 8)])
+async def test_one_burst_of_429s_decreases_the_limit_once(
+    autojump_clock: trio.testing.MockClock, plain: bool, after: int
 ) -> None:
-    adaptive = Adaptive(16, start=16)
+    """16 sent at once, all refused: the endpoint holds fewer than 16, so 15 (plain AIMD: half)."""
+    adaptive = Adaptive(16, start=16, fit=not plain)
 
     async def busy(i: int) -> int:
         await trio.sleep(1)
         raise Busy(1.0)
 
     await Supervisor(busy, max_workers=16, meters=[adaptive]).run(range(16))
-    assert adaptive.limit == 8
+    assert adaptive.limit == after
     assert adaptive.decreases == 1
 
 
@@ -345,22 +359,138 @@ async def test_shrink_on_names_the_failures_that_shrink(
     assert adaptive.limit == 8
 
 
-async def test_the_adaptive_limit_doubles_until_the_first_429_then_grows_by_one(
-    autojump_clock: trio.testing.MockClock,
-) -> None:
-    """Slow start: 1, 2, 4, 8, 16 (too many for an endpoint of 10), back to 8, the last limit
-    that went well, then one more per round."""
-    endpoint = Endpoint(capacity=10)
-    adaptive = Adaptive(64)
-    changes = [adaptive.limit]
+class Bounded(Endpoint):
+    """An endpoint with a capacity whose latency differs from subtask to subtask (0.1-0.3 s);
+    it answers 429 at once, with a Retry-After of its mean latency."""
+
+    async def __call__(self, i: int) -> int:
+        if self.in_flight >= self.capacity:
+            self.rejected += 1
+            raise Busy(0.2)
+        self.in_flight += 1
+        try:
+            await trio.sleep(0.1 + 0.2 * ((i * 37) % 64) / 64)
+        finally:
+            self.in_flight -= 1
+        self.succeeded[i] = self.succeeded.get(i, 0) + 1
+        return i
+
+
+def follow(adaptive: Adaptive) -> list[tuple[bool, int]]:
+    """Each outcome the adaptive limit observes (True for a success), with the limit after."""
+    events: list[tuple[bool, int]] = []
     observe = adaptive.observe
 
     def spy(failure: Exception | None) -> None:
         observe(failure)
-        if adaptive.limit != changes[-1]:
-            changes.append(adaptive.limit)
+        events.append((failure is None, adaptive.limit))
 
     adaptive.observe = spy  # type: ignore[method-assign]
-    sup = Supervisor(endpoint, max_workers=64, attempts=100, meters=[adaptive])
-    await sup.run(range(80))
-    assert changes[:8] == [1, 2, 4, 8, 16, 8, 9, 10]
+    return events
+
+
+async def run_bounded(adaptive: Adaptive, capacity: int, n: int) -> Bounded:
+    endpoint = Bounded(capacity)
+    sup = Supervisor(endpoint, max_workers=adaptive.ceiling, attempts=1000, meters=[adaptive])
+    aggregate = await sup.run(range(n))
+    assert aggregate.succeeded == n
+    return endpoint
+
+
+@pytest.mark.parametrize("fit", [False, True])
+async def test_the_adaptive_limit_grows_by_one_per_answer_until_the_first_429(
+    autojump_clock: trio.testing.MockClock, fit: bool
+) -> None:
+    """Slow start: from 1, one more per answer (it doubles each round), until a 429; then it
+    halves, or with ``fit`` goes back to one under the count the endpoint refused, which is no
+    lower than its bound."""
+    adaptive = Adaptive(64, start=1, fit=fit)
+    events = follow(adaptive)
+    await run_bounded(adaptive, capacity=24, n=300)
+    limits = [1] + [limit for _, limit in events]
+    first = next(k for k, (ok, _) in enumerate(events) if not ok)
+    assert limits[: first + 1] == list(range(1, first + 2))  # +1 per success
+    if fit:
+        assert 24 <= limits[first + 1] < limits[first]
+    else:
+        assert limits[first + 1] == limits[first] // 2
+
+
+@pytest.mark.parametrize("plain", [False, True])
+async def test_a_429_takes_the_limit_to_one_under_what_was_in_flight(
+    autojump_clock: trio.testing.MockClock, plain: bool
+) -> None:
+    """Against a bound of 32, a refused attempt was sent with more than 32 in flight, so the
+    limit never falls below 32; plain AIMD halves it to 16 and spends its time climbing back."""
+    adaptive = Adaptive(128, fit=not plain)
+    events = follow(adaptive)
+    limits: list[int] = []
+
+    async def sample() -> None:
+        while True:
+            await trio.sleep(0.05)
+            limits.append(adaptive.limit)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sample)
+        await run_bounded(adaptive, capacity=32, n=3000)
+        nursery.cancel_scope.cancel()
+    after_decreases = [limit for ok, limit in events if not ok]
+    steady = limits[len(limits) // 5 :]  # after slow start
+    if plain:
+        assert min(after_decreases) <= 17
+        assert sum(steady) / len(steady) < 27
+    else:
+        assert min(after_decreases) >= 32
+        assert sum(steady) / len(steady) >= 32
+
+
+@pytest.mark.parametrize("plain", [False, True])
+async def test_after_a_429_the_refused_count_is_tried_again_after_four_rounds(
+    autojump_clock: trio.testing.MockClock, plain: bool
+) -> None:
+    """A count the endpoint refused is tried again after four rounds of successes at the
+    limit under it, not after one (plain AIMD: one)."""
+    adaptive = Adaptive(128, fit=not plain)
+    events = follow(adaptive)
+    endpoint = await run_bounded(adaptive, capacity=32, n=4000)
+    rounds = 1 if plain else 4
+    assert Adaptive.PATIENCE == 4
+    checked = 0
+    decreased_at = None
+    for k, (ok, limit) in enumerate(events):
+        previous = events[k - 1][1] if k else 0
+        if not ok and limit < previous:
+            decreased_at = k
+        elif ok and limit > previous and decreased_at is not None:
+            successes = sum(ok for ok, _ in events[decreased_at + 1 : k + 1])
+            assert successes == rounds * previous
+            decreased_at = None
+            checked += 1
+    assert checked >= 5
+    if not plain:
+        assert endpoint.rejected <= 4000 / (rounds * 32)
+
+
+async def test_a_slot_waiting_out_retry_after_holds_no_adaptive_place(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """One place: slot 0 is refused at 1 s and asked to wait 5 s; slot 1 runs in that place at
+    once, not after the wait."""
+    adaptive = Adaptive(2, start=1)
+    starts: dict[int, list[float]] = {0: [], 1: []}
+
+    async def worker(i: int) -> int:
+        starts[i].append(trio.current_time())
+        await trio.sleep(1)
+        if i == 0 and len(starts[0]) == 1:
+            raise Busy(5.0)
+        return i
+
+    begin = trio.current_time()
+    aggregate = await Supervisor(worker, max_workers=2, attempts=2, meters=[adaptive]).run([0, 1])
+    assert aggregate.succeeded == 2
+    assert {i: [t - begin for t in times] for i, times in starts.items()} == {
+        0: [0.0, 6.0],
+        1: [1.0],
+    }

@@ -221,3 +221,36 @@ def test_every_rate_limited_contender_runs_and_the_supervisors_lose_nothing() ->
         assert f.peak_in_flight <= 4  # the server's hidden capacity held
         if f.contender.startswith("Supervisor"):
             assert f.lost == 0
+
+
+def test_in_process_no_contender_answers_faster_than_the_server_can(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On virtual time the measuring is exact: a run that loses nothing cannot beat the
+    capacity (its requests' latencies, ``concurrency`` at a time), and the server's bound holds."""
+    rate_limited = load("rate_limited")
+    small = ["--virtual", "--subtasks", "40", "--concurrency", "4", "--latency", "0.1", "0.3"]
+    figures = rate_limited.main([*small, "--reps", "2"])
+    assert [f.contender for f in figures] == list(rate_limited.CONTENDERS) * 2
+    for f in figures:
+        assert f.client_cpu is None  # CPU time is no part of a virtual run
+        assert f.peak_in_flight <= 4
+        if f.contender.startswith("Supervisor"):
+            assert f.lost == 0
+            assert f.share <= 1 + 1e-9
+    err = capsys.readouterr().err
+    assert "in process, virtual time" in err
+    spread = err.split("spread over the repetitions:\n", 1)[1].splitlines()
+    assert [line.split(" share median ")[0].strip() for line in spread] == list(
+        rate_limited.CONTENDERS
+    )
+
+
+def test_the_rate_limited_benchmark_refuses_no_repetitions(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    rate_limited = load("rate_limited")
+    with pytest.raises(SystemExit) as exit_:
+        rate_limited.main(["--reps", "0"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith("error: --reps must be >= 1, got 0")
