@@ -246,7 +246,11 @@ def test_the_sub_agent_follows_hang_flaky_and_slow() -> None:
             "argument --timeout: must be a number of seconds > 0, got 'nan'",
         ),
         (["7", "--attempts", "0"], "argument --attempts: must be an integer >= 1, got 0"),
-        (["7", "--strategy", "one_for_all"], "unrecognized arguments: --strategy one_for_all"),
+        (
+            ["13", "--strategy", "one_for_rest"],
+            "argument --strategy: invalid choice: 'one_for_rest' (choose from 'one_for_one', "
+            "'one_for_all', 'rest_for_one')",
+        ),
         (
             ["8", "--intensity", "3"],
             "argument --intensity: must be R/T (at most R >= 0 restarts in T > 0 seconds), "

@@ -80,6 +80,8 @@ def other_value(name: str, value: Any) -> str:
     """A command-line value for option ``name`` that differs from a demo's ``value``."""
     if name == "intensity":
         return as_given((value[0] + 1, value[1]))
+    if name == "strategy":
+        return "one_for_all" if value != "one_for_all" else "one_for_one"
     if isinstance(value, int):
         return str(value + 1)
     return str(value * 2)
@@ -162,10 +164,18 @@ def test_a_slot_the_command_line_names_does_only_what_it_says() -> None:
 # --- serial would take: the calls that ran, one after another -----------------------------------
 
 
+def calls(slots: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls of the workers: in a tree, the leaves' (a child run's for its slot)."""
+    found: list[dict[str, Any]] = []
+    for slot in slots:
+        found += calls(slot["child"]["slots"]) if "child" in slot else slot["spans"]
+    return found
+
+
 @pytest.mark.parametrize("number", list(STEPS))
 def test_serial_is_the_sum_of_every_attempt_that_ran(number: int) -> None:
     for run in runs_of(str(number)):
-        spans = [span for slot in slots_of(run) for span in slot["spans"]]
+        spans = calls(slots_of(run))
         if any(span["end"] is None for span in spans):  # a hung call: serial never ends
             assert run["serial"] is None
             continue
@@ -175,7 +185,7 @@ def test_serial_is_the_sum_of_every_attempt_that_ran(number: int) -> None:
 @pytest.mark.parametrize("number", RETRYING)
 def test_serial_counts_each_retry(number: int) -> None:
     (run,) = runs_of(str(number), "--task", "a", "--flaky", "0:2", "--attempts", "3")
-    assert len(slots_of(run)[0]["spans"]) == 3
+    assert len(calls(slots_of(run)[:1])) == 3
     assert run["serial"] == 3 * SimulatedAgent(0).latency("a")
 
 
@@ -216,6 +226,7 @@ def test_json_options_hold_every_option_of_the_step(number: int) -> None:
         name
         for name, parameter in inspect.signature(function).parameters.items()
         if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        and name != "trace"  # what the runner records into, not an option of the run
     ]
     streams = number in STREAMING
     for run in runs_of(str(number), "--task", "a; b"):

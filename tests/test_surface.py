@@ -133,6 +133,7 @@ PUBLIC = {
     "SlotTrace",
     "Span",
     "Status",
+    "Strategy",
     "Stream",
     "SubResult",
     "Supervisor",

@@ -53,6 +53,7 @@ LARGE = Demo(
 DEMOS = (RESEARCH, LARGE)
 FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring trends"
 FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
+TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
 STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     5: (RESEARCH, Demo("a sub-agent hangs", FIVE, hang=frozenset({1}))),
     6: (
@@ -134,6 +135,22 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             fail=frozenset({1}),
             outputs={0: "Acme undercuts our list price by 10%"},
             options={"max_rounds": 1},
+        ),
+    ),
+    13: (  # at most --workers leaves in all: a tie for a place would go to either tree
+        Demo(
+            "two companies, one child supervisor each; a leaf fails, its company is degraded",
+            TREE,
+        ),
+        Demo(
+            "a child gives up past 1 restart in 10s: it fails its parent's slot, which retries",
+            TREE,
+            options={"attempts": 3, "intensity": (1, 10.0)},
+        ),
+        Demo(
+            "rest_for_one: a failed child restarts the children after it, which depend on it",
+            "acme: pricing; globex: filings failing, numbers, summary",
+            options={"attempts": 2, "strategy": "rest_for_one"},
         ),
     ),
     14: (

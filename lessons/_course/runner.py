@@ -44,7 +44,7 @@ from rich.table import Table
 from lessons._course.demos import DEMOS, NEVER_RETURNS, NO_TIMEOUT, STEP_DEMOS, Demo
 from lessons._course.live import show_live
 from lessons._course.steps import load_step, step_number, steps
-from trio_supervisor import Aggregate, Answer, Status, SubResult, Trace, decompose
+from trio_supervisor import Aggregate, Answer, Span, Status, SubResult, Trace, decompose
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
 from trio_supervisor.timeline import render_timeline, trace_events
@@ -129,7 +129,7 @@ class Run:
         function = entry(module)
         options: dict[str, Any] = {}
         for name, parameter in inspect.signature(function).parameters.items():
-            if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name != "trace":
                 default = (
                     None if parameter.default is inspect.Parameter.empty else parameter.default
                 )
@@ -180,6 +180,7 @@ OPTIONS = {
     "attempts": "attempts",
     "intensity": "intensity",
     "window": "window",
+    "strategy": "strategy",
     "seed": "seed",
     "rate": "rate",
     "max_rounds": "max_rounds",
@@ -262,7 +263,11 @@ async def run_step(
     run.trace = Trace() if unknown else Trace(run.plan)  # slots added as they are dispatched
     try:
         async with worker_of(module, run, agent) as worker:
-            if stream is None:
+            if stream is None and records_itself(module.supervise):
+                run.aggregate = await module.supervise(
+                    run.demo.task, worker, trace=run.trace, **run.options
+                )
+            elif stream is None:
                 run.aggregate = await module.supervise(
                     run.demo.task, run.trace.watch(worker), **run.options
                 )
@@ -285,11 +290,26 @@ async def run_step(
         run.answer = synthesize(run.aggregate)
 
 
+def records_itself(supervise: Callable[..., Any]) -> bool:
+    """Whether a step's ``supervise`` records its run into a trace it is given (a tree of
+    supervisors draws its child runs under their parents' slots): then it gets the trace and
+    the bare sub-agent."""
+    return "trace" in inspect.signature(supervise).parameters
+
+
+def leaf_spans(trace: Trace) -> list[Span]:
+    """Every attempt of every slot that ran, a child run's in place of its parent slot's."""
+    spans: list[Span] = []
+    for slot in trace.slots:
+        spans += slot.spans if slot.child is None else leaf_spans(slot.child)
+    return spans
+
+
 def serial_time(trace: Trace) -> float | None:
     """How long the calls the run made take one after another: every attempt of every slot
-    that ran (retries too, and a stream's slots only as far as the caller read), each as long as
-    it ran; None while a call has not ended (it hangs)."""
-    spans = [span for slot in trace.slots for span in slot.spans]
+    that ran (retries too, and a stream's slots only as far as the caller read; in a tree, the
+    leaves'), each as long as it ran; None while a call has not ended (it hangs)."""
+    spans = leaf_spans(trace)
     if any(span.end is None for span in spans):
         return None
     return sum(span.end - span.start for span in spans if span.end is not None)
@@ -753,6 +773,11 @@ def parser() -> argparse.ArgumentParser:
         "--window", type=_workers, metavar="N", help="slots pulled, not yet handed over (10)"
     )
     p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (9-)")
+    p.add_argument(
+        "--strategy",
+        choices=("one_for_one", "one_for_all", "rest_for_one"),
+        help="which children a restart takes (13)",
+    )
     p.add_argument(
         "--rate", type=_rate, metavar="R", help="at most R attempts start a second (11-)"
     )

@@ -11,6 +11,7 @@ from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
 from ._meters import Adaptive, Capacity, Meter, RateLimit
 from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, Round
+from ._restart import Strategy
 from ._retry import Backoff
 from ._stream import Stream
 from ._supervisor import Supervisor
@@ -36,6 +37,7 @@ __all__ = [
     "SlotTrace",
     "Span",
     "Status",
+    "Strategy",
     "Stream",
     "SubResult",
     "Supervisor",

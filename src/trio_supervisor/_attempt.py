@@ -38,6 +38,7 @@ import trio
 from trio.lowlevel import ParkingLot, checkpoint, current_task
 
 from ._contract import Status, SubResult, _failed, _ok, describe
+from ._places import Places
 from ._retry import Backoff
 from ._trace import Trace
 from ._validate import not_awaitable
@@ -67,6 +68,7 @@ class Running:
         "attempts",
         "failure",
         "mixed",
+        "placed",
         "scope",
         "serial",
         "slot",
@@ -87,6 +89,7 @@ class Running:
         # the lane's timeout scope, and a count that changes as each attempt starts and ends
         self.scope: trio.CancelScope | None = None
         self.serial = 0
+        self.placed = False  # the lane holds its places (see _places)
 
     def begin(self, slot: int, subtask: Any) -> None:
         self.slot = slot
@@ -241,6 +244,7 @@ class Attempts(Generic[S, T]):
       rng: draws each run's retry jitter key (see ``run_key``).
       meters: waited on before each attempt, released after it; those with an ``observe``
         method are told each attempt's outcome (its failure, or None), after the release.
+      places: the capacity bound every lane of every run and stream holds a place of.
     """
 
     __slots__ = (
@@ -250,6 +254,7 @@ class Attempts(Generic[S, T]):
         "backoff",
         "meters",
         "observers",
+        "places",
         "retryable",
         "rng",
         "timeout",
@@ -265,8 +270,10 @@ class Attempts(Generic[S, T]):
         backoff: Backoff,
         rng: random.Random,
         meters: tuple[Any, ...],
+        places: Places,
     ) -> None:
         self.worker = worker
+        self.places = places
         self.timeout = timeout
         self.attempts = attempts
         self.retryable = retryable
@@ -318,6 +325,9 @@ class Attempts(Generic[S, T]):
                 if scope.cancelled_caught:
                     self._timed_out(running, trace)  # the timer fired inside the attempt
         finally:
+            if running.placed:
+                running.placed = False
+                self.places.give_back(running)
             if running.slot is not None:
                 if trace is not None:
                     trace._end_open_slot(running.slot, Status.CANCELLED)
@@ -347,6 +357,7 @@ class Attempts(Generic[S, T]):
         """
         worker = self.worker
         meters = self.meters
+        places = self.places
         scope = running.scope
         observers = self.observers
         now = trio.lowlevel.current_clock().current_time
@@ -368,12 +379,28 @@ class Attempts(Generic[S, T]):
                     last = task._schedule_points
                 else:
                     last = task._schedule_points
+                # a place under the capacity bound: kept from slot to slot, unless another lane
+                # waits for one (then it queues behind that lane: concurrent runs take turns)
+                if not running.placed:
+                    await places.take(running)
+                    running.placed = True
+                elif places.wanted():
+                    running.placed = False
+                    places.give_back(running)
+                    await places.take(running)
+                    running.placed = True
                 item = take()
                 if item is None:
                     if more is None:
+                        running.placed = False
+                        places.give_back(running)  # no slot for this lane: its place is free
                         return True
-                    if not await more():
-                        return True
+                    places.idle(running)  # kept while it waits, unless a lane needs it
+                    try:
+                        if not await more():
+                            return True
+                    finally:
+                        places.busy(running)
                     continue
                 slot, subtask = item
                 running.slot = slot

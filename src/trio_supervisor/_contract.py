@@ -279,12 +279,20 @@ class Aggregate(Generic[S, T]):
     Args:
       results: one [`SubResult`][trio_supervisor.SubResult] per slot, in plan order wherever
         the supervisor keeps it.
+      gave_up: why the run gave up (past its restart intensity), or None: what a parent
+        supervisor escalates, even when no slot was left unfinished to say it.
     """
 
-    __slots__ = ("_results",)
+    __slots__ = ("_gave_up", "_results")
 
-    def __init__(self, results: list[SubResult[S, T]]) -> None:
+    def __init__(self, results: list[SubResult[S, T]], gave_up: str | None = None) -> None:
         self._results = results
+        self._gave_up = gave_up
+
+    @property
+    def gave_up(self) -> str | None:
+        """Why the run gave up (``gave up: more than R restarts within Ts``), or None."""
+        return self._gave_up
 
     @property
     def results(self) -> list[SubResult[S, T]]:
@@ -305,6 +313,8 @@ class Aggregate(Generic[S, T]):
     __hash__ = None  # type: ignore[assignment]  # it holds a list
 
     def __repr__(self) -> str:
+        if self._gave_up is not None:
+            return f"Aggregate(results={self._results!r}, gave_up={self._gave_up!r})"
         return f"Aggregate(results={self._results!r})"
 
     @property

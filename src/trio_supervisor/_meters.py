@@ -52,6 +52,12 @@ class Capacity:
     or set ``capacity.limit`` from a controller to adapt concurrency to what an endpoint allows.
     A supervisor's ``max_workers`` still bounds its own runs: the bound in force is the smaller.
 
+    Given as ``Supervisor(..., capacity=capacity)`` instead, it bounds the supervisors' workers
+    (a place held while a worker runs slots, retries' waits included), not each attempt. Either
+    way, sharing has a cost: a worker that waits on another supervisor drawing from the same
+    capacity (a parent on its children) holds a place its children need, and ``limit`` such
+    parents never finish. Share it among the supervisors whose workers do the work.
+
     Built on ``trio.CapacityLimiter``, whose ``total_tokens`` wakes waiters when it grows. Each
     acquisition borrows on behalf of the task that runs the attempt, so a task holds at most one
     token of a given capacity at a time.

@@ -12,8 +12,10 @@ import trio
 from . import _validate
 from ._attempt import CUT_SHORT, Attempts
 from ._contract import Aggregate, Status, SubResult
-from ._meters import Meter
+from ._meters import Capacity, Meter
+from ._places import Places
 from ._replan import Answer, Planner, replan
+from ._restart import Strategy, restarting_run
 from ._retry import Backoff, RetryOn, retryable
 from ._stream import Stream, sole
 from ._trace import Trace
@@ -26,6 +28,17 @@ class Supervisor(Generic[S, T]):
     """Fans subtasks out to a worker, at most ``max_workers`` at a time, and fans their results
     back in plan order, one [`SubResult`][trio_supervisor.SubResult] per subtask, whatever
     happened to it.
+
+    ``max_workers`` is the supervisor's, not each call's: all its runs and streams together run
+    at most ``max_workers`` workers at once (concurrent runs take turns for the places, first
+    come first served). Give several supervisors one [`Capacity`][trio_supervisor.Capacity] as
+    ``capacity=`` to bound all their workers together, as one API's limit across a tree of
+    supervisors. What sharing costs: a worker holds its place while it runs, so a supervisor
+    whose worker waits on another supervisor (a parent waiting on its children) must not draw
+    from the budget those children need: ``K`` parents holding every place while their children
+    wait for one never finish. Give the parents a budget of their own (their ``max_workers``
+    alone) and share the capacity among the supervisors whose workers do the work; the same
+    holds for a worker that calls its own supervisor's ``run``.
 
     A run starts ``min(max_workers, len(plan))`` worker tasks; each takes the next slot of the
     plan whenever it is free, so at most ``max_workers`` workers run, subtasks start in plan
@@ -68,13 +81,39 @@ class Supervisor(Generic[S, T]):
         process-wide ``random`` module is never used, so a run is reproducible from its seed.
       meters: what each attempt waits on before it starts, besides a free worker (see
         [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]).
+      capacity: a [`Capacity`][trio_supervisor.Capacity] shared with other supervisors: each of
+        this supervisor's workers holds one of its places too while it runs slots, so the
+        supervisors that share it run at most ``capacity.limit`` workers together.
+      intensity: ``(R, T)``: at most ``R`` restarts (failed attempts that will be tried again)
+        within any ``T`` seconds of a run; one more and the run gives up: it cancels what still
+        runs or waits, the slot whose failure was one too many keeps its error, and every other
+        unfinished slot fails with ``gave up: more than R restarts within Ts``. None: no bound.
+      strategy: which slots a restart takes, for subtasks that depend on each other:
+        ``"one_for_one"`` the failed slot alone; ``"one_for_all"`` every slot (running ones are
+        cancelled, finished ones lose their result); ``"rest_for_one"`` the failed slot and
+        every slot after it in plan order. The slots taken wait out the failed slot's backoff
+        together, holding no place, and start again in plan order; a slot restarted for a
+        sibling is not charged an attempt. With ``intensity`` or a strategy other than
+        ``"one_for_one"``, a slot waiting to restart holds no place, and ``stream`` is refused.
 
     Raises:
       TypeError: if ``worker`` is not callable, or an option has the wrong type.
-      ValueError: if ``max_workers`` or ``attempts`` is < 1, or ``timeout`` is not positive.
+      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
+        ``capacity`` is also one of the ``meters``, ``intensity`` is not ``(R >= 0, T > 0)`` or
+        ``strategy`` is not one of the three.
     """
 
-    __slots__ = ("_attempts", "_backoff", "_max_workers", "_meters", "_retry_on", "_seed")
+    __slots__ = (
+        "_attempts",
+        "_backoff",
+        "_capacity",
+        "_intensity",
+        "_max_workers",
+        "_meters",
+        "_retry_on",
+        "_seed",
+        "_strategy",
+    )
 
     def __init__(
         self,
@@ -87,6 +126,9 @@ class Supervisor(Generic[S, T]):
         backoff: Backoff = Backoff(),  # noqa: B008  # immutable
         seed: int | random.Random | None = None,
         meters: Sequence[Meter] = (),
+        capacity: Capacity | None = None,
+        intensity: tuple[int, float] | None = None,
+        strategy: Strategy = "one_for_one",
     ) -> None:
         _validate.worker(worker)
         self._max_workers = _validate.count("max_workers", max_workers)
@@ -98,6 +140,9 @@ class Supervisor(Generic[S, T]):
         self._backoff = backoff
         self._seed = seed
         self._meters = _validate.meters(meters)
+        self._capacity = _validate.capacity(capacity, self._meters)
+        self._intensity = _validate.intensity(intensity)
+        self._strategy: Strategy = _validate.strategy(strategy)
         # invariant: every run and stream of this supervisor runs its slots through _attempts
         self._attempts: Attempts[S, T] = Attempts(
             worker,
@@ -107,6 +152,7 @@ class Supervisor(Generic[S, T]):
             backoff,
             _validate.seed(seed),
             self._meters,
+            Places(self._max_workers, None if capacity is None else capacity._limiter),
         )
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -157,6 +203,21 @@ class Supervisor(Generic[S, T]):
         """What each attempt waits on before it starts."""
         return self._meters
 
+    @property
+    def capacity(self) -> Capacity | None:
+        """The budget shared with other supervisors, or None."""
+        return self._capacity
+
+    @property
+    def intensity(self) -> tuple[int, float] | None:
+        """At most how many restarts within how many seconds, or None."""
+        return self._intensity
+
+    @property
+    def strategy(self) -> Strategy:
+        """Which slots a restart takes."""
+        return self._strategy
+
     def __repr__(self) -> str:
         worker = self.worker
         name = getattr(worker, "__qualname__", None) or repr(worker)
@@ -165,7 +226,8 @@ class Supervisor(Generic[S, T]):
         return (
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
             f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
-            f"seed={self._seed!r}, meters={self._meters!r})"
+            f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r}, "
+            f"intensity={self._intensity!r}, strategy={self._strategy!r})"
         )
 
     @overload
@@ -230,13 +292,17 @@ class Supervisor(Generic[S, T]):
         if trace is not None:
             trace._begin(plan)
         expired = False
+        gave_up: str | None = None
+        fan_out = self._fan_out
+        if self._intensity is not None or self._strategy != "one_for_one":
+            fan_out = self._restarting
         try:
             try:
                 if limit is None:
-                    await self._fan_out(plan, results, cuts.__setitem__, trace)
+                    gave_up = await fan_out(plan, results, cuts, trace)
                 else:
                     with trio.move_on_after(limit) as scope:
-                        await self._fan_out(plan, results, cuts.__setitem__, trace)
+                        gave_up = await fan_out(plan, results, cuts, trace)
                     expired = scope.cancelled_caught
             except* (KeyboardInterrupt, SystemExit, Exception) as group:
                 raise sole(group) from None
@@ -245,17 +311,31 @@ class Supervisor(Generic[S, T]):
                 trace._end_open()
                 trace.close()
         _fill(plan, results, cuts, limit if expired else None)
-        return Aggregate(results)  # type: ignore[arg-type]  # _fill left no None
+        return Aggregate(results, gave_up)  # type: ignore[arg-type]  # _fill left no None
+
+    async def _restarting(
+        self,
+        plan: list[Any],
+        results: list[SubResult[Any, T] | None],
+        cuts: dict[int, SubResult[Any, T]],
+        trace: Trace | None,
+    ) -> str | None:
+        """A run whose restarts are counted or grouped (see ``_restart``); returns why it gave
+        up, or None."""
+        return await restarting_run(
+            self._attempts, plan, results, cuts, trace, self._intensity, self._strategy
+        )
 
     async def _fan_out(
         self,
         plan: list[Any],
         results: list[SubResult[Any, T] | None],
-        cut: Callable[[int, SubResult[Any, T]], None],
+        cuts: dict[int, SubResult[Any, T]],
         trace: Trace | None,
-    ) -> None:
+    ) -> str | None:
         """The admission loop: ``min(max_workers, len(plan))`` lanes share one iterator over
         the plan, so each free lane admits the next slot, in plan order."""
+        cut = cuts.__setitem__
         take = functools.partial(next, enumerate(plan), None)
         put = results.__setitem__
         attempts = self._attempts
@@ -269,6 +349,7 @@ class Supervisor(Generic[S, T]):
                 for _ in range(min(self._max_workers, len(plan))):
                     nursery.start_soon(lane, take, put, cut, trace, key, timer)
             timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
+        return None  # the lanes never give up: a run with an intensity is a restarting one
 
     async def replan(
         self,
@@ -403,6 +484,12 @@ class Supervisor(Generic[S, T]):
           ValueError: if ``window < max_workers``, a str holds no subtask, or ``trace`` was
             made for another plan or already recorded a run.
         """
+        if self._intensity is not None or self._strategy != "one_for_one":
+            raise ValueError(
+                "a stream hands each result over as it is done, so it cannot give up on or "
+                "restart a finished slot: use run() with intensity= or strategy=, or a "
+                "Supervisor without them for stream()"
+            )
         size = _validate.window(window, self._max_workers)
         source = _validate.stream_input(subtasks)
         planned = source if isinstance(source, list | tuple) else None

@@ -35,27 +35,45 @@ class Bar:
 
 @dataclass(frozen=True)
 class Row:
-    """One slot of the timeline: its bars, how it ended, and its completion rank."""
+    """One slot of the timeline: its bars, how it ended, and its completion rank; ``depth`` is
+    how deep in a supervision tree its run is (0 for the top run's slots, 1 for the slots of a
+    child run drawn under its parent's slot, and so on)."""
 
     slot: int
     subtask: str
     bars: tuple[Bar, ...]
     status: Status | None
     rank: int | None
+    depth: int = 0
+
+    @property
+    def label(self) -> str:
+        """The subtask as drawn: indented under its parent's slot in a tree."""
+        return self.subtask if not self.depth else "  " * (self.depth - 1) + "└ " + self.subtask
 
 
 def timeline_rows(trace: Trace, final: Mapping[int, Status] | None = None) -> list[Row]:
     """Turn a trace into rows: what every picture of a run (terminal or SVG) is drawn from.
 
+    A slot whose worker ran a child supervisor (see [`Trace.nest`][trio_supervisor.Trace.nest])
+    is followed by its child run's rows, one level deeper, on the same time axis.
+
     Args:
       trace: the recorded run.
       final: slot -> status to show instead of the recorded one (a supervisor knows that a
-        cancelled attempt was its timeout, or that a slot that never ran was cut by a deadline).
+        cancelled attempt was its timeout, or that a slot that never ran was cut by a deadline);
+        for the top run's slots only.
     """
-    final = final or {}
+    rows: list[Row] = []
+    _rows_of(trace, final or {}, trace.wall, 0, rows)
+    return rows
+
+
+def _rows_of(
+    trace: Trace, final: Mapping[int, Status], right: float, depth: int, rows: list[Row]
+) -> None:
+    """Append the rows of ``trace``'s slots, and of their child runs, to ``rows``."""
     ranks = trace.completion_rank()
-    right = trace.wall
-    rows = []
     for slot in trace.slots:
         bars: list[Bar] = []
         waiting_from = slot.planned - trace.origin
@@ -73,12 +91,16 @@ def timeline_rows(trace: Trace, final: Mapping[int, Status] | None = None) -> li
             waiting_from = end
             asked = span.retry_after or 0.0
         if not slot.spans and slot.admitted is None and trace.closed is not None:
-            bars.append(Bar(waiting_from, right, "waiting", None))
+            end = right if depth == 0 else trace.closed - trace.origin
+            bars.append(Bar(waiting_from, end, "waiting", None))
         if slot.delivered is not None and slot.delivered - trace.origin > waiting_from:
             bars.append(Bar(waiting_from, slot.delivered - trace.origin, "held", None))
         status = final.get(slot.slot, slot.status)
-        rows.append(Row(slot.slot, str(slot.subtask), tuple(bars), status, ranks.get(slot.slot)))
-    return rows
+        rows.append(
+            Row(slot.slot, str(slot.subtask), tuple(bars), status, ranks.get(slot.slot), depth)
+        )
+        if slot.child is not None:
+            _rows_of(slot.child, {}, right, depth + 1, rows)
 
 
 def _seconds(value: float) -> str:
@@ -150,7 +172,7 @@ def render_timeline(
             line.append(cell, style=style)
         end = Text(_ending(row), style=ENDINGS[row.status][1])
         table.add_row(
-            str(row.slot), Text(row.subtask), line, end, "" if row.rank is None else str(row.rank)
+            str(row.slot), Text(row.label), line, end, "" if row.rank is None else str(row.rank)
         )
     axis = Text("0s".ljust(width - len(_seconds(right))) + _seconds(right), style="bright_black")
     table.add_row("", "", axis, "", "")
@@ -306,9 +328,10 @@ def render_svg(
         text_y = _n(middle + 4)
         ended_as = "none" if row.status is None else row.status.value
         rank = "" if row.rank is None else str(row.rank)
+        depth = f' data-depth="{row.depth}"' if row.depth else ""
         out.append(
             f'<g class="ts-row" data-slot="{row.slot}" data-status="{escape(ended_as)}" '
-            f'data-rank="{rank}">'
+            f'data-rank="{rank}"{depth}>'
         )
         failed = row.status in (Status.FAILED, Status.TIMED_OUT)  # the slot's own failure
         if failed:
@@ -323,7 +346,7 @@ def render_svg(
         )
         out.append(
             f'<text class="ts-label{marked}" x="{_n(x_label)}" y="{text_y}">'
-            f"<title>{escape(row.subtask)}</title>{escape(_cut(row.subtask))}</text>"
+            f"<title>{escape(row.subtask)}</title>{escape(_cut(row.label))}</text>"
         )
         for bar in row.bars:
             x, w = x_of(bar.start), max(1.0, (bar.end - bar.start) / right * width)

@@ -35,7 +35,8 @@ class SlotTrace:
     ``planned`` is when the slot became known (the run's start for a planned subtask, its
     admission for one pulled later from a lazy input); ``spans`` has one
     [`Span`][trio_supervisor.Span] per attempt; ``delivered`` is when a streaming supervisor handed
-    its result to the caller.
+    its result to the caller; ``child`` is the trace of a run its worker made as a supervisor
+    itself (see [`nest`][trio_supervisor.Trace.nest]), of its latest attempt.
     """
 
     slot: int
@@ -44,6 +45,7 @@ class SlotTrace:
     admitted: float | None = None
     spans: list[Span] = field(default_factory=list)
     delivered: float | None = None
+    child: Trace | None = None
 
     @property
     def started(self) -> float | None:
@@ -74,6 +76,7 @@ class Trace:
 
     def __init__(self, plan: Iterable[Any] = ()) -> None:
         self.origin = trio.current_time()
+        self._opened = self.origin  # when its run's plan became known: the origin, or a nest()
         self.closed: float | None = None
         self.slots: list[SlotTrace] = []
         # invariant: _by_subtask[s] lists, in slot order, every slot whose (hashable) subtask is
@@ -96,7 +99,7 @@ class Trace:
         self._in_use = True
         for index, subtask in enumerate(plan):
             if index >= len(self.slots):
-                self._add(subtask, self.origin)
+                self._add(subtask, self._opened)
 
     def _add(self, subtask: Any, planned: float) -> SlotTrace:
         slot = SlotTrace(len(self.slots), subtask, planned)
@@ -154,6 +157,34 @@ class Trace:
             if isinstance(asked, int | float) and not isinstance(asked, bool) and asked >= 0:
                 span.retry_after = float(asked)
         self._completions.append(slot)
+
+    def nest(self, subtask: Any) -> Trace:
+        """A fresh trace for a run that the worker of ``subtask``'s slot makes as a supervisor
+        itself (a supervision tree): record the child run into it, and it is drawn under its
+        parent's slot, indented.
+
+        It shares this trace's origin, so the child's times line up with its parent's, and its
+        slots are planned from now. Made at each attempt, it replaces the slot's previous one:
+        a picture shows the child run of the attempt that gave the slot its result.
+
+        Args:
+          subtask: the parent slot's subtask, as the worker was called with it (see
+            [`slot_of`][trio_supervisor.Trace.slot_of]).
+
+        Raises:
+          ValueError: if no slot of this trace has that subtask.
+        """
+        slot = self.slot_of(subtask)
+        if slot is None:
+            raise ValueError(
+                f"no slot of this trace has the subtask {subtask!r}: nest a child run under the "
+                "subtask its parent's worker was called with"
+            )
+        child = Trace()
+        child.origin = self.origin
+        child._opened = trio.current_time()
+        self.slots[slot].child = child
+        return child
 
     def close(self) -> None:
         """The run returned (or raised): fixes the right edge of the timeline."""
@@ -259,6 +290,7 @@ class Trace:
                     ],
                     "completion_rank": ranks.get(slot.slot),
                     "delivered": rel(slot.delivered),
+                    **({} if slot.child is None else {"child": slot.child.to_dict()}),
                 }
                 for slot in self.slots
             ],

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._decompose import decompose
 from ._trace import Trace
+
+if TYPE_CHECKING:
+    from ._meters import Capacity
 
 
 def count(name: str, value: object) -> int:
@@ -116,6 +119,50 @@ def meters(value: object) -> tuple[Any, ...]:
                 f"got {type(meter).__name__} {meter!r}"
             )
     return found
+
+
+def capacity(value: object, meters: tuple[Any, ...]) -> Capacity | None:
+    """A budget shared with other supervisors: a [`Capacity`][trio_supervisor.Capacity] or None,
+    not also one of the supervisor's meters (a worker would take two places of it)."""
+    from ._meters import Capacity  # here: _meters imports this module
+
+    if value is None:
+        return None
+    if not isinstance(value, Capacity):
+        raise TypeError(f"capacity must be a Capacity or None, got {type(value).__name__}")
+    if any(meter is value for meter in meters):
+        raise ValueError(
+            "this Capacity is both the capacity and one of the meters, so each worker would take "
+            "two of its places: give it once, as capacity= (held while a worker runs slots) or "
+            "in meters= (held during each attempt)"
+        )
+    return value
+
+
+def intensity(value: object) -> tuple[int, float] | None:
+    """A restart intensity: ``(R, T)``, at most R >= 0 restarts within T > 0 seconds."""
+    if value is None:
+        return None
+    rule = "intensity must be (R, T): at most R >= 0 restarts within T > 0 seconds"
+    if not isinstance(value, tuple) or len(value) != 2:
+        raise TypeError(f"{rule}, got {type(value).__name__} {value!r}")
+    restarts, period = value
+    if isinstance(restarts, bool) or not isinstance(restarts, int):
+        raise TypeError(f"{rule}, got R={restarts!r}")
+    if isinstance(period, bool) or not isinstance(period, int | float):
+        raise TypeError(f"{rule}, got T={period!r}")
+    if restarts < 0 or not period > 0:
+        raise ValueError(f"{rule}, got {value!r}")
+    return restarts, float(period)
+
+
+def strategy(value: object) -> Any:
+    """A restart strategy: one of ``one_for_one``, ``one_for_all``, ``rest_for_one``."""
+    from ._restart import STRATEGIES  # here: _restart imports this module's users
+
+    if value not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {value!r}")
+    return value
 
 
 def plan(task: object) -> list[Any]:
