@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -254,3 +255,22 @@ def test_the_rate_limited_benchmark_refuses_no_repetitions(
         rate_limited.main(["--reps", "0"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].endswith("error: --reps must be >= 1, got 0")
+
+
+def test_the_process_benchmark_times_every_contender_on_every_function() -> None:
+    # a subprocess: the worker processes import the functions from the script run as __main__
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "processes.py"), "--quick", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    processes = load("processes")
+    assert set(figures["us_per_subtask"]) == set(processes.FUNCTIONS)
+    for row in figures["us_per_subtask"].values():
+        assert list(row) == list(processes.CONTENDERS)
+        assert all(micros > 0 for micros in row.values())
+    assert figures["cold_start"] > 0

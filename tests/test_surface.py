@@ -160,6 +160,7 @@ def test_the_public_names_are_exactly_what_production_code_needs() -> None:
         "trio_supervisor.testing",
         "trio_supervisor.agents",
         "trio_supervisor.devserver",
+        "trio_supervisor.processes",
     ],
 )
 def test_public_names_say_the_module_they_are_public_in(module: str) -> None:

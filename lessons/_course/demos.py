@@ -22,6 +22,7 @@ class Demo:
     flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
     slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
     outputs: Mapping[int, str] = field(default_factory=dict, hash=False)  # slot -> its answer
+    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (14-)
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     take: int | None = None  # a streaming step's caller leaves after this many results
 
@@ -150,6 +151,20 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             "rest_for_one: a failed child restarts the children after it, which depend on it",
             "acme: pricing; globex: filings failing, numbers, summary",
             options={"attempts": 2, "strategy": "rest_for_one"},
+        ),
+    ),
+    14: (
+        Demo(
+            "a sub-agent's process dies, another sub-agent fails",
+            FIVE,
+            crash=frozenset({1}),  # the reviews sub-agent's body calls os._exit
+            fail=frozenset({3}),  # supplier risk raises: an exception, for comparison
+        ),
+        Demo(
+            "a sub-agent hangs: its timeout kills its process",
+            FIVE,
+            hang=frozenset({1}),
+            options={"worker_timeout": 1.5},
         ),
     ),
 }

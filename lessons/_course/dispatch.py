@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lessons._course.demos import FIVE, Demo
-from lessons._course.runner import Run, entry, final_statuses, parser, run_demo
+from lessons._course.runner import Run, entry, final_statuses, parser, run_demo, takes_crash
 from lessons._course.steps import load_step, step_number
 from trio_supervisor.timeline import render_svg
 
@@ -100,6 +100,10 @@ def scenarios(name: str) -> list[Scenario]:
         options={"worker_timeout": TIMEOUT} if timed else {},
     )
     chosen.append(Scenario("hangs", hangs.title, hangs, TROUBLE_WORKERS))
+    if takes_crash(load_step(name)):  # a worker process to end: step 14 on
+        title = f"slot {FAILING}'s process dies{crowd}"
+        crashes = Demo(title, FIVE, crash=frozenset({FAILING}), slow=LATENCIES)
+        chosen.append(Scenario("crashes", crashes.title, crashes, TROUBLE_WORKERS))
     return chosen
 
 

@@ -8,10 +8,11 @@ simulated sub-agent is for a step without one. It is entered inside the run's ``
 left when the run ends (a server it starts stops then). Besides the simulated sub-agent it is
 given, by keyword, those of these its signature names: ``virtual`` (the run is on a
 ``trio.testing.MockClock``: no real socket, no real time), ``max_workers`` (the run's),
-``endpoint`` and ``model`` (``--endpoint URL --model NAME``; None without them), and ``plan``
-(the subtasks). ``--endpoint``, ``--model`` and ``--rate`` change only a step that takes them
-(``--rate`` is an option of its ``supervise``); the steps before ignore them, as they ignore the
-options of any later step.
+``endpoint`` and ``model`` (``--endpoint URL --model NAME``; None without them), ``plan``
+(the subtasks), and ``crash`` (the subtasks whose worker is to end its process: ``--crash``,
+refused for a step whose hook does not name it). ``--endpoint``, ``--model`` and ``--rate``
+change only a step that takes them (``--rate`` is an option of its ``supervise``); the steps
+before ignore them, as they ignore the options of any later step.
 """
 
 from __future__ import annotations
@@ -209,6 +210,12 @@ HOOK = "open_worker"
 """The module-level name of a step's worker factory: Part II's seam (see the module's doc)."""
 
 
+def takes_crash(module: ModuleType) -> bool:
+    """Whether step ``module``'s worker runs in a process that ``--crash`` may end."""
+    hook = getattr(module, HOOK, None)
+    return hook is not None and "crash" in inspect.signature(hook).parameters
+
+
 def takes_endpoint(module: ModuleType) -> bool:
     """Whether step ``module``'s worker can be pointed at an endpoint (``--endpoint``)."""
     hook = getattr(module, HOOK, None)
@@ -231,6 +238,7 @@ async def worker_of(
         "endpoint": run.endpoint,
         "model": run.model,
         "plan": list(run.plan),
+        "crash": {run.plan[slot] for slot in run.demo.crash},
     }
     accepted = inspect.signature(hook).parameters
     async with hook(agent, **{k: v for k, v in given.items() if k in accepted}) as worker:
@@ -748,6 +756,13 @@ def parser() -> argparse.ArgumentParser:
         metavar="I:S",
         help="slot I takes S seconds (repeatable)",
     )
+    p.add_argument(
+        "--crash",
+        type=int,
+        action="append",
+        metavar="I",
+        help="slot I's worker kills its process (14-) (repeatable)",
+    )
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (6-)")
     p.add_argument("--attempts", type=_workers, metavar="N", help="calls per slot at most (7-)")
@@ -853,6 +868,7 @@ def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
             ("--hang", demo.hang),
             ("--flaky", demo.flaky),
             ("--slow", demo.slow),
+            ("--crash", demo.crash),
         ):
             for slot in sorted(slots):
                 if not 0 <= slot < size:
@@ -885,7 +901,8 @@ def sub_agent(args: argparse.Namespace, demo: Demo) -> dict[str, Any]:
     fail = set(getattr(args, "fail", None) or ())
     hang = set(getattr(args, "hang", None) or ())
     flaky = dict(getattr(args, "flaky", None) or ())
-    named = fail | hang | set(flaky)
+    crash = getattr(args, "crash", None)
+    named = fail | hang | set(flaky) | set(crash or ())
     slow = getattr(args, "slow", None)
     return {
         "fail": frozenset(fail) if args.fail is not None else demo.fail - named,
@@ -896,6 +913,7 @@ def sub_agent(args: argparse.Namespace, demo: Demo) -> dict[str, Any]:
         "slow": dict(slow)
         if slow is not None
         else {slot: latency for slot, latency in demo.slow.items() if slot not in hang},
+        "crash": frozenset(crash) if crash is not None else demo.crash - named,
     }
 
 
@@ -916,6 +934,10 @@ def changed_title(demo: Demo) -> str:
         f"slot {slot} fails its first {k} call{'s' if k > 1 else ''}"
         for slot, k in sorted(demo.flaky.items())
     ]
+    if demo.crash:
+        said.append(
+            f"{slots(demo.crash)} {'kills its' if len(demo.crash) == 1 else 'kill their'} process"
+        )
     said += [f"slot {slot} takes {t:g}s" for slot, t in sorted(demo.slow.items())]
     if demo.take is not None:
         said.append(f"left after {demo.take} results")
@@ -954,6 +976,13 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         chosen = {name: demos(args, number) for number, name in known.items() if name in names}
     except ValueError as exc:
         p.error(str(exc))
+    if args.crash:
+        for name in names:
+            if not takes_crash(load_step(name)):
+                p.error(
+                    f"--crash needs a step whose workers run in worker processes (14 on): "
+                    f"{name} runs them in this process, where a crash would end the runner"
+                )
     runs = []
     interrupted = closed = False
     try:
@@ -1066,6 +1095,12 @@ def conflicting(args: argparse.Namespace) -> str | None:
         if len(options) > 1:
             both = " and ".join(f"--{option}" for option in options)
             return f"slot {slot} is given both {both}: a slot does one of fail, hang, flaky"
+    for slot in sorted(set(getattr(args, "crash", None) or ())):
+        if slot in given:
+            return (
+                f"slot {slot} is given both --crash and --{given[slot][0]}: a slot whose "
+                "process dies does nothing else"
+            )
     for slot, _ in args.slow or ():
         if slot in (args.hang or ()):
             return (

@@ -1,0 +1,196 @@
+"""What a crash-isolated worker costs per subtask: ProcessWorker against a thread and a plain call.
+
+Each contender runs the same sync function through ``Supervisor.run`` with ``max_workers=K``
+(K = the CPUs, trio_parallel's default number of processes): called in the supervisor's own
+process (``await``-free, the least a worker can cost), through ``trio.to_thread.run_sync``
+(a thread: no isolation from a crash, the GIL shared), through
+``trio_supervisor.processes.ProcessWorker`` (a worker process per call), and
+through ``trio_parallel.run_sync`` bare (the pool without the adapter: what the adapter adds).
+Two functions: ``nothing``, which returns its argument, so what is timed is the fixed cost of
+the way in and out; and ``spin``, a few milliseconds of pure Python, where processes run in
+parallel and threads take turns on the GIL.
+
+The pool is warmed before the measured runs (every contender's processes are started once);
+the cold start, the time for K processes to start and answer their first call, is measured
+first, in a fresh process. Repetitions take turns, and the median is reported.
+
+Run: ``python benchmarks/processes.py`` (about a minute on 2 cores; ``--quick`` for a smoke run,
+``--json`` for the figures as JSON).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+import trio_parallel
+
+from trio_supervisor import Supervisor
+from trio_supervisor.processes import ProcessWorker
+
+K = os.cpu_count() or 1
+
+
+def nothing(i: int) -> int:
+    """The fixed cost: the function does nothing."""
+    return i
+
+
+def spin(i: int, loops: int = 100_000) -> int:
+    """A few milliseconds of pure Python (it holds the GIL throughout)."""
+    total = 0
+    for n in range(loops):
+        total += n * n
+    return i + total - total
+
+
+FUNCTIONS: dict[str, Callable[[int], int]] = {"nothing": nothing, "spin": spin}
+
+
+def in_process(function: Callable[[int], int]) -> Callable[[int], Awaitable[int]]:
+    async def call(i: int) -> int:
+        return function(i)
+
+    return call
+
+
+def in_thread(function: Callable[[int], int]) -> Callable[[int], Awaitable[int]]:
+    async def call(i: int) -> int:
+        return await trio.to_thread.run_sync(function, i)
+
+    return call
+
+
+def bare_pool(function: Callable[[int], int]) -> Callable[[int], Awaitable[int]]:
+    async def call(i: int) -> int:
+        output: int = await trio_parallel.run_sync(function, i, kill_on_cancel=True)
+        return output
+
+    return call
+
+
+def process_worker(function: Callable[[int], int]) -> Callable[[int], Awaitable[int]]:
+    return ProcessWorker(function)
+
+
+CONTENDERS: dict[str, Callable[[Callable[[int], int]], Callable[[int], Awaitable[int]]]] = {
+    "in process (plain call)": in_process,
+    "trio.to_thread.run_sync": in_thread,
+    "trio_parallel.run_sync (bare)": bare_pool,
+    "ProcessWorker": process_worker,
+}
+
+
+def measure(contender: str, function: str, n: int, k: int = K) -> float:
+    """Seconds for one ``Supervisor.run`` of ``n`` subtasks; raises on a wrong or failed slot."""
+    worker = CONTENDERS[contender](FUNCTIONS[function])
+
+    async def run() -> float:
+        start = time.perf_counter()
+        aggregate = await Supervisor(worker, max_workers=k).run(range(n))
+        elapsed = time.perf_counter() - start
+        if [result.output for result in aggregate] != list(range(n)):
+            failed = [result.error for result in aggregate if not result.ok][:1]
+            raise RuntimeError(f"{contender} on {function}: wrong results {failed}")
+        return elapsed
+
+    return trio.run(run)
+
+
+def cold_start(k: int = K) -> float:
+    """Seconds for ``k`` new worker processes to answer their first call (this process's pool
+    must be cold: run it first, in a fresh process)."""
+    return measure("ProcessWorker", "nothing", k, k)
+
+
+def cold_start_in_fresh_process(k: int) -> float:
+    done = subprocess.run(
+        [sys.executable, __file__, "--cold", str(k)], capture_output=True, text=True, check=True
+    )
+    seconds: float = json.loads(done.stdout)["seconds"]
+    return seconds
+
+
+def figures(sizes: dict[str, int], reps: int, k: int) -> dict[str, dict[str, float]]:
+    """Function -> contender -> median µs per subtask, the contenders taking turns."""
+    for name in CONTENDERS:  # warm up: every pool's processes and threads started once
+        measure(name, "nothing", 4 * k, k)
+    result: dict[str, dict[str, float]] = {}
+    for function, n in sizes.items():
+        samples: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+        names = list(CONTENDERS)
+        for rep in range(reps):
+            shift = rep % len(names)
+            for name in names[shift:] + names[:shift]:
+                samples[name].append(measure(name, function, n, k) / n * 1e6)
+        result[function] = {name: statistics.median(values) for name, values in samples.items()}
+    return result
+
+
+def machine() -> str:
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (
+        f"{cpu}, nproc {os.cpu_count()}, Python {platform.python_version()}, "
+        f"trio {trio.__version__}, trio-parallel {importlib.metadata.version('trio-parallel')}, "
+        f"{platform.system()} {platform.release()}"
+    )
+
+
+def report(table: dict[str, dict[str, float]], cold: float, sizes: dict[str, int], k: int) -> str:
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    lines = [f"# machine: {machine()}", f"# K={k}; median µs per subtask; load average {load}", ""]
+    lines.append(f"cold start: {cold * 1e3:,.0f} ms for {k} worker processes to answer once")
+    for function, row in table.items():
+        base = row["in process (plain call)"]
+        lines += ["", f"## {function} (N={sizes[function]:,})", ""]
+        lines += ["| contender | µs/subtask | / plain call |", "|---|---:|---:|"]
+        for name, micros in row.items():
+            lines.append(f"| {name} | {micros:,.1f} | {micros / base:,.1f}x |")
+    adds = table["nothing"]["ProcessWorker"] - table["nothing"]["trio_parallel.run_sync (bare)"]
+    lines += ["", f"what the adapter adds to the bare pool: {adds:,.1f} µs per subtask"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--nothing", type=int, default=2_000, metavar="N", help="subtasks (2000)")
+    p.add_argument("--spin", type=int, default=200, metavar="N", help="subtasks (200)")
+    p.add_argument("--reps", type=int, default=3, help="repetitions (3)")
+    p.add_argument("--workers", type=int, default=K, metavar="K", help=f"max_workers ({K})")
+    p.add_argument("--quick", action="store_true", help="tiny sizes, one repetition: a smoke run")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--cold", type=int, metavar="K", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.cold is not None:
+        print(json.dumps({"seconds": cold_start(args.cold)}))
+        return {}
+    if args.quick:
+        args.nothing, args.spin, args.reps = 20, 4, 1
+    sizes = {"nothing": args.nothing, "spin": args.spin}
+    cold = cold_start_in_fresh_process(args.workers)
+    table = figures(sizes, args.reps, args.workers)
+    data = {"machine": machine(), "k": args.workers, "cold_start": cold, "us_per_subtask": table}
+    print(json.dumps(data, indent=2) if args.json else report(table, cold, sizes, args.workers))
+    return data
+
+
+if __name__ == "__main__":
+    main()
