@@ -257,8 +257,9 @@ class Supervisor(Generic[S, T]):
         ``TIMED_OUT`` or, when ``deadline`` expires first, ``CANCELLED`` (stopped while it ran
         or waited to retry, or never started: ``attempts`` 0). From the deadline on no worker is
         called; the run cancels its workers and returns what it has at that instant, and no
-        task it started outlives it. If the run is cancelled from outside, it raises
-        ``trio.Cancelled`` as any trio call does (its trace's open spans end ``CANCELLED``).
+        task it started outlives it. If the run is cancelled from outside, the cancellation
+        goes on to the scope that owns it, as from any trio call that runs a nursery: inside an
+        exception group, which that scope catches (its trace's open spans end ``CANCELLED``).
 
         Args:
           task: a str, split with [`decompose`][trio_supervisor.decompose] (only for a
