@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 import httpx2
 import trio
 
+from lessons.step10_lazy_window import synthesize as synthesize  # unchanged since step 5
 from trio_supervisor import (
     Adaptive,
     Aggregate,
@@ -124,16 +125,6 @@ async def open_worker(
         ) as agent:
             yield agent
         nursery.cancel_scope.cancel()  # the run is over: stop serving
-
-
-def synthesize(aggregate: Aggregate[str, str]) -> str:
-    lines = []
-    for result in aggregate.results:
-        answer = result.output if result.ok else f"(missing: {result.error})"
-        lines.append(f"{result.subtask}: {answer}")
-    if aggregate.degraded:
-        lines.append(f"(degraded: {aggregate.failed} of {len(aggregate.results)} subtasks failed)")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from lessons.step10_lazy_window import synthesize as synthesize  # unchanged since step 5
 from trio_supervisor import (
     Aggregate,
     Backoff,
@@ -111,16 +112,6 @@ def digest(aggregate: Aggregate[str, str]) -> str:
         f"{result.subtask}: {result.output if result.ok else 'missing'}"
         for result in aggregate.results
     )
-
-
-def synthesize(aggregate: Aggregate[str, str]) -> str:
-    lines = []
-    for result in aggregate.results:
-        answer = result.output if result.ok else f"(missing: {result.error})"
-        lines.append(f"{result.subtask}: {answer}")
-    if aggregate.degraded:
-        lines.append(f"(degraded: {aggregate.failed} of {len(aggregate.results)} subtasks failed)")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from lessons.step10_lazy_window import synthesize as synthesize  # unchanged since step 5
 from trio_supervisor import Aggregate, Backoff, Supervisor, Worker
 from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
