@@ -638,14 +638,25 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _workers(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
-    return value
+def _at_least(least: int) -> Callable[[str], int]:
+    """An option's type: an integer >= ``least``, or its rule."""
+
+    def integer(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer >= {least}, got {text!r}"
+            ) from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {value}")
+        return value
+
+    return integer
+
+
+_workers = _at_least(1)
+_count = _at_least(0)
 
 
 def _seconds(text: str) -> float:
@@ -675,16 +686,6 @@ def _pair(
     if pair is None or not valid(*pair):
         raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
     return pair
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
-    return value
 
 
 def _rate(text: str) -> float:
