@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import trio
 import trio.testing
@@ -19,6 +19,16 @@ from trio_supervisor.testing import SubAgentError
 
 GRID = 32
 R = TypeVar("R")
+
+PATHS: dict[str, dict[str, Any]] = {
+    "lanes": {},
+    "intensity": {"intensity": (5, 10.0)},
+    "one_for_all": {"strategy": "one_for_all"},
+    "rest_for_one": {"strategy": "rest_for_one"},
+}
+"""The two ways a run goes: the lanes, and the restarting path (an intensity, or a strategy
+other than one_for_one) that runs each attempt in a task of its own. A promise about how one
+slot is run is tested on both."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,7 @@ def hang() -> Behaviour:
 
 @dataclass
 class Script:
-    """A worker playing one :class:`Behaviour` per subtask (the subtask is its slot number).
+    """A worker playing one `Behaviour` per subtask (the subtask is its slot number).
 
     It records every call: how many per subtask, when each started and ended, and how many calls
     were in flight at once.

@@ -8,7 +8,7 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from supervisor_support import odd_128ths
+from supervisor_support import PATHS, odd_128ths
 from support import list_schedule, run_virtual
 
 from trio_supervisor import Aggregate, Status, SubResult, Supervisor
@@ -19,9 +19,10 @@ from trio_supervisor import Aggregate, Status, SubResult, Supervisor
     k=st.integers(min_value=1, max_value=4),
     latencies=st.lists(st.integers(min_value=1, max_value=64), min_size=1, max_size=12),
     deadline=odd_128ths,
+    path=st.sampled_from(sorted(PATHS)),
 )
 def test_after_the_deadline_no_worker_is_called(
-    k: int, latencies: list[int], deadline: float
+    k: int, latencies: list[int], deadline: float, path: str
 ) -> None:
     called: list[int] = []
 
@@ -35,7 +36,7 @@ def test_after_the_deadline_no_worker_is_called(
         return subtask
 
     async def main() -> Aggregate[int, int]:
-        supervisor = Supervisor(turns_cancellation_into_an_error, max_workers=k)
+        supervisor = Supervisor(turns_cancellation_into_an_error, max_workers=k, **PATHS[path])
         return await supervisor.run(range(len(latencies)), deadline=deadline)
 
     aggregate = run_virtual(main)
@@ -92,8 +93,12 @@ async def fails_while_cancelled(subtask: str) -> str:
     return subtask
 
 
+ON_EVERY_PATH = pytest.mark.parametrize("path", sorted(PATHS))
+
+
+@ON_EVERY_PATH
 async def test_a_workers_nursery_failing_under_the_deadline_does_not_escape_run(
-    autojump_clock: Any,
+    autojump_clock: Any, path: str
 ) -> None:
     async def quick(subtask: str) -> str:
         await trio.sleep(0.25)
@@ -102,20 +107,40 @@ async def test_a_workers_nursery_failing_under_the_deadline_does_not_escape_run(
     async def worker(subtask: str) -> str:
         return await (quick if subtask == "quick" else fails_while_cancelled)(subtask)
 
-    aggregate = await Supervisor(worker, max_workers=2).run(["quick", "stuck"], deadline=1.5)
+    supervisor = Supervisor(worker, max_workers=2, **PATHS[path])
+    aggregate = await supervisor.run(["quick", "stuck"], deadline=1.5)
     quick_result, stuck = aggregate.results
     assert quick_result.status is Status.OK
     assert stuck.status is Status.CANCELLED
     assert stuck.error is not None
     assert "boom" in stuck.error
+    assert isinstance(stuck.exception, ExceptionGroup)  # the Exception part, kept
+    assert not any(isinstance(e, trio.Cancelled) for e in stuck.exception.exceptions)
 
 
-async def test_a_workers_nursery_failing_under_a_timeout_is_timed_out(autojump_clock: Any) -> None:
-    aggregate = await Supervisor(fails_while_cancelled, max_workers=1, timeout=0.5).run(["x"])
+@ON_EVERY_PATH
+async def test_a_workers_nursery_failing_under_a_timeout_is_timed_out(
+    autojump_clock: Any, path: str
+) -> None:
+    supervisor = Supervisor(fails_while_cancelled, max_workers=1, timeout=0.5, **PATHS[path])
+    aggregate = await supervisor.run(["x"])
     result = aggregate.results[0]
     assert result.status is Status.TIMED_OUT
     assert result.error is not None
     assert "boom" in result.error
+    assert isinstance(result.exception, trio.TooSlowError)
+    assert isinstance(result.exception.__context__, ExceptionGroup)  # the worker's own failure
+
+
+@ON_EVERY_PATH
+async def test_a_workers_nursery_failing_under_a_timeout_is_retried_as_a_timeout(
+    autojump_clock: Any, path: str
+) -> None:
+    supervisor = Supervisor(
+        fails_while_cancelled, max_workers=1, timeout=0.5, attempts=3, **PATHS[path]
+    )
+    aggregate = await supervisor.run(["x"])
+    assert [(r.status, r.attempts) for r in aggregate] == [(Status.TIMED_OUT, 3)]
 
 
 async def test_leaving_a_stream_while_a_workers_nursery_fails_raises_nothing(
@@ -148,13 +173,14 @@ async def raises_a_stray_cancelled(subtask: int) -> int:
     return subtask
 
 
+@ON_EVERY_PATH
 @pytest.mark.parametrize("deadline", [None, 10.0])
 async def test_a_stray_cancelled_from_a_worker_leaves_no_slot_empty(
-    autojump_clock: Any, deadline: float | None
+    autojump_clock: Any, deadline: float | None, path: str
 ) -> None:
     """The run may return (every slot then holds a SubResult) or raise the stray Cancelled; with
     a deadline it must return."""
-    supervisor = Supervisor(raises_a_stray_cancelled, max_workers=2)
+    supervisor = Supervisor(raises_a_stray_cancelled, max_workers=2, **PATHS[path])
     returned: Aggregate[int, int] | None = None
     try:
         returned = await supervisor.run(range(4), deadline=deadline)
@@ -165,3 +191,25 @@ async def test_a_stray_cancelled_from_a_worker_leaves_no_slot_empty(
         assert [result.subtask for result in returned.results] == [0, 1, 2, 3]
         assert returned.results[0].status is not Status.OK
         assert returned.succeeded + returned.failed == 4
+
+
+@pytest.mark.parametrize("window", [None, 2, 4])
+def test_a_stray_cancelled_from_a_worker_does_not_escape_a_streams_block(
+    window: int | None,
+) -> None:
+    """The Cancelled the body gets because a lane raised belongs to the stream's own scope: the
+    block ends, as trio's own nursery would end, and nothing reaches the program around it (run
+    by ``trio.run`` itself here, where an escaping Cancelled would surface)."""
+
+    async def main() -> list[SubResult[int, int]]:
+        delivered: list[SubResult[int, int]] = []
+        supervisor = Supervisor(raises_a_stray_cancelled, max_workers=2)
+        async with supervisor.stream(range(4), window=window) as results:
+            async for result in results:
+                delivered.append(result)
+        await trio.lowlevel.checkpoint()  # the program goes on: no cancellation is pending
+        return delivered
+
+    delivered = run_virtual(main)
+    # slot 0 raised it before any other slot finished: at most slot 0, cut short, came out
+    assert [(r.subtask, r.status) for r in delivered] in ([], [(0, Status.CANCELLED)])

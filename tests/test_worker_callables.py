@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import trio
+from supervisor_support import PATHS
 
 from trio_supervisor import Supervisor
 
@@ -44,10 +45,11 @@ class Agent:
     ],
     ids=["lambda", "sync decorator", "partial of an async __call__", "partial, other setting"],
 )
+@pytest.mark.parametrize("path", sorted(PATHS))
 async def test_any_callable_returning_an_awaitable_is_a_worker(
-    autojump_clock: Any, worker: Callable[[int], Awaitable[str]], prefix: str
+    autojump_clock: Any, worker: Callable[[int], Awaitable[str]], prefix: str, path: str
 ) -> None:
-    aggregate = await Supervisor(worker, max_workers=2).run([1, 2, 3])
+    aggregate = await Supervisor(worker, max_workers=2, **PATHS[path]).run([1, 2, 3])
     assert [result.output for result in aggregate.results] == [f"{prefix} {n}" for n in (1, 2, 3)]
     assert aggregate.succeeded == 3
 
@@ -81,11 +83,12 @@ def test_a_callable_is_accepted_when_the_supervisor_is_made(worker: Any) -> None
 
 
 @NOT_AWAITABLE
+@pytest.mark.parametrize("path", sorted(PATHS))
 async def test_a_worker_returning_no_awaitable_fails_the_run_naming_the_fix(
-    autojump_clock: Any, worker: Any
+    autojump_clock: Any, worker: Any, path: str
 ) -> None:
     with pytest.raises(TypeError, match=r"must return an awaitable") as excinfo:
-        await Supervisor(worker, max_workers=2).run([1, 2, 3])
+        await Supervisor(worker, max_workers=2, **PATHS[path]).run([1, 2, 3])
     assert type(excinfo.value) is TypeError  # bare: not in an exception group
     assert "async def" in str(excinfo.value)
 
@@ -102,7 +105,10 @@ async def test_a_worker_returning_no_awaitable_fails_leaving_the_stream_naming_t
     assert "async def" in str(excinfo.value)
 
 
-async def test_a_worker_returning_no_awaitable_is_not_a_failed_slot(autojump_clock: Any) -> None:
+@pytest.mark.parametrize("path", sorted(PATHS))
+async def test_a_worker_returning_no_awaitable_is_not_a_failed_slot(
+    autojump_clock: Any, path: str
+) -> None:
     """The misuse is the program's, not one subtask's: it is not isolated into a FAILED slot,
     even with retries, and the other slots' outcomes do not hide it."""
     calls = 0
@@ -112,7 +118,7 @@ async def test_a_worker_returning_no_awaitable_is_not_a_failed_slot(autojump_clo
         calls += 1
         return fetch(subtask) if subtask != 2 else subtask
 
-    supervisor = Supervisor(sometimes_sync, max_workers=1, attempts=3)
+    supervisor = Supervisor(sometimes_sync, max_workers=1, attempts=3, **PATHS[path])
     with pytest.raises(TypeError, match=r"must return an awaitable"):
         await supervisor.run([1, 2, 3])
     assert calls == 2  # slot 2 was not retried, slot 3 never called

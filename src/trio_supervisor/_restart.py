@@ -24,14 +24,24 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from inspect import isawaitable
 from typing import Any, Literal
 
 import trio
 
-from ._attempt import CUT_SHORT, Attempts, _acquire, _unit, forget_frames
-from ._contract import Status, SubResult, _failed, _ok
+from ._attempt import (
+    _NOTHING,
+    CUT_SHORT,
+    Attempts,
+    _acquire,
+    _drop_own_frame,
+    _unit,
+    forget_frames,
+)
+from ._contract import Status, SubResult, _failed, _ok, describe
 from ._trace import Trace
+from ._validate import not_awaitable
 
 Strategy = Literal["one_for_one", "one_for_all", "rest_for_one"]
 """Which slots a restart takes: the failed one, all of them, or the failed one and those after."""
@@ -46,7 +56,7 @@ def gave_up(intensity: tuple[int, float]) -> str:
 class _Slot:
     """What a run knows of one slot while it goes on."""
 
-    __slots__ = ("calls", "failures", "generation", "result", "scope", "started")
+    __slots__ = ("calls", "failures", "generation", "mixed", "result", "scope", "started")
 
     def __init__(self) -> None:
         self.calls = 0  # every call of the worker for it
@@ -55,6 +65,8 @@ class _Slot:
         self.result: SubResult[Any, Any] | None = None
         self.scope: trio.CancelScope | None = None  # its running attempt's, None when idle
         self.started: float | None = None
+        # the Exception part of a group its last attempt raised together with Cancelled
+        self.mixed: BaseException | None = None
 
 
 async def restarting_run(
@@ -77,7 +89,7 @@ async def restarting_run(
     limit, period = intensity if intensity is not None else (math.inf, math.inf)
     key = attempts.run_key()
     places = attempts.places
-    worker: Callable[[Any], Awaitable[Any]] = attempts.worker
+    worker: Callable[[Any], Any] = attempts.worker
     left = [len(plan)]  # slots without a final result
     given_up: list[bool] = []
 
@@ -111,6 +123,9 @@ async def restarting_run(
         timed_out = False
         try:
             with stop:
+                # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
+                # more, even for the attempts started in the same batch as the one that ended it
+                await trio.lowlevel.checkpoint_if_cancelled()
                 if attempts.meters:
                     await _acquire(attempts.meters)
                 try:
@@ -120,16 +135,33 @@ async def restarting_run(
                     if trace is not None:
                         trace.started(slot, subtask)
                     timeout = math.inf if attempts.timeout is None else attempts.timeout
+                    state.mixed = None
+                    returned: Any = _NOTHING
                     with trio.move_on_after(timeout) as clock:
+                        # isolated as a lane's attempt is (see Attempts._slots): the worker's
+                        # Exception is its failure; of a group it raises together with
+                        # Cancelled, the Exception part is kept and the rest propagates
                         try:
-                            output = await worker(subtask)
-                        except Exception as exc:
-                            failure = exc
+                            try:
+                                returned = worker(subtask)
+                                if isawaitable(returned):
+                                    awaitable, returned = returned, _NOTHING
+                                    output = await awaitable
+                            except Exception as exc:
+                                _drop_own_frame(exc)
+                                failure = exc
+                        except* Exception as group:
+                            _drop_own_frame(group)
+                            if state.generation == generation:  # not a stale attempt's
+                                state.mixed = forget_frames(group)
+                    if returned is not _NOTHING:
+                        raise not_awaitable(worker, returned)
                     if clock.cancelled_caught:
                         timed_out = True
                         failure = trio.TooSlowError(
                             f"the attempt ran past its timeout of {attempts.timeout:g}s"
                         )
+                        failure.__context__ = state.mixed
                 finally:
                     for meter in reversed(attempts.meters):
                         meter.release()
@@ -148,9 +180,14 @@ async def restarting_run(
             settle(slot, _ok(subtask, output, state.calls, state.started or now, now))
             return
         state.failures += 1
+        error = None  # the exception's own description, made when it is read
+        if timed_out and state.mixed is not None:
+            error = (
+                f"{describe(failure)}; while cancelled, the worker raised {describe(state.mixed)}"
+            )
         final = _failed(
             subtask,
-            None,
+            error,
             Status.TIMED_OUT if timed_out else Status.FAILED,
             state.calls,
             state.started,
@@ -234,11 +271,15 @@ def _settle_all(
             )
         results[slot] = result
         if result is None and state.calls:
+            error = CUT_SHORT
+            if state.mixed is not None:
+                error = f"{error}; while cancelled, the worker raised {describe(state.mixed)}"
             cuts[slot] = SubResult(
                 plan[slot],
-                error=CUT_SHORT,
+                error=error,
                 status=Status.CANCELLED,
                 attempts=state.calls,
                 started=state.started,
                 finished=now,
+                exception=state.mixed,
             )

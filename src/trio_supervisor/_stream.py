@@ -40,6 +40,13 @@ def sole(group: BaseExceptionGroup[Any]) -> BaseException:
     return found[0] if len(found) == 1 and not pending else group
 
 
+def _only_cancelled(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a ``trio.Cancelled``, or a group holding nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is None
+    return isinstance(exc, trio.Cancelled)
+
+
 class _NoPublicConstructor(type):
     """A class made only by its library (``_create``), as trio's channels are."""
 
@@ -155,22 +162,31 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:
+    ) -> bool:
         # The body's own exception is not handed to the nursery, so it leaves the block as it
         # was raised, not wrapped in an exception group; a worker's or the input's unexpected
-        # BaseException (KeyboardInterrupt, say) still comes out of the nursery, bare.
+        # BaseException (KeyboardInterrupt, say) still comes out of the nursery, bare. The one
+        # exception: a Cancelled the body got because the nursery's own scope was cancelled
+        # (a lane raised) belongs to that scope, which absorbs it, as trio's nursery would.
         self._open = False
         assert self._nursery is not None
-        self._nursery.cancel_scope.cancel()
+        scope = self._nursery.cancel_scope
+        owned = scope.cancel_called and _only_cancelled(exc)
+        scope.cancel()
+        absorbed = False  # the body's exception: it goes on, unless the nursery's scope owns it
         try:
             try:
-                await self._manager.__aexit__(None, None, None)
+                if owned:
+                    absorbed = bool(await self._manager.__aexit__(exc_type, exc, tb))
+                else:
+                    await self._manager.__aexit__(None, None, None)
             except* (KeyboardInterrupt, SystemExit, Exception) as group:
                 raise sole(group) from None
         finally:
             if self._trace is not None:
                 self._trace._end_open()
                 self._trace.close()
+        return absorbed
 
     def __aiter__(self) -> AsyncIterator[SubResult[S, T]]:
         return self
