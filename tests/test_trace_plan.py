@@ -33,6 +33,41 @@ async def test_a_stream_traces_unhashable_subtasks(autojump_clock: Any) -> None:
     assert [slot.subtask for slot in trace.slots] == [{"v": 2}, {"v": 1}]
 
 
+class Ambiguous:
+    """A subtask whose ``==`` answers something with no plain truth value, as a NumPy array's
+    does (``bool()`` of it raises)."""
+
+    def __eq__(self, other: object) -> Any:
+        return self
+
+    def __ne__(self, other: object) -> Any:
+        return self
+
+    def __bool__(self) -> bool:
+        raise ValueError("the truth value of this comparison is ambiguous")
+
+    __hash__ = object.__hash__
+
+
+async def test_a_trace_made_for_the_same_objects_is_accepted_whatever_their_equality(
+    autojump_clock: Any,
+) -> None:
+    """A NaN is not equal to itself and an array's ``==`` has no truth value: the plan's own
+    objects are still the plan."""
+
+    async def worker(subtask: object) -> object:
+        await trio.sleep(0.25)
+        return subtask
+
+    plan: list[object] = [float("nan"), Ambiguous(), "x"]
+    trace = Trace(plan)
+    aggregate = await Supervisor(worker, max_workers=2).run(plan, trace=trace)
+    assert aggregate.succeeded == 3
+    assert [slot.status for slot in trace.slots] == [Status.OK] * 3
+    with pytest.raises(ValueError, match=r"this trace was made for another plan"):
+        await Supervisor(worker, max_workers=2).run([Ambiguous()], trace=Trace([Ambiguous()]))
+
+
 @pytest.mark.parametrize(
     "planned",
     [[0, 1], [0, 1, 2, 3], [0, 1, 5], [2, 1, 0]],

@@ -204,6 +204,18 @@ def stream_input(value: object) -> Iterable[Any] | AsyncIterable[Any]:
     return value
 
 
+def _same(a: object, b: object) -> bool:
+    """Whether a trace's subtask is the run's: the same object (so a NaN is itself), or equal
+    (an object whose comparison fails or is not a plain truth value, as a NumPy array's, is
+    not equal unless it is the same object)."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
 def trace(value: object, planned: Sequence[Any] | None) -> None:
     """A trace given to a run: a fresh [`Trace`][trio_supervisor.Trace], made for this plan.
 
@@ -224,7 +236,7 @@ def trace(value: object, planned: Sequence[Any] | None) -> None:
             f"this trace was made for another plan ({len(known)} subtasks, starting "
             f"{known[:3]!r}): a stream over a lazy input records into an empty Trace()"
         )
-    if len(known) != len(planned) or any(a != b for a, b in zip(known, planned, strict=True)):
+    if len(known) != len(planned) or not all(map(_same, known, planned)):
         raise ValueError(
             f"this trace was made for another plan ({len(known)} subtasks, starting "
             f"{known[:3]!r}) than the run's ({len(planned)} subtasks, starting "
