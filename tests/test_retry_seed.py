@@ -16,12 +16,14 @@ from trio_supervisor import Backoff, Supervisor, Trace
 FLAKY = [Behaviour(1 + slot % 3, ("fail", "fail", "ok")) for slot in range(12)]
 
 
-def flaky_run(seed: int | random.Random | None) -> tuple[list[Any], list[Any]]:
+def flaky_run(
+    seed: int | random.Random | None, rng: random.Random | None = None
+) -> tuple[list[Any], list[Any]]:
     """Twelve slots failing twice each under full jitter: every call's span, and every slot's
     trace, in virtual seconds from the start."""
     script = Script(FLAKY)
     supervisor = Supervisor(
-        script, max_workers=4, attempts=3, backoff=Backoff(0.25, 4.0), seed=seed
+        script, max_workers=4, attempts=3, backoff=Backoff(0.25, 4.0), seed=seed, rng=rng
     )
 
     async def main() -> list[Any]:
@@ -57,6 +59,21 @@ def test_a_given_generator_is_the_one_drawn_from() -> None:
     flaky_run(Counting(5))
     assert Counting.draws >= 1  # the run's jitter is keyed by a draw from it
     assert flaky_run(Counting(5)) == flaky_run(random.Random(5))
+
+
+def test_an_injected_generator_is_the_one_drawn_from() -> None:
+    """``rng=`` injects the generator itself: the same run as that generator given as ``seed``,
+    and another generator gives other waits."""
+    assert flaky_run(None, rng=random.Random(5)) == flaky_run(random.Random(5))
+    assert flaky_run(None, rng=random.Random(5)) == flaky_run(None, rng=random.Random(5))
+    assert flaky_run(None, rng=random.Random(5)) != flaky_run(None, rng=random.Random(6))
+
+
+def test_a_seed_and_an_injected_generator_together_are_refused() -> None:
+    with pytest.raises(TypeError, match=r"^give seed= or rng=, not both"):
+        Supervisor(Script(FLAKY), max_workers=1, seed=1, rng=random.Random(1))
+    with pytest.raises(TypeError, match=r"^rng must be a random.Random or None, got int$"):
+        Supervisor(Script(FLAKY), max_workers=1, rng=1)  # type: ignore[arg-type]
 
 
 def test_the_process_wide_random_state_changes_nothing() -> None:

@@ -52,6 +52,7 @@ def supervisor() -> Supervisor[int, str]:
         ("retry_on", Exception),
         ("backoff", Backoff()),
         ("seed", 8),
+        ("rng", None),
         ("meters", ()),
     ],
 )
@@ -74,6 +75,7 @@ def test_repr_shows_every_option() -> None:
         "KeyError",
         f"backoff={Backoff(0.5, 2.0, 3.0)!r}",
         "seed=7",
+        "rng=None",
         "meters=",
         "Capacity",
     ):

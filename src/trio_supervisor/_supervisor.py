@@ -79,6 +79,8 @@ class Supervisor(Generic[S, T]):
       seed: the retry jitter's generator: an int seeds the supervisor's own ``random.Random``,
         a ``random.Random`` is used as given, None seeds one from the operating system. The
         process-wide ``random`` module is never used, so a run is reproducible from its seed.
+      rng: a ``random.Random`` to draw the retry jitter from, injected rather than seeded: the
+        same as passing it as ``seed``; give one of the two.
       meters: what each attempt waits on before it starts, besides a free worker (see
         [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]).
       capacity: a [`Capacity`][trio_supervisor.Capacity] shared with other supervisors: each of
@@ -97,7 +99,8 @@ class Supervisor(Generic[S, T]):
         ``"one_for_one"``, a slot waiting to restart holds no place, and ``stream`` is refused.
 
     Raises:
-      TypeError: if ``worker`` is not callable, or an option has the wrong type.
+      TypeError: if ``worker`` is not callable, an option has the wrong type, or both ``seed``
+        and ``rng`` are given.
       ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
         ``capacity`` is also one of the ``meters``, ``intensity`` is not ``(R >= 0, T > 0)`` or
         ``strategy`` is not one of the three.
@@ -111,6 +114,7 @@ class Supervisor(Generic[S, T]):
         "_max_workers",
         "_meters",
         "_retry_on",
+        "_rng",
         "_seed",
         "_strategy",
     )
@@ -125,6 +129,7 @@ class Supervisor(Generic[S, T]):
         retry_on: RetryOn = Exception,
         backoff: Backoff = Backoff(),  # noqa: B008  # immutable
         seed: int | random.Random | None = None,
+        rng: random.Random | None = None,
         meters: Sequence[Meter] = (),
         capacity: Capacity | None = None,
         intensity: tuple[int, float] | None = None,
@@ -139,6 +144,7 @@ class Supervisor(Generic[S, T]):
             raise TypeError(f"backoff must be a Backoff, got {type(backoff).__name__}")
         self._backoff = backoff
         self._seed = seed
+        self._rng = _validate.rng(rng, seed)
         self._meters = _validate.meters(meters)
         self._capacity = _validate.capacity(capacity, self._meters)
         self._intensity = _validate.intensity(intensity)
@@ -150,7 +156,7 @@ class Supervisor(Generic[S, T]):
             checked_attempts,
             retryable(self._retry_on),
             backoff,
-            _validate.seed(seed),
+            _validate.seed(seed) if rng is None else rng,
             self._meters,
             Places(self._max_workers, None if capacity is None else capacity._limiter),
         )
@@ -199,6 +205,11 @@ class Supervisor(Generic[S, T]):
         return self._seed
 
     @property
+    def rng(self) -> random.Random | None:
+        """The retry jitter's generator, when one was injected with ``rng``."""
+        return self._rng
+
+    @property
     def meters(self) -> tuple[Meter, ...]:
         """What each attempt waits on before it starts."""
         return self._meters
@@ -226,8 +237,9 @@ class Supervisor(Generic[S, T]):
         return (
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
             f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
-            f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r}, "
-            f"intensity={self._intensity!r}, strategy={self._strategy!r})"
+            f"seed={self._seed!r}, rng={self._rng!r}, meters={self._meters!r}, "
+            f"capacity={self._capacity!r}, intensity={self._intensity!r}, "
+            f"strategy={self._strategy!r})"
         )
 
     @overload

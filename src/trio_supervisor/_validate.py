@@ -106,6 +106,19 @@ def seed(value: object) -> random.Random:
     raise TypeError(f"seed must be an int, a random.Random or None, got {type(value).__name__}")
 
 
+def rng(value: object, given_seed: object) -> random.Random | None:
+    """An injected generator: a ``random.Random``, or None; never together with a seed."""
+    if value is None:
+        return None
+    if not isinstance(value, random.Random):
+        raise TypeError(f"rng must be a random.Random or None, got {type(value).__name__}")
+    if given_seed is not None:
+        raise TypeError(
+            "give seed= or rng=, not both: rng= is the generator itself, seed= seeds one"
+        )
+    return value
+
+
 def meters(value: object) -> tuple[Any, ...]:
     """``value`` as a tuple of meters: objects with ``async acquire()`` and ``release()``."""
     if not isinstance(value, Iterable) or isinstance(value, str | bytes):
