@@ -92,6 +92,13 @@ def test_an_aggregate_has_a_length_and_iterates_over_its_results(oks: list[bool]
     assert len(aggregate) == len(oks)
     assert list(aggregate) == results
     assert [result.subtask for result in aggregate] == list(range(len(oks)))
+    assert [aggregate[slot] for slot in range(len(oks))] == results
+    assert aggregate[1:] == results[1:]
+    assert list(reversed(aggregate)) == results[::-1]
+    if oks:
+        assert aggregate[-1] is results[-1]
+    with pytest.raises(IndexError):
+        aggregate[len(oks)]
 
 
 def test_a_sub_result_is_generic_in_its_subtask_and_its_output() -> None:

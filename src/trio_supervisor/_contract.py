@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Generic, TypeVar, final
+from typing import Any, Generic, SupportsIndex, TypeVar, final, overload
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -274,7 +274,8 @@ def _failed(
 class Aggregate(Generic[S, T]):
     """Every slot's result, fanned back in, with the counts derived from them.
 
-    ``len(aggregate)`` is the number of slots; iterating it yields their results in order.
+    ``len(aggregate)`` is the number of slots; iterating it yields their results in order, and
+    ``aggregate[i]`` is slot ``i``'s result (a slice gives a list of them), as in ``results``.
 
     Args:
       results: one [`SubResult`][trio_supervisor.SubResult] per slot, in plan order wherever
@@ -304,6 +305,18 @@ class Aggregate(Generic[S, T]):
 
     def __iter__(self) -> Iterator[SubResult[S, T]]:
         return iter(self._results)
+
+    @overload
+    def __getitem__(self, index: SupportsIndex) -> SubResult[S, T]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SubResult[S, T]]: ...
+
+    def __getitem__(self, index: SupportsIndex | slice) -> SubResult[S, T] | list[SubResult[S, T]]:
+        return self._results[index]
+
+    def __reversed__(self) -> Iterator[SubResult[S, T]]:
+        return reversed(self._results)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Aggregate):
