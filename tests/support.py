@@ -43,7 +43,7 @@ def flawed(step: Any, flaw: str, raises: type[BaseException] = AssertionError) -
 
 def cases(law: Law) -> list[Any]:
     """The steps ``law`` is proven on, as test parameters, in step order: each step it names,
-    and the step before them that fails it, strictly (see :func:`flawed`)."""
+    and the step before them that fails it, strictly (see `flawed`)."""
     known = steps()
     params = [load_step(known[number]) for number in law.steps]
     if law.flaw is not None:

@@ -12,7 +12,7 @@ A scenario is offered only where the step can tell it apart: a step without ``ma
 one "workers" scenario, not four identical ones, and a step without ``attempts`` no retried one.
 A step with ``worker_timeout`` runs its hanging slot with one; a step without shows the hang as
 it is: the run never returns, and the runner's guard stops it
-(:func:`lessons._course.runner.run_guarded`).
+(`lessons._course.runner.run_guarded`).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def to_json(data: dict[str, Any]) -> str:
 
 def player(name: str) -> tuple[str, str]:
     """Step ``name``'s player: the text of its ``dispatch.json`` and the markdown of its place
-    on the step's page (see :func:`fragment`)."""
+    on the step's page (see `fragment`)."""
     data, first = recorded(name)
     return to_json(data), fragment(name, first)
 

@@ -1,19 +1,19 @@
 """The docs site's generated parts, made from real runs at build time, and its mkdocs hooks.
 
 ``mkdocs.yml`` loads this file as a hook. Before every build it reruns each step's demos through
-the same code path as ``python -m lessons --virtual`` (:func:`lessons._course.runner.run_demo` on
+the same code path as ``python -m lessons --virtual`` (`lessons._course.runner.run_demo` on
 ``trio.testing.MockClock``) and writes, under ``docs/generated/`` (never committed):
 
 - ``steps/<step>/<demo>.svg``: the run's timeline (`trio_supervisor.timeline.render_svg`),
   drawn from the same trace as the terminal timeline it prints;
 - ``steps/<step>.md``: the markdown a step page includes, the SVGs inlined and the terminal output,
-  after the "dispatch" player's container (:mod:`lessons._course.dispatch`);
+  after the "dispatch" player's container (`lessons._course.dispatch`);
 - ``steps/<step>/dispatch.json``: the runs that player replays, recorded on virtual time;
 - ``steps/<step>.idea.md``: the step's docstring as prose (its idea, what is still wrong);
 - ``steps/<step>.code.md``: the fenced block that includes the step's code, from the line after
   its docstring, with the code lines that changed since the step before highlighted (in Part II,
   where a step's diff against the step before is not its lesson, the lines it marks with a
-  ``# step NN:`` comment, NN its own number; see :func:`marked_lines`);
+  ``# step NN:`` comment, NN its own number; see `marked_lines`);
 - ``steps/<step>.diff``: the step's code against the code of the step before it;
 - ``course.md``: the home page's list of steps, from the steps' docstrings;
 - ``laws/smallest-leak.md``: a real Hypothesis search for latencies that make step 2 return its
@@ -117,7 +117,7 @@ def code_start(source: str) -> int:
 
 
 def code_of(source: str) -> list[str]:
-    """The lines of ``source`` from :func:`code_start` on: its code, without the docstring."""
+    """The lines of ``source`` from `code_start` on: its code, without the docstring."""
     return source.splitlines()[code_start(source) - 1 :]
 
 
@@ -145,7 +145,7 @@ def format_lines(lines: list[int]) -> str:
 
 
 def parse_lines(text: str) -> list[int]:
-    """The inverse of :func:`format_lines`: ``"1-3 7"`` -> ``[1, 2, 3, 7]``.
+    """The inverse of `format_lines`: ``"1-3 7"`` -> ``[1, 2, 3, 7]``.
 
     Raises:
       ValueError: if an item is not a number or a ``first-last`` range with first <= last.
@@ -196,7 +196,7 @@ def step_changes(name: str) -> list[int]:
     """The code lines a step's page highlights: in Part I those of step ``name``'s file that
     differ from the step before (none for the first: it has nothing to differ from, so its page
     highlights nothing); in Part II, whose steps build on the library rather than on the step
-    before, the lines it marks as its idea (see :func:`marked_lines`)."""
+    before, the lines it marks as its idea (see `marked_lines`)."""
     if part_two(name):
         return marked_lines(step_path(name).read_text(), step_number(name))
     before = previous_step(name)
@@ -760,7 +760,7 @@ TEST_LINK = re.compile(r"\[`(?P<text>[^`]+)`\]\(tests\.md#(?P<module>test_\w+)\.
 
 def with_drawn_inputs(markdown: str, root: Path = TESTS) -> str:
     """``markdown`` with each link to a Hypothesis test followed by what it draws (see
-    :func:`drawn_inputs`), read from the test as it is: the laws page never states a count that
+    `drawn_inputs`), read from the test as it is: the laws page never states a count that
     its tests do not use. Links to tests that do not exist are left as they are."""
     found = {test.anchor: test for test in find_tests(root)}
 

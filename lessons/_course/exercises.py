@@ -2,7 +2,7 @@
 
 An exercise for step N starts from step N-1's code, with the places where step N's idea goes
 marked, in ``exercises/`` at the project root (git-ignored: it is the reader's). ``check N`` runs
-step N's laws (:func:`lessons._course.laws.laws_of`, the properties the test suite proves) on the
+step N's laws (`lessons._course.laws.laws_of`, the properties the test suite proves) on the
 ``supervise`` (or ``stream``) of the reader's file, on virtual time, and tells each law as passed
 or failed; for a failure, the smallest counterexample Hypothesis found, what the code returned
 against what the law expected, and the timeline of that run. ``check N --hint`` gives one hint
@@ -129,7 +129,7 @@ def starter(number: int) -> str:
     each place that step ``number`` changes, and a docstring that states the task.
 
     Raises:
-      ValueError: if step ``number`` has no exercise (see :func:`exercisable`).
+      ValueError: if step ``number`` has no exercise (see `exercisable`).
     """
     known = exercisable()
     if number not in known:

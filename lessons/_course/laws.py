@@ -87,7 +87,7 @@ class Seen:
                     self.final[slot] = result.status
 
     def expect(self, lines: Iterable[str]) -> None:
-        """What the law expected the step to return, as lines like :func:`shown`'s."""
+        """What the law expected the step to return, as lines like `shown`'s."""
         self.expected = list(lines)
 
     def fact(self, what: str, returned: object, expected: object, holds: bool) -> None:
@@ -189,7 +189,7 @@ def starts_like_spy(step: ModuleType, seen: Seen, plan: list[str], spy: Spy, k: 
 
 
 def out(plan: Iterable[str]) -> list[str]:
-    """Each subtask of ``plan`` ok, as a :class:`Spy` answers it."""
+    """Each subtask of ``plan`` ok, as a `Spy` answers it."""
     return [f"{subtask}: ok, out:{subtask}" for subtask in plan]
 
 

@@ -322,11 +322,11 @@ async def run_guarded(
     live: Console | None = None,
     live_view: bool = False,
 ) -> None:
-    """:func:`run_step`, stopped by a watchdog if it still goes on ``run.guard`` seconds after it
+    """`run_step`, stopped by a watchdog if it still goes on ``run.guard`` seconds after it
     started: then it never returns (a worker hangs and nothing times it out, the flaw of steps
     1-5). ``run.trace`` becomes the trace as it was at that instant, the hung slots still
     running, ``run.stopped`` that instant, and ``run.error`` says why the run never returns
-    (:data:`NEVER_RETURNS`). With ``live_view``, the sub-agents are shown at work on ``live``
+    (`NEVER_RETURNS`). With ``live_view``, the sub-agents are shown at work on ``live``
     while the run goes on (see ``lessons._course.live``)."""
     snapshot: list[Trace] = []  # the trace at the guard instant, if the watchdog fired
     with trio.CancelScope() as guarded:
@@ -948,7 +948,7 @@ def changed_title(demo: Demo) -> str:
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Run the command line; returns the exit status: 0; 2 for bad input, refused before anything
     runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly.
-    ``exercise`` and ``check`` are the exercises' commands (:mod:`lessons._course.exercises`)."""
+    ``exercise`` and ``check`` are the exercises' commands (`lessons._course.exercises`)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("exercise", "check"):
         from lessons._course import exercises  # imports Hypothesis: only when asked for

@@ -46,5 +46,5 @@ def step_number(name: str) -> int:
 
 
 def part_two(name: str) -> bool:
-    """Whether step ``name`` is in Part II (see :data:`PART_TWO`)."""
+    """Whether step ``name`` is in Part II (see `PART_TWO`)."""
     return step_number(name) >= PART_TWO

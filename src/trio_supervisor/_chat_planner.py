@@ -2,8 +2,8 @@
 (``trio_supervisor.agents``), and the wire format the loopback server reads to play it.
 
 The request's user message is the task, whether a fresh plan is asked for, and the ledger, as
-JSON (:func:`request_text`); the reply must be one JSON object that
-:class:`PlannerReply` (a pydantic model, whose JSON schema the system prompt carries)
+JSON (`request_text`); the reply must be one JSON object that
+`PlannerReply` (a pydantic model, whose JSON schema the system prompt carries)
 validates. pydantic does the checking: types, required fields, no unknown keys, each error with
 its place, so a reply that is almost right is refused with a message a model can act on.
 """
@@ -88,7 +88,7 @@ def request_text(task: str, ledger: Ledger[Any, Any], fresh: bool) -> str:
 
 
 def read_request(text: str) -> tuple[str, Ledger[str, str], bool]:
-    """The task, the ledger and ``fresh`` from a :func:`request_text` message.
+    """The task, the ledger and ``fresh`` from a `request_text` message.
 
     Raises:
       ValueError: if ``text`` is not such a message.
@@ -116,7 +116,7 @@ def read_request(text: str) -> tuple[str, Ledger[str, str], bool]:
 
 
 def reply_text(decision: Batch[str] | Done) -> str:
-    """A decision as the JSON reply :class:`PlannerReply` validates."""
+    """A decision as the JSON reply `PlannerReply` validates."""
     if isinstance(decision, Done):
         reply = PlannerReply(done=True, note=decision.note, answer=decision.answer)
     else:
