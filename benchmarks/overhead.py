@@ -524,10 +524,22 @@ def for_scale(failures: dict[str, Footprint]) -> str:
     fail, succeed = failures.get(FLOOR_FAILING), failures.get(FLOOR_SUCCEEDING)
     if fail is None or succeed is None:
         return ""
+    floor_ratio = fail.seconds / succeed.seconds
+    # F, S: the floor's failing and succeeding slot; O: what supervising a succeeding slot adds.
+    # `run / floor <= a` asks O <= (a - 1) S; supervising a failing slot (the same bookkeeping,
+    # and a retry) adds at least O, so `failing / succeeding <= b` asks F + O <= b (S + O),
+    # that is F <= b S + (b - 1) O: both hold only if F <= (b + (b - 1) (a - 1)) S.
+    a, b = TIME_TARGETS[0][3], FAILURE_GOAL
+    joint = b + (b - 1) * (a - 1)
     return (
         "For scale, not a target: the floor making the same calls, all failing / all "
-        f"succeeding: time {fail.seconds / succeed.seconds:.2f}x, peak RSS "
-        f"{fail.peak_mib / succeed.peak_mib:.2f}x.\n"
+        f"succeeding: time {floor_ratio:.2f}x, peak RSS "
+        f"{fail.peak_mib / succeed.peak_mib:.2f}x. The failure time target and "
+        f"`Supervisor.run / floor <= {a:g}` can both be met only where the floor's time ratio "
+        f"is at most {joint:g}x (a supervisor that adds O <= {a - 1:g} S to the floor's "
+        f"succeeding slot S, and at least O to its failing slot F, needs "
+        f"F + O <= {b:g} (S + O)): "
+        f"{'it is here' if floor_ratio <= joint else 'here no supervisor can meet both'}.\n"
     )
 
 
