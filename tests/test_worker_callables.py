@@ -122,3 +122,47 @@ async def test_a_worker_returning_no_awaitable_is_not_a_failed_slot(
     with pytest.raises(TypeError, match=r"must return an awaitable"):
         await supervisor.run([1, 2, 3])
     assert calls == 2  # slot 2 was not retried, slot 3 never called
+
+
+async def takes_two(prefix: str, subtask: int) -> str:
+    await trio.sleep(subtask / 32)
+    return f"{prefix} {subtask}"
+
+
+async def takes_a_keyword_only(*, subtask: int) -> int:
+    return subtask
+
+
+@pytest.mark.parametrize(
+    ("worker", "shown", "why"),
+    [
+        (lambda: fetch(1), r"<lambda>\(\)", "too many positional arguments"),
+        (takes_two, r"takes_two\(prefix, subtask\)", "missing a required argument"),
+        (takes_a_keyword_only, r"takes_a_keyword_only\(\*, subtask\)", "too many"),
+    ],
+    ids=["no parameter", "two parameters", "keyword-only"],
+)
+def test_a_worker_that_cannot_take_one_subtask_is_refused_when_the_supervisor_is_made(
+    worker: Any, shown: str, why: str
+) -> None:
+    with pytest.raises(
+        TypeError,
+        match=rf"^worker must be callable with one subtask as its only argument, but {shown} "
+        rf"is not \({why}.*\): make it take the subtask, and give any other parameter a "
+        r"default or bind it with functools.partial$",
+    ):
+        Supervisor(worker, max_workers=1)
+
+
+@pytest.mark.parametrize(
+    "worker",
+    [
+        functools.partial(takes_two, "bound"),
+        lambda subtask, prefix="default": takes_two(prefix, subtask),
+        lambda *args: takes_two("star", *args),
+        print,  # a builtin: its signature is read, and it takes one argument
+    ],
+    ids=["partial", "a default", "*args", "builtin"],
+)
+def test_a_worker_that_can_take_one_subtask_is_accepted(worker: Any) -> None:
+    assert Supervisor(worker, max_workers=1).worker is worker

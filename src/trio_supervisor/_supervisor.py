@@ -99,8 +99,8 @@ class Supervisor(Generic[S, T]):
         ``"one_for_one"``, a slot waiting to restart holds no place, and ``stream`` is refused.
 
     Raises:
-      TypeError: if ``worker`` is not callable, an option has the wrong type, or both ``seed``
-        and ``rng`` are given.
+      TypeError: if ``worker`` is not callable or cannot be called with one subtask, an option
+        has the wrong type, or both ``seed`` and ``rng`` are given.
       ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
         ``capacity`` is also one of the ``meters``, ``intensity`` is not ``(R >= 0, T > 0)`` or
         ``strategy`` is not one of the three.

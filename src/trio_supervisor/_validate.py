@@ -7,6 +7,7 @@ wrong kind, ``ValueError`` for a value of the right kind outside its range.
 
 from __future__ import annotations
 
+import inspect
 import random
 from collections.abc import AsyncIterable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -78,12 +79,32 @@ def retry_on(value: object) -> tuple[type[Exception], ...]:
 
 
 def worker(value: object) -> None:
-    """A worker is any callable; whether its call returns an awaitable is seen at the call."""
+    """A worker is any callable that can be called with one subtask; whether its call returns
+    an awaitable is seen at the call. A callable whose signature cannot take one positional
+    argument is refused here, before any work, rather than failing every slot; one without a
+    signature to read (some builtins) is left to the call."""
     if not callable(value):
         raise TypeError(
             "worker must be a callable that takes one subtask and returns an awaitable "
             f"(an async def function), got {type(value).__name__} {value!r}"
         )
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None)
+    except TypeError as error:
+        name = getattr(value, "__qualname__", None) or type(value).__name__
+        shown = signature.replace(  # the parameters, as a reader wrote them, without types
+            parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+            return_annotation=signature.empty,
+        )
+        raise TypeError(
+            f"worker must be callable with one subtask as its only argument, but {name}"
+            f"{shown} is not ({error}): make it take the subtask, and give any other "
+            "parameter a default or bind it with functools.partial"
+        ) from None
 
 
 def not_awaitable(worker: object, returned: object) -> TypeError:
