@@ -126,6 +126,22 @@ def forget_frames(exc: BaseException) -> BaseException:
     return exc
 
 
+def while_cancelled(error: str, mixed: BaseException | None) -> str:
+    """A slot's ``error``, with what its worker raised while being cancelled, when it did: the
+    `Exception` part of a group the worker raised together with ``trio.Cancelled``."""
+    if mixed is None:
+        return error
+    return f"{error}; while cancelled, the worker raised {describe(mixed)}"
+
+
+def too_slow(timeout: float | None, mixed: BaseException | None) -> trio.TooSlowError:
+    """The failure of an attempt that ran past its ``timeout``; its context is what the worker
+    raised while being cancelled, if anything."""
+    error = trio.TooSlowError(f"the attempt ran past its timeout of {timeout:g}s")
+    error.__context__ = mixed
+    return error
+
+
 def cancelled(task: trio.lowlevel.Task) -> bool:
     """Whether ``task`` would be cancelled at its next checkpoint: ``await checkpoint()`` when
     this is true makes a cancellation point of a path that otherwise does not yield, at the cost
@@ -531,10 +547,7 @@ class Attempts(Generic[S, T]):
     def _timed_out(self, running: Running, trace: Trace | None) -> None:
         """The running attempt ran past its timeout: record it as a `trio.TooSlowError`."""
         running.timed_out = True
-        error = trio.TooSlowError(f"the attempt ran past its timeout of {self.timeout:g}s")
-        if running.mixed is not None:
-            error.__context__ = running.mixed
-        running.failure = error
+        running.failure = too_slow(self.timeout, running.mixed)
         if trace is not None:
             trace._end_open_slot(running.slot, Status.TIMED_OUT)  # type: ignore[arg-type]
 
@@ -545,9 +558,7 @@ class Attempts(Generic[S, T]):
         status = Status.TIMED_OUT if running.timed_out else Status.FAILED
         error = None  # the exception's own description, made when it is read
         if running.mixed is not None and running.timed_out:
-            error = (
-                f"{describe(failure)}; while cancelled, the worker raised {describe(running.mixed)}"
-            )
+            error = while_cancelled(describe(failure), running.mixed)
         return _failed(
             running.subtask,
             error,
@@ -560,12 +571,9 @@ class Attempts(Generic[S, T]):
 
     def _cut_result(self, running: Running) -> SubResult[Any, Any]:
         """The result of a slot cut short while it ran (the run decides the final words)."""
-        error = CUT_SHORT
-        if running.mixed is not None:
-            error = f"{error}; while cancelled, the worker raised {describe(running.mixed)}"
         return SubResult(
             running.subtask,
-            error=error,
+            error=while_cancelled(CUT_SHORT, running.mixed),
             status=Status.CANCELLED,
             attempts=running.attempts,
             started=running.started,

@@ -38,6 +38,8 @@ from ._attempt import (
     _drop_own_frame,
     _unit,
     forget_frames,
+    too_slow,
+    while_cancelled,
 )
 from ._contract import Status, SubResult, _failed, _ok, describe
 from ._trace import Trace
@@ -158,10 +160,7 @@ async def restarting_run(
                         raise not_awaitable(worker, returned)
                     if clock.cancelled_caught:
                         timed_out = True
-                        failure = trio.TooSlowError(
-                            f"the attempt ran past its timeout of {attempts.timeout:g}s"
-                        )
-                        failure.__context__ = state.mixed
+                        failure = too_slow(attempts.timeout, state.mixed)
                 finally:
                     for meter in reversed(attempts.meters):
                         meter.release()
@@ -182,9 +181,7 @@ async def restarting_run(
         state.failures += 1
         error = None  # the exception's own description, made when it is read
         if timed_out and state.mixed is not None:
-            error = (
-                f"{describe(failure)}; while cancelled, the worker raised {describe(state.mixed)}"
-            )
+            error = while_cancelled(describe(failure), state.mixed)
         final = _failed(
             subtask,
             error,
@@ -271,12 +268,9 @@ def _settle_all(
             )
         results[slot] = result
         if result is None and state.calls:
-            error = CUT_SHORT
-            if state.mixed is not None:
-                error = f"{error}; while cancelled, the worker raised {describe(state.mixed)}"
             cuts[slot] = SubResult(
                 plan[slot],
-                error=error,
+                error=while_cancelled(CUT_SHORT, state.mixed),
                 status=Status.CANCELLED,
                 attempts=state.calls,
                 started=state.started,

@@ -156,7 +156,7 @@ class Supervisor(Generic[S, T]):
             checked_attempts,
             retryable(self._retry_on),
             backoff,
-            _validate.seed(seed) if rng is None else rng,
+            _validate.seed(seed if rng is None else rng),
             self._meters,
             Places(self._max_workers, None if capacity is None else capacity._limiter),
         )
