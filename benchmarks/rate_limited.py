@@ -1,14 +1,14 @@
 """Goodput against an endpoint with a hidden capacity: fixed concurrency against adaptive.
 
-A loopback server (``python -m trio_supervisor.devserver``, in its own process) answers at most
-``--concurrency`` requests at once and ``--rpm`` requests a minute, each after its prompt's
-latency, and answers 429 with Retry-After beyond. Each contender sends ``--subtasks`` chat
-requests through it, to a fresh server, and is measured by goodput (answers a second) as a share
-of the server's capacity (``concurrency / mean latency``, or the rpm if lower), the share of
-requests answered 429, the p50 and p99 time per subtask (first attempt to last answer), and the
-subtasks lost (no answer at the end). Beside them, the client process's CPU time as a share of
-one core and the machine's load average: this machine's 2 cores serve client, server and
-whatever else runs, and a client short of CPU answers late whatever its policy.
+A loopback server (``python -m trio_supervisor.testing.devserver``, in its own process) answers at
+most ``--concurrency`` requests at once and ``--rpm`` requests a minute, each after its prompt's
+latency, and answers 429 with Retry-After beyond. Each contender sends ``--subtasks`` chat requests
+through it, to a fresh server, and is measured by goodput (answers a second) as a share of the
+server's capacity (``concurrency / mean latency``, or the rpm if lower), the share of requests
+answered 429, the p50 and p99 time per subtask (first attempt to last answer), and the subtasks lost
+(no answer at the end). Beside them, the client process's CPU time as a share of one core and the
+machine's load average: this machine's 2 cores serve client, server and whatever else runs, and a
+client short of CPU answers late whatever its policy.
 
 Contenders: ``Supervisor`` with a fixed ``max_workers`` (8 and 128, and 32: the capacity the
 server hides, a reference no client could know), retrying ``TRANSIENT`` failures after the
@@ -49,7 +49,7 @@ import trio.testing
 
 from trio_supervisor import Adaptive, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
-from trio_supervisor.devserver import _Endpoint, _unit
+from trio_supervisor.testing.devserver import _Endpoint, _unit
 
 KEY = "benchmark"  # the loopback server checks none
 ATTEMPTS = 1000  # a fixed supervisor retries until answered: nothing is lost to a 429
@@ -79,7 +79,7 @@ def server(args: argparse.Namespace) -> Iterator[str]:
     command = [
         sys.executable,
         "-m",
-        "trio_supervisor.devserver",
+        "trio_supervisor.testing.devserver",
         "--port",
         "0",
         "--seed",

@@ -34,10 +34,9 @@ from trio_supervisor import (
     RateLimit,
     Supervisor,
     Worker,
-    devserver,
 )
 from trio_supervisor.agents import TRANSIENT, ChatAgent
-from trio_supervisor.testing import SimulatedAgent
+from trio_supervisor.testing import SimulatedAgent, devserver
 
 CONCURRENCY = 2  # the loopback server's own limit: beyond it, 429 and Retry-After
 LOOPBACK_KEY = "loopback"  # the loopback server checks no key, and the SDK needs one

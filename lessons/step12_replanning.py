@@ -24,8 +24,8 @@ import trio
 
 from trio_supervisor import Answer, Planner, Supervisor, Worker
 from trio_supervisor.agents import ChatPlanner
-from trio_supervisor.devserver import serve
 from trio_supervisor.testing import ScriptedPlanner
+from trio_supervisor.testing.devserver import serve
 
 RULES = ScriptedPlanner(
     follow_ups={"Acme": ["Acme's discounts"]},  # step 12: a result names a competitor: ask

@@ -1,6 +1,7 @@
 """A task is cancelled, catches the cancellation and awaits once more: Trio cancels it again at
 that second checkpoint (level-triggered: the scope stays cancelled), asyncio lets the second await
-run (edge-triggered: the cancellation was delivered once). tests/test_docs_examples.py runs both."""
+run (edge-triggered: the cancellation was delivered once). tests/docs/test_docs_examples.py
+runs both."""
 
 from __future__ import annotations
 

@@ -592,9 +592,10 @@ class CodeOfTest:
 
 
 def find_tests(root: Path = TESTS) -> list[CodeOfTest]:
-    """Every ``test_*`` function in ``root/test_*.py`` (and in its ``Test*`` classes), in order."""
+    """Every ``test_*`` function in the ``test_*.py`` files under ``root`` (and in their ``Test*``
+    classes), by module name."""
     found = []
-    for path in sorted(root.glob("test_*.py")):
+    for path in sorted(root.rglob("test_*.py"), key=lambda path: path.name):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in tree.body:
             scopes: list[tuple[str, ast.stmt]] = [("", node)]

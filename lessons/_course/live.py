@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from trio_supervisor import SlotTrace, Status, Trace
-from trio_supervisor._timeline import ENDINGS
+from trio_supervisor.timeline._render import ENDINGS
 
 REFRESH = 0.1
 """Seconds between two frames."""

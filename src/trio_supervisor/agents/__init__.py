@@ -1,0 +1,52 @@
+"""Sub-agents across a network: a worker that calls an OpenAI-compatible chat endpoint.
+
+A [`ChatAgent`][trio_supervisor.agents.ChatAgent] is a worker for a
+[`Supervisor`][trio_supervisor.Supervisor]: it sends each subtask to ``/v1/chat/completions``
+through the ``openai`` SDK (which runs on trio through anyio) and returns the reply's text. Its
+failures are classified for ``retry_on``: [`TRANSIENT`][trio_supervisor.agents.TRANSIENT] is
+what is worth retrying (a 429 [`RateLimited`][trio_supervisor.agents.RateLimited], whose
+``retry_after`` the supervisor obeys; a 5xx, a refused connection or a timeout
+[`TransientError`][trio_supervisor.agents.TransientError]), and a
+[`PermanentError`][trio_supervisor.agents.PermanentError] or a
+[`MalformedReply`][trio_supervisor.agents.MalformedReply] is not.
+
+A [`ChatPlanner`][trio_supervisor.agents.ChatPlanner] is a
+[`Planner`][trio_supervisor.Planner] for [`Supervisor.replan`][trio_supervisor.Supervisor.replan]:
+it asks a chat model for each next batch as JSON against a schema
+([`PlannerReply`][trio_supervisor.agents.PlannerReply]).
+
+This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``); the core
+``trio_supervisor`` does not import it.
+"""
+
+from .._util import fixup_module_metadata
+from ._chat import (
+    TRANSIENT,
+    AgentError,
+    ChatAgent,
+    MalformedReply,
+    PermanentError,
+    RateLimited,
+    TransientError,
+    parse_retry_after,
+)
+from ._planner import SYSTEM as PLANNER_SYSTEM
+from ._planner import ChatPlanner, PlannedSubtask, PlannerReply, UnusableReply
+
+__all__ = [
+    "PLANNER_SYSTEM",
+    "TRANSIENT",
+    "AgentError",
+    "ChatAgent",
+    "ChatPlanner",
+    "MalformedReply",
+    "PermanentError",
+    "PlannedSubtask",
+    "PlannerReply",
+    "RateLimited",
+    "TransientError",
+    "UnusableReply",
+    "parse_retry_after",
+]
+
+fixup_module_metadata(__name__, globals())

@@ -1,0 +1,339 @@
+"""The chat-completions worker and the classification of its failures (``trio_supervisor.agents``).
+
+The SDK's own retries are off (``max_retries=0``): the supervisor is the only retry loop, so
+``attempts`` means what it says and a rate limit's wait is obeyed once, by the supervisor. Every
+error the worker raises is built here from the status, the headers and the server's message,
+outside the ``except`` block that caught the SDK's error: the SDK's exception (which holds the
+request, and so its ``Authorization`` header) is neither the cause nor the context of what a
+slot keeps, and the API key is never part of a message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from http import HTTPStatus
+from typing import Any
+
+try:
+    import httpx2
+    import openai
+    from openai import _base_client
+    from openai.types.chat import ChatCompletionMessageParam
+except ImportError as error:  # pragma: no cover - exercised by a test that hides the SDK
+    missing = (error.name or "a module").split(".")[0]
+    raise ImportError(
+        f"trio_supervisor.agents needs the 'agents' extra ({missing} is missing): "
+        "pip install 'trio-supervisor[agents]'"
+    ) from error
+
+from .. import _validate
+
+Messages = Callable[[Any], "list[ChatCompletionMessageParam]"]
+"""How a subtask becomes the messages of a chat completion request."""
+
+
+class AgentError(Exception):
+    """A chat endpoint's call failed; ``status`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class RateLimited(AgentError):
+    """The endpoint answered 429: over its rate or concurrency limit.
+
+    ``retry_after`` is the wait the server asked for, in seconds (from ``retry-after-ms`` or
+    ``retry-after``), or None when it gave none. A supervisor never retries sooner.
+    """
+
+    def __init__(self, message: str, *, retry_after: float | None) -> None:
+        super().__init__(message, status=429)
+        self.retry_after = retry_after
+
+
+class TransientError(AgentError):
+    """A failure worth retrying: a 5xx, a 408 or 409, a refused or dropped connection, a
+    timeout."""
+
+
+class PermanentError(AgentError):
+    """A 4xx other than 408, 409 and 429 (a bad request, a wrong key, an unknown model): the
+    same request would fail again, so it is not retried by default."""
+
+
+class MalformedReply(AgentError):
+    """The endpoint answered 200 with something that is not a chat completion's JSON."""
+
+
+TRANSIENT: tuple[type[Exception], ...] = (RateLimited, TransientError)
+"""The failures worth retrying, for ``Supervisor(..., retry_on=TRANSIENT)``."""
+
+
+def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """The wait a response asks for, in seconds, from its headers.
+
+    ``retry-after-ms`` (milliseconds, as OpenAI-compatible servers send) wins over
+    ``retry-after``, which is seconds or an HTTP date. A date in the past is a wait of 0.
+
+    Args:
+      headers: the response's headers (a case-insensitive mapping, such as httpx's).
+      now: the time an HTTP date is measured from; the current UTC time by default.
+
+    Returns:
+      Seconds, or None when neither header holds a usable value.
+    """
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            value = float(millis)
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value >= 0:
+            return value / 1000
+    text = headers.get("retry-after")
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+class ChatAgent:
+    """A worker that asks an OpenAI-compatible chat endpoint to do a subtask and returns the
+    reply's text.
+
+    Each call sends one ``/v1/chat/completions`` request through ``openai.AsyncOpenAI``, with
+    the SDK's retries off, over a connection pool of ``max_connections`` (give it the
+    supervisor's ``max_workers``, so that no attempt waits for a connection the supervisor
+    admitted it to use). A cancelled attempt (a supervisor's ``timeout``, a run's ``deadline``)
+    closes its connection, so the server sees the client go and the pool keeps no half-read
+    connection. Make the agent inside the trio run that uses it, and close it there
+    (``async with ChatAgent(...) as agent:``), as its connections belong to that run.
+
+    Failures (for ``retry_on``; [`TRANSIENT`][trio_supervisor.agents.TRANSIENT] holds the
+    first two): a 429 raises [`RateLimited`][trio_supervisor.agents.RateLimited] carrying the
+    server's ``Retry-After``; a 5xx, 408, 409, a connection error or the SDK's own timeout
+    [`TransientError`][trio_supervisor.agents.TransientError]; any other 4xx
+    [`PermanentError`][trio_supervisor.agents.PermanentError]; a reply that is not a chat
+    completion [`MalformedReply`][trio_supervisor.agents.MalformedReply], saying what was wrong.
+    The API key is never shown: not in ``repr``, not in an error's message or its chain.
+
+    Args:
+      model: the model to ask.
+      base_url: the endpoint's base URL, ending in ``/v1`` (``http://127.0.0.1:8000/v1``);
+        None for the SDK's default (``OPENAI_BASE_URL``, or the provider's own).
+      api_key: the key sent as a bearer token; None reads ``OPENAI_API_KEY``.
+      system: a system prompt sent before each subtask, or None.
+      messages: how a subtask becomes the request's messages; by default the system prompt
+        (if any) and the subtask, as text, as the user's message.
+      max_connections: the size of the connection pool.
+      request_timeout: seconds the SDK lets one request take, or None to leave timing to the
+        supervisor's ``timeout``.
+      transport: an ``httpx2`` async transport to send requests through instead of the
+        network (a fake endpoint in tests); the pool's limits then are the transport's.
+
+    Raises:
+      ValueError: if there is no API key (none given, ``OPENAI_API_KEY`` unset or empty).
+      TypeError: if ``max_connections`` is not an int.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        system: str | None = None,
+        messages: Messages | None = None,
+        max_connections: int = 100,
+        request_timeout: float | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise TypeError(f"model must be a non-empty str, got {type(model).__name__}")
+        key = os.environ.get("OPENAI_API_KEY") if api_key is None else api_key
+        if not key:
+            raise ValueError(
+                "ChatAgent needs an API key: pass api_key=..., or set OPENAI_API_KEY "
+                "(any non-empty value for an endpoint that checks none)"
+            )
+        self.model = model
+        self.system = system
+        self.max_connections = _validate.count("max_connections", max_connections)
+        self._messages = messages
+        self._key = key
+        limits = httpx2.Limits(
+            max_connections=self.max_connections, max_keepalive_connections=self.max_connections
+        )
+        self._http = httpx2.AsyncClient(limits=limits, transport=transport)
+        self._client = openai.AsyncOpenAI(
+            api_key=key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=_validate.seconds("request_timeout", request_timeout),
+            http_client=self._http,
+        )
+        self.base_url = str(self._client.base_url)
+        # The SDK reads the platform (for its headers) in a worker thread on a client's first
+        # request; read it now, once, so that no attempt waits on a thread (under a MockClock,
+        # the clock would jump while it did).
+        if getattr(self._client, "_platform", False) is None:
+            self._client._platform = _base_client.get_platform()
+
+    def messages(self, subtask: Any) -> list[ChatCompletionMessageParam]:
+        """The messages sent for ``subtask``.
+
+        Args:
+          subtask: the subtask.
+
+        Returns:
+          The request's messages.
+        """
+        if self._messages is not None:
+            return self._messages(subtask)
+        found: list[ChatCompletionMessageParam] = []
+        if self.system is not None:
+            found.append({"role": "system", "content": self.system})
+        found.append({"role": "user", "content": str(subtask)})
+        return found
+
+    async def __call__(self, subtask: Any) -> str:
+        """Ask the endpoint to do ``subtask``.
+
+        Args:
+          subtask: the subtask, made into messages by ``messages``.
+
+        Returns:
+          The text of the reply's first choice.
+
+        Raises:
+          RateLimited: on a 429.
+          TransientError: on a 5xx, 408 or 409, a connection error or a timeout.
+          PermanentError: on any other 4xx.
+          MalformedReply: if the reply is not a chat completion with a text message.
+        """
+        failure: AgentError
+        try:
+            raw = await self._client.chat.completions.with_raw_response.create(
+                model=self.model, messages=self.messages(subtask)
+            )
+            body = raw.http_response.text
+        except openai.APIStatusError as exc:
+            failure = self._status_error(exc.status_code, exc.response)
+        except openai.APITimeoutError:
+            failure = TransientError(f"the request to {self.base_url} timed out")
+        except openai.APIConnectionError as exc:
+            failure = TransientError(f"could not reach {self.base_url}: {self._scrub(_root(exc))}")
+        else:
+            return _reply_text(body)
+        raise failure  # outside the except blocks: no chain back to the SDK's error
+
+    def _status_error(self, status: int, response: httpx2.Response) -> AgentError:
+        phrase = response.reason_phrase or _phrase(status)
+        where = f"{status} {phrase} from {self.base_url}".replace("  ", " ")
+        if status in (401, 403):  # a server may echo part of the key: say nothing of it
+            return PermanentError(f"{where}: check the API key", status=status)
+        said = self._scrub(_server_message(response))
+        message = f"{where}: {said}" if said else where
+        if status == 429:
+            wait = parse_retry_after(response.headers)
+            asked = "no Retry-After" if wait is None else f"Retry-After {wait:g}s"
+            return RateLimited(f"{message} ({asked})", retry_after=wait)
+        if status >= 500 or status in (408, 409):
+            return TransientError(message, status=status)
+        return PermanentError(message, status=status)
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> ChatAgent:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return (
+            f"ChatAgent(model={self.model!r}, base_url={self.base_url!r}, "
+            f"max_connections={self.max_connections})"
+        )
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _root(exc: BaseException) -> str:
+    """The innermost cause of a connection error, as ``Type: message``."""
+    seen = 0
+    while exc.__cause__ is not None and seen < 16:
+        exc = exc.__cause__
+        seen += 1
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _server_message(response: httpx2.Response) -> str:
+    """What the server said about an error: its JSON ``error.message``, or its text, short."""
+    try:
+        text = response.text
+    except Exception:
+        return ""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            text = error["message"]
+        elif isinstance(error, str):
+            text = error
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _reply_text(body: str) -> str:
+    """The text of a chat completion's first choice, or a `MalformedReply` saying what is
+    wrong."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        shown = " ".join(body.split())[:60]
+        raise MalformedReply(f"the reply is not JSON: {shown!r}") from None
+    if not isinstance(data, dict):
+        raise MalformedReply(f"the reply is JSON but not an object: {type(data).__name__}")
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise MalformedReply("the reply has no choices: expected a non-empty 'choices' list")
+    first = choices[0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise MalformedReply("the reply's first choice has no 'message' object")
+    content = message.get("content")
+    if not isinstance(content, str):
+        raise MalformedReply(
+            f"the reply's message has no text 'content' (got {type(content).__name__})"
+        )
+    return content

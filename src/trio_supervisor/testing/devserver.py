@@ -1,0 +1,611 @@
+"""A loopback OpenAI-compatible endpoint with an endpoint's manners: latency, errors, hangs,
+and its own limits, answered with 429 and ``Retry-After``.
+
+``python -m trio_supervisor.testing.devserver --port 8000`` serves ``/v1/chat/completions`` and
+``/v1/models`` on ``127.0.0.1`` (Hypercorn's trio worker, a small Starlette app), so a
+[`ChatAgent`][trio_supervisor.agents.ChatAgent] can be run, tested and measured with no outside
+service; in a trio program, ``url = await nursery.start(serve)`` serves on a free port, and
+[`app`][trio_supervisor.testing.devserver.app] is the same endpoint as an ASGI app, to be served in
+the process without a socket (through ``httpx2.ASGITransport``, on a ``trio.testing.MockClock``).
+
+Everything it does is fixed by its ``seed`` and the prompt (the last message's text): each
+prompt's latency, and whether its n-th request fails with a 500 (a share ``error_rate``). A
+prompt holding ``[hang]`` never gets an answer (the request waits until the client goes),
+``[malformed]`` gets a 200 that is not JSON, ``[500]`` always a 500. A ``script`` may say, per
+prompt, what the server does instead of what its seed draws (a
+[`Script`][trio_supervisor.testing.devserver.Script]: its latency, whether it fails, how many of its
+first requests fail, whether it hangs). Beyond ``concurrency`` requests at once, or past its
+``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and ``retry-after``. ``GET /stats``
+counts requests, answers by status, the peak of requests in flight, and the disconnects seen (a
+client that went before its answer).
+
+It also plays the planner model of a [`ChatPlanner`][trio_supervisor.agents.ChatPlanner]: a
+request whose system prompt is the planner's is answered at once with the decision its
+``planner`` (a [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] by default) makes
+from the ledger in the request, as the JSON the planner's schema asks for; a task holding
+``[garbled]`` is answered with text that is not JSON, every time.
+
+This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import socket
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    import trio
+    from hypercorn.config import Config, Sockets
+    from hypercorn.trio import serve as hypercorn_serve
+    from starlette.applications import Starlette
+    from starlette.requests import ClientDisconnect, Request
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+    from starlette.routing import Route
+except ImportError as error:  # pragma: no cover - exercised by a test that hides the server
+    missing = (error.name or "a module").split(".")[0]
+    raise ImportError(
+        f"trio_supervisor.testing.devserver needs the 'agents' extra ({missing} is missing): "
+        "pip install 'trio-supervisor[agents]'"
+    ) from error
+
+from .. import _validate
+from .._replan import Planner
+from ..agents._planner import MARK, read_request, reply_text
+from ._scripted import ScriptedPlanner
+
+__all__ = ["DevServerError", "Script", "Stats", "app", "serve"]
+
+HOST = "127.0.0.1"
+_TURN = 1e-7  # seconds a request waits for its instant's turn to be decided (see chat)
+
+
+class DevServerError(OSError):
+    """The server could not listen where it was asked to."""
+
+
+@dataclass
+class Stats:
+    """What the server has seen so far (``GET /stats`` returns it as JSON)."""
+
+    requests: int = 0
+    """Chat completion requests received, whatever their answer."""
+    statuses: Counter[int] = field(default_factory=Counter)
+    """Answers sent, by HTTP status."""
+    in_flight: int = 0
+    """Requests being answered now (429s excluded: they are answered at once)."""
+    peak_in_flight: int = 0
+    """The most requests ever in flight at once."""
+    disconnects: int = 0
+    """Requests whose client went away before the answer."""
+
+    def as_json(self) -> dict[str, Any]:
+        """The counts, as ``/stats`` reports them."""
+        return {
+            "requests": self.requests,
+            "ok": self.statuses[200],
+            "rate_limited": self.statuses[429],
+            "server_errors": sum(n for code, n in self.statuses.items() if code >= 500),
+            "statuses": {str(code): n for code, n in sorted(self.statuses.items())},
+            "in_flight": self.in_flight,
+            "peak_in_flight": self.peak_in_flight,
+            "disconnects": self.disconnects,
+        }
+
+
+@dataclass(frozen=True)
+class Script:
+    """What the server does with one prompt, in place of what its seed draws.
+
+    Args:
+      latency: seconds it takes to answer, or None for the one the seed draws.
+      fail: every request is answered 500.
+      flaky: the prompt's first ``flaky`` requests are answered 500, the later ones as usual.
+      hang: no request is ever answered (it waits until the client goes).
+      reply: the answer's text, or None for ``answer to: <prompt>``.
+    """
+
+    latency: float | None = None
+    fail: bool = False
+    flaky: int = 0
+    hang: bool = False
+    reply: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.latency is not None:
+            _validate.number("Script latency", self.latency, strictly=False)
+        if isinstance(self.flaky, bool) or not isinstance(self.flaky, int) or self.flaky < 0:
+            raise ValueError(f"Script flaky must be an int >= 0, got {self.flaky!r}")
+
+
+Scripted = Callable[[str], "Script | None"]
+"""Prompt -> what the server does with it (None: what the seed draws)."""
+
+
+def _unit(seed: int, *parts: object) -> float:
+    """A number in ``[0, 1)`` fixed by ``seed`` and ``parts``."""
+    digest = hashlib.blake2b(repr((seed, *parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+class _Endpoint:
+    """The server's state and its answers."""
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        latency: tuple[float, float],
+        error_rate: float,
+        concurrency: int | None,
+        rpm: float | None,
+        burst: int | None,
+        model: str,
+        api_key: str | None,
+        script: Scripted | None = None,
+        planner: Planner[str, str] | None = None,
+    ) -> None:
+        self.seed = seed
+        self.script = script
+        self.planner: Planner[str, str] = planner if planner is not None else ScriptedPlanner()
+        self.latency = latency
+        self.error_rate = error_rate
+        self.concurrency = concurrency
+        self.rate = None if rpm is None else rpm / 60
+        self.burst = burst if burst is not None else max(1, math.ceil((rpm or 60) / 60))
+        self.model = model
+        self.api_key = api_key
+        self.stats = Stats()
+        self.seen: Counter[str] = Counter()
+        # requests waiting for their instant's turn (see chat): arrival -> (prompt, its count,
+        # where the decision goes)
+        self.turns: dict[float, list[tuple[str, int, list[Response | None]]]] = {}
+        self.tat = -math.inf  # the rate bucket, as a theoretical arrival time (see RateLimit)
+
+    def _answer(self, status: int, response: Response) -> Response:
+        self.stats.statuses[status] += 1
+        return response
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+        body = {"error": {"message": message, "type": "devserver", "code": status}}
+        return self._answer(status, JSONResponse(body, status_code=status, headers=headers))
+
+    def _over_rate(self) -> float | None:
+        """Take a token from the rate bucket; None if there was one, else the wait for one."""
+        if self.rate is None:
+            return None
+        interval = 1 / self.rate
+        now = trio.current_time()
+        wait = self.tat - (self.burst - 1) * interval - now
+        if wait > 1e-9:
+            return wait
+        self.tat = max(self.tat, now) + interval
+        return None
+
+    def _decide(self, arrival: float, turn: list[tuple[str, int, list[Response | None]]]) -> None:
+        """Decide every request of the turn of ``arrival``, in the order of their prompts, if
+        no other request of it has."""
+        if self.turns.get(arrival) is turn:
+            del self.turns[arrival]
+            for _, _, decision in sorted(turn, key=lambda entry: entry[:2]):
+                decision.append(self._admit())
+
+    def _admit(self) -> Response | None:
+        """Let a request in (it holds a place until answered), or the 429 that refuses it."""
+        if self.concurrency is not None and self.stats.in_flight >= self.concurrency:
+            mean = sum(self.latency) / 2
+            return self._too_many(f"over {self.concurrency} requests at once", max(mean, 0.001))
+        wait = self._over_rate()
+        if wait is not None:
+            return self._too_many("over the requests-per-minute budget", wait)
+        self.stats.in_flight += 1
+        self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
+        return None
+
+    def _too_many(self, reason: str, wait: float) -> Response:
+        headers = {
+            "retry-after-ms": str(max(1, math.ceil(wait * 1000))),
+            "retry-after": str(max(1, math.ceil(wait))),
+        }
+        return self._error(429, f"rate limited: {reason}", headers)
+
+    async def models(self, request: Request) -> Response:
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": self.model, "object": "model", "created": 0, "owned_by": "dev"}],
+            }
+        )
+
+    async def report(self, request: Request) -> Response:
+        return JSONResponse(self.stats.as_json())
+
+    async def chat(self, request: Request) -> Response:
+        """A chat completion; a request whose client goes before its answer (seen, or the
+        handler cancelled by Hypercorn) is counted a disconnect."""
+        self.stats.requests += 1
+        answered = False
+        try:
+            response = await self._chat(request)
+            answered = response.status_code != 499
+            return response
+        finally:
+            if not answered:
+                self.stats.disconnects += 1
+
+    async def _chat(self, request: Request) -> Response:
+        if self.api_key is not None and request.headers.get("authorization") != (
+            f"Bearer {self.api_key}"
+        ):
+            return self._error(401, "invalid API key")
+        try:
+            body = await request.json()
+            prompt = body["messages"][-1]["content"]
+            model = body.get("model", self.model)
+        except ClientDisconnect:  # gone while it sent the body
+            return Response(status_code=499)
+        except (ValueError, KeyError, IndexError, TypeError):
+            return self._error(400, "expected JSON with a non-empty 'messages' list")
+        if not isinstance(prompt, str):
+            return self._error(400, "the last message's content must be text")
+        if _asks_planner(body):  # the planner model: answered at once, outside the limits
+            return await self._plan(body["messages"][1]["content"], model)
+        # Requests that arrive at one instant are let in or answered 429 in the order of their
+        # prompts, not in the order the scheduler happened to run them: each joins its
+        # instant's turn, and the first to wake a turn (a fixed instant later) decides them all.
+        # On virtual time the same requests get the 429s in every run.
+        arrival = trio.current_time()
+        turn = self.turns.setdefault(arrival, [])
+        mine: list[Response | None] = []
+        turn.append((prompt, self.seen[prompt], mine))
+        waited = False
+        try:
+            await trio.sleep(_TURN)
+            waited = True
+        finally:
+            self._decide(arrival, turn)
+            if not waited and mine[0] is None:  # let in, but its handler was cancelled
+                self.stats.in_flight -= 1
+        refused = mine[0]
+        if refused is not None:
+            return refused
+        gone = False
+        try:
+            nth = self.seen[prompt]
+            self.seen[prompt] += 1
+            scripted = (self.script(prompt) if self.script is not None else None) or Script()
+            low, high = self.latency
+            delay = low + (high - low) * _unit(self.seed, "latency", prompt)
+            if scripted.latency is not None:
+                delay = scripted.latency
+            async with trio.open_nursery() as nursery:
+
+                async def watch() -> None:
+                    nonlocal gone
+                    while True:
+                        message = await request.receive()
+                        if message["type"] == "http.disconnect":
+                            gone = True
+                            nursery.cancel_scope.cancel()
+                            return
+
+                nursery.start_soon(watch)
+                if "[hang]" in prompt or scripted.hang:
+                    await trio.sleep_forever()
+                await trio.sleep_until(arrival + delay)  # its latency counts from its arrival
+                nursery.cancel_scope.cancel()
+            if gone:
+                return self._answer(499, Response(status_code=499))
+        finally:
+            self.stats.in_flight -= 1  # answered, or its client went: its place is free
+        if (
+            "[500]" in prompt
+            or scripted.fail
+            or nth < scripted.flaky
+            or _unit(self.seed, "error", prompt, nth) < self.error_rate
+        ):
+            return self._error(500, "internal error (simulated)")
+        if "[malformed]" in prompt:
+            return self._answer(200, PlainTextResponse("{not json", media_type="application/json"))
+        completion = {
+            "id": f"chatcmpl-{self.stats.requests}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {
+                        "role": "assistant",
+                        "content": f"answer to: {prompt}"
+                        if scripted.reply is None
+                        else scripted.reply,
+                    },
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        return self._answer(200, JSONResponse(completion))
+
+    async def _plan(self, request: str, model: str) -> Response:
+        """The planner model's reply to ``request``: the decision ``planner`` makes."""
+        try:
+            task, ledger, fresh = read_request(request)
+        except ValueError as error:
+            return self._error(400, str(error))
+        if "[garbled]" in task:
+            content = "{not a plan"
+        elif ledger.rounds or fresh:
+            content = reply_text(await self.planner.next(task, ledger, fresh=fresh))
+        else:
+            content = reply_text(await self.planner.first(task))
+        completion = {
+            "id": f"chatcmpl-{self.stats.requests}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content},
+                }
+            ],
+        }
+        return self._answer(200, JSONResponse(completion))
+
+    def app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/v1/models", self.models, methods=["GET"]),
+                Route("/stats", self.report, methods=["GET"]),
+            ]
+        )
+
+
+def _asks_planner(body: Any) -> bool:
+    """Whether a chat request is a planner's: its system prompt is the planner's."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list) or len(messages) < 2:
+        return False
+    first = messages[0]
+    return (
+        isinstance(first, dict)
+        and first.get("role") == "system"
+        and str(first.get("content", "")).startswith(MARK)
+        and isinstance(messages[1], dict)
+        and isinstance(messages[1].get("content"), str)
+    )
+
+
+class _Bound(Config):
+    """Hypercorn's config, serving on a socket bound before it starts (so that a port in use
+    is one clear error, and port 0 reports the port it got)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._sock = sock
+        self.accesslog = None
+        self.errorlog = None
+        self.graceful_timeout = 0.5
+        self.keep_alive_timeout = 1.0
+
+    def create_sockets(self) -> Sockets:
+        return Sockets([], [self._sock], [])
+
+
+def _listen(port: int) -> socket.socket:
+    if isinstance(port, bool) or not isinstance(port, int):
+        raise TypeError(f"port must be an int from 0 to 65535, got {type(port).__name__}")
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be from 0 to 65535 (0: any free port), got {port}")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind((HOST, port))
+    except OSError as error:
+        sock.close()
+        raise DevServerError(f"cannot listen on {HOST}:{port}: {error.strerror or error}") from None
+    sock.setblocking(False)
+    return sock
+
+
+def _endpoint(
+    *,
+    seed: int,
+    latency: tuple[float, float],
+    error_rate: float,
+    concurrency: int | None,
+    rpm: float | None,
+    burst: int | None,
+    model: str,
+    api_key: str | None,
+    script: Scripted | None,
+    planner: Planner[str, str] | None = None,
+) -> _Endpoint:
+    """The endpoint these settings describe, once each is checked."""
+    low, high = latency
+    if not 0 <= low <= high:
+        raise ValueError(f"latency must be a range 0 <= low <= high, got {latency!r}")
+    if not 0 <= error_rate <= 1:
+        raise ValueError(f"error_rate must be from 0 to 1, got {error_rate!r}")
+    if concurrency is not None:
+        _validate.count("concurrency", concurrency)
+    if rpm is not None:
+        _validate.number("rpm", rpm)
+    if burst is not None:
+        _validate.count("burst", burst)
+    if script is not None and not callable(script):
+        raise TypeError(
+            f"script must be a callable (prompt -> Script), got {type(script).__name__}"
+        )
+    return _Endpoint(
+        seed=seed,
+        latency=(low, high),
+        error_rate=error_rate,
+        concurrency=concurrency,
+        rpm=rpm,
+        burst=burst,
+        model=model,
+        api_key=api_key,
+        script=script,
+        planner=planner,
+    )
+
+
+def app(
+    *,
+    seed: int = 0,
+    latency: tuple[float, float] = (0.05, 0.2),
+    error_rate: float = 0.0,
+    concurrency: int | None = None,
+    rpm: float | None = None,
+    burst: int | None = None,
+    model: str = "devserver",
+    api_key: str | None = None,
+    script: Scripted | None = None,
+    planner: Planner[str, str] | None = None,
+) -> Starlette:
+    """The endpoint [`serve`][trio_supervisor.testing.devserver.serve] serves, as an ASGI app, to be
+    run in the process with no socket: give a [`ChatAgent`][trio_supervisor.agents.ChatAgent]
+    ``transport=httpx2.ASGITransport(app=app(...))``. Its latencies are trio sleeps, so under a
+    ``trio.testing.MockClock`` a run through it takes no real time and is exact.
+
+    Its arguments are [`serve`][trio_supervisor.testing.devserver.serve]'s, without the port.
+
+    Returns:
+      A Starlette app serving ``/v1/chat/completions``, ``/v1/models`` and ``/stats``.
+
+    Raises:
+      ValueError: if a setting is out of its range, as for ``serve``.
+    """
+    return _endpoint(
+        seed=seed,
+        latency=latency,
+        error_rate=error_rate,
+        concurrency=concurrency,
+        rpm=rpm,
+        burst=burst,
+        model=model,
+        api_key=api_key,
+        script=script,
+        planner=planner,
+    ).app()
+
+
+async def serve(
+    *,
+    port: int = 0,
+    seed: int = 0,
+    latency: tuple[float, float] = (0.05, 0.2),
+    error_rate: float = 0.0,
+    concurrency: int | None = None,
+    rpm: float | None = None,
+    burst: int | None = None,
+    model: str = "devserver",
+    api_key: str | None = None,
+    script: Scripted | None = None,
+    planner: Planner[str, str] | None = None,
+    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
+
+    Use it as ``url = await nursery.start(serve)``: ``url`` is the base URL to give a
+    [`ChatAgent`][trio_supervisor.agents.ChatAgent] (``http://127.0.0.1:PORT/v1``).
+
+    Args:
+      port: the port; 0 for any free one.
+      seed: fixes every prompt's latency and which of its requests fail.
+      latency: the range each prompt's latency is drawn from, in seconds.
+      error_rate: the share of requests answered 500, in ``[0, 1]``.
+      concurrency: how many requests it answers at once; beyond, 429. None: no bound.
+      rpm: requests per minute its token bucket allows; beyond, 429. None: no bound.
+      burst: the bucket's size (one second's worth of ``rpm`` by default).
+      model: the model ``/v1/models`` lists.
+      api_key: the bearer token it requires (401 otherwise); None accepts any.
+      script: prompt -> the [`Script`][trio_supervisor.testing.devserver.Script] it follows for that
+        prompt instead of what the seed draws (None from it: the seed's).
+      planner: what decides its replies as a planner model (a
+        [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] with no rules by default).
+      task_status: given by ``nursery.start``; receives the base URL.
+
+    Raises:
+      DevServerError: if it cannot listen on the port (in use, or not allowed).
+      ValueError: if a setting is out of its range (a port outside 0-65535, an error rate
+        outside [0, 1], a latency range that is not ``0 <= low <= high``).
+    """
+    endpoint = _endpoint(
+        seed=seed,
+        latency=latency,
+        error_rate=error_rate,
+        concurrency=concurrency,
+        rpm=rpm,
+        burst=burst,
+        model=model,
+        api_key=api_key,
+        script=script,
+        planner=planner,
+    )
+    sock = _listen(port)
+    url = f"http://{HOST}:{sock.getsockname()[1]}/v1"
+    async with trio.open_nursery() as nursery:
+        await nursery.start(hypercorn_serve, endpoint.app(), _Bound(sock))
+        task_status.started(url)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The command line: serve until interrupted; a setting it cannot use is one line on
+    stderr and exit status 2."""
+    parser = argparse.ArgumentParser(
+        prog="python -m trio_supervisor.testing.devserver", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--port", type=int, default=8000, help="0 for any free port")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--latency", type=float, nargs=2, default=(0.05, 0.2), metavar=("LOW", "HIGH")
+    )
+    parser.add_argument("--error-rate", type=float, default=0.0)
+    parser.add_argument("--concurrency", type=int, default=None)
+    parser.add_argument("--rpm", type=float, default=None)
+    parser.add_argument("--burst", type=int, default=None)
+    parser.add_argument("--model", default="devserver")
+    args = parser.parse_args(argv)
+
+    async def run() -> None:
+        async with trio.open_nursery() as nursery:
+            url = await nursery.start(
+                lambda task_status: serve(
+                    port=args.port,
+                    seed=args.seed,
+                    latency=tuple(args.latency),
+                    error_rate=args.error_rate,
+                    concurrency=args.concurrency,
+                    rpm=args.rpm,
+                    burst=args.burst,
+                    model=args.model,
+                    task_status=task_status,
+                )
+            )
+            print(f"serving an OpenAI-compatible endpoint on {url} (Ctrl+C to stop)", flush=True)
+
+    refused: list[Exception] = []
+    try:
+        trio.run(run)
+    except* (DevServerError, ValueError, TypeError) as group:
+        refused.extend(e for e in group.exceptions if isinstance(e, Exception))
+    except* KeyboardInterrupt:
+        pass  # stopped by its user: not an error
+    for error in refused:
+        print(f"devserver: {error}", file=sys.stderr)
+    return 2 if refused else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

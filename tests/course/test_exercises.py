@@ -1,0 +1,302 @@
+"""Exercises graded by the laws: ``python -m lessons exercise N`` writes step N-1's code with step
+N's places marked, and ``python -m lessons check N`` passes on step N's own code and fails, telling
+the smallest counterexample, on step N-1's and on the untouched starter.
+
+Every check runs on virtual time with a derandomized Hypothesis (no example database), so its
+output is the same on every run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from lessons._course import exercises, laws
+from lessons._course.laws import LAWS, Law, laws_of
+from lessons._course.runner import main
+from lessons._course.steps import step_path, steps
+
+ROOT = Path(__file__).resolve().parents[2]
+KNOWN = steps()
+PART_ONE = [number for number in KNOWN if 2 <= number <= 10]
+
+
+@pytest.fixture(autouse=True)
+def exercises_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test writes its exercises under its own tmp_path, never into the project."""
+    monkeypatch.setattr(exercises, "EXERCISES", tmp_path / "exercises")
+    return tmp_path / "exercises"
+
+
+def run(*argv: str) -> tuple[int, str]:
+    """``python -m lessons <argv>`` in this process: its exit status and what it printed."""
+    out = io.StringIO()
+    status = main(list(argv), Console(file=out, width=100, highlight=False))
+    return status, out.getvalue()
+
+
+def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """Run ``argv``, which must be refused: exit 2 and one line on stderr, which is returned."""
+    with pytest.raises(SystemExit) as exit_:
+        run(*argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return re.sub(r"^python -m lessons( exercise| check)?: error: ", "", err).rstrip("\n")
+
+
+def fixed_by(number: int) -> Law:
+    """The law step ``number`` is the first to keep, which the step before it fails."""
+    (law,) = [law for law in LAWS if law.flaw is not None and law.flaw[0] == number - 1]
+    assert number in law.steps
+    return law
+
+
+def test_every_step_with_laws_but_the_first_has_an_exercise() -> None:
+    assert list(exercises.exercisable()) == [
+        number for number in KNOWN if number != min(KNOWN) and laws_of(number)
+    ]
+    assert set(PART_ONE) <= set(exercises.exercisable())
+
+
+def test_the_laws_name_steps_that_exist_and_each_flaw_is_of_the_step_before_them() -> None:
+    for law in LAWS:
+        assert set(law.steps) <= set(KNOWN), law.rule
+        if law.flaw is not None:
+            number, reason = law.flaw
+            assert number + 1 in law.steps, law.rule
+            assert number not in law.steps, law.rule
+            assert reason.startswith(f"step {number}'s flaw: ")
+
+
+@pytest.mark.parametrize("number", PART_ONE)
+def test_check_passes_on_the_steps_own_code(number: int) -> None:
+    status, out = run("check", str(number), str(step_path(KNOWN[number])))
+    rules = [law.rule for law in laws_of(number)]
+    assert [line.strip() for line in out.splitlines() if line.startswith("  ")] == [
+        f"passed  {rule}" for rule in rules
+    ]
+    assert out.splitlines()[-1] == f"{len(rules)} of {len(rules)} laws passed"
+    assert status == 0
+
+
+def assert_told(out: str, law: Law) -> None:
+    """``out`` tells ``law`` as failed, with the case that broke it, what the code returned, and
+    the timeline of that run."""
+    told = out.split(f"  FAILED  {law.rule}\n", 1)
+    assert len(told) == 2, out
+    story = told[1].split("\n  passed  ")[0].split("\n  FAILED  ")[0]
+    assert "    smallest counterexample:\n" in story or "    the case:\n" in story
+    assert "your code returned" in story
+    assert "    the timeline of that run:\n" in story
+
+
+@pytest.mark.parametrize("number", PART_ONE)
+def test_check_fails_on_the_step_befores_code_and_tells_the_counterexample(number: int) -> None:
+    status, out = run("check", str(number), str(step_path(KNOWN[number - 1])))
+    assert_told(out, fixed_by(number))
+    assert status == 1
+
+
+@pytest.mark.parametrize("number", PART_ONE)
+def test_check_fails_on_the_untouched_starter(number: int) -> None:
+    assert run("exercise", str(number))[0] == 0
+    status, out = run("check", str(number))
+    assert out.startswith(f"step {number}'s laws on ")
+    assert_told(out, fixed_by(number))
+    assert status == 1
+
+
+def test_the_told_counterexample_is_the_smallest_and_shows_what_differs() -> None:
+    """Step 3 returns results in completion order: the smallest case that shows it is two
+    subtasks, the first slower, on two workers, and the results come back swapped."""
+    _, out = run("check", "4", str(step_path(KNOWN[3])))
+    story = out.split("  FAILED  results come back in plan order", 1)[1].split("  passed  ")[0]
+    assert story.splitlines()[1:9] == [
+        "    the law's check failed",
+        "      assert [result.subtask for result in aggregate.results] == plan",
+        "    smallest counterexample:",
+        "      latencies = [0.0625, 0.03125]",
+        "      k = 2",
+        "      your code returned   the law expected",
+        "      s1: ok, out:s1       s0: ok, out:s0   <- differs",
+        "      s0: ok, out:s0       s1: ok, out:s1   <- differs",
+    ]
+
+
+@pytest.mark.parametrize("number", PART_ONE)
+def test_the_starter_is_the_step_befores_code_with_the_changed_places_marked(number: int) -> None:
+    text = exercises.starter(number)
+    mark = exercises.MARK.format(number=number)
+    code = text.split('"""', 2)[2].splitlines()
+    unmarked = [line for line in code if not line.strip().startswith(mark)]
+    before = step_path(KNOWN[number - 1]).read_text()
+    assert "\n".join(unmarked).strip() == "\n".join(exercises._code(before))
+    old, new = exercises._code(before), exercises._code(step_path(KNOWN[number]).read_text())
+    places = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    assert len(code) - len(unmarked) == sum(tag != "equal" for tag, *_ in places)
+    assert "__main__" not in text  # the starter never runs the course's own step
+    assert f"python -m lessons check {number}" in text
+    compile(text, "starter.py", "exec")
+
+
+def test_exercise_writes_the_starter_and_never_replaces_a_readers_file_without_force(
+    capsys: pytest.CaptureFixture[str], exercises_dir: Path
+) -> None:
+    status, out = run("exercise", "3")
+    path = exercises_dir / f"{KNOWN[3]}.py"
+    assert status == 0
+    assert path.read_text() == exercises.starter(3)
+    assert out.splitlines()[-1] == "check it with: python -m lessons check 3"
+    path.write_text("# my work\n")
+    said = refused(capsys, "exercise", "3")
+    assert said.endswith(f"{KNOWN[3]}.py exists: it may hold your work; add --force to replace it")
+    assert path.read_text() == "# my work\n"
+    assert run("exercise", "3", "--force")[0] == 0
+    assert path.read_text() == exercises.starter(3)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["exercise", "1"],
+            "step 1 has no exercise: there is no step before it to start from; choose 2-10",
+        ),
+        (["exercise", "99"], "step 99 has no exercise: choose 2-10"),
+        (["exercise", "two"], "argument N: a step is a number, got 'two'"),
+        (["check", "99"], "step 99 has no laws to check: choose 1-10"),
+        (["check", "3", "nowhere.py"], "no file nowhere.py"),
+        (["check", "1"], "step 1 has no exercise file: give the PATH of your code"),
+    ],
+)
+def test_bad_input_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert refused(capsys, *argv) == message
+
+
+def test_check_without_a_path_and_no_exercise_written_says_how_to_write_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    said = refused(capsys, "check", "4")
+    assert said.startswith("no file ")
+    assert said.endswith(f"{KNOWN[4]}.py: write it with python -m lessons exercise 4")
+
+
+def test_a_file_that_does_not_import_fails_the_check_and_says_why(tmp_path: Path) -> None:
+    path = tmp_path / "broken.py"
+    path.write_text("async def supervise(:\n")
+    status, out = run("check", "2", str(path))
+    assert status == 1
+    assert out.startswith(f"{path} does not import: SyntaxError: ")
+
+
+def test_a_file_without_supervise_fails_the_check(tmp_path: Path) -> None:
+    path = tmp_path / "empty.py"
+    path.write_text("x = 1\n")
+    assert run("check", "2", str(path)) == (1, f"{path} has no supervise (or stream) to check\n")
+
+
+def test_hint_gives_one_more_hint_each_time_and_keeps_count(exercises_dir: Path) -> None:
+    said = [run("check", "3", "--hint") for _ in range(6)]
+    assert all(status == 0 for status, _ in said)
+    heads = [out.splitlines()[0] for _, out in said]
+    total = int(heads[0].split(" of ")[1].split()[0])
+    shown = [min(n, total) for n in range(1, 7)]
+    assert heads == [f"hint {n} of {total} for step 3:" for n in shown]
+    assert "CapacityLimiter" in said[0][1]
+    assert f"lessons/{KNOWN[3]}.py" in said[-1][1]  # the last hint: the course's own answer
+    assert json.loads((exercises_dir / "hints.json").read_text()) == {"3": total}
+    assert run("check", "4", "--hint")[1].startswith("hint 1 of ")  # each step counts its own
+
+
+def test_the_exercises_directory_is_git_ignored() -> None:
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", "exercises/step02_fan_out.py"], cwd=ROOT, check=False
+    )
+    assert ignored.returncode == 0
+
+
+def test_the_command_line_refuses_in_one_line_without_a_traceback() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "lessons", "exercise", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        "python -m lessons: error: step 1 has no exercise: there is no step before it to start "
+        "from; choose 2-10\n"
+    )
+
+
+PAGE = ROOT / "docs" / "exercises.md"
+README = ROOT / "README.md"
+COMMAND = re.compile(r"^(?:\$ |\.venv/bin/)python -m lessons ((?:exercise|check)\b[^#\n]*)", re.M)
+
+
+@pytest.mark.parametrize("source", [PAGE, README], ids=lambda path: path.name)
+def test_every_exercise_command_shown_runs_as_the_text_says(
+    source: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commands of the exercises page and the README, run in order: an exercise is written,
+    its untouched starter fails its check, a hint is given, and the course's own step passes."""
+    monkeypatch.chdir(ROOT)  # the page's paths are the project's
+    shown = [shlex.split(command) for command in COMMAND.findall(source.read_text())]
+    assert ["exercise", "4"] in shown
+    assert ["check", "4"] in shown
+    for argv in shown:
+        status, out = run(*argv)
+        failing = argv == ["check", "4"]  # step 3's code, which breaks plan order
+        assert status == (1 if failing else 0), out
+
+
+def test_the_page_shows_a_real_check_of_step_4s_starter() -> None:
+    page = PAGE.read_text()
+    assert page.count('--8<-- "docs/generated/exercises/sample.md"') == 1
+    sample = exercises.sample(4)
+    assert sample.startswith("```console\n$ python -m lessons exercise 4\nwrote exercises/")
+    assert "  FAILED  results come back in plan order, whatever order the workers finish in\n" in (
+        sample
+    )
+    assert "    smallest counterexample:\n      latencies = [0.0625, 0.03125]\n" in sample
+    assert "$ python -m lessons check 4 --hint\nhint 1 of " in sample
+    assert "\n2 of 3 laws passed\n" in sample  # the bound and the makespan held already
+    said = " ".join(page.split())
+    assert f"Each check draws at most {exercises.CHECK.max_examples} inputs per law" in said
+    assert exercises.CHECK.derandomize
+    assert exercises.CHECK.database is None
+
+
+def test_the_runners_help_names_the_exercise_commands() -> None:
+    from lessons._course.runner import parser
+
+    said = " ".join(parser().format_help().split())
+    assert "'python -m lessons exercise N' writes one" in said
+    assert "'python -m lessons check N' grades it by step N's laws" in said
+
+
+def test_ctrl_c_stops_a_check_with_status_130_and_no_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(laws.Law, "verify", interrupted)
+    status, out = run("check", "2", str(step_path(KNOWN[2])))
+    assert status == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    assert "laws passed" not in out

@@ -1,0 +1,237 @@
+"""The lesson runner, ``python -m lessons``, as a reader meets it."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+from rich.console import Console
+
+import lessons._course.runner as runner
+from lessons._course.demos import DEMOS, STEP_DEMOS, Demo
+from lessons._course.runner import Run, main, run_step
+from lessons._course.steps import load_step, step_number, steps
+from trio_supervisor import decompose
+from trio_supervisor.testing import SimulatedAgent
+
+ROOT = Path(__file__).resolve().parents[2]
+STEP_NAMES = list(steps().values())
+
+
+def run_main(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    status = main(list(argv), console=Console(file=out, width=100, color_system=None))
+    return status, out.getvalue()
+
+
+def python_m(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
+    )
+
+
+# --- every step keeps the contract --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", STEP_NAMES)
+def test_every_step_accounts_for_every_subtask_once(name: str) -> None:
+    module = load_step(name)
+    task = "a; b; c; d; e"
+    run = Run(name, Demo("contract", task), decompose(task), {})
+    args = runner.parser().parse_args([name])
+    run.options = runner.step_options(module.supervise, args)
+    trio.run(
+        run_step, module, run, SimulatedAgent(3), clock=trio.testing.MockClock(autojump_threshold=0)
+    )
+    assert run.error is None
+    assert run.aggregate is not None
+    assert sorted(result.subtask for result in run.aggregate.results) == ["a", "b", "c", "d", "e"]
+    assert all(result.output == f"findings on {result.subtask}" for result in run.aggregate.results)
+
+
+@pytest.mark.parametrize("name", STEP_NAMES)
+def test_every_step_says_what_it_adds_and_what_is_still_wrong(name: str) -> None:
+    doc = load_step(name).__doc__ or ""
+    assert doc.startswith(f"Step {step_number(name)}: ")
+    assert "What it adds:" in doc
+    assert "What is still wrong:" in doc
+    # the idea and its flaw, about a dozen lines; sample runs are generated on the step's page
+    assert "Sample run" not in doc
+    assert len(doc.splitlines()) <= 16
+
+
+@pytest.mark.parametrize("name", STEP_NAMES)
+def test_every_step_runs_as_a_module(name: str) -> None:
+    done = python_m(f"lessons.{name}", "--virtual", "--task", "a; b", "--json")
+    assert done.returncode == 0, done.stderr
+    (run,) = json.loads(done.stdout)["runs"]
+    assert run["step"] == name
+
+
+# --- the commands -------------------------------------------------------------------------------
+
+
+def test_no_argument_lists_every_step_one_line_each() -> None:
+    status, out = run_main()
+    assert status == 0
+    lines = out.splitlines()
+    assert len(lines) == len(STEP_NAMES)
+    for number, line in zip(steps(), lines, strict=True):
+        assert line.split()[:2] == [str(number), steps()[number]]
+
+
+@pytest.mark.parametrize("step", ["3", "step03_capacity_limiter"])
+def test_a_step_runs_by_number_or_name_with_both_demos(step: str) -> None:
+    status, out = run_main(step, "--virtual")
+    assert status == 0
+    for demo in DEMOS:
+        assert f"step03_capacity_limiter · {demo.title}, max_workers=4" in out
+    assert out.count("wall ") == len(DEMOS)
+
+
+def test_all_runs_every_step_in_order() -> None:
+    status, out = run_main("all", "--virtual", "--task", "a; b")
+    assert status == 0
+    positions = [out.index(f"{name} · your task") for name in STEP_NAMES]
+    assert positions == sorted(positions)
+
+
+def test_a_naive_step_shows_the_exception_that_sank_the_run() -> None:
+    status, out = run_main("2", "--virtual", "--task", "a; b; hang", "--fail", "1")
+    assert status == 0
+    assert "the run raised ExceptionGroup" in out
+    assert "SubAgentError: sub-agent failed on 'b'" in out
+    assert "⊘ cancelled" in out
+
+
+def test_subtasks_are_shown_as_written_never_read_as_markup() -> None:
+    status, out = run_main("5", "--virtual", "--task", "[bold]a[/bold]; [red]b", "--fail", "1")
+    assert status == 0
+    lines = out.splitlines()
+    timeline_a, timeline_b = (line.split()[:2] for line in lines[2:4])
+    assert (timeline_a, timeline_b) == (["0", "[bold]a[/bold]"], ["1", "[red]b"])
+    assert "[bold]a[/bold]: findings on [bold]a[/bold]" in lines
+    assert "[red]b: (missing: SubAgentError: sub-agent failed on '[red]b')" in lines
+
+
+def test_json_prints_plan_ordered_results_and_the_trace() -> None:
+    done = python_m("lessons", "5", "--virtual", "--json")
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(done.stdout)["runs"]
+    assert [run["demo"] for run in runs] == [demo.title for demo in STEP_DEMOS[5]]
+    assert STEP_DEMOS[5][0] == DEMOS[0]
+    research = runs[0]
+    plan = decompose(DEMOS[0].task)
+    assert [r["subtask"] for r in research["aggregate"]["results"]] == plan
+    assert [r["status"] for r in research["aggregate"]["results"]] == ["ok", "failed", "ok"]
+    assert research["aggregate"]["failed"] == 1
+    assert [slot["subtask"] for slot in research["trace"]["slots"]] == plan
+    assert research["trace"]["wall"] == max(
+        span["end"] for slot in research["trace"]["slots"] for span in slot["spans"]
+    )
+
+
+def test_workers_seed_and_fail_reach_the_run() -> None:
+    status, out = run_main(
+        "5",
+        "--virtual",
+        "--workers",
+        "1",
+        "--seed",
+        "9",
+        "--task",
+        "a; b",
+        "--fail",
+        "0",
+        "--fail",
+        "1",
+    )
+    assert status == 0
+    assert "max_workers=1" in out
+    agent = SimulatedAgent(9)
+    assert f"wall {agent.latency('a') + agent.latency('b'):.2f}s" in out
+    assert "0 ok, 2 failed" in out
+
+
+# --- bad input: one clear line, exit 2 ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["3", "--workers", "0"], "argument --workers: must be an integer >= 1, got 0"),
+        (["3", "--workers", "x"], "argument --workers: must be an integer >= 1, got 'x'"),
+        (["99"], "unknown step '99': choose a number 1-"),
+        (["nope"], "unknown step 'nope': choose a number 1-"),
+        (["3", "--task", ""], "--task: task must hold at least one non-blank subtask, got ''"),
+        (["3", "--task", " ; \n;"], "--task: task must hold at least one non-blank subtask"),
+        (
+            ["3", "--task", "a; b", "--fail", "2"],
+            "--fail 2 is not a slot of the task: slots are 0-1",
+        ),
+        (["3", "--seed", "x"], "argument --seed: invalid int value: 'x'"),
+    ],
+)
+def test_bad_input_prints_one_clear_line_and_exits_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        run_main(*argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"python -m lessons: error: {message}")
+
+
+def test_bad_input_from_the_shell_has_no_traceback() -> None:
+    done = python_m("lessons", "--workers", "0", "3")
+    assert done.returncode == 2
+    assert (
+        done.stderr
+        == "python -m lessons: error: argument --workers: must be an integer >= 1, got 0\n"
+    )
+
+
+# --- Ctrl-C: exit 130, no traceback -------------------------------------------------------------
+
+
+def test_keyboard_interrupt_exits_130_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "run_step", interrupted)
+    assert run_main("1", "--virtual")[0] == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_during_a_real_run_exits_130_without_a_traceback() -> None:
+    # step 6 with a long timeout: the run goes on for a minute, and no guard stops it before
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lessons", "6", "--task", "hang; hang too", "--timeout", "60"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+    assert process.stdout is not None
+    assert "step06_timeouts" in process.stdout.readline()  # the run has begun; it hangs
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert err == "interrupted\n"

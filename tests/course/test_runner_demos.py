@@ -1,0 +1,291 @@
+"""The runner on steps 5-10: their demos, each showing what its step is still wrong about, the
+options that reach their ``supervise``, the guard that stops a run that never returns, and the
+command line's refusals."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from probing import STEP05, STEP06, STEP07, STEP08, STEP09, STEP10
+from rich.console import Console
+
+from lessons._course import runner as _runner
+from lessons._course.demos import DEMOS, STEP_DEMOS
+from lessons._course.runner import demos, entry, main, parser, step_options
+from trio_supervisor.testing import SimulatedAgent
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_json(*argv: str) -> list[dict[str, Any]]:
+    """``python -m lessons <argv> --virtual --json``: the runs."""
+    out = io.StringIO()
+    console = Console(file=out, width=100, color_system=None)
+    buffer = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sys.stdout", buffer)
+        assert main([*argv, "--virtual", "--json"], console=console) == 0
+    runs: list[dict[str, Any]] = json.loads(buffer.getvalue())["runs"]
+    return runs
+
+
+def statuses(run: dict[str, Any]) -> list[str]:
+    return [result["status"] for result in run["aggregate"]["results"]]
+
+
+def test_step5_demo_shows_one_hung_worker_keeping_the_run_from_ever_returning() -> None:
+    isolated, hung = run_json("5")
+    assert statuses(isolated) == ["ok", "failed", "ok"]
+    assert hung["aggregate"] is None, "the run never returned"
+    assert hung["error"] == "never returns: step 5 has no timeout (step 6 adds one)"
+    slots = hung["trace"]["slots"]
+    assert [slot["spans"][-1]["status"] for slot in slots] == ["ok", None, "ok", "ok", "ok"]
+    assert slots[1]["spans"][-1]["end"] is None, "the hung slot is still running"
+    assert hung["stopped"] == hung["trace"]["wall"]
+
+
+def test_step6_demos_time_out_the_hung_worker_and_cut_the_late_run_short() -> None:
+    hung, late = run_json("6")
+    assert statuses(hung) == ["ok", "timed out", "ok", "failed", "ok"]
+    assert hung["aggregate"]["results"][3]["error"].endswith("(attempt 1)"), "it was transient"
+    assert hung["options"] == {"max_workers": 4, "worker_timeout": 1.5, "deadline": None}
+    assert hung["trace"]["wall"] == 1.5
+    assert late["options"] == {"max_workers": 4, "worker_timeout": None, "deadline": 1.5}
+    assert late["trace"]["wall"] == 1.5
+    assert "cancelled" in statuses(late)
+    assert statuses(late)[:2] == ["ok", "ok"]
+
+
+def test_step7_demos_retry_flaky_workers_and_retry_a_dead_one_to_the_last_attempt() -> None:
+    flaky, down = run_json("7")
+    assert statuses(flaky) == ["ok"] * 5
+    assert [len(slot["spans"]) for slot in flaky["trace"]["slots"]] == [1, 3, 1, 2, 1]
+    assert statuses(down) == ["ok"] + ["failed"] * 4
+    assert [len(slot["spans"]) for slot in down["trace"]["slots"]] == [1] + [4] * 4
+
+
+def test_step8_demos_give_up_past_the_intensity_and_hold_every_result_for_the_slowest() -> None:
+    down, slow = run_json("8")
+    assert down["options"]["intensity"] == [3, 10.0]
+    errors = [result["error"] for result in down["aggregate"]["results"]]
+    assert errors[0] is None
+    assert errors.count("gave up: more than 3 restarts within 10s") == 3
+    assert sum(len(slot["spans"]) for slot in down["trace"]["slots"]) <= 5 + 3
+    assert statuses(slow) == ["ok"] * 5
+    assert slow["trace"]["wall"] == 4.5
+
+
+def test_step9_demo_piles_finished_results_up_behind_the_slow_one() -> None:
+    run, left = run_json("9")
+    slots = run["trace"]["slots"]
+    assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
+    delivered = [slot["delivered"] for slot in slots]
+    assert delivered == sorted(delivered)
+    held = [slot for slot in slots[2:] if slot["spans"][-1]["end"] < 3.0]
+    assert len(held) > 8, "with no window, more finish behind review 02 than a window would hold"
+    assert all(slot["delivered"] == 3.0 for slot in held)
+    assert statuses(run) == ["ok"] * 20
+    # the second demo leaves after 8 results: the workers still running then are cancelled
+    assert statuses(left) == ["ok"] * 8
+    slots = left["trace"]["slots"]
+    leave = slots[7]["delivered"]
+    cut = [slot for slot in slots[8:] if slot["spans"] and slot["spans"][-1]["status"] != "ok"]
+    assert cut, "some workers were running when the caller left"
+    assert [slot["spans"][-1]["end"] for slot in cut] == [leave] * len(cut)
+    assert {slot["spans"][-1]["status"] for slot in cut} == {"cancelled"}
+
+
+def test_step10_demo_fills_the_window_behind_the_slow_one_and_pulls_no_more() -> None:
+    run, left = run_json("10")
+    slots = run["trace"]["slots"]
+    assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
+    delivered = [slot["delivered"] for slot in slots]
+    assert delivered == sorted(delivered)
+    assert delivered[1:9] == [3.0] * 8, "review 02 takes 3 s and holds back the window behind it"
+    # the window (8 slots, 2 x max_workers) was full: nothing more was pulled before 3 s
+    assert [slot["planned"] < 3.0 for slot in slots].count(True) == 1 + 8
+    assert statuses(run) == ["ok"] * 20
+    assert statuses(left) == ["ok"] * 8
+
+
+@pytest.mark.parametrize("step", ["1", "2", "3", "4", "5"])
+def test_a_run_that_never_returns_is_stopped_and_says_why(step: str) -> None:
+    # in a process of its own: without the guard this run would never end, and the test must fail
+    argv = [step, "--virtual", "--task", "a; b; c", "--hang", "1"]
+    done = subprocess.run(
+        [sys.executable, "-m", "lessons", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"},
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    (row,) = [line for line in lines if line.split()[:2] == ["1", "b"]]
+    assert "… running" in row, "the hung slot is drawn still running"
+    (said,) = [line for line in lines if line.startswith("never returns")]
+    assert said.startswith(f"never returns: step {step} has no timeout (step 6 adds one); stopped")
+
+
+def test_a_later_step_with_no_timeout_is_stopped_too_and_with_one_is_not() -> None:
+    (run,) = run_json("7", "--task", "a; b", "--hang", "0")
+    assert run["error"] == "never returns: a worker hangs, and no --timeout or --deadline was given"
+    (run,) = run_json("7", "--task", "a; b", "--hang", "0", "--timeout", "30", "--attempts", "1")
+    assert run["stopped"] is None
+    assert statuses(run) == ["timed out", "ok"]
+    assert run["trace"]["wall"] == 30
+
+
+def test_the_guard_waits_twice_as_long_as_every_other_attempt_and_backoff_could_take() -> None:
+    agent = SimulatedAgent(hang={"b"}, latencies={"a": 1.0, "c": 2.0})
+    plan = ["a", "b", "c"]
+    run = _runner.Run("step05_fault_isolation", DEMOS[0], plan, {"max_workers": 2})
+    assert _runner.guard_after(STEP05.supervise, run, agent) == 2 * 3.0
+    run.options = {"max_workers": 2, "attempts": 3}
+    # step 7's backoff is at most 4 s: 3 attempts of a and c, 2 backoffs for each of 3 slots
+    assert _runner.guard_after(STEP07.supervise, run, agent) == 2 * (3 * 3.0 + 2 * 4.0 * 3)
+    for bounded in ({"worker_timeout": 9.0}, {"deadline": 9.0}):
+        run.options = {"max_workers": 2, **bounded}
+        assert _runner.guard_after(STEP06.supervise, run, agent) == math.inf
+    run.options = {"max_workers": 2}
+    assert _runner.guard_after(STEP05.supervise, run, SimulatedAgent()) == math.inf
+
+
+@pytest.mark.parametrize("step", ["9", "10"])
+def test_a_streaming_step_shows_each_result_as_it_is_handed_over(step: str) -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=100, color_system=None)
+    argv = [step, "--virtual", "--workers", "2", "--slow", "1:2", "--task", "a; b; c"]
+    assert main(argv, console=console) == 0
+    lines = out.getvalue().splitlines()
+    start = lines.index("handed over, in plan order:")
+    assert [line.split()[2:4] for line in lines[start + 1 : start + 4]] == [
+        ["0", "a"],
+        ["1", "b"],
+        ["2", "c"],
+    ]
+    assert "░ done, held until every earlier slot was handed over" in lines
+
+
+def options(step: Any, *argv: str) -> dict[str, Any]:
+    return step_options(entry(step), parser().parse_args(["x", *argv]))
+
+
+def test_the_command_line_options_reach_each_step_that_accepts_them() -> None:
+    argv = (
+        "--workers=3",
+        "--timeout=0.5",
+        "--deadline=9",
+        "--attempts=4",
+        "--intensity=2/10",
+        "--window=5",
+        "--seed=7",
+    )
+    assert options(STEP05, *argv) == {"max_workers": 3}
+    six = {"max_workers": 3, "worker_timeout": 0.5, "deadline": 9.0}
+    assert options(STEP06, *argv) == six
+    seven = {**six, "attempts": 4, "seed": 7}
+    assert options(STEP07, *argv) == seven
+    eight = {**seven, "intensity": (2, 10.0)}
+    assert options(STEP08, *argv) == eight
+    assert options(STEP09, *argv) == eight
+    assert options(STEP10, *argv) == {**eight, "window": 5}
+    # the supervise of a streaming step, the stream collected, still names max_workers
+    for step in (STEP09, STEP10):
+        assert step_options(step.supervise, parser().parse_args(["9"])) == {"max_workers": 4}
+
+
+def test_the_command_line_wins_over_a_demo_option() -> None:
+    demo = STEP_DEMOS[6][0]
+    args = parser().parse_args(["6", "--timeout", "0.75"])
+    assert step_options(STEP06.supervise, args, demo)["worker_timeout"] == 0.75
+    assert step_options(STEP06.supervise, parser().parse_args(["6"]), demo)["worker_timeout"] == 1.5
+
+
+def test_steps_1_to_5_keep_the_default_demos_and_task_keeps_the_step_options() -> None:
+    args = parser().parse_args(["3"])
+    assert demos(args, 3) == list(DEMOS)
+    (yours,) = demos(parser().parse_args(["6", "--task", "a; b", "--hang", "1"]), 6)
+    assert (yours.task, yours.hang, dict(yours.options)) == (
+        "a; b",
+        frozenset({1}),
+        {"worker_timeout": 1.5},
+    )
+
+
+def test_the_sub_agent_follows_hang_flaky_and_slow() -> None:
+    args = parser().parse_args(["7", "--task", "a; b; c", "--hang", "0", "--flaky", "1:2"])
+    args_slow = parser().parse_args(["9", "--task", "a; b; c", "--slow", "2:1.5"])
+    (demo,) = demos(args, 7)
+    agent = demo.agent(0)
+    assert agent.hangs("a")
+    assert agent.flaky == {"b": 2}
+    assert demos(args_slow, 9)[0].agent(0).latency("c") == 1.5
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["6", "--timeout", "0"], "argument --timeout: must be a number of seconds > 0, got '0'"),
+        (
+            ["6", "--deadline", "soon"],
+            "argument --deadline: must be a number of seconds > 0, got 'soon'",
+        ),
+        (
+            ["6", "--timeout", "nan"],
+            "argument --timeout: must be a number of seconds > 0, got 'nan'",
+        ),
+        (["7", "--attempts", "0"], "argument --attempts: must be an integer >= 1, got 0"),
+        (
+            ["13", "--strategy", "one_for_rest"],
+            "argument --strategy: invalid choice: 'one_for_rest' (choose from 'one_for_one', "
+            "'one_for_all', 'rest_for_one')",
+        ),
+        (
+            ["8", "--intensity", "3"],
+            "argument --intensity: must be R/T (at most R >= 0 restarts in T > 0 seconds), "
+            "e.g. 3/5, got '3'",
+        ),
+        (
+            ["7", "--flaky", "1:0"],
+            "argument --flaky: must be a slot I or I:K (slot I fails its first K >= 1 calls), "
+            "got '1:0'",
+        ),
+        (
+            ["9", "--slow", "1"],
+            "argument --slow: must be I:S (slot I takes S >= 0 seconds), e.g. 1:3, got '1'",
+        ),
+        (["10", "--window", "2"], "--window must be >= --workers (4), got 2"),
+        (["9", "--take", "0"], "argument --take: must be an integer >= 1, got 0"),
+        (["6", "--hang", "5"], "--hang 5 is not a slot of the task: slots are 0-4"),
+        (
+            ["7", "--task", "a; b", "--flaky", "2"],
+            "--flaky 2 is not a slot of the task: slots are 0-1",
+        ),
+        (
+            ["10", "--task", "a", "--slow", "1:2"],
+            "--slow 1 is not a slot of the task: slots are 0-0",
+        ),
+    ],
+)
+def test_a_bad_option_is_refused_with_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == f"python -m lessons: error: {message}\n"
+
+
+def test_an_unbounded_timeout_is_accepted() -> None:
+    assert parser().parse_args(["6", "--timeout", "inf"]).timeout == math.inf

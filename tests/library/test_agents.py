@@ -1,0 +1,446 @@
+"""The chat-completions worker, through the real openai SDK over a fake transport, on virtual
+time: how each answer is classified, Retry-After obeyed, the key never shown."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import sys
+import traceback
+from collections.abc import Callable, Coroutine, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx2
+import pytest
+import trio
+import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from virtual_time import run_virtual
+
+from trio_supervisor import Adaptive, Backoff, RateLimit, Status, Supervisor, Trace
+from trio_supervisor.agents import (
+    TRANSIENT,
+    ChatAgent,
+    MalformedReply,
+    PermanentError,
+    RateLimited,
+    TransientError,
+    parse_retry_after,
+)
+
+KEY = "sk-SENTINEL-3f9c2a7e51d04b8c"
+URL = "http://127.0.0.1:9/v1"
+Handler = Callable[[httpx2.Request], Coroutine[None, None, httpx2.Response]]
+
+
+def completion(text: str) -> httpx2.Response:
+    body = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+        ],
+    }
+    return httpx2.Response(200, json=body)
+
+
+def prompt_of(request: httpx2.Request) -> str:
+    content: str = json.loads(request.content)["messages"][-1]["content"]
+    return content
+
+
+def agent(handler: Handler, **options: Any) -> ChatAgent:
+    return ChatAgent(
+        "m", base_url=URL, api_key=KEY, transport=httpx2.MockTransport(handler), **options
+    )
+
+
+async def echo(request: httpx2.Request) -> httpx2.Response:
+    return completion(f"answer to {prompt_of(request)}")
+
+
+# -- the worker ---------------------------------------------------------------------------------
+
+
+async def test_a_subtask_becomes_a_chat_request_and_the_reply_text_its_output(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[httpx2.Request] = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        await trio.sleep(0.5)
+        return await echo(request)
+
+    async with agent(handler, system="be brief") as worker:
+        aggregate = await Supervisor(worker, max_workers=2).run(["a", "b"])
+    assert [r.output for r in aggregate] == ["answer to a", "answer to b"]
+    first = min(seen, key=prompt_of)  # trio may send "b" first
+    assert first.url == "http://127.0.0.1:9/v1/chat/completions"
+    assert first.headers["authorization"] == f"Bearer {KEY}"
+    assert json.loads(first.content)["messages"] == [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "a"},
+    ]
+    assert json.loads(first.content)["model"] == "m"
+
+
+async def test_a_messages_callable_makes_the_messages() -> None:
+    bodies: list[object] = []
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content)["messages"])
+        return await echo(request)
+
+    async with agent(
+        handler, messages=lambda n: [{"role": "user", "content": f"square {n}"}]
+    ) as worker:
+        assert await worker(7) == "answer to square 7"
+    assert bodies == [[{"role": "user", "content": "square 7"}]]
+
+
+def test_the_key_defaults_to_openai_api_key_and_is_required(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    assert ChatAgent("m", base_url=URL)._key == KEY
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(
+        ValueError,
+        match=r"^ChatAgent needs an API key: pass api_key=\.\.\., or set OPENAI_API_KEY ",
+    ):
+        ChatAgent("m", base_url=URL)
+
+
+def test_importing_the_worker_without_openai_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("trio_supervisor.agents", "trio_supervisor.agents._chat"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setitem(sys.modules, "openai", None)
+    with pytest.raises(
+        ImportError,
+        match=r"^trio_supervisor\.agents needs the 'agents' extra \(openai is missing\): "
+        r"pip install 'trio-supervisor\[agents\]'$",
+    ):
+        importlib.import_module("trio_supervisor.agents")
+
+
+def test_the_core_does_not_import_the_sdk() -> None:
+    code = "import sys, trio_supervisor; print('openai' in sys.modules, 'httpx2' in sys.modules)"
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+# -- classification -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "error"),
+    [
+        (
+            429,
+            RateLimited,
+            "429 Too Many Requests from http://127.0.0.1:9/v1/: slow down (Retry-After 1.5s)",
+        ),
+        (500, TransientError, "500 Internal Server Error from http://127.0.0.1:9/v1/: slow down"),
+        (503, TransientError, "503 Service Unavailable from http://127.0.0.1:9/v1/: slow down"),
+        (408, TransientError, "408 Request Timeout from http://127.0.0.1:9/v1/: slow down"),
+        (400, PermanentError, "400 Bad Request from http://127.0.0.1:9/v1/: slow down"),
+        (404, PermanentError, "404 Not Found from http://127.0.0.1:9/v1/: slow down"),
+        (401, PermanentError, "401 Unauthorized from http://127.0.0.1:9/v1/: check the API key"),
+    ],
+)
+async def test_each_status_raises_its_class(status: int, kind: type[Exception], error: str) -> None:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(
+            status, headers={"retry-after-ms": "1500"}, json={"error": {"message": "slow down"}}
+        )
+
+    async with agent(handler) as worker:
+        with pytest.raises(kind, match=r"^" + error.replace("(", r"\(").replace(")", r"\)") + "$"):
+            await worker("a")
+
+
+async def test_a_429_carries_the_servers_wait() -> None:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(429, headers={"retry-after": "7"})
+
+    async with agent(handler) as worker:
+        with pytest.raises(RateLimited) as caught:
+            await worker("a")
+    assert caught.value.retry_after == 7.0
+    assert caught.value.status == 429
+
+
+@pytest.mark.parametrize(
+    ("failure", "error"),
+    [
+        (
+            httpx2.ConnectError("[Errno 111] Connection refused"),
+            "could not reach http://127.0.0.1:9/v1/: ConnectError: [Errno 111] Connection refused",
+        ),
+        (httpx2.ReadTimeout("timed out"), "the request to http://127.0.0.1:9/v1/ timed out"),
+    ],
+)
+async def test_connection_errors_and_timeouts_are_transient(failure: Exception, error: str) -> None:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        raise failure
+
+    async with agent(handler) as worker:
+        with pytest.raises(TransientError, match=r"^" + error.replace("[", r"\[") + "$"):
+            await worker("a")
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (b"{not json", "the reply is not JSON: '{not json'"),
+        (b"[1, 2]", "the reply is JSON but not an object: list"),
+        (b'{"choices": []}', "the reply has no choices: expected a non-empty 'choices' list"),
+        (b'{"choices": [{"index": 0}]}', "the reply's first choice has no 'message' object"),
+        (
+            b'{"choices": [{"message": {"content": null}}]}',
+            "the reply's message has no text 'content' (got NoneType)",
+        ),
+    ],
+)
+async def test_a_malformed_reply_says_what_was_wrong(body: bytes, error: str) -> None:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=body, headers={"content-type": "application/json"})
+
+    async with agent(handler) as worker:
+        aggregate = await Supervisor(worker, max_workers=1, retry_on=TRANSIENT, attempts=3).run(
+            ["a"]
+        )
+    (result,) = aggregate.results
+    assert result.error == f"MalformedReply: {error}"
+    assert result.attempts == 1  # not retried: the same request would get the same reply
+    assert isinstance(result.exception, MalformedReply)
+
+
+async def test_the_sdk_never_retries_on_its_own() -> None:
+    calls = 0
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        nonlocal calls
+        calls += 1
+        return httpx2.Response(503)
+
+    async with agent(handler) as worker:
+        aggregate = await Supervisor(worker, max_workers=1, attempts=2, backoff=Backoff(0, 0)).run(
+            ["a"]
+        )
+    assert calls == 2 == aggregate.results[0].attempts
+
+
+def test_retry_after_is_read_from_milliseconds_seconds_or_a_date() -> None:
+    now = datetime(2026, 12, 1, 7, 0, 0, tzinfo=UTC)
+    headers = httpx2.Headers
+    assert parse_retry_after(headers({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    assert parse_retry_after(headers({"retry-after": "3"})) == 3.0
+    assert parse_retry_after(headers({"Retry-After": "1.5"})) == 1.5
+    date = "Tue, 01 Dec 2026 07:00:12 GMT"
+    assert parse_retry_after(headers({"retry-after": date}), now) == 12.0
+    assert parse_retry_after(headers({"retry-after": "Tue, 01 Dec 2026 06:00:00 GMT"}), now) == 0
+    assert parse_retry_after(headers({"retry-after-ms": "soon", "retry-after": "2"})) == 2.0
+    assert parse_retry_after(headers({"retry-after": "-4"})) is None
+    assert parse_retry_after(headers({"retry-after": "whenever"})) is None
+    assert parse_retry_after(headers({})) is None
+
+
+# -- Retry-After through the SDK, on virtual time -----------------------------------------------
+
+
+@settings(max_examples=30)
+@given(
+    waits=st.lists(st.sampled_from([0.001, 0.2, 1.0, 2.5, 10.0]), min_size=1, max_size=3),
+    header=st.sampled_from(["retry-after-ms", "retry-after"]),
+    seed=st.integers(0, 1000),
+)
+def test_a_429s_retry_after_is_never_undercut(waits: list[float], header: str, seed: int) -> None:
+    sent: dict[str, list[float]] = {}
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        times = sent.setdefault(prompt_of(request), [])
+        times.append(trio.current_time())
+        if len(times) <= len(waits):
+            wait = waits[len(times) - 1]
+            value = str(wait * 1000) if header == "retry-after-ms" else str(wait)
+            return httpx2.Response(429, headers={header: value})
+        return await echo(request)
+
+    async def main() -> None:
+        async with agent(handler) as worker:
+            sup = Supervisor(
+                worker,
+                max_workers=4,
+                attempts=len(waits) + 1,
+                retry_on=TRANSIENT,
+                seed=seed,
+                backoff=Backoff(0.5, 0.5),
+            )
+            aggregate = await sup.run([f"q{i}" for i in range(6)])
+        assert all(r.ok for r in aggregate)
+
+    run_virtual(main)
+    for times in sent.values():
+        for n, wait in enumerate(waits):
+            assert times[n + 1] - times[n] >= wait - 1e-9
+
+
+async def test_a_retry_after_past_the_deadline_fails_the_slot_now(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(429, headers={"retry-after": "120"})
+
+    t0 = trio.current_time()
+    async with agent(handler) as worker:
+        sup = Supervisor(worker, max_workers=1, attempts=5, retry_on=TRANSIENT)
+        aggregate = await sup.run(["a"], deadline=60)
+    (result,) = aggregate.results
+    assert result.status is Status.FAILED
+    assert result.finished == t0
+    assert result.error == (
+        "TooSlowError: RateLimited: 429 Too Many Requests from http://127.0.0.1:9/v1/ "
+        "(Retry-After 120s); the server asked to wait 120s before a retry, but the run's "
+        "deadline is 60s away: the slot ends now instead of sleeping past it"
+    )
+
+
+@settings(max_examples=20)
+@given(
+    rate=st.sampled_from([1.0, 5.0, 20.0]),
+    burst=st.integers(1, 5),
+    n=st.integers(1, 40),
+    failing=st.integers(0, 3),
+)
+def test_the_rate_bound_holds_for_requests_sent(
+    rate: float, burst: int, n: int, failing: int
+) -> None:
+    """Every request the endpoint sees, retries included, is under the RateLimit."""
+    sent: list[float] = []
+    tries: dict[str, int] = {}
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(trio.current_time())
+        prompt = prompt_of(request)
+        tries[prompt] = tries.get(prompt, 0) + 1
+        if tries[prompt] <= failing:
+            return httpx2.Response(500)
+        await trio.sleep(0.05)
+        return await echo(request)
+
+    async def main() -> None:
+        async with agent(handler) as worker:
+            sup = Supervisor(
+                worker,
+                max_workers=16,
+                attempts=failing + 1,
+                retry_on=TRANSIENT,
+                backoff=Backoff(0, 0),
+                meters=[RateLimit(rate, burst=burst)],
+            )
+            aggregate = await sup.run([f"q{i}" for i in range(n)])
+        assert all(r.ok for r in aggregate)
+
+    run_virtual(main)
+    assert len(sent) == n * (failing + 1)
+    for i in range(len(sent)):
+        for j in range(i + 1, len(sent)):
+            assert j - i + 1 <= burst + rate * (sent[j] - sent[i]) + 1e-6
+
+
+async def test_adaptive_concurrency_follows_a_fake_endpoints_capacity(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    in_flight = 0
+    peak_ok = 0
+    rejected = 0
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        nonlocal in_flight, peak_ok, rejected
+        if in_flight >= 6:
+            rejected += 1
+            return httpx2.Response(429, headers={"retry-after-ms": "100"})
+        in_flight += 1
+        peak_ok = max(peak_ok, in_flight)
+        try:
+            await trio.sleep(0.1)
+        finally:
+            in_flight -= 1
+        return await echo(request)
+
+    adaptive = Adaptive(64, start=64)
+    async with agent(handler) as worker:
+        sup = Supervisor(worker, max_workers=64, attempts=50, retry_on=TRANSIENT, meters=[adaptive])
+        aggregate = await sup.run([f"q{i}" for i in range(600)])
+    assert all(r.ok for r in aggregate)
+    assert 1 <= adaptive.limit <= 12
+    assert rejected < 600 * 0.2
+
+
+# -- secrets ------------------------------------------------------------------------------------
+
+
+def text_of(exc: BaseException) -> Iterator[str]:
+    yield str(exc)
+    yield repr(exc)
+    yield "".join(traceback.format_exception(exc))
+
+
+async def test_the_key_never_shows(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        prompt = prompt_of(request)
+        said = {"error": {"message": f"Incorrect API key provided: {KEY}"}}
+        if prompt == "401":
+            return httpx2.Response(401, json=said)
+        if prompt == "429":
+            return httpx2.Response(429, json=said, headers={"retry-after": "1"})
+        if prompt == "500":
+            return httpx2.Response(500, json=said)
+        if prompt == "down":
+            raise httpx2.ConnectError(f"refused for {KEY}")
+        return await echo(request)
+
+    async with agent(handler) as worker:
+        sup = Supervisor(worker, max_workers=4, attempts=2, retry_on=TRANSIENT)
+        trace = Trace()
+        aggregate = await sup.run(["401", "429", "500", "down", "ok"], trace=trace)
+        shown = [
+            repr(worker),
+            str(worker),
+            repr(sup),
+            repr(aggregate),
+            str(aggregate),
+            repr(trace.slots),
+        ]
+        for result in aggregate:
+            shown += [repr(result), str(result.error)]
+            if result.exception is not None:
+                shown += list(text_of(result.exception))
+        for code in ("401", "429", "500", "down"):
+            with pytest.raises(Exception) as caught:  # noqa: PT011  # any of the classes
+                await worker(code)
+            shown += list(text_of(caught.value))
+            assert caught.value.__cause__ is None
+            assert caught.value.__context__ is None
+    shown += [record.getMessage() for record in caplog.records]
+    shown += [repr(record.__dict__) for record in caplog.records]
+    assert [r.status for r in aggregate][:4] == [Status.FAILED] * 4
+    assert aggregate.results[4].ok
+    assert caplog.records  # the SDK did log, at debug level
+    leaks = [text for text in shown if KEY in text]
+    assert leaks == []

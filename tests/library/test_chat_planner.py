@@ -1,0 +1,207 @@
+"""The LLM planner (``ChatPlanner``): a re-planning run whose decisions come from a chat model,
+here the loopback server playing one. End to end over a real socket (seconds, on real time,
+nothing asserted about how long), and on virtual time through the server's app in-process: a
+reply that does not parse is asked again, told what was wrong, then counted as a stall."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import pytest
+import trio
+import trio.testing
+
+from trio_supervisor import Batch, Done, Entry, Ledger, Round, Status, SubResult, Supervisor
+from trio_supervisor.agents import PLANNER_SYSTEM, ChatPlanner, PlannerReply
+from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
+from trio_supervisor.testing.devserver import app, serve
+
+KEY = "sk-SENTINEL-planner-5e1f"
+TASK = "competitor pricing; customer reviews; inventory"
+FOUND = "Acme undercuts our list price by 10%"
+RULES = ScriptedPlanner(
+    follow_ups={"Acme": ["Acme's discounts"]},
+    reroutes={"reviews": ["customer reviews, from app stores"]},
+)
+
+
+def agent(scale: float = 1.0) -> SimulatedAgent:
+    return SimulatedAgent(
+        0,
+        fail={"customer reviews"},
+        outputs={"competitor pricing": FOUND},
+        min_latency=0.01 * scale,
+        max_latency=0.05 * scale,
+    )
+
+
+@pytest.fixture
+async def nursery() -> AsyncIterator[trio.Nursery]:
+    async with trio.open_nursery() as opened:
+        yield opened
+        opened.cancel_scope.cancel()
+
+
+async def test_the_llm_planner_replans_through_the_real_loopback_server(
+    nursery: trio.Nursery,
+) -> None:
+    url = await nursery.start(lambda task_status: serve(planner=RULES, task_status=task_status))
+    supervisor = Supervisor(agent(), max_workers=4)
+    async with ChatPlanner("planner", base_url=url, api_key=KEY) as planner:
+        answer = await supervisor.replan(TASK, planner)
+    scripted = await supervisor.replan(TASK, RULES)
+    # the model (the server, playing it) decided what the scripted planner decides
+    assert [[entry.subtask for entry in done.entries] for done in answer.ledger.rounds] == [
+        ["competitor pricing", "customer reviews", "inventory"],
+        ["Acme's discounts", "customer reviews, from app stores"],
+    ]
+    assert [done.note for done in answer.ledger.rounds] == [
+        done.note for done in scripted.ledger.rounds
+    ]
+    assert answer.ledger.rounds[1].entries[1].replaces == (1, 1)
+    assert (answer.text, answer.degraded, answer.ended_by) == (scripted.text, False, None)
+    async with httpx2.AsyncClient() as client:
+        seen = (await client.get(url.removesuffix("/v1") + "/stats")).json()
+    assert seen["requests"] == seen["ok"] == 3  # first batch, second batch, done
+    assert KEY not in repr(planner)
+
+
+def in_process() -> httpx2.ASGITransport:
+    """The loopback server's app in this process, playing the planner model by ``RULES``."""
+    return httpx2.ASGITransport(app=app(latency=(0, 0), model="m", planner=RULES))
+
+
+async def test_a_reply_that_never_parses_is_asked_again_then_a_recorded_stall(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    transport = in_process()
+    async with ChatPlanner(
+        "m", base_url="http://x/v1", api_key=KEY, transport=transport
+    ) as planner:
+        supervisor = Supervisor(agent(), max_workers=2)
+        answer = await supervisor.replan(
+            "a [garbled] task", planner, max_stalls=0, max_resets=0, max_rounds=5
+        )
+    failed = (
+        "the planner raised UnusableReply: 3 replies from m, none a decision the schema allows; "
+        "the last: Invalid JSON: key must be a string at line 1 column 2"
+    )
+    [only] = answer.ledger.rounds
+    assert (only.error, only.entries) == (failed, ())
+    assert answer.ended_by == "max_stalls"
+    assert answer.reason == (
+        "more than max_stalls (0) stalled rounds, after max_resets (0) fresh plans; "
+        f"the planner's last failure: {failed}"
+    )
+    assert answer.text == f"(degraded: {answer.reason})"
+
+
+class Recorder(httpx2.AsyncBaseTransport):
+    """A fake endpoint that answers the planner's requests with ``replies``, in turn, and keeps
+    what each request asked."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = replies
+        self.asked: list[list[dict[str, Any]]] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(await request.aread())
+        self.asked.append(body["messages"])
+        content = self.replies[len(self.asked) - 1]
+        completion = {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": content},
+                }
+            ],
+        }
+        return httpx2.Response(200, json=completion)
+
+
+async def test_a_reply_against_the_schema_is_told_what_was_wrong_and_the_next_one_counts(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    good = PlannerReply(done=True, answer="all found", note="enough").model_dump_json()
+    recorder = Recorder(['{"done": false, "batch": [{"task": "x"}]}', good])
+    async with ChatPlanner("m", base_url="http://x/v1", api_key=KEY, transport=recorder) as planner:
+        decision = await planner.first("t")
+    assert decision == Done(answer="all found", note="enough")
+    first, second = recorder.asked
+    assert first[0] == {"role": "system", "content": PLANNER_SYSTEM}
+    assert json.loads(first[1]["content"]) == {"task": "t", "fresh": False, "rounds": []}
+    assert second[:2] == first
+    assert second[2]["content"] == (
+        "Your reply was not valid against the schema (batch.0.subtask: Field required). "
+        "Reply again with one JSON object only."
+    )
+
+
+async def test_the_request_carries_the_ledger_and_the_reply_becomes_a_batch(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    reply = PlannerReply.model_validate(
+        {
+            "done": False,
+            "note": "rerouted",
+            "batch": [{"subtask": "reviews elsewhere", "replaces": [1, 0]}, {"subtask": "more"}],
+            "progress": False,
+        }
+    )
+    recorder = Recorder([reply.model_dump_json()])
+    ledger: Ledger[str, str] = Ledger("t")
+    failed: SubResult[str, str] = SubResult("reviews", error="E: down", status=Status.FAILED)
+    ledger._rounds.append(Round(1, "first", (Entry(1, 0, failed),), 0.0, 0.0, 0.0))
+    async with ChatPlanner("m", base_url="http://x/v1", api_key=KEY, transport=recorder) as planner:
+        decision = await planner.next("t", ledger, fresh=True)
+    assert decision == Batch(
+        ["reviews elsewhere", "more"], note="rerouted", replaces={0: (1, 0)}, progress=False
+    )
+    assert json.loads(recorder.asked[0][1]["content"]) == {
+        "task": "t",
+        "fresh": True,
+        "rounds": [
+            {
+                "round": 1,
+                "note": "first",
+                "entries": [
+                    {
+                        "index": 0,
+                        "subtask": "reviews",
+                        "status": "failed",
+                        "output": None,
+                        "error": "E: down",
+                        "replaces": None,
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def test_attempts_must_be_at_least_one() -> None:
+    with pytest.raises(ValueError, match=re.escape("attempts must be >= 1, got 0")):
+        ChatPlanner("m", api_key=KEY, attempts=0)
+
+
+async def test_the_loopback_planner_plays_the_scripted_rules_from_the_ledger_it_is_sent(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    transport = in_process()
+    async with ChatPlanner(
+        "m", base_url="http://x/v1", api_key=KEY, transport=transport
+    ) as planner:
+        for max_rounds in (1, 3):
+            supervisor = Supervisor(agent(), max_workers=3)
+            llm = await supervisor.replan(TASK, planner, max_rounds=max_rounds)
+            scripted = await supervisor.replan(TASK, RULES, max_rounds=max_rounds)
+            assert (llm.text, llm.ended_by) == (scripted.text, scripted.ended_by)

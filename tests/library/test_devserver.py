@@ -1,0 +1,337 @@
+"""End to end: a ChatAgent against the real loopback server, over real sockets (so on real
+time, but bounded: a few seconds in all, and nothing asserted about how long anything took)."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+import pytest
+import trio
+import trio.testing
+
+from trio_supervisor import Status, Supervisor, Trace
+from trio_supervisor.agents import TRANSIENT, ChatAgent, PermanentError
+from trio_supervisor.testing.devserver import DevServerError, serve
+
+KEY = "sk-SENTINEL-e2e-77c1d0b4a9"
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+async def start(nursery: trio.Nursery, **options: Any) -> str:
+    url: str = await nursery.start(lambda task_status: serve(task_status=task_status, **options))
+    return url
+
+
+async def stats(url: str) -> dict[str, Any]:
+    async with httpx2.AsyncClient() as client:
+        answer = await client.get(url.removesuffix("/v1") + "/stats")
+    found: dict[str, Any] = answer.json()
+    return found
+
+
+@pytest.fixture
+async def nursery() -> AsyncIterator[trio.Nursery]:
+    async with trio.open_nursery() as opened:
+        yield opened
+        opened.cancel_scope.cancel()
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_a_run_through_the_loopback_server_gets_every_answer(nursery: trio.Nursery) -> None:
+    url = await start(nursery, concurrency=4, latency=(0.002, 0.01), seed=3)
+    plan = [f"question {i}" for i in range(40)]
+    async with ChatAgent("devserver", base_url=url, api_key=KEY, max_connections=8) as agent:
+        sup = Supervisor(agent, max_workers=8, attempts=50, retry_on=TRANSIENT, seed=1)
+        aggregate = await sup.run(plan)
+    assert [r.output for r in aggregate] == [f"answer to: {q}" for q in plan]
+    seen = await stats(url)
+    assert seen["peak_in_flight"] <= 4
+    assert seen["ok"] == 40  # each subtask answered once
+    assert seen["requests"] == seen["ok"] + seen["rate_limited"]
+    assert seen["rate_limited"] == sum(r.attempts - 1 for r in aggregate)
+
+
+async def test_the_models_route_lists_the_model(nursery: trio.Nursery) -> None:
+    url = await start(nursery, model="tiny")
+    async with httpx2.AsyncClient() as client:
+        listed = (await client.get(f"{url}/models")).json()
+    assert [m["id"] for m in listed["data"]] == ["tiny"]
+
+
+async def test_a_timed_out_attempt_closes_its_connection_and_nothing_leaks(
+    nursery: trio.Nursery,
+) -> None:
+    """1,000 attempts that the server never answers, each cut by the supervisor's timeout: the
+    server sees the client go for every request it got (under this load some attempts are cut
+    before their request reaches it), the pool never holds more than its size, and afterwards
+    the process holds no more sockets than before."""
+    url = await start(nursery)
+    before = open_fds()
+    peak = 0
+    async with ChatAgent("m", base_url=url, api_key=KEY, max_connections=50) as agent:
+        pool = agent._http._transport._pool  # type: ignore[attr-defined]
+
+        async def watch() -> None:
+            nonlocal peak
+            while True:
+                peak = max(peak, len(pool.connections))
+                await trio.sleep(0.005)
+
+        nursery.start_soon(watch)
+        sup = Supervisor(agent, max_workers=50, timeout=0.1)
+        with trio.fail_after(60):
+            aggregate = await sup.run([f"[hang] {i}" for i in range(1000)])
+        assert [r.status for r in aggregate] == [Status.TIMED_OUT] * 1000
+        with trio.fail_after(10):  # every request the server got, it sees go
+            while (seen := await stats(url))["disconnects"] < seen["requests"]:  # noqa: ASYNC110
+                await trio.sleep(0.01)
+            assert seen["in_flight"] == 0
+        with trio.fail_after(10):  # each cut attempt closes its connection, as it unwinds
+            while pool.connections:  # noqa: ASYNC110  # the pool has no event
+                await trio.sleep(0.01)
+    assert peak <= 50
+    assert seen["requests"] > 0
+    assert seen["disconnects"] == seen["requests"]
+    with trio.fail_after(10):  # the server closes its side as it sees each client go
+        while open_fds() > before + 2:  # noqa: ASYNC110  # the kernel has no event
+            await trio.sleep(0.01)
+
+
+async def test_the_key_never_shows_end_to_end(
+    nursery: trio.Nursery, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    url = await start(nursery, api_key="the-right-key")
+    async with ChatAgent("m", base_url=url, api_key=KEY, max_connections=2) as agent:
+        sup = Supervisor(agent, max_workers=2, attempts=3, retry_on=TRANSIENT)
+        trace = Trace()
+        aggregate = await sup.run(["a", "b"], trace=trace)
+        with pytest.raises(PermanentError) as caught:
+            await agent("c")
+    assert [r.error for r in aggregate] == [
+        f"PermanentError: 401 Unauthorized from {url}/: check the API key"
+    ] * 2
+    assert [r.attempts for r in aggregate] == [1, 1]  # a wrong key is not retried
+    shown = [repr(agent), repr(sup), repr(aggregate), repr(trace.slots), str(caught.value)]
+    shown += [record.getMessage() for record in caplog.records]
+    shown += [repr(await stats(url))]
+    assert [text for text in shown if KEY in text] == []
+
+
+def test_importing_the_server_without_hypercorn_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delitem(sys.modules, "trio_supervisor.testing.devserver")
+    for name in [m for m in sys.modules if m == "hypercorn" or m.startswith("hypercorn.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "hypercorn", None)
+    with pytest.raises(
+        ImportError,
+        match=r"^trio_supervisor\.testing\.devserver needs the 'agents' extra "
+        r"\(hypercorn is missing\): pip install 'trio-supervisor\[agents\]'$",
+    ):
+        importlib.import_module("trio_supervisor.testing.devserver")
+
+
+def busy_port() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    return sock
+
+
+async def test_a_port_in_use_is_one_clear_error() -> None:
+    with busy_port() as taken:
+        port = taken.getsockname()[1]
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(
+                DevServerError,
+                match=rf"^cannot listen on 127\.0\.0\.1:{port}: Address already in use$",
+            ):
+                await start(nursery, port=port)
+
+
+async def test_a_port_out_of_range_is_refused_before_listening() -> None:
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(
+            ValueError, match=r"^port must be from 0 to 65535 \(0: any free port\), got 70000$"
+        ):
+            await start(nursery, port=70000)
+
+
+def test_the_command_line_says_a_port_in_use_in_one_line() -> None:
+    with busy_port() as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "trio_supervisor.testing.devserver", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stderr == f"devserver: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+    assert done.stdout == ""
+
+
+# -- the server's own rules, on virtual time (its app in-process, through an ASGI transport) ----
+
+
+def in_process(**options: Any) -> tuple[Any, httpx2.AsyncClient]:
+    from trio_supervisor.testing.devserver import _Endpoint
+
+    settings: dict[str, Any] = {
+        "seed": 0,
+        "latency": (0.1, 0.3),
+        "error_rate": 0.0,
+        "concurrency": None,
+        "rpm": None,
+        "burst": None,
+        "model": "m",
+        "api_key": None,
+    }
+    endpoint = _Endpoint(**{**settings, **options})
+    client = httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=endpoint.app()), base_url="http://devserver"
+    )
+    return endpoint, client
+
+
+TURN = 1e-7  # seconds a request waits for its instant's turn (see devserver's chat)
+
+
+def ask(prompt: str) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": prompt}]}
+
+
+@pytest.mark.parametrize("order", [["b", "a", "c"], ["c", "b", "a"], ["a", "c", "b"]])
+async def test_requests_arriving_at_one_instant_are_let_in_in_the_order_of_their_prompts(
+    autojump_clock: trio.testing.MockClock, order: list[str]
+) -> None:
+    """Over the server's limit, which of the requests arriving at the same instant are refused
+    is decided by their prompts, never by the order the scheduler ran them: a run on virtual time
+    gets the same 429s every time."""
+    endpoint, client = in_process(concurrency=1, latency=(1, 1))
+    statuses: dict[str, int] = {}
+
+    async def post(prompt: str) -> None:
+        statuses[prompt] = (await client.post("/v1/chat/completions", json=ask(prompt))).status_code
+
+    async with client, trio.open_nursery() as nursery:
+        for prompt in order:
+            nursery.start_soon(post, prompt)
+    assert statuses == {"a": 200, "b": 429, "c": 429}
+    assert endpoint.stats.peak_in_flight == 1
+    assert endpoint.turns == {}
+
+
+async def test_the_rpm_bucket_answers_429_with_the_wait_until_its_next_token(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    endpoint, client = in_process(rpm=60, burst=2, latency=(0, 0))
+    async with client:
+        codes = [(await client.post("/v1/chat/completions", json=ask(f"q{i}"))) for i in range(3)]
+        assert [c.status_code for c in codes] == [200, 200, 429]
+        assert codes[2].headers["retry-after-ms"] == "1000"
+        assert codes[2].headers["retry-after"] == "1"
+        await trio.sleep(1)
+        assert (await client.post("/v1/chat/completions", json=ask("q3"))).status_code == 200
+    assert endpoint.stats.as_json()["rate_limited"] == 1
+
+
+async def test_latency_and_errors_are_fixed_by_seed_and_prompt(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async def replay(seed: int) -> list[tuple[str, int, float]]:
+        _, client = in_process(seed=seed, error_rate=0.3)
+        seen = []
+        async with client:
+            for prompt in ["a", "b", "a", "c", "b", "a"]:
+                began = trio.current_time()
+                answer = await client.post("/v1/chat/completions", json=ask(prompt))
+                seen.append((prompt, answer.status_code, round(trio.current_time() - began, 9)))
+        return seen
+
+    first = await replay(5)
+    assert first == await replay(5)
+    assert first != await replay(6)
+    assert {code for _, code, _ in first} <= {200, 500}
+    latencies = {prompt: took for prompt, code, took in first if code == 200}
+    assert all(0.1 <= took <= 0.3 for took in latencies.values())
+
+
+async def test_prompts_ask_for_a_malformed_reply_or_a_500(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    _, client = in_process(latency=(0, 0))
+    async with client:
+        bad = await client.post("/v1/chat/completions", json=ask("x [malformed]"))
+        failed = await client.post("/v1/chat/completions", json=ask("x [500]"))
+        good = await client.post("/v1/chat/completions", json=ask("x"))
+    assert (bad.status_code, bad.text) == (200, "{not json")
+    assert failed.status_code == 500
+    assert good.json()["choices"][0]["message"]["content"] == "answer to: x"
+
+
+async def test_a_script_says_per_prompt_what_the_server_does(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A prompt the script names takes its latency, fails, fails its first requests, or hangs,
+    and gets its reply; a prompt it gives None follows the seed."""
+    from trio_supervisor.testing.devserver import Script, app
+
+    scripts = {
+        "slow": Script(latency=2.0, reply="done slowly"),
+        "down": Script(fail=True),
+        "flaky": Script(flaky=2),
+        "stuck": Script(hang=True),
+    }
+    client = httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app(latency=(0, 0), script=scripts.get)),
+        base_url="http://devserver",
+    )
+    async with client:
+
+        async def post(prompt: str) -> tuple[int, float]:
+            began = trio.current_time()
+            answer = await client.post("/v1/chat/completions", json=ask(prompt))
+            return answer.status_code, trio.current_time() - began
+
+        slow = await client.post("/v1/chat/completions", json=ask("slow"))
+        assert slow.json()["choices"][0]["message"]["content"] == "done slowly"
+        # a latency counts from the request's arrival; an answer comes no sooner than its
+        # instant's turn is decided, a tenth of a microsecond after it arrived
+        answers = [await post(p) for p in ("slow", "down", "down", "other")]
+        assert answers == [
+            (200, 2.0),
+            (500, pytest.approx(TURN, abs=1e-12)),
+            (500, pytest.approx(TURN, abs=1e-12)),
+            (200, pytest.approx(TURN, abs=1e-12)),
+        ]
+        assert [(await post("flaky"))[0] for _ in range(3)] == [500, 500, 200]
+        with trio.move_on_after(60) as waited:
+            await post("stuck")
+        assert waited.cancelled_caught
+
+
+def test_a_script_refuses_what_it_cannot_do() -> None:
+    from trio_supervisor.testing.devserver import Script, app
+
+    with pytest.raises(ValueError, match=r"^Script flaky must be an int >= 0, got -1$"):
+        Script(flaky=-1)
+    with pytest.raises(ValueError, match=r"^Script latency must be a number >= 0, got -1$"):
+        Script(latency=-1)
+    with pytest.raises(
+        TypeError, match=r"^script must be a callable \(prompt -> Script\), got dict$"
+    ):
+        app(script={"a": Script()})  # type: ignore[arg-type]

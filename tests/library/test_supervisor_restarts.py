@@ -1,0 +1,302 @@
+"""The library's restart intensity and restart strategies (Erlang/OTP's), and that the library
+and the course's step 8 agree on every run they both accept.
+
+All on virtual time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from virtual_time import run_virtual
+
+from lessons import step08_restart_intensity as step08
+from trio_supervisor import Aggregate, Backoff, Status, Strategy, Supervisor
+from trio_supervisor.testing import SimulatedAgent, SubAgentError
+
+NO_WAIT = Backoff(initial=0, maximum=0)
+STRATEGIES: list[Strategy] = ["one_for_one", "one_for_all", "rest_for_one"]
+
+
+@st.composite
+def agents(
+    draw: st.DrawFn,
+) -> tuple[list[str], dict[str, float], set[str], dict[str, int], set[str]]:
+    """A plan of 1-5 subtasks, each ok, failing for good, flaky (its first calls fail) or hung,
+    with distinct latencies in 64ths of a second."""
+    size = draw(st.integers(1, 5))
+    plan = [f"s{slot}" for slot in range(size)]
+    ticks = draw(st.lists(st.integers(1, 96), min_size=size, max_size=size, unique=True))
+    latencies = {subtask: tick / 64 for subtask, tick in zip(plan, ticks, strict=True)}
+    kinds = draw(
+        st.lists(st.sampled_from(["ok", "fail", "flaky", "hang"]), min_size=size, max_size=size)
+    )
+    fail = {subtask for subtask, kind in zip(plan, kinds, strict=True) if kind == "fail"}
+    hang = {subtask for subtask, kind in zip(plan, kinds, strict=True) if kind == "hang"}
+    flaky = {
+        subtask: draw(st.integers(1, 3))
+        for subtask, kind in zip(plan, kinds, strict=True)
+        if kind == "flaky"
+    }
+    return plan, latencies, fail, flaky, hang
+
+
+def no_ties(latencies: dict[str, float], hang: set[str], timeout: float | None, calls: int) -> bool:
+    """Whether no two attempts' ends can fall on one instant: every slot starts at 0 and its
+    attempts follow each other at once, so an attempt ends at a multiple of its duration (its
+    latency, or the timeout where it hangs or runs past it)."""
+    durations = []
+    for subtask, latency in latencies.items():
+        if timeout is not None and (subtask in hang or latency >= timeout):
+            durations.append(timeout)
+        elif subtask not in hang:  # a hung slot without a timeout ends at no instant
+            durations.append(latency)
+    ends = [k * duration for duration in durations for k in range(1, calls + 1)]
+    return len(ends) == len(set(ends))
+
+
+@settings(max_examples=150)
+@given(
+    agent=agents(),
+    attempts=st.integers(1, 4),
+    restarts=st.integers(0, 3),
+    period=st.integers(1, 200).map(lambda n: n / 16),
+    timeout=st.none() | st.integers(0, 60).map(lambda n: (2 * n + 1) / 128),
+)
+def test_the_library_and_step_8_agree_on_every_run_they_both_accept(
+    agent: tuple[list[str], dict[str, float], set[str], dict[str, int], set[str]],
+    attempts: int,
+    restarts: int,
+    period: float,
+    timeout: float | None,
+) -> None:
+    """Both accept any plan, worker, attempts, intensity and timeout; they schedule alike where
+    nobody waits for a worker (``max_workers`` is the plan's size) and retries start at once
+    (step 8 releases a worker between attempts, the library keeps it; with a wait for a place
+    the two orders differ by design). There every slot ends the same: status, calls, output,
+    and the error of a failure or of giving up (a timeout's text is each one's own)."""
+    plan, latencies, fail, flaky, hang = agent
+    assume(no_ties(latencies, hang, timeout, attempts))
+    task = "; ".join(plan)
+
+    def make() -> SimulatedAgent:
+        return SimulatedAgent(fail=fail, hang=hang, flaky=flaky, latencies=latencies)
+
+    async def both() -> tuple[Aggregate[str, str], Aggregate[str, str]]:
+        course = await step08.supervise(
+            task,
+            make(),
+            max_workers=len(plan),
+            attempts=attempts,
+            intensity=(restarts, period),
+            backoff=(0.0, 0.0),
+            deadline=100.0,
+            worker_timeout=math.inf if timeout is None else timeout,
+        )
+        library: Supervisor[str, str] = Supervisor(
+            make(),
+            max_workers=len(plan),
+            attempts=attempts,
+            intensity=(restarts, period),
+            backoff=NO_WAIT,
+            timeout=timeout,
+        )
+        return course, await library.run(task, deadline=100.0)
+
+    course, library = run_virtual(both)
+    for ours, theirs in zip(library.results, course.results, strict=True):
+        assert (ours.status, ours.attempts, ours.output) == (
+            theirs.status,
+            theirs.attempts,
+            theirs.output,
+        )
+        if ours.status is Status.FAILED:
+            assert ours.error == theirs.error
+
+
+class Calls:
+    """A worker whose subtasks fail their first ``flaky[s]`` calls, recording when each call
+    started and how it ended."""
+
+    def __init__(self, latencies: dict[int, float], flaky: dict[int, int]) -> None:
+        self.latencies = latencies
+        self.flaky = flaky
+        self.calls: dict[int, list[tuple[float, str]]] = {slot: [] for slot in latencies}
+
+    async def __call__(self, slot: int) -> int:
+        made = self.calls[slot]
+        made.append((trio.current_time(), "running"))
+        index = len(made) - 1
+        try:
+            await trio.sleep(self.latencies[slot])
+        except BaseException:
+            made[index] = (made[index][0], "cancelled")
+            raise
+        if len(made) <= self.flaky.get(slot, 0):
+            made[index] = (made[index][0], "failed")
+            raise SubAgentError(f"slot {slot} failed")
+        made[index] = (made[index][0], "ok")
+        return slot
+
+    def failures(self) -> list[tuple[float, int]]:
+        """When each failed call ended, and its slot."""
+        return [
+            (start + self.latencies[slot], slot)
+            for slot, made in self.calls.items()
+            for start, outcome in made
+            if outcome == "failed"
+        ]
+
+
+def taken_by(strategy: Strategy, failed: int, slot: int, size: int) -> bool:
+    """Whether a restart of slot ``failed`` takes slot ``slot``."""
+    return {
+        "one_for_one": slot == failed,
+        "one_for_all": True,
+        "rest_for_one": slot >= failed,
+    }[strategy] and slot < size
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@settings(max_examples=60)
+@given(
+    ticks=st.lists(st.integers(1, 64), min_size=1, max_size=6),
+    flaky=st.dictionaries(st.integers(0, 5), st.integers(1, 2), max_size=3),
+    workers=st.integers(1, 6),
+)
+def test_every_result_is_newer_than_every_restart_that_takes_its_slot(
+    strategy: Strategy, ticks: list[int], flaky: dict[int, int], workers: int
+) -> None:
+    """The law of the strategies: a slot's result comes from a call that started after every
+    restart that took that slot (so no result was made from a sibling's stale work), and a slot
+    no restart took was called once."""
+    size = len(ticks)
+    worker = Calls({slot: tick / 32 for slot, tick in enumerate(ticks)}, flaky)
+
+    async def main() -> Aggregate[int, int]:
+        supervisor: Supervisor[int, int] = Supervisor(
+            worker, max_workers=workers, attempts=3, strategy=strategy, backoff=NO_WAIT
+        )
+        return await supervisor.run(range(size))
+
+    aggregate = run_virtual(main)
+    assert all(result.ok for result in aggregate.results)
+    failures = worker.failures()
+    for slot in range(size):
+        last_start = worker.calls[slot][-1][0]
+        taking = [when for when, failed in failures if taken_by(strategy, failed, slot, size)]
+        assert all(last_start >= when for when in taking), (slot, worker.calls, failures)
+        if not taking:
+            assert len(worker.calls[slot]) == 1
+
+
+@pytest.mark.parametrize(
+    ("strategy", "calls"),
+    [
+        ("one_for_one", [1, 2, 1, 1]),  # the flaky slot alone
+        ("one_for_all", [2, 2, 2, 1]),  # everything that had started (3 had not, with K=3)
+        ("rest_for_one", [1, 2, 2, 1]),  # the flaky slot and the started one after it
+    ],
+)
+async def test_a_restart_takes_the_slots_its_strategy_names(
+    strategy: Strategy, calls: list[int], autojump_clock: object
+) -> None:
+    worker = Calls({0: 1.0, 1: 0.5, 2: 1.0, 3: 1.0}, {1: 1})
+    supervisor: Supervisor[int, int] = Supervisor(
+        worker, max_workers=3, attempts=2, strategy=strategy, backoff=NO_WAIT
+    )
+    aggregate = await supervisor.run(range(4))
+    assert [result.attempts for result in aggregate.results] == calls
+    assert [len(made) for made in worker.calls.values()] == calls
+
+
+async def test_a_slot_restarted_for_a_sibling_is_not_charged_an_attempt(
+    autojump_clock: object,
+) -> None:
+    """With attempts=2 the sibling is called three times (restarted twice for slot 0) and
+    still succeeds: only its own failures count against its attempts."""
+    worker = Calls({0: 0.5, 1: 1.0}, {0: 1, 1: 0})
+    supervisor: Supervisor[int, int] = Supervisor(
+        worker, max_workers=2, attempts=2, strategy="one_for_all", backoff=NO_WAIT
+    )
+    aggregate = await supervisor.run(range(2))
+    assert [result.ok for result in aggregate.results] == [True, True]
+    assert aggregate.results[1].attempts == 2  # cancelled once, then ran to its end
+
+
+async def test_past_its_intensity_the_run_gives_up_and_fails_every_unfinished_slot(
+    autojump_clock: object,
+) -> None:
+    agent = SimulatedAgent(fail={"b", "c", "d", "e"}, latencies={"a": 0.5, "e": 9.0})
+    supervisor: Supervisor[str, str] = Supervisor(
+        agent, max_workers=5, attempts=4, intensity=(3, 10.0), backoff=NO_WAIT
+    )
+    aggregate = await supervisor.run("a; b; c; d; e")
+    assert aggregate.results[0].ok  # finished before: kept
+    gave_up = [
+        result
+        for result in aggregate.results
+        if result.error == ("gave up: more than 3 restarts within 10s")
+    ]
+    own = [result for result in aggregate.results[1:] if result not in gave_up]
+    assert len(own) == 1
+    assert str(own[0].error).startswith("SubAgentError")
+    assert len(gave_up) == 3
+    assert all(result.status is Status.FAILED for result in gave_up)
+    assert trio.current_time() < 9.0  # it did not wait for the slow slot
+
+
+async def test_a_deadline_cuts_a_restarting_run_short(autojump_clock: object) -> None:
+    agent = SimulatedAgent(fail={"b"}, latencies={"a": 5.0, "b": 0.25, "c": 0.5})
+    supervisor: Supervisor[str, str] = Supervisor(
+        agent, max_workers=2, attempts=100, strategy="rest_for_one", backoff=NO_WAIT
+    )
+    aggregate = await supervisor.run("a; b; c", deadline=1.0)
+    assert [result.status for result in aggregate.results] == [Status.CANCELLED] * 3
+    assert aggregate.results[0].error == (
+        "Cancelled: the run's deadline of 1s expired before it finished"
+    )
+    assert trio.current_time() == 1.0
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"intensity": (-1, 5.0)}, ValueError, r"^intensity must be \(R, T\): at most R >= 0 "),
+        ({"intensity": (1, 0)}, ValueError, r"^intensity must be \(R, T\)"),
+        ({"intensity": (1.5, 5)}, TypeError, r"^intensity must be \(R, T\).*got R=1.5$"),
+        ({"intensity": 3}, TypeError, r"^intensity must be \(R, T\).*got int 3$"),
+        (
+            {"strategy": "one_for_rest"},
+            ValueError,
+            r"^strategy must be one of one_for_one, one_for_all, rest_for_one, "
+            r"got 'one_for_rest'$",
+        ),
+    ],
+)
+def test_bad_restart_options_are_refused_when_the_supervisor_is_made(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        Supervisor(SimulatedAgent(), max_workers=1, **options)
+
+
+@pytest.mark.parametrize("options", [{"intensity": (1, 1.0)}, {"strategy": "one_for_all"}])
+def test_a_stream_refuses_restarts_it_cannot_make(options: dict[str, Any]) -> None:
+    supervisor: Supervisor[str, str] = Supervisor(SimulatedAgent(), max_workers=1, **options)
+    with pytest.raises(ValueError, match=r"^a stream hands each result over as it is done"):
+        supervisor.stream(["a"])
+
+
+def test_the_restart_options_are_read_only_and_shown() -> None:
+    supervisor: Supervisor[str, str] = Supervisor(
+        SimulatedAgent(), max_workers=1, intensity=(2, 5), strategy="rest_for_one"
+    )
+    assert supervisor.intensity == (2, 5.0)
+    assert supervisor.strategy == "rest_for_one"
+    assert repr(supervisor).endswith(", intensity=(2, 5.0), strategy='rest_for_one')")

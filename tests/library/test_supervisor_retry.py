@@ -1,0 +1,169 @@
+"""Supervisor retries: attempts, full-jitter backoff on virtual time, and what is retried."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scripted_worker import Behaviour, Script, latencies
+from virtual_time import run_virtual
+
+from trio_supervisor import Aggregate, Backoff, Status, Supervisor, Trace
+from trio_supervisor.testing import SubAgentError
+
+backoffs = st.builds(
+    Backoff,
+    initial=st.sampled_from([0.0, 1 / 32, 0.25, 1.0]),
+    maximum=st.sampled_from([1.0, 2.0, 8.0]),
+    base=st.sampled_from([1.0, 2.0, 3.0]),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    failures=st.integers(min_value=0, max_value=4),
+    attempts=st.integers(min_value=1, max_value=6),
+    latency=latencies,
+    backoff=backoffs,
+)
+def test_a_worker_failing_k_times_succeeds_on_attempt_k_plus_1_within_the_backoff_bounds(
+    failures: int, attempts: int, latency: int, backoff: Backoff
+) -> None:
+    script = Script([Behaviour(latency, ("fail",) * failures + ("ok",))])
+    supervisor = Supervisor(script, max_workers=1, attempts=attempts, backoff=backoff)
+
+    async def main() -> Aggregate[int, str]:
+        return await supervisor.run([0], trace=Trace([0]))
+
+    result = run_virtual(main).results[0]
+    if attempts > failures:
+        assert (result.status, result.output, result.attempts) == (
+            Status.OK,
+            "output 0",
+            failures + 1,
+        )
+    else:
+        assert (result.status, result.error, result.attempts) == (
+            Status.FAILED,
+            f"SubAgentError: slot 0 failed on call {attempts}",
+            attempts,
+        )
+    assert script.calls[0] == result.attempts
+    spans = script.spans[0]
+    for failure, ((_, ended), (started, _)) in enumerate(itertools.pairwise(spans), start=1):
+        assert ended is not None
+        assert 0 <= started - ended <= backoff.bound(failure)
+    assert (result.started, result.finished) == (spans[0][0], spans[-1][1])
+
+
+async def test_the_backoff_is_jittered_across_slots(autojump_clock: Any) -> None:
+    script = Script([Behaviour(1, ("fail", "ok"))] * 20)
+    backoff = Backoff(initial=1.0, maximum=1.0)
+    await Supervisor(script, max_workers=20, attempts=2, backoff=backoff).run(range(20))
+    waits = {spans[1][0] - spans[0][1] for spans in script.spans.values()}  # type: ignore[operator]
+    assert len(waits) > 1, "every slot waited the same time: no jitter"
+    assert all(0 <= wait <= 1.0 for wait in waits)
+
+
+async def test_an_exception_outside_retry_on_is_not_retried(autojump_clock: Any) -> None:
+    script = Script([Behaviour(1, ("fail", "ok"))])
+    supervisor = Supervisor(script, max_workers=1, attempts=5, retry_on=KeyError)
+    result = (await supervisor.run([0])).results[0]
+    assert (result.status, result.attempts) == (Status.FAILED, 1)
+    assert script.calls[0] == 1
+
+
+async def test_a_timed_out_attempt_is_retried_as_a_too_slow_error(autojump_clock: Any) -> None:
+    script = Script([Behaviour(4, ("hang", "ok"))])
+    supervisor = Supervisor(
+        script, max_workers=1, timeout=0.5, attempts=2, backoff=Backoff(initial=0)
+    )
+    start = trio.current_time()
+    result = (await supervisor.run([0])).results[0]
+    assert (result.status, result.attempts) == (Status.OK, 2)
+    assert trio.current_time() - start == 0.5 + 4 / 32
+
+
+async def test_a_timeout_outside_retry_on_is_not_retried(autojump_clock: Any) -> None:
+    script = Script([Behaviour(4, ("hang", "ok"))])
+    supervisor = Supervisor(script, max_workers=1, timeout=0.5, attempts=3, retry_on=SubAgentError)
+    result = (await supervisor.run([0])).results[0]
+    assert (result.status, result.attempts) == (Status.TIMED_OUT, 1)
+    assert result.error == "TooSlowError: the attempt ran past its timeout of 0.5s"
+
+
+@pytest.mark.parametrize(
+    ("raised", "retried"),
+    [
+        (ExceptionGroup("all retryable", [SubAgentError("a"), SubAgentError("b")]), True),
+        (ExceptionGroup("one is not", [SubAgentError("a"), KeyError("b")]), False),
+    ],
+)
+async def test_an_exception_group_is_retried_only_when_all_of_it_is_allowed(
+    autojump_clock: Any, raised: ExceptionGroup[Exception], retried: bool
+) -> None:
+    calls = 0
+
+    async def worker(subtask: str) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise raised
+        return subtask
+
+    supervisor = Supervisor(worker, max_workers=1, attempts=2, retry_on=SubAgentError)
+    result = (await supervisor.run(["x"])).results[0]
+    assert result.ok is retried
+    assert calls == (2 if retried else 1)
+
+
+async def test_cancellation_during_a_backoff_wait_passes_through(autojump_clock: Any) -> None:
+    script = Script([Behaviour(1, ("fail",))])
+    supervisor = Supervisor(script, max_workers=1, attempts=3, backoff=Backoff(8, 8, 1), seed=0)
+    # the first attempt fails at 1/32 s, then the slot waits up to 8 s (this seed: over 0.01 s)
+    with trio.move_on_after(1 / 32 + 0.01) as scope:
+        await supervisor.run([0])
+    assert scope.cancelled_caught
+    assert script.calls[0] == 1  # cancelled while it waited for its second attempt
+
+
+async def test_a_retried_slot_keeps_its_worker_while_it_waits(autojump_clock: Any) -> None:
+    script = Script([Behaviour(1, ("fail", "ok")), Behaviour(1)])
+    backoff = Backoff(initial=1.0, maximum=1.0, base=1.0)
+    aggregate = await Supervisor(script, max_workers=1, attempts=2, backoff=backoff).run([0, 1])
+    first, second = aggregate.results
+    assert first.finished is not None
+    assert second.started == first.finished  # slot 1 waited for slot 0's retry to end
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"initial": -1}, ValueError, "Backoff initial must be a number >= 0, got -1"),
+        ({"maximum": "5"}, TypeError, "Backoff maximum must be a number >= 0, got str '5'"),
+        ({"base": 0.5}, ValueError, "Backoff base must be a number >= 1, got 0.5"),
+        ({"base": -2}, ValueError, "Backoff base must be a number >= 1, got -2"),
+        (
+            {"initial": 2, "maximum": 1},
+            ValueError,
+            "Backoff needs initial <= maximum, got initial=2, maximum=1",
+        ),
+    ],
+)
+def test_a_bad_backoff_is_refused(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=f"^{message}$"):
+        Backoff(**kwargs)
+
+
+def test_the_backoff_bound_grows_geometrically_up_to_the_maximum() -> None:
+    backoff = Backoff(initial=0.5, maximum=3, base=2)
+    assert [backoff.bound(n) for n in range(1, 6)] == [0.5, 1.0, 2.0, 3, 3]
+    assert Backoff(initial=1, maximum=10, base=10).bound(10**6) == 10
+    with pytest.raises(ValueError, match=r"^failures must be >= 1, got 0$"):
+        backoff.bound(0)

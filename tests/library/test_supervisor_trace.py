@@ -1,0 +1,89 @@
+"""Supervisor tracing: the recorder sees every admission, attempt and ending, as they happen."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from scripted_worker import Behaviour, Script, fail, hang, latencies, ok
+from virtual_time import run_virtual
+
+from trio_supervisor import Backoff, Status, Supervisor, Trace
+from trio_supervisor.timeline import render_timeline
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    plan_behaviours=st.lists(
+        st.builds(
+            Behaviour,
+            latencies,
+            st.lists(st.sampled_from(["ok", "fail", "hang"]), min_size=1, max_size=3).map(tuple),
+        ),
+        max_size=10,
+    ),
+    k=st.integers(min_value=1, max_value=4),
+    attempts=st.integers(min_value=1, max_value=3),
+    streamed=st.booleans(),
+    planned=st.booleans(),
+)
+def test_the_trace_records_exactly_the_worker_calls(
+    plan_behaviours: list[Behaviour], k: int, attempts: int, streamed: bool, planned: bool
+) -> None:
+    script = Script(plan_behaviours)
+    n = len(plan_behaviours)
+    supervisor = Supervisor(
+        script, max_workers=k, timeout=49 / 64, attempts=attempts, backoff=Backoff(0.25, 1)
+    )
+
+    async def main() -> Trace:
+        trace = Trace(range(n)) if planned and not streamed else Trace()
+        if streamed:
+            async with supervisor.stream(range(n), trace=trace) as results:
+                async for _ in results:
+                    pass
+        else:
+            await supervisor.run(range(n), trace=trace)
+        return trace
+
+    trace = run_virtual(main)
+    assert [slot.subtask for slot in trace.slots] == list(range(n))
+    for slot in trace.slots:
+        calls = script.spans[slot.slot]
+        assert [(span.start, span.end) for span in slot.spans] == calls
+        assert slot.admitted == calls[0][0]  # admitted the moment a worker took it
+        for span, (call, _) in zip(slot.spans, enumerate(calls, start=1), strict=True):
+            outcome = plan_behaviours[slot.slot].outcome(call)
+            timed_out = outcome == "hang" or plan_behaviours[slot.slot].seconds > 49 / 64
+            expected = (
+                Status.TIMED_OUT if timed_out else Status({"ok": "ok", "fail": "failed"}[outcome])
+            )
+            assert span.status is expected
+    assert trace.closed is not None
+
+
+async def test_a_traced_run_draws_its_timeline(autojump_clock: Any) -> None:
+    script = Script([ok(16), fail(8), hang(), Behaviour(8, ("fail", "ok"))])
+    plan = list(range(4))
+    trace = Trace(plan)
+    supervisor = Supervisor(
+        script, max_workers=2, timeout=1, attempts=2, backoff=Backoff(0, 0), retry_on=KeyError
+    )
+    aggregate = await supervisor.run(plan, trace=trace)
+    assert [slot.status for slot in trace.slots] == [
+        Status.OK,
+        Status.FAILED,
+        Status.TIMED_OUT,
+        Status.FAILED,  # SubAgentError is not in retry_on
+    ]
+    assert [result.status for result in aggregate.results] == [slot.status for slot in trace.slots]
+    assert trace.completion_rank() == {1: 1, 0: 2, 3: 3, 2: 4}
+    console = Console(width=120, record=True, color_system=None)
+    console.print(render_timeline(trace))
+    text = console.export_text()
+    assert "✓ ok 0.50s" in text
+    assert "⏱ timed out 1.25s" in text
+    assert trio.current_time() == trace.closed

@@ -1,0 +1,170 @@
+"""Supervisor misuse: every bad input is refused with the rule, before any work starts."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from scripted_worker import Script, ok
+
+from trio_supervisor import Supervisor
+from trio_supervisor.testing import SimulatedAgent
+
+SCRIPT = Script([ok(1)])
+
+
+def sync_worker(subtask: str) -> str:
+    return subtask
+
+
+class SyncCallable:
+    def __call__(self, subtask: str) -> str:
+        return subtask
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"max_workers": 0}, ValueError, r"max_workers must be >= 1, got 0"),
+        ({"max_workers": -3}, ValueError, r"max_workers must be >= 1, got -3"),
+        ({"max_workers": 2.0}, TypeError, r"max_workers must be an int >= 1, got float 2\.0"),
+        ({"max_workers": "4"}, TypeError, r"max_workers must be an int >= 1, got str '4'"),
+        ({"max_workers": True}, TypeError, r"max_workers must be an int >= 1, got bool True"),
+        ({"timeout": 0}, ValueError, r"timeout must be a positive number, got 0"),
+        ({"timeout": -1.5}, ValueError, r"timeout must be a positive number, got -1\.5"),
+        ({"timeout": float("nan")}, ValueError, r"timeout must be a positive number, got nan"),
+        ({"timeout": "1"}, TypeError, r"timeout must be a positive number, got str '1'"),
+        ({"attempts": 0}, ValueError, r"attempts must be >= 1, got 0"),
+        ({"attempts": 1.5}, TypeError, r"attempts must be an int >= 1, got float 1\.5"),
+        (
+            {"retry_on": KeyboardInterrupt},
+            TypeError,
+            r"retry_on must be an Exception subclass or a tuple of them \(cancellation and "
+            r"KeyboardInterrupt are never retried\), got <class 'KeyboardInterrupt'>",
+        ),
+        (
+            {"retry_on": (ValueError, "KeyError")},
+            TypeError,
+            r"retry_on must be an Exception subclass or a tuple of them \(cancellation and "
+            r"KeyboardInterrupt are never retried\), got 'KeyError'",
+        ),
+        ({"backoff": 0.5}, TypeError, r"backoff must be a Backoff, got float"),
+    ],
+)
+def test_bad_options_are_refused_with_the_rule(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=f"^{message}$"):
+        Supervisor(SCRIPT, **{"max_workers": 2, **options})
+
+
+def test_a_non_callable_worker_is_refused() -> None:
+    with pytest.raises(
+        TypeError,
+        match=(
+            r"^worker must be a callable that takes one subtask and returns an awaitable "
+            r"\(an async def function\), got str 'agent'$"
+        ),
+    ):
+        Supervisor("agent", max_workers=1)  # type: ignore[arg-type]
+
+
+async def async_worker(subtask: str) -> str:
+    return subtask
+
+
+@pytest.mark.parametrize(
+    "worker",
+    [
+        async_worker,
+        SimulatedAgent(),
+        functools.partial(async_worker),
+        functools.wraps(async_worker)(lambda subtask: async_worker(subtask)),
+    ],
+    ids=["async def", "async __call__", "partial", "wrapped"],
+)
+def test_async_callables_are_accepted(worker: Any) -> None:
+    assert Supervisor(worker, max_workers=1).worker is worker
+
+
+async def async_subtasks() -> AsyncIterator[int]:
+    yield 0
+
+
+@pytest.mark.parametrize(
+    ("task", "error", "message"),
+    [
+        (42, TypeError, r"task must be a str or an iterable of subtasks, got int"),
+        (None, TypeError, r"task must be a str or an iterable of subtasks, got NoneType"),
+        (
+            async_subtasks(),
+            TypeError,
+            r"run\(\) needs a str or a sync iterable of subtasks, got the async iterable "
+            r"async_generator: use supervisor\.stream\(\.\.\.\) for async or lazy inputs",
+        ),
+        (" ; ", ValueError, r"task must hold at least one non-blank subtask, got ' ; '"),
+    ],
+)
+async def test_a_bad_task_is_refused_before_any_work(
+    task: Any, error: type[Exception], message: str
+) -> None:
+    script = Script([ok(1)])
+    with pytest.raises(error, match=f"^{message}$"):
+        await Supervisor(script, max_workers=1).run(task)
+    assert not script.calls
+    if hasattr(task, "aclose"):
+        await task.aclose()
+
+
+async def test_a_bad_trace_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"^trace must be a Trace or None, got list$"):
+        await Supervisor(SCRIPT, max_workers=1).run([0], trace=[])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("subtasks", "options", "error", "message"),
+    [
+        (
+            42,
+            {},
+            TypeError,
+            r"subtasks must be a str or a sync or async iterable of subtasks, got int",
+        ),
+        (
+            [0],
+            {"window": 1},
+            ValueError,
+            r"window must be >= max_workers \(2\), got 1: a smaller window leaves workers idle",
+        ),
+        ([0], {"window": 0}, ValueError, r"window must be >= 1, got 0"),
+        ([0], {"window": 2.5}, TypeError, r"window must be an int >= 1, got float 2\.5"),
+        ([0], {"trace": "yes"}, TypeError, r"trace must be a Trace or None, got str"),
+        ("", {}, ValueError, r"task must hold at least one non-blank subtask, got ''"),
+    ],
+)
+def test_a_bad_stream_is_refused_when_it_is_made(
+    subtasks: Any, options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    script = Script([ok(1)])
+    with pytest.raises(error, match=f"^{message}$"):
+        Supervisor(script, max_workers=2).stream(subtasks, **options)
+    assert not script.calls
+
+
+@pytest.mark.parametrize("name", ["attempts", "timeout", "max_workers", "retry_on", "seed"])
+def test_a_setting_is_fixed_at_construction_and_the_error_names_the_fix(name: str) -> None:
+    supervisor = Supervisor(SCRIPT, max_workers=2)
+    with pytest.raises(
+        AttributeError,
+        match=(
+            rf"^{name} is fixed when a Supervisor is made \(its runs may be going on\): make "
+            rf"another one, Supervisor\(\.\.\., {name}=\.\.\.\)$"
+        ),
+    ):
+        setattr(supervisor, name, 3)
+
+
+def test_the_repr_shows_a_single_retried_class_as_a_tuple() -> None:
+    assert "retry_on=(Exception,)" in repr(Supervisor(SCRIPT, max_workers=2))
