@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import io
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -297,3 +299,19 @@ async def test_a_wait_a_failure_asked_for_is_drawn_from_its_end_to_the_next_atte
     out = io.StringIO()
     Console(file=out, width=100, color_system=None).print(render_timeline(trace, width=40))
     assert "✗╌" in out.getvalue()
+
+
+def test_importing_the_timeline_without_rich_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in [m for m in sys.modules if m.startswith("trio_supervisor.timeline")]:
+        monkeypatch.delitem(sys.modules, name)
+    for name in [m for m in sys.modules if m == "rich" or m.startswith("rich.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "rich", None)
+    with pytest.raises(
+        ImportError,
+        match=r"^trio_supervisor\.timeline needs the 'timeline' extra \(rich is missing\): "
+        r"pip install 'trio-supervisor\[timeline\]'$",
+    ):
+        importlib.import_module("trio_supervisor.timeline")

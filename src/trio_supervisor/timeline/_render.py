@@ -6,8 +6,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from html import escape
 
-from rich.table import Table
-from rich.text import Text
+try:
+    from rich.table import Table
+    from rich.text import Text
+except ImportError as error:  # pragma: no cover - exercised by a test that hides rich
+    raise ImportError(
+        "trio_supervisor.timeline needs the 'timeline' extra (rich is missing): "
+        "pip install 'trio-supervisor[timeline]'"
+    ) from error
 
 from .._contract import Status
 from .._trace import Trace
