@@ -443,7 +443,8 @@ TIME_TARGETS = [  # (top, bottom, sense, goal): ratios of µs per subtask at one
     ("Supervisor.stream", "Supervisor.run", "<=", 1.3),
     ("aiometer run_all", "Supervisor.run", ">=", 5.0),
 ]
-FAILURE_GOAL = 2.0  # all failing / all succeeding, in time and in peak RSS, at most
+FAILURE_GOAL = 2.0  # all failing / the floor's all failing (time), all failing / all succeeding
+# (peak RSS), at most
 FLAT_GOAL = 1.2  # the most any N may cost per subtask over the smallest N
 # --8<-- [end:targets]
 
@@ -458,17 +459,27 @@ def targets(
         for top, bottom, sense, goal in TIME_TARGETS
     ]
     fail, succeed = failures.get(FAILING), failures.get(SUCCEEDING)
-    for measured, unit in (("seconds", "s"), ("peak_mib", "MiB")):
-        judged.append(
-            Target(
-                f"all failing / all succeeding, {'time' if unit == 's' else 'peak RSS'}",
-                None if fail is None else getattr(fail, measured),
-                None if succeed is None else getattr(succeed, measured),
-                unit,
-                "<=",
-                FAILURE_GOAL,
-            )
+    floor_fail = failures.get(FLOOR_FAILING)
+    judged.append(  # what supervising a failure costs, not what raising costs
+        Target(
+            "all failing / the floor's all failing, time",
+            None if fail is None else fail.seconds,
+            None if floor_fail is None else floor_fail.seconds,
+            "s",
+            "<=",
+            FAILURE_GOAL,
         )
+    )
+    judged.append(  # a failed slot keeps no worker's frames
+        Target(
+            "all failing / all succeeding, peak RSS",
+            None if fail is None else fail.peak_mib,
+            None if succeed is None else succeed.peak_mib,
+            "MiB",
+            "<=",
+            FAILURE_GOAL,
+        )
+    )
     if len(flat) > 1:
         sizes = list(flat)
         shown = ", ".join(f"{cost:.2f}" for cost in flat.values())
@@ -519,27 +530,16 @@ def print_failures(failures: dict[str, Footprint], n: int) -> None:
 
 def for_scale(failures: dict[str, Footprint]) -> str:
     """What the floor's own failing run costs against its succeeding one: the same calls (two
-    per slot, each raising, against one), with no supervision at all, so the least the failure
-    target's ratio could be for this work."""
+    per slot, each raising, against one), with no supervision at all. Why the failure time
+    target is judged against the floor's failing run, not against a succeeding run, is in
+    benchmarks/README.md."""
     fail, succeed = failures.get(FLOOR_FAILING), failures.get(FLOOR_SUCCEEDING)
     if fail is None or succeed is None:
         return ""
-    floor_ratio = fail.seconds / succeed.seconds
-    # F, S: the floor's failing and succeeding slot; O: what supervising a succeeding slot adds.
-    # `run / floor <= a` asks O <= (a - 1) S; supervising a failing slot (the same bookkeeping,
-    # and a retry) adds at least O, so `failing / succeeding <= b` asks F + O <= b (S + O),
-    # that is F <= b S + (b - 1) O: both hold only if F <= (b + (b - 1) (a - 1)) S.
-    a, b = TIME_TARGETS[0][3], FAILURE_GOAL
-    joint = b + (b - 1) * (a - 1)
     return (
         "For scale, not a target: the floor making the same calls, all failing / all "
-        f"succeeding: time {floor_ratio:.2f}x, peak RSS "
-        f"{fail.peak_mib / succeed.peak_mib:.2f}x. The failure time target and "
-        f"`Supervisor.run / floor <= {a:g}` can both be met only where the floor's time ratio "
-        f"is at most {joint:g}x (a supervisor that adds O <= {a - 1:g} S to the floor's "
-        f"succeeding slot S, and at least O to its failing slot F, needs "
-        f"F + O <= {b:g} (S + O)): "
-        f"{'it is here' if floor_ratio <= joint else 'here no supervisor can meet both'}.\n"
+        f"succeeding: time {fail.seconds / succeed.seconds:.2f}x, peak RSS "
+        f"{fail.peak_mib / succeed.peak_mib:.2f}x.\n"
     )
 
 
