@@ -103,12 +103,30 @@ class Stats:
 class Script:
     """What the server does with one prompt, in place of what its seed draws.
 
+    ```python
+    script = {"busy": Script(flaky=1, status=503, retry_after=2.0)}.get
+    endpoint = app(latency=(0, 0), script=script)  # "busy": one 503 asking 2 s, then answers
+    ```
+
     Args:
       latency: seconds it takes to answer, or None for the one the seed draws.
-      fail: every request is answered 500.
-      flaky: the prompt's first ``flaky`` requests are answered 500, the later ones as usual.
+      fail: every request is answered with a failure (``status``).
+      flaky: the prompt's first ``flaky`` requests are answered with a failure, the later ones
+        as usual.
       hang: no request is ever answered (it waits until the client goes).
       reply: the answer's text, or None for ``answer to: <prompt>``.
+      status: the HTTP status of a failure, 500 by default (503: a gateway's admission control).
+      retry_after: seconds a failure asks to wait, sent as ``retry-after``; None: no header.
+      retry_after_ms: the same in ``retry-after-ms`` (milliseconds); None: no header.
+      should_retry: sent with a failure as ``x-should-retry: true`` or ``false``; None: no
+        header.
+      echo_key: a failure's message and a reply's text repeat the request's ``Authorization``
+        header (the API key), as a careless server does.
+      refusal: the model refuses: a 200 whose message has no content and this ``refusal``.
+
+    Raises:
+      ValueError: if a number is out of its range (a latency or wait < 0, a ``flaky`` < 0, a
+        ``status`` outside 400-599).
     """
 
     latency: float | None = None
@@ -116,12 +134,44 @@ class Script:
     flaky: int = 0
     hang: bool = False
     reply: str | None = None
+    status: int = 500
+    retry_after: float | None = None
+    retry_after_ms: float | None = None
+    should_retry: bool | None = None
+    echo_key: bool = False
+    refusal: str | None = None
 
     def __post_init__(self) -> None:
         if self.latency is not None:
             _validate.number("Script latency", self.latency, strictly=False)
         if isinstance(self.flaky, bool) or not isinstance(self.flaky, int) or self.flaky < 0:
             raise ValueError(f"Script flaky must be an int >= 0, got {self.flaky!r}")
+        if (
+            isinstance(self.status, bool)
+            or not isinstance(self.status, int)
+            or not 400 <= self.status <= 599
+        ):
+            raise ValueError(
+                f"Script status must be an HTTP error status (400-599), got {self.status!r}"
+            )
+        for name in ("retry_after", "retry_after_ms"):
+            if getattr(self, name) is not None:
+                _validate.number(f"Script {name}", getattr(self, name), strictly=False)
+        if self.should_retry is not None and not isinstance(self.should_retry, bool):
+            raise ValueError(
+                f"Script should_retry must be True, False or None, got {self.should_retry!r}"
+            )
+
+    def failure_headers(self) -> dict[str, str]:
+        """The headers a failure is sent with."""
+        headers = {}
+        if self.retry_after is not None:
+            headers["retry-after"] = f"{self.retry_after:g}"
+        if self.retry_after_ms is not None:
+            headers["retry-after-ms"] = f"{self.retry_after_ms:g}"
+        if self.should_retry is not None:
+            headers["x-should-retry"] = "true" if self.should_retry else "false"
+        return headers
 
 
 Scripted = Callable[[str], "Script | None"]
@@ -209,10 +259,10 @@ class _Endpoint:
         return None
 
     def _too_many(self, reason: str, wait: float) -> Response:
-        headers = {
-            "retry-after-ms": str(max(1, math.ceil(wait * 1000))),
-            "retry-after": str(max(1, math.ceil(wait))),
-        }
+        millis = max(1, math.ceil(wait * 1000))
+        # both headers say the same wait (``retry-after`` in seconds, with a fraction), so a
+        # client that obeys the longer of the two waits no longer than the server means
+        headers = {"retry-after-ms": str(millis), "retry-after": f"{millis / 1000:g}"}
         return self._error(429, f"rate limited: {reason}", headers)
 
     async def models(self, request: Request) -> Response:
@@ -304,32 +354,34 @@ class _Endpoint:
                 return self._answer(499, Response(status_code=499))
         finally:
             self.stats.in_flight -= 1  # answered, or its client went: its place is free
-        if (
-            "[500]" in prompt
-            or scripted.fail
-            or nth < scripted.flaky
-            or _unit(self.seed, "error", prompt, nth) < self.error_rate
-        ):
+        token = request.headers.get("authorization", "")
+        if "[500]" in prompt or _unit(self.seed, "error", prompt, nth) < self.error_rate:
             return self._error(500, "internal error (simulated)")
+        if scripted.fail or nth < scripted.flaky:
+            said = (
+                f"failure (simulated) for {token}" if scripted.echo_key else "failure (simulated)"
+            )
+            return self._error(scripted.status, said, scripted.failure_headers())
         if "[malformed]" in prompt:
             return self._answer(200, PlainTextResponse("{not json", media_type="application/json"))
+        if scripted.refusal is not None:
+            return self._reply(model, None, refusal=scripted.refusal)
+        text = f"answer to: {prompt}" if scripted.reply is None else scripted.reply
+        if scripted.echo_key:
+            text = f"{text} (you sent {token})"
+        return self._reply(model, text)
+
+    def _reply(self, model: str, content: str | None, *, refusal: str | None = None) -> Response:
+        """A 200: a chat completion whose message is ``content`` (or a ``refusal``)."""
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if refusal is not None:
+            message["refusal"] = refusal
         completion = {
             "id": f"chatcmpl-{self.stats.requests}",
             "object": "chat.completion",
             "created": 0,
             "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {
-                        "role": "assistant",
-                        "content": f"answer to: {prompt}"
-                        if scripted.reply is None
-                        else scripted.reply,
-                    },
-                }
-            ],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
         return self._answer(200, JSONResponse(completion))
