@@ -60,7 +60,7 @@ from .._replan import Planner
 from ..agents._planner import MARK, read_request, reply_text
 from ._scripted import ScriptedPlanner
 
-__all__ = ["DevServerError", "Script", "Stats", "app", "serve"]
+__all__ = ["DevServerError", "Script", "Stats", "app", "drawn_latency", "serve"]
 
 HOST = "127.0.0.1"
 _TURN = 1e-7  # seconds a request waits for its instant's turn to be decided (see chat)
@@ -184,6 +184,15 @@ def _unit(seed: int, *parts: object) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
+def drawn_latency(
+    prompt: str, *, seed: int = 0, latency: tuple[float, float] = (0.05, 0.2)
+) -> float:
+    """The latency a server made with ``seed`` and ``latency`` draws for ``prompt``, in
+    seconds (what a benchmark needs to know the server's capacity)."""
+    low, high = latency
+    return low + (high - low) * _unit(seed, "latency", prompt)
+
+
 class _Endpoint:
     """The server's state and its answers."""
 
@@ -200,10 +209,14 @@ class _Endpoint:
         api_key: str | None,
         script: Scripted | None = None,
         planner: Planner[str, str] | None = None,
+        planner_script: Script | None = None,
+        structured_outputs: bool = True,
     ) -> None:
         self.seed = seed
         self.script = script
         self.planner: Planner[str, str] = planner if planner is not None else ScriptedPlanner()
+        self.planner_script = planner_script or Script()
+        self.structured_outputs = structured_outputs
         self.latency = latency
         self.error_rate = error_rate
         self.concurrency = concurrency
@@ -304,6 +317,8 @@ class _Endpoint:
             return self._error(400, "expected JSON with a non-empty 'messages' list")
         if not isinstance(prompt, str):
             return self._error(400, "the last message's content must be text")
+        if body.get("response_format") is not None and not self.structured_outputs:
+            return self._error(400, "this server does not support the parameter response_format")
         if _asks_planner(body):  # the planner model: answered at once, outside the limits
             return await self._plan(body["messages"][1]["content"], model)
         # Requests that arrive at one instant are let in or answered 429 in the order of their
@@ -330,8 +345,7 @@ class _Endpoint:
             nth = self.seen[prompt]
             self.seen[prompt] += 1
             scripted = (self.script(prompt) if self.script is not None else None) or Script()
-            low, high = self.latency
-            delay = low + (high - low) * _unit(self.seed, "latency", prompt)
+            delay = drawn_latency(prompt, seed=self.seed, latency=self.latency)
             if scripted.latency is not None:
                 delay = scripted.latency
             async with trio.open_nursery() as nursery:
@@ -387,31 +401,32 @@ class _Endpoint:
         return self._answer(200, JSONResponse(completion))
 
     async def _plan(self, request: str, model: str) -> Response:
-        """The planner model's reply to ``request``: the decision ``planner`` makes."""
+        """The planner model's reply to ``request``: the decision ``planner`` makes, unless
+        ``planner_script`` says otherwise. A task holding ``[garbled]`` is answered with text
+        that is not JSON, ``[fenced]`` with its JSON in a Markdown code fence, ``[refuse]``
+        with a refusal."""
+        scripted = self.planner_script
+        nth = self.seen["[planner]"]
+        self.seen["[planner]"] += 1
+        if scripted.fail or nth < scripted.flaky:
+            return self._error(
+                scripted.status, "planner failure (simulated)", scripted.failure_headers()
+            )
         try:
             task, ledger, fresh = read_request(request)
         except ValueError as error:
             return self._error(400, str(error))
+        if scripted.refusal is not None or "[refuse]" in task:
+            return self._reply(model, None, refusal=scripted.refusal or "I can't plan that.")
         if "[garbled]" in task:
-            content = "{not a plan"
-        elif ledger.rounds or fresh:
+            return self._reply(model, "{not a plan")
+        if ledger.rounds or fresh:
             content = reply_text(await self.planner.next(task, ledger, fresh=fresh))
         else:
             content = reply_text(await self.planner.first(task))
-        completion = {
-            "id": f"chatcmpl-{self.stats.requests}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": content},
-                }
-            ],
-        }
-        return self._answer(200, JSONResponse(completion))
+        if "[fenced]" in task:
+            content = f"Here is my decision:\n```json\n{content}\n```"
+        return self._reply(model, content)
 
     def app(self) -> Starlette:
         return Starlette(
@@ -481,6 +496,8 @@ def _endpoint(
     api_key: str | None,
     script: Scripted | None,
     planner: Planner[str, str] | None = None,
+    planner_script: Script | None = None,
+    structured_outputs: bool = True,
 ) -> _Endpoint:
     """The endpoint these settings describe, once each is checked."""
     low, high = latency
@@ -494,6 +511,8 @@ def _endpoint(
         _validate.number("rpm", rpm)
     if burst is not None:
         _validate.count("burst", burst)
+    if planner_script is not None and not isinstance(planner_script, Script):
+        raise TypeError(f"planner_script must be a Script, got {type(planner_script).__name__}")
     if script is not None and not callable(script):
         raise TypeError(
             f"script must be a callable (prompt -> Script), got {type(script).__name__}"
@@ -509,6 +528,8 @@ def _endpoint(
         api_key=api_key,
         script=script,
         planner=planner,
+        planner_script=planner_script,
+        structured_outputs=structured_outputs,
     )
 
 
@@ -524,6 +545,8 @@ def app(
     api_key: str | None = None,
     script: Scripted | None = None,
     planner: Planner[str, str] | None = None,
+    planner_script: Script | None = None,
+    structured_outputs: bool = True,
 ) -> Starlette:
     """The endpoint [`serve`][trio_supervisor.testing.devserver.serve] serves, as an ASGI app, to be
     run in the process with no socket: give a [`ChatAgent`][trio_supervisor.agents.ChatAgent]
@@ -549,6 +572,8 @@ def app(
         api_key=api_key,
         script=script,
         planner=planner,
+        planner_script=planner_script,
+        structured_outputs=structured_outputs,
     ).app()
 
 
@@ -565,6 +590,8 @@ async def serve(
     api_key: str | None = None,
     script: Scripted | None = None,
     planner: Planner[str, str] | None = None,
+    planner_script: Script | None = None,
+    structured_outputs: bool = True,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
@@ -586,6 +613,13 @@ async def serve(
         prompt instead of what the seed draws (None from it: the seed's).
       planner: what decides its replies as a planner model (a
         [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] with no rules by default).
+      planner_script: what it does with a planner's requests, as a
+        [`Script`][trio_supervisor.testing.devserver.Script] does with a prompt (its ``fail``,
+        ``flaky``, ``status``, waits and ``refusal``): a planner endpoint that is rate-limited,
+        down or refusing.
+      structured_outputs: whether it takes a request's ``response_format``; False answers a
+        request that has one 400, naming the parameter, as a server without structured
+        outputs does.
       task_status: given by ``nursery.start``; receives the base URL.
 
     Raises:
@@ -604,6 +638,8 @@ async def serve(
         api_key=api_key,
         script=script,
         planner=planner,
+        planner_script=planner_script,
+        structured_outputs=structured_outputs,
     )
     sock = _listen(port)
     url = f"http://{HOST}:{sock.getsockname()[1]}/v1"
