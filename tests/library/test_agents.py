@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import re
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
@@ -24,6 +26,7 @@ from trio_supervisor import Adaptive, Backoff, RateLimit, Status, Supervisor, Tr
 from trio_supervisor.agents import (
     TRANSIENT,
     ChatAgent,
+    ChatPlanner,
     MalformedReply,
     PermanentError,
     RateLimited,
@@ -31,6 +34,8 @@ from trio_supervisor.agents import (
     TransientError,
     parse_retry_after,
 )
+from trio_supervisor.agents._chat import mask
+from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent, devserver
 
 KEY = "sk-SENTINEL-3f9c2a7e51d04b8c"
 URL = "http://127.0.0.1:9/v1"
@@ -507,22 +512,23 @@ async def test_the_key_never_shows_whatever_the_server_echoes(
     assert aggregate.results[5].error == "Refused: the model refused: no, ***"
 
 
+def test_a_short_key_is_masked_where_it_stands_alone_and_ordinary_text_survives() -> None:
+    assert mask("subtask k, key=k; Bearer abc", "k") == "subtask ***, key=***; Bearer ***"
+    assert mask(f"x{KEY}y", KEY) == "x***y"  # a real key: inside a longer word too
+
+
 # -- Retry-After and x-should-retry from the loopback server, in process ------------------------
 
 
 def loopback(**options: Any) -> ChatAgent:
-    from trio_supervisor.testing.devserver import app
-
-    transport = httpx2.ASGITransport(app=app(latency=(0, 0), **options))
+    transport = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), **options))
     return ChatAgent("m", base_url="http://devserver/v1", api_key=KEY, transport=transport)
 
 
 async def starts_of(script: dict[str, Any], attempts: int = 3) -> tuple[list[float], Any]:
     """When each attempt of the one subtask ``"q"`` started, and its result."""
-    from trio_supervisor.testing.devserver import Script
-
     starts: list[float] = []
-    async with loopback(script={"q": Script(**script)}.get) as worker:
+    async with loopback(script={"q": devserver.Script(**script)}.get) as worker:
 
         async def timed(subtask: str) -> str:
             starts.append(trio.current_time())
@@ -595,12 +601,10 @@ async def test_x_should_retry_decides_whether_a_failure_is_retried(
 async def test_a_loopback_server_that_echoes_the_key_never_shows_it(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    from trio_supervisor.testing.devserver import Script
-
     script = {
-        "fails": Script(fail=True, status=500, echo_key=True),
-        "answers": Script(echo_key=True),
-        "refuses": Script(refusal="I will not"),
+        "fails": devserver.Script(fail=True, status=500, echo_key=True),
+        "answers": devserver.Script(echo_key=True),
+        "refuses": devserver.Script(refusal="I will not"),
     }
     async with loopback(script=script.get) as worker:
         aggregate = await Supervisor(worker, max_workers=3).run(list(script))
@@ -612,3 +616,38 @@ async def test_a_loopback_server_that_echoes_the_key_never_shows_it(
     ]
     assert isinstance(aggregate.results[2].exception, Refused)
     assert aggregate.results[2].exception.refusal == "I will not"
+
+
+# -- the docstrings' examples run ----------------------------------------------------------------
+
+
+def example_of(documented: object) -> str:
+    """The ``python`` code block of ``documented``'s docstring, as an async function's body."""
+    found = re.search(r"```python\n(.*?)```", documented.__doc__ or "", re.DOTALL)
+    assert found is not None, f"{documented!r} shows no example"
+    body = textwrap.indent(textwrap.dedent(found.group(1)), "    ")
+    return f"async def example() -> None:\n{body}"
+
+
+EXAMPLES = [ChatAgent, ChatPlanner, devserver.Script, devserver.app, ScriptedPlanner, Adaptive]
+
+
+@pytest.mark.parametrize("documented", EXAMPLES, ids=lambda d: d.__qualname__)
+def test_each_docstrings_example_runs(documented: object) -> None:
+    names: dict[str, Any] = {
+        "httpx2": httpx2,
+        "trio": trio,
+        "devserver": devserver,
+        "app": devserver.app,
+        "Script": devserver.Script,
+        "ChatAgent": ChatAgent,
+        "ChatPlanner": ChatPlanner,
+        "Supervisor": Supervisor,
+        "TRANSIENT": TRANSIENT,
+        "SimulatedAgent": SimulatedAgent,
+        "ScriptedPlanner": ScriptedPlanner,
+        "Adaptive": Adaptive,
+        "agent": SimulatedAgent(0),
+    }
+    exec(compile(example_of(documented), f"<example of {documented!r}>", "exec"), names)
+    trio.run(names["example"], clock=trio.testing.MockClock(autojump_threshold=0))

@@ -3,7 +3,9 @@ planner that fails, hangs or is interrupted, the ledger's settling rule, and bad
 
 from __future__ import annotations
 
+import ast
 import functools
+import inspect
 import re
 from typing import Any
 
@@ -23,6 +25,7 @@ from trio_supervisor import (
     Status,
     SubResult,
     Supervisor,
+    _replan,
 )
 from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
 
@@ -405,11 +408,6 @@ class Recorded:
 
 
 def test_replan_runs_with_anything_that_runs_a_batch_and_imports_no_supervisor() -> None:
-    import ast
-    import inspect
-
-    from trio_supervisor import _replan
-
     runner = Recorded()
     answer = run_virtual(functools.partial(_replan.replan, runner, "t", Rerouting(3), **BUDGETS))
     assert runner.batches == [[1], [2], [3]]

@@ -157,7 +157,9 @@ _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]+=*")  # RFC 6750's b64to
 def mask(text: str, key: str | None) -> str:
     """``text`` with ``key`` and any ``Bearer ...`` token in it replaced by ``***``.
 
-    Every text the agents keep from a server's words (an error's message, a reply) goes
+    A key of 8 characters or more is masked wherever it appears; a shorter one (a test
+    endpoint's ``"k"``) only where it stands as a word of its own, so that ordinary text
+    survives. Every text the agents keep from a server's words (an error's message, a reply) goes
     through it, whatever the server echoes.
 
     Args:
@@ -167,30 +169,40 @@ def mask(text: str, key: str | None) -> str:
     Returns:
       The text, masked.
     """
-    if key:
+    if key is not None and len(key) >= 8:  # a real key: wherever it is, inside words too
         text = text.replace(key, "***")
+    elif key:  # a short one (a loopback server's "k"): only where it stands alone
+        text = re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "***", text)
     return _BEARER.sub("Bearer ***", text)
 
 
 class ChatAgent:
-    """A worker that asks an OpenAI-compatible chat endpoint to do a subtask and returns the
+    """A worker that sends each subtask to an OpenAI-compatible chat endpoint and returns the
     reply's text.
 
-    Each call sends one ``/v1/chat/completions`` request through ``openai.AsyncOpenAI``, with
-    the SDK's retries off, over a connection pool of ``max_connections`` (give it the
-    supervisor's ``max_workers``, so that no attempt waits for a connection the supervisor
-    admitted it to use). A cancelled attempt (a supervisor's ``timeout``, a run's ``deadline``)
-    closes its connection, so the server sees the client go and the pool keeps no half-read
-    connection. Make the agent inside the trio run that uses it, and close it there
-    (``async with ChatAgent(...) as agent:``), as its connections belong to that run.
+    ```python
+    server = httpx2.ASGITransport(app=devserver.app(latency=(0, 0)))  # the loopback server
+    async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=server) as agent:
+        aggregate = await Supervisor(agent, max_workers=4, retry_on=TRANSIENT).run(["a", "b"])
+    assert [r.output for r in aggregate] == ["answer to: a", "answer to: b"]
+    ```
 
-    Failures (for ``retry_on``; [`TRANSIENT`][trio_supervisor.agents.TRANSIENT] holds the
-    first two): a 429 raises [`RateLimited`][trio_supervisor.agents.RateLimited] carrying the
-    server's ``Retry-After``; a 5xx, 408, 409, a connection error or the SDK's own timeout
-    [`TransientError`][trio_supervisor.agents.TransientError]; any other 4xx
-    [`PermanentError`][trio_supervisor.agents.PermanentError]; a reply that is not a chat
-    completion [`MalformedReply`][trio_supervisor.agents.MalformedReply], saying what was wrong.
-    The API key is never shown: not in ``repr``, not in an error's message or its chain.
+    Each call is one ``/v1/chat/completions`` request through ``openai.AsyncOpenAI`` with the
+    SDK's retries off (the supervisor is the only retry loop), over a pool of
+    ``max_connections`` (give it the supervisor's ``max_workers``). A cancelled attempt closes
+    its connection, so the server sees the client go. Make and close the agent inside the
+    trio run that uses it (``async with``): its connections belong to that run.
+
+    Failures, for ``retry_on`` ([`TRANSIENT`][trio_supervisor.agents.TRANSIENT] holds the
+    retried ones): a 429 [`RateLimited`][trio_supervisor.agents.RateLimited]; a 5xx, 408, 409,
+    a connection error or a timeout [`TransientError`][trio_supervisor.agents.TransientError];
+    any other 4xx [`PermanentError`][trio_supervisor.agents.PermanentError]; ``x-should-retry``
+    overrides the status either way, as in the openai SDK. Whatever is retried carries the
+    server's ``Retry-After`` as ``retry_after``. A reply that is not a chat completion is a
+    [`MalformedReply`][trio_supervisor.agents.MalformedReply], a model's refusal
+    [`Refused`][trio_supervisor.agents.Refused]. The API key (and any ``Bearer`` token) is
+    masked in every text kept from the server, whatever it echoes, and is never in ``repr``
+    nor an error's chain.
 
     Args:
       model: the model to ask.

@@ -208,8 +208,10 @@ class ChatPlanner:
     past the run's deadline (it fails at once when the wait would end after it).
 
     ```python
-    async with ChatPlanner("planner", base_url=url, api_key=key) as planner:
-        answer = await supervisor.replan(task, planner)
+    server = httpx2.ASGITransport(app=devserver.app())  # plays the model by ScriptedPlanner
+    async with ChatPlanner("m", base_url="http://x/v1", api_key="k", transport=server) as planner:
+        answer = await Supervisor(SimulatedAgent(0), max_workers=2).replan("a; b", planner)
+    assert answer.text == "a: findings on a\\nb: findings on b"
     ```
 
     Args:

@@ -13,8 +13,9 @@ prompt's latency, and whether its n-th request fails with a 500 (a share ``error
 prompt holding ``[hang]`` never gets an answer (the request waits until the client goes),
 ``[malformed]`` gets a 200 that is not JSON, ``[500]`` always a 500. A ``script`` may say, per
 prompt, what the server does instead of what its seed draws (a
-[`Script`][trio_supervisor.testing.devserver.Script]: its latency, whether it fails, how many of its
-first requests fail, whether it hangs). Beyond ``concurrency`` requests at once, or past its
+[`Script`][trio_supervisor.testing.devserver.Script]: its latency, whether it fails and with which
+status and headers (``Retry-After``, ``x-should-retry``), how many of its first requests fail,
+whether it hangs, echoes the key or refuses). Beyond ``concurrency`` requests at once, or past its
 ``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and ``retry-after``. ``GET /stats``
 counts requests, answers by status, the peak of requests in flight, and the disconnects seen (a
 client that went before its answer).
@@ -23,7 +24,9 @@ It also plays the planner model of a [`ChatPlanner`][trio_supervisor.agents.Chat
 request whose system prompt is the planner's is answered at once with the decision its
 ``planner`` (a [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] by default) makes
 from the ledger in the request, as the JSON the planner's schema asks for; a task holding
-``[garbled]`` is answered with text that is not JSON, every time.
+``[garbled]`` is answered with text that is not JSON, ``[fenced]`` with its JSON in a Markdown
+code fence, ``[refuse]`` with a refusal; ``planner_script`` makes the planner endpoint fail or
+rate-limit, and ``structured_outputs=False`` makes the server refuse ``response_format``.
 
 This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``).
 """
@@ -104,8 +107,13 @@ class Script:
     """What the server does with one prompt, in place of what its seed draws.
 
     ```python
-    script = {"busy": Script(flaky=1, status=503, retry_after=2.0)}.get
-    endpoint = app(latency=(0, 0), script=script)  # "busy": one 503 asking 2 s, then answers
+    script = {"busy": Script(flaky=1, status=503, retry_after=2.0)}.get  # one 503, then fine
+    server = httpx2.ASGITransport(app=app(latency=(0, 0), script=script))
+    async with httpx2.AsyncClient(transport=server, base_url="http://x") as client:
+        asked = {"messages": [{"role": "user", "content": "busy"}]}
+        first = await client.post("/v1/chat/completions", json=asked)
+        assert (first.status_code, first.headers["retry-after"]) == (503, "2")
+        assert (await client.post("/v1/chat/completions", json=asked)).status_code == 200
     ```
 
     Args:
@@ -549,9 +557,15 @@ def app(
     structured_outputs: bool = True,
 ) -> Starlette:
     """The endpoint [`serve`][trio_supervisor.testing.devserver.serve] serves, as an ASGI app, to be
-    run in the process with no socket: give a [`ChatAgent`][trio_supervisor.agents.ChatAgent]
-    ``transport=httpx2.ASGITransport(app=app(...))``. Its latencies are trio sleeps, so under a
+    run in the process with no socket. Its latencies are trio sleeps, so under a
     ``trio.testing.MockClock`` a run through it takes no real time and is exact.
+
+    ```python
+    server = httpx2.ASGITransport(app=app(latency=(1, 1), concurrency=2))
+    async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=server) as agent:
+        aggregate = await Supervisor(agent, max_workers=2).run(["a", "b"])
+    assert trio.current_time() == 1  # on a MockClock: both at once, one second each
+    ```
 
     Its arguments are [`serve`][trio_supervisor.testing.devserver.serve]'s, without the port.
 
