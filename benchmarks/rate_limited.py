@@ -14,8 +14,8 @@ Contenders: ``Supervisor`` with a fixed ``max_workers`` (8 and 128, and 32: the 
 server hides, a reference no client could know), retrying ``TRANSIENT`` failures after the
 server's Retry-After; aiometer's ``run_all(max_at_once=128)`` over the SDK as it comes (its own
 two retries, which also honour Retry-After); and ``Supervisor`` with
-``meters=[Adaptive(128, fit=True)]`` (a 429 fits the limit to one under what was in flight), and
-with ``Adaptive(128)`` as it comes (plain AIMD: halves on a 429).
+``meters=[Adaptive(128)]`` as it comes (a 429 fits the limit to one under what was in flight),
+and with ``Adaptive(128, fit=False)`` (plain AIMD: halves on a 429).
 
 ``--virtual`` runs the same contenders against the same server in this process
 (``httpx2.ASGITransport``) on a ``trio.testing.MockClock``: the server's latencies are virtual
@@ -49,7 +49,7 @@ import trio.testing
 
 from trio_supervisor import Adaptive, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
-from trio_supervisor.testing.devserver import _Endpoint, _unit
+from trio_supervisor.testing.devserver import app, drawn_latency
 
 KEY = "benchmark"  # the loopback server checks none
 ATTEMPTS = 1000  # a fixed supervisor retries until answered: nothing is lost to a 429
@@ -104,22 +104,20 @@ def server(args: argparse.Namespace) -> Iterator[str]:
             process.wait(timeout=10)
 
 
-def endpoint(args: argparse.Namespace) -> _Endpoint:
-    """The same server, to run in this process (``--virtual``)."""
-    return _Endpoint(
+def endpoint(args: argparse.Namespace) -> httpx2.ASGITransport:
+    """The same server, to run in this process (``--virtual``), as a transport."""
+    served = app(
         seed=args.seed,
         latency=tuple(args.latency),
-        error_rate=0.0,
         concurrency=args.concurrency,
         rpm=args.rpm,
-        burst=None,
         model="devserver",
-        api_key=None,
     )
+    return httpx2.ASGITransport(app=served)
 
 
-async def stats(url: str) -> dict[str, Any]:
-    async with httpx2.AsyncClient() as client:
+async def stats(url: str, transport: Transport = None) -> dict[str, Any]:
+    async with httpx2.AsyncClient(transport=transport) as client:
         found: dict[str, Any] = (await client.get(url.removesuffix("/v1") + "/stats")).json()
     return found
 
@@ -195,11 +193,9 @@ CONTENDERS: dict[str, Run] = {
     # the best fixed setting, which needs the capacity the server hides: a reference
     "Supervisor max_workers=32 (oracle)": functools.partial(fixed_or_adaptive, max_workers=32),
     "aiometer max_at_once=128": aiometer_sdk,
-    "Supervisor Adaptive(128, fit=True)": functools.partial(
-        fixed_or_adaptive, max_workers=128, adaptive={"fit": True}
-    ),
-    "Supervisor Adaptive(128) (halves on a 429)": functools.partial(
-        fixed_or_adaptive, max_workers=128, adaptive={}
+    "Supervisor Adaptive(128)": functools.partial(fixed_or_adaptive, max_workers=128, adaptive={}),
+    "Supervisor Adaptive(128, fit=False) (halves on a 429)": functools.partial(
+        fixed_or_adaptive, max_workers=128, adaptive={"fit": False}
     ),
 }
 
@@ -207,8 +203,8 @@ CONTENDERS: dict[str, Run] = {
 def capacity(args: argparse.Namespace, prompts: list[str]) -> float:
     """Answers a second the server can give at most: Little's law over the prompts' latencies
     at its concurrency, or its rpm, whichever is lower."""
-    low, high = args.latency
-    mean = statistics.fmean(low + (high - low) * _unit(args.seed, "latency", p) for p in prompts)
+    latency = tuple(args.latency)
+    mean = statistics.fmean(drawn_latency(p, seed=args.seed, latency=latency) for p in prompts)
     return min(float(args.concurrency) / mean, float(args.rpm) / 60)
 
 
@@ -244,14 +240,13 @@ def measure(name: str, run: Run, args: argparse.Namespace, prompts: list[str]) -
     """One contender against a fresh server: in its own process, or in this one on virtual
     time (``--virtual``)."""
     if args.virtual:
-        server_here = endpoint(args)
 
         async def virtual() -> Figures:
             began = trio.current_time()
-            transport = httpx2.ASGITransport(app=server_here.app())
+            transport = endpoint(args)
             outcome = await run(IN_PROCESS, prompts, transport)
             seconds = trio.current_time() - began  # CPU time takes none of it
-            seen = server_here.stats.as_json()
+            seen = await stats(IN_PROCESS, transport)
             return figures(name, args, prompts, outcome, seconds, seen, None)
 
         return trio.run(virtual, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -5,10 +5,10 @@ subtask is one request to an OpenAI-compatible ``/v1/chat/completions``, the SDK
 off. Its failures are classified: a 429 carries the server's ``Retry-After``, a 5xx, a dropped
 connection or a timeout is transient, any other 4xx is permanent. Only ``TRANSIENT`` failures
 and timeouts are retried (what may succeed next time), never sooner than the server asked.
-``rate`` spaces attempts with a token bucket, ``adaptive`` halves the workers allowed on a 429
-and grows them back. ``open_worker`` says what the worker is: a loopback server scripted to do
-what the demo's simulated sub-agent does, with limits of its own (two requests at once), or
-``--endpoint``.
+``rate`` spaces attempts with a token bucket, ``adaptive`` takes the workers allowed down to
+what the server holds on a 429 and grows them back. ``open_worker`` says what the worker is: a
+loopback server scripted to do what the demo's simulated sub-agent does, with limits of its own
+(two requests at once), or ``--endpoint``.
 
 What is still wrong: the plan never changes, whatever the sub-agents find. A finding that calls
 for another subtask, or makes a planned one pointless, is ignored: the supervisor runs the plan it
@@ -58,7 +58,7 @@ async def supervise(
     meters: list[Meter] = []
     if rate is not None:  # at most `rate` attempts start a second, retries included, in turn
         meters.append(RateLimit(rate))  # step 11: a token bucket, under the server's budget
-    if adaptive:  # workers allowed: halved on a 429, one more after each window of successes
+    if adaptive:  # workers allowed: fitted to the server's bound on a 429, then grown back
         meters.append(Adaptive(max_workers))  # step 11: between 1 and max_workers
     supervisor = Supervisor(
         worker,

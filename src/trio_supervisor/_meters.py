@@ -179,74 +179,53 @@ class RateLimit:
         return f"RateLimit(rate={self.rate:g}, burst={self.burst})"
 
 
-def _has_retry_after(failure: BaseException) -> bool:
-    return getattr(failure, "retry_after", _NONE) is not _NONE
-
-
-_NONE = object()
 _INF = float("inf")
 
 
 class Adaptive:
-    """A concurrency limit that adapts to what an endpoint allows: additive increase,
-    multiplicative decrease (AIMD), as TCP's congestion control and Netflix's
-    ``concurrency-limits`` do on the client side.
+    """A concurrency limit that finds what an endpoint allows, from the 429s it answers.
 
-    It is a [`Capacity`][trio_supervisor.Capacity] whose limit it moves itself, from what each
-    attempt tells it:
+    It is a [`Capacity`][trio_supervisor.Capacity] whose limit it moves itself, from how each
+    attempt went (``observe``):
 
     - **Slow start.** Until the first decrease, each success raises the limit by one, so it
-      doubles with every round of attempts (TCP's slow start, one step per answer rather than
-      one per round: a round's slowest answer holds nothing up). It begins at ``start``: 10 by
-      default, TCP's initial window, so that an endpoint of a few dozen places is found in two
-      or three rounds rather than five or six.
-    - **Additive increase.** After the first decrease, the limit grows by one after every
-      ``limit`` successes (one round of the current window), up to ``ceiling``.
-    - **Multiplicative decrease.** A failure that says the endpoint is over its limit (by
-      default one with a ``retry_after`` attribute, as
-      [`RateLimited`][trio_supervisor.agents.RateLimited] has: a 429) multiplies the limit by
-      ``decrease``: it halves. It never goes below ``floor``.
+      doubles with every round of attempts. It begins at ``start``: 10 by default, TCP's
+      initial window.
+    - **Increase.** After a decrease, the limit grows by one after every ``limit`` successes
+      (one round), up to ``ceiling``; next to a count in flight that the endpoint refused, after
+      ``PATIENCE`` rounds, so that a hard bound is probed rarely.
+    - **Decrease, fitted to the bound.** A refused attempt was sent while ``n`` attempts held
+      a place, itself included: the endpoint holds fewer than ``n``, so the limit goes to
+      ``n - 1``, never lower than ``decrease`` times itself. Against a hard bound the limit
+      settles at the bound instead of sawing below it; against a rate, which no count in
+      flight measures, each refusal of an attempt sent after the last decrease takes it down
+      again, by one at least.
+    - With ``fit=False``, plain AIMD (TCP's congestion control, Netflix's
+      ``concurrency-limits``): a refusal multiplies the limit by ``decrease``.
 
-    With ``fit=True`` a 429 also says how many is too many, and the limit fits the endpoint's
-    bound instead of sawing under it:
+    A refusal is a failure that says the endpoint is over its limit: by default one whose
+    ``retry_after`` is a number (the server asked for a wait) or whose ``status`` is 429, as a
+    [`RateLimited`][trio_supervisor.agents.RateLimited]'s; other failures leave the limit as it
+    is. Only the refusal of an attempt started after the last decrease decreases it again, so
+    one burst of 429s decreases it once. A refused slot sleeps its Retry-After with no place
+    held. The limit never leaves ``[floor, ceiling]``.
 
-    - the refused attempt was sent while ``n`` attempts held a place, itself included: the
-      endpoint holds fewer than ``n``, so the limit goes to ``n - 1``, never lower than
-      ``decrease`` times itself (each decrease is at most plain AIMD's, and against a bound far
-      less). Halving an endpoint's hard bound of 32 runs the limit between 16 and 33, three
-      quarters of what it takes; going back to one under what was in flight keeps it at 32.
-      Against a rate (a requests-per-minute budget), which no count in flight measures, each
-      refusal of an attempt sent after the last decrease takes the limit down again, by one at
-      least, as long as too many are sent;
-    - after a 429 refused ``n`` in flight, the limit waits four rounds (``PATIENCE``), not
-      one, before it tries ``n`` again; once ``n`` completes a round it grows by one a round
-      again. Against a hard bound, one attempt in four rounds is refused rather than one a
-      round.
-
-    Against an endpoint that takes 32 at once, in ``benchmarks/rate_limited.py`` on virtual
-    time, ``fit=True`` reaches 97% of its capacity with 0.8% of requests answered 429, where
-    halving on every 429 (the default) reaches 75%.
-
-    Only a failure of an attempt that started after the last decrease decreases the limit
-    again, so one burst of 429s, answered to attempts sent under the old limit, decreases it
-    once. Other failures leave it as it is. A 429's own wait (``Retry-After``) is slept with no
-    place held: the supervisor gives its place back when the attempt ends, before any wait.
-
-    Pass it in ``meters=`` to turn adaptation on (``Supervisor(agent, max_workers=128,
-    meters=[Adaptive(ceiling=128)])``); share one among the supervisors that call the same
-    endpoint (``n`` counts the attempts of all of them). The supervisor's ``max_workers`` still
-    bounds its own runs.
+    ```python
+    adaptive = Adaptive(128)  # share one among the supervisors that call one endpoint
+    supervisor = Supervisor(agent, max_workers=128, meters=[adaptive])
+    ```
 
     Args:
       ceiling: the largest limit (give the supervisor's ``max_workers``).
       floor: the smallest limit.
       start: the limit to begin with: 10 by default, or ``floor`` or ``ceiling`` if 10 is not
         between them.
-      decrease: the factor a multiplicative decrease multiplies the limit by, in ``(0, 1)``.
-      shrink_on: the failures that shrink the limit: an `Exception` subclass or a tuple of
-        them; None for those with a ``retry_after`` attribute.
-      fit: True to fit the limit to an endpoint's bound from what each 429 says (see above);
-        False (the default) for plain AIMD, every decrease a multiplication by ``decrease``.
+      decrease: the factor that bounds a decrease (``fit``) or makes it (plain AIMD), in
+        ``(0, 1)``.
+      shrink_on: the failures that count as refusals: an `Exception` subclass or a tuple of
+        them; None for the default above.
+      fit: True (the default) to fit the limit to the endpoint's bound from each refusal;
+        False for plain AIMD.
 
     Raises:
       TypeError: if a bound is not an int, ``shrink_on`` not exception classes, or ``fit``
@@ -265,7 +244,7 @@ class Adaptive:
         start: int | None = None,
         decrease: float = 0.5,
         shrink_on: type[Exception] | tuple[type[Exception], ...] | None = None,
-        fit: bool = False,
+        fit: bool = True,
     ) -> None:
         self.ceiling = _validate.count("ceiling", ceiling)
         self.floor = _validate.count("floor", floor)
@@ -285,7 +264,7 @@ class Adaptive:
             raise TypeError(f"fit must be True or False, got {type(fit).__name__} {fit!r}")
         self.fit = fit
         if shrink_on is None:
-            self._shrinks = _has_retry_after
+            self._shrinks = self._refused_by_default
         else:
             classes = _validate.retry_on(shrink_on)
             self._shrinks = lambda failure: isinstance(failure, classes)
@@ -299,6 +278,13 @@ class Adaptive:
         )
         self.decreases = 0
         """How many times the limit was decreased."""
+
+    @staticmethod
+    def _refused_by_default(failure: Exception) -> bool:
+        """Whether ``failure`` says the endpoint is over its limit: a wait asked, or a 429."""
+        wait = getattr(failure, "retry_after", None)
+        asked = isinstance(wait, int | float) and not isinstance(wait, bool)
+        return asked or getattr(failure, "status", None) == 429
 
     @property
     def limit(self) -> int:
@@ -358,7 +344,7 @@ class Adaptive:
         self._capacity.limit = max(self.floor, shrunk)
 
     def __repr__(self) -> str:
-        fit = ", fit=True" if self.fit else ""
+        fit = "" if self.fit else ", fit=False"
         return (
             f"Adaptive(limit={self.limit}, floor={self.floor}, ceiling={self.ceiling}, "
             f"decrease={self.decrease:g}{fit})"

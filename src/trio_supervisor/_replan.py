@@ -20,17 +20,16 @@ returns an [`Answer`][trio_supervisor.Answer]: degraded, and naming the budget, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from types import MappingProxyType
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import trio
 
 from . import _validate
-from ._contract import SubResult, describe
-
-if TYPE_CHECKING:
-    from ._supervisor import Supervisor
+from ._contract import Aggregate, SubResult, describe
+from ._trace import Trace
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -69,8 +68,25 @@ class Batch(Generic[S]):
             )
         if not isinstance(self.note, str):
             raise TypeError(f"a Batch's note must be a str, got {type(self.note).__name__}")
+        if not isinstance(self.progress, bool):
+            raise TypeError(
+                f"a Batch's progress must be True or False, got {type(self.progress).__name__}"
+            )
+        if not isinstance(self.replaces, Mapping):
+            raise TypeError(
+                "a Batch's replaces must be a mapping of index -> (round, index), got "
+                f"{type(self.replaces).__name__}"
+            )
+        size = len(self.subtasks)
+        replaces: dict[int, tuple[int, int]] = {}
+        for index, key in self.replaces.items():
+            if not _is_int(index) or not 0 <= index < size:
+                raise ValueError(
+                    f"a Batch's replaces has the index {index!r}, not one of its {size} subtasks"
+                )
+            replaces[index] = _entry_key(key)
         object.__setattr__(self, "subtasks", tuple(self.subtasks))
-        object.__setattr__(self, "replaces", dict(self.replaces))
+        object.__setattr__(self, "replaces", MappingProxyType(replaces))
 
 
 @dataclass(frozen=True)
@@ -85,6 +101,33 @@ class Done:
 
     answer: str | None = None
     note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.answer is not None and not isinstance(self.answer, str):
+            raise TypeError(
+                f"a Done's answer must be a str or None, got {type(self.answer).__name__}"
+            )
+        if not isinstance(self.note, str):
+            raise TypeError(f"a Done's note must be a str, got {type(self.note).__name__}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _entry_key(key: object) -> tuple[int, int]:
+    """``key`` as a ledger entry's ``(round, index)``: a pair of ints (a JSON list is taken)."""
+    if (
+        isinstance(key, tuple | list)
+        and len(key) == 2
+        and all(_is_int(part) for part in key)
+        and key[0] >= 1
+        and key[1] >= 0
+    ):
+        return (key[0], key[1])
+    raise TypeError(
+        f"a Batch replaces an entry named by (round, index), two ints from 1 and 0, got {key!r}"
+    )
 
 
 @dataclass(frozen=True)
@@ -146,7 +189,8 @@ class Ledger(Generic[S, T]):
     """Everything a re-planning run dispatched, each subtask once, round by round.
 
     What the planner reads to decide, what the answer is synthesized from, what a user inspects
-    afterwards.
+    afterwards. An entry is *settled* when it succeeded, or when an entry replacing it is
+    settled, however long the chain of replacements.
 
     Args:
       task: the task the run is about.
@@ -155,6 +199,35 @@ class Ledger(Generic[S, T]):
     def __init__(self, task: str) -> None:
         self.task = task
         self._rounds: list[Round[S, T]] = []
+        # kept in step with _rounds (see _sync): every entry, and the keys of the settled ones
+        self._entries: list[Entry[S, T]] = []
+        self._settled: set[tuple[int, int]] = set()
+        self._synced = 0
+
+    def _sync(self) -> None:
+        """Take in the rounds added since the last call: each entry once, and each success
+        settles the chain of entries it stands in for (each entry is settled once, so the
+        whole run is linear in the entries)."""
+        rounds = self._rounds
+        while self._synced < len(rounds):
+            for entry in rounds[self._synced].entries:
+                self._entries.append(entry)
+                if entry.result.ok:
+                    self._settle(entry)
+            self._synced += 1
+
+    def _settle(self, entry: Entry[S, T] | None) -> None:
+        while entry is not None and entry.key not in self._settled:
+            self._settled.add(entry.key)
+            entry = self._find(entry.replaces)
+
+    def _find(self, key: tuple[int, int] | None) -> Entry[S, T] | None:
+        if key is None:
+            return None
+        try:
+            return self.entry(key)
+        except (KeyError, TypeError, ValueError):
+            return None
 
     @property
     def rounds(self) -> tuple[Round[S, T], ...]:
@@ -164,10 +237,12 @@ class Ledger(Generic[S, T]):
     @property
     def entries(self) -> tuple[Entry[S, T], ...]:
         """Every dispatched subtask, by round, then by index in its batch."""
-        return tuple(entry for done in self._rounds for entry in done.entries)
+        self._sync()
+        return tuple(self._entries)
 
     def __len__(self) -> int:
-        return sum(len(done.entries) for done in self._rounds)
+        self._sync()
+        return len(self._entries)
 
     def entry(self, key: tuple[int, int]) -> Entry[S, T]:
         """The entry ``(round, index)``.
@@ -182,23 +257,24 @@ class Ledger(Generic[S, T]):
 
     def settled(self, entry: Entry[S, T]) -> bool:
         """True when ``entry`` succeeded, or a later entry replacing it is settled."""
-        if entry.result.ok:
-            return True
-        return any(later.replaces == entry.key and self.settled(later) for later in self.entries)
+        self._sync()
+        return entry.result.ok or entry.key in self._settled
 
     def unsettled(self) -> list[Entry[S, T]]:
         """The entries with no output of their own nor from a replacement: the answer's gaps."""
-        return [entry for entry in self.entries if not self.settled(entry)]
+        self._sync()
+        return [entry for entry in self._entries if entry.key not in self._settled]
 
     def synthesize(self) -> str:
         """The answer made from the ledger: one line per entry with its output, in ledger order;
         an unsettled failure shows what went wrong."""
+        self._sync()
         lines = []
-        for entry in self.entries:
+        for entry in self._entries:
             result = entry.result
             if result.ok:
                 lines.append(f"{result.subtask}: {result.output}")
-            elif not self.settled(entry):
+            elif entry.key not in self._settled:
                 lines.append(f"{result.subtask}: (missing: {result.error})")
         return "\n".join(lines)
 
@@ -246,8 +322,19 @@ class Planner(Protocol[S, T]):
         ...
 
 
+class Runner(Protocol[S, T]):
+    """What runs each batch of a re-planning run: something with a
+    [`Supervisor.run`][trio_supervisor.Supervisor.run]."""
+
+    async def run(
+        self, task: Iterable[S], /, *, deadline: float | None = None, trace: Trace | None = None
+    ) -> Aggregate[S, T]:
+        """Run every subtask of ``task``, within ``deadline`` seconds; the results in order."""
+        ...
+
+
 async def replan(
-    supervisor: Supervisor[S, T],
+    supervisor: Runner[S, T],
     task: str,
     planner: Planner[S, T],
     *,
@@ -270,6 +357,7 @@ async def replan(
     ledger: Ledger[S, T] = Ledger(task)
     stalls = resets = 0
     dispatched = 0
+    succeeded: set[object] = set()  # the subtasks that succeeded so far, as set members
     failure: str | None = None  # the planner's last failure, for the answer's reason
 
     def end(ended_by: Budget | None, reason: str, answer: str | None = None) -> Answer[S, T]:
@@ -330,7 +418,6 @@ async def replan(
             left = None if limit is None else until - started
             results = (await supervisor.run(subtasks, deadline=left)).results
         dispatched += len(subtasks)
-        succeeded_before = {_key(entry.subtask) for entry in ledger.entries if entry.result.ok}
         number = len(ledger._rounds) + 1
         entries = tuple(
             Entry(number, index, result, batch.replaces.get(index))
@@ -349,9 +436,8 @@ async def replan(
                 f"max_subtasks ({max_subtasks}) reached in round {number}, "
                 f"{held_back} of its subtasks not dispatched",
             )
-        progress = any(
-            result.ok and _key(result.subtask) not in succeeded_before for result in results
-        )
+        progress = any(result.ok and _key(result.subtask) not in succeeded for result in results)
+        succeeded.update(_key(result.subtask) for result in results if result.ok)
         planned = trio.current_time()
         decision = await ask(False)
         fresh = False
@@ -392,20 +478,16 @@ def _key(subtask: object) -> object:
 
 
 def _checked(decision: object, ledger: Ledger[Any, Any]) -> Batch[Any] | Done | _Failed:
-    """``decision`` if it is a decision the run can follow, else what is wrong with it."""
+    """``decision`` if it is a decision the run can follow, else what is wrong with it.
+
+    Its fields were checked when it was made (``Batch`` and ``Done`` check their own); what is
+    left is whether each entry it replaces is in the ledger."""
     if isinstance(decision, Done):
         return decision
     if not isinstance(decision, Batch):
         return _Failed(f"the planner returned {type(decision).__name__}, not a Batch or a Done")
-    size = len(decision.subtasks)
-    for index, key in decision.replaces.items():
-        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < size:
-            return _Failed(
-                f"the planner's batch replaces from index {index!r}, not one of its {size} subtasks"
-            )
-        try:
-            ledger.entry(key)
-        except (KeyError, TypeError, ValueError):
+    for key in decision.replaces.values():
+        if ledger._find(key) is None:
             return _Failed(
                 f"the planner's batch replaces {key!r}, which is no (round, index) of the ledger"
             )

@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import re
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
@@ -24,12 +26,16 @@ from trio_supervisor import Adaptive, Backoff, RateLimit, Status, Supervisor, Tr
 from trio_supervisor.agents import (
     TRANSIENT,
     ChatAgent,
+    ChatPlanner,
     MalformedReply,
     PermanentError,
     RateLimited,
+    Refused,
     TransientError,
     parse_retry_after,
 )
+from trio_supervisor.agents._chat import mask
+from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent, devserver
 
 KEY = "sk-SENTINEL-3f9c2a7e51d04b8c"
 URL = "http://127.0.0.1:9/v1"
@@ -150,9 +156,21 @@ def test_the_core_does_not_import_the_sdk() -> None:
             RateLimited,
             "429 Too Many Requests from http://127.0.0.1:9/v1/: slow down (Retry-After 1.5s)",
         ),
-        (500, TransientError, "500 Internal Server Error from http://127.0.0.1:9/v1/: slow down"),
-        (503, TransientError, "503 Service Unavailable from http://127.0.0.1:9/v1/: slow down"),
-        (408, TransientError, "408 Request Timeout from http://127.0.0.1:9/v1/: slow down"),
+        (
+            500,
+            TransientError,
+            "500 Internal Server Error from http://127.0.0.1:9/v1/: slow down (Retry-After 1.5s)",
+        ),
+        (
+            503,
+            TransientError,
+            "503 Service Unavailable from http://127.0.0.1:9/v1/: slow down (Retry-After 1.5s)",
+        ),
+        (
+            408,
+            TransientError,
+            "408 Request Timeout from http://127.0.0.1:9/v1/: slow down (Retry-After 1.5s)",
+        ),
         (400, PermanentError, "400 Bad Request from http://127.0.0.1:9/v1/: slow down"),
         (404, PermanentError, "404 Not Found from http://127.0.0.1:9/v1/: slow down"),
         (401, PermanentError, "401 Unauthorized from http://127.0.0.1:9/v1/: check the API key"),
@@ -244,7 +262,10 @@ async def test_the_sdk_never_retries_on_its_own() -> None:
 def test_retry_after_is_read_from_milliseconds_seconds_or_a_date() -> None:
     now = datetime(2026, 12, 1, 7, 0, 0, tzinfo=UTC)
     headers = httpx2.Headers
-    assert parse_retry_after(headers({"retry-after-ms": "250", "retry-after": "9"})) == 0.25
+    # both given: the longer wait is obeyed, whichever header holds it
+    assert parse_retry_after(headers({"retry-after-ms": "250", "retry-after": "9"})) == 9.0
+    assert parse_retry_after(headers({"retry-after-ms": "12000", "retry-after": "3"})) == 12.0
+    assert parse_retry_after(headers({"retry-after-ms": "250"})) == 0.25
     assert parse_retry_after(headers({"retry-after": "3"})) == 3.0
     assert parse_retry_after(headers({"Retry-After": "1.5"})) == 1.5
     date = "Tue, 01 Dec 2026 07:00:12 GMT"
@@ -444,3 +465,189 @@ async def test_the_key_never_shows(
     assert caplog.records  # the SDK did log, at debug level
     leaks = [text for text in shown if KEY in text]
     assert leaks == []
+
+
+def echoing(status: int, body: bytes = b"", **headers: str) -> httpx2.Response:
+    """An answer whose reason phrase (and body) repeat the key and a bearer token."""
+    phrase = f"Nope {KEY} (Authorization: Bearer {KEY}x)".encode()
+    return httpx2.Response(
+        status, content=body, headers=headers, extensions={"reason_phrase": phrase}
+    )
+
+
+async def test_the_key_never_shows_whatever_the_server_echoes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A reason phrase, an error body, a 200 that is not JSON, a reply's text and a refusal
+    each repeat the key (and a bearer token): none of it reaches an error, an output, the
+    trace or its JSON."""
+    said = json.dumps({"error": {"message": f"bad: {KEY}, Bearer abc.def"}}).encode()
+    answers = {
+        "401": echoing(401, said),
+        "500": echoing(500, said),
+        "503": echoing(503, said, **{"retry-after": "1"}),
+        "not json": echoing(200, f"<html>{KEY} Bearer {KEY}</html>".encode()),
+        "text": completion(f"your key is {KEY}; Bearer tok-123"),
+        "refusal": httpx2.Response(
+            200,
+            json={"choices": [{"message": {"content": None, "refusal": f"no, {KEY}"}}]},
+        ),
+    }
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return answers[prompt_of(request)]
+
+    async with agent(handler) as worker:
+        trace = Trace()
+        sup = Supervisor(worker, max_workers=2, attempts=2, retry_on=TRANSIENT)
+        aggregate = await sup.run(list(answers), trace=trace)
+    shown = [repr(aggregate), json.dumps(trace.to_dict(), default=str), repr(trace.slots)]
+    for result in aggregate:
+        shown += [str(result.error), str(result.output)]
+        if result.exception is not None:
+            shown += list(text_of(result.exception))
+    assert [text for text in shown if KEY in text or "tok-123" in text or "abc.def" in text] == []
+    assert [r.ok for r in aggregate] == [False, False, False, False, True, False]
+    assert aggregate.results[4].output == "your key is ***; Bearer ***"
+    assert aggregate.results[5].error == "Refused: the model refused: no, ***"
+
+
+def test_a_short_key_is_masked_where_it_stands_alone_and_ordinary_text_survives() -> None:
+    assert mask("subtask k, key=k; Bearer abc", "k") == "subtask ***, key=***; Bearer ***"
+    assert mask(f"x{KEY}y", KEY) == "x***y"  # a real key: inside a longer word too
+
+
+# -- Retry-After and x-should-retry from the loopback server, in process ------------------------
+
+
+def loopback(**options: Any) -> ChatAgent:
+    transport = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), **options))
+    return ChatAgent("m", base_url="http://devserver/v1", api_key=KEY, transport=transport)
+
+
+async def starts_of(script: dict[str, Any], attempts: int = 3) -> tuple[list[float], Any]:
+    """When each attempt of the one subtask ``"q"`` started, and its result."""
+    starts: list[float] = []
+    async with loopback(script={"q": devserver.Script(**script)}.get) as worker:
+
+        async def timed(subtask: str) -> str:
+            starts.append(trio.current_time())
+            return await worker(subtask)
+
+        sup = Supervisor(timed, max_workers=1, attempts=attempts, retry_on=TRANSIENT)
+        (result,) = (await sup.run(["q"])).results
+    return [t - starts[0] for t in starts], result
+
+
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [
+        ({"retry_after": 1.0}, 1.0),  # a gateway's admission control
+        ({"retry_after_ms": 2500.0}, 2.5),
+        ({"retry_after": 3.0, "retry_after_ms": 500.0}, 3.0),  # both: the longer
+        ({"retry_after": 0.25, "retry_after_ms": 4000.0}, 4.0),
+    ],
+)
+async def test_a_503s_retry_after_is_obeyed_the_longer_header_winning(
+    autojump_clock: trio.testing.MockClock, headers: dict[str, float], wait: float
+) -> None:
+    starts, result = await starts_of({"flaky": 1, "status": 503, **headers})
+    assert result.ok
+    assert len(starts) == 2
+    assert starts[1] >= wait
+    assert starts[1] <= wait + 0.01  # the wait asked, not a backoff of its own on top
+    assert result.attempts == 2
+
+
+async def test_a_503s_retry_after_is_carried_by_the_error() -> None:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(503, headers={"retry-after": "1"})
+
+    async with agent(handler) as worker:
+        with pytest.raises(TransientError) as caught:
+            await worker("a")
+    assert caught.value.retry_after == 1.0
+    assert str(caught.value) == (
+        "503 Service Unavailable from http://127.0.0.1:9/v1/ (Retry-After 1s)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "should_retry", "attempts", "kind"),
+    [
+        (500, False, 1, PermanentError),  # the server says: do not ask again
+        (429, False, 1, PermanentError),
+        (400, True, 3, TransientError),  # the server says: ask again, though a 400
+        (404, None, 1, PermanentError),
+        (503, None, 3, TransientError),
+    ],
+)
+async def test_x_should_retry_decides_whether_a_failure_is_retried(
+    autojump_clock: trio.testing.MockClock,
+    status: int,
+    should_retry: bool | None,
+    attempts: int,
+    kind: type[Exception],
+) -> None:
+    starts, result = await starts_of({"fail": True, "status": status, "should_retry": should_retry})
+    assert result.attempts == len(starts) == attempts
+    assert isinstance(result.exception, kind)
+    assert getattr(result.exception, "status", None) == status
+    if should_retry is not None:
+        told = "true" if should_retry else "false"
+        assert f"(x-should-retry: {told})" in str(result.exception)
+
+
+async def test_a_loopback_server_that_echoes_the_key_never_shows_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    script = {
+        "fails": devserver.Script(fail=True, status=500, echo_key=True),
+        "answers": devserver.Script(echo_key=True),
+        "refuses": devserver.Script(refusal="I will not"),
+    }
+    async with loopback(script=script.get) as worker:
+        aggregate = await Supervisor(worker, max_workers=3).run(list(script))
+    assert [r.error or r.output for r in aggregate] == [
+        "TransientError: 500 Internal Server Error from http://devserver/v1/: "
+        "failure (simulated) for Bearer ***",
+        "answer to: answers (you sent Bearer ***)",
+        "Refused: the model refused: I will not",
+    ]
+    assert isinstance(aggregate.results[2].exception, Refused)
+    assert aggregate.results[2].exception.refusal == "I will not"
+
+
+# -- the docstrings' examples run ----------------------------------------------------------------
+
+
+def example_of(documented: object) -> str:
+    """The ``python`` code block of ``documented``'s docstring, as an async function's body."""
+    found = re.search(r"```python\n(.*?)```", documented.__doc__ or "", re.DOTALL)
+    assert found is not None, f"{documented!r} shows no example"
+    body = textwrap.indent(textwrap.dedent(found.group(1)), "    ")
+    return f"async def example() -> None:\n{body}"
+
+
+EXAMPLES = [ChatAgent, ChatPlanner, devserver.Script, devserver.app, ScriptedPlanner, Adaptive]
+
+
+@pytest.mark.parametrize("documented", EXAMPLES, ids=lambda d: d.__qualname__)
+def test_each_docstrings_example_runs(documented: object) -> None:
+    names: dict[str, Any] = {
+        "httpx2": httpx2,
+        "trio": trio,
+        "devserver": devserver,
+        "app": devserver.app,
+        "Script": devserver.Script,
+        "ChatAgent": ChatAgent,
+        "ChatPlanner": ChatPlanner,
+        "Supervisor": Supervisor,
+        "TRANSIENT": TRANSIENT,
+        "SimulatedAgent": SimulatedAgent,
+        "ScriptedPlanner": ScriptedPlanner,
+        "Adaptive": Adaptive,
+        "agent": SimulatedAgent(0),
+    }
+    exec(compile(example_of(documented), f"<example of {documented!r}>", "exec"), names)
+    trio.run(names["example"], clock=trio.testing.MockClock(autojump_threshold=0))

@@ -205,3 +205,150 @@ async def test_the_loopback_planner_plays_the_scripted_rules_from_the_ledger_it_
             llm = await supervisor.replan(TASK, planner, max_rounds=max_rounds)
             scripted = await supervisor.replan(TASK, RULES, max_rounds=max_rounds)
             assert (llm.text, llm.ended_by) == (scripted.text, scripted.ended_by)
+
+
+# -- Retry-After, structured outputs, fences, refusals ------------------------------------------
+
+
+def loopback(**options: Any) -> httpx2.ASGITransport:
+    return httpx2.ASGITransport(app=app(latency=(0, 0), model="m", planner=RULES, **options))
+
+
+def planner_of(transport: httpx2.AsyncBaseTransport, **options: Any) -> ChatPlanner:
+    return ChatPlanner("m", base_url="http://x/v1", api_key=KEY, transport=transport, **options)
+
+
+class Limited(Recorder):
+    """A planner endpoint that answers its first ``refusals`` requests 429, asking ``wait``
+    seconds, then as a ``Recorder``; it notes when each request came."""
+
+    def __init__(self, refusals: int, wait: str, replies: list[str]) -> None:
+        super().__init__(replies)
+        self.refusals = refusals
+        self.wait = wait
+        self.times: list[float] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.times.append(trio.current_time())
+        if len(self.times) <= self.refusals:
+            return httpx2.Response(429, headers={"retry-after": self.wait})
+        self.asked.append([])
+        return await super().handle_async_request(request)
+
+
+async def test_a_rate_limited_planner_waits_what_the_server_asked_and_costs_no_round(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """429 with Retry-After 3, twice: the planner sleeps 3 s each time and asks again; the run
+    is the one a planner never refused gives (it spent its rounds in 0.2 s before)."""
+    done = PlannerReply(done=True, answer="all found").model_dump_json()
+    endpoint = Limited(2, "3", [done, done])
+    begin = trio.current_time()
+    async with planner_of(endpoint) as planner:
+        answer = await Supervisor(agent(), max_workers=2).replan(TASK, planner, max_rounds=2)
+    assert [t - begin for t in endpoint.times] == [0, 3, 6]
+    assert (answer.text, answer.degraded, answer.ledger.rounds) == ("all found", False, ())
+
+
+async def test_a_planner_waits_at_most_max_waits_times_and_never_past_the_deadline(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    begin = trio.current_time()
+    endpoint = Limited(1000, "3", [])
+    async with planner_of(endpoint, max_waits=2) as planner:
+        answer = await Supervisor(agent(), max_workers=2).replan(
+            TASK, planner, max_rounds=2, max_stalls=5
+        )
+    # each decision: one request and two waits of 3 s, then it fails and costs its round
+    assert [t - begin for t in endpoint.times] == [0, 3, 6, 6, 9, 12, 12, 15, 18]
+    assert answer.ended_by == "max_rounds"
+    assert answer.ledger.rounds[0].error == (
+        "the planner raised RateLimited: 429 Too Many Requests from http://x/v1/ (Retry-After 3s)"
+    )
+    endpoint = Limited(1000, "3", [])
+    begin = trio.current_time()
+    async with planner_of(endpoint) as planner:
+        answer = await Supervisor(agent(), max_workers=2).replan(TASK, planner, deadline=7)
+    assert trio.current_time() - begin < 7  # it failed rather than sleep into the deadline
+    times = [t - begin for t in endpoint.times]
+    assert times[:3] == [0, 3, 6]
+    assert set(times[2:]) == {6}  # then no more waits: each would end past the deadline
+    assert answer.ended_by in ("max_rounds", "max_stalls")  # its budgets, not a sleep
+
+
+async def test_the_planner_asks_for_structured_outputs_with_its_schema(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Keeping(Recorder):
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            seen.append(json.loads(await request.aread()))
+            request.stream = httpx2.ByteStream(json.dumps(seen[-1]).encode())
+            return await super().handle_async_request(request)
+
+    async with planner_of(Keeping([PlannerReply(done=True).model_dump_json()])) as planner:
+        assert await planner.first("t") == Done()
+    form = seen[0]["response_format"]
+    assert form["type"] == "json_schema"
+    assert form["json_schema"]["strict"] is True
+    assert form["json_schema"]["name"] == "planner_reply"
+    schema = form["json_schema"]["schema"]
+    assert set(schema["required"]) == set(PlannerReply.model_fields)  # strict: all required
+    assert schema["additionalProperties"] is False
+
+
+async def test_a_server_that_refuses_response_format_is_asked_in_plain_json_from_then_on(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    app_options: dict[str, Any] = {"structured_outputs": False}
+    transport = loopback(**app_options)
+    async with planner_of(transport) as planner:
+        supervisor = Supervisor(agent(), max_workers=3)
+        llm = await supervisor.replan(TASK, planner)
+        assert planner.structured is False
+        async with httpx2.AsyncClient(transport=transport, base_url="http://x") as client:
+            seen = (await client.get("/stats")).json()
+    scripted = await supervisor.replan(TASK, RULES)
+    assert (llm.text, llm.degraded) == (scripted.text, False)
+    assert seen["statuses"] == {"200": 3, "400": 1}  # one refusal, then never asked with it
+
+
+async def test_a_fenced_reply_is_accepted(autojump_clock: trio.testing.MockClock) -> None:
+    good = PlannerReply(done=True, answer="all found").model_dump_json()
+    fenced = Recorder([f"Sure! Here it is:\n```json\n{good}\n```\nAnything else?"])
+    async with planner_of(fenced) as planner:
+        assert await planner.first("t") == Done(answer="all found")
+    assert len(fenced.asked) == 1  # taken at once, not asked again
+    async with planner_of(loopback()) as planner:
+        supervisor = Supervisor(agent(), max_workers=3)
+        llm = await supervisor.replan(f"{TASK} [fenced]", planner)
+    assert [done.error for done in llm.ledger.rounds] == [None, None]
+    assert [len(done.entries) for done in llm.ledger.rounds] == [3, 2]
+    assert llm.degraded is False
+
+
+async def test_a_refusal_fails_the_decision_as_a_refusal_keeping_its_words(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with planner_of(loopback()) as planner:
+        supervisor = Supervisor(agent(), max_workers=3)
+        llm = await supervisor.replan("a [refuse] task", planner, max_stalls=0, max_resets=0)
+    [only] = llm.ledger.rounds
+    assert only.error == "the planner raised Refused: the model refused: I can't plan that."
+
+
+async def test_the_loopback_planner_endpoint_can_be_rate_limited(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    from trio_supervisor.testing.devserver import Script
+
+    begin = trio.current_time()
+    limited = Script(flaky=2, status=429, retry_after=3.0)
+    async with planner_of(loopback(planner_script=limited)) as planner:
+        supervisor = Supervisor(agent(), max_workers=3)
+        llm = await supervisor.replan(TASK, planner)
+    scripted = await supervisor.replan(TASK, RULES)
+    assert trio.current_time() - begin >= 6
+    assert (llm.text, llm.degraded) == (scripted.text, False)
+    assert [done.error for done in llm.ledger.rounds] == [None, None]

@@ -218,9 +218,64 @@ def test_adaptive_is_validated() -> None:
     with pytest.raises(TypeError, match=r"^fit must be True or False, got int 1$"):
         Adaptive(3, fit=1)  # type: ignore[arg-type]
     assert repr(Adaptive(8, start=4)) == "Adaptive(limit=4, floor=1, ceiling=8, decrease=0.5)"
-    assert repr(Adaptive(8, start=4, fit=True)) == (
-        "Adaptive(limit=4, floor=1, ceiling=8, decrease=0.5, fit=True)"
+    assert repr(Adaptive(8, start=4, fit=False)) == (
+        "Adaptive(limit=4, floor=1, ceiling=8, decrease=0.5, fit=False)"
     )
+
+
+def test_the_default_adaptive_rule_fits_the_limit_to_the_bound() -> None:
+    """The rule that meets the goodput target is the one a user gets without asking; plain
+    AIMD is one option away."""
+    assert Adaptive(128).fit is True
+    assert Adaptive(128, fit=False).fit is False
+
+
+async def test_by_default_a_429_takes_the_limit_to_one_under_what_was_in_flight(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """16 in flight, all refused: the default goes to 15, not to 8 (half)."""
+    adaptive = Adaptive(16, start=16)
+
+    async def busy(i: int) -> int:
+        await trio.sleep(1)
+        raise Busy(1.0)
+
+    await Supervisor(busy, max_workers=16, meters=[adaptive]).run(range(16))
+    assert adaptive.limit == 15
+
+
+class Failed(Exception):
+    """A failure with the attributes of an HTTP agent's error."""
+
+    def __init__(self, status: int | None, retry_after: float | None) -> None:
+        super().__init__(status)
+        self.status = status
+        self.retry_after = retry_after
+
+
+@pytest.mark.parametrize(
+    ("status", "retry_after", "shrinks"),
+    [
+        (429, None, True),  # a 429 without Retry-After
+        (503, 1.0, True),  # a gateway's admission control asks for a wait
+        (500, None, False),  # a plain server error: not a refusal
+        (None, None, False),  # a refused connection
+    ],
+)
+async def test_by_default_a_refusal_is_a_429_or_a_failure_that_asks_for_a_wait(
+    autojump_clock: trio.testing.MockClock,
+    status: int | None,
+    retry_after: float | None,
+    shrinks: bool,
+) -> None:
+    adaptive = Adaptive(16, start=16, fit=False)
+
+    async def failing(i: int) -> int:
+        await trio.sleep(1)
+        raise Failed(status, retry_after)
+
+    await Supervisor(failing, max_workers=4, meters=[adaptive]).run(range(4))
+    assert adaptive.limit == (8 if shrinks else 16)
 
 
 def test_the_adaptive_limit_starts_at_ten_within_its_bounds() -> None:
@@ -349,7 +404,7 @@ async def test_other_failures_leave_the_adaptive_limit_alone(
 async def test_shrink_on_names_the_failures_that_shrink(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    adaptive = Adaptive(16, start=16, shrink_on=KeyError)
+    adaptive = Adaptive(16, start=16, shrink_on=KeyError, fit=False)
 
     async def broken(i: int) -> int:
         await trio.sleep(1)  # all four start under the same limit: one decrease

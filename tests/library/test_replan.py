@@ -3,7 +3,9 @@ planner that fails, hangs or is interrupted, the ledger's settling rule, and bad
 
 from __future__ import annotations
 
+import ast
 import functools
+import inspect
 import re
 from typing import Any
 
@@ -12,7 +14,19 @@ import trio
 import trio.testing
 from virtual_time import run_virtual
 
-from trio_supervisor import Answer, Batch, Done, Entry, Ledger, Round, Status, SubResult, Supervisor
+from trio_supervisor import (
+    Aggregate,
+    Answer,
+    Batch,
+    Done,
+    Entry,
+    Ledger,
+    Round,
+    Status,
+    SubResult,
+    Supervisor,
+    _replan,
+)
 from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
 
 TASK = "competitor pricing; customer reviews; inventory"
@@ -103,6 +117,8 @@ class Failing:
     async def next(self, task: str, ledger: Ledger[str, str], *, fresh: bool) -> Any:
         if isinstance(self.decision, BaseException):
             raise self.decision
+        if callable(self.decision):  # the decision is made, or refused, as the planner runs
+            return self.decision()
         return self.decision
 
 
@@ -117,8 +133,37 @@ class Failing:
             "the planner's batch replaces (7, 0), which is no (round, index) of the ledger",
         ),
         (
-            Batch(["c"], replaces={3: (1, 0)}),
-            "the planner's batch replaces from index 3, not one of its 1 subtasks",
+            lambda: Batch(["c"], replaces={3: (1, 0)}),
+            "the planner raised ValueError: a Batch's replaces has the index 3, not one of its "
+            "1 subtasks",
+        ),
+        (
+            lambda: Batch(["c"], replaces={0: ["1", 0]}),  # type: ignore[dict-item]
+            "the planner raised TypeError: a Batch replaces an entry named by (round, index), "
+            "two ints from 1 and 0, got ['1', 0]",
+        ),
+        (
+            lambda: Batch(["c"], replaces={0: (1, 0, 2)}),  # type: ignore[dict-item]
+            "the planner raised TypeError: a Batch replaces an entry named by (round, index), "
+            "two ints from 1 and 0, got (1, 0, 2)",
+        ),
+        (
+            lambda: Batch(["c"], replaces={0: (True, 0)}),
+            "the planner raised TypeError: a Batch replaces an entry named by (round, index), "
+            "two ints from 1 and 0, got (True, 0)",
+        ),
+        (
+            lambda: Batch(["c"], replaces={"0": (1, 0)}),  # type: ignore[dict-item]
+            "the planner raised ValueError: a Batch's replaces has the index '0', not one of "
+            "its 1 subtasks",
+        ),
+        (
+            lambda: Batch(["c"], progress="no"),  # type: ignore[arg-type]
+            "the planner raised TypeError: a Batch's progress must be True or False, got str",
+        ),
+        (
+            lambda: Done(answer=123),  # type: ignore[arg-type]
+            "the planner raised TypeError: a Done's answer must be a str or None, got int",
         ),
     ],
 )
@@ -266,3 +311,118 @@ def test_a_batch_and_a_scripted_planner_refuse_a_str_where_subtasks_go() -> None
         Batch("a; b")
     with pytest.raises(TypeError, match=re.escape("follow_ups['Acme'] must be a sequence")):
         ScriptedPlanner(follow_ups={"Acme": "Acme's discounts"})
+
+
+class Rerouting:
+    """A planner that reroutes each round's failure to a fresh subtask, ``rounds`` times in
+    all, each standing in for the one before; then it is done."""
+
+    def __init__(self, rounds: int, *, as_json: bool = False) -> None:
+        self.rounds = rounds
+        self.as_json = as_json  # name the entry replaced by a list, as parsed JSON does
+
+    async def first(self, task: str) -> Batch[int]:
+        return Batch([1])
+
+    async def next(self, task: str, ledger: Ledger[int, str], *, fresh: bool) -> Any:
+        last = ledger._rounds[-1]
+        if last.number >= self.rounds:
+            return Done(note="rerouted to the end")
+        key: Any = list(last.entries[0].key) if self.as_json else last.entries[0].key
+        return Batch([last.number + 1], replaces={0: key})
+
+
+def test_a_chain_of_ten_thousand_reroutes_ends_with_an_answer() -> None:
+    """Each round reroutes the previous round's failure; the last one succeeds and so settles
+    every entry of the chain: a whole answer, with no depth limit (it was RecursionError after
+    about 500 rounds)."""
+    rounds = 10_000
+
+    async def worker(n: int) -> str:
+        if n < rounds:
+            raise ValueError(f"source {n} is down")
+        return "found it"
+
+    supervisor = Supervisor(worker, max_workers=1)
+    replan = functools.partial(
+        supervisor.replan,
+        "t",
+        Rerouting(rounds),
+        max_rounds=rounds,
+        max_subtasks=rounds,
+        max_stalls=rounds,
+    )
+    answer = run_virtual(replan)
+    assert (answer.degraded, answer.ended_by) == (False, None)
+    assert answer.text == f"{rounds}: found it"
+    assert len(answer.ledger) == rounds
+    assert answer.ledger.unsettled() == []
+
+
+def test_a_planners_json_pair_is_taken_as_the_entry_it_names() -> None:
+    """``replaces={0: [1, 0]}`` (what a planner that parses JSON produces) is the entry
+    ``(1, 0)``: it settles it."""
+
+    async def worker(n: int) -> str:
+        if n == 1:
+            raise ValueError("down")
+        return "found"
+
+    supervisor = Supervisor(worker, max_workers=1)
+    answer = run_virtual(supervisor.replan, "t", Rerouting(2, as_json=True))
+    assert answer.ledger.rounds[1].entries[0].replaces == (1, 0)
+    assert (answer.degraded, answer.text) == (False, "2: found")
+    parsed: Any = {0: [1, 0]}
+    assert Batch([2], replaces=parsed) == Batch([2], replaces={0: (1, 0)})
+
+
+def test_a_batch_cannot_be_changed_once_the_run_has_checked_it() -> None:
+    batch = Batch(["a"], replaces={0: (1, 0)})
+    with pytest.raises(TypeError):
+        batch.replaces[0] = [7, 7]  # type: ignore[index]
+
+
+def test_a_ledger_settles_a_chain_of_ten_thousand_entries_without_recursion() -> None:
+    ledger: Ledger[int, str] = Ledger("t")
+    failed = SubResult[int, str](0, error="E")
+    for number in range(1, 10_001):
+        replaces = None if number == 1 else (number - 1, 0)
+        result = failed if number < 10_000 else SubResult[int, str](number, output="Y")
+        ledger._rounds.append(Round(number, "", (Entry(number, 0, result, replaces),), 0, 0, 0))
+    assert ledger.settled(ledger.entry((1, 0)))
+    assert ledger.unsettled() == []
+
+
+class Recorded:
+    """Not a Supervisor: anything that can run a batch can run a re-planning run."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[int]] = []
+
+    async def run(
+        self, task: Any, /, *, deadline: float | None = None, trace: Any = None
+    ) -> Aggregate[int, str]:
+        batch = list(task)
+        self.batches.append(batch)
+        return Aggregate([SubResult(n, output=f"ran {n}") for n in batch])
+
+
+def test_replan_runs_with_anything_that_runs_a_batch_and_imports_no_supervisor() -> None:
+    runner = Recorded()
+    answer = run_virtual(functools.partial(_replan.replan, runner, "t", Rerouting(3), **BUDGETS))
+    assert runner.batches == [[1], [2], [3]]
+    assert answer.text == "1: ran 1\n2: ran 2\n3: ran 3"
+    tree = ast.parse(inspect.getsource(_replan))
+    imported = {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert "_supervisor" not in imported
+
+
+BUDGETS: dict[str, Any] = {
+    "max_rounds": 10,
+    "max_subtasks": 100,
+    "max_stalls": 3,
+    "max_resets": 2,
+    "deadline": None,
+}

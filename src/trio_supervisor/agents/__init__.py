@@ -7,8 +7,10 @@ failures are classified for ``retry_on``: [`TRANSIENT`][trio_supervisor.agents.T
 what is worth retrying (a 429 [`RateLimited`][trio_supervisor.agents.RateLimited], whose
 ``retry_after`` the supervisor obeys; a 5xx, a refused connection or a timeout
 [`TransientError`][trio_supervisor.agents.TransientError]), and a
-[`PermanentError`][trio_supervisor.agents.PermanentError] or a
-[`MalformedReply`][trio_supervisor.agents.MalformedReply] is not.
+[`PermanentError`][trio_supervisor.agents.PermanentError], a
+[`MalformedReply`][trio_supervisor.agents.MalformedReply] or a model's refusal
+[`Refused`][trio_supervisor.agents.Refused] is not. Whatever status is retried, its error
+carries the server's ``Retry-After`` as ``retry_after``.
 
 A [`ChatPlanner`][trio_supervisor.agents.ChatPlanner] is a
 [`Planner`][trio_supervisor.Planner] for [`Supervisor.replan`][trio_supervisor.Supervisor.replan]:
@@ -27,6 +29,7 @@ from ._chat import (
     MalformedReply,
     PermanentError,
     RateLimited,
+    Refused,
     TransientError,
     parse_retry_after,
 )
@@ -44,6 +47,7 @@ __all__ = [
     "PlannedSubtask",
     "PlannerReply",
     "RateLimited",
+    "Refused",
     "TransientError",
     "UnusableReply",
     "parse_retry_after",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -38,37 +39,58 @@ Messages = Callable[[Any], "list[ChatCompletionMessageParam]"]
 
 
 class AgentError(Exception):
-    """A chat endpoint's call failed; ``status`` is the HTTP status when there was one."""
+    """A chat endpoint's call failed.
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    ``status`` is the HTTP status when there was one; ``retry_after`` the wait the server
+    asked for before another request, in seconds (its ``Retry-After``), or None. A supervisor
+    reads ``retry_after`` on any failure and never retries sooner.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
 
 
 class RateLimited(AgentError):
     """The endpoint answered 429: over its rate or concurrency limit.
 
-    ``retry_after`` is the wait the server asked for, in seconds (from ``retry-after-ms`` or
-    ``retry-after``), or None when it gave none. A supervisor never retries sooner.
+    ``retry_after`` is the wait it asked for (from ``retry-after-ms`` or ``retry-after``), or
+    None when it gave none.
     """
 
     def __init__(self, message: str, *, retry_after: float | None) -> None:
-        super().__init__(message, status=429)
-        self.retry_after = retry_after
+        super().__init__(message, status=429, retry_after=retry_after)
 
 
 class TransientError(AgentError):
-    """A failure worth retrying: a 5xx, a 408 or 409, a refused or dropped connection, a
-    timeout."""
+    """A failure worth retrying: a 5xx, a 408 or 409, any status the server marks
+    ``x-should-retry: true``, a refused or dropped connection, a timeout. A 503 that asks
+    for a wait (``Retry-After``) carries it in ``retry_after``."""
 
 
 class PermanentError(AgentError):
-    """A 4xx other than 408, 409 and 429 (a bad request, a wrong key, an unknown model): the
-    same request would fail again, so it is not retried by default."""
+    """A failure the same request would meet again, so not retried by default: a 4xx other
+    than 408, 409 and 429 (a bad request, a wrong key, an unknown model), or any status the
+    server marks ``x-should-retry: false``."""
 
 
 class MalformedReply(AgentError):
     """The endpoint answered 200 with something that is not a chat completion's JSON."""
+
+
+class Refused(AgentError):
+    """The model declined: its reply holds a ``refusal`` instead of content.
+
+    ``refusal`` is the model's own words (the key masked). Not retried by default: the same
+    request is likely declined again.
+    """
+
+    def __init__(self, refusal: str) -> None:
+        super().__init__(f"the model refused: {refusal}")
+        self.refusal = refusal
 
 
 TRANSIENT: tuple[type[Exception], ...] = (RateLimited, TransientError)
@@ -78,8 +100,10 @@ TRANSIENT: tuple[type[Exception], ...] = (RateLimited, TransientError)
 def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
     """The wait a response asks for, in seconds, from its headers.
 
-    ``retry-after-ms`` (milliseconds, as OpenAI-compatible servers send) wins over
-    ``retry-after``, which is seconds or an HTTP date. A date in the past is a wait of 0.
+    ``retry-after-ms`` is milliseconds (as OpenAI-compatible servers send); ``retry-after`` is
+    seconds or an HTTP date, and a date in the past is a wait of 0. Where both hold a usable
+    value, the longer wait is the one obeyed: a client never comes back sooner than either
+    header asked.
 
     Args:
       headers: the response's headers (a case-insensitive mapping, such as httpx's).
@@ -88,15 +112,30 @@ def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -
     Returns:
       Seconds, or None when neither header holds a usable value.
     """
-    millis = headers.get("retry-after-ms")
-    if millis is not None:
-        try:
-            value = float(millis)
-        except ValueError:
-            value = math.nan
-        if math.isfinite(value) and value >= 0:
-            return value / 1000
-    text = headers.get("retry-after")
+    waits = [
+        wait
+        for wait in (
+            _millis(headers.get("retry-after-ms")),
+            _seconds(headers.get("retry-after"), now),
+        )
+        if wait is not None
+    ]
+    return max(waits) if waits else None
+
+
+def _millis(text: str | None) -> float | None:
+    """``retry-after-ms``'s wait in seconds, or None."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value / 1000 if math.isfinite(value) and value >= 0 else None
+
+
+def _seconds(text: str | None, now: datetime | None) -> float | None:
+    """``retry-after``'s wait in seconds (a number or an HTTP date), or None."""
     if text is None:
         return None
     try:
@@ -112,25 +151,58 @@ def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -
     return value if math.isfinite(value) and value >= 0 else None
 
 
+_BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]+=*")  # RFC 6750's b64token
+
+
+def mask(text: str, key: str | None) -> str:
+    """``text`` with ``key`` and any ``Bearer ...`` token in it replaced by ``***``.
+
+    A key of 8 characters or more is masked wherever it appears; a shorter one (a test
+    endpoint's ``"k"``) only where it stands as a word of its own, so that ordinary text
+    survives. Every text the agents keep from a server's words (an error's message, a reply) goes
+    through it, whatever the server echoes.
+
+    Args:
+      text: what the server said.
+      key: the API key to hide, or None.
+
+    Returns:
+      The text, masked.
+    """
+    if key is not None and len(key) >= 8:  # a real key: wherever it is, inside words too
+        text = text.replace(key, "***")
+    elif key:  # a short one (a loopback server's "k"): only where it stands alone
+        text = re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "***", text)
+    return _BEARER.sub("Bearer ***", text)
+
+
 class ChatAgent:
-    """A worker that asks an OpenAI-compatible chat endpoint to do a subtask and returns the
+    """A worker that sends each subtask to an OpenAI-compatible chat endpoint and returns the
     reply's text.
 
-    Each call sends one ``/v1/chat/completions`` request through ``openai.AsyncOpenAI``, with
-    the SDK's retries off, over a connection pool of ``max_connections`` (give it the
-    supervisor's ``max_workers``, so that no attempt waits for a connection the supervisor
-    admitted it to use). A cancelled attempt (a supervisor's ``timeout``, a run's ``deadline``)
-    closes its connection, so the server sees the client go and the pool keeps no half-read
-    connection. Make the agent inside the trio run that uses it, and close it there
-    (``async with ChatAgent(...) as agent:``), as its connections belong to that run.
+    ```python
+    server = httpx2.ASGITransport(app=devserver.app(latency=(0, 0)))  # the loopback server
+    async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=server) as agent:
+        aggregate = await Supervisor(agent, max_workers=4, retry_on=TRANSIENT).run(["a", "b"])
+    assert [r.output for r in aggregate] == ["answer to: a", "answer to: b"]
+    ```
 
-    Failures (for ``retry_on``; [`TRANSIENT`][trio_supervisor.agents.TRANSIENT] holds the
-    first two): a 429 raises [`RateLimited`][trio_supervisor.agents.RateLimited] carrying the
-    server's ``Retry-After``; a 5xx, 408, 409, a connection error or the SDK's own timeout
-    [`TransientError`][trio_supervisor.agents.TransientError]; any other 4xx
-    [`PermanentError`][trio_supervisor.agents.PermanentError]; a reply that is not a chat
-    completion [`MalformedReply`][trio_supervisor.agents.MalformedReply], saying what was wrong.
-    The API key is never shown: not in ``repr``, not in an error's message or its chain.
+    Each call is one ``/v1/chat/completions`` request through ``openai.AsyncOpenAI`` with the
+    SDK's retries off (the supervisor is the only retry loop), over a pool of
+    ``max_connections`` (give it the supervisor's ``max_workers``). A cancelled attempt closes
+    its connection, so the server sees the client go. Make and close the agent inside the
+    trio run that uses it (``async with``): its connections belong to that run.
+
+    Failures, for ``retry_on`` ([`TRANSIENT`][trio_supervisor.agents.TRANSIENT] holds the
+    retried ones): a 429 [`RateLimited`][trio_supervisor.agents.RateLimited]; a 5xx, 408, 409,
+    a connection error or a timeout [`TransientError`][trio_supervisor.agents.TransientError];
+    any other 4xx [`PermanentError`][trio_supervisor.agents.PermanentError]; ``x-should-retry``
+    overrides the status either way, as in the openai SDK. Whatever is retried carries the
+    server's ``Retry-After`` as ``retry_after``. A reply that is not a chat completion is a
+    [`MalformedReply`][trio_supervisor.agents.MalformedReply], a model's refusal
+    [`Refused`][trio_supervisor.agents.Refused]. The API key (and any ``Bearer`` token) is
+    masked in every text kept from the server, whatever it echoes, and is never in ``repr``
+    nor an error's chain.
 
     Args:
       model: the model to ask.
@@ -225,11 +297,33 @@ class ChatAgent:
           TransientError: on a 5xx, 408 or 409, a connection error or a timeout.
           PermanentError: on any other 4xx.
           MalformedReply: if the reply is not a chat completion with a text message.
+          Refused: if the reply is the model's refusal.
         """
+        return await self.complete(self.messages(subtask))
+
+    async def complete(
+        self, messages: list[ChatCompletionMessageParam], *, response_format: Any = None
+    ) -> str:
+        """Send one chat completion request of ``messages`` and return the reply's text.
+
+        Args:
+          messages: the request's messages.
+          response_format: the request's ``response_format`` (a JSON schema the reply must
+            follow), or None to send none.
+
+        Returns:
+          The text of the reply's first choice, the key masked.
+
+        Raises:
+          RateLimited, TransientError, PermanentError, MalformedReply, Refused: as for a call.
+        """
+        options: dict[str, Any] = {}
+        if response_format is not None:
+            options["response_format"] = response_format
         failure: AgentError
         try:
             raw = await self._client.chat.completions.with_raw_response.create(
-                model=self.model, messages=self.messages(subtask)
+                model=self.model, messages=messages, **options
             )
             body = raw.http_response.text
         except openai.APIStatusError as exc:
@@ -237,28 +331,38 @@ class ChatAgent:
         except openai.APITimeoutError:
             failure = TransientError(f"the request to {self.base_url} timed out")
         except openai.APIConnectionError as exc:
-            failure = TransientError(f"could not reach {self.base_url}: {self._scrub(_root(exc))}")
+            failure = TransientError(f"could not reach {self.base_url}: {self._mask(_root(exc))}")
         else:
-            return _reply_text(body)
+            return _reply_text(body, self._mask)
         raise failure  # outside the except blocks: no chain back to the SDK's error
 
     def _status_error(self, status: int, response: httpx2.Response) -> AgentError:
-        phrase = response.reason_phrase or _phrase(status)
+        """The error a non-2xx answer raises: its class from the status and ``x-should-retry``
+        (as the openai SDK decides whether to retry), its wait from ``Retry-After``."""
+        phrase = self._mask(" ".join((response.reason_phrase or _phrase(status)).split()))
         where = f"{status} {phrase} from {self.base_url}".replace("  ", " ")
         if status in (401, 403):  # a server may echo part of the key: say nothing of it
-            return PermanentError(f"{where}: check the API key", status=status)
-        said = self._scrub(_server_message(response))
-        message = f"{where}: {said}" if said else where
-        if status == 429:
-            wait = parse_retry_after(response.headers)
+            message = f"{where}: check the API key"
+        else:
+            said = self._mask(_server_message(response))
+            message = f"{where}: {said}" if said else where
+        wait = parse_retry_after(response.headers)
+        retried = status == 429 or status >= 500 or status in (408, 409)
+        told = response.headers.get("x-should-retry")
+        if told in ("true", "false"):
+            retried = told == "true"
+            message = f"{message} (x-should-retry: {told})"
+        if status == 429 and retried:
             asked = "no Retry-After" if wait is None else f"Retry-After {wait:g}s"
             return RateLimited(f"{message} ({asked})", retry_after=wait)
-        if status >= 500 or status in (408, 409):
-            return TransientError(message, status=status)
-        return PermanentError(message, status=status)
+        if not retried:  # not asked again: no wait to keep
+            return PermanentError(message, status=status)
+        if wait is not None:
+            message = f"{message} (Retry-After {wait:g}s)"
+        return TransientError(message, status=status, retry_after=wait)
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+    def _mask(self, text: str) -> str:
+        return mask(text, self._key)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -314,13 +418,13 @@ def _server_message(response: httpx2.Response) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
-def _reply_text(body: str) -> str:
-    """The text of a chat completion's first choice, or a `MalformedReply` saying what is
-    wrong."""
+def _reply_text(body: str, masked: Callable[[str], str]) -> str:
+    """The text of a chat completion's first choice (masked), or a `MalformedReply` or a
+    `Refused` saying what is wrong."""
     try:
         data = json.loads(body)
     except ValueError:
-        shown = " ".join(body.split())[:60]
+        shown = masked(" ".join(body.split()))[:60]
         raise MalformedReply(f"the reply is not JSON: {shown!r}") from None
     if not isinstance(data, dict):
         raise MalformedReply(f"the reply is JSON but not an object: {type(data).__name__}")
@@ -332,8 +436,11 @@ def _reply_text(body: str) -> str:
     if not isinstance(message, dict):
         raise MalformedReply("the reply's first choice has no 'message' object")
     content = message.get("content")
+    refusal = message.get("refusal")
+    if content is None and isinstance(refusal, str):
+        raise Refused(masked(refusal))
     if not isinstance(content, str):
         raise MalformedReply(
             f"the reply's message has no text 'content' (got {type(content).__name__})"
         )
-    return content
+    return masked(content)

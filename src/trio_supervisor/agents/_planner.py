@@ -11,14 +11,16 @@ its place, so a reply that is almost right is refused with a message a model can
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
+import trio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import _validate
 from .._contract import Status, SubResult
 from .._replan import Batch, Done, Entry, Ledger, Round
-from ._chat import AgentError, ChatAgent
+from ._chat import AgentError, ChatAgent, PermanentError
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -38,7 +40,9 @@ class PlannedSubtask(BaseModel):
 class PlannerReply(BaseModel):
     """The reply a planner model must give: done (with an answer), or the next batch."""
 
-    model_config = ConfigDict(extra="forbid")
+    # in the schema sent as response_format every field is required (strict structured
+    # outputs ask for that); a reply that leaves one out still validates, with its default
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
 
     done: bool = Field(description="true when the task is answered: no further batch")
     note: str = Field(default="", description="why, in a few words")
@@ -58,6 +62,18 @@ SYSTEM = (
     + json.dumps(PlannerReply.model_json_schema(), sort_keys=True)
 )
 """The planner's system prompt: what a chat model is asked, and the reply's JSON schema."""
+
+RESPONSE_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "planner_reply",
+        "schema": PlannerReply.model_json_schema(mode="serialization"),
+        "strict": True,
+    },
+}
+"""The ``response_format`` a planner's request carries: the reply's schema, strict."""
+
+_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 
 class UnusableReply(AgentError):
@@ -144,35 +160,70 @@ def decision_of(reply: PlannerReply) -> Batch[str] | Done:
 
 
 def _problem(error: ValidationError) -> str:
-    """The first thing wrong with a reply, with its place: ``batch.0.subtask: Field required``."""
+    """The first thing wrong with a reply, with its place, short:
+    ``batch.0.subtask: Field required``."""
     first = error.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else first["msg"]
+    said = f"{where}: {first['msg']}" if where else first["msg"]
+    return said if len(said) <= 200 else said[:199] + "…"
+
+
+def parse_reply(text: str) -> PlannerReply:
+    """The reply in ``text``: the JSON object itself, or the first Markdown code fence that
+    holds it (```json ... ```), as models often wrap their JSON.
+
+    Raises:
+      pydantic.ValidationError: if neither is a reply the schema allows (the whole text's
+        error, when no fence holds one).
+    """
+    try:
+        return PlannerReply.model_validate_json(text)
+    except ValidationError as error:
+        fenced = _FENCE.search(text)
+        if fenced is None:
+            raise
+        try:
+            return PlannerReply.model_validate_json(fenced.group(1))
+        except ValidationError:
+            raise error from None
 
 
 class ChatPlanner:
     """A [`Planner`][trio_supervisor.Planner] that asks a chat model for each decision.
 
-    Each decision is one chat completion request through a
-    [`ChatAgent`][trio_supervisor.agents.ChatAgent] (the SDK's retries off): the system prompt
-    ([`SYSTEM`][trio_supervisor.agents.PLANNER_SYSTEM]) carries the reply's JSON schema, the user
-    message the task and the ledger as JSON. A reply that is not valid against the schema is
-    asked again, told what was wrong, up to ``attempts`` requests in all; then the decision
-    fails with [`UnusableReply`][trio_supervisor.agents.UnusableReply], which the run records as
-    a stall. A failed request (a 429, a 5xx, a refused connection) fails the decision the same
-    way, with the agent's error: the run's budgets bound how often a broken endpoint is asked.
+    Each decision is a chat completion request: the system prompt
+    ([`SYSTEM`][trio_supervisor.agents.PLANNER_SYSTEM]) says what to decide and carries the
+    reply's JSON schema, the user message holds the task and the ledger as JSON, and the
+    request asks for structured outputs (``response_format`` with the schema, strict). A
+    server that refuses that parameter (a 400 naming ``response_format``) is asked again
+    without it, and never with it again by this planner. A reply is one JSON object, bare or
+    in a Markdown code fence; one the schema does not allow is asked again, told what was
+    wrong, up to ``attempts`` replies in all, then the decision fails with
+    [`UnusableReply`][trio_supervisor.agents.UnusableReply].
 
-    Use it as ``async with ChatPlanner(...) as planner:``, inside the trio run that uses it.
+    A failed request fails the decision with the agent's error (a refusal:
+    [`Refused`][trio_supervisor.agents.Refused]), which the run records as a stall, except a
+    failure that asks for a wait (a 429 or a 503 with ``Retry-After``): the planner sleeps
+    what the server asked and asks again, at most ``max_waits`` times a decision, and never
+    past the run's deadline (it fails at once when the wait would end after it).
+
+    ```python
+    server = httpx2.ASGITransport(app=devserver.app())  # plays the model by ScriptedPlanner
+    async with ChatPlanner("m", base_url="http://x/v1", api_key="k", transport=server) as planner:
+        answer = await Supervisor(SimulatedAgent(0), max_workers=2).replan("a; b", planner)
+    assert answer.text == "a: findings on a\\nb: findings on b"
+    ```
 
     Args:
       model: the model to ask.
       base_url: the endpoint's base URL, ending in ``/v1``; None for the SDK's default.
       api_key: the key sent as a bearer token; None reads ``OPENAI_API_KEY``.
-      attempts: requests per decision at most, the first included.
+      attempts: replies per decision at most, the first included.
+      max_waits: waits out a server's ``Retry-After`` per decision at most.
       transport: an ``httpx2`` async transport instead of the network (an in-process server).
 
     Raises:
-      ValueError: if ``attempts`` < 1, or there is no API key.
+      ValueError: if ``attempts`` < 1, ``max_waits`` < 0, or there is no API key.
     """
 
     def __init__(
@@ -182,16 +233,15 @@ class ChatPlanner:
         base_url: str | None = None,
         api_key: str | None = None,
         attempts: int = 3,
+        max_waits: int = 5,
         transport: Any = None,
     ) -> None:
         self.attempts = _validate.count("attempts", attempts)
+        self.max_waits = _validate.budget("max_waits", max_waits)
+        self.structured = True
+        """Whether requests ask for structured outputs; False once the server refused them."""
         self._agent = ChatAgent(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            messages=_messages,
-            max_connections=1,
-            transport=transport,
+            model, base_url=base_url, api_key=api_key, max_connections=1, transport=transport
         )
 
     async def first(self, task: str) -> Batch[str] | Done:
@@ -207,16 +257,39 @@ class ChatPlanner:
     ) -> Batch[str] | Done:
         prompt = request_text(task, ledger, fresh)
         problem: str | None = None
+        waits = 0
         for _ in range(self.attempts):
-            text = await self._agent((prompt, problem))
+            text, waits = await self._ask(_messages((prompt, problem)), waits)
             try:
-                return decision_of(PlannerReply.model_validate_json(text))
+                return decision_of(parse_reply(text))
             except ValidationError as error:
                 problem = _problem(error)
         raise UnusableReply(
             f"{self.attempts} replies from {self._agent.model}, none a decision the schema "
             f"allows; the last: {problem}"
         )
+
+    async def _ask(self, messages: list[ChatCompletionMessageParam], waits: int) -> tuple[str, int]:
+        """One reply's text, and the waits spent so far: structured outputs dropped if the
+        server refuses them, a server's Retry-After slept (bounded) before asking again."""
+        while True:
+            try:
+                form = RESPONSE_FORMAT if self.structured else None
+                return await self._agent.complete(messages, response_format=form), waits
+            except PermanentError as error:
+                if not (
+                    self.structured and error.status == 400 and "response_format" in str(error)
+                ):
+                    raise
+                self.structured = False  # for this planner's life: ask again, plain JSON
+            except AgentError as error:
+                wait = error.retry_after
+                if wait is None or waits >= self.max_waits:
+                    raise
+                if trio.current_time() + wait >= trio.current_effective_deadline():
+                    raise  # the wait would end past the run's deadline: fail now
+                waits += 1
+                await trio.sleep(wait)
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -231,13 +304,13 @@ class ChatPlanner:
     def __repr__(self) -> str:
         return (
             f"ChatPlanner(model={self._agent.model!r}, base_url={self._agent.base_url!r}, "
-            f"attempts={self.attempts})"
+            f"attempts={self.attempts}, max_waits={self.max_waits})"
         )
 
 
 def _messages(asked: tuple[str, str | None]) -> list[ChatCompletionMessageParam]:
-    """The request's messages: the system prompt, the ledger, and what was wrong with the
-    previous reply, if it was."""
+    """The request's messages: the system prompt, the ledger, and why the previous reply was
+    refused, if it was."""
     prompt, problem = asked
     messages: list[ChatCompletionMessageParam] = [
         {"role": "system", "content": SYSTEM},

@@ -12,6 +12,14 @@ class ScriptedPlanner:
     """A [`Planner`][trio_supervisor.Planner] whose decisions follow fixed rules, so that a
     re-planning run is the same every time.
 
+    ```python
+    planner = ScriptedPlanner(reroutes={"reviews": ["reviews, from app stores"]})
+    agent = SimulatedAgent(0, fail={"reviews"})
+    answer = await Supervisor(agent, max_workers=2).replan("pricing; reviews", planner)
+    assert [len(done.entries) for done in answer.ledger.rounds] == [2, 1]  # then rerouted
+    assert not answer.degraded  # the failure is settled by its replacement
+    ```
+
     The first batch is the task split by [`decompose`][trio_supervisor.decompose]. After each
     round, it reads that round's entries:
 

@@ -13,8 +13,9 @@ prompt's latency, and whether its n-th request fails with a 500 (a share ``error
 prompt holding ``[hang]`` never gets an answer (the request waits until the client goes),
 ``[malformed]`` gets a 200 that is not JSON, ``[500]`` always a 500. A ``script`` may say, per
 prompt, what the server does instead of what its seed draws (a
-[`Script`][trio_supervisor.testing.devserver.Script]: its latency, whether it fails, how many of its
-first requests fail, whether it hangs). Beyond ``concurrency`` requests at once, or past its
+[`Script`][trio_supervisor.testing.devserver.Script]: its latency, whether it fails and with which
+status and headers (``Retry-After``, ``x-should-retry``), how many of its first requests fail,
+whether it hangs, echoes the key or refuses). Beyond ``concurrency`` requests at once, or past its
 ``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and ``retry-after``. ``GET /stats``
 counts requests, answers by status, the peak of requests in flight, and the disconnects seen (a
 client that went before its answer).
@@ -23,7 +24,9 @@ It also plays the planner model of a [`ChatPlanner`][trio_supervisor.agents.Chat
 request whose system prompt is the planner's is answered at once with the decision its
 ``planner`` (a [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] by default) makes
 from the ledger in the request, as the JSON the planner's schema asks for; a task holding
-``[garbled]`` is answered with text that is not JSON, every time.
+``[garbled]`` is answered with text that is not JSON, ``[fenced]`` with its JSON in a Markdown
+code fence, ``[refuse]`` with a refusal; ``planner_script`` makes the planner endpoint fail or
+rate-limit, and ``structured_outputs=False`` makes the server refuse ``response_format``.
 
 This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``).
 """
@@ -60,7 +63,7 @@ from .._replan import Planner
 from ..agents._planner import MARK, read_request, reply_text
 from ._scripted import ScriptedPlanner
 
-__all__ = ["DevServerError", "Script", "Stats", "app", "serve"]
+__all__ = ["DevServerError", "Script", "Stats", "app", "drawn_latency", "serve"]
 
 HOST = "127.0.0.1"
 _TURN = 1e-7  # seconds a request waits for its instant's turn to be decided (see chat)
@@ -103,12 +106,35 @@ class Stats:
 class Script:
     """What the server does with one prompt, in place of what its seed draws.
 
+    ```python
+    script = {"busy": Script(flaky=1, status=503, retry_after=2.0)}.get  # one 503, then fine
+    server = httpx2.ASGITransport(app=app(latency=(0, 0), script=script))
+    async with httpx2.AsyncClient(transport=server, base_url="http://x") as client:
+        asked = {"messages": [{"role": "user", "content": "busy"}]}
+        first = await client.post("/v1/chat/completions", json=asked)
+        assert (first.status_code, first.headers["retry-after"]) == (503, "2")
+        assert (await client.post("/v1/chat/completions", json=asked)).status_code == 200
+    ```
+
     Args:
       latency: seconds it takes to answer, or None for the one the seed draws.
-      fail: every request is answered 500.
-      flaky: the prompt's first ``flaky`` requests are answered 500, the later ones as usual.
+      fail: every request is answered with a failure (``status``).
+      flaky: the prompt's first ``flaky`` requests are answered with a failure, the later ones
+        as usual.
       hang: no request is ever answered (it waits until the client goes).
       reply: the answer's text, or None for ``answer to: <prompt>``.
+      status: the HTTP status of a failure, 500 by default (503: a gateway's admission control).
+      retry_after: seconds a failure asks to wait, sent as ``retry-after``; None: no header.
+      retry_after_ms: the same in ``retry-after-ms`` (milliseconds); None: no header.
+      should_retry: sent with a failure as ``x-should-retry: true`` or ``false``; None: no
+        header.
+      echo_key: a failure's message and a reply's text repeat the request's ``Authorization``
+        header (the API key), as a careless server does.
+      refusal: the model refuses: a 200 whose message has no content and this ``refusal``.
+
+    Raises:
+      ValueError: if a number is out of its range (a latency or wait < 0, a ``flaky`` < 0, a
+        ``status`` outside 400-599).
     """
 
     latency: float | None = None
@@ -116,12 +142,44 @@ class Script:
     flaky: int = 0
     hang: bool = False
     reply: str | None = None
+    status: int = 500
+    retry_after: float | None = None
+    retry_after_ms: float | None = None
+    should_retry: bool | None = None
+    echo_key: bool = False
+    refusal: str | None = None
 
     def __post_init__(self) -> None:
         if self.latency is not None:
             _validate.number("Script latency", self.latency, strictly=False)
         if isinstance(self.flaky, bool) or not isinstance(self.flaky, int) or self.flaky < 0:
             raise ValueError(f"Script flaky must be an int >= 0, got {self.flaky!r}")
+        if (
+            isinstance(self.status, bool)
+            or not isinstance(self.status, int)
+            or not 400 <= self.status <= 599
+        ):
+            raise ValueError(
+                f"Script status must be an HTTP error status (400-599), got {self.status!r}"
+            )
+        for name in ("retry_after", "retry_after_ms"):
+            if getattr(self, name) is not None:
+                _validate.number(f"Script {name}", getattr(self, name), strictly=False)
+        if self.should_retry is not None and not isinstance(self.should_retry, bool):
+            raise ValueError(
+                f"Script should_retry must be True, False or None, got {self.should_retry!r}"
+            )
+
+    def failure_headers(self) -> dict[str, str]:
+        """The headers a failure is sent with."""
+        headers = {}
+        if self.retry_after is not None:
+            headers["retry-after"] = f"{self.retry_after:g}"
+        if self.retry_after_ms is not None:
+            headers["retry-after-ms"] = f"{self.retry_after_ms:g}"
+        if self.should_retry is not None:
+            headers["x-should-retry"] = "true" if self.should_retry else "false"
+        return headers
 
 
 Scripted = Callable[[str], "Script | None"]
@@ -132,6 +190,15 @@ def _unit(seed: int, *parts: object) -> float:
     """A number in ``[0, 1)`` fixed by ``seed`` and ``parts``."""
     digest = hashlib.blake2b(repr((seed, *parts)).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2**64
+
+
+def drawn_latency(
+    prompt: str, *, seed: int = 0, latency: tuple[float, float] = (0.05, 0.2)
+) -> float:
+    """The latency a server made with ``seed`` and ``latency`` draws for ``prompt``, in
+    seconds (what a benchmark needs to know the server's capacity)."""
+    low, high = latency
+    return low + (high - low) * _unit(seed, "latency", prompt)
 
 
 class _Endpoint:
@@ -150,10 +217,14 @@ class _Endpoint:
         api_key: str | None,
         script: Scripted | None = None,
         planner: Planner[str, str] | None = None,
+        planner_script: Script | None = None,
+        structured_outputs: bool = True,
     ) -> None:
         self.seed = seed
         self.script = script
         self.planner: Planner[str, str] = planner if planner is not None else ScriptedPlanner()
+        self.planner_script = planner_script or Script()
+        self.structured_outputs = structured_outputs
         self.latency = latency
         self.error_rate = error_rate
         self.concurrency = concurrency
@@ -209,10 +280,10 @@ class _Endpoint:
         return None
 
     def _too_many(self, reason: str, wait: float) -> Response:
-        headers = {
-            "retry-after-ms": str(max(1, math.ceil(wait * 1000))),
-            "retry-after": str(max(1, math.ceil(wait))),
-        }
+        millis = max(1, math.ceil(wait * 1000))
+        # both headers say the same wait (``retry-after`` in seconds, with a fraction), so a
+        # client that obeys the longer of the two waits no longer than the server means
+        headers = {"retry-after-ms": str(millis), "retry-after": f"{millis / 1000:g}"}
         return self._error(429, f"rate limited: {reason}", headers)
 
     async def models(self, request: Request) -> Response:
@@ -254,6 +325,8 @@ class _Endpoint:
             return self._error(400, "expected JSON with a non-empty 'messages' list")
         if not isinstance(prompt, str):
             return self._error(400, "the last message's content must be text")
+        if body.get("response_format") is not None and not self.structured_outputs:
+            return self._error(400, "this server does not support the parameter response_format")
         if _asks_planner(body):  # the planner model: answered at once, outside the limits
             return await self._plan(body["messages"][1]["content"], model)
         # Requests that arrive at one instant are let in or answered 429 in the order of their
@@ -280,8 +353,7 @@ class _Endpoint:
             nth = self.seen[prompt]
             self.seen[prompt] += 1
             scripted = (self.script(prompt) if self.script is not None else None) or Script()
-            low, high = self.latency
-            delay = low + (high - low) * _unit(self.seed, "latency", prompt)
+            delay = drawn_latency(prompt, seed=self.seed, latency=self.latency)
             if scripted.latency is not None:
                 delay = scripted.latency
             async with trio.open_nursery() as nursery:
@@ -304,62 +376,65 @@ class _Endpoint:
                 return self._answer(499, Response(status_code=499))
         finally:
             self.stats.in_flight -= 1  # answered, or its client went: its place is free
-        if (
-            "[500]" in prompt
-            or scripted.fail
-            or nth < scripted.flaky
-            or _unit(self.seed, "error", prompt, nth) < self.error_rate
-        ):
+        token = request.headers.get("authorization", "")
+        if "[500]" in prompt or _unit(self.seed, "error", prompt, nth) < self.error_rate:
             return self._error(500, "internal error (simulated)")
+        if scripted.fail or nth < scripted.flaky:
+            said = (
+                f"failure (simulated) for {token}" if scripted.echo_key else "failure (simulated)"
+            )
+            return self._error(scripted.status, said, scripted.failure_headers())
         if "[malformed]" in prompt:
             return self._answer(200, PlainTextResponse("{not json", media_type="application/json"))
+        if scripted.refusal is not None:
+            return self._reply(model, None, refusal=scripted.refusal)
+        text = f"answer to: {prompt}" if scripted.reply is None else scripted.reply
+        if scripted.echo_key:
+            text = f"{text} (you sent {token})"
+        return self._reply(model, text)
+
+    def _reply(self, model: str, content: str | None, *, refusal: str | None = None) -> Response:
+        """A 200: a chat completion whose message is ``content`` (or a ``refusal``)."""
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if refusal is not None:
+            message["refusal"] = refusal
         completion = {
             "id": f"chatcmpl-{self.stats.requests}",
             "object": "chat.completion",
             "created": 0,
             "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {
-                        "role": "assistant",
-                        "content": f"answer to: {prompt}"
-                        if scripted.reply is None
-                        else scripted.reply,
-                    },
-                }
-            ],
+            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
         return self._answer(200, JSONResponse(completion))
 
     async def _plan(self, request: str, model: str) -> Response:
-        """The planner model's reply to ``request``: the decision ``planner`` makes."""
+        """The planner model's reply to ``request``: the decision ``planner`` makes, unless
+        ``planner_script`` says otherwise. A task holding ``[garbled]`` is answered with text
+        that is not JSON, ``[fenced]`` with its JSON in a Markdown code fence, ``[refuse]``
+        with a refusal."""
+        scripted = self.planner_script
+        nth = self.seen["[planner]"]
+        self.seen["[planner]"] += 1
+        if scripted.fail or nth < scripted.flaky:
+            return self._error(
+                scripted.status, "planner failure (simulated)", scripted.failure_headers()
+            )
         try:
             task, ledger, fresh = read_request(request)
         except ValueError as error:
             return self._error(400, str(error))
+        if scripted.refusal is not None or "[refuse]" in task:
+            return self._reply(model, None, refusal=scripted.refusal or "I can't plan that.")
         if "[garbled]" in task:
-            content = "{not a plan"
-        elif ledger.rounds or fresh:
+            return self._reply(model, "{not a plan")
+        if ledger.rounds or fresh:
             content = reply_text(await self.planner.next(task, ledger, fresh=fresh))
         else:
             content = reply_text(await self.planner.first(task))
-        completion = {
-            "id": f"chatcmpl-{self.stats.requests}",
-            "object": "chat.completion",
-            "created": 0,
-            "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": content},
-                }
-            ],
-        }
-        return self._answer(200, JSONResponse(completion))
+        if "[fenced]" in task:
+            content = f"Here is my decision:\n```json\n{content}\n```"
+        return self._reply(model, content)
 
     def app(self) -> Starlette:
         return Starlette(
@@ -429,6 +504,8 @@ def _endpoint(
     api_key: str | None,
     script: Scripted | None,
     planner: Planner[str, str] | None = None,
+    planner_script: Script | None = None,
+    structured_outputs: bool = True,
 ) -> _Endpoint:
     """The endpoint these settings describe, once each is checked."""
     low, high = latency
@@ -442,6 +519,8 @@ def _endpoint(
         _validate.number("rpm", rpm)
     if burst is not None:
         _validate.count("burst", burst)
+    if planner_script is not None and not isinstance(planner_script, Script):
+        raise TypeError(f"planner_script must be a Script, got {type(planner_script).__name__}")
     if script is not None and not callable(script):
         raise TypeError(
             f"script must be a callable (prompt -> Script), got {type(script).__name__}"
@@ -457,6 +536,8 @@ def _endpoint(
         api_key=api_key,
         script=script,
         planner=planner,
+        planner_script=planner_script,
+        structured_outputs=structured_outputs,
     )
 
 
@@ -472,11 +553,19 @@ def app(
     api_key: str | None = None,
     script: Scripted | None = None,
     planner: Planner[str, str] | None = None,
+    planner_script: Script | None = None,
+    structured_outputs: bool = True,
 ) -> Starlette:
     """The endpoint [`serve`][trio_supervisor.testing.devserver.serve] serves, as an ASGI app, to be
-    run in the process with no socket: give a [`ChatAgent`][trio_supervisor.agents.ChatAgent]
-    ``transport=httpx2.ASGITransport(app=app(...))``. Its latencies are trio sleeps, so under a
+    run in the process with no socket. Its latencies are trio sleeps, so under a
     ``trio.testing.MockClock`` a run through it takes no real time and is exact.
+
+    ```python
+    server = httpx2.ASGITransport(app=app(latency=(1, 1), concurrency=2))
+    async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=server) as agent:
+        aggregate = await Supervisor(agent, max_workers=2).run(["a", "b"])
+    assert trio.current_time() == 1  # on a MockClock: both at once, one second each
+    ```
 
     Its arguments are [`serve`][trio_supervisor.testing.devserver.serve]'s, without the port.
 
@@ -497,6 +586,8 @@ def app(
         api_key=api_key,
         script=script,
         planner=planner,
+        planner_script=planner_script,
+        structured_outputs=structured_outputs,
     ).app()
 
 
@@ -513,6 +604,8 @@ async def serve(
     api_key: str | None = None,
     script: Scripted | None = None,
     planner: Planner[str, str] | None = None,
+    planner_script: Script | None = None,
+    structured_outputs: bool = True,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
@@ -534,6 +627,13 @@ async def serve(
         prompt instead of what the seed draws (None from it: the seed's).
       planner: what decides its replies as a planner model (a
         [`ScriptedPlanner`][trio_supervisor.testing.ScriptedPlanner] with no rules by default).
+      planner_script: what it does with a planner's requests, as a
+        [`Script`][trio_supervisor.testing.devserver.Script] does with a prompt (its ``fail``,
+        ``flaky``, ``status``, waits and ``refusal``): a planner endpoint that is rate-limited,
+        down or refusing.
+      structured_outputs: whether it takes a request's ``response_format``; False answers a
+        request that has one 400, naming the parameter, as a server without structured
+        outputs does.
       task_status: given by ``nursery.start``; receives the base URL.
 
     Raises:
@@ -552,6 +652,8 @@ async def serve(
         api_key=api_key,
         script=script,
         planner=planner,
+        planner_script=planner_script,
+        structured_outputs=structured_outputs,
     )
     sock = _listen(port)
     url = f"http://{HOST}:{sock.getsockname()[1]}/v1"
