@@ -18,8 +18,11 @@ import pytest
 import trio
 from rich.console import Console
 
-from lessons._course.runner import demos, entry, main, parser, step_options, takes_endpoint
-from lessons._course.steps import PART_TWO, load_step, steps
+from lessons._course.arguments import parser
+from lessons._course.demos import demos
+from lessons._course.runner import main
+from lessons._course.running import step_options
+from lessons._course.steps import PART_TWO, step, steps
 from trio_supervisor.testing.devserver import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -182,9 +185,7 @@ def test_the_options_of_step_11_change_no_step_before_it(
     plain = parser().parse_args([str(number)])
     changed = parser().parse_args([str(number), *given])
     assert demos(changed, number) == demos(plain, number)
-    module = load_step(steps()[number])
+    record = step(number)
     for demo in demos(changed, number):
-        assert step_options(entry(module), changed, demo) == step_options(
-            entry(module), plain, demo
-        )
-    assert not takes_endpoint(module)
+        assert step_options(record, changed, demo) == step_options(record, plain, demo)
+    assert not record.takes_endpoint
