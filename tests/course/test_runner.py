@@ -298,3 +298,26 @@ def test_ctrl_c_at_any_instant_start_up_included_ends_interrupted_without_a_trac
         return  # before the interpreter installed its handler: ended by the signal itself
     assert err == "interrupted\n"
     assert process.returncode in (130, -signal.SIGINT)
+
+
+@pytest.mark.parametrize("argv", [["check", "4"], ["3", "--task", "a; b"]])
+def test_an_interpreter_without_the_dependencies_is_told_which_to_use(argv: list[str]) -> None:
+    """The commands the course prints (``python -m lessons check 4``) run as printed: with an
+    interpreter that lacks the project's dependencies (here: without its site-packages), one
+    line names the interpreter to use, with the same arguments, and no traceback."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-m", "lessons", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("python -m lessons needs the project's dependencies, and ")
+    command = " ".join(argv).replace("a; b", "'a; b'")
+    assert f"run `.venv/bin/python -m lessons {command}` instead" in done.stderr
