@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import socket
 import sys
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -322,3 +323,21 @@ def refused(args: argparse.Namespace) -> str | None:
     if args.trace_out is not None and not args.trace_out.parent.is_dir():
         return f"--trace-out: {args.trace_out.parent} is not a directory: give a FILE in one"
     return endpoint_refused(args)
+
+
+REACH = 3.0
+"""Seconds an ``--endpoint``'s server has to accept a connection before the runs start."""
+
+
+def unreachable(url: str, timeout: float = REACH) -> str | None:
+    """Why ``url``'s server cannot be reached (a TCP connection to its host and port, within
+    ``timeout`` seconds), in one line, or None: found before any demo runs, rather than as
+    every slot's retried connection error."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+            return None
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        return f"cannot reach {url}: {why} (is a server listening on {parts.hostname}:{port}?)"

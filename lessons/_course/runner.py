@@ -17,12 +17,12 @@ from typing import NoReturn
 
 from rich.console import Console
 
-from lessons._course.arguments import parser, refused, select
+from lessons._course.arguments import parser, refused, select, unreachable
 from lessons._course.demos import demos
 from lessons._course.recording import runs_json, write_trace_events
 from lessons._course.running import run_demo
 from lessons._course.showing import ConsoleWatch, PipeConsole, list_steps, show
-from lessons._course.steps import STEPS, step_number, steps
+from lessons._course.steps import STEPS, load_step, step_number, steps
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
@@ -46,6 +46,15 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         if args.step is not None:
             names = select(args.step, known)
         chosen = {name: demos(args, number) for number, name in known.items() if name in names}
+        for name in names:
+            check = STEPS[step_number(name)].check_task
+            if check is None:
+                continue
+            for demo in chosen[name]:
+                try:
+                    getattr(load_step(name), check)(demo.task)
+                except ValueError as exc:
+                    raise ValueError(f"--task: {exc}") from None
     except ValueError as exc:
         p.error(str(exc))
     if args.crash:
@@ -55,6 +64,10 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
                     f"--crash needs a step whose workers run in worker processes (14 on): "
                     f"{name} runs them in this process, where a crash would end the runner"
                 )
+    if args.endpoint is not None and any(STEPS[step_number(n)].asks_endpoint for n in names):
+        problem = unreachable(args.endpoint)
+        if problem is not None:
+            p.error(problem)
     runs = []
     interrupted = closed = False
     try:

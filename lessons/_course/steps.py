@@ -52,6 +52,7 @@ class Step:
     records_trace: bool = False  # its supervise records its own run into a trace it is given
     synthesizes: bool = False  # it has ``synthesize(aggregate)``: the answer shown after a run
     hook: frozenset[str] | None = None
+    check_task: str | None = None  # a function of the module that refuses a malformed task
 
     @property
     def streams(self) -> bool:
@@ -174,6 +175,7 @@ STEPS: dict[int, Step] = {
             },
             records_trace=True,
             synthesizes=True,
+            check_task="check_task",
         ),
         Step(
             14,

@@ -51,6 +51,8 @@ def test_the_record_says_what_the_module_offers(step: Step) -> None:
     assert step.replans == ("max_rounds" in inspect.signature(module.supervise).parameters)
     assert step.records_trace == ("trace" in inspect.signature(module.supervise).parameters)
     assert step.synthesizes == callable(getattr(module, "synthesize", None))
+    if step.check_task is not None:
+        assert callable(getattr(module, step.check_task, None))
     hook = getattr(module, "open_worker", None)
     if step.hook is None:
         assert hook is None
