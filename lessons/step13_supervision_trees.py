@@ -38,10 +38,31 @@ class Escalated(Exception):
 
 def subtasks_of(company: str) -> list[str]:
     """``"acme: pricing, reviews"`` -> ``["acme pricing", "acme reviews"]``; ``"acme"`` ->
-    ``["acme"]``."""
-    name, _, listed = company.partition(":")
+    ``["acme"]``.
+
+    Raises:
+      ValueError: for a company without a name (``": x, y"``), or whose colon lists nothing
+        (``"acme: "``).
+    """
+    name, colon, listed = company.partition(":")
     aspects = [aspect.strip() for aspect in listed.split(",") if aspect.strip()]
+    rule = "a company is 'name' or 'name: subtask, subtask'"
+    if not name.strip():
+        raise ValueError(f"{rule}, got {company.strip()!r}: it has no name")
+    if colon and not aspects:
+        raise ValueError(f"{rule}, got {company.strip()!r}: nothing follows its colon")
     return [f"{name.strip()} {aspect}" for aspect in aspects] or [name.strip()]
+
+
+def check_task(task: str) -> None:
+    """Refuse a task whose companies are not each ``name`` or ``name: a, b`` (see
+    ``subtasks_of``), before any work starts.
+
+    Raises:
+      ValueError: naming the first malformed company, and the rule.
+    """
+    for company in decompose(task):
+        subtasks_of(company)
 
 
 async def supervise(
@@ -58,6 +79,7 @@ async def supervise(
     company_timeout: float = math.inf,
     trace: Trace | None = None,
 ) -> Aggregate[str, str]:
+    check_task(task)  # a malformed company is refused before any work starts
     leaves = Capacity(max_workers)  # step 13: one budget for every leaf worker of the tree
 
     async def research(company: str) -> str:

@@ -53,8 +53,9 @@ from playwright.sync_api import (
 )
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from lessons._course import docs as _docs
 from lessons._course.steps import step_path, steps
+from tools.docs import pages as step_pages
+from tools.docs import tests_page
 from trio_supervisor import decompose
 
 CHROMIUM_ARGS = [
@@ -436,21 +437,22 @@ def check_step(page: Page, name: str, result: Result) -> None:
         block = blocks.first
         code = block.locator("td.code code").text_content() or ""
         source = step_path(name).read_text()
-        if code.rstrip() != "\n".join(_docs.code_of(source)).rstrip():
+        if code.rstrip() != "\n".join(step_pages.code_of(source)).rstrip():
             result.problems.append(f"the code block does not hold {path}'s code as it is")
         if not block.is_visible():
             result.problems.append("the code block is not displayed")
         highlighted = block.locator(".hll").count()
-        changed = len(_docs.step_changes(name))
+        changed = len(step_pages.step_changes(name))
         if highlighted != changed:
             result.problems.append(f"{highlighted} lines highlighted, the step changed {changed}")
-        result.notes.append(f"code {len(_docs.code_of(source))} lines, {highlighted} highlighted")
+        lines = len(step_pages.code_of(source))
+        result.notes.append(f"code {lines} lines, {highlighted} highlighted")
     width = VIEWPORT["width"]
     result.problems.extend(
         f"scrolls sideways at {width}px: {wide}" for wide in code_that_scrolls(page)
     )
     figures = page.locator("figure.timeline")
-    step_demos = _docs.step_demos(name)
+    step_demos = step_pages.step_demos(name)
     if figures.count() != len(step_demos):
         result.problems.append(f"expected {len(step_demos)} timelines, found {figures.count()}")
     for index, demo in enumerate(step_demos[: figures.count()]):
@@ -480,7 +482,7 @@ def check_tests_page(page: Page, base: str, result: Result) -> None:
     result.notes.append(f"{height} px tall")
     if height > TESTS_PAGE_MAX_PX:
         result.problems.append(f"the page is {height} px tall, more than {TESTS_PAGE_MAX_PX}")
-    tests = _docs.find_tests()
+    tests = tests_page.find_tests()
     blocks = page.locator("details.test")
     if blocks.count() != len(tests):
         result.problems.append(f"{len(tests)} tests, {blocks.count()} folded blocks")

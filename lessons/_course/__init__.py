@@ -1,3 +1,4 @@
-"""The course's machinery, apart from its steps: finding the steps (``steps``), their demos
-(``demos``), the runner behind ``python -m lessons`` (``runner``) and the docs site's generated
-parts (``docs``, an mkdocs hook)."""
+"""The course's machinery, apart from its steps: the record of each step (``steps``), their
+demos (``demos``), the runner behind ``python -m lessons`` (``runner``, with ``arguments``,
+``running``, ``showing``, ``live`` and ``recording``), and the laws with the exercises they
+grade (``laws``, ``probes``, ``exercises``). The docs site's hook lives in ``tools/docs``."""

@@ -1,11 +1,15 @@
-"""The demos: the tasks each step runs on, and what the simulated sub-agent does on them."""
+"""The demos: the tasks each step runs on, what the simulated sub-agent does on them, and what
+the command line (``--task``, ``--fail``, ..., a step's options) makes of them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import argparse
+import dataclasses
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from lessons._course.steps import STEPS, Step
 from trio_supervisor import decompose
 from trio_supervisor.testing import SimulatedAgent
 
@@ -176,3 +180,150 @@ NEVER_RETURNS = {
 """Why a step's run with a hung worker never returns, as the runner says when its guard stops it;
 `NO_TIMEOUT` for the steps from 6 on."""
 NO_TIMEOUT = "a worker hangs, and no --timeout or --deadline was given"
+
+OPTIONS = {
+    "worker_timeout": "timeout",
+    "deadline": "deadline",
+    "attempts": "attempts",
+    "intensity": "intensity",
+    "window": "window",
+    "strategy": "strategy",
+    "seed": "seed",
+    "rate": "rate",
+    "max_rounds": "max_rounds",
+    "max_subtasks": "max_subtasks",
+    "max_stalls": "max_stalls",
+    "planner": "planner",
+    "endpoint": "endpoint",
+    "model": "model",
+}
+"""Keyword option of a step's ``supervise`` -> the command-line option that sets it."""
+
+
+def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
+    """The tasks to run: ``--task`` alone (with the step's demo options), or the step's demos.
+
+    ``--fail``, ``--hang``, ``--flaky`` and ``--slow`` replace what the sub-agent does, and a slot
+    the command line gives one of fail, hang or flaky does only that (the demo's own behaviour for
+    that slot is dropped). ``--take`` replaces when the caller leaves a stream, and the options
+    of the step's ``supervise`` given on the command line replace the demo's. A demo the command
+    line changed is no longer what its title says: it is titled by what runs (see
+    ``changed_title``), and two demos the command line made the same run once (under the
+    demo's own title if one of them is that demo unchanged). ``--take`` and the options change
+    only a step that takes them: a step that does not stream has no caller that leaves.
+    """
+    defaults = STEP_DEMOS.get(step, DEMOS) if step is not None else DEMOS
+    chosen = list(defaults)
+    if args.task is not None:
+        chosen = [Demo("your task", args.task, options=defaults[0].options)]
+    record = STEPS.get(step) if step is not None else None
+    given = given_options(args, record)
+    take = getattr(args, "take", None)
+    unique: list[Demo] = []
+    for demo in chosen:
+        replaced = dataclasses.replace(
+            demo, options={**demo.options, **given}, **sub_agent(args, demo)
+        )
+        if take is not None and (record is None or record.streams):
+            replaced = dataclasses.replace(replaced, take=take)
+        against = getattr(args, "endpoint", None) is not None
+        if against and record is not None and record.takes_endpoint:
+            # a real server does what it does: the loopback server's script does not reach it
+            replaced = dataclasses.replace(
+                replaced, fail=frozenset(), hang=frozenset(), flaky={}, slow={}
+            )
+        if replaced != demo and args.task is None:  # "your task" says what runs already
+            replaced = dataclasses.replace(replaced, title=changed_title(replaced))
+        same = [
+            index
+            for index, other in enumerate(unique)
+            if dataclasses.replace(other, title="") == dataclasses.replace(replaced, title="")
+        ]
+        if not same:
+            unique.append(replaced)
+        elif replaced.title == demo.title:
+            unique[same[0]] = replaced
+    chosen = unique
+    for demo in chosen:
+        try:
+            size = len(decompose(demo.task))
+        except ValueError as exc:
+            raise ValueError(f"--task: {exc}") from None
+        for option, slots in (
+            ("--fail", demo.fail),
+            ("--hang", demo.hang),
+            ("--flaky", demo.flaky),
+            ("--slow", demo.slow),
+            ("--crash", demo.crash),
+        ):
+            for slot in sorted(slots):
+                if not 0 <= slot < size:
+                    raise ValueError(
+                        f"{option} {slot} is not a slot of the task: slots are 0-{size - 1}"
+                    )
+    return chosen
+
+
+def given_options(args: argparse.Namespace, record: Step | None) -> dict[str, Any]:
+    """The options of step ``record``'s entry the command line gives (every option when no
+    step is named), which replace a demo's. ``--workers`` and ``--seed`` always have a value
+    and change only how fast a demo runs, never what it shows: they reach the step (see
+    ``running.step_options``) but change no demo.
+    """
+    given = {}
+    for name, option in OPTIONS.items():
+        value = getattr(args, option, None)
+        if name != "seed" and value is not None and (record is None or record.takes(name)):
+            given[name] = value
+    return given
+
+
+def sub_agent(args: argparse.Namespace, demo: Demo) -> dict[str, Any]:
+    """What the sub-agent does on ``demo``'s slots with the command line's ``--fail``,
+    ``--hang``, ``--flaky`` and ``--slow``: each given replaces the demo's, and a slot the
+    command line gives one of fail, hang or flaky (or hang, for ``slow``) loses the demo's other
+    behaviours, so that every slot does one thing."""
+    fail = set(getattr(args, "fail", None) or ())
+    hang = set(getattr(args, "hang", None) or ())
+    flaky = dict(getattr(args, "flaky", None) or ())
+    crash = getattr(args, "crash", None)
+    named = fail | hang | set(flaky) | set(crash or ())
+    slow = getattr(args, "slow", None)
+    return {
+        "fail": frozenset(fail) if args.fail is not None else demo.fail - named,
+        "hang": frozenset(hang) if getattr(args, "hang", None) is not None else demo.hang - named,
+        "flaky": flaky
+        if getattr(args, "flaky", None) is not None
+        else {slot: calls for slot, calls in demo.flaky.items() if slot not in named},
+        "slow": dict(slow)
+        if slow is not None
+        else {slot: latency for slot, latency in demo.slow.items() if slot not in hang},
+        "crash": frozenset(crash) if crash is not None else demo.crash - named,
+    }
+
+
+def changed_title(demo: Demo) -> str:
+    """The title of a demo the command line changed, made of what runs: the task's size, what
+    the sub-agent does on purpose and when the caller leaves (the header adds the options)."""
+
+    def slots(chosen: Iterable[int]) -> str:
+        ordered = sorted(chosen)
+        return ("slot " if len(ordered) == 1 else "slots ") + ", ".join(map(str, ordered))
+
+    said = [f"the demo's {len(decompose(demo.task))} subtasks"]
+    if demo.fail:
+        said.append(f"{slots(demo.fail)} {'fails' if len(demo.fail) == 1 else 'fail'}")
+    if demo.hang:
+        said.append(f"{slots(demo.hang)} {'hangs' if len(demo.hang) == 1 else 'hang'}")
+    said += [
+        f"slot {slot} fails its first {k} call{'s' if k > 1 else ''}"
+        for slot, k in sorted(demo.flaky.items())
+    ]
+    if demo.crash:
+        said.append(
+            f"{slots(demo.crash)} {'kills its' if len(demo.crash) == 1 else 'kill their'} process"
+        )
+    said += [f"slot {slot} takes {t:g}s" for slot, t in sorted(demo.slow.items())]
+    if demo.take is not None:
+        said.append(f"left after {demo.take} results")
+    return ", ".join(said)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import difflib
 import importlib.util
+import inspect
 import io
 import json
 import re
@@ -25,7 +27,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import NoReturn
+from typing import Literal, NoReturn
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from rich.console import Console
@@ -33,9 +35,9 @@ from rich.padding import Padding
 from rich.text import Text
 
 from lessons._course import laws as _laws
+from lessons._course.errors import describe
 from lessons._course.laws import Law, Seen, laws_of
-from lessons._course.steps import step_path, steps
-from trio_supervisor._contract import describe
+from lessons._course.steps import STEPS, Step, step_path, steps
 from trio_supervisor.timeline import render_timeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -273,17 +275,44 @@ def tell(console: Console, law: Law, seen: Seen, exc: BaseException) -> None:
         console.print(Padding(render_timeline(seen.trace, seen.final, width=40), (0, 0, 0, 6)))
 
 
+def record_of(module: ModuleType, number: int) -> Step | None:
+    """What a reader's file for step ``number`` offers, as a record: it has none of its own, and
+    may not be step ``number`` yet (a starter has the code, and the signature, of the step
+    before), so it is read from the file: its ``stream`` if it has one, else its ``supervise``,
+    and the keyword options that takes. None for a file with neither."""
+    found = {name: vars(module).get(name) for name in ("stream", "supervise")}
+    entry: Literal["stream", "supervise"] = "stream" if callable(found["stream"]) else "supervise"
+    function = found[entry]
+    if not callable(function):
+        return None
+    parameters = inspect.signature(function).parameters.values()
+    options = {
+        parameter.name: None if parameter.default is parameter.empty else parameter.default
+        for parameter in parameters
+        if parameter.kind is parameter.KEYWORD_ONLY
+    }
+    return dataclasses.replace(
+        STEPS[number], entry=entry, options=options, lazy="window" in options
+    )
+
+
 def check(
-    number: int, module: ModuleType, console: Console, budget: settings = CHECK
+    number: int,
+    module: ModuleType,
+    console: Console,
+    budget: settings = CHECK,
+    record: Step | None = None,
 ) -> tuple[int, int]:
-    """Run step ``number``'s laws on ``module``, telling each as passed or failed (with its
-    counterexample); returns how many passed, of how many."""
+    """Run step ``number``'s laws on ``module`` (what ``record`` says it offers: by default,
+    `record_of` it), telling each as passed or failed (with its counterexample); returns how
+    many passed, of how many."""
+    record = record or record_of(module, number)
     passed = 0
     chosen = laws_of(number)
     for law in chosen:
         seen: list[Seen] = []
         try:
-            law.verify(module, budget, seen)
+            law.verify(module, budget, seen, record=record)
         except Exception as exc:  # the reader's code broke the law, or raised: tell it
             console.print(f"  FAILED  {law.rule}", markup=False, soft_wrap=True, style="red")
             tell(console, law, seen[0] if seen else Seen(), exc)
@@ -392,7 +421,8 @@ def main(argv: Sequence[str], console: Console | None = None, home: Path | None 
             f"{_shown(path, home)} does not import: {describe(exc)}", markup=False, soft_wrap=True
         )
         return 1
-    if not hasattr(module, "supervise") and not hasattr(module, "stream"):
+    record = record_of(module, args.number)
+    if record is None:
         console.print(
             f"{_shown(path, home)} has no supervise (or stream) to check",
             markup=False,
@@ -406,7 +436,7 @@ def main(argv: Sequence[str], console: Console | None = None, home: Path | None 
     )
     counted: list[tuple[int, int]] = []
     try:
-        counted.append(check(args.number, module, console))
+        counted.append(check(args.number, module, console, record=record))
     except* KeyboardInterrupt:  # Ctrl-C: the check stops, as a run of the course does
         print("interrupted", file=sys.stderr)
     if not counted:

@@ -9,7 +9,6 @@ so that a failure can be told, not only raised.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 import random
@@ -23,11 +22,13 @@ import trio
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from lessons._course import probes
+from lessons._course.errors import describe
 from lessons._course.probes import (
     HOUR,
     Probe,
     Spy,
-    accepted,
+    Subject,
     agent_with,
     arrivals,
     exact_latencies,
@@ -41,8 +42,8 @@ from lessons._course.probes import (
     task_of,
     tasks_below,
 )
+from lessons._course.steps import Step
 from trio_supervisor import Aggregate, Status, SubResult, Trace
-from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
 
 T = TypeVar("T")
@@ -150,17 +151,23 @@ class Law:
     raises: type[BaseException] = AssertionError
 
     def verify(
-        self, step: ModuleType, budget: settings | None = None, seen: list[Seen] | None = None
+        self,
+        step: ModuleType,
+        budget: settings | None = None,
+        seen: list[Seen] | None = None,
+        record: Step | None = None,
     ) -> None:
         """Check the law on ``step`` with ``budget`` (the law's own by default); ``seen`` gets
         the last run's [`Seen`][lessons._course.laws.Seen]: after a failure, Hypothesis's
-        smallest counterexample, which it runs last."""
+        smallest counterexample, which it runs last. ``record`` says which step ``step`` is
+        meant to be (a reader's file); a step of the course's is known by its name."""
+        subject = Subject(step, record) if record is not None else probes.subject(step)
         kept = seen if seen is not None else []
 
         def once(**drawn: Any) -> None:
             witness = Seen(drew=dict(drawn))
             kept[:] = [witness]
-            self.prove(step, witness, **drawn)
+            self.prove(subject, witness, **drawn)
 
         if not self.draws:
             once()
@@ -173,11 +180,10 @@ class Law:
         settings(budget or self.budget)(given(**self.draws)(once))()
 
 
-def starts_like_spy(step: ModuleType, seen: Seen, plan: list[str], spy: Spy, k: int) -> Any:
+def starts_like_spy(step: Subject, seen: Seen, plan: list[str], spy: Spy, k: int) -> Any:
     """Run ``step`` on ``plan`` with ``spy`` (``max_workers=k`` where it takes a bound), on
     virtual time: its aggregate, and how long it took."""
-    takes_k = "max_workers" in inspect.signature(step.supervise).parameters
-    options = {"max_workers": k} if takes_k else {}
+    options = step.record.accepted(max_workers=k)
 
     async def timed() -> tuple[Aggregate[str, str], float]:
         start = trio.current_time()
@@ -196,7 +202,7 @@ def out(plan: Iterable[str]) -> list[str]:
 # --- steps 1-5: plan order, wall time, the bound, failures ---------------------------------------
 
 
-def _plan_order(step: ModuleType, seen: Seen, latencies: list[float], k: int) -> None:
+def _plan_order(step: Subject, seen: Seen, latencies: list[float], k: int) -> None:
     plan, spy = spy_for(latencies)
     seen.expect(out(plan))
     aggregate, _ = starts_like_spy(step, seen, plan, spy, k)
@@ -214,7 +220,7 @@ PLAN_ORDER = Law(
 )
 
 
-def _serial_wall_time(step: ModuleType, seen: Seen, latencies: list[float]) -> None:
+def _serial_wall_time(step: Subject, seen: Seen, latencies: list[float]) -> None:
     plan, spy = spy_for(latencies)
     total = 0.0
     for latency in latencies:
@@ -235,7 +241,7 @@ SERIAL_WALL_TIME = Law(
 )
 
 
-def _fan_out_wall_time(step: ModuleType, seen: Seen, latencies: list[float]) -> None:
+def _fan_out_wall_time(step: Subject, seen: Seen, latencies: list[float]) -> None:
     plan, spy = spy_for(latencies)
     _, elapsed = starts_like_spy(step, seen, plan, spy, len(plan))
     seen.fact(
@@ -257,7 +263,7 @@ FAN_OUT_WALL_TIME = Law(
 )
 
 
-def _greedy_makespan(step: ModuleType, seen: Seen, latencies: list[float], k: int) -> None:
+def _greedy_makespan(step: Subject, seen: Seen, latencies: list[float], k: int) -> None:
     plan, spy = spy_for(latencies)
     makespan = list_schedule(latencies, k).makespan
     _, elapsed = starts_like_spy(step, seen, plan, spy, k)
@@ -281,7 +287,7 @@ GREEDY_MAKESPAN = Law(
 )
 
 
-def _bounded(step: ModuleType, seen: Seen, latencies: list[float], k: int) -> None:
+def _bounded(step: Subject, seen: Seen, latencies: list[float], k: int) -> None:
     plan, spy = spy_for(latencies)
     starts_like_spy(step, seen, plan, spy, k)
     peak = min(k, len(plan))
@@ -301,7 +307,7 @@ BOUNDED = Law(
 
 
 def _failures_isolated(
-    step: ModuleType, seen: Seen, data: st.DataObject, latencies: list[float], k: int
+    step: Subject, seen: Seen, data: st.DataObject, latencies: list[float], k: int
 ) -> None:
     del seen.drew["data"]
     failing = data.draw(st.sets(st.integers(0, len(latencies) - 1)), label="failing slots")
@@ -349,7 +355,7 @@ FAILURES_ISOLATED = Law(
 # --- step 6: timeouts and a deadline ------------------------------------------------------------
 
 
-def _hung_worker_frees_its_slot(step: ModuleType, seen: Seen) -> None:
+def _hung_worker_frees_its_slot(step: Subject, seen: Seen) -> None:
     agent = SimulatedAgent(hang={"stuck"})
     plan = ["stuck", "b", "c"]
     seen.drew.update(plan=plan, max_workers=1, worker_timeout=1.5)
@@ -393,7 +399,7 @@ def _statuses(results: Iterable[SubResult[str, str]]) -> list[str]:
 
 
 async def run_plan(
-    step: ModuleType, seen: Seen, plan: list[str], worker: Any, workers: int, **options: float
+    step: Subject, seen: Seen, plan: list[str], worker: Any, workers: int, **options: float
 ) -> Aggregate[str, str]:
     """Run ``plan`` on ``step``; step 10 gets a window that never holds anything back, so that
     every step follows the same schedule."""
@@ -411,7 +417,7 @@ async def run_plan(
 
 
 def _makespan_with_timeouts(
-    step: ModuleType, seen: Seen, plan: list[str], workers: int, seed: int, timeout: float
+    step: Subject, seen: Seen, plan: list[str], workers: int, seed: int, timeout: float
 ) -> None:
     agent = SimulatedAgent(seed)
     seen.drew["latencies"] = {s: "hangs" if agent.hangs(s) else agent.latency(s) for s in plan}
@@ -456,7 +462,7 @@ MAKESPAN_WITH_TIMEOUTS = Law(
 
 
 def _deadline_accounts_for_every_subtask(
-    step: ModuleType,
+    step: Subject,
     seen: Seen,
     plan: list[str],
     workers: int,
@@ -518,7 +524,7 @@ DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK = Law(
 # --- step 7: retries ----------------------------------------------------------------------------
 
 
-def _transient_failure_retried(step: ModuleType, seen: Seen) -> None:
+def _transient_failure_retried(step: Subject, seen: Seen) -> None:
     agent = SimulatedAgent(flaky={"b": 2})
     plan = ["a", "b", "c"]
     seen.drew.update(plan=plan, flaky="b fails its first 2 calls", max_workers=3, attempts=3)
@@ -546,7 +552,7 @@ TRANSIENT_FAILURE_RETRIED = Law(
 
 
 def _succeeds_when_attempts_exceed_failures(
-    step: ModuleType, seen: Seen, failures: int, attempts: int, seed: int
+    step: Subject, seen: Seen, failures: int, attempts: int, seed: int
 ) -> None:
     agent = SimulatedAgent(seed, flaky={"b": failures})
     plan = ["a", "b", "c"]
@@ -587,7 +593,7 @@ def bound(failures: int, first: float, most: float) -> float:
 
 
 def _waits_are_seeded_draws(
-    step: ModuleType, seen: Seen, seed: int, first: float, doublings: int
+    step: Subject, seen: Seen, seed: int, first: float, doublings: int
 ) -> None:
     most = first * 2**doublings
     attempts = 6
@@ -651,7 +657,7 @@ WAITS_ARE_SEEDED_DRAWS = Law(
 
 
 def _at_most_r_restarts_in_t(
-    step: ModuleType,
+    step: Subject,
     seen: Seen,
     kinds: list[str],
     workers: int,
@@ -712,7 +718,7 @@ AT_MOST_R_RESTARTS_IN_T = Law(
 
 
 def _gives_up_past_the_intensity(
-    step: ModuleType, seen: Seen, restarts: int, workers: int, seed: int
+    step: Subject, seen: Seen, restarts: int, workers: int, seed: int
 ) -> None:
     plan = ["a", "fail b", "c", "d", "e"]
     gave_up = f"gave up: more than {restarts} restarts within {HOUR:g}s"
@@ -776,7 +782,7 @@ GIVES_UP_PAST_THE_INTENSITY = Law(
 # --- step 9: streaming --------------------------------------------------------------------------
 
 
-def _first_result_arrives_with_slot_0(step: ModuleType, seen: Seen) -> None:
+def _first_result_arrives_with_slot_0(step: Subject, seen: Seen) -> None:
     latencies = [8, 24, 16, 20]
     plan = plan_of(4)
     seen.drew.update(latencies={s: n / 32 for s, n in zip(plan, latencies, strict=True)})
@@ -801,7 +807,7 @@ FIRST_RESULT_ARRIVES_WITH_SLOT_0 = Law(
 )
 
 
-def _handed_over_as_soon_as_possible(step: ModuleType, seen: Seen, order: list[int]) -> None:
+def _handed_over_as_soon_as_possible(step: Subject, seen: Seen, order: list[int]) -> None:
     """Whatever order the slots complete in (every permutation), slot i is handed over at the
     moment the last of slots 0..i completes."""
     latencies = [(rank + 1) * 4 for rank in order]  # slot i completes order[i]-th
@@ -830,7 +836,7 @@ HANDED_OVER_AS_SOON_AS_POSSIBLE = Law(
 
 
 def _leaving_early_cancels_the_rest(
-    step: ModuleType, seen: Seen, size: int, workers: int, data: st.DataObject, seed: int
+    step: Subject, seen: Seen, size: int, workers: int, data: st.DataObject, seed: int
 ) -> None:
     del seen.drew["data"]
     taken = data.draw(st.integers(0, size), label="results taken before leaving")
@@ -878,7 +884,7 @@ LEAVING_EARLY_CANCELS_THE_REST = Law(
 
 
 def _held_to_the_window(
-    step: ModuleType, seen: Seen, latencies: list[int], workers: int, extra: int
+    step: Subject, seen: Seen, latencies: list[int], workers: int, extra: int
 ) -> None:
     window = workers + extra
     started: set[str] = set()
@@ -895,7 +901,7 @@ def _held_to_the_window(
 
     async def main() -> None:
         nonlocal received
-        options = accepted(step.stream, max_workers=workers, window=window)
+        options = step.record.accepted(max_workers=workers, window=window)
         got = []
         async with step.stream(task_of(plan), seen.watch(counted, plan), **options) as results:
             async for result in results:
@@ -931,7 +937,7 @@ HELD_TO_THE_WINDOW = Law(
 
 
 def _a_lazy_million_is_held(
-    step: ModuleType, seen: Seen, workers: int, extra: int, taken: int, seed: int
+    step: Subject, seen: Seen, workers: int, extra: int, taken: int, seed: int
 ) -> None:
     window = workers + extra
     pulled = received = 0

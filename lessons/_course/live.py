@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from trio_supervisor import SlotTrace, Status, Trace
-from trio_supervisor.timeline._render import ENDINGS
+from trio_supervisor.timeline import ending
 
 REFRESH = 0.1
 """Seconds between two frames."""
@@ -103,7 +103,7 @@ def frame(trace: Trace, streaming: bool = False, timeout: float | None = None) -
     have = {slot.slot for slot in handed_over(trace, streaming)}
     for slot in trace.slots:
         if slot.slot in have:
-            glyph, style = ENDINGS[Status(state(slot, timeout))]
+            glyph, style = ending(Status(state(slot, timeout)))
             results.append(glyph, style=style)
         else:
             results.append("·", style="bright_black")

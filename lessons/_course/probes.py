@@ -7,7 +7,6 @@ The test suite and ``python -m lessons check`` share them, so that both run the 
 from __future__ import annotations
 
 import heapq
-import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -17,6 +16,8 @@ import trio
 import trio.testing
 from hypothesis import strategies as st
 
+from lessons._course.steps import Step
+from lessons._course.steps import step as step_record
 from trio_supervisor import Aggregate, SubResult
 from trio_supervisor.testing import SimulatedAgent
 
@@ -208,35 +209,55 @@ def tasks_below(task: trio.lowlevel.Task) -> int:
 # --- calling any step ---------------------------------------------------------------------------
 
 
-def accepted(function: Callable[..., Any], **options: Any) -> dict[str, Any]:
-    """The options ``function`` accepts (steps before 6 take no timeout, before 7 no attempts,
-    before 8 no intensity, before 10 no window)."""
-    parameters = inspect.signature(function).parameters
-    return {name: value for name, value in options.items() if name in parameters}
+@dataclass(frozen=True)
+class Subject:
+    """A step's code under a law: a module (the course's step, or a reader's version of it) and
+    the record of the step it is meant to be, which says what its entry takes."""
+
+    module: ModuleType
+    record: Step
+
+    @property
+    def supervise(self) -> Any:
+        """The module's ``supervise``."""
+        return self.module.supervise
+
+    @property
+    def stream(self) -> Any:
+        """The module's ``stream`` (a step that streams)."""
+        return self.module.stream
+
+
+def subject(step: Subject | ModuleType) -> Subject:
+    """``step`` as a law runs it: a module of the course's is known by its name."""
+    if isinstance(step, Subject):
+        return step
+    return Subject(step, step_record(step.__name__))
 
 
 async def supervise(
-    step: ModuleType, task: str, worker: Any, **options: Any
+    step: Subject | ModuleType, task: str, worker: Any, **options: Any
 ) -> Aggregate[str, str]:
-    """Run ``step.supervise`` with the options it accepts."""
+    """Run ``step.supervise`` with the options it accepts (steps before 6 take no timeout,
+    before 7 no attempts, before 8 no intensity, before 10 no window)."""
+    step = subject(step)
     aggregate: Aggregate[str, str] = await step.supervise(
-        task,
-        worker,
-        **accepted(step.stream if hasattr(step, "stream") else step.supervise, **options),
+        task, worker, **step.record.accepted(**options)
     )
     return aggregate
 
 
 async def arrivals(
-    step: ModuleType, task: str, worker: Any, **options: Any
+    step: Subject | ModuleType, task: str, worker: Any, **options: Any
 ) -> list[tuple[float, SubResult[str, str]]]:
     """Each result with the trio time the caller got it: as it is handed over from a stream, or
     all at once when a batch ``supervise`` returns."""
-    if not hasattr(step, "stream"):
+    step = subject(step)
+    if not step.record.streams:
         aggregate = await supervise(step, task, worker, **options)
         return [(trio.current_time(), result) for result in aggregate.results]
     got = []
-    async with step.stream(task, worker, **accepted(step.stream, **options)) as results:
+    async with step.stream(task, worker, **step.record.accepted(**options)) as results:
         async for result in results:
             got.append((trio.current_time(), result))
     return got

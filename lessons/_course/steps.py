@@ -1,12 +1,22 @@
-"""The course's steps: every ``lessons/stepNN_<name>.py``, found by its name."""
+"""The course's steps: one record each, written out here, which everything else reads.
+
+A [`Step`][lessons._course.steps.Step] says what a step module offers the runner, the laws and
+the docs: what it exports, which keyword options its entry takes (and their defaults), whether it
+streams, pulls its input lazily, re-plans, records its own trace, and what its worker hook
+(``open_worker``, Part II's seam) takes. Nothing asks a step module what it can do; one test
+(``tests/course/test_catalogue.py``) holds each record to its module.
+"""
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
+import math
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any, Literal
 
 import lessons
 
@@ -16,15 +26,188 @@ PART_TWO = 11
 one idea in a small file of its own, instead of growing the hand-written ``supervise`` of the
 step before."""
 
+REQUIRED = None
+"""The default a record gives an option its step requires (``max_workers``)."""
+INF = math.inf
+BACKOFF = (0.25, 4.0)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step module, as the course uses it.
+
+    ``options`` maps each keyword option of the step's entry (``supervise``, or ``stream`` for a
+    step that streams) to its default (`REQUIRED` for one without); ``hook`` names the keywords
+    its ``open_worker`` takes (``virtual``, ``max_workers``, ``endpoint``, ``model``, ``plan``,
+    ``crash``), None for a step without one (its worker is the simulated sub-agent itself).
+    """
+
+    number: int
+    name: str
+    title: str
+    entry: Literal["supervise", "stream"] = "supervise"
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    lazy: bool = False  # a stream that pulls its input one subtask at a time (it has a window)
+    replans: bool = False  # rounds: the plan is known only as the planner makes it
+    records_trace: bool = False  # its supervise records its own run into a trace it is given
+    synthesizes: bool = False  # it has ``synthesize(aggregate)``: the answer shown after a run
+    hook: frozenset[str] | None = None
+    check_task: str | None = None  # a function of the module that refuses a malformed task
+
+    @property
+    def streams(self) -> bool:
+        """Whether the step hands results over as a stream (its entry is ``stream``)."""
+        return self.entry == "stream"
+
+    @property
+    def takes_crash(self) -> bool:
+        """Whether its workers run in processes that ``--crash`` may end."""
+        return self.hook is not None and "crash" in self.hook
+
+    @property
+    def takes_endpoint(self) -> bool:
+        """Whether its worker can be pointed at a server (``--endpoint``)."""
+        return self.hook is not None and "endpoint" in self.hook
+
+    @property
+    def asks_endpoint(self) -> bool:
+        """Whether a run of it may send requests to ``--endpoint``: its worker, or its planner."""
+        return self.takes_endpoint or "endpoint" in self.options
+
+    def takes(self, option: str) -> bool:
+        """Whether the step's entry takes keyword option ``option``."""
+        return option in self.options
+
+    def accepted(self, **options: Any) -> dict[str, Any]:
+        """The ``options`` the step's entry takes (a step before 6 takes no timeout, ...)."""
+        return {name: value for name, value in options.items() if name in self.options}
+
+    def load(self) -> ModuleType:
+        """Import the step's module."""
+        return load_step(self.name)
+
+
+_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}
+_RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
+_RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
+
+STEPS: dict[int, Step] = {
+    step.number: step
+    for step in (
+        Step(1, "step01_serial", "serial"),
+        Step(2, "step02_fan_out", "fan out"),
+        Step(3, "step03_capacity_limiter", "a capacity limiter", options={"max_workers": None}),
+        Step(4, "step04_ordered_slots", "ordered slots", options={"max_workers": None}),
+        Step(
+            5,
+            "step05_fault_isolation",
+            "fault isolation",
+            options={"max_workers": None},
+            synthesizes=True,
+        ),
+        Step(6, "step06_timeouts", "timeouts and a deadline", options=_TIMED, synthesizes=True),
+        Step(
+            7,
+            "step07_retries",
+            "retries with full-jitter backoff",
+            options=_RETRIED,
+            synthesizes=True,
+        ),
+        Step(
+            8,
+            "step08_restart_intensity",
+            "restart intensity",
+            options=_RESTARTED,
+            synthesizes=True,
+        ),
+        Step(
+            9,
+            "step09_streaming",
+            "ordered streaming",
+            entry="stream",
+            options=_RESTARTED,
+            synthesizes=True,
+        ),
+        Step(
+            10,
+            "step10_lazy_window",
+            "a lazy input and a bounded window",
+            entry="stream",
+            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            lazy=True,
+            synthesizes=True,
+        ),
+        Step(
+            11,
+            "step11_real_subagents",
+            "real sub-agents over HTTP",
+            options={**_RETRIED, "attempts": 4, "rate": None, "adaptive": False},
+            synthesizes=True,
+            hook=frozenset({"virtual", "max_workers", "endpoint", "model"}),
+        ),
+        Step(
+            12,
+            "step12_replanning",
+            "re-planning",
+            options={
+                "max_workers": REQUIRED,
+                "max_rounds": 5,
+                "max_subtasks": 20,
+                "max_stalls": 2,
+                "deadline": INF,
+                "planner": "scripted",
+                "endpoint": None,
+                "model": None,
+            },
+            replans=True,
+        ),
+        Step(
+            13,
+            "step13_supervision_trees",
+            "supervision trees",
+            options={
+                **_TIMED,
+                "attempts": 1,
+                "intensity": None,
+                "strategy": "one_for_one",
+                "company_attempts": 2,
+                "company_timeout": INF,
+            },
+            records_trace=True,
+            synthesizes=True,
+            check_task="check_task",
+        ),
+        Step(
+            14,
+            "step14_processes",
+            "crashes a process contains",
+            options=_RETRIED,
+            synthesizes=True,
+            hook=frozenset({"crash", "virtual"}),
+        ),
+    )
+}
+"""Every step of the course, by number."""
+
 
 def steps() -> dict[int, str]:
-    """Step number -> module name of every ``lessons/stepNN_<name>.py``: add a file, add a step."""
-    found = {}
-    for module in pkgutil.iter_modules(lessons.__path__):
-        match = _STEP_NAME.fullmatch(module.name)
-        if match:
-            found[int(match.group(1))] = module.name
-    return dict(sorted(found.items()))
+    """Step number -> module name of every step, in order."""
+    return {number: step.name for number, step in STEPS.items()}
+
+
+def step(name: str | int) -> Step:
+    """The record of step ``name`` (a module name, ``lessons.<name>``, or a number).
+
+    Raises:
+      KeyError: if no step has that name.
+    """
+    if isinstance(name, int):
+        return STEPS[name]
+    short = name.removeprefix("lessons.")
+    for record in STEPS.values():
+        if record.name == short:
+            return record
+    raise KeyError(f"no step is named {name!r}")
 
 
 def load_step(name: str) -> ModuleType:

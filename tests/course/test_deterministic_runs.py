@@ -4,7 +4,7 @@ Trio runs the tasks woken at the same (virtual) instant in an order it picks at 
 module-level ``random.Random`` in ``trio._core._run`` (``_r``) reverses each batch with
 probability 1/2, or, when Hypothesis is loaded (as in these tests), shuffles it. Seeding ``_r``
 picks the order, so several seeds in both modes run the same ties in several orders. Each step's
-demos are run as the docs hook runs them (``lessons._course.docs.pictures``, which calls
+demos are run as the docs hook runs them (``tools.docs.pages.pictures``, which calls
 ``lessons._course.runner.run_demo`` on virtual time) under each order, and must record the same
 trace, draw the same SVG and print the same text. So two builds of the site are the same.
 
@@ -24,8 +24,9 @@ import trio
 import trio._core._run as trio_run
 import trio.testing
 
-from lessons._course import docs as _docs
+from lessons._course.recording import run_dict
 from lessons._course.steps import steps
+from tools.docs import pages as step_pages
 
 STEPS = list(steps().values())
 # (mode, seed): "shuffled" is trio's order under Hypothesis, "reversed" its order in a build
@@ -53,10 +54,10 @@ def runs_of(name: str) -> list[tuple[str, str, dict[str, Any], dict[str, Any], s
             picture.demo.title,
             picture.svg,
             picture.run.trace.to_dict() if picture.run.trace is not None else {},
-            picture.run.to_dict(),
+            run_dict(picture.run),
             picture.output,
         )
-        for picture in _docs.pictures(name)
+        for picture in step_pages.pictures(name)
     ]
 
 

@@ -282,7 +282,7 @@ def test_the_page_shows_a_real_check_of_step_4s_starter() -> None:
 
 
 def test_the_runners_help_names_the_exercise_commands() -> None:
-    from lessons._course.runner import parser
+    from lessons._course.arguments import parser
 
     said = " ".join(parser().format_help().split())
     assert "'python -m lessons exercise N' writes one" in said
@@ -292,7 +292,7 @@ def test_the_runners_help_names_the_exercise_commands() -> None:
 def test_ctrl_c_stops_a_check_with_status_130_and_no_traceback(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def interrupted(*_: object) -> None:
+    def interrupted(*_: object, **__: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(laws.Law, "verify", interrupted)

@@ -8,16 +8,19 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import trio
 from rich.console import Console
 
-import lessons._course.runner as runner
+import lessons._course.running as running
+from lessons._course.arguments import parser
 from lessons._course.demos import DEMOS, STEP_DEMOS, Demo
-from lessons._course.runner import Run, main, run_step
-from lessons._course.steps import load_step, step_number, steps
+from lessons._course.runner import main
+from lessons._course.running import Run, run_step, step_options
+from lessons._course.steps import load_step, step, step_number, steps
 from trio_supervisor import decompose
 from trio_supervisor.testing import SimulatedAgent
 
@@ -50,8 +53,8 @@ def test_every_step_accounts_for_every_subtask_once(name: str) -> None:
     module = load_step(name)
     task = "a; b; c; d; e"
     run = Run(name, Demo("contract", task), decompose(task), {})
-    args = runner.parser().parse_args([name])
-    run.options = runner.step_options(module.supervise, args)
+    args = parser().parse_args([name])
+    run.options = step_options(step(name), args)
     trio.run(
         run_step, module, run, SimulatedAgent(3), clock=trio.testing.MockClock(autojump_threshold=0)
     )
@@ -195,6 +198,40 @@ def test_bad_input_prints_one_clear_line_and_exits_2(
     assert err.startswith(f"python -m lessons: error: {message}")
 
 
+INTENSITY_RULE = "must be R/T (at most R >= 0 restarts in T > 0 seconds), e.g. 3/5"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["8", "--intensity", "-1/5"],
+        ["8", "--intensity=-1/5"],
+        ["8", "--virtual", "--intensity", "-1/5", "--workers", "2"],
+    ],
+)
+def test_a_value_that_starts_with_a_minus_is_read_as_the_options_value(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--intensity -1/5`` is the same command as ``--intensity=-1/5``: its rule, in one line
+    (argparse alone takes ``-1/5`` for an option and says a value is missing)."""
+    with pytest.raises(SystemExit) as exit_:
+        run_main(*argv)
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        f"python -m lessons: error: argument --intensity: {INTENSITY_RULE}, got '-1/5'\n"
+    )
+
+
+def test_an_option_is_still_no_value_of_the_option_before_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        run_main("8", "--fail", "--virtual")
+    assert capsys.readouterr().err == (
+        "python -m lessons: error: argument --fail: expected one argument\n"
+    )
+
+
 def test_bad_input_from_the_shell_has_no_traceback() -> None:
     done = python_m("lessons", "--workers", "0", "3")
     assert done.returncode == 2
@@ -213,7 +250,7 @@ def test_keyboard_interrupt_exits_130_without_a_traceback(
     async def interrupted(*args: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "run_step", interrupted)
+    monkeypatch.setattr(running, "run_step", interrupted)
     assert run_main("1", "--virtual")[0] == 130
     assert capsys.readouterr().err == "interrupted\n"
 
@@ -235,3 +272,52 @@ def test_ctrl_c_during_a_real_run_exits_130_without_a_traceback() -> None:
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130
     assert err == "interrupted\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("instant", [0.0, 0.15, 0.3, 0.6, 1.0])
+def test_ctrl_c_at_any_instant_start_up_included_ends_interrupted_without_a_traceback(
+    instant: float,
+) -> None:
+    """From the first instant on, through the imports (trio, rich, the steps: most of the first
+    second) and into the run, Ctrl-C ends the runner with ``interrupted``. A signal that comes
+    before the interpreter handles signals at all ends it as the signal does, silently (the
+    shell says 130 for both): never a traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lessons", "3"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(instant)  # the instant after the start; real time is what this test is about
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert "Traceback" not in err
+    if process.returncode == -signal.SIGINT and err == "":
+        return  # before the interpreter installed its handler: ended by the signal itself
+    assert err == "interrupted\n"
+    assert process.returncode in (130, -signal.SIGINT)
+
+
+@pytest.mark.parametrize("argv", [["check", "4"], ["3", "--task", "a; b"]])
+def test_an_interpreter_without_the_dependencies_is_told_which_to_use(argv: list[str]) -> None:
+    """The commands the course prints (``python -m lessons check 4``) run as printed: with an
+    interpreter that lacks the project's dependencies (here: without its site-packages), one
+    line names the interpreter to use, with the same arguments, and no traceback."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-m", "lessons", *argv],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("python -m lessons needs the project's dependencies, and ")
+    command = " ".join(argv).replace("a; b", "'a; b'")
+    assert f"run `.venv/bin/python -m lessons {command}` instead" in done.stderr

@@ -17,9 +17,11 @@ import pytest
 from probing import STEP05, STEP06, STEP07, STEP08, STEP09, STEP10
 from rich.console import Console
 
-from lessons._course import runner as _runner
-from lessons._course.demos import DEMOS, STEP_DEMOS
-from lessons._course.runner import demos, entry, main, parser, step_options
+from lessons._course.arguments import parser
+from lessons._course.demos import DEMOS, STEP_DEMOS, demos
+from lessons._course.runner import main
+from lessons._course.running import Run, guard_after, step_options
+from lessons._course.steps import step as record
 from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -149,16 +151,16 @@ def test_a_later_step_with_no_timeout_is_stopped_too_and_with_one_is_not() -> No
 def test_the_guard_waits_twice_as_long_as_every_other_attempt_and_backoff_could_take() -> None:
     agent = SimulatedAgent(hang={"b"}, latencies={"a": 1.0, "c": 2.0})
     plan = ["a", "b", "c"]
-    run = _runner.Run("step05_fault_isolation", DEMOS[0], plan, {"max_workers": 2})
-    assert _runner.guard_after(STEP05.supervise, run, agent) == 2 * 3.0
+    run = Run("step05_fault_isolation", DEMOS[0], plan, {"max_workers": 2})
+    assert guard_after(record(STEP05.__name__), run, agent) == 2 * 3.0
     run.options = {"max_workers": 2, "attempts": 3}
     # step 7's backoff is at most 4 s: 3 attempts of a and c, 2 backoffs for each of 3 slots
-    assert _runner.guard_after(STEP07.supervise, run, agent) == 2 * (3 * 3.0 + 2 * 4.0 * 3)
+    assert guard_after(record(STEP07.__name__), run, agent) == 2 * (3 * 3.0 + 2 * 4.0 * 3)
     for bounded in ({"worker_timeout": 9.0}, {"deadline": 9.0}):
         run.options = {"max_workers": 2, **bounded}
-        assert _runner.guard_after(STEP06.supervise, run, agent) == math.inf
+        assert guard_after(record(STEP06.__name__), run, agent) == math.inf
     run.options = {"max_workers": 2}
-    assert _runner.guard_after(STEP05.supervise, run, SimulatedAgent()) == math.inf
+    assert guard_after(record(STEP05.__name__), run, SimulatedAgent()) == math.inf
 
 
 @pytest.mark.parametrize("step", ["9", "10"])
@@ -178,7 +180,7 @@ def test_a_streaming_step_shows_each_result_as_it_is_handed_over(step: str) -> N
 
 
 def options(step: Any, *argv: str) -> dict[str, Any]:
-    return step_options(entry(step), parser().parse_args(["x", *argv]))
+    return step_options(record(step.__name__), parser().parse_args(["x", *argv]))
 
 
 def test_the_command_line_options_reach_each_step_that_accepts_them() -> None:
@@ -200,16 +202,13 @@ def test_the_command_line_options_reach_each_step_that_accepts_them() -> None:
     assert options(STEP08, *argv) == eight
     assert options(STEP09, *argv) == eight
     assert options(STEP10, *argv) == {**eight, "window": 5}
-    # the supervise of a streaming step, the stream collected, still names max_workers
-    for step in (STEP09, STEP10):
-        assert step_options(step.supervise, parser().parse_args(["9"])) == {"max_workers": 4}
 
 
 def test_the_command_line_wins_over_a_demo_option() -> None:
     demo = STEP_DEMOS[6][0]
     args = parser().parse_args(["6", "--timeout", "0.75"])
-    assert step_options(STEP06.supervise, args, demo)["worker_timeout"] == 0.75
-    assert step_options(STEP06.supervise, parser().parse_args(["6"]), demo)["worker_timeout"] == 1.5
+    assert step_options(record(6), args, demo)["worker_timeout"] == 0.75
+    assert step_options(record(6), parser().parse_args(["6"]), demo)["worker_timeout"] == 1.5
 
 
 def test_steps_1_to_5_keep_the_default_demos_and_task_keeps_the_step_options() -> None:

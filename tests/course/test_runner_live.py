@@ -15,7 +15,11 @@ import trio.testing
 from rich.console import Console
 
 from lessons._course import runner
-from lessons._course.steps import load_step, steps
+from lessons._course.arguments import parser
+from lessons._course.demos import demos
+from lessons._course.running import Run, guard_after, run_guarded, step_options
+from lessons._course.showing import ConsoleWatch
+from lessons._course.steps import load_step, step, steps
 from trio_supervisor import decompose
 
 CURSOR = re.compile(r"\x1b\[(?:\?25[lh]|2K|1A)")  # hide/show the cursor, erase a line, go up
@@ -23,21 +27,21 @@ CURSOR = re.compile(r"\x1b\[(?:\?25[lh]|2K|1A)")  # hide/show the cursor, erase 
 
 def live_frames(
     number: int, demo: int = 0, extra: tuple[str, ...] = ()
-) -> tuple[list[str], runner.Run, str]:
+) -> tuple[list[str], Run, str]:
     """Run step ``number``'s demo ``demo`` on virtual time with the live view on a terminal:
     the frames it drew (as text), the run, and everything the console printed."""
     name = steps()[number]
-    args = runner.parser().parse_args([name, *extra])
-    chosen = runner.demos(args, number)[demo]
+    args = parser().parse_args([name, *extra])
+    chosen = demos(args, number)[demo]
     module = load_step(name)
-    options = runner.step_options(runner.entry(module), args, chosen)
-    run = runner.Run(name, chosen, decompose(chosen.task), options)
+    options = step_options(step(name), args, chosen)
+    run = Run(name, chosen, decompose(chosen.task), options)
     agent = chosen.agent(args.seed)
-    run.guard = runner.guard_after(runner.entry(module), run, agent)
+    run.guard = guard_after(step(name), run, agent)
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=100, color_system=None)
     clock = trio.testing.MockClock(autojump_threshold=0)
-    trio.run(runner.run_guarded, module, run, agent, console, True, clock=clock)
+    trio.run(run_guarded, module, run, agent, ConsoleWatch(console, True), clock=clock)
     text = out.getvalue()
     frames = [frame for frame in CURSOR.sub("", text).split("\r") if "sub-agents at" in frame]
     return frames, run, text
@@ -142,7 +146,7 @@ def test_the_view_is_cleared_when_the_run_ends() -> None:
 def test_only_a_real_time_run_in_a_terminal_is_shown_live(
     argv: tuple[str, ...], terminal: bool, shown: bool
 ) -> None:
-    args = runner.parser().parse_args(list(argv))
+    args = parser().parse_args(list(argv))
     console = Console(file=io.StringIO(), force_terminal=terminal)
     assert runner.shows_live(console, args) is shown
     assert runner.shows_live(None, args) is False  # --json: no console

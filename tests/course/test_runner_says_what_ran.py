@@ -8,7 +8,6 @@ these laws hold whatever the steps are called.
 from __future__ import annotations
 
 import argparse
-import inspect
 import io
 import json
 import os
@@ -21,9 +20,10 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from lessons._course.demos import STEP_DEMOS, Demo
-from lessons._course.runner import OPTIONS, demos, entry, main, parser
-from lessons._course.steps import load_step, steps
+from lessons._course.arguments import parser
+from lessons._course.demos import OPTIONS, STEP_DEMOS, Demo, demos
+from lessons._course.runner import main
+from lessons._course.steps import load_step, step, steps
 from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,14 +32,10 @@ STEPS = steps()
 
 def accepting(option: str) -> list[int]:
     """The steps whose ``supervise`` (or ``stream``) takes keyword option ``option``."""
-    return [
-        number
-        for number, name in STEPS.items()
-        if option in inspect.signature(entry(load_step(name))).parameters
-    ]
+    return [number for number in STEPS if step(number).takes(option)]
 
 
-STREAMING = [number for number, name in STEPS.items() if hasattr(load_step(name), "stream")]
+STREAMING = [number for number in STEPS if step(number).streams]
 RETRYING = accepting("attempts")
 TIMING = min(accepting("worker_timeout"))  # a hung slot ends: a run that went on would end
 
@@ -221,13 +217,7 @@ def test_json_gives_each_slot_its_status_attempts_started_and_finished(number: i
 
 @pytest.mark.parametrize("number", list(STEPS))
 def test_json_options_hold_every_option_of_the_step(number: int) -> None:
-    function = entry(load_step(STEPS[number]))
-    keyword = [
-        name
-        for name, parameter in inspect.signature(function).parameters.items()
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-        and name != "trace"  # what the runner records into, not an option of the run
-    ]
+    keyword = list(step(number).options)  # each held to the step's signature by test_catalogue
     streams = number in STREAMING
     for run in runs_of(str(number), "--task", "a; b"):
         assert list(run["options"]) == keyword + (["take"] if streams else [])
@@ -254,9 +244,9 @@ def test_a_slot_is_admitted_before_its_first_attempt_starts(number: int) -> None
 def test_json_with_no_step_prints_the_steps() -> None:
     listed = run_json()["steps"]
     assert [(step["number"], step["name"]) for step in listed] == list(STEPS.items())
-    for step in listed:
-        first = (load_step(step["name"]).__doc__ or "").splitlines()[0]
-        assert first == f"Step {step['number']}: {step['title']}. {step['idea']}"
+    for listing in listed:
+        first = (load_step(listing["name"]).__doc__ or "").splitlines()[0]
+        assert first == f"Step {listing['number']}: {listing['title']}. {listing['idea']}"
 
 
 def test_help_marks_every_repeatable_option() -> None:

@@ -88,6 +88,22 @@ def test_a_trace_out_in_no_directory_is_refused_before_anything_runs(
     )
 
 
+def test_a_trace_out_that_is_a_directory_is_refused_in_one_line_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A directory is no FILE to write: refused with exit 2 and the rule, not a traceback
+    (``IsADirectoryError``) after every run."""
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        main(["1", "--virtual", "--trace-out", str(tmp_path)], console=Console(file=out))
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        f"python -m lessons: error: --trace-out: {tmp_path} is a directory: give a FILE, "
+        f"such as {tmp_path / 'runs.json'}\n"
+    )
+    assert out.getvalue() == ""  # refused before anything ran
+
+
 @pytest.mark.parametrize("page", ["README.md", "docs/index.md"])
 def test_the_pages_trace_out_example_writes_a_file_perfetto_reads(
     page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -18,8 +18,11 @@ import pytest
 import trio
 from rich.console import Console
 
-from lessons._course.runner import demos, entry, main, parser, step_options, takes_endpoint
-from lessons._course.steps import PART_TWO, load_step, steps
+from lessons._course.arguments import parser
+from lessons._course.demos import demos
+from lessons._course.runner import main
+from lessons._course.running import step_options
+from lessons._course.steps import PART_TWO, step, steps
 from trio_supervisor.testing.devserver import serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,19 +62,34 @@ def test_step_11_runs_against_the_loopback_server_it_starts_with_no_set_up() -> 
     assert done.stderr == ""
 
 
-def test_an_endpoint_that_refuses_connections_is_one_line_per_slot(
+def test_an_endpoint_nothing_listens_on_is_one_line_before_any_demo_and_exit_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """An unreachable server is found before the demos (a bounded TCP connect), not as every
+    slot's retried ``ConnectError`` in runs that end with exit 0."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    url = f"http://127.0.0.1:{closed_port()}/v1"
-    argv = ["11", "--task", "a; b", "--endpoint", url, "--model", "m", "--attempts", "1"]
-    status, printed = run_main(argv, capsys)
-    assert status == 0
-    refused = [line for line in printed.splitlines() if "could not reach" in line]
-    assert len(refused) == 4  # each slot: its row in the results, and its line in the answer
-    assert all(f"TransientError: could not reach {url}/: ConnectError" in line for line in refused)
-    assert "Traceback" not in printed
-    assert KEY not in printed
+    port = closed_port()
+    url = f"http://127.0.0.1:{port}/v1"
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        main(["11", "--endpoint", url, "--model", "m"], console=Console(file=out))
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"python -m lessons: error: cannot reach {url}: ")
+    assert err.endswith(f"(is a server listening on 127.0.0.1:{port}?)\n")
+    assert err.count("\n") == 1
+    assert out.getvalue() == ""  # no demo ran
+    assert KEY not in err
+
+
+def test_under_an_endpoint_the_demo_titles_say_what_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The demos' titles describe the loopback server's script (a 500 once, a stalled
+    request); against a real server that script does not run, and the titles say what does."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    given = parser().parse_args(["11", "--endpoint", "http://127.0.0.1:8000/v1", "--model", "m"])
+    titles = [demo.title for demo in demos(given, 11)]
+    assert titles == ["the demo's 3 subtasks", "the demo's 5 subtasks"]
+    assert all(not (demo.fail or demo.hang or demo.flaky) for demo in demos(given, 11))
 
 
 async def test_a_wrong_key_is_one_line_per_slot_and_the_key_never_shows(
@@ -182,9 +200,7 @@ def test_the_options_of_step_11_change_no_step_before_it(
     plain = parser().parse_args([str(number)])
     changed = parser().parse_args([str(number), *given])
     assert demos(changed, number) == demos(plain, number)
-    module = load_step(steps()[number])
+    record = step(number)
     for demo in demos(changed, number):
-        assert step_options(entry(module), changed, demo) == step_options(
-            entry(module), plain, demo
-        )
-    assert not takes_endpoint(module)
+        assert step_options(record, changed, demo) == step_options(record, plain, demo)
+    assert not record.takes_endpoint

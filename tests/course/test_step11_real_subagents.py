@@ -24,7 +24,8 @@ from step_laws import flawed, run_virtual
 
 from lessons import step11_real_subagents
 from lessons._course.demos import Demo
-from lessons._course.runner import Run, main, run_step
+from lessons._course.runner import main
+from lessons._course.running import Run, run_step
 from trio_supervisor import Status, decompose
 from trio_supervisor.agents import PermanentError, RateLimited, TransientError
 from trio_supervisor.testing import SimulatedAgent

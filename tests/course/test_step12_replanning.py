@@ -17,8 +17,11 @@ import trio
 import trio.testing
 from rich.console import Console
 
+from lessons._course.arguments import parser
 from lessons._course.demos import STEP_DEMOS
-from lessons._course.runner import main, parser, round_sections, run_demo, show
+from lessons._course.runner import main
+from lessons._course.running import run_demo
+from lessons._course.showing import round_sections, show
 from lessons._course.steps import load_step, steps
 from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_svg, render_timeline

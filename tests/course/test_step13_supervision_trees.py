@@ -7,7 +7,9 @@ All on virtual time.
 
 from __future__ import annotations
 
+import io
 import math
+import re
 from collections import Counter
 
 import pytest
@@ -15,9 +17,11 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from probing import Probe
+from rich.console import Console
 from step_laws import run_virtual
 
 from lessons import step13_supervision_trees as step13
+from lessons._course.runner import main
 from trio_supervisor import Status, Strategy, Trace
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 
@@ -204,3 +208,28 @@ def test_one_for_one_keeps_a_read_of_a_failed_siblings_note() -> None:
     assert stale == ["acme a#1"]
     fixed = stale_reads("acme: a, b", Board(latencies, {"acme a"}), "rest_for_one", 2)
     assert fixed == []
+
+
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [
+        (": x, y", "got ': x, y': it has no name"),
+        ("acme: ", "got 'acme:': nothing follows its colon"),
+        ("acme: pricing; : reviews", "got ': reviews': it has no name"),
+    ],
+)
+def test_a_malformed_company_is_refused_in_one_line_before_any_work(
+    task: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A company is ``name`` or ``name: a, b``: one without a name, or with nothing after its
+    colon, is refused up front (today's ``": x, y"`` would run subtasks named " x")."""
+    with pytest.raises(ValueError, match=re.escape(said)):
+        step13.check_task(task)
+    with pytest.raises(SystemExit) as exit_:
+        main(["13", "--virtual", "--task", task], console=Console(file=io.StringIO()))
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "python -m lessons: error: --task: a company is 'name' or 'name: subtask, subtask', "
+        f"{said}\n"
+    )

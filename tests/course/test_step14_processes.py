@@ -22,11 +22,13 @@ import trio.testing
 from rich.console import Console
 
 from lessons import step14_processes as step14
-from lessons._course import dispatch
-from lessons._course.demos import Demo
-from lessons._course.runner import Run as CourseRun
-from lessons._course.runner import changed_title, demos, main, parser, run_step
+from lessons._course.arguments import parser
+from lessons._course.demos import Demo, changed_title, demos
+from lessons._course.runner import main
+from lessons._course.running import Run as CourseRun
+from lessons._course.running import run_step
 from lessons._course.steps import load_step, steps
+from tools.docs import dispatch
 from trio_supervisor import decompose
 from trio_supervisor.processes import crash_reason
 from trio_supervisor.testing import SimulatedAgent
@@ -38,10 +40,10 @@ CRASHED = f"WorkerCrashed: {crash_reason(step14.CRASH)}"
 # Runs step argv[1] on "a; b; c" in this process, its worker's body ending its process on "b":
 # called here by a plain async worker (argv[2] == "here") or through step 14's open_worker.
 SCRIPT = """
-import inspect, json, sys
+import json, sys
 import trio
 from lessons import step14_processes as step14
-from lessons._course.steps import load_step
+from lessons._course.steps import load_step, step as record
 from trio_supervisor.testing import SimulatedAgent
 
 step = load_step(sys.argv[1])
@@ -50,8 +52,7 @@ agent = SimulatedAgent(latencies={"a": 0.1, "b": 0.05, "c": 0.2})
 async def here(subtask):
     return step14.research((subtask, 0.05, "crash" if subtask == "b" else "ok"))
 
-takes = inspect.signature(step.supervise).parameters
-options = {"max_workers": 2} if "max_workers" in takes else {}
+options = record(sys.argv[1]).accepted(max_workers=2)
 
 async def main():
     if sys.argv[2] == "here":

@@ -7,7 +7,6 @@ the same properties on a reader's code.
 
 from __future__ import annotations
 
-import inspect
 from types import ModuleType
 from typing import Any
 
@@ -26,7 +25,7 @@ from step_laws import (
 )
 
 from lessons._course import laws
-from lessons._course.steps import load_step, steps
+from lessons._course.steps import load_step, step, steps
 from trio_supervisor import Aggregate
 
 STEPS = {number: load_step(name) for number, name in steps().items() if number <= 5}
@@ -40,8 +39,7 @@ def ids(module: ModuleType) -> str:
 
 def supervise(module: ModuleType, plan: list[str], spy: Spy, k: int | None) -> Any:
     """Run ``module`` on ``plan``, with ``max_workers=k`` where it takes a bound."""
-    takes_k = "max_workers" in inspect.signature(module.supervise).parameters
-    options = {"max_workers": k} if takes_k and k is not None else {}
+    options = {} if k is None else step(module.__name__).accepted(max_workers=k)
 
     async def timed() -> tuple[Aggregate[str, str], float]:
         start = trio.current_time()

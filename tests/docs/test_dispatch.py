@@ -8,7 +8,6 @@ the step, the same on every build, and carries every field the player reads.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import json
 import math
@@ -19,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from lessons._course import dispatch
-from lessons._course import docs as _docs
-from lessons._course.runner import entry
-from lessons._course.steps import load_step, steps
+from lessons._course.recording import run_dict
+from lessons._course.steps import step, steps
+from tools.docs import dispatch
+from tools.docs import hook as docs_hook
 from trio_supervisor import Status
 
 STEPS = list(steps().values())
@@ -44,7 +43,7 @@ def test_each_recorded_run_is_a_fresh_virtual_run_of_its_scenario(
     scenarios = dispatch.scenarios(name)
     assert [item["key"] for item in recorded[name]["scenarios"]] == [s.key for s in scenarios]
     for scenario, item in zip(scenarios, recorded[name]["scenarios"], strict=True):
-        fresh = json.loads(json.dumps(scenario.run(name).to_dict()))
+        fresh = json.loads(json.dumps(run_dict(scenario.run(name))))
         assert item["run"] == fresh, scenario.key
         assert item["label"] == scenario.label
     again = dispatch.to_json(dispatch.recorded(name)[0])
@@ -141,7 +140,7 @@ def test_a_hang_never_returns_without_a_timeout_and_times_out_with_one(
     and returns every other result."""
     run = next(item["run"] for item in recorded[name]["scenarios"] if item["key"] == "hangs")
     hung = run["trace"]["slots"][dispatch.HANGING]
-    if "worker_timeout" not in inspect.signature(entry(load_step(name))).parameters:
+    if not step(name).takes("worker_timeout"):
         assert run["stopped"] == run["trace"]["wall"]
         assert re.fullmatch(r"never returns: .+", run["error"])
         assert hung["spans"][-1]["end"] is None
@@ -201,17 +200,23 @@ def test_editing_the_course_that_records_the_runs_regenerates_the_pages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The build regenerates the pages only when the digest of their inputs changes: the
-    scenarios live in ``lessons/_course``, so an edit there must change it (else a page would
-    replay runs of scenarios that no longer exist)."""
-    course = tmp_path / "lessons" / "_course"
-    course.mkdir(parents=True)
+    scenarios live in ``tools/docs``, so an edit there must change it (else a page would
+    replay runs of scenarios that no longer exist), as must an edit of the course."""
+    tools = tmp_path / "tools" / "docs"
+    tools.mkdir(parents=True)
     (tmp_path / "src").mkdir()
-    (tmp_path / "lessons" / "step01_serial.py").write_text("# a step\n")
-    scenarios = course / "dispatch.py"
+    (tmp_path / "lessons").mkdir()
+    step = tmp_path / "lessons" / "step01_serial.py"
+    step.write_text("# a step\n")
+    scenarios = tools / "dispatch.py"
     scenarios.write_text("LATENCIES = {0: 0.5}\n")
-    monkeypatch.setattr(_docs, "ROOT", tmp_path)
-    monkeypatch.setattr(_docs, "LESSONS", tmp_path / "lessons")
-    before = _docs.inputs_digest()
-    assert _docs.inputs_digest() == before
+    monkeypatch.setattr(docs_hook, "ROOT", tmp_path)
+    monkeypatch.setattr(docs_hook, "LESSONS", tmp_path / "lessons")
+    monkeypatch.setattr(docs_hook, "TOOLS", tmp_path / "tools")
+    before = docs_hook.inputs_digest()
+    assert docs_hook.inputs_digest() == before
     scenarios.write_text("LATENCIES = {0: 0.75}\n")
-    assert _docs.inputs_digest() != before
+    assert docs_hook.inputs_digest() != before
+    edited = docs_hook.inputs_digest()
+    step.write_text("# a step, edited\n")
+    assert docs_hook.inputs_digest() != edited

@@ -12,13 +12,19 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from lessons._course import docs as _docs
 from lessons._course import laws
-from lessons._course.runner import demos, main, parser
+from lessons._course.arguments import parser
+from lessons._course.demos import demos
+from lessons._course.runner import main
 from lessons._course.steps import part_two, step_number, step_path, steps
+from tools.docs import hook as docs_hook
+from tools.docs import leak as docs_leak
+from tools.docs import pages as step_pages
+from tools.docs import paths as docs_paths
+from tools.docs import tests_page
 from trio_supervisor.timeline import timeline_rows
 
-PAGES = _docs.DOCS / "steps"
+PAGES = docs_paths.DOCS / "steps"
 STEPS = list(steps().values())
 PART_ONE = [name for name in STEPS if not part_two(name)]
 PART_TWO = [name for name in STEPS if part_two(name)]
@@ -76,7 +82,7 @@ def test_step_code_starts_after_the_docstring_and_highlights_exactly_the_changed
     II, exactly the lines the step marks as its idea with a ``# step NN:`` comment)."""
     source = step_path(name).read_text()
     lines = source.splitlines()
-    block = _docs.code_block(name)
+    block = step_pages.code_block(name)
     included = INCLUDED.search(block)
     assert included is not None
     assert included["path"] == f"lessons/{name}.py"
@@ -89,9 +95,9 @@ def test_step_code_starts_after_the_docstring_and_highlights_exactly_the_changed
     assert linenums is not None
     assert int(linenums["start"]) == first
     marks = HL_LINES.search(block)
-    highlighted = [] if marks is None else _docs.parse_lines(marks["lines"])
+    highlighted = [] if marks is None else step_pages.parse_lines(marks["lines"])
     in_file = [first - 1 + line for line in highlighted]
-    if _docs.previous_step(name) is None:
+    if step_pages.previous_step(name) is None:
         assert marks is None, "the first step has no step before it: nothing is highlighted"
         return
     if part_two(name):
@@ -99,7 +105,7 @@ def test_step_code_starts_after_the_docstring_and_highlights_exactly_the_changed
         assert in_file == [n for n, line in enumerate(lines, 1) if mark in line and n >= first]
         assert in_file, f"a Part II step marks its idea with {mark!r} comments"
         return
-    assert in_file == added_lines(_docs.code_diff(name))
+    assert in_file == added_lines(step_pages.code_diff(name))
     assert in_file, "a step changes some code"
     assert all(lines[number - 1].strip() for number in in_file)
 
@@ -121,27 +127,27 @@ async def f() -> None:
 
 def test_a_docstring_edit_highlights_nothing_and_a_code_edit_highlights_its_line() -> None:
     longer_doc = PREVIOUS.replace("The idea.", "The idea.\n\nWhat is still wrong: much.")
-    assert _docs.code_changes(PREVIOUS, longer_doc) == []
+    assert step_pages.code_changes(PREVIOUS, longer_doc) == []
     edited = longer_doc.replace("sleep(1)", "sleep(2)")
     number = edited.splitlines().index("    await trio.sleep(2)") + 1
-    assert _docs.code_changes(PREVIOUS, edited) == [number]
+    assert step_pages.code_changes(PREVIOUS, edited) == [number]
     blank_added = PREVIOUS.replace("import trio\n", "import trio\n\n")
-    assert _docs.code_changes(PREVIOUS, blank_added) == []  # a blank line is not code
+    assert step_pages.code_changes(PREVIOUS, blank_added) == []  # a blank line is not code
 
 
 @pytest.mark.parametrize("name", PART_ONE[1:])
 def test_changing_one_code_line_of_a_step_changes_its_highlights(name: str) -> None:
-    before = _docs.previous_step(name)
+    before = step_pages.previous_step(name)
     assert before is not None
     previous = step_path(before).read_text()
     source = step_path(name).read_text()
     lines = source.splitlines(keepends=True)
-    start = _docs.code_start(source)
-    changed = _docs.step_changes(name)
+    start = step_pages.code_start(source)
+    changed = step_pages.step_changes(name)
     same = [n for n in range(start, len(lines) + 1) if n not in changed and lines[n - 1].strip()]
     edited = same[len(same) // 2]  # a code line the step did not change, now changed
     lines[edited - 1] = lines[edited - 1].rstrip("\n") + "  # edited\n"
-    assert edited in _docs.code_changes(previous, "".join(lines))
+    assert edited in step_pages.code_changes(previous, "".join(lines))
     assert edited not in changed
 
 
@@ -149,25 +155,25 @@ def test_a_part_two_step_highlights_the_lines_it_marks_and_no_other_edit() -> No
     """A ``# step 11:`` comment marks its line for step 11 only; a ``#`` in a string marks
     nothing, and an edit to a line without a mark highlights nothing."""
     source = 'x = 1  # step 11: the idea\ny = "# step 11: in a string"\nz = 3  # step 12: later\n'
-    assert _docs.marked_lines(source, 11) == [1]
-    assert _docs.marked_lines(source, 12) == [3]
-    assert _docs.marked_lines(source.replace("x = 1", "x = 2"), 11) == [1]
-    assert _docs.marked_lines(source.replace("y = ", "w = "), 11) == [1]
+    assert step_pages.marked_lines(source, 11) == [1]
+    assert step_pages.marked_lines(source, 12) == [3]
+    assert step_pages.marked_lines(source.replace("x = 1", "x = 2"), 11) == [1]
+    assert step_pages.marked_lines(source.replace("y = ", "w = "), 11) == [1]
 
 
 @pytest.mark.parametrize("name", PART_TWO)
 def test_a_part_two_page_highlights_what_the_step_marks(name: str) -> None:
     source = step_path(name).read_text()
-    assert _docs.step_changes(name) == _docs.marked_lines(source, step_number(name))
-    assert _docs.step_changes(name), f"{name} marks no line as its idea"
+    assert step_pages.step_changes(name) == step_pages.marked_lines(source, step_number(name))
+    assert step_pages.step_changes(name), f"{name} marks no line as its idea"
 
 
 @pytest.mark.parametrize("name", STEPS)
 def test_a_step_page_shows_its_docstring_as_prose_without_a_sample_run(name: str) -> None:
-    idea = _docs.idea(name)
+    idea = step_pages.idea(name)
     assert "Sample run" not in idea
     assert "``" not in idea
-    after = _docs.next_step(name)
+    after = step_pages.next_step(name)
     if "What is still wrong" in idea and after is not None:
         assert f"({after}.md)" in idea
 
@@ -175,37 +181,37 @@ def test_a_step_page_shows_its_docstring_as_prose_without_a_sample_run(name: str
 def test_changed_lines_are_the_replaced_and_inserted_lines_of_the_new_file() -> None:
     previous = "a\nb\nc\nd\n"
     current = "a\nB\nc\nnew\nd\n"
-    assert _docs.changed_lines(previous, current) == [2, 4]
-    assert _docs.changed_lines(current, current) == []
-    assert _docs.changed_lines("a\nb\n", "a\n") == []  # a deletion leaves nothing to highlight
+    assert step_pages.changed_lines(previous, current) == [2, 4]
+    assert step_pages.changed_lines(current, current) == []
+    assert step_pages.changed_lines("a\nb\n", "a\n") == []  # a deletion leaves nothing to highlight
 
 
 def test_hl_lines_format_and_parse_round_trip() -> None:
-    assert _docs.format_lines([7, 1, 2, 3, 9, 10]) == "1-3 7 9-10"
-    assert _docs.parse_lines("1-3 7 9-10") == [1, 2, 3, 7, 9, 10]
-    assert _docs.format_lines([]) == ""
+    assert step_pages.format_lines([7, 1, 2, 3, 9, 10]) == "1-3 7 9-10"
+    assert step_pages.parse_lines("1-3 7 9-10") == [1, 2, 3, 7, 9, 10]
+    assert step_pages.format_lines([]) == ""
     with pytest.raises(ValueError, match=r"^a hl_lines range runs upwards, got '5-3'$"):
-        _docs.parse_lines("5-3")
+        step_pages.parse_lines("5-3")
     with pytest.raises(
         ValueError, match=r"^hl_lines items are numbers or ranges like 3-5, got 'x'$"
     ):
-        _docs.parse_lines("1 x")
+        step_pages.parse_lines("1 x")
 
 
 @pytest.fixture(scope="module")
-def pictures() -> dict[str, list[_docs.Picture]]:
-    return {name: _docs.pictures(name) for name in STEPS}
+def pictures() -> dict[str, list[step_pages.Picture]]:
+    return {name: step_pages.pictures(name) for name in STEPS}
 
 
 @pytest.mark.parametrize("name", STEPS)
 def test_page_output_is_what_the_command_prints(
-    name: str, pictures: dict[str, list[_docs.Picture]]
+    name: str, pictures: dict[str, list[step_pages.Picture]]
 ) -> None:
     """The same lines; in steps 2 and 3 results that ended at the same virtual instant are
     appended in whichever order trio ran them, so the order of those rows may differ."""
     number = step_number(name)
     out = io.StringIO()
-    console = Console(file=out, width=_docs.WIDTH, color_system=None, highlight=False)
+    console = Console(file=out, width=docs_paths.WIDTH, color_system=None, highlight=False)
     assert main([str(number), "--virtual"], console=console) == 0
     printed = [line.rstrip() for line in out.getvalue().strip("\n").splitlines()]
     shown = "\n".join(picture.output for picture in pictures[name])
@@ -218,7 +224,7 @@ END = re.compile(r"(?P<end>[✓✗⏱⊘…] (?:\w[\w ]*?,? )?(?:\d+\.\d\ds|neve
 
 @pytest.mark.parametrize("name", STEPS)
 def test_timeline_picture_and_terminal_timeline_agree(
-    name: str, pictures: dict[str, list[_docs.Picture]]
+    name: str, pictures: dict[str, list[step_pages.Picture]]
 ) -> None:
     for picture in pictures[name]:
         root = ET.fromstring(picture.svg)
@@ -243,8 +249,8 @@ def test_timeline_picture_and_terminal_timeline_agree(
 
 
 def test_two_generations_draw_byte_identical_svgs(tmp_path: Path) -> None:
-    first = _docs.generate(tmp_path / "first")
-    second = _docs.generate(tmp_path / "second")
+    first = docs_hook.generate(tmp_path / "first")
+    second = docs_hook.generate(tmp_path / "second")
     assert [path.relative_to(tmp_path / "first") for path in first] == [
         path.relative_to(tmp_path / "second") for path in second
     ]
@@ -259,29 +265,29 @@ def test_two_generations_draw_byte_identical_svgs(tmp_path: Path) -> None:
 
 def test_generation_writes_only_what_changed(tmp_path: Path) -> None:
     path = tmp_path / "a.svg"
-    assert _docs.write_if_changed(path, "<svg/>")
-    assert not _docs.write_if_changed(path, "<svg/>")
-    assert _docs.write_if_changed(path, "<svg></svg>")
+    assert step_pages.write_if_changed(path, "<svg/>")
+    assert not step_pages.write_if_changed(path, "<svg/>")
+    assert step_pages.write_if_changed(path, "<svg></svg>")
 
 
 LAW_LINK = re.compile(r"\(tests\.md#(?P<module>test_\w+)\.(?P<name>[\w.]+)\)")
 
 
 def _law_links() -> list[tuple[str, str]]:
-    page = (_docs.DOCS / "laws.md").read_text()
+    page = (docs_paths.DOCS / "laws.md").read_text()
     return [(match["module"], match["name"]) for match in LAW_LINK.finditer(page)]
 
 
 @pytest.mark.parametrize(("module", "name"), _law_links())
 def test_laws_page_links_to_tests_that_exist(module: str, name: str) -> None:
-    paths = list(_docs.TESTS.rglob(f"{module}.py"))
+    paths = list(docs_paths.TESTS.rglob(f"{module}.py"))
     assert len(paths) == 1, f"laws.md links to {module}.py, which is not one file under tests/"
-    names = {test.name for test in _docs.find_tests() if test.path == paths[0]}
+    names = {test.name for test in tests_page.find_tests() if test.path == paths[0]}
     assert name in names, f"laws.md links to {module}.{name}, which {paths[0]} lacks"
 
 
 def test_tests_page_shows_each_test_from_its_first_to_its_last_line() -> None:
-    found = _docs.find_tests()
+    found = tests_page.find_tests()
     assert "test_tests_page_shows_each_test_from_its_first_to_its_last_line" in {
         test.name for test in found
     }
@@ -289,19 +295,19 @@ def test_tests_page_shows_each_test_from_its_first_to_its_last_line() -> None:
         lines = test.path.read_text().splitlines()[test.first - 1 : test.last]
         assert re.match(r"\s*(@|def |async def )", lines[0]), (test.name, lines[0])
         assert f"def {test.name.split('.')[-1]}(" in "\n".join(lines)
-    page = _docs.page_of_tests()
+    page = tests_page.page_of_tests()
     blocks = re.findall(r'<details class="test" markdown>\n(.*?)\n</details>', page, re.DOTALL)
     assert len(blocks) == len(found)
     for test, block in zip(found, blocks, strict=True):  # each test folded, in file order
-        relative = test.path.relative_to(_docs.ROOT).as_posix()
+        relative = test.path.relative_to(docs_paths.ROOT).as_posix()
         assert block.startswith(f"<summary><code>{test.name}</code>")
         assert f'<span id="{test.anchor}"></span>' in block  # inside: a link opens the block
         assert f'--8<-- "{relative}:{test.first}:{test.last}"' in block
 
 
 def test_tests_page_has_a_section_per_module_with_its_laws_listed_first() -> None:
-    found = _docs.find_tests()
-    page = _docs.page_of_tests()
+    found = tests_page.find_tests()
+    page = tests_page.page_of_tests()
     modules = sorted({test.path for test in found}, key=lambda path: path.name)
     sections = re.findall(r"^## `tests/\w+/(test_\w+)\.py` \{#(test_\w+)\}$", page, re.MULTILINE)
     assert sections == [(path.stem, path.stem) for path in modules]
@@ -312,8 +318,8 @@ def test_tests_page_has_a_section_per_module_with_its_laws_listed_first() -> Non
         assert row in page
         assert page.split(row)[1].split("\n")[0].endswith(f" | {count} |")
         section = page.split(f"{{#{path.stem}}}")[1].split("<details")[0]
-        first = _docs.module_docstring(path).split("\n\n")[0]
-        assert _docs._prose(first) in section
+        first = tests_page.module_docstring(path).split("\n\n")[0]
+        assert tests_page._prose(first) in section
 
 
 @pytest.mark.parametrize(
@@ -334,19 +340,19 @@ def test_tests_page_has_a_section_per_module_with_its_laws_listed_first() -> Non
 def test_a_test_docstring_is_shown_as_written_never_read_as_markdown(
     docstring: str, prose: str
 ) -> None:
-    assert _docs._prose(docstring) == prose
+    assert tests_page._prose(docstring) == prose
 
 
 def test_the_smallest_leak_is_two_latencies_the_first_slower_and_its_results_swapped() -> None:
-    leak = _docs.find_leak(steps()[2])
+    leak = docs_leak.find_leak(steps()[2])
     assert len(leak.smallest) == 2
     assert leak.smallest[0] > leak.smallest[1]
     assert (leak.smallest, True) in leak.runs  # it was run, and it leaked
     assert leak.first != leak.smallest  # what was drawn first is not what it shrank to
-    page = _docs.leak_page(leak)
+    page = docs_leak.leak_page(leak)
     results = page.split("results, in the order supervise returned them")[1]
     assert results.index("subtask 1") < results.index("subtask 0")  # the two come back swapped
-    laws = (_docs.DOCS / "laws.md").read_text()
+    laws = (docs_paths.DOCS / "laws.md").read_text()
     assert '--8<-- "docs/generated/laws/smallest-leak.md"' in laws
 
 
@@ -396,7 +402,7 @@ def test_laws_page_says_how_many_inputs_each_linked_test_draws(tmp_path: Path) -
             "test_fixed_law",
         )
     }
-    said = _docs.with_drawn_inputs(" ".join(links.values()), root=tmp_path)
+    said = tests_page.with_drawn_inputs(" ".join(links.values()), root=tmp_path)
     assert said == " ".join(
         [
             f"{links['test_drawn']} (checked on 7 drawn inputs)",
@@ -414,11 +420,11 @@ LAW_ANCHOR = re.compile(r"\{#(?P<id>[\w-]+)\}")
 PAGE_ANCHOR = re.compile(r"\]\(\.\./(?P<page>laws|primer)\.md#(?P<id>[\w-]+)\)")
 
 
-@pytest.mark.parametrize("name", _docs.pages())
+@pytest.mark.parametrize("name", step_pages.pages())
 def test_each_step_page_links_to_laws_that_exist(name: str) -> None:
     page = (PAGES / f"{name}.md").read_text()
     ids = {
-        target: set(LAW_ANCHOR.findall((_docs.DOCS / f"{target}.md").read_text()))
+        target: set(LAW_ANCHOR.findall((docs_paths.DOCS / f"{target}.md").read_text()))
         for target in ("laws", "primer")
     }
     links = [(match["page"], match["id"]) for match in PAGE_ANCHOR.finditer(page)]
@@ -428,7 +434,7 @@ def test_each_step_page_links_to_laws_that_exist(name: str) -> None:
 
 
 def test_each_law_links_to_a_step() -> None:
-    laws = (_docs.DOCS / "laws.md").read_text().split("\n## The docs")[0]
+    laws = (docs_paths.DOCS / "laws.md").read_text().split("\n## The docs")[0]
     sections = laws.split("\n### ")[1:]
     assert len(sections) >= 10
     for section in sections:
@@ -443,15 +449,15 @@ STEP_LINK = re.compile(
 
 @pytest.mark.parametrize(
     "path",
-    sorted([*_docs.DOCS.glob("*.md"), *PAGES.glob("*.md")]),
-    ids=lambda path: path.relative_to(_docs.DOCS).as_posix(),
+    sorted([*docs_paths.DOCS.glob("*.md"), *PAGES.glob("*.md")]),
+    ids=lambda path: path.relative_to(docs_paths.DOCS).as_posix(),
 )
 def test_links_to_steps_name_pages_that_exist_by_their_own_number(path: Path) -> None:
     """A link to a step page names a page of the course, and a number in its text is the
     page's own: no page points at a step by an old number."""
     for match in STEP_LINK.finditer(path.read_text()):
         name = f"step{match['number']}_{match['rest']}"
-        assert name in _docs.pages(), f"{path.name} links to {name}, which has no page"
+        assert name in step_pages.pages(), f"{path.name} links to {name}, which has no page"
         said = re.search(r"\b(?:[Ss]teps? )?(\d+)\b", match["text"])
         if said is not None and match["text"].lower().startswith(("step", *"0123456789")):
             assert int(said[1]) == int(match["number"]), f"{path.name}: {match[0]}"

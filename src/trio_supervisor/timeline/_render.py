@@ -28,6 +28,16 @@ ENDINGS: dict[Status | None, tuple[str, str]] = {
 }
 
 
+def ending(status: Status | None) -> tuple[str, str]:
+    """The glyph a timeline draws after a slot that ended ``status`` (None: it has not ended),
+    and its rich colour: ``("✓", "green")`` for ``Status.OK``.
+
+    Args:
+      status: how the slot ended, or None while it runs.
+    """
+    return ENDINGS[status]
+
+
 @dataclass(frozen=True)
 class Bar:
     """A stretch of one row, in seconds since the trace's origin."""

@@ -4,7 +4,7 @@ Trio does not run in a browser, so a step page cannot run its step. It replays r
 the site is built, each step runs on a few scenarios (1-4 workers, a failing slot, a slot that
 fails once and is retried, a hanging slot) through the runner on ``trio.testing.MockClock``,
 exactly as ``python -m lessons <n> --virtual`` runs it, and each run is written as the runner's
-``--json`` data (``Run.to_dict``) into ``generated/steps/<step>/dispatch.json``.
+``--json`` data (``recording.run_dict``) into ``generated/steps/<step>/dispatch.json``.
 ``docs/javascripts/dispatch.js`` reads that file and plays a run back: the sub-agents as cards,
 the results list filling in, the timeline drawing itself as virtual time advances.
 
@@ -12,20 +12,21 @@ A scenario is offered only where the step can tell it apart: a step without ``ma
 one "workers" scenario, not four identical ones, and a step without ``attempts`` no retried one.
 A step with ``worker_timeout`` runs its hanging slot with one; a step without shows the hang as
 it is: the run never returns, and the runner's guard stops it
-(`lessons._course.runner.run_guarded`).
+(``lessons._course.running.run_guarded``).
 """
 
 from __future__ import annotations
 
 import html
-import inspect
 import json
 from dataclasses import dataclass
 from typing import Any
 
+from lessons._course.arguments import parser
 from lessons._course.demos import FIVE, Demo
-from lessons._course.runner import Run, entry, final_statuses, parser, run_demo, takes_crash
-from lessons._course.steps import load_step, step_number
+from lessons._course.recording import run_dict
+from lessons._course.running import Run, final_statuses, run_demo
+from lessons._course.steps import step, step_number
 from trio_supervisor.timeline import render_svg
 
 #: Each slot's latency in the scenarios, in whole 1/32 s. No two sums of them are equal, so no
@@ -67,10 +68,10 @@ def _plural(count: int, word: str) -> str:
 
 def scenarios(name: str) -> list[Scenario]:
     """The scenarios step ``name``'s player offers, in the order its menu lists them."""
-    accepted = inspect.signature(entry(load_step(name))).parameters
+    record = step(name)
     plan = "5 subtasks"
     chosen = []
-    if "max_workers" in accepted:
+    if record.takes("max_workers"):
         for workers in WORKERS:
             demo = Demo(f"{plan}, {_plural(workers, 'worker')}", FIVE, slow=LATENCIES)
             chosen.append(Scenario(f"workers-{workers}", demo.title, demo, workers))
@@ -81,7 +82,7 @@ def scenarios(name: str) -> list[Scenario]:
         crowd = ""
     fails = Demo(f"slot {FAILING} fails{crowd}", FIVE, fail=frozenset({FAILING}), slow=LATENCIES)
     chosen.append(Scenario("fails", fails.title, fails, TROUBLE_WORKERS))
-    if "attempts" in accepted:
+    if record.takes("attempts"):
         flaky = Demo(
             f"slot {FAILING} fails its first call{crowd}, attempts={RETRIED}",
             FIVE,
@@ -90,7 +91,7 @@ def scenarios(name: str) -> list[Scenario]:
             options={"attempts": RETRIED},
         )
         chosen.append(Scenario("retried", flaky.title, flaky, TROUBLE_WORKERS))
-    timed = "worker_timeout" in accepted
+    timed = record.takes("worker_timeout")
     hangs = Demo(
         f"slot {HANGING} hangs{crowd}"
         + (f", worker_timeout={TIMEOUT:g}s" if timed else ", no timeout"),
@@ -100,7 +101,7 @@ def scenarios(name: str) -> list[Scenario]:
         options={"worker_timeout": TIMEOUT} if timed else {},
     )
     chosen.append(Scenario("hangs", hangs.title, hangs, TROUBLE_WORKERS))
-    if takes_crash(load_step(name)):  # a worker process to end: step 14 on
+    if record.takes_crash:  # a worker process to end: step 14 on
         title = f"slot {FAILING}'s process dies{crowd}"
         crashes = Demo(title, FIVE, crash=frozenset({FAILING}), slow=LATENCIES)
         chosen.append(Scenario("crashes", crashes.title, crashes, TROUBLE_WORKERS))
@@ -115,7 +116,7 @@ def recorded(name: str) -> tuple[dict[str, Any], Run]:
         "step": name,
         "default": DEFAULT,
         "scenarios": [
-            {"key": scenario.key, "label": scenario.label, "run": run.to_dict()}
+            {"key": scenario.key, "label": scenario.label, "run": run_dict(run)}
             for scenario, run in runs.values()
         ],
     }

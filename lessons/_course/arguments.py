@@ -1,0 +1,343 @@
+"""The command line of ``python -m lessons``: its options, and every rule they must keep, each
+refused in one line (exit 2) before anything runs."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import socket
+import sys
+import urllib.parse
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+T = TypeVar("T")
+
+
+class _Parser(argparse.ArgumentParser):
+    """The runner's parser: an error is one line (exit 2), and an option's value may start with
+    ``-`` (``--intensity -1/5`` is read as ``--intensity=-1/5``, so that its rule is stated,
+    where argparse would take ``-1/5`` for an option and say only that a value is missing)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.named: set[str] = set()  # every option string
+        self.valued: set[str] = set()  # the option strings that take a value
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.named.update(action.option_strings)
+        if action.nargs != 0:
+            self.valued.update(action.option_strings)
+        return action
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        given = list(sys.argv[1:] if args is None else args)
+        joined: list[str] = []
+        index = 0
+        while index < len(given):
+            word = given[index]
+            following = given[index + 1] if index + 1 < len(given) else ""
+            if word in self.valued and following.startswith("-") and following not in self.named:
+                joined.append(f"{word}={following}")
+                index += 2
+            else:
+                joined.append(word)
+                index += 1
+        return super().parse_known_args(joined, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _at_least(least: int) -> Callable[[str], int]:
+    """An option's type: an integer >= ``least``, or its rule."""
+
+    def integer(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer >= {least}, got {text!r}"
+            ) from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {value}")
+        return value
+
+    return integer
+
+
+_workers = _at_least(1)
+_count = _at_least(0)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
+def _pair(
+    text: str,
+    separator: str,
+    second: Callable[[str], T],
+    valid: Callable[[int, T], bool],
+    rule: str,
+    default: str = "",
+) -> tuple[int, T]:
+    """Parse ``A<separator>B`` into ``(int(A), second(B))``, or say the option's rule."""
+    first_text, _, second_text = text.partition(separator)
+    try:
+        pair = int(first_text), second(second_text or default)
+    except ValueError:
+        pair = None
+    if pair is None or not valid(*pair):
+        raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
+    return pair
+
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a number of attempts a second > 0, got {text!r}")
+    return value
+
+
+def _endpoint(text: str) -> str:
+    try:
+        url = urllib.parse.urlsplit(text)
+        url.port  # noqa: B018  # raises ValueError for a port that is not a number in range
+    except ValueError:
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.hostname:
+        raise argparse.ArgumentTypeError(
+            f"must be an http(s) base URL such as http://127.0.0.1:8000/v1, got {text!r}"
+        )
+    return text
+
+
+def _flaky(text: str) -> tuple[int, int]:
+    rule = "a slot I or I:K (slot I fails its first K >= 1 calls)"
+    return _pair(text, ":", int, lambda slot, calls: slot >= 0 and calls >= 1, rule, default="1")
+
+
+def _slow(text: str) -> tuple[int, float]:
+    rule = "I:S (slot I takes S >= 0 seconds), e.g. 1:3"
+    return _pair(text, ":", float, lambda slot, latency: slot >= 0 and latency >= 0, rule)
+
+
+def _intensity(text: str) -> tuple[int, float]:
+    rule = "R/T (at most R >= 0 restarts in T > 0 seconds), e.g. 3/5"
+    return _pair(text, "/", float, lambda restarts, period: restarts >= 0 and period > 0, rule)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="python -m lessons",
+        description="Run the course's steps. With no step, list them.",
+        epilog="Exercises: 'python -m lessons exercise N' writes one, 'python -m lessons check N' "
+        "grades it by step N's laws.",
+    )
+    p.add_argument("step", nargs="?", help="a step's number or name, or 'all'")
+    p.add_argument("--task", help="the task to run instead of the demos, e.g. 'a; b; c'")
+    p.add_argument("--workers", type=_workers, default=4, metavar="K", help="max_workers (4)")
+    p.add_argument("--seed", type=int, default=0, help="picks the sub-agent's latencies (0)")
+    p.add_argument(
+        "--fail", type=int, action="append", metavar="I", help="a slot to fail (repeatable)"
+    )
+    p.add_argument(
+        "--hang", type=int, action="append", metavar="I", help="a slot that hangs (repeatable)"
+    )
+    p.add_argument(
+        "--flaky",
+        type=_flaky,
+        action="append",
+        metavar="I[:K]",
+        help="slot I fails its first K calls (1), then succeeds (repeatable)",
+    )
+    p.add_argument(
+        "--slow",
+        type=_slow,
+        action="append",
+        metavar="I:S",
+        help="slot I takes S seconds (repeatable)",
+    )
+    p.add_argument(
+        "--crash",
+        type=int,
+        action="append",
+        metavar="I",
+        help="slot I's worker kills its process (14-) (repeatable)",
+    )
+    p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
+    p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (6-)")
+    p.add_argument("--attempts", type=_workers, metavar="N", help="calls per slot at most (7-)")
+    p.add_argument(
+        "--intensity", type=_intensity, metavar="R/T", help="at most R restarts in T seconds (8-)"
+    )
+    p.add_argument(
+        "--window", type=_workers, metavar="N", help="slots pulled, not yet handed over (10)"
+    )
+    p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (9-)")
+    p.add_argument(
+        "--strategy",
+        choices=("one_for_one", "one_for_all", "rest_for_one"),
+        help="which children a restart takes (13)",
+    )
+    p.add_argument(
+        "--rate", type=_rate, metavar="R", help="at most R attempts start a second (11-)"
+    )
+    p.add_argument(
+        "--endpoint",
+        type=_endpoint,
+        metavar="URL",
+        help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (11-)",
+    )
+    p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (11-)")
+    p.add_argument("--max-rounds", type=_workers, metavar="N", help="rounds at most (12)")
+    p.add_argument(
+        "--max-subtasks", type=_workers, metavar="N", help="subtasks at most, all rounds (12)"
+    )
+    p.add_argument("--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (12)")
+    p.add_argument(
+        "--planner", choices=("scripted", "llm"), help="who decides each round's batch (12)"
+    )
+    p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
+    p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
+    p.add_argument(
+        "--trace-out",
+        type=Path,
+        metavar="FILE",
+        help="write the runs' traces to FILE for Perfetto's UI (a process per run)",
+    )
+    return p
+
+
+def select(step: str, known: dict[int, str]) -> list[str]:
+    """The module names a step argument names: a number, a name, or 'all'."""
+    if step == "all":
+        return list(known.values())
+    if step.isdigit() and int(step) in known:
+        return [known[int(step)]]
+    if step in known.values():
+        return [step]
+    numbers = f"{min(known)}-{max(known)}"
+    raise ValueError(f"unknown step {step!r}: choose a number {numbers}, a step name, or 'all'")
+
+
+SUB_AGENT = ("fail", "hang", "flaky")  # what a slot may be given to do: one of these
+
+
+def conflicting(args: argparse.Namespace) -> str | None:
+    """What the command line asks that cannot hold together, or None.
+
+    A slot does one of fail, hang and flaky; a slot that hangs never ends, so it takes no
+    ``--slow`` latency; ``--flaky`` and ``--slow`` give a slot one value each. Refused rather
+    than letting one silently win.
+    """
+    given: dict[int, list[str]] = {}
+    for option in SUB_AGENT:
+        for slot in {
+            value if isinstance(value, int) else value[0] for value in getattr(args, option) or ()
+        }:
+            given.setdefault(slot, []).append(option)
+    for slot, options in sorted(given.items()):
+        if len(options) > 1:
+            both = " and ".join(f"--{option}" for option in options)
+            return f"slot {slot} is given both {both}: a slot does one of fail, hang, flaky"
+    for slot in sorted(set(getattr(args, "crash", None) or ())):
+        if slot in given:
+            return (
+                f"slot {slot} is given both --crash and --{given[slot][0]}: a slot whose "
+                "process dies does nothing else"
+            )
+    for slot, _ in args.slow or ():
+        if slot in (args.hang or ()):
+            return (
+                f"slot {slot} is given both --hang and --slow: a slot that hangs never ends, "
+                "so it has no latency"
+            )
+    for option in ("flaky", "slow"):
+        slots = [slot for slot, _ in getattr(args, option) or ()]
+        for slot in sorted(set(slots)):
+            if slots.count(slot) > 1:
+                return f"slot {slot} is given --{option} twice: give each slot once"
+    return None
+
+
+def endpoint_refused(args: argparse.Namespace) -> str | None:
+    """Why ``--endpoint`` and ``--model`` cannot be used as given, or None.
+
+    An endpoint needs a model to ask and a key (``OPENAI_API_KEY``, never shown); it runs on
+    real time, and it does what it does: the slot options that script the loopback server
+    (``--fail``, ``--hang``, ``--flaky``, ``--slow``) cannot reach it.
+    """
+    if args.endpoint is None:
+        if args.model is not None:
+            return "--model names the model of an --endpoint: give --endpoint URL too"
+        return None
+    if not args.model:
+        return "--endpoint needs --model NAME: the model to ask there"
+    if args.virtual:
+        return "--endpoint runs on real time: a real server cannot follow --virtual's clock"
+    for option in ("fail", "hang", "flaky", "slow"):
+        if getattr(args, option):
+            return (
+                f"--{option} scripts the loopback server; an --endpoint does what it does: "
+                f"leave out --{option} or --endpoint"
+            )
+    if not os.environ.get("OPENAI_API_KEY"):
+        return (
+            "--endpoint reads its API key from OPENAI_API_KEY, which is not set "
+            "(any non-empty value for a server that checks none)"
+        )
+    return None
+
+
+def refused(args: argparse.Namespace) -> str | None:
+    """Why the command line cannot run as given (one line, stating the rule), or None: options
+    that cannot hold together, and options whose values contradict each other."""
+    conflict = conflicting(args)
+    if conflict is not None:
+        return conflict
+    if args.planner == "llm" and args.virtual:
+        return "--planner llm asks a real server, on real time: leave out --virtual"
+    if args.window is not None and args.window < args.workers:
+        return f"--window must be >= --workers ({args.workers}), got {args.window}"
+    if args.trace_out is not None and args.trace_out.is_dir():
+        return (
+            f"--trace-out: {args.trace_out} is a directory: give a FILE, "
+            f"such as {args.trace_out / 'runs.json'}"
+        )
+    if args.trace_out is not None and not args.trace_out.parent.is_dir():
+        return f"--trace-out: {args.trace_out.parent} is not a directory: give a FILE in one"
+    return endpoint_refused(args)
+
+
+REACH = 3.0
+"""Seconds an ``--endpoint``'s server has to accept a connection before the runs start."""
+
+
+def unreachable(url: str, timeout: float = REACH) -> str | None:
+    """Why ``url``'s server cannot be reached (a TCP connection to its host and port, within
+    ``timeout`` seconds), in one line, or None: found before any demo runs, rather than as
+    every slot's retried connection error."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+            return None
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        return f"cannot reach {url}: {why} (is a server listening on {parts.hostname}:{port}?)"

@@ -1,0 +1,311 @@
+"""Running a step: one demo, on virtual or real time, under a guard for runs that never return.
+
+Part II's seam: a step may say what its worker is with a module-level ``open_worker``, an async
+context manager function that takes the demo's simulated sub-agent (a
+``trio_supervisor.testing.SimulatedAgent``: what each slot does, its latencies) and yields the
+worker the step's ``supervise`` (or ``stream``) is given, wrapped in ``trace.watch`` as the
+simulated sub-agent is for a step without one. It is entered inside the run's ``trio.run`` and
+left when the run ends (a server it starts stops then). Besides the simulated sub-agent it is
+given, by keyword, those of these its record (``steps.Step.hook``) names: ``virtual`` (the run
+is on a ``trio.testing.MockClock``: no real socket, no real time), ``max_workers`` (the run's),
+``endpoint`` and ``model`` (``--endpoint URL --model NAME``; None without them), ``plan`` (the
+subtasks), and ``crash`` (the subtasks whose worker is to end its process: ``--crash``).
+
+Nothing here prints: what a run shows while it goes on is a ``Watch``'s job
+(``showing.ConsoleWatch``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Protocol
+
+import trio
+import trio.testing
+
+from lessons._course.demos import NEVER_RETURNS, NO_TIMEOUT, OPTIONS, Demo
+from lessons._course.errors import describe
+from lessons._course.steps import Step, load_step, step, step_number
+from trio_supervisor import Aggregate, Answer, Span, Status, SubResult, Trace, decompose
+from trio_supervisor.testing import SimulatedAgent
+
+
+@dataclass
+class Run:
+    """One run of one step on one task: what the runner shows and what ``--json`` prints."""
+
+    step: str
+    demo: Demo
+    plan: list[str]
+    options: dict[str, Any]
+    trace: Trace | None = None
+    aggregate: Aggregate[str, str] | None = None
+    error: str | None = None
+    answer: str | None = None
+    serial: float | None = None
+    guard: float = math.inf  # seconds: a run still going then never returns (see run_guarded)
+    stopped: float | None = None  # when the guard stopped a run that never returns, if it did
+    replanned: Answer[str, str] | None = None  # a re-planning step's answer: rounds and ledger
+    endpoint: str | None = None  # --endpoint, for a step whose worker takes one (see worker_of)
+    model: str | None = None  # --model, with --endpoint
+
+
+class Watch(Protocol):
+    """What sees a run as it goes: before it starts, each result a stream hands over, and (if
+    ``live_view``) the whole run from a task of its own."""
+
+    live_view: bool
+
+    def starting(self, run: Run) -> None:
+        """The run is about to start."""
+
+    def streaming(self) -> None:
+        """A stream opened: its results follow."""
+
+    def handed_over(self, run: Run, slot: int, result: SubResult[str, str]) -> None:
+        """A stream handed over ``result``, its ``slot``-th."""
+
+    def left(self, taken: int) -> None:
+        """The caller left the stream after ``taken`` results."""
+
+    async def watch(self, run: Run, worker_timeout: float | None) -> None:
+        """Show the run while it goes on, until cancelled when it ends."""
+
+
+def step_options(
+    record: Step, args: argparse.Namespace, demo: Demo | None = None
+) -> dict[str, Any]:
+    """The keyword options step ``record``'s entry accepts, filled from the demo's options and
+    the command line (which wins)."""
+    given = {"max_workers": args.workers, **(demo.options if demo is not None else {})}
+    for name, option in OPTIONS.items():
+        value = getattr(args, option, None)
+        if value is not None:
+            given[name] = value
+    return record.accepted(**given)
+
+
+def lazily(plan: Sequence[str], trace: Trace) -> Iterator[str]:
+    """The plan as a lazy input, which marks on ``trace`` when each subtask is pulled."""
+    for slot, subtask in enumerate(plan):
+        trace.pulled(slot, subtask)
+        yield subtask
+
+
+@asynccontextmanager
+async def worker_of(
+    module: ModuleType, run: Run, agent: SimulatedAgent
+) -> AsyncIterator[Callable[[Any], Any]]:
+    """The worker of a run of step ``module``: what its ``open_worker`` yields, made from
+    ``agent``, or ``agent`` itself for a step without one."""
+    hook = step(module.__name__).hook
+    if hook is None:
+        yield agent
+        return
+    given = {
+        "virtual": isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock),
+        "max_workers": run.options.get("max_workers", 1),
+        "endpoint": run.endpoint,
+        "model": run.model,
+        "plan": list(run.plan),
+        "crash": {run.plan[slot] for slot in run.demo.crash},
+    }
+    chosen = {name: value for name, value in given.items() if name in hook}
+    async with module.open_worker(agent, **chosen) as worker:
+        yield worker
+
+
+async def run_step(
+    module: ModuleType, run: Run, agent: SimulatedAgent, watch: Watch | None = None
+) -> None:
+    """Run step ``module`` on ``run``'s task with a traced worker, recording the outcome:
+    ``agent``, or what the step's ``open_worker`` makes of it (see the module's doc).
+
+    A step that streams is fed the plan as a lazy input (if it pulls lazily) and consumed as it
+    hands results over, each told to ``watch`` as it arrives; its results make the aggregate.
+    A step that raises is part of the lesson (steps 1-4 do on a failure): its exception, a group
+    or not, is recorded whole and shown. Cancellation and ``KeyboardInterrupt`` pass through, and
+    so does a ``BrokenPipeError`` (in a group or not): the runner's own output found stdout closed.
+    ``run.serial`` is then what the calls made take one after another (see ``serial_time``).
+    """
+    record = step(module.__name__)
+    unknown = record.replans or record.lazy
+    run.trace = Trace() if unknown else Trace(run.plan)  # slots added as they are dispatched
+    try:
+        async with worker_of(module, run, agent) as worker:
+            if record.records_trace:
+                run.aggregate = await module.supervise(
+                    run.demo.task, worker, trace=run.trace, **run.options
+                )
+            elif not record.streams:
+                run.aggregate = await module.supervise(
+                    run.demo.task, run.trace.watch(worker), **run.options
+                )
+            else:
+                run.aggregate = await consume(module, run, run.trace, worker, watch)
+    except Exception as exc:
+        if stdout_closed(exc):  # the runner's own output failed, not the step: stop (see main)
+            raise
+        run.error = describe(exc)
+    finally:
+        run.trace.close()
+    run.serial = serial_time(run.trace)
+    if isinstance(run.aggregate, Answer):  # a re-planning step: the ledger's results, in order
+        run.replanned = run.aggregate
+        run.aggregate = Aggregate([entry.result for entry in run.replanned.ledger.entries])
+        run.plan = [entry.subtask for entry in run.replanned.ledger.entries]
+        run.answer = run.replanned.text
+    if run.aggregate is not None and record.synthesizes:
+        run.answer = module.synthesize(run.aggregate)
+
+
+async def consume(
+    module: ModuleType,
+    run: Run,
+    trace: Trace,
+    agent: Callable[[Any], Any],
+    watch: Watch | None,
+) -> Aggregate[str, str]:
+    """Run a streaming step to its end, marking each result on ``trace`` as it is handed over."""
+    results: list[SubResult[str, str]] = []
+    task = lazily(run.plan, trace) if step(module.__name__).lazy else run.demo.task
+    async with module.stream(task, trace.watch(agent), **run.options) as arriving:
+        if watch is not None:
+            watch.streaming()
+        async for result in arriving:
+            trace.delivered(len(results))
+            if watch is not None:
+                watch.handed_over(run, len(results), result)
+            results.append(result)
+            if len(results) == run.demo.take:
+                if watch is not None:
+                    watch.left(len(results))
+                break
+    return Aggregate(results)
+
+
+def leaf_spans(trace: Trace) -> list[Span]:
+    """Every attempt of every slot that ran, a child run's in place of its parent slot's."""
+    spans: list[Span] = []
+    for slot in trace.slots:
+        spans += slot.spans if slot.child is None else leaf_spans(slot.child)
+    return spans
+
+
+def serial_time(trace: Trace) -> float | None:
+    """How long the calls the run made take one after another: every attempt of every slot
+    that ran (retries too, and a stream's slots only as far as the caller read; in a tree, the
+    leaves'), each as long as it ran; None while a call has not ended (it hangs)."""
+    spans = leaf_spans(trace)
+    if any(span.end is None for span in spans):
+        return None
+    return sum(span.end - span.start for span in spans if span.end is not None)
+
+
+async def run_guarded(
+    module: ModuleType, run: Run, agent: SimulatedAgent, watch: Watch | None = None
+) -> None:
+    """`run_step`, stopped by a watchdog if it still goes on ``run.guard`` seconds after it
+    started: then it never returns (a worker hangs and nothing times it out, the flaw of steps
+    1-5). ``run.trace`` becomes the trace as it was at that instant, the hung slots still
+    running, ``run.stopped`` that instant, and ``run.error`` says why the run never returns
+    (`NEVER_RETURNS`). A ``watch`` with ``live_view`` is shown the run while it goes on."""
+    snapshot: list[Trace] = []  # the trace at the guard instant, if the watchdog fired
+    with trio.CancelScope() as guarded:
+        async with trio.open_nursery() as nursery:
+            if math.isfinite(run.guard):
+                nursery.start_soon(watchdog, run, guarded, snapshot)
+            if watch is not None and watch.live_view:
+                nursery.start_soon(watch.watch, run, run.options.get("worker_timeout"))
+            await run_step(module, run, agent, watch)
+            nursery.cancel_scope.cancel()  # the run returned: the watchdog is done
+    if snapshot:
+        run.trace = snapshot[0]
+        run.stopped = run.trace.wall
+        run.error = f"never returns: {NEVER_RETURNS.get(step_number(run.step), NO_TIMEOUT)}"
+
+
+async def watchdog(run: Run, guarded: trio.CancelScope, snapshot: list[Trace]) -> None:
+    """At ``run.guard`` seconds, keep a copy of ``run.trace`` as it is then (closed there) in
+    ``snapshot``, and cancel ``guarded``: a run still going then never returns."""
+    await trio.sleep(run.guard)
+    assert run.trace is not None
+    kept = copy.deepcopy(run.trace)
+    kept.close()
+    snapshot.append(kept)
+    guarded.cancel()
+
+
+def guard_after(record: Step, run: Run, agent: SimulatedAgent) -> float:
+    """Seconds after which ``run`` of step ``record`` never returns, if it has not: never
+    (infinite) unless a slot hangs and no timeout or deadline ends the run.
+
+    Otherwise twice the longest time every other slot could take, each attempt of each one after
+    the other with the longest backoff between attempts: a run still going then waits for a hung
+    worker, and waits forever.
+    """
+    options = run.options
+    timed = [options.get(name, math.inf) for name in ("worker_timeout", "deadline")]
+    if not any(agent.hangs(subtask) for subtask in run.plan) or any(map(math.isfinite, timed)):
+        return math.inf
+    attempts: int = options.get("attempts", 1)
+    backoff: tuple[float, float] = options.get("backoff", record.options.get("backoff", (0, 0)))
+    others: float = sum(agent.latency(subtask) for subtask in run.plan if not agent.hangs(subtask))
+    longest = attempts * others + (attempts - 1) * backoff[1] * len(run.plan)
+    return max(1.0, 2 * longest)
+
+
+def result_slots(run: Run) -> list[int]:
+    """The plan slot of each result, in the order the aggregate holds them (duplicates in turn)."""
+    assert run.aggregate is not None
+    unused: dict[str, list[int]] = {}
+    for slot, subtask in enumerate(run.plan):
+        unused.setdefault(subtask, []).append(slot)
+    return [unused[result.subtask].pop(0) for result in run.aggregate.results]
+
+
+def final_statuses(run: Run) -> dict[int, Status]:
+    """What the aggregate says of each slot, which the timeline shows over the raw trace."""
+    if run.aggregate is None:
+        return {}
+    return {
+        slot: result.status
+        for slot, result in zip(result_slots(run), run.aggregate.results, strict=True)
+    }
+
+
+def stdout_closed(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception in its group) says stdout was closed."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.subgroup(BrokenPipeError) is not None
+    return isinstance(exc, BrokenPipeError)
+
+
+def run_demo(name: str, demo: Demo, args: argparse.Namespace, watch: Watch | None = None) -> Run:
+    """Run step ``name`` on ``demo`` with the command line's options, and return the run.
+
+    What ``python -m lessons`` does for each step and demo, and what the docs draw their
+    timelines from. With ``args.virtual`` the run is on ``trio.testing.MockClock``: instant, exact.
+    ``watch``, when given, is told the run is starting (the runner prints its header), sees a
+    streaming step's results as they are handed over, and, with ``live_view``, the sub-agents at
+    work.
+    """
+    record = step(name)
+    module = load_step(name)
+    plan = decompose(demo.task)
+    agent = demo.agent(args.seed)
+    run = Run(name, demo, plan, step_options(record, args, demo))
+    if getattr(args, "endpoint", None) is not None and record.takes_endpoint:
+        run.endpoint, run.model = args.endpoint, args.model
+    run.guard = guard_after(record, run, agent) if run.endpoint is None else math.inf
+    clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
+    if watch is not None:
+        watch.starting(run)
+    trio.run(run_guarded, module, run, agent, watch, clock=clock)
+    return run

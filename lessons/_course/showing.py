@@ -1,0 +1,230 @@
+"""Showing runs: the timeline, the results or the ledger, the answer and the summary of a finished
+run, the lines a stream hands over while it runs, the live view of the sub-agents at work
+(``live``), and the list of steps."""
+
+from __future__ import annotations
+
+import errno
+import json
+from collections.abc import Mapping
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from lessons._course.live import show_live
+from lessons._course.running import Run, final_statuses, result_slots
+from lessons._course.steps import load_step, step
+from trio_supervisor import Answer, Status, SubResult, Trace
+from trio_supervisor.timeline import render_timeline
+
+
+class ConsoleWatch:
+    """A run seen on a console: its header before it runs (so Ctrl-C has a context), the
+    results a stream hands over as they come, and, with ``live_view`` (real time on a terminal),
+    the sub-agents at work (see ``lessons._course.live``)."""
+
+    def __init__(self, console: Console, live_view: bool = False) -> None:
+        self.console = console
+        self.live_view = live_view
+
+    def starting(self, run: Run) -> None:
+        """Print which step runs on which task, with which options."""
+        options = "".join(f", {name}={value}" for name, value in run.options.items())
+        if run.endpoint is not None:
+            options += f", against {run.endpoint} ({run.model})"
+        self.console.print(f"[bold]{run.step}[/bold] · {escape(run.demo.title)}{escape(options)}")
+        self.console.file.flush()
+
+    def streaming(self) -> None:
+        """The heading of the results a stream hands over."""
+        self.console.print("handed over, in plan order:", style="bold")
+
+    def handed_over(self, run: Run, slot: int, result: SubResult[str, str]) -> None:
+        """One result as it is handed over: when, its slot, its subtask and how it ended."""
+        assert run.trace is not None
+        shown = result.status.value if result.ok else result.error
+        self.console.print(
+            f"  {run.trace.wall:6.2f}s  slot {slot:>2}  {result.subtask}  {shown}",
+            markup=False,
+            highlight=False,
+        )
+
+    def left(self, taken: int) -> None:
+        """The caller left the stream."""
+        self.console.print(f"left the stream after {taken} results", style="bold")
+
+    async def watch(self, run: Run, worker_timeout: float | None) -> None:
+        """The sub-agents at work, redrawn in place until the run ends."""
+        await show_live(self.console, lambda: run.trace, step(run.step).streams, worker_timeout)
+
+
+def show(console: Console, run: Run) -> None:
+    """Print a finished run: timeline, results table, synthesized answer and summary line."""
+    assert run.trace is not None
+    width = max(16, min(60, console.width - 60))
+    sections = round_sections(run)
+    console.print(render_timeline(run.trace, final_statuses(run), width=width, sections=sections))
+    if any(slot.delivered is not None for slot in run.trace.slots):
+        console.print("░ done, held until every earlier slot was handed over", style="bright_black")
+    if step(run.step).hook is not None:
+        show_retries(console, run.trace)
+    ranks = run.trace.completion_rank()
+    if run.replanned is not None:
+        show_ledger(console, run, run.replanned)
+    elif run.aggregate is not None:
+        table = Table(
+            title="results, in the order supervise returned them",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
+        table.add_column("slot", justify="right")
+        table.add_column("subtask", max_width=22, no_wrap=True, overflow="ellipsis")
+        table.add_column("result", no_wrap=True)
+        table.add_column("output or error", overflow="fold")
+        table.add_column("done #", justify="right")
+        for slot, result in zip(result_slots(run), run.aggregate.results, strict=True):
+            shown = result.output if result.ok else result.error
+            style = "green" if result.ok else "red"
+            table.add_row(
+                str(slot),
+                escape(str(result.subtask)),
+                f"[{style}]{result.status.value}[/{style}]",
+                escape(str(shown)),
+                str(ranks.get(slot, "")),
+            )
+        console.print(table)
+    if run.answer is not None:
+        console.print("[bold]answer[/bold]")
+        console.print(run.answer, markup=False, highlight=False)
+    serial = "never (a subtask hangs)" if run.serial is None else f"{run.serial:.2f}s"
+    summary = f"wall {run.trace.wall:.2f}s · serial would take {serial}"
+    if run.aggregate is not None:
+        summary += f" · {run.aggregate.succeeded} ok, {run.aggregate.failed} failed"
+    console.print(summary, highlight=False)
+    if run.stopped is not None:
+        console.print(f"{run.error}; stopped at {run.stopped:.2f}s", highlight=False, markup=False)
+    elif run.error is not None:
+        console.print(
+            f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
+        )
+    console.print()
+
+
+def round_sections(run: Run) -> dict[int, str]:
+    """A re-planning run's rounds as timeline headings: slot -> the heading above the first slot
+    of each round, the planner's decision that made it (a round that dispatched nothing is said
+    in the heading of the next round that did)."""
+    if run.replanned is None or run.trace is None:
+        return {}
+    slots = iter(result_slots(run))
+    origin = run.trace.origin
+    sections: dict[int, str] = {}
+    skipped: list[str] = []
+    for done in run.replanned.ledger.rounds:
+        said = done.error or done.note
+        fresh = "a fresh plan: " if done.fresh else ""
+        if not done.entries:
+            skipped.append(f"round {done.number}: nothing, {said}")
+            continue
+        heading = f"round {done.number} · {done.planned - origin:.2f}s: {fresh}{said}"
+        if skipped:
+            heading += f" (after {'; '.join(skipped)})"
+            skipped = []
+        first = next(slots)
+        for _ in done.entries[1:]:
+            next(slots)
+        sections[first] = heading
+    return sections
+
+
+def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
+    """A re-planning run's ledger, one row per dispatched subtask, and how the run ended."""
+    table = Table(title="the ledger: every subtask dispatched, once", title_justify="left")
+    table.box = box.SIMPLE_HEAD
+    table.add_column("round", justify="right")
+    table.add_column("#", justify="right")
+    table.add_column("subtask", max_width=22, no_wrap=True, overflow="ellipsis")
+    table.add_column("result", no_wrap=True)
+    table.add_column("output or error", overflow="fold")
+    table.add_column("replaces", no_wrap=True)
+    for entry in answer.ledger.entries:
+        result = entry.result
+        style = "green" if result.ok else "red"
+        replaces = "" if entry.replaces is None else "({}, {})".format(*entry.replaces)
+        table.add_row(
+            str(entry.round),
+            str(entry.index),
+            escape(str(result.subtask)),
+            f"[{style}]{result.status.value}[/{style}]",
+            escape(str(result.output if result.ok else result.error)),
+            replaces,
+        )
+    console.print(table)
+    origin = run.trace.origin if run.trace is not None else 0.0
+    console.print("the planner's decisions:", style="bold")
+    for done in answer.ledger.rounds:
+        said = f"failed: {done.error}" if done.error else done.note
+        fresh = "a fresh plan: " if done.fresh else ""
+        stalled = " (then judged a stall)" if done.stalled else ""
+        console.print(
+            f"  {done.planned - origin:6.2f}s  round {done.number}: {fresh}{said}{stalled}",
+            markup=False,
+            highlight=False,
+        )
+    end = run.trace.wall if run.trace is not None else 0.0
+    console.print(f"  {end:6.2f}s  {answer.reason}", markup=False, highlight=False)
+
+
+def show_retries(console: Console, trace: Trace) -> None:
+    """Each attempt that failed and was tried again: when it ended, why (a 429 and the wait its
+    ``Retry-After`` asked for, a 500, a refused connection), and when the retry started."""
+    origin = trace.origin
+    lines = []
+    for slot in trace.slots:
+        for span, retry in zip(slot.spans, slot.spans[1:], strict=False):
+            if span.end is None:
+                continue
+            why = span.error or (span.status.value if span.status is not None else "")
+            if span.status is Status.CANCELLED:  # cancelled, yet tried again: its timeout
+                why = "timed out: cancelled by the worker's timeout"
+            why = why.split(" from ", 1)[0]  # the status, without the server's address
+            asked = "" if span.retry_after is None else f" · Retry-After {span.retry_after:g}s"
+            lines.append(
+                f"  {span.end - origin:6.3f}s  slot {slot.slot:>2}  {why}{asked}"
+                f" · retried at {retry.start - origin:.3f}s"
+            )
+    if not lines:
+        return
+    if any(span.retry_after is not None for slot in trace.slots for span in slot.spans):
+        console.print("╌ told to wait: the wait a 429's Retry-After asked for", style="yellow")
+    console.print("attempts that failed and were tried again:", style="bold")
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
+
+
+def list_steps(console: Console, known: Mapping[int, str], as_json: bool = False) -> None:
+    """Print the steps, one line each: number, name and the first line of the docstring; with
+    ``as_json``, as ``{"steps": [{"number", "name", "title", "idea"}, ...]}`` on stdout."""
+    listed = []
+    for number, name in known.items():
+        summary = (load_step(name).__doc__ or "").strip().splitlines()[0]
+        title, _, idea = summary.removeprefix(f"Step {number}: ").partition(". ")
+        listed.append({"number": number, "name": name, "title": title, "idea": idea})
+        if not as_json:
+            console.print(f"{number:>2}  {name:<26} {summary}", markup=False, soft_wrap=True)
+    if as_json:
+        print(json.dumps({"steps": listed}, indent=2))
+
+
+class PipeConsole(Console):
+    """The runner's console: a closed stdout raises ``BrokenPipeError`` where it is written to.
+
+    Rich's own reaction, ``SystemExit`` from the write, would come out of a run's nursery inside an
+    exception group, which Python prints whole; a ``BrokenPipeError`` passes through the step
+    (see ``run_step``) to ``main``, which ends quietly.
+    """
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "stdout was closed")

@@ -1,0 +1,72 @@
+"""The course's record of each step (``lessons/_course/steps.py``) says what its module is.
+
+Everything else reads the records and never asks a module what it can do; this test alone looks
+inside the modules, so that a step edited without its record fails here, naming what differs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import pkgutil
+import re
+from typing import Any
+
+import pytest
+
+import lessons
+from lessons._course.steps import STEPS, Step, load_step
+
+ENTRIES = ("supervise", "stream")
+
+
+def test_every_step_file_has_a_record_and_every_record_a_file() -> None:
+    found = {
+        int(match.group(1)): module.name
+        for module in pkgutil.iter_modules(lessons.__path__)
+        if (match := re.fullmatch(r"step(\d\d)_\w+", module.name))
+    }
+    assert {number: step.name for number, step in STEPS.items()} == found
+
+
+def keyword_options(function: Any) -> dict[str, Any]:
+    """Each keyword-only option of ``function`` and its default (None for a required one);
+    ``trace``, which a step records its run into, is no option of the run."""
+    return {
+        name: None if parameter.default is inspect.Parameter.empty else parameter.default
+        for name, parameter in inspect.signature(function).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name != "trace"
+    }
+
+
+@pytest.mark.parametrize("step", STEPS.values(), ids=lambda step: step.name)
+def test_the_record_says_what_the_module_offers(step: Step) -> None:
+    module = load_step(step.name)
+    title = (module.__doc__ or "").splitlines()[0]
+    assert title.startswith(f"Step {step.number}: {step.title}. ")
+    exported = [name for name in ENTRIES if callable(getattr(module, name, None))]
+    assert step.entry == exported[-1]  # a step that streams has both: it is run as a stream
+    entry = getattr(module, step.entry)
+    assert list(step.options.items()) == list(keyword_options(entry).items())
+    assert step.lazy == ("window" in inspect.signature(entry).parameters)
+    assert step.replans == ("max_rounds" in inspect.signature(module.supervise).parameters)
+    assert step.records_trace == ("trace" in inspect.signature(module.supervise).parameters)
+    assert step.synthesizes == callable(getattr(module, "synthesize", None))
+    if step.check_task is not None:
+        assert callable(getattr(module, step.check_task, None))
+    hook = getattr(module, "open_worker", None)
+    if step.hook is None:
+        assert hook is None
+    else:
+        assert hook is not None
+        keywords = {
+            name
+            for name, parameter in inspect.signature(hook).parameters.items()
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        }
+        assert step.hook == keywords
+
+
+def test_a_record_that_differs_from_its_module_is_caught() -> None:
+    wrong = Step(3, "step03_capacity_limiter", "a capacity limiter")  # it takes max_workers
+    with pytest.raises(AssertionError):
+        test_the_record_says_what_the_module_offers(wrong)

@@ -1,0 +1,359 @@
+"""A step page's generated parts: its idea, its code with the lines it changed highlighted, its
+diff against the step before, the runs of its demos (timelines and terminal output), and the
+home page's list of steps."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import io
+import re
+import tokenize
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from lessons._course.arguments import parser
+from lessons._course.demos import Demo, demos
+from lessons._course.running import Run, final_statuses, run_demo
+from lessons._course.showing import ConsoleWatch, round_sections, show
+from lessons._course.steps import part_two, step_number, step_path, steps
+from tools.docs.paths import WIDTH
+from trio_supervisor.timeline import render_svg
+
+if TYPE_CHECKING:
+    pass
+
+
+# -- which lines a step changed ----------------------------------------------------------------
+
+
+def changed_lines(previous: str, current: str) -> list[int]:
+    """The 1-based numbers of ``current``'s lines that differ from ``previous`` (a line diff).
+    Lines only deleted have nothing to highlight."""
+    matcher = difflib.SequenceMatcher(
+        None, previous.splitlines(), current.splitlines(), autojunk=False
+    )
+    changed: list[int] = []
+    for tag, _, _, first, last in matcher.get_opcodes():
+        if tag in ("replace", "insert"):
+            changed.extend(range(first + 1, last + 1))
+    return changed
+
+
+def code_start(source: str) -> int:
+    """The number of the first line of ``source`` after its module docstring (and the blank
+    lines that follow it): where a step page's code begins. 1 for a module without one."""
+    tree = ast.parse(source)
+    start = 1
+    if tree.body and isinstance(tree.body[0], ast.Expr):
+        value = tree.body[0].value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            assert tree.body[0].end_lineno is not None
+            start = tree.body[0].end_lineno + 1
+    lines = source.splitlines()
+    while start <= len(lines) and not lines[start - 1].strip():
+        start += 1
+    return start
+
+
+def code_of(source: str) -> list[str]:
+    """The lines of ``source`` from `code_start` on: its code, without the docstring."""
+    return source.splitlines()[code_start(source) - 1 :]
+
+
+def code_changes(previous: str, current: str) -> list[int]:
+    """The line numbers, in ``current``'s file, of the code lines that differ from the code of
+    ``previous``: the lines a step page highlights. Docstrings are prose and blank lines are
+    nothing, so neither is ever highlighted."""
+    offset = code_start(current) - 1
+    before, after = code_of(previous), code_of(current)
+    changed = changed_lines("\n".join(before), "\n".join(after))
+    return [offset + line for line in changed if after[line - 1].strip()]
+
+
+def format_lines(lines: list[int]) -> str:
+    """Line numbers as ``hl_lines`` writes them: ``[1, 2, 3, 7]`` -> ``"1-3 7"``."""
+    ranges: list[str] = []
+    numbers = sorted(set(lines))
+    start = 0
+    for index, number in enumerate(numbers):
+        if index + 1 == len(numbers) or numbers[index + 1] != number + 1:
+            first = numbers[start]
+            ranges.append(str(first) if first == number else f"{first}-{number}")
+            start = index + 1
+    return " ".join(ranges)
+
+
+def parse_lines(text: str) -> list[int]:
+    """The inverse of `format_lines`: ``"1-3 7"`` -> ``[1, 2, 3, 7]``.
+
+    Raises:
+      ValueError: if an item is not a number or a ``first-last`` range with first <= last.
+    """
+    lines: list[int] = []
+    for item in text.split():
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", item)
+        if match is None:
+            raise ValueError(f"hl_lines items are numbers or ranges like 3-5, got {item!r}")
+        first, last = int(match[1]), int(match[2] or match[1])
+        if last < first:
+            raise ValueError(f"a hl_lines range runs upwards, got {item!r}")
+        lines.extend(range(first, last + 1))
+    return sorted(set(lines))
+
+
+def previous_step(name: str) -> str | None:
+    """The step before ``name`` in the course, None for the first."""
+    names = list(steps().values())
+    index = names.index(name)
+    return names[index - 1] if index > 0 else None
+
+
+def next_step(name: str) -> str | None:
+    """The step after ``name`` in the course, None for the last."""
+    names = list(steps().values())
+    index = names.index(name)
+    return names[index + 1] if index + 1 < len(names) else None
+
+
+MARK = re.compile(r"#\s*step (?P<number>\d+):")
+"""A comment that marks its line as the idea of step ``number`` (Part II's highlights)."""
+
+
+def marked_lines(source: str, number: int) -> list[int]:
+    """The numbers of ``source``'s lines whose comment marks them as step ``number``'s idea
+    (``# step 11: ...``), read with ``tokenize``: a ``#`` inside a string marks nothing."""
+    lines = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            match = MARK.match(token.string)
+            if match is not None and int(match["number"]) == number:
+                lines.append(token.start[0])
+    return lines
+
+
+def step_changes(name: str) -> list[int]:
+    """The code lines a step's page highlights: in Part I those of step ``name``'s file that
+    differ from the step before (none for the first: it has nothing to differ from, so its page
+    highlights nothing); in Part II, whose steps build on the library rather than on the step
+    before, the lines it marks as its idea (see `marked_lines`)."""
+    if part_two(name):
+        return marked_lines(step_path(name).read_text(), step_number(name))
+    before = previous_step(name)
+    if before is None:
+        return []
+    return code_changes(step_path(before).read_text(), step_path(name).read_text())
+
+
+def code_block(name: str) -> str:
+    """The fenced block a step page shows its code in: the step's file from the line after its
+    docstring to its end, included as it is, with the lines that changed since the step before
+    highlighted (``hl_lines`` counts from the block's first line, ``linenums`` shows the file's)."""
+    source = step_path(name).read_text()
+    start, end = code_start(source), len(source.splitlines())
+    relative = f"lessons/{name}.py"
+    highlighted = [line - start + 1 for line in step_changes(name)]
+    marks = f' hl_lines="{format_lines(highlighted)}"' if highlighted else ""
+    return (
+        f'```python title="{relative}" linenums="{start}"{marks}\n'
+        f'--8<-- "{relative}:{start}:{end}"\n'
+        "```\n"
+    )
+
+
+def code_diff(name: str) -> str:
+    """Step ``name``'s code against the code of the step before, as a unified diff whose line
+    numbers are the files' own (the docstrings are left out: pages show them as prose)."""
+    before = previous_step(name)
+    if before is None:
+        return ""
+    old, new = step_path(before).read_text(), step_path(name).read_text()
+    matcher = difflib.SequenceMatcher(None, code_of(old), code_of(new), autojunk=False)
+    shift_old, shift_new = code_start(old) - 1, code_start(new) - 1
+    lines = [f"--- lessons/{before}.py\n", f"+++ lessons/{name}.py\n"]
+    for group in matcher.get_grouped_opcodes(3):
+        first_old, last_old = group[0][1] + shift_old, group[-1][2] + shift_old
+        first_new, last_new = group[0][3] + shift_new, group[-1][4] + shift_new
+        old_range = f"{first_old + 1},{last_old - first_old}"
+        new_range = f"{first_new + 1},{last_new - first_new}"
+        lines.append(f"@@ -{old_range} +{new_range} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [f" {line}\n" for line in code_of(old)[i1:i2]]
+                continue
+            lines += [f"-{line}\n" for line in code_of(old)[i1:i2]]
+            lines += [f"+{line}\n" for line in code_of(new)[j1:j2]]
+    return "".join(lines)
+
+
+def title(name: str) -> str:
+    """A step's title, the first sentence of its docstring: ``Step 3: a capacity limiter``."""
+    text = ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
+    return text.split(". ")[0].replace("``", "`").strip()
+
+
+def idea(name: str) -> str:
+    """A step's docstring as the prose of its page: its idea, what it adds, and what is still
+    wrong (as a warning that links to the step that fixes it). A sample run in the docstring is
+    left out: the page shows the real runs below its code."""
+    text = ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
+    paragraphs = []
+    for paragraph in text.split("\n\n")[1:]:
+        if paragraph.startswith("Sample run"):
+            break
+        paragraphs.append(paragraph.replace("``", "`"))
+    first = text.split("\n\n")[0]
+    _, _, summary = first.partition(". ")
+    parts = [f"**{summary.replace('``', '`').strip()}**"] if summary else []
+    for paragraph in paragraphs:
+        wrong = paragraph.removeprefix("What is still wrong:")
+        if wrong == paragraph:
+            parts.append(paragraph)
+            continue
+        after = next_step(name)
+        fix = f"\n\n    Next: [{title(after)}]({after}.md)." if after is not None else ""
+        wrong = wrong.strip()
+        wrong = wrong[:1].upper() + wrong[1:]
+        body = "\n".join(f"    {line.strip()}" for line in wrong.splitlines())
+        parts.append(f'!!! warning "What is still wrong"\n\n{body}{fix}')
+    return "\n\n".join(parts) + "\n"
+
+
+# -- the runs ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Picture:
+    """One demo run of one step: its timeline as SVG and what the terminal showed."""
+
+    demo: Demo
+    command: str
+    run: Run
+    svg: str
+    output: str
+
+
+def slug(demo: Demo) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", demo.title.lower()).strip("-")
+
+
+def step_demos(name: str) -> list[Demo]:
+    """The demos ``python -m lessons <n>`` runs step ``name`` on."""
+    number = step_number(name)
+    return demos(parser().parse_args([str(number)]), number)
+
+
+def pictures(name: str) -> list[Picture]:
+    """Run step ``name`` on every demo, virtually, as ``python -m lessons <n> --virtual`` does."""
+    number = step_number(name)
+    command = f"python -m lessons {number} --virtual"
+    args = parser().parse_args([str(number), "--virtual"])
+    made = []
+    for demo in step_demos(name):
+        out = io.StringIO()
+        console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
+        run = run_demo(name, demo, args, ConsoleWatch(console))
+        assert run.trace is not None
+        show(console, run)
+        output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
+        title = f"{name} · {demo.title}: one row per slot, waiting then running, on virtual time"
+        sections = round_sections(run)  # a re-planning step's rounds, headed by their decisions
+        svg = render_svg(run.trace, final_statuses(run), title=title, sections=sections)
+        made.append(Picture(demo, command, run, svg, output + "\n"))
+    return made
+
+
+def demo_does(demo: Demo) -> str:
+    """What the demo's simulated sub-agent (and caller) do on purpose, as a sentence."""
+
+    def slots(chosen: Iterable[int]) -> str:
+        return ", ".join(str(slot) for slot in sorted(chosen))
+
+    said = []
+    if demo.fail:
+        said.append(f"fails slot {slots(demo.fail)}")
+    if demo.hang:
+        said.append(f"hangs on slot {slots(demo.hang)}")
+    said += [f"fails the first {k} calls of slot {slot}" for slot, k in sorted(demo.flaky.items())]
+    said += [f"takes {t:.2f}s on slot {slot}" for slot, t in sorted(demo.slow.items())]
+    sentence = f" The simulated sub-agent {', '.join(said)} on purpose." if said else ""
+    if demo.take is not None:
+        sentence += f" The caller leaves the stream after {demo.take} results."
+    return sentence
+
+
+def demos_fragment(name: str, made: list[Picture]) -> str:
+    """The markdown a step page includes: per demo, what ran, the timeline, the terminal."""
+    parts = []
+    for picture in made:
+        run = picture.run
+        assert run.trace is not None
+        options = "".join(f", `{key}={value}`" for key, value in run.options.items())
+        failing = demo_does(picture.demo)
+        if run.error is not None:
+            outcome = f"The run raised `{run.error}`."
+        elif run.replanned is not None:
+            rounds = len(run.replanned.ledger.rounds)
+            outcome = f"The run answered after {rounds} rounds: {run.replanned.reason}."
+        else:
+            assert run.aggregate is not None
+            outcome = f"The run returned {len(run.aggregate.results)} results."
+        svg_file = f"../generated/steps/{name}/{slug(picture.demo)}.svg"
+        parts.append(
+            f"### {picture.demo.title}\n\n"
+            f"The task *{picture.demo.task}*, planned into {len(run.plan)} subtasks{options}."
+            f"{failing} Wall time {run.trace.wall:.2f}s. {outcome} "
+            f"([SVG file]({svg_file}))\n\n"
+            f'<figure class="timeline" data-step="{name}" data-demo="{slug(picture.demo)}">\n'
+            f"{picture.svg}"
+            f"<figcaption>The timeline of <code>{picture.command}</code> on this task: rows in "
+            f"plan order, <em>done #</em> is the completion order.</figcaption>\n</figure>\n\n"
+            f'???+ example "What `{picture.command}` prints for this task"\n\n'
+            f"    ```text\n"
+            + "".join(f"    {line}\n" if line else "\n" for line in picture.output.splitlines())
+            + "    ```\n"
+        )
+    return "\n".join(parts)
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` unless it already holds exactly that; True if written."""
+    data = text.encode()
+    if path.exists() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return True
+
+
+def _markdown(text: str) -> str:
+    """A docstring's reST inline code as markdown, its lines joined."""
+    return " ".join(text.replace("``", "`").split())
+
+
+def course() -> str:
+    """The home page's list of steps, from their docstrings: title, idea, what is still wrong."""
+    items = []
+    for name in steps().values():
+        doc = step_path(name).read_text()
+        tree = ast.parse(doc)
+        text = ast.get_docstring(tree) or ""
+        first = text.split("\n\n")[0]
+        title, _, idea = first.partition(". ")
+        wrong = next(
+            (part for part in text.split("\n\n") if part.startswith("What is still wrong:")), ""
+        ).removeprefix("What is still wrong:")
+        items.append(
+            f"- [**{title}**](steps/{name}.md): {_markdown(idea)}"
+            + (f" *Still wrong:* {_markdown(wrong)}" if wrong else "")
+        )
+    return "\n".join(items) + "\n"
+
+
+def pages() -> list[str]:
+    """The step pages the site shows, in course order: one per step."""
+    return list(steps().values())
