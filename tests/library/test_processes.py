@@ -17,7 +17,7 @@ import trio
 from process_bodies import body
 
 from trio_supervisor import Status, Supervisor
-from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
+from trio_supervisor.processes import ProcessWorker, UnpicklableError, WorkerCrashed, crash_reason
 
 MIB = 1 << 20
 
@@ -40,6 +40,39 @@ async def test_a_crashed_process_fails_only_its_slot_and_says_how_it_died() -> N
     assert [result.subtask for result in answered] == ["a", "b", "c"]
     pids = {int(str(result.output).removeprefix("pid ")) for result in answered}
     assert os.getpid() not in pids  # the work ran elsewhere: this process is the supervisor
+
+
+LOCK = "cannot pickle '_thread.lock' object"
+
+
+async def test_what_cannot_be_pickled_back_is_named_as_the_worker_process_saw_it() -> None:
+    plan = ["raise lock", "return lock", "raise from lock", "raise two", "return unloadable", "b"]
+    aggregate = await Supervisor(ProcessWorker(body), max_workers=1).run(plan)
+    assert [result.error for result in aggregate] == [
+        # the exception's type and message, taken where it was raised
+        "UnpicklableError: the worker raised ValueError: boom, which could not be sent back "
+        f"from its process: {LOCK}",
+        "UnpicklableError: the worker returned a _thread.lock, which could not be sent back "
+        f"from its process: {LOCK}",
+        # an exception that can be sent comes back as itself, without the cause that cannot
+        "ValueError: raised from another",
+        # an exception that pickles but cannot be loaded is found out where it was raised
+        "UnpicklableError: the worker raised process_bodies.TwoArgs: 1 is not above 2, which "
+        "could not be sent back from its process: TwoArgs.__init__() missing 1 required "
+        "positional argument: 'high'",
+        "UnpicklableError: what the worker returned could not be loaded in this process: "
+        "refused to load",
+        None,  # the process that made them answers the next call
+    ]
+    raised, returned, chained, *_ = (result.exception for result in aggregate)
+    assert isinstance(raised, UnpicklableError)
+    assert isinstance(returned, UnpicklableError)
+    assert isinstance(chained, ValueError)
+    assert chained.__cause__ is None
+    assert chained.__notes__ == [
+        f"an exception chained to it, ValueError: boom, could not be sent back from its process "
+        f"({LOCK}): the chain was cut off"
+    ]
 
 
 async def test_a_timeout_kills_the_hung_process(tmp_path: Path) -> None:
