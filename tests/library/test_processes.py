@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -85,6 +86,51 @@ async def test_a_timeout_kills_the_hung_process(tmp_path: Path) -> None:
     pid = int(written.read_text())
     with pytest.raises(ProcessLookupError):  # killed and reaped, not left sleeping
         os.kill(pid, 0)
+
+
+SCRIPT = """
+import trio
+from trio_supervisor import Supervisor
+from trio_supervisor.processes import ProcessWorker
+
+def double(n: int) -> int:
+    return 2 * n
+
+async def main() -> None:
+    aggregate = await Supervisor(ProcessWorker(double), max_workers=3).run([1, 2, 3])
+    print([result.output if result.ok else result.error for result in aggregate])
+"""
+
+
+def run_script(path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    path.write_text(text)
+    src = Path(importlib.import_module("trio_supervisor").__file__ or "").parents[1]
+    return subprocess.run(
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(src)},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_run_started_outside_the_main_guard_ends_with_one_line_naming_the_fix(
+    tmp_path: Path,
+) -> None:
+    guarded = run_script(
+        tmp_path / "guarded.py", SCRIPT + 'if __name__ == "__main__":\n    trio.run(main)\n'
+    )
+    assert (guarded.returncode, guarded.stdout, guarded.stderr) == (0, "[2, 4, 6]\n", "")
+    # each worker process imports the script again, which would start the run again there
+    script = tmp_path / "unguarded.py"
+    unguarded = run_script(script, SCRIPT + "trio.run(main)\n")
+    assert (unguarded.returncode, unguarded.stdout) == (1, "")  # no run printed anything
+    assert unguarded.stderr == (
+        "ProcessWorker cannot start its worker processes: each imports the program's main "
+        f"module ({script}) again, as multiprocessing does with spawn, and its code started the "
+        'run there again: put the code that starts the run under if __name__ == "__main__":\n'
+    )
 
 
 async def hung_calls(worker: ProcessWorker[str, str], files: list[Path]) -> list[int]:

@@ -436,10 +436,9 @@ def _died(error: trio_parallel.BrokenWorkerError) -> BaseException:
         main = getattr(sys.modules.get("__main__"), "__file__", None)
         where = "" if main is None else f" ({main})"
         return SystemExit(
-            "ProcessWorker could not start its worker processes: each one imports the "
-            f"program's main module{where} again, as multiprocessing does with spawn, and that "
-            "started the run there too: put the code that starts the run under "
-            'if __name__ == "__main__":'
+            "ProcessWorker cannot start its worker processes: each imports the program's main "
+            f"module{where} again, as multiprocessing does with spawn, and its code started the "
+            'run there again: put the code that starts the run under if __name__ == "__main__":'
         )
     return WorkerCrashed(crash_reason(exitcode), exitcode)
 
