@@ -260,9 +260,11 @@ async def run_step(
     """
     stream = getattr(module, "stream", None)
     unknown = replans(module.supervise) or (stream is not None and lazy_input(stream))
-    run.trace = Trace() if unknown else Trace(run.plan)  # slots added as they are dispatched
+    plan = () if unknown else run.plan  # else slots added as they are dispatched
+    run.trace = Trace(plan)
     try:
         async with worker_of(module, run, agent) as worker:
+            run.trace = Trace(plan)  # the run's clock starts when its worker is ready (step 14)
             if stream is None and records_itself(module.supervise):
                 run.aggregate = await module.supervise(
                     run.demo.task, worker, trace=run.trace, **run.options

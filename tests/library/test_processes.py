@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -97,9 +98,11 @@ def double(n: int) -> int:
     return 2 * n
 
 async def main() -> None:
-    aggregate = await Supervisor(ProcessWorker(double), max_workers=3).run([1, 2, 3])
+    worker = ProcessWorker(double)
+{warm}    aggregate = await Supervisor(worker, max_workers=3).run([1, 2, 3])
     print([result.output if result.ok else result.error for result in aggregate])
 """
+GUARDED = 'if __name__ == "__main__":\n    trio.run(main)\n'
 
 
 def run_script(path: Path, text: str) -> subprocess.CompletedProcess[str]:
@@ -115,22 +118,49 @@ def run_script(path: Path, text: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.parametrize("warm", ["", "    await worker.warm(3)\n"])
 def test_a_run_started_outside_the_main_guard_ends_with_one_line_naming_the_fix(
-    tmp_path: Path,
+    warm: str, tmp_path: Path
 ) -> None:
-    guarded = run_script(
-        tmp_path / "guarded.py", SCRIPT + 'if __name__ == "__main__":\n    trio.run(main)\n'
-    )
+    script = SCRIPT.format(warm=warm)
+    guarded = run_script(tmp_path / "guarded.py", script + GUARDED)
     assert (guarded.returncode, guarded.stdout, guarded.stderr) == (0, "[2, 4, 6]\n", "")
     # each worker process imports the script again, which would start the run again there
-    script = tmp_path / "unguarded.py"
-    unguarded = run_script(script, SCRIPT + "trio.run(main)\n")
+    path = tmp_path / "unguarded.py"
+    unguarded = run_script(path, script + "trio.run(main)\n")
     assert (unguarded.returncode, unguarded.stdout) == (1, "")  # no run printed anything
     assert unguarded.stderr == (
         "ProcessWorker cannot start its worker processes: each imports the program's main "
-        f"module ({script}) again, as multiprocessing does with spawn, and its code started the "
+        f"module ({path}) again, as multiprocessing does with spawn, and its code started the "
         'run there again: put the code that starts the run under if __name__ == "__main__":\n'
     )
+
+
+async def test_warmed_processes_are_the_ones_the_next_calls_run_in() -> None:
+    worker = ProcessWorker(body)
+    await worker.warm(3)
+    started = {process.pid for process in multiprocessing.active_children()}
+    await worker.warm(3)  # three are idle already: none is started
+    assert {process.pid for process in multiprocessing.active_children()} == started
+    aggregate = await Supervisor(worker, max_workers=3).run(["a", "b", "c"])
+    pids = {int(str(result.output).removeprefix("pid ")) for result in aggregate}
+    assert len(pids) == 3
+    assert pids <= started
+
+
+@pytest.mark.parametrize(
+    ("processes", "error", "message"),
+    [
+        (0, ValueError, "processes must be >= 1, got 0"),
+        (2.0, TypeError, "processes must be an int, got float 2.0"),
+        (True, TypeError, "processes must be an int, got bool True"),
+    ],
+)
+async def test_warm_refuses_a_count_that_is_not_one_or_more(
+    processes: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=f"^{message}$"):
+        await ProcessWorker(body).warm(processes)  # type: ignore[arg-type]
 
 
 async def hung_calls(worker: ProcessWorker[str, str], files: list[Path]) -> list[int]:

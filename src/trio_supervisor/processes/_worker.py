@@ -86,6 +86,9 @@ class UnpicklableError(Exception):
       message: what could not be sent back, and why, as ``str()`` shows it.
     """
 
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
 
 def crash_reason(exitcode: int | None) -> str:
     """What [`WorkerCrashed`][trio_supervisor.processes.WorkerCrashed] says of a process that
