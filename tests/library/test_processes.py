@@ -148,6 +148,18 @@ async def test_warmed_processes_are_the_ones_the_next_calls_run_in() -> None:
     assert pids <= started
 
 
+async def test_warm_raises_what_loading_the_function_raised_in_a_process_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "only_here.py").write_text("def answer(subtask: str) -> str:\n    return subtask\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    worker = ProcessWorker(importlib.import_module("only_here").answer)
+    (tmp_path / "only_here.py").unlink()  # gone before a worker process can import it
+    with pytest.raises(ModuleNotFoundError, match=r"^No module named 'only_here'$"):
+        await worker.warm(2)
+    monkeypatch.delitem(sys.modules, "only_here")
+
+
 @pytest.mark.parametrize(
     ("processes", "error", "message"),
     [

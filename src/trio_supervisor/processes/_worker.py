@@ -117,7 +117,7 @@ def crash_reason(exitcode: int | None) -> str:
 def _in_worker_process(function: Callable[[S], T], memory_limit: int | None, subtask: S) -> bytes:
     """What runs in the worker process: ``function(subtask)``, its output pickled here (the
     parent unpickles it); an exception goes back as itself if it can be pickled, else as an
-    [`UnpicklableError`][trio_supervisor.processes.UnpicklableError] that names it."""
+    ``UnpicklableError`` that names it."""
     try:
         output = _limited(function, memory_limit, subtask)
     except Exception as error:
@@ -232,35 +232,39 @@ class ProcessWorker(Generic[S, T]):
     runs ``function(subtask)`` in a worker process, so a crash there fails only that call.
 
     ```python
+    import trio
+    from trio_supervisor import Supervisor
+    from trio_supervisor.processes import ProcessWorker
+
     def measure(text: str) -> int:  # module level: it is pickled to the worker process
         return len(text)
 
     async def main() -> None:
         worker = ProcessWorker(measure)
-        await worker.warm(2)  # optional: the processes start before the run's clock does
+        await worker.warm(2)  # the processes start before the run, not in its timeouts
         aggregate = await Supervisor(worker, max_workers=2, timeout=5).run(["a", "bb"])
+        print([result.output for result in aggregate])
 
     if __name__ == "__main__":  # each worker process imports this module again
         trio.run(main)
     ```
 
-    A process that dies while it runs a call (``os._exit``, a segfault in a C extension, a
-    signal) fails the call with [`WorkerCrashed`][trio_supervisor.processes.WorkerCrashed] naming
-    the exit code or signal; the pool replaces the process, and the other calls run on. An
-    `Exception` the function raises comes back as itself, and so is an ordinary failure of its
-    slot; one that pickle cannot send back, or an output it cannot, comes back as
-    [`UnpicklableError`][trio_supervisor.processes.UnpicklableError] naming it. A call that is
-    cancelled while it runs (a ``timeout``, a ``deadline``, a cancelled run) kills its process
-    with ``SIGKILL`` and raises ``trio.Cancelled``, so a hung function never outlives its timeout.
+    A process that dies during a call (``os._exit``, a segfault in a C extension, a signal)
+    fails that call with [`WorkerCrashed`][trio_supervisor.processes.WorkerCrashed], naming the
+    exit code or signal, and the pool replaces it. An `Exception` the function raises comes back
+    as itself; one that pickle cannot send back, or such an output, comes back as
+    [`UnpicklableError`][trio_supervisor.processes.UnpicklableError] naming it. A cancelled call
+    (a ``timeout``, a ``deadline``, a cancelled run) kills its process, so a hung function never
+    outlives its timeout.
 
-    The processes are ``trio_parallel``'s default pool, shared by every ``ProcessWorker``:
-    spawned on first use (a new process starts a Python and imports the function's module, which
-    the first call through it waits for; [`warm`][trio_supervisor.processes.ProcessWorker.warm]
-    pays that before a run), reused from call to call, and ended when the program exits. A
-    spawned process imports the program's main module again, as ``multiprocessing`` always does
-    with spawn: the code that starts a run must be under ``if __name__ == "__main__":``, or the
-    run ends with `SystemExit` saying so. The function and its subtask cross to the process by
-    pickle, and its output back: use a module-level function, or a ``functools.partial`` of one.
+    The processes are ``trio_parallel``'s default pool, shared by every ``ProcessWorker``,
+    reused from call to call and ended when the program exits. Each one, spawned, imports the
+    program's main module again: the code that starts a run must be under
+    ``if __name__ == "__main__":`` (without it the run ends with `SystemExit` saying so). A
+    process's start is waited for by the first call through it, unless
+    [`warm`][trio_supervisor.processes.ProcessWorker.warm] started it. The function, its
+    subtask and its output cross by pickle: use a module-level function, or a
+    ``functools.partial`` of one.
 
     Args:
       function: a sync callable taking one subtask, picklable.
@@ -357,12 +361,13 @@ class ProcessWorker(Generic[S, T]):
             them).
 
         Raises:
-          WorkerCrashed: if a process died as it started (its import of the function's module
-            crashed it).
+          WorkerCrashed: if a process died as it started.
           SystemExit: if the program's main module starts a run outside
             ``if __name__ == "__main__":`` (each process it started would run it again).
           TypeError: if ``processes`` is not an int.
           ValueError: if ``processes`` is < 1.
+          Exception: what loading the function raised in a process (an `ImportError` of its
+            module, say), the first one only.
         """
         if isinstance(processes, bool) or not isinstance(processes, int):
             raise TypeError(
@@ -370,19 +375,22 @@ class ProcessWorker(Generic[S, T]):
             )
         if processes < 1:
             raise ValueError(f"processes must be >= 1, got {processes}")
-        broken: list[trio_parallel.BrokenWorkerError] = []
+        failures: list[Exception] = []
 
         async def answer() -> None:
-            try:  # at once, so that each call takes a process of its own
+            try:  # all at once, so that each call takes a process of its own
                 await _run_sync(_loaded, self._function, limiter=_UNBOUNDED)
-            except trio_parallel.BrokenWorkerError as error:
-                broken.append(error)
+            except Exception as error:
+                failures.append(error)
 
         async with trio.open_nursery() as nursery:
             for _ in range(processes):
                 nursery.start_soon(answer)
-        if broken:
-            raise _died(broken[0]) from broken[0]
+        if failures:  # the first, bare: the others are the same failure
+            first = failures[0]
+            if isinstance(first, trio_parallel.BrokenWorkerError):
+                raise _died(first) from first
+            raise first
 
     async def __call__(self, subtask: S) -> T:
         """Run ``function(subtask)`` in a worker process and return what it returns.
