@@ -11,8 +11,8 @@ the way in and out; and ``spin``, a few milliseconds of pure Python, where proce
 parallel and threads take turns on the GIL.
 
 The pool is warmed before the measured runs (every contender's processes are started once);
-the cold start, the time for K processes to start and answer their first call, is measured
-first, in a fresh process. Repetitions take turns, and the median is reported.
+the cold start, the time for K processes to start and answer once (``ProcessWorker.warm(K)``),
+is measured first, in a fresh process. Repetitions take turns, and the median is reported.
 
 Run: ``python benchmarks/processes.py`` (about a minute on 2 cores; ``--quick`` for a smoke run,
 ``--json`` for the figures as JSON).
@@ -108,9 +108,15 @@ def measure(contender: str, function: str, n: int, k: int = K) -> float:
 
 
 def cold_start(k: int = K) -> float:
-    """Seconds for ``k`` new worker processes to answer their first call (this process's pool
-    must be cold: run it first, in a fresh process)."""
-    return measure("ProcessWorker", "nothing", k, k)
+    """Seconds for ``k`` new worker processes to start and answer once: ``ProcessWorker.warm``
+    (this process's pool must be cold: run it first, in a fresh process)."""
+
+    async def warm() -> float:
+        start = time.perf_counter()
+        await ProcessWorker(nothing).warm(k)
+        return time.perf_counter() - start
+
+    return trio.run(warm)
 
 
 def cold_start_in_fresh_process(k: int) -> float:

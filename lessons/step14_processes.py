@@ -6,7 +6,8 @@ crash there (``os._exit``, a segfault in a C extension, a kill for memory) is no
 this process could catch: run in this process it ends the supervisor and every finished result.
 In a worker process it ends that process only: the slot fails with ``WorkerCrashed``, which names
 the exit code or signal, the pool starts another process, and the siblings finish. A timeout
-kills a hung body's process; past ``MEMORY_LIMIT`` an allocation fails with ``MemoryError``. On
+kills a hung body's process; past ``MEMORY_LIMIT`` an allocation fails with ``MemoryError``. The
+processes are started (``warm``) before the run, so that no timeout counts a process's start. On
 virtual time (``--virtual``, the docs) no process runs: the body waits on the clock, and a crash
 is raised as ``ProcessWorker`` reports one.
 
@@ -69,12 +70,19 @@ async def research_on_virtual_time(call: Call) -> str:
 
 @asynccontextmanager
 async def open_worker(
-    agent: SimulatedAgent, *, crash: Collection[str] = (), virtual: bool = False
+    agent: SimulatedAgent,
+    *,
+    crash: Collection[str] = (),
+    virtual: bool = False,
+    max_workers: int = 1,
 ) -> AsyncIterator[Worker[str, str]]:
     """The worker of this step: ``agent`` decides, in this process, what each call does (its
     latency, a failure, a hang; a subtask in ``crash`` kills its process), and ``research`` does
-    it in a worker process; on virtual time, ``research_on_virtual_time`` does it here."""
+    it in a worker process, one of ``max_workers`` started before the run; on virtual time,
+    ``research_on_virtual_time`` does it here."""
     in_process = ProcessWorker(research, memory_limit=MEMORY_LIMIT)  # step 14: a process pool
+    if not virtual:
+        await in_process.warm(max_workers)  # step 14: no timeout counts a process's start
 
     async def worker(subtask: str) -> str:
         agent.calls[subtask] += 1

@@ -136,9 +136,11 @@ async def run_step(
     """
     record = step(module.__name__)
     unknown = record.replans or record.lazy
-    run.trace = Trace() if unknown else Trace(run.plan)  # slots added as they are dispatched
+    plan = () if unknown else run.plan  # else slots added as they are dispatched
+    run.trace = Trace(plan)
     try:
         async with worker_of(module, run, agent) as worker:
+            run.trace = Trace(plan)  # the run's clock starts when its worker is ready (step 14)
             if record.records_trace:
                 run.aggregate = await module.supervise(
                     run.demo.task, worker, trace=run.trace, **run.options

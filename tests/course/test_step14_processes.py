@@ -36,6 +36,8 @@ from trio_supervisor.testing import SimulatedAgent
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = max(number for number in steps() if number < 14)
 CRASHED = f"WorkerCrashed: {crash_reason(step14.CRASH)}"
+# a child Python imports this checkout's library and course, wherever the installed one points
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
 
 # Runs step argv[1] on "a; b; c" in this process, its worker's body ending its process on "b":
 # called here by a plain async worker (argv[2] == "here") or through step 14's open_worker.
@@ -72,7 +74,7 @@ def run_in_child(step: str, where: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=ENV,
         timeout=60,
         check=False,
     )
@@ -88,6 +90,42 @@ def test_the_step_before_dies_whole_on_a_crash_and_step_14_returns_every_other_s
         ["b", None, CRASHED],
         ["c", "findings on c", None],
     ]
+
+
+def test_the_readme_line_on_real_time_shows_the_crash_the_timeout_and_the_rest_ok() -> None:
+    # the processes are started before the run, so that no timeout counts their start
+    (line,) = (line for line in (ROOT / "README.md").read_text().splitlines() if " 14 --" in line)
+    _, module, lessons, *argv = line.split()
+    assert (module, lessons) == ("-m", "lessons")
+    done = subprocess.run(
+        [sys.executable, "-m", "lessons", *argv, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=ENV,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    crash, hang = argv[argv.index("--crash") + 1], argv[argv.index("--hang") + 1]
+    assert (crash, hang) == ("2", "1")
+    timed_out = "TooSlowError: the attempt ran past its timeout of 2s"
+    failed = "SubAgentError: sub-agent failed on 'supplier risk'"  # the first demo's, kept
+    assert [[(status, error) for status, _, error in outcomes(run)] for run in runs(done)] == [
+        [
+            ("ok", None),
+            ("timed out", timed_out),
+            ("failed", CRASHED),
+            ("failed", failed),
+            ("ok", None),
+        ],
+        [("ok", None), ("timed out", timed_out), ("failed", CRASHED), ("ok", None), ("ok", None)],
+    ]
+
+
+def runs(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = json.loads(done.stdout)["runs"]
+    return found
 
 
 def run_json(*argv: str) -> list[dict[str, Any]]:

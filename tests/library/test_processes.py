@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import multiprocessing
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import trio
 from process_bodies import body
 
 from trio_supervisor import Status, Supervisor
-from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
+from trio_supervisor.processes import ProcessWorker, UnpicklableError, WorkerCrashed, crash_reason
 
 MIB = 1 << 20
 
@@ -42,6 +44,39 @@ async def test_a_crashed_process_fails_only_its_slot_and_says_how_it_died() -> N
     assert os.getpid() not in pids  # the work ran elsewhere: this process is the supervisor
 
 
+LOCK = "cannot pickle '_thread.lock' object"
+
+
+async def test_what_cannot_be_pickled_back_is_named_as_the_worker_process_saw_it() -> None:
+    plan = ["raise lock", "return lock", "raise from lock", "raise two", "return unloadable", "b"]
+    aggregate = await Supervisor(ProcessWorker(body), max_workers=1).run(plan)
+    assert [result.error for result in aggregate] == [
+        # the exception's type and message, taken where it was raised
+        "UnpicklableError: the worker raised ValueError: boom, which could not be sent back "
+        f"from its process: {LOCK}",
+        "UnpicklableError: the worker returned a _thread.lock, which could not be sent back "
+        f"from its process: {LOCK}",
+        # an exception that can be sent comes back as itself, without the cause that cannot
+        "ValueError: raised from another",
+        # an exception that pickles but cannot be loaded is found out where it was raised
+        "UnpicklableError: the worker raised process_bodies.TwoArgs: 1 is not above 2, which "
+        "could not be sent back from its process: TwoArgs.__init__() missing 1 required "
+        "positional argument: 'high'",
+        "UnpicklableError: what the worker returned could not be loaded in this process: "
+        "refused to load",
+        None,  # the process that made them answers the next call
+    ]
+    raised, returned, chained, *_ = (result.exception for result in aggregate)
+    assert isinstance(raised, UnpicklableError)
+    assert isinstance(returned, UnpicklableError)
+    assert isinstance(chained, ValueError)
+    assert chained.__cause__ is None
+    assert chained.__notes__ == [
+        f"an exception chained to it, ValueError: boom, could not be sent back from its process "
+        f"({LOCK}): the chain was cut off"
+    ]
+
+
 async def test_a_timeout_kills_the_hung_process(tmp_path: Path) -> None:
     worker = ProcessWorker(body)
     await worker("warm up")  # the hung call then gets a process already started
@@ -52,6 +87,92 @@ async def test_a_timeout_kills_the_hung_process(tmp_path: Path) -> None:
     pid = int(written.read_text())
     with pytest.raises(ProcessLookupError):  # killed and reaped, not left sleeping
         os.kill(pid, 0)
+
+
+SCRIPT = """
+import trio
+from trio_supervisor import Supervisor
+from trio_supervisor.processes import ProcessWorker
+
+def double(n: int) -> int:
+    return 2 * n
+
+async def main() -> None:
+    worker = ProcessWorker(double)
+{warm}    aggregate = await Supervisor(worker, max_workers=3).run([1, 2, 3])
+    print([result.output if result.ok else result.error for result in aggregate])
+"""
+GUARDED = 'if __name__ == "__main__":\n    trio.run(main)\n'
+
+
+def run_script(path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    path.write_text(text)
+    src = Path(importlib.import_module("trio_supervisor").__file__ or "").parents[1]
+    return subprocess.run(
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(src)},
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("warm", ["", "    await worker.warm(3)\n"])
+def test_a_run_started_outside_the_main_guard_ends_with_one_line_naming_the_fix(
+    warm: str, tmp_path: Path
+) -> None:
+    script = SCRIPT.format(warm=warm)
+    guarded = run_script(tmp_path / "guarded.py", script + GUARDED)
+    assert (guarded.returncode, guarded.stdout, guarded.stderr) == (0, "[2, 4, 6]\n", "")
+    # each worker process imports the script again, which would start the run again there
+    path = tmp_path / "unguarded.py"
+    unguarded = run_script(path, script + "trio.run(main)\n")
+    assert (unguarded.returncode, unguarded.stdout) == (1, "")  # no run printed anything
+    assert unguarded.stderr == (
+        "ProcessWorker cannot start its worker processes: each imports the program's main "
+        f"module ({path}) again, as multiprocessing does with spawn, and its code started the "
+        'run there again: put the code that starts the run under if __name__ == "__main__":\n'
+    )
+
+
+async def test_warmed_processes_are_the_ones_the_next_calls_run_in() -> None:
+    worker = ProcessWorker(body)
+    await worker.warm(3)
+    started = {process.pid for process in multiprocessing.active_children()}
+    await worker.warm(3)  # three are idle already: none is started
+    assert {process.pid for process in multiprocessing.active_children()} == started
+    aggregate = await Supervisor(worker, max_workers=3).run(["a", "b", "c"])
+    pids = {int(str(result.output).removeprefix("pid ")) for result in aggregate}
+    assert len(pids) == 3
+    assert pids <= started
+
+
+async def test_warm_raises_what_loading_the_function_raised_in_a_process_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "only_here.py").write_text("def answer(subtask: str) -> str:\n    return subtask\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    worker = ProcessWorker(importlib.import_module("only_here").answer)
+    (tmp_path / "only_here.py").unlink()  # gone before a worker process can import it
+    with pytest.raises(ModuleNotFoundError, match=r"^No module named 'only_here'$"):
+        await worker.warm(2)
+    monkeypatch.delitem(sys.modules, "only_here")
+
+
+@pytest.mark.parametrize(
+    ("processes", "error", "message"),
+    [
+        (0, ValueError, "processes must be >= 1, got 0"),
+        (2.0, TypeError, "processes must be an int, got float 2.0"),
+        (True, TypeError, "processes must be an int, got bool True"),
+    ],
+)
+async def test_warm_refuses_a_count_that_is_not_one_or_more(
+    processes: object, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=f"^{message}$"):
+        await ProcessWorker(body).warm(processes)  # type: ignore[arg-type]
 
 
 async def hung_calls(worker: ProcessWorker[str, str], files: list[Path]) -> list[int]:

@@ -13,8 +13,8 @@ core ``trio_supervisor`` does not import it.
 """
 
 from .._util import fixup_module_metadata
-from ._worker import ProcessWorker, WorkerCrashed, crash_reason
+from ._worker import ProcessWorker, UnpicklableError, WorkerCrashed, crash_reason
 
-__all__ = ["ProcessWorker", "WorkerCrashed", "crash_reason"]
+__all__ = ["ProcessWorker", "UnpicklableError", "WorkerCrashed", "crash_reason"]
 
 fixup_module_metadata(__name__, globals())

@@ -1,21 +1,24 @@
 """A sync function as a worker that runs each call in a worker process, so that a hard crash
 (``os._exit``, a segfault, a kill) fails that call alone.
 
-The processes are ``trio_parallel``'s: a pool of spawned Python processes, reused from call to
-call, that ``trio_parallel.run_sync`` hands a pickled function and its argument to. It is used
-rather than a hand-written pool because it already does what a supervisor needs and is easy to
-get wrong: a call cancelled while it runs kills its process (``kill_on_cancel``), a process
-that died is reported as ``BrokenWorkerError`` and replaced, and a `trio.CapacityLimiter`
-bounds how many processes run at once.
+The processes are ``trio_parallel``'s pool of spawned Python processes, reused from call to call:
+a call cancelled while it runs kills its process (``kill_on_cancel``), a process that died is
+reported as ``BrokenWorkerError`` and replaced, and a `trio.CapacityLimiter` bounds how many run
+at once. What a call returns or raises is pickled in its process by this module's wrapper, so
+that what cannot be pickled is named there, where it is known.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import inspect
+import os
+import pickle
 import resource
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -35,6 +38,10 @@ T = TypeVar("T")
 
 _MIB = 1 << 20
 _UNBOUNDED = contextlib.nullcontext()  # a limiter that never waits: the supervisor bounds calls
+# What multiprocessing says when a process it is starting tries to start one of its own: the
+# program's main module, imported again there, started a run outside `if __name__ == ...`.
+_BOOTSTRAPPING = "has finished its bootstrapping phase"
+_UNGUARDED = 78  # EX_CONFIG: how such a worker process ends, quietly, for the parent to say why
 
 
 def _serializer() -> Callable[[Any], bytes]:
@@ -43,8 +50,11 @@ def _serializer() -> Callable[[Any], bytes]:
         module = importlib.import_module("cloudpickle")
     except ImportError:
         module = importlib.import_module("pickle")
-    dumps: Callable[[Any], bytes] = module.dumps
-    return dumps
+    dumps: Callable[..., bytes] = module.dumps
+    return functools.partial(dumps, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+_dumps = _serializer()
 
 
 class WorkerCrashed(Exception):
@@ -65,6 +75,19 @@ class WorkerCrashed(Exception):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class UnpicklableError(Exception):
+    """What a call in a worker process raised or returned could not be pickled back to the
+    supervisor's process; the message names it (its type, and an exception's message, taken in
+    the worker process) and says why pickle refused it.
+
+    Args:
+      message: what could not be sent back, and why, as ``str()`` shows it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
 
 
 def crash_reason(exitcode: int | None) -> str:
@@ -91,9 +114,90 @@ def crash_reason(exitcode: int | None) -> str:
     return f"the worker process died: {how}"
 
 
-def _in_worker_process(function: Callable[[S], T], memory_limit: int | None, subtask: S) -> T:
-    """What runs in the worker process: ``function(subtask)``, under the memory limit if there
-    is one (and with the process's own limit put back after it, for the pool's next call)."""
+def _in_worker_process(function: Callable[[S], T], memory_limit: int | None, subtask: S) -> bytes:
+    """What runs in the worker process: ``function(subtask)``, its output pickled here (the
+    parent unpickles it); an exception goes back as itself if it can be pickled, else as an
+    ``UnpicklableError`` that names it."""
+    try:
+        output = _limited(function, memory_limit, subtask)
+    except Exception as error:
+        failure = _sendable(error)
+    else:
+        try:
+            return _dumps(output)
+        except Exception as error:
+            failure = UnpicklableError(
+                f"the worker returned a {_type_name(output)}, which could not be sent back "
+                f"from its process: {error}"
+            )
+    raise failure  # raised outside the handler: it carries no context that cannot go back
+
+
+def _sendable(error: Exception) -> Exception:
+    """``error`` if it survives a pickle round trip, else an UnpicklableError naming it; a chained
+    exception that does not is cut off first, and a note on ``error`` says what it was."""
+    for link in reversed(_chain(error)):  # the deepest first: it is pickled with those above
+        try:
+            _round_trip(link)
+        except Exception as why:
+            error.__cause__ = error.__context__ = None
+            error.add_note(
+                f"an exception chained to it, {_described(link)}, could not be sent back from "
+                f"its process ({why}): the chain was cut off"
+            )
+            break
+    try:
+        _round_trip(error)
+    except Exception as why:
+        return UnpicklableError(
+            f"the worker raised {_described(error)}, which could not be sent back from its "
+            f"process: {why}"
+        )
+    return error
+
+
+def _round_trip(error: BaseException) -> None:
+    """Pickle ``error`` and load it again, as it will be sent: an exception whose ``__init__``
+    does not take its ``args`` fails only when it is loaded."""
+    pickle.loads(_dumps(error))
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """Every exception ``error`` is chained to (its cause, its context, theirs...), once each."""
+    seen = {id(error)}
+    links: list[BaseException] = []
+    todo = [error.__cause__, error.__context__]
+    while todo:
+        link = todo.pop(0)
+        if link is None or id(link) in seen:
+            continue
+        seen.add(id(link))
+        links.append(link)
+        todo += [link.__cause__, link.__context__]
+    return links
+
+
+def _described(error: BaseException) -> str:
+    try:
+        message = str(error)
+    except Exception:
+        message = "(its message cannot be shown)"
+    return f"{_type_name(error)}: {message}" if message else _type_name(error)
+
+
+def _type_name(value: object) -> str:
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def _loaded(function: object) -> None:
+    """What a warming call runs: nothing; unpickling ``function`` imported its module."""
+
+
+def _limited(function: Callable[[S], T], memory_limit: int | None, subtask: S) -> T:
+    """``function(subtask)``, under the memory limit if there is one (and with the process's
+    own limit put back after it, for the pool's next call)."""
     if memory_limit is None:
         return _call(function, subtask)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -127,18 +231,39 @@ class ProcessWorker(Generic[S, T]):
     """A sync function as a worker for a [`Supervisor`][trio_supervisor.Supervisor]: each call
     runs ``function(subtask)`` in a worker process, so a crash there fails only that call.
 
-    A process that dies while it runs a call (``os._exit``, a segfault in a C extension, a
-    signal) fails the call with [`WorkerCrashed`][trio_supervisor.processes.WorkerCrashed] naming
-    the exit code or signal; the pool replaces the process, and the other calls run on. An
-    `Exception` the function raises comes back as itself (pickled across), and so is an
-    ordinary failure of its slot. A call that is cancelled while it runs (a supervisor's
-    ``timeout`` or ``deadline``, a cancelled run) kills its process with ``SIGKILL`` and raises
-    ``trio.Cancelled``, so a hung function never outlives its timeout.
+    ```python
+    import trio
+    from trio_supervisor import Supervisor
+    from trio_supervisor.processes import ProcessWorker
 
-    The processes are ``trio_parallel``'s default pool: spawned on first use (each one imports
-    the function's module; the call that waits for it counts that time, half a second or more),
-    reused from call to call, and ended when the program exits. The function and its subtask
-    cross to the process by pickle, and its output back: use a module-level function, or a
+    def measure(text: str) -> int:  # module level: it is pickled to the worker process
+        return len(text)
+
+    async def main() -> None:
+        worker = ProcessWorker(measure)
+        await worker.warm(2)  # the processes start before the run, not in its timeouts
+        aggregate = await Supervisor(worker, max_workers=2, timeout=5).run(["a", "bb"])
+        print([result.output for result in aggregate])
+
+    if __name__ == "__main__":  # each worker process imports this module again
+        trio.run(main)
+    ```
+
+    A process that dies during a call (``os._exit``, a segfault in a C extension, a signal)
+    fails that call with [`WorkerCrashed`][trio_supervisor.processes.WorkerCrashed], naming the
+    exit code or signal, and the pool replaces it. An `Exception` the function raises comes back
+    as itself; one that pickle cannot send back, or such an output, comes back as
+    [`UnpicklableError`][trio_supervisor.processes.UnpicklableError] naming it. A cancelled call
+    (a ``timeout``, a ``deadline``, a cancelled run) kills its process, so a hung function never
+    outlives its timeout.
+
+    The processes are ``trio_parallel``'s default pool, shared by every ``ProcessWorker``,
+    reused from call to call and ended when the program exits. Each one, spawned, imports the
+    program's main module again: the code that starts a run must be under
+    ``if __name__ == "__main__":`` (without it the run ends with `SystemExit` saying so). A
+    process's start is waited for by the first call through it, unless
+    [`warm`][trio_supervisor.processes.ProcessWorker.warm] started it. The function, its
+    subtask and its output cross by pickle: use a module-level function, or a
     ``functools.partial`` of one.
 
     Args:
@@ -226,27 +351,107 @@ class ProcessWorker(Generic[S, T]):
             f"limiter={self._limiter!r})"
         )
 
+    async def warm(self, processes: int) -> None:
+        """Start worker processes until ``processes`` of them are idle in the pool, each with
+        the function's module imported, and wait until each has answered: the calls of a run
+        after it find them started, so that no timeout counts a process's start.
+
+        Args:
+          processes: how many; the run's ``max_workers`` is enough (``limiter`` does not bound
+            them).
+
+        Raises:
+          WorkerCrashed: if a process died as it started.
+          SystemExit: if the program's main module starts a run outside
+            ``if __name__ == "__main__":`` (each process it started would run it again).
+          TypeError: if ``processes`` is not an int.
+          ValueError: if ``processes`` is < 1.
+          Exception: what loading the function raised in a process (an `ImportError` of its
+            module, say), the first one only.
+        """
+        if isinstance(processes, bool) or not isinstance(processes, int):
+            raise TypeError(
+                f"processes must be an int, got {type(processes).__name__} {processes!r}"
+            )
+        if processes < 1:
+            raise ValueError(f"processes must be >= 1, got {processes}")
+        failures: list[Exception] = []
+
+        async def answer() -> None:
+            try:  # all at once, so that each call takes a process of its own
+                await _run_sync(_loaded, self._function, limiter=_UNBOUNDED)
+            except Exception as error:
+                failures.append(error)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(processes):
+                nursery.start_soon(answer)
+        if failures:  # the first, bare: the others are the same failure
+            first = failures[0]
+            if isinstance(first, trio_parallel.BrokenWorkerError):
+                raise _died(first) from first
+            raise first
+
     async def __call__(self, subtask: S) -> T:
         """Run ``function(subtask)`` in a worker process and return what it returns.
 
         Raises:
           WorkerCrashed: if the process died before the call returned.
+          UnpicklableError: if what the call raised or returned could not be sent back.
+          SystemExit: if the program's main module starts a run outside
+            ``if __name__ == "__main__":``.
           Exception: whatever the function raised, as itself.
         """
         try:
-            output: T = await trio_parallel.run_sync(
+            sent = await _run_sync(
                 _in_worker_process,
                 self._function,
                 self._memory_limit,
                 subtask,
-                kill_on_cancel=True,
                 limiter=_UNBOUNDED if self._limiter is None else self._limiter,
             )
         except trio_parallel.BrokenWorkerError as error:
-            process = error.args[-1] if error.args else None
-            exitcode = getattr(process, "exitcode", None)
-            raise WorkerCrashed(crash_reason(exitcode), exitcode) from error
+            raise _died(error) from error
+        try:
+            output: T = pickle.loads(sent)
+        except Exception as error:
+            raise UnpicklableError(
+                f"what the worker returned could not be loaded in this process: {error}"
+            ) from error
         return output
+
+
+async def _run_sync(function: Callable[..., bytes | None], *args: Any, limiter: Any) -> Any:
+    """``trio_parallel.run_sync``, killing the process on cancellation.
+
+    In a worker process that multiprocessing is still starting (it imports the program's main
+    module again, and that module's unguarded code started a run), no process can start: this
+    process ends at once, quietly, with the exit code that tells the parent why.
+    """
+    try:
+        return await trio_parallel.run_sync(function, *args, kill_on_cancel=True, limiter=limiter)
+    except trio_parallel.BrokenWorkerError:
+        raise
+    except RuntimeError as error:
+        if _BOOTSTRAPPING in str(error):
+            os._exit(_UNGUARDED)  # nothing more of the program may run here
+        raise
+
+
+def _died(error: trio_parallel.BrokenWorkerError) -> BaseException:
+    """What a call raises for a process that died: WorkerCrashed naming how, or SystemExit for
+    a process that found the program's main module unguarded."""
+    process = error.args[-1] if error.args else None
+    exitcode = getattr(process, "exitcode", None)
+    if exitcode == _UNGUARDED:
+        main = getattr(sys.modules.get("__main__"), "__file__", None)
+        where = "" if main is None else f" ({main})"
+        return SystemExit(
+            "ProcessWorker cannot start its worker processes: each imports the program's main "
+            f"module{where} again, as multiprocessing does with spawn, and its code started the "
+            'run there again: put the code that starts the run under if __name__ == "__main__":'
+        )
+    return WorkerCrashed(crash_reason(exitcode), exitcode)
 
 
 def _name(function: object) -> str:
