@@ -183,7 +183,7 @@ STEPS: dict[int, Step] = {
             "crashes a process contains",
             options=_RETRIED,
             synthesizes=True,
-            hook=frozenset({"crash", "virtual"}),
+            hook=frozenset({"crash", "max_workers", "virtual"}),
         ),
     )
 }
