@@ -4,7 +4,7 @@ What it adds: each company (``acme: pricing, reviews``) is a child supervisor ov
 subtasks, and its aggregate, digested, is its parent slot's output. Cancel scopes nest, so no
 child outlives its parent's timeout or deadline. A child that gives up fails its parent's slot
 with its reason (escalation), and children that depend on each other restart together
-(``strategy="rest_for_one"``). One ``Capacity`` bounds the leaf workers of the whole tree, and
+(``Restarts(strategy="rest_for_one")``). One ``Capacity`` bounds the leaf workers of the whole tree, and
 only the leaves draw from it: a parent that held a place while it waited on its children would,
 with enough companies, leave none for them, and never end (``supervise_broken``).
 
@@ -22,6 +22,7 @@ from trio_supervisor import (
     Aggregate,
     Backoff,
     Capacity,
+    Restarts,
     Strategy,
     Supervisor,
     Trace,
@@ -59,6 +60,8 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Aggregate[str, str]:
     leaves = Capacity(max_workers)  # step 13: one budget for every leaf worker of the tree
+    bound = (None, None) if intensity is None else intensity
+    restarts = Restarts(*bound, strategy=strategy)  # step 13: which children a restart takes
 
     async def research(company: str) -> str:
         child = Supervisor(
@@ -67,8 +70,7 @@ async def supervise(
             capacity=leaves,  # step 13: a leaf holds a place while it works
             timeout=None if math.isinf(worker_timeout) else worker_timeout,
             attempts=attempts,
-            intensity=intensity,
-            strategy=strategy,  # step 13: which children a restart takes
+            restarts=restarts,
             backoff=NO_WAIT,
         )
         nested = None if trace is None else trace.nest(company)  # step 13: drawn under it

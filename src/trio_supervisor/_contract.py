@@ -231,7 +231,7 @@ def _rebuild(*fields: Any) -> SubResult[Any, Any]:
     return SubResult(*fields)
 
 
-def _ok(
+def ok_result(
     subtask: Any, output: Any, attempts: int, started: float, finished: float
 ) -> SubResult[Any, Any]:
     """A successful slot's result, built without checks: the supervisor's fast path."""
@@ -247,7 +247,7 @@ def _ok(
     return result
 
 
-def _failed(
+def failed_result(
     subtask: Any,
     error: str | None,
     status: Status,

@@ -14,7 +14,8 @@ of two methods so that trio's own primitives fit it: ``trio.Semaphore`` is a met
 from __future__ import annotations
 
 import weakref
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
 
 import trio
 
@@ -91,6 +92,12 @@ class Capacity:
     def in_use(self) -> int:
         """How many attempts hold a place now."""
         return self._limiter.borrowed_tokens
+
+    @property
+    def limiter(self) -> trio.CapacityLimiter:
+        """The ``trio.CapacityLimiter`` underneath, whose tokens are the places: what the
+        workers of the supervisors given this ``Capacity`` as ``capacity=`` hold a place of."""
+        return self._limiter
 
     @property
     def waiting(self) -> int:
@@ -177,6 +184,37 @@ class RateLimit:
 
     def __repr__(self) -> str:
         return f"RateLimit(rate={self.rate:g}, burst={self.burst})"
+
+
+def check_meters(value: object) -> tuple[Any, ...]:
+    """``value`` as a tuple of meters: objects with ``async acquire()`` and ``release()``."""
+    if not isinstance(value, Iterable) or isinstance(value, str | bytes):
+        raise TypeError(f"meters must be a sequence of meters, got {type(value).__name__}")
+    found = tuple(value)
+    for meter in found:
+        acquire, release = getattr(meter, "acquire", None), getattr(meter, "release", None)
+        if not (callable(acquire) and callable(release)):
+            raise TypeError(
+                "a meter has an async acquire() and a release() (see trio_supervisor.Meter), "
+                f"got {type(meter).__name__} {meter!r}"
+            )
+    return found
+
+
+def check_capacity(value: object, meters: tuple[Any, ...]) -> Capacity | None:
+    """A budget shared with other supervisors: a [`Capacity`][trio_supervisor.Capacity] or None,
+    not also one of the supervisor's meters (a worker would take two places of it)."""
+    if value is None:
+        return None
+    if not isinstance(value, Capacity):
+        raise TypeError(f"capacity must be a Capacity or None, got {type(value).__name__}")
+    if any(meter is value for meter in meters):
+        raise ValueError(
+            "this Capacity is both the capacity and one of the meters, so each worker would take "
+            "two of its places: give it once, as capacity= (held while a worker runs slots) or "
+            "in meters= (held during each attempt)"
+        )
+    return value
 
 
 def _has_retry_after(failure: BaseException) -> bool:

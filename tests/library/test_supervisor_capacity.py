@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from virtual_time import run_virtual
 
-from trio_supervisor import Capacity, Status, Supervisor
+from trio_supervisor import Capacity, Restarts, Status, Supervisor
 
 
 class Spy:
@@ -58,7 +58,7 @@ def test_all_runs_and_streams_of_a_supervisor_together_run_at_most_k_workers(
                     nursery.start_soon(consume, supervisor, plan)
                 else:
                     nursery.start_soon(supervisor.run, plan)
-        assert supervisor._attempts.places.in_use == 0  # every place was given back
+        assert supervisor._engine.places.in_use == 0  # every place was given back
         return spy.most
 
     most = run_virtual(main)
@@ -131,7 +131,7 @@ async def test_a_cancelled_run_gives_its_places_back(autojump_clock: object) -> 
     supervisor: Supervisor[object, object] = Supervisor(spy, max_workers=2)
     with trio.move_on_after(1.0):
         await supervisor.run(list(range(5)))
-    assert supervisor._attempts.places.in_use == 0
+    assert supervisor._engine.places.in_use == 0
     aggregate = await supervisor.run(["after"])  # nothing is held: it runs at once
     assert aggregate.results[0].started == 1.0
 
@@ -196,7 +196,7 @@ def test_restarting_runs_share_the_bound_with_every_other_run(
             spy,
             max_workers=k,
             capacity=shared,
-            strategy=strategy,  # type: ignore[arg-type]
+            restarts=Restarts(strategy=strategy),  # type: ignore[arg-type]
         )
         async with trio.open_nursery() as nursery:
             for call, size in enumerate(sizes):
