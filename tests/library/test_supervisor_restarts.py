@@ -180,7 +180,11 @@ def test_every_result_is_newer_than_every_restart_that_takes_its_slot(
 
     async def main() -> Aggregate[int, int]:
         supervisor: Supervisor[int, int] = Supervisor(
-            worker, max_workers=workers, attempts=3, restarts=Restarts(strategy=strategy), backoff=NO_WAIT
+            worker,
+            max_workers=workers,
+            attempts=3,
+            restarts=Restarts(strategy=strategy),
+            backoff=NO_WAIT,
         )
         return await supervisor.run(range(size))
 
@@ -222,7 +226,11 @@ async def test_a_slot_restarted_for_a_sibling_is_not_charged_an_attempt(
     still succeeds: only its own failures count against its attempts."""
     worker = Calls({0: 0.5, 1: 1.0}, {0: 1, 1: 0})
     supervisor: Supervisor[int, int] = Supervisor(
-        worker, max_workers=2, attempts=2, restarts=Restarts(strategy="one_for_all"), backoff=NO_WAIT
+        worker,
+        max_workers=2,
+        attempts=2,
+        restarts=Restarts(strategy="one_for_all"),
+        backoff=NO_WAIT,
     )
     aggregate = await supervisor.run(range(2))
     assert [result.ok for result in aggregate.results] == [True, True]
@@ -234,7 +242,11 @@ async def test_past_its_intensity_the_run_gives_up_and_fails_every_unfinished_sl
 ) -> None:
     agent = SimulatedAgent(fail={"b", "c", "d", "e"}, latencies={"a": 0.5, "e": 9.0})
     supervisor: Supervisor[str, str] = Supervisor(
-        agent, max_workers=5, attempts=4, restarts=Restarts(max_restarts=3, within=10.0), backoff=NO_WAIT
+        agent,
+        max_workers=5,
+        attempts=4,
+        restarts=Restarts(max_restarts=3, within=10.0),
+        backoff=NO_WAIT,
     )
     aggregate = await supervisor.run("a; b; c; d; e")
     assert aggregate.results[0].ok  # finished before: kept
@@ -254,7 +266,11 @@ async def test_past_its_intensity_the_run_gives_up_and_fails_every_unfinished_sl
 async def test_a_deadline_cuts_a_restarting_run_short(autojump_clock: object) -> None:
     agent = SimulatedAgent(fail={"b"}, latencies={"a": 5.0, "b": 0.25, "c": 0.5})
     supervisor: Supervisor[str, str] = Supervisor(
-        agent, max_workers=2, attempts=100, restarts=Restarts(strategy="rest_for_one"), backoff=NO_WAIT
+        agent,
+        max_workers=2,
+        attempts=100,
+        restarts=Restarts(strategy="rest_for_one"),
+        backoff=NO_WAIT,
     )
     aggregate = await supervisor.run("a; b; c", deadline=1.0)
     assert [result.status for result in aggregate.results] == [Status.CANCELLED] * 3
@@ -264,9 +280,7 @@ async def test_a_deadline_cuts_a_restarting_run_short(autojump_clock: object) ->
     assert trio.current_time() == 1.0
 
 
-RULE = (
-    r"^Restarts needs max_restarts \(an int >= 0\) and within \(seconds > 0\) given together, "
-)
+RULE = r"^Restarts needs max_restarts \(an int >= 0\) and within \(seconds > 0\) given together, "
 
 
 @pytest.mark.parametrize(
