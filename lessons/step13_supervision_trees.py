@@ -4,7 +4,7 @@ What it adds: each company (``acme: pricing, reviews``) is a child supervisor ov
 subtasks, and its aggregate, digested, is its parent slot's output. Cancel scopes nest, so no
 child outlives its parent's timeout or deadline. A child that gives up fails its parent's slot
 with its reason (escalation), and children that depend on each other restart together
-(``Restarts(strategy="rest_for_one")``). One ``Capacity`` bounds the leaf workers of the whole tree, and
+(``strategy="rest_for_one"``). One ``Capacity`` bounds the leaf workers of the whole tree, and
 only the leaves draw from it: a parent that held a place while it waited on its children would,
 with enough companies, leave none for them, and never end (``supervise_broken``).
 

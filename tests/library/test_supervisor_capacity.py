@@ -277,6 +277,6 @@ async def test_a_run_whose_slots_are_done_returns_at_once_beside_a_long_run(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(short)
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
         nursery.start_soon(supervisor.run, range(1, 101))
     assert returned == [script.spans[0][0][1]]  # when its one slot was done
