@@ -60,8 +60,9 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Aggregate[str, str]:
     leaves = Capacity(max_workers)  # step 13: one budget for every leaf worker of the tree
-    bound = (None, None) if intensity is None else intensity
-    restarts = Restarts(*bound, strategy=strategy)  # step 13: which children a restart takes
+    restarts, within = (None, None) if intensity is None else intensity
+    # step 13: which children a restart takes
+    bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
 
     async def research(company: str) -> str:
         child = Supervisor(
@@ -70,7 +71,7 @@ async def supervise(
             capacity=leaves,  # step 13: a leaf holds a place while it works
             timeout=None if math.isinf(worker_timeout) else worker_timeout,
             attempts=attempts,
-            restarts=restarts,
+            restarts=bound,
             backoff=NO_WAIT,
         )
         nested = None if trace is None else trace.nest(company)  # step 13: drawn under it

@@ -26,6 +26,9 @@ from . import _validate
 class Meter(Protocol):
     """What an attempt waits on before it starts.
 
+    >>> isinstance(trio.Semaphore(3), Meter)  # trio's own primitives fit
+    True
+
     ``acquire`` returns when one more attempt may start (it may wait, and must be a cancellation
     point); ``release`` is called once for each ``acquire`` that returned, from the same task,
     when that attempt has ended.
@@ -46,6 +49,11 @@ class Meter(Protocol):
 class Capacity:
     """At most ``limit`` attempts at once, across every run that uses this meter; the limit can
     change while they go on.
+
+    >>> capacity = Capacity(4)
+    >>> capacity.limit = 2  # from a controller, while runs go on
+    >>> capacity
+    Capacity(limit=2, in_use=0, waiting=0)
 
     Raising the limit lets waiting attempts start at once; lowering it lets the attempts already
     running finish, and starts no new one until fewer than the new limit run. Give one
@@ -132,17 +140,20 @@ class RateLimit:
     bucket that holds ``burst`` tokens and gains ``rate`` tokens a second, one token per attempt
     (the first and every retry).
 
+    >>> async def main():
+    ...     limit = RateLimit(rate=2, burst=1)
+    ...     for _ in range(3):
+    ...         await limit.acquire()
+    ...     return trio.current_time()
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    1.0
+
     Give one ``RateLimit`` to several supervisors (``meters=[limit]``) to share one budget among
     them, such as an endpoint's requests per minute (``RateLimit(rate=1200 / 60, burst=20)``).
     Attempts wait their turn in the order they asked; a waiter that is cancelled takes no token.
     Time is trio's clock, so under ``trio.testing.MockClock`` the waits take no real time; one
     ``RateLimit`` belongs to one ``trio.run``.
 
-    The bucket is written here, in a dozen lines, because no maintained limiter fits a meter
-    on trio: ``aiolimiter`` and ``pyrate-limiter`` sleep and lock with asyncio; ``rate-control``
-    runs on trio through anyio but has no token bucket (fixed and sliding windows, and a leaky
-    bucket without bursts), and its buckets refill from background tasks that live inside an
-    ``async with``, so a bucket could not be made once and passed to supervisors as a value.
     It is kept as the generic cell rate algorithm: one theoretical arrival time, no timer.
 
     Args:

@@ -64,6 +64,15 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
     manager whose value is an async iterator of [`SubResult`][trio_supervisor.SubResult], in
     plan order. It has no public constructor.
 
+    >>> async def wait(n):
+    ...     await trio.sleep(n)
+    ...     return n
+    >>> async def main():
+    ...     async with Supervisor(wait, max_workers=2).stream([2, 1, 3]) as results:
+    ...         return [(result.output, trio.current_time()) async for result in results]
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    [(2, 2.0), (1, 2.0), (3, 4.0)]
+
     Entering it starts one task that pulls the input (and closes it at the end); worker tasks are
     started as subtasks are pulled, at most ``max_workers``, and a free one takes the next pulled
     subtask. Iterating it

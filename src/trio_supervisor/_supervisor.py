@@ -33,6 +33,16 @@ class Supervisor(Generic[S, T]):
     back in plan order, one [`SubResult`][trio_supervisor.SubResult] per subtask, whatever
     happened to it.
 
+    >>> async def double(n):
+    ...     await trio.sleep(n)
+    ...     return 2 * n
+    >>> async def main():
+    ...     supervisor = Supervisor(double, max_workers=2, timeout=5)
+    ...     aggregate = await supervisor.run([3, 1, 2])
+    ...     return [result.output for result in aggregate], trio.current_time()
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    ([6, 2, 4], 3.0)
+
     ``max_workers`` is the supervisor's, not each call's: all its runs and streams together run
     at most ``max_workers`` workers at once (concurrent runs take turns for the places, first
     come first served). Give several supervisors one [`Capacity`][trio_supervisor.Capacity] as
@@ -441,9 +451,7 @@ class Supervisor(Generic[S, T]):
         until it is done (or its ``timeout`` fires). The default window, ``4 * max_workers``,
         lets every worker finish three more slots behind a slow head before the line stalls,
         and lets the input be pulled a batch ahead of the workers, so that a worker that
-        finishes finds its next subtask waiting instead of waiting for the puller (with
-        ``2 * max_workers``, a run whose workers all finish at once paid a task switch for every
-        other subtask).
+        finishes finds its next subtask waiting instead of waiting for the puller.
 
         Leaving the ``async with`` body, early or not, cancels the workers still running, pulls
         nothing more, calls no further worker and closes the input's iterator (``aclose()`` or

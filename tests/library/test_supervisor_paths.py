@@ -96,6 +96,7 @@ async def test_a_failed_attempts_span_keeps_its_error_and_the_wait_it_asked_for(
         0.25,
     )
     assert (second.status, second.error, second.retry_after) == (Status.OK, None, None)
+    assert first.end is not None
     assert second.start == first.end + 0.25  # the retry came when the server asked
 
 

@@ -28,12 +28,12 @@ def scheduling_restored() -> Iterator[None]:
     state = trio_run._r.getstate()
     allowed = trio_run._ALLOW_DETERMINISTIC_SCHEDULING
     yield
-    trio_run._ALLOW_DETERMINISTIC_SCHEDULING = allowed
+    setattr(trio_run, "_ALLOW_DETERMINISTIC_SCHEDULING", allowed)  # noqa: B010  # a Final
     trio_run._r.setstate(state)
 
 
 def order_ties(shuffled: bool, seed: int) -> None:
-    trio_run._ALLOW_DETERMINISTIC_SCHEDULING = shuffled
+    setattr(trio_run, "_ALLOW_DETERMINISTIC_SCHEDULING", shuffled)  # noqa: B010  # a Final
     trio_run._r.seed(seed)
 
 
