@@ -26,8 +26,11 @@ from . import _validate
 class Meter(Protocol):
     """What an attempt waits on before it starts.
 
+    ```pycon
     >>> isinstance(trio.Semaphore(3), Meter)  # trio's own primitives fit
     True
+
+    ```
 
     ``acquire`` returns when one more attempt may start (it may wait, and must be a cancellation
     point); ``release`` is called once for each ``acquire`` that returned, from the same task,
@@ -50,10 +53,13 @@ class Capacity:
     """At most ``limit`` attempts at once, across every run that uses this meter; the limit can
     change while they go on.
 
+    ```pycon
     >>> capacity = Capacity(4)
     >>> capacity.limit = 2  # from a controller, while runs go on
     >>> capacity
     Capacity(limit=2, in_use=0, waiting=0)
+
+    ```
 
     Raising the limit lets waiting attempts start at once; lowering it lets the attempts already
     running finish, and starts no new one until fewer than the new limit run. Give one
@@ -140,6 +146,7 @@ class RateLimit:
     bucket that holds ``burst`` tokens and gains ``rate`` tokens a second, one token per attempt
     (the first and every retry).
 
+    ```pycon
     >>> async def main():
     ...     limit = RateLimit(rate=2, burst=1)
     ...     for _ in range(3):
@@ -147,6 +154,8 @@ class RateLimit:
     ...     return trio.current_time()
     >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     1.0
+
+    ```
 
     Give one ``RateLimit`` to several supervisors (``meters=[limit]``) to share one budget among
     them, such as an endpoint's requests per minute (``RateLimit(rate=1200 / 60, burst=20)``).

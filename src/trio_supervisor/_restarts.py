@@ -18,10 +18,13 @@ class Restarts:
     """How a run restarts its slots: at most ``max_restarts`` restarts within any ``within``
     seconds, and which slots each restart takes.
 
+    ```pycon
     >>> Restarts(max_restarts=2, within=10)
     Restarts(max_restarts=2, within=10.0, strategy='one_for_one')
     >>> Restarts(strategy="one_for_all").bounded
     False
+
+    ```
 
     A *restart* is a failed attempt (a timeout included) of a slot that will be tried again (it
     is retryable and has attempts left). Past ``max_restarts`` within any ``within`` seconds the

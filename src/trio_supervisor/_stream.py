@@ -64,6 +64,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
     manager whose value is an async iterator of [`SubResult`][trio_supervisor.SubResult], in
     plan order. It has no public constructor.
 
+    ```pycon
     >>> async def wait(n):
     ...     await trio.sleep(n)
     ...     return n
@@ -72,6 +73,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
     ...         return [(result.output, trio.current_time()) async for result in results]
     >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     [(2, 2.0), (1, 2.0), (3, 4.0)]
+
+    ```
 
     Entering it starts one task that pulls the input (and closes it at the end); worker tasks are
     started as subtasks are pulled, at most ``max_workers``, and a free one takes the next pulled

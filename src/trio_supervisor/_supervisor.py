@@ -33,6 +33,7 @@ class Supervisor(Generic[S, T]):
     back in plan order, one [`SubResult`][trio_supervisor.SubResult] per subtask, whatever
     happened to it.
 
+    ```pycon
     >>> async def double(n):
     ...     await trio.sleep(n)
     ...     return 2 * n
@@ -42,6 +43,8 @@ class Supervisor(Generic[S, T]):
     ...     return [result.output for result in aggregate], trio.current_time()
     >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     ([6, 2, 4], 3.0)
+
+    ```
 
     ``max_workers`` is the supervisor's, not each call's: all its runs and streams together run
     at most ``max_workers`` workers at once (concurrent runs take turns for the places, first

@@ -16,9 +16,12 @@ from ._contract import Status, describe
 class Span:
     """One attempt of a slot: from its start to its end (None while it runs).
 
+    ```pycon
     >>> span = Span(start=1.0, end=1.25, status=Status.FAILED, error="E: 429", retry_after=2.0)
     >>> span.end - span.start, span.retry_after
     (0.25, 2.0)
+
+    ```
 
     A failed attempt keeps what its failure said (``error``) and the wait it asked for before
     another attempt (``retry_after``, in seconds: a rate-limited endpoint's ``Retry-After``), so
@@ -36,10 +39,13 @@ class Span:
 class SlotTrace:
     """Everything recorded for one slot, in trio time.
 
+    ```pycon
     >>> failed, ok = Span(0.0, 1.5, Status.FAILED, "KeyError: 'x'"), Span(2.0, 3.0, Status.OK)
     >>> slot = SlotTrace(0, "pricing", planned=0.0, spans=[failed, ok])
     >>> slot.started, slot.ended, slot.status
     (0.0, 3.0, <Status.OK: 'ok'>)
+
+    ```
 
     ``planned`` is when the slot became known (the run's start for a planned subtask, its
     admission for one pulled later from a lazy input); ``spans`` has one
@@ -76,6 +82,7 @@ class Trace:
     """A recorder of one run, fed by the supervisor (or by [`watch`][trio_supervisor.Trace.watch])
     as slots move along.
 
+    ```pycon
     >>> async def wait(n):
     ...     await trio.sleep(n)
     ...     return n
@@ -85,6 +92,8 @@ class Trace:
     ...     return [(slot.subtask, slot.started, slot.ended) for slot in trace.slots]
     >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     [(2, 0.0, 2.0), (1, 2.0, 3.0)]
+
+    ```
 
     Times are ``trio.current_time()``, so under ``trio.testing.MockClock`` the same code records
     exact virtual times. Create it inside ``trio.run``: its origin is the time of creation.
