@@ -22,6 +22,7 @@ from trio_supervisor import (
     Aggregate,
     Backoff,
     Capacity,
+    Restarts,
     Strategy,
     Supervisor,
     Trace,
@@ -81,6 +82,9 @@ async def supervise(
 ) -> Aggregate[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
     leaves = Capacity(max_workers)  # step 13: one budget for every leaf worker of the tree
+    restarts, within = (None, None) if intensity is None else intensity
+    # step 13: which children a restart takes
+    bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
 
     async def research(company: str) -> str:
         child = Supervisor(
@@ -89,8 +93,7 @@ async def supervise(
             capacity=leaves,  # step 13: a leaf holds a place while it works
             timeout=None if math.isinf(worker_timeout) else worker_timeout,
             attempts=attempts,
-            intensity=intensity,
-            strategy=strategy,  # step 13: which children a restart takes
+            restarts=bound,
             backoff=NO_WAIT,
         )
         nested = None if trace is None else trace.nest(company)  # step 13: drawn under it

@@ -11,7 +11,7 @@ from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
 from ._meters import Adaptive, Capacity, Meter, RateLimit
 from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, Round
-from ._restart import Strategy
+from ._restarts import Restarts, Strategy
 from ._retry import Backoff
 from ._stream import Stream
 from ._supervisor import Supervisor
@@ -33,6 +33,7 @@ __all__ = [
     "Meter",
     "Planner",
     "RateLimit",
+    "Restarts",
     "Round",
     "SlotTrace",
     "Span",

@@ -19,6 +19,12 @@ class Status(enum.Enum):
 
     ``OK`` returned an output; ``FAILED`` raised an `Exception`; ``TIMED_OUT`` ran past its
     own timeout; ``CANCELLED`` was stopped, or never started, because the whole run was cut short.
+
+    ```pycon
+    >>> [status.value for status in Status]
+    ['ok', 'failed', 'timed out', 'cancelled']
+
+    ```
     """
 
     OK = "ok"
@@ -51,6 +57,13 @@ _new = object.__new__
 @final
 class SubResult(Generic[S, T]):
     """What one slot of the plan produced: an output, or an error and how the slot ended.
+
+    ```pycon
+    >>> result = SubResult("pricing", error="TooSlowError: late", status=Status.TIMED_OUT)
+    >>> result.ok, result.status, result.output
+    (False, <Status.TIMED_OUT: 'timed out'>, None)
+
+    ```
 
     A slot holds an output or an error: exactly one of ``output`` and ``error`` is set (an output
     may itself be None when the worker returned None). ``status`` is derived when not given:
@@ -231,7 +244,7 @@ def _rebuild(*fields: Any) -> SubResult[Any, Any]:
     return SubResult(*fields)
 
 
-def _ok(
+def ok_result(
     subtask: Any, output: Any, attempts: int, started: float, finished: float
 ) -> SubResult[Any, Any]:
     """A successful slot's result, built without checks: the supervisor's fast path."""
@@ -247,7 +260,7 @@ def _ok(
     return result
 
 
-def _failed(
+def failed_result(
     subtask: Any,
     error: str | None,
     status: Status,
@@ -273,6 +286,13 @@ def _failed(
 @final
 class Aggregate(Generic[S, T]):
     """Every slot's result, fanned back in, with the counts derived from them.
+
+    ```pycon
+    >>> aggregate = Aggregate([SubResult("a", output=1), SubResult("b", error="KeyError: 'b'")])
+    >>> len(aggregate), aggregate.succeeded, aggregate.failed, aggregate.degraded
+    (2, 1, 1, True)
+
+    ```
 
     ``len(aggregate)`` is the number of slots; iterating it yields their results in order, and
     ``aggregate[i]`` is slot ``i``'s result (a slice gives a list of them), as in ``results``.

@@ -10,6 +10,12 @@ _SEPARATORS = re.compile(r"[;\r\n]")
 def decompose(task: str) -> list[str]:
     """Split a task into its subtasks, in plan order.
 
+    ```pycon
+    >>> decompose("competitor pricing; customer reviews ;; inventory")
+    ['competitor pricing', 'customer reviews', 'inventory']
+
+    ```
+
     Subtasks are separated by ``;`` or newlines; each is stripped and empty ones are dropped, so a
     task with no separator is one subtask.
 

@@ -14,7 +14,8 @@ of two methods so that trio's own primitives fit it: ``trio.Semaphore`` is a met
 from __future__ import annotations
 
 import weakref
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
 
 import trio
 
@@ -24,6 +25,12 @@ from . import _validate
 @runtime_checkable
 class Meter(Protocol):
     """What an attempt waits on before it starts.
+
+    ```pycon
+    >>> isinstance(trio.Semaphore(3), Meter)  # trio's own primitives fit
+    True
+
+    ```
 
     ``acquire`` returns when one more attempt may start (it may wait, and must be a cancellation
     point); ``release`` is called once for each ``acquire`` that returned, from the same task,
@@ -45,6 +52,14 @@ class Meter(Protocol):
 class Capacity:
     """At most ``limit`` attempts at once, across every run that uses this meter; the limit can
     change while they go on.
+
+    ```pycon
+    >>> capacity = Capacity(4)
+    >>> capacity.limit = 2  # from a controller, while runs go on
+    >>> capacity
+    Capacity(limit=2, in_use=0, waiting=0)
+
+    ```
 
     Raising the limit lets waiting attempts start at once; lowering it lets the attempts already
     running finish, and starts no new one until fewer than the new limit run. Give one
@@ -93,6 +108,12 @@ class Capacity:
         return self._limiter.borrowed_tokens
 
     @property
+    def limiter(self) -> trio.CapacityLimiter:
+        """The ``trio.CapacityLimiter`` underneath, whose tokens are the places: what the
+        workers of the supervisors given this ``Capacity`` as ``capacity=`` hold a place of."""
+        return self._limiter
+
+    @property
     def waiting(self) -> int:
         """How many attempts wait for a place now."""
         return self._limiter.statistics().tasks_waiting
@@ -125,17 +146,23 @@ class RateLimit:
     bucket that holds ``burst`` tokens and gains ``rate`` tokens a second, one token per attempt
     (the first and every retry).
 
+    ```pycon
+    >>> async def main():
+    ...     limit = RateLimit(rate=2, burst=1)
+    ...     for _ in range(3):
+    ...         await limit.acquire()
+    ...     return trio.current_time()
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    1.0
+
+    ```
+
     Give one ``RateLimit`` to several supervisors (``meters=[limit]``) to share one budget among
     them, such as an endpoint's requests per minute (``RateLimit(rate=1200 / 60, burst=20)``).
     Attempts wait their turn in the order they asked; a waiter that is cancelled takes no token.
     Time is trio's clock, so under ``trio.testing.MockClock`` the waits take no real time; one
     ``RateLimit`` belongs to one ``trio.run``.
 
-    The bucket is written here, in a dozen lines, because no maintained limiter fits a meter
-    on trio: ``aiolimiter`` and ``pyrate-limiter`` sleep and lock with asyncio; ``rate-control``
-    runs on trio through anyio but has no token bucket (fixed and sliding windows, and a leaky
-    bucket without bursts), and its buckets refill from background tasks that live inside an
-    ``async with``, so a bucket could not be made once and passed to supervisors as a value.
     It is kept as the generic cell rate algorithm: one theoretical arrival time, no timer.
 
     Args:
@@ -177,6 +204,37 @@ class RateLimit:
 
     def __repr__(self) -> str:
         return f"RateLimit(rate={self.rate:g}, burst={self.burst})"
+
+
+def check_meters(value: object) -> tuple[Any, ...]:
+    """``value`` as a tuple of meters: objects with ``async acquire()`` and ``release()``."""
+    if not isinstance(value, Iterable) or isinstance(value, str | bytes):
+        raise TypeError(f"meters must be a sequence of meters, got {type(value).__name__}")
+    found = tuple(value)
+    for meter in found:
+        acquire, release = getattr(meter, "acquire", None), getattr(meter, "release", None)
+        if not (callable(acquire) and callable(release)):
+            raise TypeError(
+                "a meter has an async acquire() and a release() (see trio_supervisor.Meter), "
+                f"got {type(meter).__name__} {meter!r}"
+            )
+    return found
+
+
+def check_capacity(value: object, meters: tuple[Any, ...]) -> Capacity | None:
+    """A budget shared with other supervisors: a [`Capacity`][trio_supervisor.Capacity] or None,
+    not also one of the supervisor's meters (a worker would take two places of it)."""
+    if value is None:
+        return None
+    if not isinstance(value, Capacity):
+        raise TypeError(f"capacity must be a Capacity or None, got {type(value).__name__}")
+    if any(meter is value for meter in meters):
+        raise ValueError(
+            "this Capacity is both the capacity and one of the meters, so each worker would take "
+            "two of its places: give it once, as capacity= (held while a worker runs slots) or "
+            "in meters= (held during each attempt)"
+        )
+    return value
 
 
 _INF = float("inf")

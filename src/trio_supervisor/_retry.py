@@ -18,6 +18,13 @@ RetryOn = type[Exception] | tuple[type[Exception], ...]
 class Backoff:
     """Exponential backoff with full jitter: how long a slot waits before its next attempt.
 
+    ```pycon
+    >>> backoff = Backoff(initial=0.5, maximum=4.0)
+    >>> [backoff.bound(failures) for failures in range(1, 6)]
+    [0.5, 1.0, 2.0, 4.0, 4.0]
+
+    ```
+
     After its ``n``-th failed attempt a slot waits a time drawn uniformly from
     ``[0, bound(n)]``, where ``bound(n) = min(maximum, initial * base ** (n - 1))``: the window
     grows geometrically, and the draw spreads retries of many slots across it so that they do not

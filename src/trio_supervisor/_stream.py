@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import functools
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any, Generic, NoReturn, TypeVar
 
 import trio
 from trio.lowlevel import ParkingLot, checkpoint, current_task
 
-from ._attempt import Attempts
-from ._attempt import cancelled as _cancelled
 from ._contract import SubResult
+from ._engine.attempt import Engine, Timer, cancelled
+from ._engine.lanes import lane
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -65,6 +64,18 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
     manager whose value is an async iterator of [`SubResult`][trio_supervisor.SubResult], in
     plan order. It has no public constructor.
 
+    ```pycon
+    >>> async def wait(n):
+    ...     await trio.sleep(n)
+    ...     return n
+    >>> async def main():
+    ...     async with Supervisor(wait, max_workers=2).stream([2, 1, 3]) as results:
+    ...         return [(result.output, trio.current_time()) async for result in results]
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    [(2, 2.0), (1, 2.0), (3, 4.0)]
+
+    ```
+
     Entering it starts one task that pulls the input (and closes it at the end); worker tasks are
     started as subtasks are pulled, at most ``max_workers``, and a free one takes the next pulled
     subtask. Iterating it
@@ -84,7 +95,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
     def __init__(
         self,
         subtasks: Iterable[Any] | AsyncIterable[Any],
-        attempts: Attempts[Any, T],
+        engine: Engine[Any, T],
         max_workers: int,
         window: int,
         trace: Trace | None,
@@ -96,19 +107,10 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             subtasks if isinstance(subtasks, list | tuple) else None
         )
         self._input = aiter(subtasks) if isinstance(subtasks, AsyncIterable) else iter(subtasks)
-        self._attempts = attempts
-        # a worker task of this stream: takes pulled slots, waits for more when idle
-        self._timer = attempts.timer()  # times the attempts, with a timeout
-        self._lane = functools.partial(
-            attempts.lane,
-            self._take,
-            self._put,
-            self._put,
-            trace,
-            attempts.run_key(),  # the retry jitter of this stream
-            self._timer,
-            self._more,
-        )
+        self._engine = engine
+        self._timer = engine.timer()  # times the attempts, with a timeout
+        # what this stream hands its lanes: pulled slots, and a wait for more when idle
+        self._feed = StreamFeed(self, trace, self._timer, engine.run_key())
         self._trace = trace
         self._max_workers = max_workers
         self._window = window
@@ -148,7 +150,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             )
         self._entered = True
         if self._trace is not None:
-            self._trace._begin(self._planned or ())
+            self._trace.begin(self._planned or ())
         self._manager = trio.open_nursery()
         self._nursery = await self._manager.__aenter__()
         self._open = True
@@ -184,7 +186,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 raise sole(group) from None
         finally:
             if self._trace is not None:
-                self._trace._end_open()
+                self._trace.end_open()
                 self._trace.close()
         return absorbed
 
@@ -202,7 +204,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         try:
             # A cancellation point always; a schedule point only when the next result is not
             # ready, so a consumer takes a burst of ready results (at most the window) at once.
-            if _cancelled(current_task()):
+            if cancelled(current_task()):
                 await checkpoint()
             done = self._done
             while self._head not in done:
@@ -235,7 +237,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 while self._tail - self._head >= self._window:
                     self._pulling_parked = True  # cleared by the consumer as it unparks it
                     await self._room.park()
-                if _cancelled(task):  # leaving the block: pull nothing more
+                if cancelled(task):  # leaving the block: pull nothing more
                     await checkpoint()
                 try:
                     if self._async:
@@ -258,7 +260,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 elif self._lanes < self._max_workers:
                     self._lanes += 1
                     assert self._nursery is not None
-                    self._nursery.start_soon(self._lane)
+                    self._nursery.start_soon(lane, self._engine, self._feed)
                 # else every lane is busy: the first to finish takes it from the queue
         finally:
             self._exhausted = True
@@ -274,6 +276,9 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
 
     def _take(self) -> tuple[int, Any] | None:
         return self._queue.popleft() if self._queue else None
+
+    def _has_pulled(self) -> bool:
+        return bool(self._queue)
 
     async def _more(self) -> bool:
         """Wait for a pulled subtask; False once the input has no more."""
@@ -306,3 +311,35 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             close = getattr(self._input, "close", None)
             if close is not None:
                 close()
+
+
+class StreamFeed:
+    """What a stream hands its lanes (a [`Feed`][trio_supervisor._engine.lanes.Feed]): the
+    subtasks pulled and not yet taken, a wait for more while the input goes on, and where each
+    result goes (a slot cut short is delivered as it is)."""
+
+    __slots__ = ("cut", "key", "more", "put", "ready", "take", "timer", "trace")
+
+    def __init__(
+        self, stream: Stream[Any, Any], trace: Trace | None, timer: Timer | None, key: int
+    ) -> None:
+        self.trace = trace
+        self.timer = timer
+        self.key = key
+        self.take: Callable[[], tuple[int, Any] | None] = stream._take
+        self.ready: Callable[[], bool] = stream._has_pulled
+        self.more: Callable[[], Awaitable[bool]] = stream._more
+        self.put: Callable[[int, SubResult[Any, Any]], None] = stream._put
+        self.cut: Callable[[int, SubResult[Any, Any]], None] = stream._put
+
+
+def open_stream(
+    subtasks: Iterable[Any] | AsyncIterable[Any],
+    engine: Engine[Any, T],
+    max_workers: int,
+    window: int,
+    trace: Trace | None,
+) -> Stream[Any, T]:
+    """A new [`Stream`][trio_supervisor.Stream] (which has no public constructor)."""
+    stream: Stream[Any, T] = Stream._create(subtasks, engine, max_workers, window, trace)
+    return stream

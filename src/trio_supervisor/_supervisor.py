@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import math
+import operator
 import random
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar, overload
@@ -10,15 +12,17 @@ from typing import Any, Generic, TypeVar, overload
 import trio
 
 from . import _validate
-from ._attempt import CUT_SHORT, Attempts
 from ._contract import Aggregate, Status, SubResult
-from ._meters import Capacity, Meter
-from ._places import Places
+from ._engine.attempt import CUT_SHORT, Engine, Timer
+from ._engine.lanes import lane
+from ._engine.places import Places
+from ._engine.restarting import restarting_run
+from ._meters import Capacity, Meter, check_capacity, check_meters
 from ._replan import Answer, Planner, replan
-from ._restart import Strategy, restarting_run
+from ._restarts import Restarts
 from ._retry import Backoff, RetryOn, retryable
-from ._stream import Stream, sole
-from ._trace import Trace
+from ._stream import Stream, open_stream, sole
+from ._trace import Trace, check_trace
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -28,6 +32,19 @@ class Supervisor(Generic[S, T]):
     """Fans subtasks out to a worker, at most ``max_workers`` at a time, and fans their results
     back in plan order, one [`SubResult`][trio_supervisor.SubResult] per subtask, whatever
     happened to it.
+
+    ```pycon
+    >>> async def double(n):
+    ...     await trio.sleep(n)
+    ...     return 2 * n
+    >>> async def main():
+    ...     supervisor = Supervisor(double, max_workers=2, timeout=5)
+    ...     aggregate = await supervisor.run([3, 1, 2])
+    ...     return [result.output for result in aggregate], trio.current_time()
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    ([6, 2, 4], 3.0)
+
+    ```
 
     ``max_workers`` is the supervisor's, not each call's: all its runs and streams together run
     at most ``max_workers`` workers at once (concurrent runs take turns for the places, first
@@ -77,46 +94,36 @@ class Supervisor(Generic[S, T]):
       backoff: how long a slot waits between attempts (see
         [`Backoff`][trio_supervisor.Backoff]).
       seed: the retry jitter's generator: an int seeds the supervisor's own ``random.Random``,
-        a ``random.Random`` is used as given, None seeds one from the operating system. The
-        process-wide ``random`` module is never used, so a run is reproducible from its seed.
-      rng: a ``random.Random`` to draw the retry jitter from, injected rather than seeded: the
-        same as passing it as ``seed``; give one of the two.
+        a ``random.Random`` is used as given (injected), None seeds one from the operating
+        system. The process-wide ``random`` module is never used, so a run is reproducible
+        from its seed.
       meters: what each attempt waits on before it starts, besides a free worker (see
         [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]).
       capacity: a [`Capacity`][trio_supervisor.Capacity] shared with other supervisors: each of
         this supervisor's workers holds one of its places too while it runs slots, so the
         supervisors that share it run at most ``capacity.limit`` workers together.
-      intensity: ``(R, T)``: at most ``R`` restarts (failed attempts that will be tried again)
-        within any ``T`` seconds of a run; one more and the run gives up: it cancels what still
-        runs or waits, the slot whose failure was one too many keeps its error, and every other
-        unfinished slot fails with ``gave up: more than R restarts within Ts``. None: no bound.
-      strategy: which slots a restart takes, for subtasks that depend on each other:
-        ``"one_for_one"`` the failed slot alone; ``"one_for_all"`` every slot (running ones are
-        cancelled, finished ones lose their result); ``"rest_for_one"`` the failed slot and
-        every slot after it in plan order. The slots taken wait out the failed slot's backoff
-        together, holding no place, and start again in plan order; a slot restarted for a
-        sibling is not charged an attempt. With ``intensity`` or a strategy other than
-        ``"one_for_one"``, a slot waiting to restart holds no place, and ``stream`` is refused.
+      restarts: a [`Restarts`][trio_supervisor.Restarts]: at most how many restarts within
+        how long before the run gives up, and which slots each restart takes (for subtasks
+        that depend on each other). None (or ``Restarts()``): no bound, each slot alone. With a
+        bound or a strategy other than ``"one_for_one"``, a slot waiting to restart holds no
+        place, and ``stream`` is refused.
 
     Raises:
-      TypeError: if ``worker`` is not callable or cannot be called with one subtask, an option
-        has the wrong type, or both ``seed`` and ``rng`` are given.
-      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
-        ``capacity`` is also one of the ``meters``, ``intensity`` is not ``(R >= 0, T > 0)`` or
-        ``strategy`` is not one of the three.
+      TypeError: if ``worker`` is not callable or cannot be called with one subtask, or an
+        option has the wrong type.
+      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive, or
+        ``capacity`` is also one of the ``meters``.
     """
 
     __slots__ = (
-        "_attempts",
         "_backoff",
         "_capacity",
-        "_intensity",
+        "_engine",
         "_max_workers",
         "_meters",
+        "_restarts",
         "_retry_on",
-        "_rng",
         "_seed",
-        "_strategy",
     )
 
     def __init__(
@@ -129,11 +136,9 @@ class Supervisor(Generic[S, T]):
         retry_on: RetryOn = Exception,
         backoff: Backoff = Backoff(),  # noqa: B008  # immutable
         seed: int | random.Random | None = None,
-        rng: random.Random | None = None,
         meters: Sequence[Meter] = (),
         capacity: Capacity | None = None,
-        intensity: tuple[int, float] | None = None,
-        strategy: Strategy = "one_for_one",
+        restarts: Restarts | None = None,
     ) -> None:
         _validate.worker(worker)
         self._max_workers = _validate.count("max_workers", max_workers)
@@ -143,22 +148,26 @@ class Supervisor(Generic[S, T]):
         if not isinstance(backoff, Backoff):
             raise TypeError(f"backoff must be a Backoff, got {type(backoff).__name__}")
         self._backoff = backoff
+        generator = _validate.seed(seed)
         self._seed = seed
-        self._rng = _validate.rng(rng, seed)
-        self._meters = _validate.meters(meters)
-        self._capacity = _validate.capacity(capacity, self._meters)
-        self._intensity = _validate.intensity(intensity)
-        self._strategy: Strategy = _validate.strategy(strategy)
-        # invariant: every run and stream of this supervisor runs its slots through _attempts
-        self._attempts: Attempts[S, T] = Attempts(
+        self._meters = check_meters(meters)
+        self._capacity = check_capacity(capacity, self._meters)
+        if restarts is not None and not isinstance(restarts, Restarts):
+            raise TypeError(
+                "restarts must be a Restarts (Restarts(max_restarts=R, within=T, strategy=...)) "
+                f"or None, got {type(restarts).__name__} {restarts!r}"
+            )
+        self._restarts = restarts
+        # invariant: every run and stream of this supervisor runs its slots through _engine
+        self._engine: Engine[S, T] = Engine(
             worker,
             checked_timeout,
             checked_attempts,
             retryable(self._retry_on),
             backoff,
-            _validate.seed(seed if rng is None else rng),
+            generator,
             self._meters,
-            Places(self._max_workers, None if capacity is None else capacity._limiter),
+            Places(self._max_workers, None if capacity is None else capacity.limiter),
         )
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -172,7 +181,7 @@ class Supervisor(Generic[S, T]):
     @property
     def worker(self) -> Callable[[S], Awaitable[T]]:
         """The callable each attempt calls with its subtask."""
-        return self._attempts.worker
+        return self._engine.worker
 
     @property
     def max_workers(self) -> int:
@@ -182,12 +191,12 @@ class Supervisor(Generic[S, T]):
     @property
     def timeout(self) -> float | None:
         """Seconds each attempt may run, or None."""
-        return self._attempts.timeout
+        return self._engine.timeout
 
     @property
     def attempts(self) -> int:
         """How many times a slot's worker may be called."""
-        return self._attempts.attempts
+        return self._engine.attempts
 
     @property
     def retry_on(self) -> tuple[type[Exception], ...]:
@@ -205,11 +214,6 @@ class Supervisor(Generic[S, T]):
         return self._seed
 
     @property
-    def rng(self) -> random.Random | None:
-        """The retry jitter's generator, when one was injected with ``rng``."""
-        return self._rng
-
-    @property
     def meters(self) -> tuple[Meter, ...]:
         """What each attempt waits on before it starts."""
         return self._meters
@@ -220,14 +224,14 @@ class Supervisor(Generic[S, T]):
         return self._capacity
 
     @property
-    def intensity(self) -> tuple[int, float] | None:
-        """At most how many restarts within how many seconds, or None."""
-        return self._intensity
+    def restarts(self) -> Restarts | None:
+        """How a run restarts its slots, or None."""
+        return self._restarts
 
-    @property
-    def strategy(self) -> Strategy:
-        """Which slots a restart takes."""
-        return self._strategy
+    def _restarting_by(self) -> Restarts | None:
+        """The restarts that need the restarting path, or None for the lanes."""
+        restarts = self._restarts
+        return None if restarts is None or restarts.plain else restarts
 
     def __repr__(self) -> str:
         worker = self.worker
@@ -237,9 +241,8 @@ class Supervisor(Generic[S, T]):
         return (
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
             f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
-            f"seed={self._seed!r}, rng={self._rng!r}, meters={self._meters!r}, "
-            f"capacity={self._capacity!r}, intensity={self._intensity!r}, "
-            f"strategy={self._strategy!r})"
+            f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r}, "
+            f"restarts={self._restarts!r})"
         )
 
     @overload
@@ -276,7 +279,8 @@ class Supervisor(Generic[S, T]):
         Args:
           task: a str, split with [`decompose`][trio_supervisor.decompose] (only for a
             supervisor of str subtasks), or an iterable of subtasks, read in full before the
-            first worker starts.
+            first worker starts. A plan with no subtask (``[]``, or a str that holds none, as
+            ``""``) returns an empty aggregate at once.
           deadline: seconds the whole run may take; None for no limit.
           trace: a fresh [`Trace`][trio_supervisor.Trace] to record admissions, attempts and
             ends into: ``Trace()``, or ``Trace(plan)`` made for this very plan. It is closed
@@ -291,53 +295,40 @@ class Supervisor(Generic[S, T]):
             [`stream`][trio_supervisor.Supervisor.stream] for an async one), ``trace`` is not a
             [`Trace`][trio_supervisor.Trace], or a worker's call returns something that cannot
             be awaited (the message names the fix).
-          ValueError: if ``task`` is a str with no subtask, ``deadline`` is not positive, or
-            ``trace`` was made for another plan or already recorded a run.
+          ValueError: if ``deadline`` is not positive, or ``trace`` was made for another plan or
+            already recorded a run.
           KeyboardInterrupt: if a worker raised it (likewise `SystemExit`), bare.
         """
         plan = _validate.plan(task)
         limit = _validate.seconds("deadline", deadline)
-        _validate.trace(trace, plan)
+        check_trace(trace, plan)
         # invariant: results[i] is None until slot i has its final result; cuts[i] is where a
         # slot cut short while it ran got to
         results: list[SubResult[Any, T] | None] = [None] * len(plan)
         cuts: dict[int, SubResult[Any, T]] = {}
         if trace is not None:
-            trace._begin(plan)
+            trace.begin(plan)
         expired = False
         gave_up: str | None = None
-        fan_out = self._fan_out
-        if self._intensity is not None or self._strategy != "one_for_one":
-            fan_out = self._restarting
+        restarts = self._restarting_by()
         try:
             try:
-                if limit is None:
-                    gave_up = await fan_out(plan, results, cuts, trace)
-                else:
-                    with trio.move_on_after(limit) as scope:
-                        gave_up = await fan_out(plan, results, cuts, trace)
-                    expired = scope.cancelled_caught
+                with trio.move_on_after(limit if limit is not None else math.inf) as scope:
+                    if restarts is None:
+                        await self._fan_out(plan, results, cuts, trace)
+                    else:
+                        gave_up = await restarting_run(
+                            self._engine, plan, results, cuts, trace, restarts
+                        )
+                expired = scope.cancelled_caught
             except* (KeyboardInterrupt, SystemExit, Exception) as group:
                 raise sole(group) from None
         finally:
             if trace is not None:
-                trace._end_open()
+                trace.end_open()
                 trace.close()
         _fill(plan, results, cuts, limit if expired else None)
         return Aggregate(results, gave_up)  # type: ignore[arg-type]  # _fill left no None
-
-    async def _restarting(
-        self,
-        plan: list[Any],
-        results: list[SubResult[Any, T] | None],
-        cuts: dict[int, SubResult[Any, T]],
-        trace: Trace | None,
-    ) -> str | None:
-        """A run whose restarts are counted or grouped (see ``_restart``); returns why it gave
-        up, or None."""
-        return await restarting_run(
-            self._attempts, plan, results, cuts, trace, self._intensity, self._strategy
-        )
 
     async def _fan_out(
         self,
@@ -345,24 +336,19 @@ class Supervisor(Generic[S, T]):
         results: list[SubResult[Any, T] | None],
         cuts: dict[int, SubResult[Any, T]],
         trace: Trace | None,
-    ) -> str | None:
-        """The admission loop: ``min(max_workers, len(plan))`` lanes share one iterator over
-        the plan, so each free lane admits the next slot, in plan order."""
-        cut = cuts.__setitem__
-        take = functools.partial(next, enumerate(plan), None)
-        put = results.__setitem__
-        attempts = self._attempts
-        lane = attempts.lane
-        key = attempts.run_key()
-        timer = attempts.timer()
+    ) -> None:
+        """The admission loop: ``min(max_workers, len(plan))`` lanes share one feed over the
+        plan, so each free lane admits the next slot, in plan order."""
+        engine = self._engine
+        timer = engine.timer()
+        feed = RunFeed(plan, results, cuts, trace, timer, engine.run_key())
         async with trio.open_nursery() as timing:
             if timer is not None:
                 timing.start_soon(timer.watch)
             async with trio.open_nursery() as nursery:
                 for _ in range(min(self._max_workers, len(plan))):
-                    nursery.start_soon(lane, take, put, cut, trace, key, timer)
+                    nursery.start_soon(lane, engine, feed)
             timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
-        return None  # the lanes never give up: a run with an intensity is a restarting one
 
     async def replan(
         self,
@@ -468,9 +454,7 @@ class Supervisor(Generic[S, T]):
         until it is done (or its ``timeout`` fires). The default window, ``4 * max_workers``,
         lets every worker finish three more slots behind a slow head before the line stalls,
         and lets the input be pulled a batch ahead of the workers, so that a worker that
-        finishes finds its next subtask waiting instead of waiting for the puller (with
-        ``2 * max_workers``, a run whose workers all finish at once paid a task switch for every
-        other subtask).
+        finishes finds its next subtask waiting instead of waiting for the puller.
 
         Leaving the ``async with`` body, early or not, cancels the workers still running, pulls
         nothing more, calls no further worker and closes the input's iterator (``aclose()`` or
@@ -497,20 +481,50 @@ class Supervisor(Generic[S, T]):
           ValueError: if ``window < max_workers``, a str holds no subtask, or ``trace`` was
             made for another plan or already recorded a run.
         """
-        if self._intensity is not None or self._strategy != "one_for_one":
+        if self._restarting_by() is not None:
             raise ValueError(
                 "a stream hands each result over as it is done, so it cannot give up on or "
-                "restart a finished slot: use run() with intensity= or strategy=, or a "
-                "Supervisor without them for stream()"
+                "restart a finished slot: use run() with restarts=, or a Supervisor without "
+                "them for stream()"
             )
         size = _validate.window(window, self._max_workers)
         source = _validate.stream_input(subtasks)
         planned = source if isinstance(source, list | tuple) else None
-        _validate.trace(trace, planned)
-        stream: Stream[Any, T] = Stream._create(
-            source, self._attempts, self._max_workers, size, trace
-        )
-        return stream
+        check_trace(trace, planned)
+        return open_stream(source, self._engine, self._max_workers, size, trace)
+
+
+class RunFeed:
+    """What a run hands its lanes (a [`Feed`][trio_supervisor._engine.lanes.Feed]): the slots
+    of its plan, in order, and where each result, or how far a slot cut short got, goes. No
+    more slots come once the plan is taken."""
+
+    __slots__ = ("_slots", "cut", "key", "put", "take", "timer", "trace")
+
+    def __init__(
+        self,
+        plan: list[Any],
+        results: list[SubResult[Any, Any] | None],
+        cuts: dict[int, SubResult[Any, Any]],
+        trace: Trace | None,
+        timer: Timer | None,
+        key: int,
+    ) -> None:
+        self.trace = trace
+        self.timer = timer
+        self.key = key
+        self._slots = iter(list(enumerate(plan)))  # a list's iterator knows what is left
+        self.take: Callable[[], tuple[int, Any] | None] = functools.partial(next, self._slots, None)
+        self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
+        self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__
+
+    def ready(self) -> bool:
+        """Whether a slot of the plan is still to be taken."""
+        return operator.length_hint(self._slots) > 0
+
+    async def more(self) -> bool:
+        """No slot comes after the plan's."""
+        return False
 
 
 def _fill(

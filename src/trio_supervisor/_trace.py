@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +15,13 @@ from ._contract import Status, describe
 @dataclass
 class Span:
     """One attempt of a slot: from its start to its end (None while it runs).
+
+    ```pycon
+    >>> span = Span(start=1.0, end=1.25, status=Status.FAILED, error="E: 429", retry_after=2.0)
+    >>> span.end - span.start, span.retry_after
+    (0.25, 2.0)
+
+    ```
 
     A failed attempt keeps what its failure said (``error``) and the wait it asked for before
     another attempt (``retry_after``, in seconds: a rate-limited endpoint's ``Retry-After``), so
@@ -31,6 +38,14 @@ class Span:
 @dataclass
 class SlotTrace:
     """Everything recorded for one slot, in trio time.
+
+    ```pycon
+    >>> failed, ok = Span(0.0, 1.5, Status.FAILED, "KeyError: 'x'"), Span(2.0, 3.0, Status.OK)
+    >>> slot = SlotTrace(0, "pricing", planned=0.0, spans=[failed, ok])
+    >>> slot.started, slot.ended, slot.status
+    (0.0, 3.0, <Status.OK: 'ok'>)
+
+    ```
 
     ``planned`` is when the slot became known (the run's start for a planned subtask, its
     admission for one pulled later from a lazy input); ``spans`` has one
@@ -67,6 +82,19 @@ class Trace:
     """A recorder of one run, fed by the supervisor (or by [`watch`][trio_supervisor.Trace.watch])
     as slots move along.
 
+    ```pycon
+    >>> async def wait(n):
+    ...     await trio.sleep(n)
+    ...     return n
+    >>> async def main():
+    ...     trace = Trace()
+    ...     await Supervisor(wait, max_workers=1).run([2, 1], trace=trace)
+    ...     return [(slot.subtask, slot.started, slot.ended) for slot in trace.slots]
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    [(2, 0.0, 2.0), (1, 2.0, 3.0)]
+
+    ```
+
     Times are ``trio.current_time()``, so under ``trio.testing.MockClock`` the same code records
     exact virtual times. Create it inside ``trio.run``: its origin is the time of creation.
 
@@ -93,9 +121,10 @@ class Trace:
         """True once a supervisor has begun recording a run into this trace."""
         return self._in_use
 
-    def _begin(self, plan: Iterable[Any] = ()) -> None:
-        """A supervisor starts recording a run: the slots of ``plan`` that the trace does not
-        know yet are added (a run's trace draws every slot, the ones never started included)."""
+    def begin(self, plan: Iterable[Any] = ()) -> None:
+        """A supervisor starts recording a run (called by the engine): the slots of ``plan``
+        that the trace does not know yet are added (a run's trace draws every slot, the ones
+        never started included)."""
         self._in_use = True
         for index, subtask in enumerate(plan):
             if index >= len(self.slots):
@@ -116,14 +145,16 @@ class Trace:
             self._add(subtask if slot == len(self.slots) else None, now)
         return self.slots[slot]
 
-    def _end_open_slot(self, slot: int, status: Status) -> None:
-        """End slot ``slot``'s attempt with ``status`` if it is still open."""
+    def end_open_slot(self, slot: int, status: Status) -> None:
+        """End slot ``slot``'s attempt with ``status`` if it is still open (called by the
+        engine, for an attempt a timeout or a cancellation cut)."""
         spans = self.slots[slot].spans if slot < len(self.slots) else None
         if spans and spans[-1].end is None:
             self.ended(slot, status)
 
-    def _end_open(self, status: Status = Status.CANCELLED) -> None:
-        """End every span still open with ``status``: the run was cut short around them."""
+    def end_open(self, status: Status = Status.CANCELLED) -> None:
+        """End every span still open with ``status`` (called by the engine as a run ends: the
+        run was cut short around them)."""
         for slot in self.slots:
             if slot.spans and slot.spans[-1].end is None:
                 self.ended(slot.slot, status)
@@ -295,3 +326,44 @@ class Trace:
                 for slot in self.slots
             ],
         }
+
+
+def same_subtask(a: object, b: object) -> bool:
+    """Whether a trace's subtask is the run's: the same object (so a NaN is itself), or equal
+    (an object whose comparison fails or is not a plain truth value, as a NumPy array's, is
+    not equal unless it is the same object)."""
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def check_trace(value: object, planned: Sequence[Any] | None) -> None:
+    """A trace given to a run: None, or a fresh [`Trace`][trio_supervisor.Trace] made for this
+    plan; anything else is refused with the rule.
+
+    ``planned`` is the run's plan, or None for a lazy input (then the trace must be empty, or it
+    is checked slot by slot as subtasks are pulled).
+    """
+    if value is None:
+        return
+    if not isinstance(value, Trace):
+        raise TypeError(f"trace must be a Trace or None, got {type(value).__name__}")
+    if value.closed is not None or value.in_use:
+        raise ValueError("this trace already recorded a run: make a new Trace(plan) for each run")
+    if not value.slots:
+        return
+    known = [slot.subtask for slot in value.slots]
+    if planned is None:
+        raise ValueError(
+            f"this trace was made for another plan ({len(known)} subtasks, starting "
+            f"{known[:3]!r}): a stream over a lazy input records into an empty Trace()"
+        )
+    if len(known) != len(planned) or not all(map(same_subtask, known, planned)):
+        raise ValueError(
+            f"this trace was made for another plan ({len(known)} subtasks, starting "
+            f"{known[:3]!r}) than the run's ({len(planned)} subtasks, starting "
+            f"{list(planned[:3])!r}): make it with Trace(plan) for the run's own plan, or Trace()"
+        )

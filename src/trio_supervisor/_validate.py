@@ -1,4 +1,6 @@
-"""Every rule a caller's input must follow, checked in one place, before any work starts.
+"""The rules of plain values a caller gives (counts, numbers, seconds, exception classes, plans,
+windows), checked before any work starts; a rule that belongs to a type of the library lives
+beside that type (``Capacity``, ``Trace``, ``Restarts``, ``Backoff``).
 
 Each check returns the value in the form the library uses, or raises an error that states the
 rule and what it got (``max_workers must be >= 1, got 0``): ``TypeError`` for a value of the
@@ -9,14 +11,10 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import AsyncIterable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterable, Iterable
+from typing import Any
 
 from ._decompose import decompose
-from ._trace import Trace
-
-if TYPE_CHECKING:
-    from ._meters import Capacity
 
 
 def count(name: str, value: object) -> int:
@@ -127,83 +125,11 @@ def seed(value: object) -> random.Random:
     raise TypeError(f"seed must be an int, a random.Random or None, got {type(value).__name__}")
 
 
-def rng(value: object, given_seed: object) -> random.Random | None:
-    """An injected generator: a ``random.Random``, or None; never together with a seed."""
-    if value is None:
-        return None
-    if not isinstance(value, random.Random):
-        raise TypeError(f"rng must be a random.Random or None, got {type(value).__name__}")
-    if given_seed is not None:
-        raise TypeError(
-            "give seed= or rng=, not both: rng= is the generator itself, seed= seeds one"
-        )
-    return value
-
-
-def meters(value: object) -> tuple[Any, ...]:
-    """``value`` as a tuple of meters: objects with ``async acquire()`` and ``release()``."""
-    if not isinstance(value, Iterable) or isinstance(value, str | bytes):
-        raise TypeError(f"meters must be a sequence of meters, got {type(value).__name__}")
-    found = tuple(value)
-    for meter in found:
-        acquire, release = getattr(meter, "acquire", None), getattr(meter, "release", None)
-        if not (callable(acquire) and callable(release)):
-            raise TypeError(
-                "a meter has an async acquire() and a release() (see trio_supervisor.Meter), "
-                f"got {type(meter).__name__} {meter!r}"
-            )
-    return found
-
-
-def capacity(value: object, meters: tuple[Any, ...]) -> Capacity | None:
-    """A budget shared with other supervisors: a [`Capacity`][trio_supervisor.Capacity] or None,
-    not also one of the supervisor's meters (a worker would take two places of it)."""
-    from ._meters import Capacity  # here: _meters imports this module
-
-    if value is None:
-        return None
-    if not isinstance(value, Capacity):
-        raise TypeError(f"capacity must be a Capacity or None, got {type(value).__name__}")
-    if any(meter is value for meter in meters):
-        raise ValueError(
-            "this Capacity is both the capacity and one of the meters, so each worker would take "
-            "two of its places: give it once, as capacity= (held while a worker runs slots) or "
-            "in meters= (held during each attempt)"
-        )
-    return value
-
-
-def intensity(value: object) -> tuple[int, float] | None:
-    """A restart intensity: ``(R, T)``, at most R >= 0 restarts within T > 0 seconds."""
-    if value is None:
-        return None
-    rule = "intensity must be (R, T): at most R >= 0 restarts within T > 0 seconds"
-    if not isinstance(value, tuple) or len(value) != 2:
-        raise TypeError(f"{rule}, got {type(value).__name__} {value!r}")
-    restarts, period = value
-    if isinstance(restarts, bool) or not isinstance(restarts, int):
-        raise TypeError(f"{rule}, got R={restarts!r}")
-    if isinstance(period, bool) or not isinstance(period, int | float):
-        raise TypeError(f"{rule}, got T={period!r}")
-    if restarts < 0 or not period > 0:
-        raise ValueError(f"{rule}, got {value!r}")
-    return restarts, float(period)
-
-
-def strategy(value: object) -> Any:
-    """A restart strategy: one of ``one_for_one``, ``one_for_all``, ``rest_for_one``."""
-    from ._restart import STRATEGIES  # here: _restart imports this module's users
-
-    if value not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {value!r}")
-    return value
-
-
 def plan(task: object) -> list[Any]:
-    """A run's plan: a str split by [`decompose`][trio_supervisor.decompose], or a sync iterable
-    read in full."""
+    """A run's plan: a str split by [`decompose`][trio_supervisor.decompose] (one with no
+    subtask, as ``""``, is the empty plan, as ``[]`` is), or a sync iterable read in full."""
     if isinstance(task, str):
-        return decompose(task)
+        return subtasks_of(task)
     if isinstance(task, AsyncIterable):
         raise TypeError(
             f"run() needs a str or a sync iterable of subtasks, got the async iterable "
@@ -212,6 +138,15 @@ def plan(task: object) -> list[Any]:
     if not isinstance(task, Iterable):
         raise TypeError(f"task must be a str or an iterable of subtasks, got {type(task).__name__}")
     return list(task)
+
+
+def subtasks_of(task: str) -> list[str]:
+    """``task``'s subtasks (see [`decompose`][trio_supervisor.decompose]); none for a str that
+    holds none (``""``, blanks, separators only), as for an empty list."""
+    try:
+        return decompose(task)
+    except ValueError:  # no subtask in it
+        return []
 
 
 def window(value: object, max_workers: int) -> int:
@@ -227,52 +162,13 @@ def window(value: object, max_workers: int) -> int:
 
 
 def stream_input(value: object) -> Iterable[Any] | AsyncIterable[Any]:
-    """A stream's input: a str (split), or a sync or async iterable."""
+    """A stream's input: a str (split; one with no subtask is an empty input), or a sync or
+    async iterable."""
     if isinstance(value, str):
-        return decompose(value)
+        return subtasks_of(value)
     if not isinstance(value, Iterable | AsyncIterable):
         raise TypeError(
             "subtasks must be a str or a sync or async iterable of subtasks, "
             f"got {type(value).__name__}"
         )
     return value
-
-
-def _same(a: object, b: object) -> bool:
-    """Whether a trace's subtask is the run's: the same object (so a NaN is itself), or equal
-    (an object whose comparison fails or is not a plain truth value, as a NumPy array's, is
-    not equal unless it is the same object)."""
-    if a is b:
-        return True
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-def trace(value: object, planned: Sequence[Any] | None) -> None:
-    """A trace given to a run: a fresh [`Trace`][trio_supervisor.Trace], made for this plan.
-
-    ``planned`` is the run's plan, or None for a lazy input (then the trace must be empty, or it
-    is checked slot by slot as subtasks are pulled).
-    """
-    if value is None:
-        return
-    if not isinstance(value, Trace):
-        raise TypeError(f"trace must be a Trace or None, got {type(value).__name__}")
-    if value.closed is not None or value.in_use:
-        raise ValueError("this trace already recorded a run: make a new Trace(plan) for each run")
-    if not value.slots:
-        return
-    known = [slot.subtask for slot in value.slots]
-    if planned is None:
-        raise ValueError(
-            f"this trace was made for another plan ({len(known)} subtasks, starting "
-            f"{known[:3]!r}): a stream over a lazy input records into an empty Trace()"
-        )
-    if len(known) != len(planned) or not all(map(_same, known, planned)):
-        raise ValueError(
-            f"this trace was made for another plan ({len(known)} subtasks, starting "
-            f"{known[:3]!r}) than the run's ({len(planned)} subtasks, starting "
-            f"{list(planned[:3])!r}): make it with Trace(plan) for the run's own plan, or Trace()"
-        )

@@ -15,6 +15,7 @@ import trio
 import trio.testing
 from hypothesis import strategies as st
 
+from trio_supervisor import Restarts
 from trio_supervisor.testing import SubAgentError
 
 GRID = 32
@@ -22,13 +23,13 @@ R = TypeVar("R")
 
 PATHS: dict[str, dict[str, Any]] = {
     "lanes": {},
-    "intensity": {"intensity": (5, 10.0)},
-    "one_for_all": {"strategy": "one_for_all"},
-    "rest_for_one": {"strategy": "rest_for_one"},
+    "intensity": {"restarts": Restarts(max_restarts=100, within=10.0)},
+    "one_for_all": {"restarts": Restarts(strategy="one_for_all")},
+    "rest_for_one": {"restarts": Restarts(strategy="rest_for_one")},
 }
-"""The two ways a run goes: the lanes, and the restarting path (an intensity, or a strategy
-other than one_for_one) that runs each attempt in a task of its own. A promise about how one
-slot is run is tested on both."""
+"""The two ways a run goes: the lanes, and the restarting path (a bound on restarts, or a
+strategy other than one_for_one) that runs each attempt in a task of its own. A promise about
+how one attempt is run is tested on both."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_worker import Behaviour, Script
+from scripted_worker import PATHS, Behaviour, Script
 from virtual_time import run_virtual
 
 from trio_supervisor import Backoff, Supervisor, Trace
@@ -16,14 +16,12 @@ from trio_supervisor import Backoff, Supervisor, Trace
 FLAKY = [Behaviour(1 + slot % 3, ("fail", "fail", "ok")) for slot in range(12)]
 
 
-def flaky_run(
-    seed: int | random.Random | None, rng: random.Random | None = None
-) -> tuple[list[Any], list[Any]]:
+def flaky_run(seed: int | random.Random | None, path: str = "lanes") -> tuple[list[Any], list[Any]]:
     """Twelve slots failing twice each under full jitter: every call's span, and every slot's
     trace, in virtual seconds from the start."""
     script = Script(FLAKY)
     supervisor = Supervisor(
-        script, max_workers=4, attempts=3, backoff=Backoff(0.25, 4.0), seed=seed, rng=rng
+        script, max_workers=4, attempts=3, backoff=Backoff(0.25, 4.0), seed=seed, **PATHS[path]
     )
 
     async def main() -> list[Any]:
@@ -38,14 +36,21 @@ def flaky_run(
     return [script.spans[slot] for slot in range(len(FLAKY))], traced
 
 
-@settings(max_examples=20, deadline=None)
-@given(seed=st.integers(min_value=0, max_value=2**32))
-def test_the_same_seed_gives_the_same_run(seed: int) -> None:
-    assert flaky_run(seed) == flaky_run(seed)
+ONE_BY_ONE = ["lanes", "intensity"]
+"""The paths where each slot restarts alone: under one_for_all and rest_for_one, slots that fail
+at one instant take each other back in the order trio runs them, so by design a run there is
+reproducible from its seed only where failures do not tie."""
 
 
-def test_another_seed_gives_other_waits() -> None:
-    assert flaky_run(1) != flaky_run(2)
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**32), path=st.sampled_from(ONE_BY_ONE))
+def test_the_same_seed_gives_the_same_run(seed: int, path: str) -> None:
+    assert flaky_run(seed, path) == flaky_run(seed, path)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_another_seed_gives_other_waits(path: str) -> None:
+    assert flaky_run(1, path) != flaky_run(2, path)
 
 
 def test_a_given_generator_is_the_one_drawn_from() -> None:
@@ -61,19 +66,17 @@ def test_a_given_generator_is_the_one_drawn_from() -> None:
     assert flaky_run(Counting(5)) == flaky_run(random.Random(5))
 
 
-def test_an_injected_generator_is_the_one_drawn_from() -> None:
-    """``rng=`` injects the generator itself: the same run as that generator given as ``seed``,
-    and another generator gives other waits."""
-    assert flaky_run(None, rng=random.Random(5)) == flaky_run(random.Random(5))
-    assert flaky_run(None, rng=random.Random(5)) == flaky_run(None, rng=random.Random(5))
-    assert flaky_run(None, rng=random.Random(5)) != flaky_run(None, rng=random.Random(6))
+def test_a_given_generator_gives_the_run_its_seed_gives() -> None:
+    """``seed=`` takes the generator itself: the same run as another generator seeded alike,
+    and another seed gives other waits."""
+    assert flaky_run(random.Random(5)) == flaky_run(random.Random(5))
+    assert flaky_run(random.Random(5)) != flaky_run(random.Random(6))
 
 
-def test_a_seed_and_an_injected_generator_together_are_refused() -> None:
-    with pytest.raises(TypeError, match=r"^give seed= or rng=, not both"):
-        Supervisor(Script(FLAKY), max_workers=1, seed=1, rng=random.Random(1))
-    with pytest.raises(TypeError, match=r"^rng must be a random.Random or None, got int$"):
-        Supervisor(Script(FLAKY), max_workers=1, rng=1)  # type: ignore[arg-type]
+@pytest.mark.parametrize("seed", [1.5, "1", True])
+def test_a_seed_of_another_kind_is_refused(seed: object) -> None:
+    with pytest.raises(TypeError, match=r"^seed must be an int, a random.Random or None, got "):
+        Supervisor(Script(FLAKY), max_workers=1, seed=seed)  # type: ignore[arg-type]
 
 
 def test_the_process_wide_random_state_changes_nothing() -> None:

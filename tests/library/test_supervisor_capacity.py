@@ -9,9 +9,10 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scripted_worker import Script, ok
 from virtual_time import run_virtual
 
-from trio_supervisor import Capacity, Status, Supervisor
+from trio_supervisor import Capacity, Restarts, Status, Supervisor
 
 
 class Spy:
@@ -58,7 +59,7 @@ def test_all_runs_and_streams_of_a_supervisor_together_run_at_most_k_workers(
                     nursery.start_soon(consume, supervisor, plan)
                 else:
                     nursery.start_soon(supervisor.run, plan)
-        assert supervisor._attempts.places.in_use == 0  # every place was given back
+        assert supervisor._engine.places.in_use == 0  # every place was given back
         return spy.most
 
     most = run_virtual(main)
@@ -131,7 +132,7 @@ async def test_a_cancelled_run_gives_its_places_back(autojump_clock: object) -> 
     supervisor: Supervisor[object, object] = Supervisor(spy, max_workers=2)
     with trio.move_on_after(1.0):
         await supervisor.run(list(range(5)))
-    assert supervisor._attempts.places.in_use == 0
+    assert supervisor._engine.places.in_use == 0
     aggregate = await supervisor.run(["after"])  # nothing is held: it runs at once
     assert aggregate.results[0].started == 1.0
 
@@ -196,7 +197,7 @@ def test_restarting_runs_share_the_bound_with_every_other_run(
             spy,
             max_workers=k,
             capacity=shared,
-            strategy=strategy,  # type: ignore[arg-type]
+            restarts=Restarts(strategy=strategy),  # type: ignore[arg-type]
         )
         async with trio.open_nursery() as nursery:
             for call, size in enumerate(sizes):
@@ -227,3 +228,55 @@ async def test_an_idle_stream_holds_no_place_of_a_shared_capacity(autojump_clock
                 break
     assert finished == [0.5]
     assert shared.in_use == 0
+
+
+async def test_a_lowered_shared_capacity_starts_no_worker_until_fewer_than_its_limit_run(
+    autojump_clock: object,
+) -> None:
+    """A ``Capacity`` given as ``capacity=`` whose limit goes from 6 to 2 while a run goes on:
+    the six workers running finish their slots, and from then on at most two run at once, as
+    with the same Capacity in ``meters=``."""
+    shared = Capacity(6)
+    script = Script([ok(32)] * 24)  # 1 s each
+    supervisor = Supervisor(script, max_workers=6, capacity=shared)
+
+    async def lower() -> None:
+        await trio.sleep(0.5)
+        shared.limit = 2
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lower)
+        aggregate = await supervisor.run(range(24))
+    assert all(result.ok for result in aggregate.results)
+    starts = sorted(start for spans in script.spans.values() for start, _ in spans)
+    assert starts[:6] == [0.0] * 6  # the first six started under the old limit
+    later = [spans[0] for spans in script.spans.values() if spans[0][0] >= 1.0]
+    for instant in {start for start, _ in later}:
+        running = [1 for start, end in later if start <= instant < (end or 0)]
+        assert len(running) <= 2, f"{len(running)} workers at t={instant}"
+    assert trio.current_time() == 1.0 + 18 / 2  # the other 18 slots, two at a time
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_a_run_whose_slots_are_done_returns_at_once_beside_a_long_run(
+    streamed: bool, autojump_clock: object
+) -> None:
+    """A one-slot run sharing a supervisor with a long run returns when its slot is done: its
+    worker, with nothing left to take, does not wait for a place again."""
+    script = Script([ok(64)] + [ok(32)] * 100)
+    supervisor = Supervisor(script, max_workers=1)
+    returned: list[float] = []
+
+    async def short() -> None:
+        if streamed:
+            async with supervisor.stream([0]) as results:
+                assert [result.ok async for result in results] == [True]
+        else:
+            assert (await supervisor.run([0])).results[0].ok
+        returned.append(trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(short)
+        await trio.lowlevel.checkpoint()
+        nursery.start_soon(supervisor.run, range(1, 101))
+    assert returned == [script.spans[0][0][1]]  # when its one slot was done

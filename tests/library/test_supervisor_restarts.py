@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from virtual_time import run_virtual
 
 from lessons import step08_restart_intensity as step08
-from trio_supervisor import Aggregate, Backoff, Status, Strategy, Supervisor
+from trio_supervisor import Aggregate, Backoff, Restarts, Status, Strategy, Supervisor
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 
 NO_WAIT = Backoff(initial=0, maximum=0)
@@ -102,7 +102,7 @@ def test_the_library_and_step_8_agree_on_every_run_they_both_accept(
             make(),
             max_workers=len(plan),
             attempts=attempts,
-            intensity=(restarts, period),
+            restarts=Restarts(max_restarts=restarts, within=period),
             backoff=NO_WAIT,
             timeout=timeout,
         )
@@ -180,7 +180,11 @@ def test_every_result_is_newer_than_every_restart_that_takes_its_slot(
 
     async def main() -> Aggregate[int, int]:
         supervisor: Supervisor[int, int] = Supervisor(
-            worker, max_workers=workers, attempts=3, strategy=strategy, backoff=NO_WAIT
+            worker,
+            max_workers=workers,
+            attempts=3,
+            restarts=Restarts(strategy=strategy),
+            backoff=NO_WAIT,
         )
         return await supervisor.run(range(size))
 
@@ -208,7 +212,7 @@ async def test_a_restart_takes_the_slots_its_strategy_names(
 ) -> None:
     worker = Calls({0: 1.0, 1: 0.5, 2: 1.0, 3: 1.0}, {1: 1})
     supervisor: Supervisor[int, int] = Supervisor(
-        worker, max_workers=3, attempts=2, strategy=strategy, backoff=NO_WAIT
+        worker, max_workers=3, attempts=2, restarts=Restarts(strategy=strategy), backoff=NO_WAIT
     )
     aggregate = await supervisor.run(range(4))
     assert [result.attempts for result in aggregate.results] == calls
@@ -222,7 +226,11 @@ async def test_a_slot_restarted_for_a_sibling_is_not_charged_an_attempt(
     still succeeds: only its own failures count against its attempts."""
     worker = Calls({0: 0.5, 1: 1.0}, {0: 1, 1: 0})
     supervisor: Supervisor[int, int] = Supervisor(
-        worker, max_workers=2, attempts=2, strategy="one_for_all", backoff=NO_WAIT
+        worker,
+        max_workers=2,
+        attempts=2,
+        restarts=Restarts(strategy="one_for_all"),
+        backoff=NO_WAIT,
     )
     aggregate = await supervisor.run(range(2))
     assert [result.ok for result in aggregate.results] == [True, True]
@@ -234,7 +242,11 @@ async def test_past_its_intensity_the_run_gives_up_and_fails_every_unfinished_sl
 ) -> None:
     agent = SimulatedAgent(fail={"b", "c", "d", "e"}, latencies={"a": 0.5, "e": 9.0})
     supervisor: Supervisor[str, str] = Supervisor(
-        agent, max_workers=5, attempts=4, intensity=(3, 10.0), backoff=NO_WAIT
+        agent,
+        max_workers=5,
+        attempts=4,
+        restarts=Restarts(max_restarts=3, within=10.0),
+        backoff=NO_WAIT,
     )
     aggregate = await supervisor.run("a; b; c; d; e")
     assert aggregate.results[0].ok  # finished before: kept
@@ -254,7 +266,11 @@ async def test_past_its_intensity_the_run_gives_up_and_fails_every_unfinished_sl
 async def test_a_deadline_cuts_a_restarting_run_short(autojump_clock: object) -> None:
     agent = SimulatedAgent(fail={"b"}, latencies={"a": 5.0, "b": 0.25, "c": 0.5})
     supervisor: Supervisor[str, str] = Supervisor(
-        agent, max_workers=2, attempts=100, strategy="rest_for_one", backoff=NO_WAIT
+        agent,
+        max_workers=2,
+        attempts=100,
+        restarts=Restarts(strategy="rest_for_one"),
+        backoff=NO_WAIT,
     )
     aggregate = await supervisor.run("a; b; c", deadline=1.0)
     assert [result.status for result in aggregate.results] == [Status.CANCELLED] * 3
@@ -264,39 +280,59 @@ async def test_a_deadline_cuts_a_restarting_run_short(autojump_clock: object) ->
     assert trio.current_time() == 1.0
 
 
+RULE = r"^Restarts needs max_restarts \(an int >= 0\) and within \(seconds > 0\) given together, "
+
+
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
-        ({"intensity": (-1, 5.0)}, ValueError, r"^intensity must be \(R, T\): at most R >= 0 "),
-        ({"intensity": (1, 0)}, ValueError, r"^intensity must be \(R, T\)"),
-        ({"intensity": (1.5, 5)}, TypeError, r"^intensity must be \(R, T\).*got R=1.5$"),
-        ({"intensity": 3}, TypeError, r"^intensity must be \(R, T\).*got int 3$"),
+        ({"max_restarts": -1, "within": 5.0}, ValueError, RULE + r"got max_restarts=-1, within"),
+        ({"max_restarts": 1, "within": 0}, ValueError, RULE + r"got within=0$"),
+        ({"max_restarts": 1.5, "within": 5}, TypeError, RULE + r"got max_restarts=1\.5$"),
+        ({"max_restarts": 3}, ValueError, RULE + r"got max_restarts=3, within=None$"),
+        ({"within": 3}, ValueError, RULE + r"got max_restarts=None, within=3$"),
+        ({"max_restarts": 1, "within": "5"}, TypeError, RULE + r"got within='5'$"),
         (
             {"strategy": "one_for_rest"},
             ValueError,
-            r"^strategy must be one of one_for_one, one_for_all, rest_for_one, "
+            r"^Restarts strategy must be one of one_for_one, one_for_all, rest_for_one, "
             r"got 'one_for_rest'$",
         ),
     ],
 )
-def test_bad_restart_options_are_refused_when_the_supervisor_is_made(
+def test_bad_restarts_are_refused_when_they_are_made(
     options: dict[str, Any], error: type[Exception], message: str
 ) -> None:
     with pytest.raises(error, match=message):
-        Supervisor(SimulatedAgent(), max_workers=1, **options)
+        Restarts(**options)
 
 
-@pytest.mark.parametrize("options", [{"intensity": (1, 1.0)}, {"strategy": "one_for_all"}])
-def test_a_stream_refuses_restarts_it_cannot_make(options: dict[str, Any]) -> None:
-    supervisor: Supervisor[str, str] = Supervisor(SimulatedAgent(), max_workers=1, **options)
+def test_restarts_must_be_a_restarts() -> None:
+    with pytest.raises(TypeError, match=r"^restarts must be a Restarts \(Restarts\("):
+        Supervisor(SimulatedAgent(), max_workers=1, restarts=(1, 5.0))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "restarts",
+    [Restarts(max_restarts=1, within=1.0), Restarts(strategy="one_for_all")],
+)
+def test_a_stream_refuses_restarts_it_cannot_make(restarts: Restarts) -> None:
+    supervisor: Supervisor[str, str] = Supervisor(
+        SimulatedAgent(), max_workers=1, restarts=restarts
+    )
     with pytest.raises(ValueError, match=r"^a stream hands each result over as it is done"):
         supervisor.stream(["a"])
 
 
-def test_the_restart_options_are_read_only_and_shown() -> None:
+def test_the_restarts_are_read_only_and_shown() -> None:
+    restarts = Restarts(max_restarts=2, within=5, strategy="rest_for_one")
     supervisor: Supervisor[str, str] = Supervisor(
-        SimulatedAgent(), max_workers=1, intensity=(2, 5), strategy="rest_for_one"
+        SimulatedAgent(), max_workers=1, restarts=restarts
     )
-    assert supervisor.intensity == (2, 5.0)
-    assert supervisor.strategy == "rest_for_one"
-    assert repr(supervisor).endswith(", intensity=(2, 5.0), strategy='rest_for_one')")
+    assert supervisor.restarts == restarts
+    assert restarts.within == 5.0
+    assert repr(supervisor).endswith(
+        ", restarts=Restarts(max_restarts=2, within=5.0, strategy='rest_for_one'))"
+    )
+    with pytest.raises(AttributeError):
+        supervisor.restarts = None  # type: ignore[misc]

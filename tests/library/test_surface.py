@@ -52,7 +52,7 @@ def supervisor() -> Supervisor[int, str]:
         ("retry_on", Exception),
         ("backoff", Backoff()),
         ("seed", 8),
-        ("rng", None),
+        ("restarts", None),
         ("meters", ()),
     ],
 )
@@ -75,7 +75,7 @@ def test_repr_shows_every_option() -> None:
         "KeyError",
         f"backoff={Backoff(0.5, 2.0, 3.0)!r}",
         "seed=7",
-        "rng=None",
+        "restarts=None",
         "meters=",
         "Capacity",
     ):
@@ -138,6 +138,7 @@ PUBLIC = {
     "Meter",
     "Planner",
     "RateLimit",
+    "Restarts",
     "Round",
     "SlotTrace",
     "Span",
@@ -183,10 +184,14 @@ def test_public_names_say_the_module_they_are_public_in(module: str) -> None:
     assert checked >= 2
 
 
-def test_importing_the_library_loads_no_rendering_library() -> None:
+OPTIONAL = ("rich", "httpx2", "openai", "pydantic", "hypercorn", "trio_parallel")
+"""What the extras bring: the core loads none of them."""
+
+
+def test_importing_the_library_loads_no_optional_dependency() -> None:
     probe = (
         "import sys, trio_supervisor; "
-        "print(sorted(m for m in sys.modules if m == 'rich' or m.startswith('rich.')))"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {OPTIONAL!r}))"
     )
     shown = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True

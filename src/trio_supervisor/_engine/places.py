@@ -6,7 +6,8 @@ run or stream has no slot for it. It takes one place of every budget in force: t
 own ``max_workers``, and a [`Capacity`][trio_supervisor.Capacity] given as ``capacity=``. So at
 no instant do more than ``max_workers`` of a supervisor's workers run, however many of its runs
 and streams go on at once, and no more than ``capacity.limit`` of all the supervisors that share
-that capacity.
+that capacity (a lowered limit included: a lane over it gives its place back at its next
+admission and waits for one under it).
 
 A lane keeps its places from one slot to the next while nobody waits for one (a run that has
 the supervisor to itself pays a check per slot, not a wait); when another lane waits, it gives
@@ -45,10 +46,11 @@ class Places:
         with other supervisors, or None.
     """
 
-    __slots__ = ("_idle", "_limiters", "_lots")
+    __slots__ = ("_idle", "_limiters", "_lots", "_shared")
 
     def __init__(self, max_workers: int, shared: trio.CapacityLimiter | None) -> None:
         own = trio.CapacityLimiter(max_workers)
+        self._shared = shared  # the one budget whose limit may change while lanes hold it
         self._limiters: tuple[trio.CapacityLimiter, ...] = (
             (own,) if shared is None else (own, shared)
         )
@@ -101,10 +103,16 @@ class Places:
             idle.pop(borrower, None)
 
     def wanted(self) -> bool:
-        """Whether a lane waits for a place: then the lanes that hold one take turns."""
+        """Whether a lane should give its places back before its next slot: another lane waits
+        for one (the lanes that hold one take turns), or a shared budget's limit was lowered
+        under what its lanes hold."""
         if self._lots is not None:
-            return any(self._lots)
-        return any(limiter.statistics().tasks_waiting for limiter in self._limiters)
+            if any(self._lots):
+                return True
+        elif any(limiter.statistics().tasks_waiting for limiter in self._limiters):
+            return True
+        shared = self._shared
+        return shared is not None and shared.borrowed_tokens > shared.total_tokens
 
     @property
     def in_use(self) -> int:

@@ -1,0 +1,464 @@
+"""The attempt: one call of a slot's worker, and everything that goes with it, written once.
+
+[`Engine.attempt`][trio_supervisor._engine.attempt.Engine.attempt] waits on the meters, calls
+the worker, isolates its failure, decides what a timeout made of it, tells the meters that
+observe, and records the span in the trace;
+[`Engine.next_wait`][trio_supervisor._engine.attempt.Engine.next_wait] decides the wait before
+the next one (full jitter, the server's Retry-After never undercut, the deadline in force). The
+lanes (``lanes.py``) and the restarting path (``restarting.py``) both call them, so a promise
+about one attempt holds on both by construction. A slot's progress lives in a
+[`Running`][trio_supervisor._engine.attempt.Running], which both paths hand to the attempt.
+
+Attempts are timed by one task per run, a [`Timer`][trio_supervisor._engine.attempt.Timer],
+not by a deadline per attempt: each attempt appends its expiry to a queue, and the timer cancels
+the scope of an attempt still running at its expiry (see ``benchmarks/README.md`` for what this
+saves). An attempt that ends at the very instant its timeout falls timed out, whichever of the
+worker and the timer trio wakes first: the timeout wins, as it would with trio's own deadline.
+"""
+
+from __future__ import annotations
+
+import random
+import traceback
+from collections import deque
+from collections.abc import Awaitable, Callable
+from inspect import isawaitable
+from types import CoroutineType
+from typing import Any, Generic, TypeVar
+
+import trio
+from trio.lowlevel import ParkingLot
+
+from .._contract import Status, SubResult, describe, failed_result
+from .._retry import Backoff
+from .._trace import Trace
+from .._validate import not_awaitable
+from .places import Places
+
+S = TypeVar("S")
+T = TypeVar("T")
+
+NOTHING: Any = object()
+"""No value: what a worker's call returned, once awaited."""
+CUT_SHORT = "Cancelled: the run was cut short before this slot finished"
+"""How a slot cut short while it ran begins its error; a run may name the cause instead."""
+
+
+class Running:
+    """A slot being run, and how far it got: what its next attempt, its result, or its cut-short
+    report is made from.
+
+    A lane has one and reuses it from slot to slot (``slot`` is None between slots); the
+    restarting path makes one per attempt, carrying the counts over from the slot's previous one.
+    """
+
+    __slots__ = (
+        "attempts",
+        "failure",
+        "failures",
+        "mixed",
+        "output",
+        "placed",
+        "scope",
+        "serial",
+        "slot",
+        "started",
+        "subtask",
+        "timed_out",
+    )
+
+    def __init__(self) -> None:
+        self.slot: int | None = None
+        self.subtask: Any = None
+        self.attempts = 0  # every call of the worker for this slot
+        self.failures = 0  # its own failed attempts, timeouts included: what `attempts=` bounds
+        self.started: float | None = None
+        self.output: Any = None  # the last attempt's output, after a success
+        self.failure: Exception | None = None  # the last attempt's failure, None after success
+        self.timed_out = False  # the last attempt ran past its timeout
+        # the Exception part of a group the worker raised together with Cancelled
+        self.mixed: BaseException | None = None
+        # the scope the timer cancels, and a count that changes as each attempt starts and ends
+        self.scope: trio.CancelScope | None = None
+        self.serial = 0
+        self.placed = False  # a lane holds its places (see places.py)
+
+    def begin(self, slot: int, subtask: Any) -> None:
+        """Start on slot ``slot``: nothing attempted yet."""
+        self.slot = slot
+        self.subtask = subtask
+        self.attempts = 0
+        self.failures = 0
+        self.started = None
+        self.failure = None
+        self.timed_out = False
+        self.mixed = None
+
+    def carry(self, previous: Running | None) -> None:
+        """Go on from ``previous``, the slot's last attempt: its calls, its own failures and
+        its first start are this one's too (a slot restarted for a sibling keeps them)."""
+        if previous is not None:
+            self.attempts = previous.attempts
+            self.failures = previous.failures
+            self.started = previous.started
+
+
+def forget_frames(exc: BaseException) -> BaseException:
+    """Let ``exc`` keep where it was raised but not the local variables of the frames it passed:
+    a failed slot costs what a successful one does, and keeps no worker's data alive."""
+    if (
+        exc.__context__ is None
+        and exc.__cause__ is None
+        and not isinstance(exc, BaseExceptionGroup)
+    ):
+        traceback.clear_frames(exc.__traceback__)  # the common case: one exception, no chain
+        return exc
+    seen = 0
+    pending = [exc]
+    while pending and seen < 64:  # a chain of causes, or a group's members; bounded
+        current = pending.pop()
+        seen += 1
+        traceback.clear_frames(current.__traceback__)
+        if current.__cause__ is not None:
+            pending.append(current.__cause__)
+        if current.__context__ is not None and current.__context__ is not current.__cause__:
+            pending.append(current.__context__)
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+    return exc
+
+
+def while_cancelled(error: str, mixed: BaseException | None) -> str:
+    """A slot's ``error``, with what its worker raised while being cancelled, when it did: the
+    `Exception` part of a group the worker raised together with ``trio.Cancelled``."""
+    if mixed is None:
+        return error
+    return f"{error}; while cancelled, the worker raised {describe(mixed)}"
+
+
+def too_slow(timeout: float | None, mixed: BaseException | None) -> trio.TooSlowError:
+    """The failure of an attempt that ran past its ``timeout``; its context is what the worker
+    raised while being cancelled, if anything."""
+    error = trio.TooSlowError(f"the attempt ran past its timeout of {timeout:g}s")
+    error.__context__ = mixed
+    return error
+
+
+def past_deadline(failure: Exception, wait: float, left: float) -> Exception:
+    """The failure of a slot whose server asked for a wait that outlasts the deadline."""
+    error = trio.TooSlowError(
+        f"{describe(failure)}; the server asked to wait {wait:g}s before a retry, but the "
+        f"run's deadline is {max(left, 0):g}s away: the slot ends now instead of sleeping past it"
+    )
+    error.__cause__ = failure
+    return error
+
+
+def cancelled(task: trio.lowlevel.Task) -> bool:
+    """Whether ``task`` would be cancelled at its next checkpoint: ``await checkpoint()`` when
+    this is true makes a cancellation point of a path that otherwise does not yield, at the cost
+    of an attribute read (``trio.lowlevel.checkpoint_if_cancelled`` is a coroutine per call).
+    It reads the task's cancel status, which trio keeps for itself; where a trio version lacks
+    it, the answer is True, and the caller checkpoints every time: always right, only slower."""
+    status = getattr(task, "_cancel_status", None)
+    return status is None or bool(status.effectively_cancelled)
+
+
+async def acquire(meters: tuple[Any, ...]) -> None:
+    """Wait on every meter, in order; on cancellation give back what was acquired."""
+    acquired = 0
+    try:
+        for meter in meters:
+            await meter.acquire()
+            acquired += 1
+    finally:
+        if acquired < len(meters):  # cancelled while waiting: give back what was taken
+            for meter in reversed(meters[:acquired]):
+                meter.release()
+
+
+UNIT = 2**53
+_MASK = 2**64 - 1
+
+
+def unit(key: int, slot: int, attempt: int) -> float:
+    """A number in ``[0, 1)`` fixed by ``(key, slot, attempt)``: splitmix64's finaliser over the
+    three mixed together, a counter-based generator that needs no state shared between tasks."""
+    z = (key + slot * 0x9E3779B97F4A7C15 + attempt * 0xD1B54A32D192ED03) & _MASK
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return ((z ^ (z >> 31)) >> 11) / UNIT
+
+
+def drop_own_frame(exc: BaseException) -> None:
+    """The traceback of a worker's failure starts at the worker, not at the attempt that called
+    it (whose frame would hold the slot's state, and so the failure itself, in a cycle)."""
+    tb = exc.__traceback__
+    if tb is not None:
+        exc.__traceback__ = tb.tb_next
+
+
+class Timer:
+    """Times the attempts of one run, or stream, with one task.
+
+    An attempt that starts calls [`start`][trio_supervisor._engine.attempt.Timer.start]; the
+    timer's task, [`watch`][trio_supervisor._engine.attempt.Timer.watch], sleeps until the
+    earliest expiry and cancels the attempt's scope (``running.scope``) if that very attempt is
+    still running then. Every attempt has the same timeout and starts no earlier than the one
+    before, so the queue of expiries is in order and only its head is ever looked at. The timer
+    wakes once per expiry it must act on or drop, at most; attempts that end in time cost a
+    queue entry each.
+
+    Args:
+      timeout: seconds each attempt may run.
+    """
+
+    __slots__ = ("_idle", "_queue", "timeout")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        # invariant: expiries are in order; an entry is live while running.serial == serial
+        self._queue: deque[tuple[float, Running, int]] = deque()
+        self._idle = ParkingLot()  # the timer's task, waiting for an attempt to time
+
+    def start(self, running: Running, started: float) -> None:
+        """``running``'s attempt started at ``started``: time it."""
+        running.serial += 1
+        self._queue.append((started + self.timeout, running, running.serial))
+        if len(self._idle):
+            self._idle.unpark()
+
+    async def watch(self) -> None:
+        """Cancel each attempt still running at its expiry; runs until cancelled."""
+        queue = self._queue
+        while True:
+            while queue:
+                expiry, running, serial = queue[0]
+                if running.serial != serial:  # ended in time
+                    queue.popleft()
+                elif trio.current_time() < expiry:
+                    await trio.sleep_until(expiry)
+                else:
+                    queue.popleft()
+                    assert running.scope is not None
+                    running.scope.cancel()
+            await self._idle.park()
+
+
+class Engine(Generic[S, T]):
+    """How every slot of a supervisor is attempted: the worker, the timeout of each attempt, the
+    retry policy, the meters and the capacity bound. Immutable; shared by every run and stream
+    of one supervisor.
+
+    Args:
+      worker: a callable whose call returns an awaitable.
+      timeout: seconds per attempt, or None.
+      attempts: how many times a slot may fail before its failure is final.
+      retryable: whether a failure may be retried.
+      backoff: the full-jitter bound of the wait between attempts.
+      seed: draws each run's retry jitter key (see ``run_key``).
+      meters: waited on before each attempt, released after it; those with an ``observe``
+        method are told each attempt's outcome (its failure, or None), after the release.
+      places: the capacity bound every worker of every run and stream holds a place of.
+    """
+
+    __slots__ = (
+        "_any_failure",
+        "_no_wait",
+        "attempts",
+        "backoff",
+        "meters",
+        "observers",
+        "places",
+        "retryable",
+        "seed",
+        "timeout",
+        "worker",
+    )
+
+    def __init__(
+        self,
+        worker: Callable[[S], Awaitable[T]],
+        timeout: float | None,
+        attempts: int,
+        retryable: Callable[[BaseException], bool],
+        backoff: Backoff,
+        seed: random.Random,
+        meters: tuple[Any, ...],
+        places: Places,
+    ) -> None:
+        self.worker = worker
+        self.places = places
+        self.timeout = timeout
+        self.attempts = attempts
+        self.retryable = retryable
+        self.backoff = backoff
+        self.seed = seed
+        self.meters = meters
+        self._no_wait = backoff.maximum <= 0  # every retry starts at once
+        self._any_failure = retryable(Exception("any"))  # every failure may be retried
+        self.observers = tuple(m for m in meters if callable(getattr(m, "observe", None)))
+
+    def run_key(self) -> int:
+        """A key for one run's retry jitter, drawn from the supervisor's generator."""
+        return int(self.seed.random() * UNIT)
+
+    def timer(self) -> Timer | None:
+        """A timer for one run's attempts, None without a timeout."""
+        return None if self.timeout is None else Timer(self.timeout)
+
+    async def attempt(self, running: Running, trace: Trace | None, timer: Timer | None) -> None:
+        """Run one attempt of ``running``'s slot, inside ``running.scope`` when ``timer`` times
+        it.
+
+        It waits on every meter first and releases them after; it calls the worker, whose
+        `Exception` is the attempt's failure (an exception group holding `Exception`s and
+        ``trio.Cancelled`` has its `Exception` part kept in ``running.mixed`` while the rest
+        propagates; a call that returns no awaitable raises the `TypeError` naming the fix);
+        it tells the meters that observe how it went, unless it timed out; and it records the
+        attempt's span in ``trace``.
+
+        On return, ``running.failure`` is None (``running.output`` holds the output) or the
+        failure, and ``running.timed_out`` says whether the attempt ran past its timeout: the
+        timer fired and the worker let no ``Cancelled`` through but failed, or the worker ended
+        at the very instant the timeout fell. When the timer's ``Cancelled`` does come through,
+        it propagates to the caller's scope, which then calls
+        [`timed_out`][trio_supervisor._engine.attempt.Engine.timed_out].
+        """
+        meters = self.meters
+        worker = self.worker
+        if meters:
+            await acquire(meters)
+        try:
+            running.attempts += 1
+            started = trio.current_time()
+            if running.started is None:
+                running.started = started
+            slot = running.slot
+            if trace is not None:
+                trace.started(slot, running.subtask)  # type: ignore[arg-type]
+            if timer is not None:
+                timer.start(running, started)
+            failure: Exception | None = None
+            output: Any = None
+            returned: Any = NOTHING
+            try:
+                try:
+                    returned = worker(running.subtask)
+                    if type(returned) is CoroutineType or isawaitable(returned):
+                        awaitable, returned = returned, NOTHING
+                        output = await awaitable
+                except Exception as exc:
+                    drop_own_frame(exc)  # its frames are forgotten if it is kept
+                    failure = exc
+            except* Exception as group:
+                drop_own_frame(group)
+                running.mixed = forget_frames(group)
+            if returned is not NOTHING:
+                raise not_awaitable(worker, returned)
+        finally:
+            running.serial += 1  # the attempt ended: the timer lets it be
+            if meters:
+                for meter in reversed(meters):
+                    meter.release()
+        if timer is not None:
+            scope = running.scope
+            assert scope is not None
+            if scope.cancel_called:  # the timer fired, and the worker let no Cancelled through
+                late = failure is not None or running.mixed is not None
+            else:  # ended at the very instant its timeout fell: the timeout wins
+                late = trio.current_time() >= started + timer.timeout
+            if late:
+                self.timed_out(running, trace)
+                return
+        running.timed_out = False
+        running.failure = failure
+        running.output = output
+        if failure is not None:
+            running.failures += 1
+        for observer in self.observers:
+            observer.observe(failure)
+        if trace is not None:
+            if failure is None:
+                trace.ended(slot, Status.OK)  # type: ignore[arg-type]
+            else:
+                trace.ended(slot, Status.FAILED, failure)  # type: ignore[arg-type]
+
+    def timed_out(self, running: Running, trace: Trace | None) -> None:
+        """``running``'s attempt ran past its timeout: its failure is a `trio.TooSlowError`."""
+        running.timed_out = True
+        running.failures += 1
+        running.failure = too_slow(self.timeout, running.mixed)
+        if trace is not None:
+            trace.end_open_slot(running.slot, Status.TIMED_OUT)  # type: ignore[arg-type]
+
+    def next_wait(self, running: Running, key: int) -> float | None:
+        """How long ``running``'s slot, whose last attempt failed, waits before its next one;
+        None if it gets no other attempt: its failure is final (``running.failure`` says why).
+
+        A slot is tried again while it has failed fewer than ``attempts`` times and its failure
+        is retryable. The wait is full jitter: uniform in ``[0, backoff.bound(n)]`` after the
+        n-th failure, drawn as a function of the run's ``key``, the slot and n (not of the order
+        in which slots happen to fail), so a run is reproducible from its seed whatever order
+        trio runs simultaneous tasks in.
+
+        A failure may say how long to wait at least: a ``retry_after`` attribute, in seconds
+        (a rate-limited endpoint's ``Retry-After``). The wait is then the longer of the two, so
+        a retry never starts sooner than the server asked; and if that wait would end past the
+        deadline in force (``trio.current_effective_deadline()``), the slot fails at once with a
+        `trio.TooSlowError` saying so, its cause the failure, rather than sleeping until it is
+        cut short.
+        """
+        failure = running.failure
+        failures = running.failures
+        if failure is None or failures >= self.attempts:
+            return None
+        if not (self._any_failure or self.retryable(failure)):
+            return None
+        wait = 0.0
+        if not self._no_wait:
+            bound = self.backoff.bound(failures)
+            if bound > 0:
+                wait = bound * unit(key, running.slot, failures)  # type: ignore[arg-type]
+        asked = getattr(failure, "retry_after", None)
+        if isinstance(asked, float | int) and asked > wait:  # the server's wait, never undercut
+            wait = float(asked)
+            left = trio.current_effective_deadline() - trio.current_time()
+            # a retry that could not start before the deadline ends the slot now; a deadline
+            # already past is left to cancellation (the sleep raises trio.Cancelled)
+            if 0 < left < wait:
+                running.failure = past_deadline(failure, wait, left)
+                return None
+        return wait
+
+    def failed(self, running: Running, finished: float) -> SubResult[Any, Any]:
+        """The final result of ``running``'s slot, whose last attempt failed or timed out."""
+        failure = running.failure
+        assert failure is not None
+        status = Status.TIMED_OUT if running.timed_out else Status.FAILED
+        error = None  # the exception's own description, made when it is read
+        if running.mixed is not None and running.timed_out:
+            error = while_cancelled(describe(failure), running.mixed)
+        return failed_result(
+            running.subtask,
+            error,
+            status,
+            running.attempts,
+            running.started,
+            finished,
+            forget_frames(failure),
+        )
+
+    @staticmethod
+    def cut(running: Running) -> SubResult[Any, Any]:
+        """The result of ``running``'s slot, cut short while it ran (the run decides the final
+        words)."""
+        return SubResult(
+            running.subtask,
+            error=while_cancelled(CUT_SHORT, running.mixed),
+            status=Status.CANCELLED,
+            attempts=running.attempts,
+            started=running.started,
+            finished=trio.current_time() if running.attempts else None,
+            exception=running.mixed,
+        )

@@ -1,0 +1,186 @@
+"""Lanes: how one worker task runs slot after slot, each through the one attempt of
+``attempt.py``, until the run or stream that feeds it has none left.
+
+A lane takes its slots from a [`Feed`][trio_supervisor._engine.lanes.Feed]: what a run or a
+stream hands its workers (its slots, where their results go, its trace, its timer, its retry
+key, and whether more may come). A run and a stream are the two implementations.
+
+What costs what, on the path every slot takes (``benchmarks/README.md`` has the figures):
+
+- The timeout: a lane runs its attempts inside one cancel scope, which the run's
+  [`Timer`][trio_supervisor._engine.attempt.Timer] cancels when an attempt runs past its
+  expiry; the lane opens a new scope only after one fired.
+- Retries: the retry decision is entered only after a failure; the first attempt pays nothing
+  for it.
+- Admission is a cancellation check per slot; it yields to the scheduler only when the lane has
+  not yielded since its previous admission (a worker that never awaits), so a cancelled run
+  starts nothing more and no worker can hold the scheduler for a whole run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any, Protocol
+
+import trio
+from trio.lowlevel import checkpoint, current_task
+
+from .._contract import Status, SubResult, ok_result
+from .._trace import Trace
+from .attempt import Engine, Running, Timer
+
+
+class Feed(Protocol):
+    """What a run or a stream hands its lanes.
+
+    ``trace`` records the slots (or None), ``timer`` times the attempts (None without a
+    timeout), ``key`` is the retry jitter key of the run (see ``Engine.run_key``).
+    """
+
+    trace: Trace | None
+    timer: Timer | None
+    key: int
+
+    def take(self) -> tuple[int, Any] | None:
+        """The next slot and its subtask, or None when there is none right now."""
+
+    def ready(self) -> bool:
+        """Whether ``take`` would give a slot now."""
+
+    def more(self) -> Awaitable[bool]:
+        """Wait until there may be another slot; False once there never will be."""
+
+    def put(self, slot: int, result: SubResult[Any, Any]) -> None:
+        """Slot ``slot``'s final result."""
+
+    def cut(self, slot: int, result: SubResult[Any, Any]) -> None:
+        """How far slot ``slot`` got when it was cut short (the run decides the final words)."""
+
+
+def counts_points(task: trio.lowlevel.Task) -> bool:
+    """Whether ``task`` keeps the counters a lane's admission reads (see ``slots``)."""
+    return hasattr(task, "_schedule_points") and hasattr(task, "_cancel_status")
+
+
+async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
+    """One worker task: take slot after slot from ``feed`` and run each to its result, until
+    the feed has none and says none will come.
+
+    A slot cut short (the run cancelled around it, or an exception that is not the worker's
+    failure) is reported to ``feed.cut``, with the attempts it made, before the lane unwinds.
+    """
+    running = Running()
+    timer = feed.timer
+    try:
+        if timer is None:
+            await slots(engine, feed, running)
+            return
+        while True:
+            scope = running.scope = trio.CancelScope()
+            done = False
+            with scope:
+                done = await slots(engine, feed, running)
+            if done:
+                return
+            if scope.cancelled_caught:
+                engine.timed_out(running, feed.trace)  # the timer fired inside the attempt
+    finally:
+        if running.placed:
+            running.placed = False
+            engine.places.give_back(running)
+        if running.slot is not None:
+            if feed.trace is not None:
+                feed.trace.end_open_slot(running.slot, Status.CANCELLED)
+            feed.cut(running.slot, engine.cut(running))
+
+
+async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
+    """Run slots until the feed has none (True), or until the lane's timeout scope was
+    cancelled by the timer and the worker swallowed the cancellation (False: the scope is
+    spent, and the slot's next step is decided under a new one).
+
+    Each slot is admitted, then attempted until it succeeds or its failure is final.
+    """
+    attempt = engine.attempt
+    next_wait = engine.next_wait
+    places = engine.places
+    take = feed.take
+    put = feed.put
+    trace = feed.trace
+    timer = feed.timer
+    key = feed.key
+    scope = running.scope
+    now = trio.lowlevel.current_clock().current_time
+    task = current_task()
+    counted = counts_points(task)
+    last = -1  # the lane's schedule points after its previous admission
+    while True:
+        if running.slot is None:  # admit the next slot
+            # The admission checkpoint: a cancelled run admits nothing more, and a lane
+            # whose worker never awaits still lets other tasks run. It yields only when it
+            # must: the run is cancelled, or the lane has not yielded since its previous
+            # admission. Telling these apart cheaply reads two counters trio keeps for
+            # trio.testing.assert_checkpoints; without them every admission is a full
+            # checkpoint, always right, only slower.
+            if not counted:
+                await checkpoint()
+            elif task._cancel_status.effectively_cancelled or task._schedule_points == last:
+                await checkpoint()
+                last = task._schedule_points
+            else:
+                last = task._schedule_points
+            # a place under the capacity bound: kept from slot to slot, unless another lane
+            # waits for one or a shared limit was lowered (then it queues behind: concurrent
+            # runs take turns); a lane with nothing to take waits for no place
+            if not running.placed or places.wanted():
+                if running.placed:
+                    running.placed = False
+                    places.give_back(running)
+                if not feed.ready():
+                    if not await feed.more():
+                        return True
+                    continue
+                await places.take(running)
+                running.placed = True
+            item = take()
+            if item is None:  # taken by another lane meanwhile, or a stream waits for input
+                places.idle(running)  # kept while it waits, unless a lane needs it
+                try:
+                    if not await feed.more():
+                        return True
+                finally:
+                    places.busy(running)
+                continue
+            slot, subtask = item
+            running.slot = slot
+            running.subtask = subtask
+            running.attempts = 0
+            running.failures = 0
+            running.started = None
+            running.mixed = None
+            if trace is not None:
+                trace.admitted(slot, subtask)
+        else:  # a slot whose attempt ran past its timeout, under the scope before this one
+            slot, subtask = running.slot, running.subtask
+        while True:
+            if running.failures:  # after a failed or timed-out attempt: retried, or final
+                wait = next_wait(running, key)
+                if wait is None:
+                    put(slot, engine.failed(running, now()))
+                    running.slot = None
+                    break
+                if wait > 0:
+                    await trio.sleep(wait)
+                elif not counted or task._cancel_status.effectively_cancelled:
+                    await checkpoint()  # a cancelled run calls no worker again
+            await attempt(running, trace, timer)
+            if running.failure is None:
+                started: float = running.started  # type: ignore[assignment]  # set by attempt
+                put(slot, ok_result(subtask, running.output, running.attempts, started, now()))
+                running.slot = None
+                if scope is not None and scope.cancel_called:
+                    return False  # the worker swallowed the timer's cancellation: scope spent
+                break
+            if scope is not None and scope.cancel_called:
+                return False
+            # a failure: the top of this loop decides its retry

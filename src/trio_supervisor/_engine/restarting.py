@@ -1,0 +1,200 @@
+"""The restarting path: a run whose restarts are counted or grouped (a
+[`Restarts`][trio_supervisor.Restarts] with a bound, or a strategy other than ``one_for_one``).
+
+Each attempt runs in a task and a cancel scope of its own, so that a sibling's failure can stop
+exactly the attempts it makes stale; the attempt itself is the engine's one attempt
+(``attempt.py``). What is this path's own: generations (an attempt of a slot taken back since
+it began is stale, and its outcome is dropped), strategies (which slots a restart takes) and
+the intensity (how many restarts within how long before the run gives up). A run without them
+takes the lanes and pays nothing for this.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import trio
+
+from .._contract import Status, SubResult, ok_result
+from .._restarts import Restarts
+from .._trace import Trace
+from .attempt import Engine, Running
+
+
+class SlotState:
+    """What a restarting run knows of one slot while it goes on."""
+
+    __slots__ = ("generation", "result", "running", "stop", "until")
+
+    def __init__(self) -> None:
+        self.generation = 0  # moves on each restart: an attempt of an older one is stale
+        self.result: SubResult[Any, Any] | None = None
+        self.running: Running | None = None  # its latest attempt's, with the slot's counts
+        self.stop: trio.CancelScope | None = None  # its running attempt's, None when idle
+        self.until = -float("inf")  # the latest end of the waits of the restarts that took it
+
+
+async def restarting_run(
+    engine: Engine[Any, Any],
+    plan: list[Any],
+    results: list[SubResult[Any, Any] | None],
+    cuts: dict[int, SubResult[Any, Any]],
+    trace: Trace | None,
+    restarts: Restarts,
+) -> str | None:
+    """Run ``plan`` with restarts counted and grouped, into ``results``; when the caller's
+    cancellation or deadline cuts the run short, a slot without a result is left None, and one
+    that ran gets in ``cuts`` how far it got (its attempts, as a cancelled result). Returns why
+    the run gave up, or None."""
+    slots = [SlotState() for _ in plan]
+    pending: list[int] = list(range(len(plan)))  # admitted next, lowest slot first
+    woken = trio.Event()
+    recent: deque[float] = deque()  # when each restart within the window happened
+    limit, period = restarts.limit
+    strategy = restarts.strategy
+    key = engine.run_key()
+    places = engine.places
+    timer = engine.timer()
+    left = [len(plan)]  # slots without a final result
+    given_up: list[bool] = []
+
+    def settle(slot: int, result: SubResult[Any, Any]) -> None:
+        slots[slot].result = result
+        left[0] -= 1
+        if left[0] == 0:
+            nursery.cancel_scope.cancel()  # every slot has its result: nothing more to admit
+
+    def reopen(slot: int, until: float) -> None:
+        """Take slot ``slot`` back for a restart that ends its wait at ``until``: stop its
+        attempt, or forget its result."""
+        state = slots[slot]
+        state.generation += 1
+        state.until = max(state.until, until)
+        if state.stop is not None:
+            state.stop.cancel()
+            state.stop = None
+        if state.result is not None:
+            state.result = None
+            left[0] += 1
+        if slot in pending:
+            pending.remove(slot)
+
+    async def attempt(slot: int, borrower: object, stop: trio.CancelScope, generation: int) -> None:
+        state = slots[slot]
+        if state.generation != generation:  # taken back before it began
+            places.give_back(borrower)
+            return
+        running = Running()
+        running.slot = slot
+        running.subtask = plan[slot]
+        running.carry(state.running)
+        state.running = running
+        running.scope = trio.CancelScope()  # what the timer cancels
+        try:
+            with stop:
+                # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
+                # more, even for the attempts started in the same batch as the one that ended it
+                await trio.lowlevel.checkpoint_if_cancelled()
+                with running.scope:
+                    await engine.attempt(running, trace, timer)
+                if running.scope.cancelled_caught:
+                    engine.timed_out(running, trace)
+        finally:
+            places.give_back(borrower)
+        if state.generation != generation:  # a sibling's restart took this slot back
+            if trace is not None:
+                trace.end_open_slot(slot, Status.CANCELLED)
+            return
+        state.stop = None
+        now = trio.current_time()
+        if running.failure is None:
+            started: float = running.started  # type: ignore[assignment]  # set by the attempt
+            settle(slot, ok_result(running.subtask, running.output, running.attempts, started, now))
+            return
+        wait = engine.next_wait(running, key)
+        if wait is None:  # final: no attempts left, not retryable, or past the deadline
+            settle(slot, engine.failed(running, now))
+            return
+        while recent and recent[0] <= now - period:  # forget what is older than the window
+            recent.popleft()
+        if len(recent) >= limit:  # one restart too many: the run gives up
+            settle(slot, engine.failed(running, now))
+            given_up.append(True)
+            nursery.cancel_scope.cancel()
+            return
+        recent.append(now)
+        if strategy == "one_for_one":
+            taken = [slot]
+        elif strategy == "one_for_all":
+            taken = list(range(len(plan)))
+        else:
+            taken = list(range(slot, len(plan)))
+        until = now + wait
+        for other in taken:
+            reopen(other, until)
+        await trio.sleep_until(until)
+        for other in taken:  # back in line, unless a later restart holds it longer
+            again = slots[other]
+            if (
+                again.result is None
+                and again.stop is None
+                and again.until <= until
+                and other not in pending
+            ):
+                pending.append(other)
+        pending.sort()
+        woken.set()
+
+    try:
+        if plan:
+            async with trio.open_nursery() as nursery:
+                if timer is not None:
+                    nursery.start_soon(timer.watch)
+                while True:
+                    while not pending:
+                        await woken.wait()
+                        woken = trio.Event()
+                    borrower = object()
+                    await places.take(borrower)
+                    if not pending:  # taken back by a restart while this waited for a place
+                        places.give_back(borrower)
+                        continue
+                    slot = pending.pop(0)
+                    latest = slots[slot].running
+                    if trace is not None and (latest is None or latest.attempts == 0):
+                        trace.admitted(slot, plan[slot])
+                    stop = slots[slot].stop = trio.CancelScope()  # running: a restart stops it
+                    nursery.start_soon(attempt, slot, borrower, stop, slots[slot].generation)
+    finally:
+        settle_all(engine, plan, slots, results, cuts, restarts if given_up else None)
+    return restarts.gave_up() if given_up else None
+
+
+def settle_all(
+    engine: Engine[Any, Any],
+    plan: list[Any],
+    slots: list[SlotState],
+    results: list[SubResult[Any, Any] | None],
+    cuts: dict[int, SubResult[Any, Any]],
+    given_up: Restarts | None,
+) -> None:
+    """Each slot's result into ``results``: a slot left unfinished fails with ``gave up`` when
+    the run gave up (``given_up`` is its restarts), or is cut short (into ``cuts``)."""
+    now = trio.current_time()
+    for slot, state in enumerate(slots):
+        result = state.result
+        running = state.running
+        calls = 0 if running is None else running.attempts
+        if result is None and given_up is not None:
+            result = SubResult(
+                plan[slot],
+                error=given_up.gave_up(),
+                status=Status.FAILED,
+                attempts=calls,
+                started=None if running is None else running.started,
+                finished=now if calls else None,
+            )
+        results[slot] = result
+        if result is None and running is not None and calls:
+            cuts[slot] = engine.cut(running)

@@ -1,0 +1,49 @@
+"""Each public class of the core opens with a short example, and the example runs as shown."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+import trio
+import trio.testing
+
+import trio_supervisor
+
+EXAMPLED = [
+    "Supervisor",
+    "Stream",
+    "Aggregate",
+    "SubResult",
+    "Status",
+    "Backoff",
+    "Capacity",
+    "RateLimit",
+    "Meter",
+    "Trace",
+    "SlotTrace",
+    "Span",
+    "Restarts",
+    "decompose",
+]
+
+
+@pytest.mark.parametrize("name", EXAMPLED)
+def test_the_docstring_example_runs_as_shown(name: str) -> None:
+    obj = getattr(trio_supervisor, name)
+    globs = {**{key: getattr(trio_supervisor, key) for key in trio_supervisor.__all__}}
+    globs["trio"] = trio
+    (test,) = doctest.DocTestFinder(recurse=False).find(obj, name, globs=globs)
+    assert test.examples, f"{name}'s docstring has no example"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0, f"{name}'s example does not print what it shows"
+
+
+@pytest.mark.parametrize("name", EXAMPLED)
+def test_the_example_comes_first_after_the_idea(name: str) -> None:
+    """Idea first, short: the example comes before any ``Args:`` section."""
+    doc = getattr(trio_supervisor, name).__doc__ or ""
+    assert ">>>" in doc
+    if "Args:" in doc:
+        assert doc.index(">>>") < doc.index("Args:")
