@@ -499,7 +499,7 @@ class RunFeed:
     of its plan, in order, and where each result, or how far a slot cut short got, goes. No
     more slots come once the plan is taken."""
 
-    __slots__ = ("_slots", "cut", "key", "put", "take", "timer", "trace")
+    __slots__ = ("_left", "cut", "key", "put", "take", "timer", "trace")
 
     def __init__(
         self,
@@ -513,14 +513,17 @@ class RunFeed:
         self.trace = trace
         self.timer = timer
         self.key = key
-        self._slots = iter(list(enumerate(plan)))  # a list's iterator knows what is left
-        self.take: Callable[[], tuple[int, Any] | None] = functools.partial(next, self._slots, None)
+        # the plan's own iterator knows what is left (enumerate does not): no copy of the plan
+        self._left = iter(plan)
+        self.take: Callable[[], tuple[int, Any] | None] = functools.partial(
+            next, enumerate(self._left), None
+        )
         self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
         self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__
 
     def ready(self) -> bool:
         """Whether a slot of the plan is still to be taken."""
-        return operator.length_hint(self._slots) > 0
+        return operator.length_hint(self._left) > 0
 
     async def more(self) -> bool:
         """No slot comes after the plan's."""
