@@ -1,5 +1,6 @@
 """The architecture page describes every module of the library: a module added to
-``src/trio_supervisor/`` without its row on ``docs/architecture.md`` fails here."""
+``src/trio_supervisor/`` (or one of its packages) without its row on ``docs/architecture.md``
+fails here."""
 
 from __future__ import annotations
 
@@ -15,22 +16,28 @@ ROW = re.compile(r"^\| (?P<first>[^|]+?) \|", re.MULTILINE)
 
 
 def described(page: str) -> set[str]:
-    """The module files the page's tables give a row: ``_trace.py`` for a row that starts with
-    `` `_trace.py` ``, ``timeline.py`` and ``_timeline.py`` for
-    `` `trio_supervisor.timeline` (`_timeline.py`) ``."""
+    """The module files the page's tables give a row, by their path in the package:
+    ``_trace.py`` for a row that starts with `` `_trace.py` ``, ``timeline/_render.py`` for
+    `` `trio_supervisor.timeline` (`timeline/_render.py`) ``, which also names the package's
+    ``timeline/__init__.py``."""
     found = set()
     for match in ROW.finditer(page):
-        for name in re.findall(r"`([\w.]+)`", match["first"]):
+        for name in re.findall(r"`([\w./]+)`", match["first"]):
             if name.endswith(".py"):
                 found.add(name)
             elif name.startswith("trio_supervisor."):
-                found.add(name.removeprefix("trio_supervisor.") + ".py")
+                found.add(name.removeprefix("trio_supervisor.").replace(".", "/") + "/__init__.py")
     return found
 
 
-@pytest.mark.parametrize(
-    "module", sorted(path.name for path in PACKAGE.glob("*.py") if path.name != "__init__.py")
+MODULES = sorted(
+    path.relative_to(PACKAGE).as_posix()
+    for path in PACKAGE.rglob("*.py")
+    if path.relative_to(PACKAGE).as_posix() not in {"__init__.py", "_engine/__init__.py"}
 )
+
+
+@pytest.mark.parametrize("module", MODULES)
 def test_every_module_of_the_library_has_its_row_on_the_architecture_page(module: str) -> None:
     assert module in described(PAGE.read_text()), (
         f"docs/architecture.md: say what src/trio_supervisor/{module} owns in the modules table"
@@ -40,7 +47,7 @@ def test_every_module_of_the_library_has_its_row_on_the_architecture_page(module
 def test_a_row_names_a_module_by_its_file_or_its_public_path() -> None:
     page = (
         "| module | owns |\n|---|---|\n| `_trace.py` | runs |\n"
-        "| `trio_supervisor.timeline` (`_timeline.py`) | drawing |\n"
+        "| `trio_supervisor.timeline` (`timeline/_render.py`) | drawing |\n"
         "| a rate limit | a meter, see `_meters.py` |\n"
     )
-    assert described(page) == {"_trace.py", "timeline.py", "_timeline.py"}
+    assert described(page) == {"_trace.py", "timeline/__init__.py", "timeline/_render.py"}
