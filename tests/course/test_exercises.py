@@ -300,3 +300,48 @@ def test_ctrl_c_stops_a_check_with_status_130_and_no_traceback(
     assert status == 130
     assert capsys.readouterr().err == "interrupted\n"
     assert "laws passed" not in out
+
+
+@pytest.mark.parametrize("number", [6, 8, 10])
+def test_the_laws_compare_statuses_attempts_and_times_not_how_an_error_words_a_number(
+    number: int, tmp_path: Path
+) -> None:
+    """A step whose errors word their seconds in full (``0.1015625s`` where the course's step
+    says ``0.101562s``) keeps every law: a law compares what the step teaches (statuses, the
+    error's kind, attempts, times), not the digits of an error's text."""
+    source = step_path(KNOWN[number]).read_text()
+    assert ":g}s" in source
+    path = tmp_path / f"worded_step{number:02}.py"
+    path.write_text(source.replace(":g}s", "}s"))
+    status, out = run("check", str(number), str(path))
+    total = len(laws_of(number))
+    assert out.splitlines()[-1] == f"{total} of {total} laws passed", out
+    assert status == 0
+
+
+@pytest.mark.parametrize(
+    ("number", "said", "instead", "rule"),
+    [
+        (
+            6,
+            "cancelled: the run's deadline",
+            "timed out: the run's deadline",
+            laws.DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK,
+        ),
+        (8, "gave up: more than", "failed: more than", laws.GIVES_UP_PAST_THE_INTENSITY),
+    ],
+    ids=["deadline-said-timed-out", "gave-up-said-failed"],
+)
+def test_a_law_still_fails_an_error_of_the_wrong_kind(
+    number: int, said: str, instead: str, rule: Law, tmp_path: Path
+) -> None:
+    """What an error says happened is compared: a slot cut by the deadline that says it timed
+    out, or a slot left when the run gave up that says it merely failed, breaks its law."""
+    source = step_path(KNOWN[number]).read_text()
+    assert said in source
+    path = tmp_path / f"misnamed_step{number:02}.py"
+    path.write_text(source.replace(said, instead))
+    status, out = run("check", str(number), str(path))
+    assert f"  FAILED  {rule.rule}\n" in out
+    assert "<- differs" in out.split(f"  FAILED  {rule.rule}\n", 1)[1]
+    assert status == 1
