@@ -5,9 +5,11 @@ marked, in ``exercises/`` at the project root (git-ignored: it is the reader's).
 step N's laws (`lessons._course.laws.laws_of`, the properties the test suite proves) on the
 ``supervise`` (or ``stream``) of the reader's file, on virtual time, and tells each law as passed
 or failed; for a failure, the smallest counterexample Hypothesis found, what the code returned
-against what the law expected, and the timeline of that run. ``check N --hint`` gives one hint
-at a time, drawn from step N's own docstring; how many were given is kept in
-``exercises/hints.json``.
+against what the law expected, and the timeline of that run, all fitted to the terminal's width
+(80 columns in a pipe). Each law may take ``--limit`` seconds of real time on the reader's code: a
+``supervise`` that never yields (a busy loop) cannot be interrupted, so its law is told as never
+returned, and the check ends. ``check N --hint`` gives one hint at a time, drawn from step N's own
+docstring; how many were given is kept in ``exercises/hints.json``.
 """
 
 from __future__ import annotations
@@ -16,15 +18,21 @@ import argparse
 import ast
 import dataclasses
 import difflib
+import functools
 import importlib.util
 import inspect
 import io
 import json
+import math
+import os
 import re
 import sys
 import tempfile
+import textwrap
+import threading
+import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Literal, NoReturn
@@ -32,12 +40,14 @@ from typing import Literal, NoReturn
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from rich.console import Console
 from rich.padding import Padding
+from rich.table import Table
 from rich.text import Text
 
 from lessons._course import laws as _laws
 from lessons._course.errors import describe
-from lessons._course.laws import Law, Seen, laws_of
+from lessons._course.laws import Law, Seen, laws_of, secs
 from lessons._course.steps import STEPS, Step, step_path, steps
+from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_timeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +71,14 @@ CHECK = settings(
 )
 
 MARK = "# >>> step {number}:"
-WIDE = 40  # columns: a result line wider than this is not shown beside the expected one
+LIMIT = 30.0
+"""Seconds of real time each law may take on the reader's code (``check --limit``): every law
+of the course's own steps takes well under one."""
+SLICE = 0.1  # seconds: how often the wait for a law's thread looks for Ctrl-C
+_LEFT: list[threading.Thread] = []  # the threads of laws left running (see `_within`)
+RETURNED, EXPECTED, DIFFERS = "your code returned", "the law expected", "   <- differs"
+TIMELINE_INDENT = 6
+BARS, NARROWEST = 40, 12  # columns of a timeline's bars: at most, and at least
 
 
 def exercisable() -> dict[int, str]:
@@ -232,47 +249,94 @@ def failed_at(exc: BaseException) -> str | None:
     return None
 
 
+def _say(
+    console: Console, text: str, indent: int = 4, style: str | None = None, hang: int = 2
+) -> None:
+    """Print ``text`` ``indent`` columns in, wrapped at words to the console's width, each line
+    after the first ``hang`` columns further in."""
+    room = max(20, console.width - indent)
+    lines = textwrap.wrap(
+        text, room, subsequent_indent=" " * hang, break_long_words=False, break_on_hyphens=False
+    )
+    for line in lines or [""]:
+        console.print(
+            " " * indent + line, markup=False, highlight=False, soft_wrap=True, style=style
+        )
+
+
+def _differs(returned: Sequence[str], expected: Sequence[str], row: int) -> bool:
+    """Whether row ``row`` of what the code returned differs from what the law expected there
+    (a row only one of them has differs)."""
+    got = returned[row] if row < len(returned) else None
+    return got != (expected[row] if row < len(expected) else None)
+
+
+def _compared(console: Console, returned: list[str], expected: list[str]) -> None:
+    """What the code returned beside what the law expected, each row that differs marked; one
+    after the other where the two do not fit side by side in the console's width."""
+    if not expected:
+        console.print(f"    {RETURNED}:")
+        for line in returned:
+            _say(console, line, 6)
+        return
+    width = max(map(len, [*returned, RETURNED]))
+    widest = max(map(len, [*expected, EXPECTED]))
+    if 6 + width + 3 + widest + len(DIFFERS) > console.width:
+        console.print(f"    {RETURNED}:")
+        for row, line in enumerate(returned):
+            _say(console, line + (DIFFERS if _differs(returned, expected, row) else ""), 6)
+        console.print(f"    {EXPECTED}:")
+        for row, line in enumerate(expected):
+            _say(console, line + (DIFFERS if row >= len(returned) else ""), 6)
+        return
+    console.print(f"      {RETURNED:<{width}}   {EXPECTED}", style="bold")
+    for row in range(max(len(returned), len(expected))):
+        got = returned[row] if row < len(returned) else ""
+        wanted = expected[row] if row < len(expected) else ""
+        mark = DIFFERS if _differs(returned, expected, row) else ""
+        line = f"      {got:<{width}}   {wanted}{mark}".rstrip()
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def timeline(console: Console, trace: Trace, final: Mapping[int, Status]) -> Table:
+    """``trace`` drawn to fit the console's width, indented as `tell` puts it: the bars as wide
+    as the room the other columns (slot, subtask, end, done #) leave them, at most ``BARS``
+    columns, so that every column is shown whole."""
+    narrow = render_timeline(trace, final, width=NARROWEST)
+    others = console.measure(narrow).maximum - NARROWEST
+    bars = max(NARROWEST, min(BARS, console.width - TIMELINE_INDENT - others))
+    return render_timeline(trace, final, width=bars)
+
+
 def tell(console: Console, law: Law, seen: Seen, exc: BaseException) -> None:
     """Print why ``law`` failed: the error, the smallest counterexample Hypothesis drew, what
-    the code returned against what the law expected, and the timeline of that run."""
+    the code returned against what the law expected, and the timeline of that run, all within
+    the console's width."""
     where = failed_at(exc)
     if where is None or not where.startswith("assert"):
-        console.print(f"    {describe(exc)}", markup=False, highlight=False, soft_wrap=True)
+        _say(console, describe(exc))
     else:
-        said = f": {exc}" if str(exc) else ""
-        console.print(
-            f"    the law's check failed{said}", markup=False, highlight=False, soft_wrap=True
-        )
-        console.print(f"      {where}", markup=False, highlight=False, soft_wrap=True)
+        _say(console, f"the law's check failed{f': {exc}' if str(exc) else ''}")
+        _say(console, where, 6)
     if seen.drew:
         console.print("    smallest counterexample:" if law.draws else "    the case:")
         for what, value in seen.drew.items():
-            console.print(
-                f"      {what} = {value!r}", markup=False, highlight=False, soft_wrap=True
-            )
+            _say(console, f"{what} = {value!r}", 6)
     returned, expected = seen.returned or [], seen.expected or []
-    width = max(map(len, [*returned, "your code returned"]))
-    if width > WIDE:  # too wide to stand beside the expected: one after the other
-        for heading, lines in (("your code returned", returned), ("the law expected", expected)):
-            if lines:
-                console.print(f"    {heading}:")
-                for line in lines:
-                    console.print(f"      {line}", markup=False, highlight=False, soft_wrap=True)
-    elif returned or expected:
-        other = "the law expected" if expected else ""
-        console.print(f"      {'your code returned':<{width}}   {other}".rstrip(), style="bold")
-        for row in range(max(len(returned), len(expected))):
-            got = returned[row] if row < len(returned) else ""
-            wanted = expected[row] if row < len(expected) else ""
-            mark = "" if got == wanted or not wanted else "   <- differs"
-            line = f"      {got:<{width}}   {wanted}{mark}".rstrip()
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if returned or expected:
+        _compared(console, returned, expected)
     for what, got, wanted, holds in seen.facts:
-        mark = "" if holds else "   <- differs"
-        console.print(f"    {what}: {got}; expected {wanted}{mark}", markup=False, soft_wrap=True)
-    if seen.trace is not None and any(slot.spans for slot in seen.trace.slots):
-        console.print("    the timeline of that run:")
-        console.print(Padding(render_timeline(seen.trace, seen.final, width=40), (0, 0, 0, 6)))
+        _say(console, f"{what}: {got}; expected {wanted}{'' if holds else DIFFERS}")
+    trace = seen.timeline()
+    if trace is not None and any(slot.spans for slot in trace.slots):
+        if seen.gave_up is None:
+            console.print("    the timeline of that run:")
+        else:
+            stopped = secs(seen.gave_up - trace.origin)
+            drawn = f"the timeline of that run, to {secs(trace.wall)} (stopped at {stopped}):"
+            _say(console, drawn)
+        table = timeline(console, trace, seen.final)
+        console.print(Padding(table, (0, 0, 0, TIMELINE_INDENT)))
 
 
 def record_of(module: ModuleType, number: int) -> Step | None:
@@ -296,30 +360,92 @@ def record_of(module: ModuleType, number: int) -> Step | None:
     )
 
 
+def _within(limit: float, call: Callable[[], object]) -> tuple[bool, BaseException | None]:
+    """Run ``call()`` in a thread of its own, waiting at most ``limit`` seconds of real time for
+    it: whether it ended, and what it raised (to be raised again by the caller). A call still
+    running then is left running, for nothing can stop code that never yields: its thread is a
+    daemon, kept in ``_LEFT``, and `main` ends the process once it has told the check."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:  # handed over to the caller's thread, which raises it
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, name="a law on your code", daemon=True)
+    thread.start()
+    until = time.monotonic() + limit
+    try:  # in slices: Ctrl-C taken by the law's thread would not wake one long wait
+        while thread.is_alive() and (left := until - time.monotonic()) > 0:
+            thread.join(min(left, SLICE))
+    finally:  # abandoned, or the wait for it interrupted (Ctrl-C): it runs on
+        if thread.is_alive():
+            _LEFT.append(thread)
+    return not thread.is_alive(), raised[0] if raised else None
+
+
+def _stuck(console: Console, law: Law, seen: list[Seen], limit: float, later: list[Law]) -> None:
+    """Tell ``law`` as failed for running past ``limit``, on the case it was running, and the
+    ``later`` laws as not run: the code is still running in the law's thread."""
+    _say(console, f"FAILED  {law.rule}", 2, "red", hang=8)
+    _say(
+        console,
+        f"never returned within {secs(limit)} of real time: your code never lets virtual "
+        "time pass (a loop that never awaits, or awaits only trio.sleep(0))",
+    )
+    drew = dict(seen[0].drew) if seen else {}
+    if drew:
+        console.print("    on the case:")
+        for what, value in drew.items():
+            _say(console, f"{what} = {value!r}", 6)
+    for other in later:
+        _say(console, f"not run  {other.rule}", 2, "yellow", hang=9)
+    if later:
+        _say(console, "(the laws after it are not run: your code is still running in it)")
+
+
 def check(
     number: int,
     module: ModuleType,
     console: Console,
     budget: settings = CHECK,
     record: Step | None = None,
+    limit: float = LIMIT,
 ) -> tuple[int, int]:
     """Run step ``number``'s laws on ``module`` (what ``record`` says it offers: by default,
     `record_of` it), telling each as passed or failed (with its counterexample); returns how
-    many passed, of how many."""
+    many passed, of how many. Each law may take ``limit`` seconds of real time: a law still
+    running then fails as never returned, and the laws after it are not run (see `_within`)."""
     record = record or record_of(module, number)
     passed = 0
     chosen = laws_of(number)
-    for law in chosen:
+    for index, law in enumerate(chosen):
         seen: list[Seen] = []
-        try:
-            law.verify(module, budget, seen, record=record)
-        except Exception as exc:  # the reader's code broke the law, or raised: tell it
-            console.print(f"  FAILED  {law.rule}", markup=False, soft_wrap=True, style="red")
-            tell(console, law, seen[0] if seen else Seen(), exc)
-        else:
+        ended, raised = _within(limit, functools.partial(law.verify, module, budget, seen, record))
+        if not ended:
+            _stuck(console, law, seen, limit, chosen[index + 1 :])
+            break
+        if raised is None:
             passed += 1
-            console.print(f"  passed  {law.rule}", markup=False, soft_wrap=True, style="green")
+            _say(console, f"passed  {law.rule}", 2, "green", hang=8)
+        elif isinstance(raised, Exception):  # the reader's code broke the law, or raised: tell it
+            _say(console, f"FAILED  {law.rule}", 2, "red", hang=8)
+            tell(console, law, seen[0] if seen else Seen(), raised)
+        else:  # Ctrl-C, or an exit: not the law's to tell
+            raise raised
     return passed, len(chosen)
+
+
+def _leave(status: int, console: Console) -> int:
+    """``status``, to return; or, while a law's thread still runs the reader's code (past its
+    limit, or when Ctrl-C cut the wait for it), the process's end with ``status`` here, its
+    output flushed: that thread cannot be stopped, and would keep the process busy."""
+    if not any(thread.is_alive() for thread in _LEFT):
+        return status
+    for stream in (console.file, sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(status)
 
 
 def hint(number: int, console: Console, home: Path | None = None) -> None:
@@ -350,6 +476,18 @@ def _step(text: str) -> int:
     return int(text)
 
 
+def _limit(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise argparse.ArgumentTypeError(
+            f"a time limit is a positive number of seconds, got {text!r}"
+        )
+    return seconds
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m lessons", description="Exercises graded by the course's laws.")
     commands = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -370,6 +508,13 @@ def parser() -> argparse.ArgumentParser:
     checking.add_argument("number", type=_step, metavar="N", help="the step")
     checking.add_argument("path", nargs="?", type=Path, metavar="PATH", help="your file")
     checking.add_argument("--hint", action="store_true", help="print the next hint instead")
+    checking.add_argument(
+        "--limit",
+        type=_limit,
+        default=LIMIT,
+        metavar="SECONDS",
+        help=f"the real time each law may take on your code (default {LIMIT:g})",
+    )
     return p
 
 
@@ -429,21 +574,17 @@ def main(argv: Sequence[str], console: Console | None = None, home: Path | None 
             soft_wrap=True,
         )
         return 1
-    console.print(
-        f"step {args.number}'s laws on {_shown(path, home)}, on virtual time:",
-        markup=False,
-        soft_wrap=True,
-    )
+    _say(console, f"step {args.number}'s laws on {_shown(path, home)}, on virtual time:", 0)
     counted: list[tuple[int, int]] = []
     try:
-        counted.append(check(args.number, module, console, record=record))
+        counted.append(check(args.number, module, console, record=record, limit=args.limit))
     except* KeyboardInterrupt:  # Ctrl-C: the check stops, as a run of the course does
         print("interrupted", file=sys.stderr)
     if not counted:
-        return 130
+        return _leave(130, console)
     ((passed, total),) = counted
     console.print(f"{passed} of {total} laws passed", markup=False, soft_wrap=True, style="bold")
-    return 0 if passed == total else 1
+    return _leave(0 if passed == total else 1, console)
 
 
 def sample(number: int, width: int = 88) -> str:

@@ -18,12 +18,16 @@ import sys
 from pathlib import Path
 
 import pytest
+import trio
+from rich.cells import cell_len
 from rich.console import Console
 
 from lessons._course import exercises, laws
-from lessons._course.laws import LAWS, Law, laws_of
+from lessons._course.laws import LAWS, Law, Seen, laws_of, secs
+from lessons._course.probes import HOUR, spy_for, task_of
 from lessons._course.runner import main
-from lessons._course.steps import step_path, steps
+from lessons._course.steps import load_step, step_path, steps
+from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = steps()
@@ -97,7 +101,7 @@ def assert_told(out: str, law: Law) -> None:
     story = told[1].split("\n  passed  ")[0].split("\n  FAILED  ")[0]
     assert "    smallest counterexample:\n" in story or "    the case:\n" in story
     assert "your code returned" in story
-    assert "    the timeline of that run:\n" in story
+    assert re.search(r"^    the timeline of that run(:|, to .*\(stopped at .*\):)$", story, re.M)
 
 
 @pytest.mark.parametrize("number", PART_ONE)
@@ -177,6 +181,14 @@ def test_exercise_writes_the_starter_and_never_replaces_a_readers_file_without_f
         (["check", "99"], "step 99 has no laws to check: choose 1-10"),
         (["check", "3", "nowhere.py"], "no file nowhere.py"),
         (["check", "1"], "step 1 has no exercise file: give the PATH of your code"),
+        (
+            ["check", "3", "--limit", "0"],
+            "argument --limit: a time limit is a positive number of seconds, got '0'",
+        ),
+        (
+            ["check", "3", "--limit", "soon"],
+            "argument --limit: a time limit is a positive number of seconds, got 'soon'",
+        ),
     ],
 )
 def test_bad_input_is_refused_in_one_line(
@@ -300,3 +312,183 @@ def test_ctrl_c_stops_a_check_with_status_130_and_no_traceback(
     assert status == 130
     assert capsys.readouterr().err == "interrupted\n"
     assert "laws passed" not in out
+
+
+@pytest.mark.parametrize("number", [6, 8, 10])
+def test_the_laws_compare_statuses_attempts_and_times_not_how_an_error_words_a_number(
+    number: int, tmp_path: Path
+) -> None:
+    """A step whose errors word their seconds in full (``0.1015625s`` where the course's step
+    says ``0.101562s``) keeps every law: a law compares what the step teaches (statuses, the
+    error's kind, attempts, times), not the digits of an error's text."""
+    source = step_path(KNOWN[number]).read_text()
+    assert ":g}s" in source
+    path = tmp_path / f"worded_step{number:02}.py"
+    path.write_text(source.replace(":g}s", "}s"))
+    status, out = run("check", str(number), str(path))
+    total = len(laws_of(number))
+    assert out.splitlines()[-1] == f"{total} of {total} laws passed", out
+    assert status == 0
+
+
+@pytest.mark.parametrize(
+    ("number", "said", "instead", "rule"),
+    [
+        (
+            6,
+            "cancelled: the run's deadline",
+            "timed out: the run's deadline",
+            laws.DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK,
+        ),
+        (8, "gave up: more than", "failed: more than", laws.GIVES_UP_PAST_THE_INTENSITY),
+    ],
+    ids=["deadline-said-timed-out", "gave-up-said-failed"],
+)
+def test_a_law_still_fails_an_error_of_the_wrong_kind(
+    number: int, said: str, instead: str, rule: Law, tmp_path: Path
+) -> None:
+    """What an error says happened is compared: a slot cut by the deadline that says it timed
+    out, or a slot left when the run gave up that says it merely failed, breaks its law."""
+    source = step_path(KNOWN[number]).read_text()
+    assert said in source
+    path = tmp_path / f"misnamed_step{number:02}.py"
+    path.write_text(source.replace(said, instead))
+    status, out = run("check", str(number), str(path))
+    assert f"  FAILED  {rule.rule}\n" in out
+    assert "<- differs" in out.split(f"  FAILED  {rule.rule}\n", 1)[1]
+    assert status == 1
+
+
+def timelines(out: str) -> list[list[str]]:
+    """The timelines told in ``out``: each its header, one row per slot, and its time axis."""
+    found: list[list[str]] = []
+    lines = out.splitlines()
+    for index, line in enumerate(lines):
+        if line.startswith("    the timeline of that run"):
+            drawn = []
+            for row in lines[index + 1 :]:
+                if not row.startswith("      "):
+                    break
+                drawn.append(row)
+            found.append(drawn)
+    return found
+
+
+ENDED = re.compile(r"[✓✗⏱⊘] [a-z ]+ (?P<at>\d+\.\d\d)s")
+
+
+@pytest.mark.parametrize("pipe", [False, True], ids=["width-80", "pipe"])
+def test_what_a_check_tells_fits_80_columns_with_every_column_of_its_timelines_whole(
+    pipe: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In an 80-column terminal, or written to a pipe (which rich takes as 80 columns), no line
+    of a check is wider, and every column of a timeline is whole: its header, each subtask,
+    each ending and each slot's completion rank (``done #``)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    out = io.StringIO()
+    console = Console(file=out, highlight=False) if pipe else Console(file=out, width=80)
+    assert console.width == 80
+    for number in (4, 6, 8):
+        assert main(["check", str(number), str(step_path(KNOWN[number - 1]))], console) == 1
+    told = out.getvalue()
+    assert [line for line in told.splitlines() if cell_len(line) > 80] == []
+    drawn = timelines(told)
+    assert len(drawn) == 5
+    for header, *rows, axis in drawn:
+        assert header.split() == ["slot", "subtask", "timeline", "end", "done", "#"]
+        assert re.fullmatch(r" +0s +\d+\.\d\ds *", axis)
+        for row in rows:
+            assert "…" not in row.replace("… never ran", ""), row  # nothing cut short
+            if ENDED.search(row):
+                assert row.split()[-1].isdigit(), row  # its rank shown whole
+
+
+def test_a_run_that_never_returned_is_drawn_to_when_it_was_due_and_what_differs_is_marked() -> None:
+    """Step 5 never returns when a worker hangs: its timeline is drawn to when the law expected
+    the run to end (the hung slot's timeout, then the two others, on one worker), not to the
+    hour after which the check stopped it; and the line that differs is marked."""
+    status, out = run("check", "6", str(step_path(KNOWN[5])))
+    rule = laws.HUNG_WORKER_FREES_ITS_SLOT.rule
+    story = out.split(f"  FAILED  {rule}\n", 1)[1].split("\n  FAILED  ")[0]
+    agent = SimulatedAgent()
+    due = 1.5 + agent.latency("b") + agent.latency("c")
+    assert story.splitlines()[5:12] == [
+        "    your code returned:",
+        "      (never returned: still running an hour of virtual time later)   <- differs",
+        "    the law expected:",
+        "      stuck: timed out",
+        "      b: ok, findings on b   <- differs",
+        "      c: ok, findings on c   <- differs",
+        f"    the timeline of that run, to {secs(due)} (stopped at {secs(HOUR)}):",
+    ]
+    ((_, stuck, b, c, axis),) = timelines(story)
+    assert stuck.split()[:3] == ["0", "stuck", "█" * len(stuck.split()[2])]  # to the right edge
+    assert b.split()[1:] == ["b", "·" * len(stuck.split()[2]), "…", "never", "ran"]
+    assert c.split()[1] == "c"
+    assert axis.split() == ["0s", f"{due:.2f}s"]
+    assert status == 1
+
+
+def test_a_timeline_ends_where_its_run_ended_not_where_the_law_stopped_waiting() -> None:
+    """A law that waits on after the run (to see that no worker starts later) draws the run to
+    its end: the last worker's end here, not an hour later."""
+    step = load_step(KNOWN[2])
+    seen = Seen()
+
+    async def main() -> None:
+        plan, spy = spy_for([0.5, 0.25])
+        worker = seen.watch(spy, plan)
+        await seen.run(lambda: step.supervise(task_of(plan), worker))
+        await trio.sleep(HOUR)
+
+    seen.virtual(main)
+    trace = seen.timeline()
+    assert trace is not None
+    assert trace.wall == 0.5
+
+
+@pytest.mark.parametrize("number", PART_ONE)
+def test_every_told_timeline_spans_its_runs_real_extent(number: int) -> None:
+    """Whatever law fails on the step before, its timeline ends neither before a slot ended
+    nor at the hour a law waits after the run (or stops a run that never returns)."""
+    _, out = run("check", str(number), str(step_path(KNOWN[number - 1])))
+    for _, *rows, axis in timelines(out):
+        right = float(axis.split()[-1].removesuffix("s"))
+        assert 0 < right < HOUR
+        for row in rows:
+            ended = ENDED.search(row)
+            if ended is not None and ended["at"] != f"{HOUR:.2f}":  # stopped after an hour
+                assert float(ended["at"]) <= right, row
+
+
+BUSY = """
+async def supervise(task, worker, *, max_workers=4):
+    while True:  # never yields: no await, so trio can never cancel it
+        pass
+"""
+
+
+def test_a_supervise_that_never_yields_is_told_as_never_returned_within_the_limit(
+    tmp_path: Path,
+) -> None:
+    """A busy loop cannot be interrupted: the check abandons it at its time limit (2 s here;
+    real time is what this test is about), tells the law as never returned on the case it was
+    running, tells the laws after it as not run, and ends."""
+    path = tmp_path / "busy.py"
+    path.write_text(BUSY)
+    done = subprocess.run(
+        [sys.executable, "-m", "lessons", "check", "3", str(path), "--limit", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    first, second = (law.rule for law in laws_of(3))
+    told = " ".join(done.stdout.split())
+    assert f"FAILED {first} never returned within 2s of real time: your code never lets " in told
+    assert " on the case: latencies = " in told
+    assert f"not run {second}" in told
+    assert done.stdout.endswith("\n0 of 2 laws passed\n")
+    assert done.stderr == ""
+    assert done.returncode == 1
