@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
@@ -37,13 +36,6 @@ def agent(scale: float = 1.0) -> SimulatedAgent:
         min_latency=0.01 * scale,
         max_latency=0.05 * scale,
     )
-
-
-@pytest.fixture
-async def nursery() -> AsyncIterator[trio.Nursery]:
-    async with trio.open_nursery() as opened:
-        yield opened
-        opened.cancel_scope.cancel()
 
 
 async def test_the_llm_planner_replans_through_the_real_loopback_server(

@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
@@ -34,13 +33,6 @@ async def stats(url: str) -> dict[str, Any]:
         answer = await client.get(url.removesuffix("/v1") + "/stats")
     found: dict[str, Any] = answer.json()
     return found
-
-
-@pytest.fixture
-async def nursery() -> AsyncIterator[trio.Nursery]:
-    async with trio.open_nursery() as opened:
-        yield opened
-        opened.cancel_scope.cancel()
 
 
 def open_fds() -> int:

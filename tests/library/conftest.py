@@ -1,0 +1,16 @@
+"""What the library's tests share: a nursery for the servers a test starts (the loopback
+endpoint on a real socket), cancelled when the test ends so that no server outlives it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+
+
+@pytest.fixture
+async def nursery() -> AsyncIterator[trio.Nursery]:
+    async with trio.open_nursery() as opened:
+        yield opened
+        opened.cancel_scope.cancel()
