@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probing import STEP05, STEP06, STEP07, STEP08, STEP09, STEP10
 from rich.console import Console
 
 from lessons._course.arguments import parser
@@ -22,6 +21,7 @@ from lessons._course.demos import DEMOS, STEP_DEMOS, demos
 from lessons._course.runner import main
 from lessons._course.running import Run, guard_after, step_options
 from lessons._course.steps import step as record
+from tests.course.probing import STEP05, STEP06, STEP07, STEP08, STEP09, STEP10
 from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from trace_documents import check_trace_document
 
 from lessons._course.runner import main
 from lessons._course.steps import steps
+from tests.trace_documents import check_trace_document
 
 ROOT = Path(__file__).resolve().parents[2]
 

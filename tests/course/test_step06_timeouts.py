@@ -16,7 +16,9 @@ from types import ModuleType
 
 import pytest
 import trio
-from probing import (
+
+from lessons._course import laws
+from tests.course.probing import (
     HOUR,
     STEP05,
     STEP06,
@@ -28,9 +30,7 @@ from probing import (
     refused,
     supervise,
 )
-from step_laws import cases
-
-from lessons._course import laws
+from tests.course.step_laws import cases
 from trio_supervisor import Aggregate, Status
 from trio_supervisor.testing import SimulatedAgent
 

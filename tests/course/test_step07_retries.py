@@ -13,10 +13,10 @@ from types import ModuleType
 
 import pytest
 import trio
-from probing import STEP07, STEP08, STEP09, STEP10, Probe, refused
-from step_laws import cases, run_virtual
 
 from lessons._course import laws
+from tests.course.probing import STEP07, STEP08, STEP09, STEP10, Probe, refused
+from tests.course.step_laws import cases, run_virtual
 from trio_supervisor.testing import SimulatedAgent
 
 SINCE_7 = [STEP07, STEP08, STEP09, STEP10]

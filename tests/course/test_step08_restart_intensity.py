@@ -13,16 +13,16 @@ from types import ModuleType
 
 import pytest
 import trio
-from probing import (
+
+from lessons._course import laws
+from tests.course.probing import (
     HOUR,
     STEP08,
     STEP09,
     STEP10,
     refused,
 )
-from step_laws import cases
-
-from lessons._course import laws
+from tests.course.step_laws import cases
 from trio_supervisor import Status
 from trio_supervisor.testing import SimulatedAgent
 

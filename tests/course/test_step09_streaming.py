@@ -13,7 +13,9 @@ from types import ModuleType
 
 import pytest
 import trio
-from probing import (
+
+from lessons._course import laws
+from tests.course.probing import (
     HOUR,
     STEP09,
     STEP10,
@@ -21,9 +23,7 @@ from probing import (
     agent_with,
     task_of,
 )
-from step_laws import cases
-
-from lessons._course import laws
+from tests.course.step_laws import cases
 from trio_supervisor import Trace
 from trio_supervisor.testing import SimulatedAgent
 from trio_supervisor.timeline import timeline_rows

@@ -14,16 +14,16 @@ from types import ModuleType
 
 import pytest
 import trio
-from probing import (
+
+from lessons._course import laws
+from tests.course.probing import (
     STEP10,
     Probe,
     agent_with,
     arrivals,
     task_of,
 )
-from step_laws import cases
-
-from lessons._course import laws
+from tests.course.step_laws import cases
 from trio_supervisor import Status
 from trio_supervisor.testing import SimulatedAgent
 

@@ -18,14 +18,14 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from probing import STEP10
 from rich.console import Console
-from step_laws import flawed, run_virtual
 
 from lessons import step11_real_subagents
 from lessons._course.demos import Demo
 from lessons._course.runner import main
 from lessons._course.running import Run, run_step
+from tests.course.probing import STEP10
+from tests.course.step_laws import flawed, run_virtual
 from trio_supervisor import Status, decompose
 from trio_supervisor.agents import PermanentError, RateLimited, TransientError
 from trio_supervisor.testing import SimulatedAgent

@@ -16,12 +16,12 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from probing import Probe
 from rich.console import Console
-from step_laws import run_virtual
 
 from lessons import step13_supervision_trees as step13
 from lessons._course.runner import main
+from tests.course.probing import Probe
+from tests.course.step_laws import run_virtual
 from trio_supervisor import Status, Strategy, Trace
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 

@@ -13,7 +13,10 @@ from typing import Any
 import pytest
 import trio
 from hypothesis import find, settings
-from step_laws import (
+
+from lessons._course import laws
+from lessons._course.steps import load_step, step, steps
+from tests.course.step_laws import (
     Spy,
     cases,
     exact_latencies,
@@ -23,9 +26,6 @@ from step_laws import (
     spy_for,
     task_of,
 )
-
-from lessons._course import laws
-from lessons._course.steps import load_step, step, steps
 from trio_supervisor import Aggregate
 
 STEPS = {number: load_step(name) for number, name in steps().items() if number <= 5}

@@ -20,8 +20,8 @@ import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from virtual_time import run_virtual
 
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Adaptive, Backoff, RateLimit, Status, Supervisor, Trace
 from trio_supervisor.agents import (
     TRANSIENT,

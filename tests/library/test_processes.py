@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from process_bodies import body
 
+from tests.library.process_bodies import body
 from trio_supervisor import Status, Supervisor
 from trio_supervisor.processes import ProcessWorker, UnpicklableError, WorkerCrashed, crash_reason
 
@@ -59,9 +59,9 @@ async def test_what_cannot_be_pickled_back_is_named_as_the_worker_process_saw_it
         # an exception that can be sent comes back as itself, without the cause that cannot
         "ValueError: raised from another",
         # an exception that pickles but cannot be loaded is found out where it was raised
-        "UnpicklableError: the worker raised process_bodies.TwoArgs: 1 is not above 2, which "
-        "could not be sent back from its process: TwoArgs.__init__() missing 1 required "
-        "positional argument: 'high'",
+        "UnpicklableError: the worker raised tests.library.process_bodies.TwoArgs: 1 is not "
+        "above 2, which could not be sent back from its process: TwoArgs.__init__() missing 1 "
+        "required positional argument: 'high'",
         "UnpicklableError: what the worker returned could not be loaded in this process: "
         "refused to load",
         None,  # the process that made them answers the next call

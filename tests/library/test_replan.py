@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from virtual_time import run_virtual
 
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import (
     Aggregate,
     Answer,

@@ -19,8 +19,8 @@ from typing import Any
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from virtual_time import run_virtual
 
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Answer, Batch, Done, Ledger, Supervisor
 
 

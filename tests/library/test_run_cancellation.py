@@ -8,9 +8,9 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_worker import PATHS, odd_128ths
-from virtual_time import list_schedule, run_virtual
 
+from tests.library.scripted_worker import PATHS, odd_128ths
+from tests.library.virtual_time import list_schedule, run_virtual
 from trio_supervisor import Aggregate, Status, SubResult, Supervisor
 
 

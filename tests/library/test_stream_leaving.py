@@ -11,8 +11,8 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from virtual_time import run_virtual
 
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Supervisor
 
 

@@ -9,9 +9,9 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_worker import Script, ok
-from virtual_time import run_virtual
 
+from tests.library.scripted_worker import Script, ok
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Capacity, Restarts, Status, Supervisor
 
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_worker import Behaviour, Script, latencies, live_tasks, odd_64ths, odd_128ths
-from virtual_time import run_virtual
 
+from tests.library.scripted_worker import (
+    Behaviour,
+    Script,
+    latencies,
+    live_tasks,
+    odd_64ths,
+    odd_128ths,
+)
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Aggregate, Backoff, Status, Supervisor, Trace
 from trio_supervisor._retry import RetryOn
 from trio_supervisor.testing import SubAgentError

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 import trio
-from scripted_worker import PATHS
 
+from tests.library.scripted_worker import PATHS
 from trio_supervisor import Adaptive, Backoff, Status, Supervisor, Trace
 
 NO_WAIT = Backoff(initial=0, maximum=0)

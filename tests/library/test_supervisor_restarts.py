@@ -13,9 +13,9 @@ import pytest
 import trio
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from virtual_time import run_virtual
 
 from lessons import step08_restart_intensity as step08
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Aggregate, Backoff, Restarts, Status, Strategy, Supervisor
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 

@@ -9,9 +9,9 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_worker import Behaviour, Script, latencies
-from virtual_time import run_virtual
 
+from tests.library.scripted_worker import Behaviour, Script, latencies
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Aggregate, Backoff, Status, Supervisor, Trace
 from trio_supervisor.testing import SubAgentError
 

@@ -8,7 +8,8 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_worker import (
+
+from tests.library.scripted_worker import (
     Behaviour,
     Script,
     behaviours,
@@ -20,8 +21,7 @@ from scripted_worker import (
     ok,
     plain_behaviours,
 )
-from virtual_time import list_schedule, run_virtual
-
+from tests.library.virtual_time import list_schedule, run_virtual
 from trio_supervisor import Aggregate, Status, SubResult, Supervisor
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent

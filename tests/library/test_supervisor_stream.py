@@ -10,7 +10,8 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_worker import (
+
+from tests.library.scripted_worker import (
     Behaviour,
     Script,
     behaviours,
@@ -20,8 +21,7 @@ from scripted_worker import (
     ok,
     plain_behaviours,
 )
-from virtual_time import run_virtual
-
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Status, SubResult, Supervisor, Trace
 
 

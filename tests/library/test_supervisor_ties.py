@@ -15,10 +15,10 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_worker import PATHS, Script, ok
 from trio._core import _run as trio_run
-from virtual_time import run_virtual
 
+from tests.library.scripted_worker import PATHS, Script, ok
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Status, Supervisor
 
 

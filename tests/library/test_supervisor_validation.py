@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import trio
-from scripted_worker import Script, ok
 
+from tests.library.scripted_worker import Script, ok
 from trio_supervisor import Supervisor
 from trio_supervisor.testing import SimulatedAgent
 

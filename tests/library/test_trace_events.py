@@ -10,10 +10,10 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scripted_worker import Behaviour, Script, fail, hang, latencies, ok
-from trace_documents import check_trace_document
-from virtual_time import run_virtual
 
+from tests.library.scripted_worker import Behaviour, Script, fail, hang, latencies, ok
+from tests.library.virtual_time import run_virtual
+from tests.trace_documents import check_trace_document
 from trio_supervisor import Backoff, Status, Supervisor, Trace
 from trio_supervisor.timeline import trace_events
 

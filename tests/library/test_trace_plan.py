@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 import trio
-from scripted_worker import Script, hang, ok
 
+from tests.library.scripted_worker import Script, hang, ok
 from trio_supervisor import Status, Supervisor, Trace
 
 

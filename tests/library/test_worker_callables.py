@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 import trio
-from scripted_worker import PATHS
 
+from tests.library.scripted_worker import PATHS
 from trio_supervisor import Supervisor
 
 
