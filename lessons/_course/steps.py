@@ -94,10 +94,22 @@ _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "s
 STEPS: dict[int, Step] = {
     step.number: step
     for step in (
-        Step(1, "step01_serial", "serial"),
-        Step(2, "step02_fan_out", "fan out"),
-        Step(3, "step03_capacity_limiter", "a capacity limiter", options={"max_workers": None}),
-        Step(4, "step04_ordered_slots", "ordered slots", options={"max_workers": None}),
+        Step(1, "step01_serial", "serial", synthesizes=True),
+        Step(2, "step02_fan_out", "fan out", synthesizes=True),
+        Step(
+            3,
+            "step03_capacity_limiter",
+            "a capacity limiter",
+            options={"max_workers": None},
+            synthesizes=True,
+        ),
+        Step(
+            4,
+            "step04_ordered_slots",
+            "ordered slots",
+            options={"max_workers": None},
+            synthesizes=True,
+        ),
         Step(
             5,
             "step05_fault_isolation",
