@@ -23,11 +23,12 @@ from rich.console import Console
 from lessons._course import exercises, laws
 from lessons._course.laws import LAWS, Law, laws_of
 from lessons._course.runner import main
-from lessons._course.steps import step_path, steps
+from lessons._course.steps import PART_TWO, step_path, steps
 
 ROOT = Path(__file__).resolve().parents[2]
 KNOWN = steps()
-PART_ONE = [number for number in KNOWN if 2 <= number <= 10]
+PART_ONE = [number for number in KNOWN if 2 <= number < PART_TWO]
+LAST = PART_TWO - 1  # the last step of Part I, the last with laws
 
 
 @pytest.fixture(autouse=True)
@@ -170,11 +171,11 @@ def test_exercise_writes_the_starter_and_never_replaces_a_readers_file_without_f
     [
         (
             ["exercise", "1"],
-            "step 1 has no exercise: there is no step before it to start from; choose 2-10",
+            f"step 1 has no exercise: there is no step before it to start from; choose 2-{LAST}",
         ),
-        (["exercise", "99"], "step 99 has no exercise: choose 2-10"),
+        (["exercise", "99"], f"step 99 has no exercise: choose 2-{LAST}"),
         (["exercise", "two"], "argument N: a step is a number, got 'two'"),
-        (["check", "99"], "step 99 has no laws to check: choose 1-10"),
+        (["check", "99"], f"step 99 has no laws to check: choose 1-{LAST}"),
         (["check", "3", "nowhere.py"], "no file nowhere.py"),
         (["check", "1"], "step 1 has no exercise file: give the PATH of your code"),
     ],
@@ -239,7 +240,7 @@ def test_the_command_line_refuses_in_one_line_without_a_traceback() -> None:
     assert done.stdout == ""
     assert done.stderr == (
         "python -m lessons: error: step 1 has no exercise: there is no step before it to start "
-        "from; choose 2-10\n"
+        f"from; choose 2-{LAST}\n"
     )
 
 

@@ -1,4 +1,4 @@
-"""Step 9: ordered streaming. Each result is handed over as soon as every earlier one is.
+"""Step 10: ordered streaming. Each result is handed over as soon as every earlier one is.
 
 What it adds: ``stream``, an async context manager that yields a channel of results in plan
 order: ``async with stream(task, worker, max_workers=4) as results: async for result in
@@ -35,17 +35,19 @@ async def stream(
     worker: Worker[str, str],
     *,
     max_workers: int,
-    worker_timeout: float = math.inf,
-    deadline: float = math.inf,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
     attempts: int = 1,
     intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
 ) -> AsyncIterator[trio.MemoryReceiveChannel[SubResult[str, str]]]:
-    if not worker_timeout > 0:  # also refuses NaN
+    if worker_timeout is not None and not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
-    if not deadline > 0:
+    if deadline is not None and not deadline > 0:
         raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+    timeout = math.inf if worker_timeout is None else worker_timeout  # None: no limit
+    budget = math.inf if deadline is None else deadline  # None: no deadline
     if not attempts >= 1:
         raise ValueError(f"attempts must be >= 1, got {attempts}")
     if intensity is not None and not (intensity[0] >= 0 and intensity[1] > 0):
@@ -70,7 +72,7 @@ async def stream(
         await trio.lowlevel.checkpoint_if_cancelled()  # the caller may have left since
         calls[slot] += 1
         try:
-            with trio.fail_after(worker_timeout):  # in the worker's own task: times it alone
+            with trio.fail_after(timeout):  # in the worker's own task: times it alone
                 output = await worker(subtask)
             results[slot] = SubResult(subtask, output=output, attempts=calls[slot])
         except trio.TooSlowError:
@@ -105,7 +107,7 @@ async def stream(
 
     async def work() -> None:
         nonlocal nursery
-        with trio.move_on_after(deadline):  # cancels whatever still runs or waits, then returns
+        with trio.move_on_after(budget):  # cancels whatever still runs or waits, then returns
             async with trio.open_nursery() as nursery:
                 for slot, subtask in enumerate(plan):
                     await limiter.acquire_on_behalf_of(slot)
@@ -119,7 +121,7 @@ async def stream(
                 await final[slot].wait()  # in plan order: every later slot waits for this one
                 result = results[slot]
                 if result is None:  # the work ended before this slot did
-                    cut_short = f"cancelled: the run's deadline of {deadline:g}s passed first"
+                    cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"
                     if gave_up:  # past the restart intensity: every slot that did not finish failed
                         cut_short = f"gave up: more than {max_restarts} restarts within {period:g}s"
                     result = SubResult(

@@ -1,4 +1,4 @@
-"""Step 9: results streamed in plan order, each as soon as every earlier one is done; leaving
+"""Step 10: results streamed in plan order, each as soon as every earlier one is done; leaving
 the stream early cancels the rest.
 
 All on virtual time. Latencies are whole 1/32 s, so arrival times are exact.
@@ -15,10 +15,10 @@ import pytest
 import trio
 from probing import (
     HOUR,
-    STEP09,
     STEP10,
     Probe,
     agent_with,
+    since,
     task_of,
 )
 from step_laws import cases
@@ -28,8 +28,8 @@ from trio_supervisor import Trace
 from trio_supervisor.testing import SimulatedAgent
 from trio_supervisor.timeline import timeline_rows
 
-SINCE_9 = [STEP09, STEP10]
-FLAW = "step 8's flaw: nothing is handed over until the last slot is done"
+SINCE_10 = since(10)
+FLAW = "step 9's flaw: nothing is handed over until the last slot is done"
 
 
 @pytest.mark.parametrize("step", cases(laws.FIRST_RESULT_ARRIVES_WITH_SLOT_0))
@@ -49,7 +49,7 @@ def test_leaving_early_cancels_the_rest_and_calls_no_further_worker(step: Module
     laws.LEAVING_EARLY_CANCELS_THE_REST.verify(step)
 
 
-@pytest.mark.parametrize("step", SINCE_9)
+@pytest.mark.parametrize("step", SINCE_10)
 async def test_leaving_the_block_early_cancels_every_running_worker_at_once(
     step: ModuleType, autojump_clock: trio.abc.Clock
 ) -> None:
@@ -76,7 +76,7 @@ async def test_the_timeline_draws_a_result_held_from_its_end_to_its_hand_over(
 ) -> None:
     trace = Trace(["s0", "s1", "s2"])
     probe = Probe(agent_with([8, 32, 4]))
-    async with STEP09.stream(task_of(3), trace.watch(probe), max_workers=3) as results:
+    async with STEP10.stream(task_of(3), trace.watch(probe), max_workers=3) as results:
         for slot in range(3):
             await results.receive()
             trace.delivered(slot)  # as the runner marks each result it is handed
