@@ -5,14 +5,14 @@ order: ``async with stream(task, worker, max_workers=4) as results: async for re
 results: ...``. Each slot gets a ``trio.Event``, set once its result will not change; a deliverer
 task waits for slot 0's, hands its result over, then slot 1's, and so on, so a result comes out
 the moment it and every earlier one are final. When the work ends early (a deadline, or giving
-up) every event is set and the slots left come out marked. Leaving the ``async with`` block, early
-or not, cancels every worker still running, and no worker is called after it: a worker's task
-checks for cancellation before it calls. ``supervise`` is now the stream, collected.
+up) every event is set and the slots left come out marked. ``supervise`` is now the stream,
+collected. When the caller leaves the block, its end of the channel closes and the deliverer
+stops handing results over.
 
-What is still wrong: the plan is known and whole before the first worker starts, and nothing holds
-the work back while the caller waits for an early slot that runs long: later slots run on, and
-their finished results pile up behind it without bound. An input of unknown length, a feed, can't
-be run at all.
+What is still wrong: leaving early saves the caller nothing. A caller that needs only the first
+few results leaves the block, but the workers still running go on, the slots not yet started
+still start (retries too), each calling a sub-agent for a result nobody will read, and the block
+does not end before the last of them.
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ async def stream(
 
     async def run_one(slot: int, subtask: str) -> None:
         nonlocal gave_up
-        await trio.lowlevel.checkpoint_if_cancelled()  # the caller may have left since
         calls[slot] += 1
         try:
             with trio.fail_after(timeout):  # in the worker's own task: times it alone
@@ -130,14 +129,17 @@ async def stream(
                         status=Status.FAILED if gave_up else Status.CANCELLED,
                         attempts=calls[slot],
                     )
-                await send.send(result)
+                try:
+                    await send.send(result)
+                except trio.BrokenResourceError:  # the caller left: nobody takes the rest
+                    return
 
     send, receive = trio.open_memory_channel[SubResult[str, str]](0)
     async with trio.open_nursery() as outer:
         outer.start_soon(work)
         outer.start_soon(deliver)
-        yield receive
-        outer.cancel_scope.cancel()  # the caller is done with the stream: stop every worker
+        async with receive:  # closed when the caller leaves the block
+            yield receive
 
 
 async def supervise(

@@ -117,13 +117,31 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     ),
     10: (
         Demo(
+            "one slow subtask, streamed: every other result is handed over without waiting",
+            FIVE,
+            slow={4: 4.0},  # step 9's demo again: hiring trends takes 4 s, the rest come first
+        ),
+        Demo(
+            "20 reviews, one slow early, left after 8: the workers run on to the end",
+            FEED,
+            slow={1: 3.0},
+            take=8,
+        ),
+    ),
+    11: (
+        Demo(
+            "the same reviews, left after 8: the rest are cancelled",
+            FEED,
+            slow={1: 3.0},
+            take=8,
+        ),
+        Demo(
             "20 reviews, one slow early: finished results pile up behind it",
             FEED,
             slow={1: 3.0},  # head-of-line: review 02 holds back everything after it
         ),
-        Demo("the same reviews, left after 8", FEED, slow={1: 3.0}, take=8),
     ),
-    11: (
+    12: (
         Demo(
             "a lazy feed of 20 reviews, one slow early: the window fills",
             FEED,
@@ -131,7 +149,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
         ),
         Demo("the same feed, left after 8 reviews", FEED, slow={1: 3.0}, take=8),
     ),
-    12: (  # through the loopback server, which answers two requests at once (429 beyond)
+    13: (  # through the loopback server, which answers two requests at once (429 beyond)
         Demo(
             "research this company through a server that takes two at once",
             RESEARCH.task,
@@ -144,7 +162,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"worker_timeout": 1.5},
         ),
     ),
-    13: (  # the planner's rules: the step's RULES (a competitor named, the reviews rerouted)
+    14: (  # the planner's rules: the step's RULES (a competitor named, the reviews rerouted)
         Demo(
             "research this company, re-planned from what comes back",
             RESEARCH.task,
@@ -159,7 +177,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"max_rounds": 1},
         ),
     ),
-    14: (  # at most --workers leaves in all: a tie for a place would go to either tree
+    15: (  # at most --workers leaves in all: a tie for a place would go to either tree
         Demo(
             "two companies, one child supervisor each; a leaf fails, its company is degraded",
             TREE,
@@ -175,7 +193,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"attempts": 2, "strategy": "rest_for_one"},
         ),
     ),
-    15: (
+    16: (
         Demo(
             "a sub-agent's process dies, another sub-agent fails",
             FIVE,

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import lessons
 
 _STEP_NAME = re.compile(r"step(\d\d)_\w+")
-PART_TWO = 12
+PART_TWO = 13
 """The first step of Part II: from it on a step builds on the library's ``Supervisor`` and adds
 one idea in a small file of its own, instead of growing the hand-written ``supervise`` of the
 step before."""
@@ -148,7 +148,15 @@ STEPS: dict[int, Step] = {
         ),
         Step(
             11,
-            "step11_lazy_window",
+            "step11_leaving_early",
+            "leaving early",
+            entry="stream",
+            options=_RESTARTED,
+            synthesizes=True,
+        ),
+        Step(
+            12,
+            "step12_lazy_window",
             "a lazy input and a bounded window",
             entry="stream",
             options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
@@ -156,16 +164,16 @@ STEPS: dict[int, Step] = {
             synthesizes=True,
         ),
         Step(
-            12,
-            "step12_real_subagents",
+            13,
+            "step13_real_subagents",
             "real sub-agents over HTTP",
             options={**_LIBRARY_RETRIED, "attempts": 4, "rate": None, "adaptive": False},
             synthesizes=True,
             hook=frozenset({"virtual", "max_workers", "endpoint", "model"}),
         ),
         Step(
-            13,
-            "step13_replanning",
+            14,
+            "step14_replanning",
             "re-planning",
             options={
                 "max_workers": REQUIRED,
@@ -180,8 +188,8 @@ STEPS: dict[int, Step] = {
             replans=True,
         ),
         Step(
-            14,
-            "step14_supervision_trees",
+            15,
+            "step15_supervision_trees",
             "supervision trees",
             options={
                 **_LIBRARY_TIMED,
@@ -196,8 +204,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            15,
-            "step15_processes",
+            16,
+            "step16_processes",
             "crashes a process contains",
             options=_LIBRARY_RETRIED,
             synthesizes=True,

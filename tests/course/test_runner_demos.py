@@ -1,6 +1,6 @@
-"""The runner on steps 5-11 (Part I from fault isolation on): their demos, each showing what its step is still wrong about, the
-options that reach their ``supervise``, the guard that stops a run that never returns, and the
-command line's refusals."""
+"""The runner on Part I from fault isolation on: its demos, each showing what its step is still
+wrong about, the options that reach their ``supervise``, the guard that stops a run that never
+returns, and the command line's refusals."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from probing import STEP05, STEP06, STEP07, STEP08, STEP09, STEP10, STEP11
+from probing import STEP05, STEP06, STEP07, STEP08, STEP09, STEP10, STEP11, STEP12
 from rich.console import Console
 
 from lessons._course.arguments import parser
@@ -93,8 +93,23 @@ def test_step9_demos_give_up_past_the_intensity_and_hold_every_result_for_the_sl
     assert slow["trace"]["wall"] == 4.5
 
 
-def test_step10_demo_piles_finished_results_up_behind_the_slow_one() -> None:
-    run, left = run_json("10")
+def test_step10_demos_stream_around_the_slow_one_and_leaving_early_waits_for_every_worker() -> None:
+    slow, left = run_json("10")
+    slots = slow["trace"]["slots"]
+    ends = [slot["spans"][-1]["end"] for slot in slots[:4]]
+    delivered = [slot["delivered"] for slot in slots[:4]]
+    assert delivered == [max(ends[: slot + 1]) for slot in range(4)], (
+        "as soon as it and those before"
+    )
+    assert max(delivered) < 4.0, "every one handed over before the slow last one ends"
+    assert statuses(left) == ["ok"] * 8
+    ran = [slot for slot in left["trace"]["slots"] if slot["spans"]]
+    assert len(ran) == 20, "every worker ran, though the caller left after 8"
+    assert {slot["spans"][-1]["status"] for slot in ran} == {"ok"}
+
+
+def test_step11_demos_cancel_the_rest_on_leaving_and_pile_results_up_behind_the_slow_one() -> None:
+    left, run = run_json("11")
     slots = run["trace"]["slots"]
     assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
     delivered = [slot["delivered"] for slot in slots]
@@ -103,9 +118,9 @@ def test_step10_demo_piles_finished_results_up_behind_the_slow_one() -> None:
     assert len(held) > 8, "with no window, more finish behind review 02 than a window would hold"
     assert all(slot["delivered"] == 3.0 for slot in held)
     assert statuses(run) == ["ok"] * 20
-    # the second demo leaves after 8 results: the workers still running then are cancelled
-    assert statuses(left) == ["ok"] * 8
+    # the first demo leaves after 8 results: the workers still running then are cancelled
     slots = left["trace"]["slots"]
+    assert statuses(left) == ["ok"] * 8
     leave = slots[7]["delivered"]
     cut = [slot for slot in slots[8:] if slot["spans"] and slot["spans"][-1]["status"] != "ok"]
     assert cut, "some workers were running when the caller left"
@@ -113,8 +128,8 @@ def test_step10_demo_piles_finished_results_up_behind_the_slow_one() -> None:
     assert {slot["spans"][-1]["status"] for slot in cut} == {"cancelled"}
 
 
-def test_step11_demo_fills_the_window_behind_the_slow_one_and_pulls_no_more() -> None:
-    run, left = run_json("11")
+def test_step12_demo_fills_the_window_behind_the_slow_one_and_pulls_no_more() -> None:
+    run, left = run_json("12")
     slots = run["trace"]["slots"]
     assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
     delivered = [slot["delivered"] for slot in slots]
@@ -211,7 +226,8 @@ def test_the_command_line_options_reach_each_step_that_accepts_them() -> None:
     eight = {**seven, "intensity": (2, 10.0)}
     assert options(STEP09, *argv) == eight
     assert options(STEP10, *argv) == eight
-    assert options(STEP11, *argv) == {**eight, "window": 5}
+    assert options(STEP11, *argv) == eight
+    assert options(STEP12, *argv) == {**eight, "window": 5}
 
 
 def test_the_command_line_wins_over_a_demo_option() -> None:
@@ -256,7 +272,7 @@ def test_the_sub_agent_follows_hang_flaky_and_slow() -> None:
         ),
         (["7", "--attempts", "0"], "argument --attempts: must be an integer >= 1, got 0"),
         (
-            ["13", "--strategy", "one_for_rest"],
+            ["14", "--strategy", "one_for_rest"],
             "argument --strategy: invalid choice: 'one_for_rest' (choose from 'one_for_one', "
             "'one_for_all', 'rest_for_one')",
         ),

@@ -120,7 +120,7 @@ def test_results_fill_in_plan_order_behind_the_slowest_earlier_slot() -> None:
 
 
 def test_a_stream_fills_its_results_as_it_hands_them_over() -> None:
-    frames, _, text = live_frames(10, demo=1)  # left after 8 results
+    frames, _, text = live_frames(11, demo=0)  # left after 8 results
     last = re.search(r"\((\d+) of 20\)", frames[-1])
     assert last is not None
     assert int(last[1]) == 8

@@ -1,18 +1,13 @@
-"""Step 11: a lazy input and a bounded window. A subtask is pulled only when there is room.
+"""Step 11: leaving early. Leaving the stream's block cancels every worker still running.
 
-What it adds: the input may be any iterable or async iterable (a ``str`` is decomposed as before),
-pulled one subtask at a time, by one task, as the work needs it. A ``trio.Semaphore(window)``
-holds the *window*: at most ``window`` slots (``2 * max_workers`` by default, never fewer than
-``max_workers``) are pulled and not yet handed over, whether waiting, running, backing off, or
-done and waiting for an earlier slot; a place comes back when the caller receives its slot. So
-the supervisor holds at most ``window`` subtasks and results, however long the input. The price
-of plan order is *head-of-line blocking*: while an early slot runs long, the window fills with
-finished later slots, nothing more is pulled, and the workers idle. Nothing is pulled after the
-caller left; after a deadline, the rest of a finite input comes out marked.
+What it adds: once the caller's ``async with`` block ends, early or not, the stream cancels its
+own nursery: every worker still running is cancelled at once, every retry still waiting is
+dropped, and the block ends as soon as they have unwound. A worker's task checks for
+cancellation before it calls, so a task started in the instant the caller left never calls its
+sub-agent. A caller that wants the first few results pays for those, not for the whole plan.
 
-What is still wrong: the sub-agent is a simulation in this process. A real sub-agent is an LLM
-call across a network, with costs, rate limits and failures that no simulation here has; Part II
-puts one behind the worker.
+What is still wrong: nothing holds the work back while the caller waits for an early slot that
+runs long: later slots run on, and their finished results pile up behind it without bound.
 """
 
 from __future__ import annotations
@@ -20,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -31,11 +26,10 @@ from trio_supervisor import Aggregate, Status, SubResult, Worker, decompose
 
 @asynccontextmanager
 async def stream(
-    task: str | Iterable[str] | AsyncIterable[str],
+    task: str,
     worker: Worker[str, str],
     *,
     max_workers: int,
-    window: int | None = None,
     worker_timeout: float | None = None,
     deadline: float | None = None,
     attempts: int = 1,
@@ -43,9 +37,6 @@ async def stream(
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
 ) -> AsyncIterator[trio.MemoryReceiveChannel[SubResult[str, str]]]:
-    window = 2 * max_workers if window is None else window
-    if not window >= max_workers:
-        raise ValueError(f"window must be >= max_workers ({max_workers}), got {window}")
     if worker_timeout is not None and not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
     if deadline is not None and not deadline > 0:
@@ -59,18 +50,10 @@ async def stream(
     if not 0 <= backoff[0] <= backoff[1]:
         raise ValueError(f"backoff must be (first, most) with 0 <= first <= most, got {backoff}")
     max_restarts, period = intensity if intensity is not None else (math.inf, math.inf)
-    plan: Iterator[str] | AsyncIterator[str] = (
-        aiter(task)
-        if isinstance(task, AsyncIterable)
-        else iter(decompose(task) if isinstance(task, str) else task)
-    )
-    subtasks: dict[int, str] = {}  # slot -> subtask, for every slot pulled and not handed over
-    results: dict[int, SubResult[str, str]] = {}  # slot -> its result, until it is handed over
-    calls: dict[int, int] = {}  # how many times each slot's worker was called
-    final: dict[int, trio.Event] = {}  # set once a slot's result will not change any more
-    pulled, exhausted = 0, False  # slots pulled so far; whether the input has ended
-    room = trio.Semaphore(window)  # a place per slot pulled and not yet received by the caller
-    pulled_send, pulled_receive = trio.open_memory_channel[int](math.inf)  # to the deliverer
+    plan = decompose(task)
+    results: list[SubResult[str, str] | None] = [None] * len(plan)
+    calls = [0] * len(plan)  # how many times each slot's worker was called
+    final = [trio.Event() for _ in plan]  # set once a slot's result will not change any more
     if max_workers < 1:  # a limiter with no token admits nobody: the run would never end
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     limiter = trio.CapacityLimiter(max_workers)
@@ -106,7 +89,7 @@ async def stream(
                 nursery.cancel_scope.cancel()
                 return
             restarts.append(now)
-            del results[slot]  # unfinished again, until its next attempt ends
+            results[slot] = None  # unfinished again, until its next attempt ends
             nursery.start_soon(retry, slot, subtask)
         else:
             final[slot].set()  # it may be handed over once every earlier slot is
@@ -117,56 +100,32 @@ async def stream(
         await limiter.acquire_on_behalf_of(slot)
         nursery.start_soon(run_one, slot, subtask)
 
-    async def pull() -> int | None:
-        """The slot of the input's next subtask, once the window has room; None at its end."""
-        nonlocal pulled, exhausted
-        if exhausted:
-            return None
-        await room.acquire()  # given back when the caller receives this slot
-        await trio.lowlevel.checkpoint_if_cancelled()  # the caller may have left meanwhile
-        if isinstance(plan, AsyncIterator):
-            subtask = await anext(plan, None)
-        else:
-            subtask = next(plan, None)
-        if subtask is None:
-            exhausted = True
-            return None
-        slot, pulled = pulled, pulled + 1
-        subtasks[slot], calls[slot], final[slot] = subtask, 0, trio.Event()
-        pulled_send.send_nowait(slot)
-        return slot
-
     async def work() -> None:
         nonlocal nursery
         with trio.move_on_after(budget):  # cancels whatever still runs or waits, then returns
             async with trio.open_nursery() as nursery:
-                while (slot := await pull()) is not None:
+                for slot, subtask in enumerate(plan):
                     await limiter.acquire_on_behalf_of(slot)
-                    nursery.start_soon(run_one, slot, subtasks[slot])
-        for event in final.values():  # the work is over: no result will change any more
+                    nursery.start_soon(run_one, slot, subtask)
+        for event in final:  # the work is over: no result will change any more
             event.set()
-        while (slot := await pull()) is not None:  # the rest of the input comes out marked
-            final[slot].set()
-        pulled_send.close()
 
     async def deliver() -> None:
         async with send:  # closing it ends the caller's `async for`
-            async for slot in pulled_receive:  # in the order they were pulled: plan order
-                await final[slot].wait()  # every later slot waits for this one
-                result = results.pop(slot, None)
+            for slot, subtask in enumerate(plan):
+                await final[slot].wait()  # in plan order: every later slot waits for this one
+                result = results[slot]
                 if result is None:  # the work ended before this slot did
                     cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"
                     if gave_up:  # past the restart intensity: every slot that did not finish failed
                         cut_short = f"gave up: more than {max_restarts} restarts within {period:g}s"
                     result = SubResult(
-                        subtasks[slot],
+                        subtask,
                         error=cut_short,
                         status=Status.FAILED if gave_up else Status.CANCELLED,
                         attempts=calls[slot],
                     )
-                del subtasks[slot], calls[slot], final[slot]
                 await send.send(result)
-                room.release()  # the caller has it: room for one more
 
     send, receive = trio.open_memory_channel[SubResult[str, str]](0)
     async with trio.open_nursery() as outer:
@@ -177,11 +136,7 @@ async def stream(
 
 
 async def supervise(
-    task: str | Iterable[str] | AsyncIterable[str],
-    worker: Worker[str, str],
-    *,
-    max_workers: int,
-    **options: Any,
+    task: str, worker: Worker[str, str], *, max_workers: int, **options: Any
 ) -> Aggregate[str, str]:
     async with stream(task, worker, max_workers=max_workers, **options) as results:
         return Aggregate([result async for result in results])

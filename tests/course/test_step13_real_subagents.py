@@ -1,8 +1,8 @@
-"""Step 12: the worker is a chat endpoint across HTTP, and the supervisor is its only retry loop.
+"""Step 13: the worker is a chat endpoint across HTTP, and the supervisor is its only retry loop.
 
 The laws run on virtual time: against fake workers raising the agent's own error classes, and
 against the loopback server's app in this process (``httpx2.ASGITransport``), as the runner and
-the docs run the step with ``--virtual``. Step 11, which retries whatever fails after its own
+the docs run the step with ``--virtual``. Step 12, which retries whatever fails after its own
 backoff, breaks the first two (strict xfails).
 """
 
@@ -18,11 +18,11 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from probing import STEP11
+from probing import STEP12
 from rich.console import Console
 from step_laws import flawed, run_virtual
 
-from lessons import step12_real_subagents
+from lessons import step13_real_subagents
 from lessons._course.demos import Demo
 from lessons._course.runner import main
 from lessons._course.running import Run, run_step
@@ -30,12 +30,12 @@ from trio_supervisor import Status, decompose
 from trio_supervisor.agents import PermanentError, RateLimited, TransientError
 from trio_supervisor.testing import SimulatedAgent
 
-STEP12 = step12_real_subagents
-UNDERCUT = "step 11's flaw: its backoff draw decides the wait, whatever the server asked"
-EVERYTHING = "step 11's flaw: it retries whatever fails, a wrong key as much as a 429"
+STEP13 = step13_real_subagents
+UNDERCUT = "step 12's flaw: its backoff draw decides the wait, whatever the server asked"
+EVERYTHING = "step 12's flaw: it retries whatever fails, a wrong key as much as a 429"
 
 
-@pytest.mark.parametrize("step", [flawed(STEP11, UNDERCUT), STEP12])
+@pytest.mark.parametrize("step", [flawed(STEP12, UNDERCUT), STEP13])
 @settings(max_examples=40)
 @given(
     waits=st.lists(st.integers(1, 96).map(lambda k: k / 32), min_size=1, max_size=8),
@@ -73,7 +73,7 @@ def test_a_retry_never_starts_before_the_retry_after_a_429_asked_for(
     run_virtual(main)  # not the fixture: a failure must come out bare for the xfail to match it
 
 
-@pytest.mark.parametrize("step", [flawed(STEP11, EVERYTHING), STEP12])
+@pytest.mark.parametrize("step", [flawed(STEP12, EVERYTHING), STEP13])
 @settings(max_examples=30)
 @given(
     kinds=st.lists(st.sampled_from(["permanent", "transient", "429", "ok"]), min_size=1),
@@ -111,10 +111,10 @@ def test_only_transient_failures_are_retried_and_each_by_the_supervisor_alone(
 
 
 def run_through_server(task: str, agent: SimulatedAgent, **options: Any) -> Run:
-    """Step 12 on ``task`` as the runner runs it with ``--virtual``: the loopback server's app
+    """Step 13 on ``task`` as the runner runs it with ``--virtual``: the loopback server's app
     in this process, scripted by ``agent``, each call traced."""
-    run = Run("step12_real_subagents", Demo("law", task), decompose(task), options)
-    trio.run(run_step, STEP12, run, agent, clock=trio.testing.MockClock(autojump_threshold=0))
+    run = Run("step13_real_subagents", Demo("law", task), decompose(task), options)
+    trio.run(run_step, STEP13, run, agent, clock=trio.testing.MockClock(autojump_threshold=0))
     assert run.error is None, run.error
     return run
 

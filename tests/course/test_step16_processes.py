@@ -1,4 +1,4 @@
-"""Step 15: a crash in a worker's body kills one worker process, not the run.
+"""Step 16: a crash in a worker's body kills one worker process, not the run.
 
 The step before it, given a body that ends its process, dies whole with nothing returned; step
 14, with the same body, returns every other slot's result. Both run in a child Python (one of
@@ -21,7 +21,7 @@ import trio
 import trio.testing
 from rich.console import Console
 
-from lessons import step15_processes as step15
+from lessons import step16_processes as step16
 from lessons._course.arguments import parser
 from lessons._course.demos import Demo, changed_title, demos
 from lessons._course.runner import main
@@ -35,16 +35,16 @@ from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = max(number for number in steps() if number < 14)
-CRASHED = f"WorkerCrashed: {crash_reason(step15.CRASH)}"
+CRASHED = f"WorkerCrashed: {crash_reason(step16.CRASH)}"
 # a child Python imports this checkout's library and course, wherever the installed one points
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
 
 # Runs step argv[1] on "a; b; c" in this process, its worker's body ending its process on "b":
-# called here by a plain async worker (argv[2] == "here") or through step 15's open_worker.
+# called here by a plain async worker (argv[2] == "here") or through step 16's open_worker.
 SCRIPT = """
 import json, sys
 import trio
-from lessons import step15_processes as step15
+from lessons import step16_processes as step16
 from lessons._course.steps import load_step, step as record
 from trio_supervisor.testing import SimulatedAgent
 
@@ -52,7 +52,7 @@ step = load_step(sys.argv[1])
 agent = SimulatedAgent(latencies={"a": 0.1, "b": 0.05, "c": 0.2})
 
 async def here(subtask):
-    return step15.research((subtask, 0.05, "crash" if subtask == "b" else "ok"))
+    return step16.research((subtask, 0.05, "crash" if subtask == "b" else "ok"))
 
 options = record(sys.argv[1]).accepted(max_workers=2)
 
@@ -60,7 +60,7 @@ async def main():
     if sys.argv[2] == "here":
         aggregate = await step.supervise("a; b; c", here, **options)
     else:
-        async with step15.open_worker(agent, crash={"b"}) as worker:
+        async with step16.open_worker(agent, crash={"b"}) as worker:
             aggregate = await step.supervise("a; b; c", worker, **options)
     print(json.dumps([[r.subtask, r.output, r.error] for r in aggregate.results]))
 
@@ -82,8 +82,8 @@ def run_in_child(step: str, where: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_step_before_dies_whole_on_a_crash_and_step_14_returns_every_other_slot() -> None:
     before = run_in_child(steps()[BEFORE], "here")
-    assert (before.returncode, before.stdout) == (step15.CRASH, "")  # nothing returned
-    done = run_in_child("step15_processes", "in a worker process")
+    assert (before.returncode, before.stdout) == (step16.CRASH, "")  # nothing returned
+    done = run_in_child("step16_processes", "in a worker process")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [
         ["a", "findings on a", None],
@@ -161,11 +161,11 @@ async def test_on_virtual_time_the_crash_fails_its_slot_as_the_adapter_reports_i
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     task = "a; b; c"
-    run = CourseRun("step15_processes", Demo("crash", task, crash=frozenset({1})), [], {})
+    run = CourseRun("step16_processes", Demo("crash", task, crash=frozenset({1})), [], {})
     run.plan = decompose(task)
     run.options = {"max_workers": 3}
     agent = SimulatedAgent(latencies={"a": 1.0, "b": 0.5, "c": 2.0})
-    await run_step(step15, run, agent)
+    await run_step(step16, run, agent)
     assert run.aggregate is not None
     assert [r.error for r in run.aggregate] == [None, CRASHED, None]
     assert trio.current_time() == 2.0  # the siblings ran to their ends after the crash
@@ -221,13 +221,13 @@ def test_crash_names_a_slot_of_the_task_and_titles_the_demo_it_changes() -> None
     assert changed_title(changed) == (
         "the demo's 5 subtasks, slot 3 fails, slot 2 kills its process"
     )
-    assert load_step("step15_processes") is step15
+    assert load_step("step16_processes") is step16
 
 
 def test_the_player_offers_a_crash_only_where_a_worker_process_can_end() -> None:
-    *_, crash = dispatch.scenarios("step15_processes")
+    *_, crash = dispatch.scenarios("step16_processes")
     assert (crash.key, crash.label) == ("crashes", "slot 1's process dies, 2 workers")
-    run = crash.run("step15_processes")
+    run = crash.run("step16_processes")
     assert run.aggregate is not None
     assert [r.error for r in run.aggregate] == [None, CRASHED, None, None, None]
     assert "crashes" not in [s.key for s in dispatch.scenarios(steps()[BEFORE])]

@@ -1,4 +1,4 @@
-"""Step 12 end to end, on real sockets and real time (a few seconds in all, nothing asserted
+"""Step 13 end to end, on real sockets and real time (a few seconds in all, nothing asserted
 about how long anything took): the runner starts the loopback server itself, points the step at
 any endpoint with ``--endpoint``, and says what went wrong there in one line, never the key."""
 
@@ -26,7 +26,7 @@ from lessons._course.steps import PART_TWO, step, steps
 from trio_supervisor.testing.devserver import serve
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY = "sk-SENTINEL-step12-5f0e9a1c"
+KEY = "sk-SENTINEL-step13-5f0e9a1c"
 
 
 def closed_port() -> int:
@@ -57,7 +57,7 @@ def test_step_11_runs_against_the_loopback_server_it_starts_with_no_set_up() -> 
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "step12_real_subagents · your task" in done.stdout
+    assert "step13_real_subagents · your task" in done.stdout
     assert "3 ok, 0 failed" in done.stdout  # the third request, over the limit, was retried
     assert done.stderr == ""
 

@@ -1,4 +1,4 @@
-"""Step 13 in the course: its demos re-plan, ``--max-rounds 1`` ends degraded with an answer,
+"""Step 14 in the course: its demos re-plan, ``--max-rounds 1`` ends degraded with an answer,
 ``--json`` carries the rounds, the ledger and the answer, the timeline is headed round by round,
 and ``--planner llm`` runs end to end against the real loopback server (real time, seconds)."""
 
@@ -26,7 +26,7 @@ from lessons._course.steps import load_step, steps
 from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_svg, render_timeline
 
-STEP = "step13_replanning"
+STEP = "step14_replanning"
 SVG = "{http://www.w3.org/2000/svg}"
 FOLLOW_UP = "Acme's discounts"
 REROUTED = "customer reviews, from app stores"
@@ -187,7 +187,7 @@ STATIC = [name for number, name in steps().items() if number < 12]
 def test_no_step_before_asks_the_follow_up_or_the_reroute_that_step_12_asks(name: str) -> None:
     """Every step before 12 runs the plan it was given: whatever the pricing result names and
     whatever fails, its worker is never asked about the competitor nor sent to another source.
-    Step 13, on the same task with the same sub-agent, asks both."""
+    Step 14, on the same task with the same sub-agent, asks both."""
 
     def asked(module: Any) -> list[str]:
         agent = STEP_DEMOS[12][0].agent(0)
