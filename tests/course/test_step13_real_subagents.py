@@ -151,7 +151,7 @@ def test_through_a_server_over_its_limit_every_subtask_is_answered_once_and_no_w
 def test_the_demo_shows_each_429_its_retry_after_wait_and_its_retry() -> None:
     out = io.StringIO()
     console = Console(file=out, width=100, color_system=None, highlight=False)
-    assert main(["11", "--virtual"], console=console) == 0
+    assert main(["13", "--virtual"], console=console) == 0
     printed = out.getvalue()
     assert "╌ told to wait: the wait a 429's Retry-After asked for" in printed
     assert (
@@ -166,7 +166,7 @@ def test_json_keeps_each_failed_attempts_error_and_the_wait_it_asked_for(
 ) -> None:
     out = io.StringIO()
     monkeypatch.setattr("sys.stdout", out)
-    assert main(["11", "--virtual", "--json"], console=Console(file=io.StringIO())) == 0
+    assert main(["13", "--virtual", "--json"], console=Console(file=io.StringIO())) == 0
     first = json.loads(out.getvalue())["runs"][0]
     spans = [span for slot in first["trace"]["slots"] for span in slot["spans"]]
     asked = [span for span in spans if span["retry_after"] is not None]

@@ -226,7 +226,7 @@ def test_a_malformed_company_is_refused_in_one_line_before_any_work(
     with pytest.raises(ValueError, match=re.escape(said)):
         step15.check_task(task)
     with pytest.raises(SystemExit) as exit_:
-        main(["13", "--virtual", "--task", task], console=Console(file=io.StringIO()))
+        main(["15", "--virtual", "--task", task], console=Console(file=io.StringIO()))
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err == (

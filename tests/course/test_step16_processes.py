@@ -34,7 +34,7 @@ from trio_supervisor.processes import crash_reason
 from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parents[2]
-BEFORE = max(number for number in steps() if number < 14)
+BEFORE = max(number for number in steps() if number < 16)
 CRASHED = f"WorkerCrashed: {crash_reason(step16.CRASH)}"
 # a child Python imports this checkout's library and course, wherever the installed one points
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
@@ -94,7 +94,7 @@ def test_the_step_before_dies_whole_on_a_crash_and_step_14_returns_every_other_s
 
 def test_the_readme_line_on_real_time_shows_the_crash_the_timeout_and_the_rest_ok() -> None:
     # the processes are started before the run, so that no timeout counts their start
-    (line,) = (line for line in (ROOT / "README.md").read_text().splitlines() if " 14 --" in line)
+    (line,) = (line for line in (ROOT / "README.md").read_text().splitlines() if " 16 --" in line)
     _, module, lessons, *argv = line.split()
     assert (module, lessons) == ("-m", "lessons")
     done = subprocess.run(
@@ -143,7 +143,7 @@ def outcomes(run: dict[str, Any]) -> list[tuple[str, str | None, str | None]]:
 
 
 def test_a_real_run_with_processes_says_what_the_virtual_run_says_of_every_slot() -> None:
-    argv = ("14", "--task", "a; b; c", "--crash", "1", "--fail", "2")
+    argv = ("16", "--task", "a; b; c", "--crash", "1", "--fail", "2")
     (real,) = run_json(*argv)
     (virtual,) = run_json(*argv, "--virtual")
     assert (
@@ -173,7 +173,7 @@ async def test_on_virtual_time_the_crash_fails_its_slot_as_the_adapter_reports_i
 
 
 def test_the_demos_show_a_crash_contained_and_a_hung_process_killed_by_its_timeout() -> None:
-    crashed, hung = (run_json("14", "--virtual")[n]["aggregate"]["results"] for n in (0, 1))
+    crashed, hung = (run_json("16", "--virtual")[n]["aggregate"]["results"] for n in (0, 1))
     assert [r["error"] for r in crashed] == [
         None,
         CRASHED,
@@ -193,7 +193,7 @@ def test_crash_is_refused_by_a_step_whose_workers_run_in_this_process(
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (
         "python -m lessons: error: --crash needs a step whose workers run in worker processes "
-        f"(14 on): {steps()[BEFORE]} runs them in this process, where a crash would end the "
+        f"(16 on): {steps()[BEFORE]} runs them in this process, where a crash would end the "
         "runner\n"
     )
     assert out.getvalue() == ""
@@ -204,7 +204,7 @@ def test_a_slot_that_crashes_does_nothing_else(
     other: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exit_:
-        main(["14", "--virtual", "--crash", "1", other, "1"], console=Console(file=io.StringIO()))
+        main(["16", "--virtual", "--crash", "1", other, "1"], console=Console(file=io.StringIO()))
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (
         f"python -m lessons: error: slot 1 is given both --crash and {other}: a slot whose "
@@ -214,8 +214,8 @@ def test_a_slot_that_crashes_does_nothing_else(
 
 def test_crash_names_a_slot_of_the_task_and_titles_the_demo_it_changes() -> None:
     with pytest.raises(ValueError, match=r"^--crash 5 is not a slot of the task: slots are 0-4$"):
-        demos(parser().parse_args(["14", "--crash", "5"]), 14)
-    (changed, _) = demos(parser().parse_args(["14", "--crash", "2"]), 14)
+        demos(parser().parse_args(["16", "--crash", "5"]), 16)
+    (changed, _) = demos(parser().parse_args(["16", "--crash", "2"]), 16)
     assert changed.crash == {2}
     assert changed.fail == {3}  # the demo's other slots keep what they do
     assert changed_title(changed) == (
