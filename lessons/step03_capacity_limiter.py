@@ -39,6 +39,16 @@ async def supervise(
     return Aggregate(results)
 
 
+def synthesize(aggregate: Aggregate[str, str]) -> str:
+    lines = []
+    for result in aggregate.results:
+        answer = result.output if result.ok else f"(missing: {result.error})"
+        lines.append(f"{result.subtask}: {answer}")
+    if aggregate.degraded:
+        lines.append(f"(degraded: {aggregate.failed} of {len(aggregate.results)} subtasks failed)")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     from lessons._course.runner import main_for_step
 

@@ -2,9 +2,9 @@
 
 What it adds: each worker's ``Exception`` is caught inside its own task and becomes its slot's
 ``error`` (type and message), so its siblings finish and the run returns every result in plan
-order, with ``succeeded`` and ``failed`` counted. ``synthesize`` merges the outputs into one answer
-and says when it is degraded. Only ``Exception`` is caught: ``trio.Cancelled``,
-``KeyboardInterrupt`` and ``SystemExit`` pass through, so the run can still be cancelled.
+order, with ``succeeded`` and ``failed`` counted, and ``synthesize``'s answer says what is
+missing. Only ``Exception`` is caught: ``trio.Cancelled``, ``KeyboardInterrupt`` and
+``SystemExit`` pass through, so the run can still be cancelled.
 
 What is still wrong: nothing bounds how long a worker may take. One worker that hangs is enough:
 it holds its slot and its capacity token forever, the nursery waits for it, and the run never

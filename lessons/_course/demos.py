@@ -62,15 +62,33 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     5: (RESEARCH, Demo("a sub-agent hangs", FIVE, hang=frozenset({1}))),
     6: (
         Demo(
-            "a sub-agent hangs, another fails once",
-            FIVE,
-            flaky={3: 1},  # supplier risk fails its first call: a second would succeed
-            hang=frozenset({1}),  # the reviews sub-agent never answers
+            "a dozen subtasks, one hangs: its timeout frees its worker for the next",
+            LARGE.task,
+            hang=frozenset({1}),  # competitor pricing never answers
             options={"worker_timeout": 1.5},
         ),
-        Demo(LARGE.title + ", cut short by a deadline", LARGE.task, options={"deadline": 1.5}),
+        Demo(
+            "a dozen subtasks, four hang: their timeouts add up, and the run waits them all out",
+            LARGE.task,
+            hang=frozenset({0, 2, 4, 6}),  # each holds a worker for its whole timeout
+            options={"worker_timeout": 1.5},
+        ),
     ),
     7: (
+        Demo(
+            "the same dozen, four hang, cut short by a deadline",
+            LARGE.task,
+            hang=frozenset({0, 2, 4, 6}),
+            options={"worker_timeout": 1.5, "deadline": 2.0},
+        ),
+        Demo(
+            "a dozen subtasks, one fails once: a second call would succeed, but it is final",
+            LARGE.task,
+            flaky={3: 1},  # inventory fails its first call only
+            options={"deadline": 5.0},
+        ),
+    ),
+    8: (
         Demo(
             "flaky sub-agents, retried",
             FIVE,
@@ -84,7 +102,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"attempts": 4},
         ),
     ),
-    8: (
+    9: (
         Demo(
             "four sub-agents down for good, the run gives up past 3 restarts in 10s",
             FIVE,
@@ -97,15 +115,33 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             slow={4: 4.0},  # hiring trends takes 4 s: the other four wait for it, done
         ),
     ),
-    9: (
+    10: (
+        Demo(
+            "one slow subtask, streamed: every other result is handed over without waiting",
+            FIVE,
+            slow={4: 4.0},  # step 9's demo again: hiring trends takes 4 s, the rest come first
+        ),
+        Demo(
+            "20 reviews, one slow early, left after 8: the workers run on to the end",
+            FEED,
+            slow={1: 3.0},
+            take=8,
+        ),
+    ),
+    11: (
+        Demo(
+            "the same reviews, left after 8: the rest are cancelled",
+            FEED,
+            slow={1: 3.0},
+            take=8,
+        ),
         Demo(
             "20 reviews, one slow early: finished results pile up behind it",
             FEED,
             slow={1: 3.0},  # head-of-line: review 02 holds back everything after it
         ),
-        Demo("the same reviews, left after 8", FEED, slow={1: 3.0}, take=8),
     ),
-    10: (
+    12: (
         Demo(
             "a lazy feed of 20 reviews, one slow early: the window fills",
             FEED,
@@ -113,7 +149,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
         ),
         Demo("the same feed, left after 8 reviews", FEED, slow={1: 3.0}, take=8),
     ),
-    11: (  # through the loopback server, which answers two requests at once (429 beyond)
+    13: (  # through the loopback server, which answers two requests at once (429 beyond)
         Demo(
             "research this company through a server that takes two at once",
             RESEARCH.task,
@@ -126,7 +162,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"worker_timeout": 1.5},
         ),
     ),
-    12: (  # the planner's rules: the step's RULES (a competitor named, the reviews rerouted)
+    14: (  # the planner's rules: the step's RULES (a competitor named, the reviews rerouted)
         Demo(
             "research this company, re-planned from what comes back",
             RESEARCH.task,
@@ -141,7 +177,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"max_rounds": 1},
         ),
     ),
-    13: (  # at most --workers leaves in all: a tie for a place would go to either tree
+    15: (  # at most --workers leaves in all: a tie for a place would go to either tree
         Demo(
             "two companies, one child supervisor each; a leaf fails, its company is degraded",
             TREE,
@@ -157,7 +193,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"attempts": 2, "strategy": "rest_for_one"},
         ),
     ),
-    14: (
+    16: (
         Demo(
             "a sub-agent's process dies, another sub-agent fails",
             FIVE,

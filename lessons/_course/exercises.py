@@ -57,7 +57,7 @@ EXERCISES = ROOT / "exercises"
 HINTS = "hints.json"
 
 #: What a check spends on each law: reproducible (derandomized, no example database), small
-#: enough that a check of every law of step 10 takes seconds, and shrinking on, so that a failure
+#: enough that a check of every law of step 12 takes seconds, and shrinking on, so that a failure
 #: is told by its smallest counterexample.
 CHECK = settings(
     max_examples=20,

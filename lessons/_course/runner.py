@@ -60,8 +60,9 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     if args.crash:
         for name in names:
             if not STEPS[step_number(name)].takes_crash:
+                first = min(number for number, record in STEPS.items() if record.takes_crash)
                 p.error(
-                    f"--crash needs a step whose workers run in worker processes (14 on): "
+                    f"--crash needs a step whose workers run in worker processes ({first} on): "
                     f"{name} runs them in this process, where a crash would end the runner"
                 )
     if args.endpoint is not None and any(STEPS[step_number(n)].asks_endpoint for n in names):

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import lessons
 
 _STEP_NAME = re.compile(r"step(\d\d)_\w+")
-PART_TWO = 11
+PART_TWO = 13
 """The first step of Part II: from it on a step builds on the library's ``Supervisor`` and adds
 one idea in a small file of its own, instead of growing the hand-written ``supervise`` of the
 step before."""
@@ -29,6 +29,8 @@ step before."""
 REQUIRED = None
 """The default a record gives an option its step requires (``max_workers``)."""
 INF = math.inf
+NO_LIMIT = None
+"""The default of a limit a step leaves off (a timeout, a deadline): no limit, as in the library."""
 BACKOFF = (0.25, 4.0)
 
 
@@ -87,17 +89,32 @@ class Step:
         return load_step(self.name)
 
 
-_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}
+_TIMEOUT = {"max_workers": REQUIRED, "worker_timeout": NO_LIMIT}
+_TIMED = {**_TIMEOUT, "deadline": NO_LIMIT}
 _RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
+_LIBRARY_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}  # Part II's
+_LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 
 STEPS: dict[int, Step] = {
     step.number: step
     for step in (
-        Step(1, "step01_serial", "serial"),
-        Step(2, "step02_fan_out", "fan out"),
-        Step(3, "step03_capacity_limiter", "a capacity limiter", options={"max_workers": None}),
-        Step(4, "step04_ordered_slots", "ordered slots", options={"max_workers": None}),
+        Step(1, "step01_serial", "serial", synthesizes=True),
+        Step(2, "step02_fan_out", "fan out", synthesizes=True),
+        Step(
+            3,
+            "step03_capacity_limiter",
+            "a capacity limiter",
+            options={"max_workers": None},
+            synthesizes=True,
+        ),
+        Step(
+            4,
+            "step04_ordered_slots",
+            "ordered slots",
+            options={"max_workers": None},
+            synthesizes=True,
+        ),
         Step(
             5,
             "step05_fault_isolation",
@@ -105,32 +122,41 @@ STEPS: dict[int, Step] = {
             options={"max_workers": None},
             synthesizes=True,
         ),
-        Step(6, "step06_timeouts", "timeouts and a deadline", options=_TIMED, synthesizes=True),
+        Step(6, "step06_worker_timeout", "a worker timeout", options=_TIMEOUT, synthesizes=True),
+        Step(7, "step07_run_deadline", "a run deadline", options=_TIMED, synthesizes=True),
         Step(
-            7,
-            "step07_retries",
+            8,
+            "step08_retries",
             "retries with full-jitter backoff",
             options=_RETRIED,
             synthesizes=True,
         ),
         Step(
-            8,
-            "step08_restart_intensity",
+            9,
+            "step09_restart_intensity",
             "restart intensity",
             options=_RESTARTED,
             synthesizes=True,
         ),
         Step(
-            9,
-            "step09_streaming",
+            10,
+            "step10_streaming",
             "ordered streaming",
             entry="stream",
             options=_RESTARTED,
             synthesizes=True,
         ),
         Step(
-            10,
-            "step10_lazy_window",
+            11,
+            "step11_leaving_early",
+            "leaving early",
+            entry="stream",
+            options=_RESTARTED,
+            synthesizes=True,
+        ),
+        Step(
+            12,
+            "step12_lazy_window",
             "a lazy input and a bounded window",
             entry="stream",
             options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
@@ -138,16 +164,16 @@ STEPS: dict[int, Step] = {
             synthesizes=True,
         ),
         Step(
-            11,
-            "step11_real_subagents",
+            13,
+            "step13_real_subagents",
             "real sub-agents over HTTP",
-            options={**_RETRIED, "attempts": 4, "rate": None, "adaptive": False},
+            options={**_LIBRARY_RETRIED, "attempts": 4, "rate": None, "adaptive": False},
             synthesizes=True,
             hook=frozenset({"virtual", "max_workers", "endpoint", "model"}),
         ),
         Step(
-            12,
-            "step12_replanning",
+            14,
+            "step14_replanning",
             "re-planning",
             options={
                 "max_workers": REQUIRED,
@@ -162,11 +188,11 @@ STEPS: dict[int, Step] = {
             replans=True,
         ),
         Step(
-            13,
-            "step13_supervision_trees",
+            15,
+            "step15_supervision_trees",
             "supervision trees",
             options={
-                **_TIMED,
+                **_LIBRARY_TIMED,
                 "attempts": 1,
                 "intensity": None,
                 "strategy": "one_for_one",
@@ -178,10 +204,10 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            14,
-            "step14_processes",
+            16,
+            "step16_processes",
             "crashes a process contains",
-            options=_RETRIED,
+            options=_LIBRARY_RETRIED,
             synthesizes=True,
             hook=frozenset({"crash", "max_workers", "virtual"}),
         ),

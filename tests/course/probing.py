@@ -1,5 +1,5 @@
-"""What the tests of steps 5-10 share: a probe around a worker, and a way to call any step with
-only the options it accepts (from the course's ``probes``, which the laws run on)."""
+"""What the tests of Part I's later steps share: a probe around a worker, and a way to call any
+step with only the options it accepts (from the course's ``probes``, which the laws run on)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,6 @@ from typing import Any
 
 import pytest
 
-from lessons import (
-    step05_fault_isolation,
-    step06_timeouts,
-    step07_retries,
-    step08_restart_intensity,
-    step09_streaming,
-    step10_lazy_window,
-)
 from lessons._course.probes import (
     HOUR,
     Call,
@@ -27,6 +19,7 @@ from lessons._course.probes import (
     supervise,
     tasks_below,
 )
+from lessons._course.steps import PART_TWO, load_step, steps
 from trio_supervisor.testing import SimulatedAgent
 
 __all__ = [
@@ -38,19 +31,20 @@ __all__ = [
     "odd_fraction",
     "plans",
     "refused",
+    "since",
     "supervise",
     "task_of",
     "tasks_below",
 ]
 
-STEP05, STEP06, STEP07, STEP08, STEP09, STEP10 = (
-    step05_fault_isolation,
-    step06_timeouts,
-    step07_retries,
-    step08_restart_intensity,
-    step09_streaming,
-    step10_lazy_window,
-)
+PART_ONE = {number: load_step(name) for number, name in steps().items() if number < PART_TWO}
+"""Every step of Part I, by number."""
+STEP05, STEP06, STEP07, STEP08, STEP09, STEP10, STEP11, STEP12 = (PART_ONE[n] for n in range(5, 13))
+
+
+def since(first: int) -> list[ModuleType]:
+    """The steps of Part I from step ``first`` on, in order: those that keep its idea."""
+    return [module for number, module in PART_ONE.items() if number >= first]
 
 
 async def refused(step: ModuleType, options: dict[str, Any], message: str) -> None:

@@ -267,7 +267,7 @@ def test_ctrl_c_during_a_real_run_exits_130_without_a_traceback() -> None:
         env={**os.environ, "COLUMNS": "100"},
     )
     assert process.stdout is not None
-    assert "step06_timeouts" in process.stdout.readline()  # the run has begun; it hangs
+    assert "step06_worker_timeout" in process.stdout.readline()  # the run has begun; it hangs
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130

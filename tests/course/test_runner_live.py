@@ -61,7 +61,8 @@ def states(frame: str) -> dict[int, tuple[str, int]]:
 
 def test_a_frame_shows_every_slot_idle_running_then_how_it_ended() -> None:
     # step 6: the reviews sub-agent hangs until its 1.5 s timeout, supplier risk fails
-    frames, run, _ = live_frames(6)
+    five = "competitor pricing; customer reviews; inventory; supplier risk; hiring trends"
+    frames, run, _ = live_frames(6, extra=("--task", five, "--hang", "1", "--fail", "3"))
     assert run.trace is not None
     seen = [states(frame) for frame in frames]
     assert all(set(shown) == set(range(5)) for shown in seen)
@@ -83,8 +84,8 @@ def test_a_frame_shows_every_slot_idle_running_then_how_it_ended() -> None:
 
 
 def test_attempts_count_up_with_each_retry() -> None:
-    # step 7: reviews fails its first two calls, supplier risk its first; three attempts each
-    frames, _, _ = live_frames(7)
+    # step 8: reviews fails its first two calls, supplier risk its first; three attempts each
+    frames, _, _ = live_frames(8)
     seen = [states(frame) for frame in frames]
     assert [shown[1] for shown in seen][-1] == ("ok", 3)
     assert [shown[3] for shown in seen][-1] == ("ok", 2)
@@ -95,15 +96,15 @@ def test_attempts_count_up_with_each_retry() -> None:
 
 
 def test_a_deadline_shows_the_slots_it_cut_as_cancelled() -> None:
-    frames, _, _ = live_frames(6, demo=1)
+    frames, _, _ = live_frames(7, demo=0)
     last = states(frames[-1])
     assert "cancelled" in {state for state, _ in last.values()}
-    assert {state for state, _ in last.values()} <= {"ok", "cancelled", "idle"}
+    assert {state for state, _ in last.values()} <= {"ok", "timed out", "cancelled", "idle"}
 
 
 def test_results_fill_in_plan_order_behind_the_slowest_earlier_slot() -> None:
     # slot 0 takes 3 s: the other four are done long before, and none is a result until it is
-    frames, _, _ = live_frames(8, extra=("--task", "a; b; c; d; e", "--slow", "0:3"))
+    frames, _, _ = live_frames(9, extra=("--task", "a; b; c; d; e", "--slow", "0:3"))
     filled = [re.search(r"results, in plan order: (.*?) \((\d+) of 5\)", f) for f in frames]
     shown = [(match[1], int(match[2])) for match in filled if match is not None]
     assert len(shown) == len(frames)
@@ -119,7 +120,7 @@ def test_results_fill_in_plan_order_behind_the_slowest_earlier_slot() -> None:
 
 
 def test_a_stream_fills_its_results_as_it_hands_them_over() -> None:
-    frames, _, text = live_frames(9, demo=1)  # left after 8 results
+    frames, _, text = live_frames(11, demo=0)  # left after 8 results
     last = re.search(r"\((\d+) of 20\)", frames[-1])
     assert last is not None
     assert int(last[1]) == 8

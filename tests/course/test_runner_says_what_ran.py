@@ -24,6 +24,7 @@ from lessons._course.arguments import parser
 from lessons._course.demos import OPTIONS, STEP_DEMOS, Demo, demos
 from lessons._course.runner import main
 from lessons._course.steps import load_step, step, steps
+from trio_supervisor import decompose
 from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +37,7 @@ def accepting(option: str) -> list[int]:
 
 
 STREAMING = [number for number in STEPS if step(number).streams]
+FIRST = "step10_streaming"  # the first stream: its workers run on after the caller leaves
 RETRYING = accepting("attempts")
 TIMING = min(accepting("worker_timeout"))  # a hung slot ends: a run that went on would end
 
@@ -132,7 +134,8 @@ def takes() -> Iterator[tuple[int, int]]:
 @pytest.mark.parametrize(("number", "take"), list(takes()))
 def test_an_explicit_take_is_what_every_run_does_and_no_run_repeats(number: int, take: int) -> None:
     runs = runs_of(str(number), "--take", str(take))
-    assert all(len(run["aggregate"]["results"]) == take for run in runs)
+    for run in runs:  # a demo of fewer subtasks than the take hands over all of them
+        assert len(run["aggregate"]["results"]) == min(take, len(decompose(run["task"])))
     assert all(run["options"]["take"] == take for run in runs)
     what_ran = [json.dumps([run["task"], run["options"]]) for run in runs]
     assert len(set(what_ran)) == len(what_ran)
@@ -185,7 +188,7 @@ def test_serial_counts_each_retry(number: int) -> None:
     assert run["serial"] == 3 * SimulatedAgent(0).latency("a")
 
 
-@pytest.mark.parametrize("number", STREAMING)
+@pytest.mark.parametrize("number", [number for number in STREAMING if step(number).name != FIRST])
 def test_serial_counts_only_what_ran_before_the_caller_left(number: int) -> None:
     task = "; ".join(f"r{index}" for index in range(10))
     argv = ("--task", task, "--workers", "1", "--window", "1", "--take", "2")

@@ -7,6 +7,7 @@ the same properties on a reader's code.
 
 from __future__ import annotations
 
+import inspect
 from types import ModuleType
 from typing import Any
 
@@ -144,10 +145,15 @@ def test_exactly_the_failing_slots_carry_errors(step: ModuleType) -> None:
     laws.FAILURES_ISOLATED.verify(step)
 
 
+@pytest.mark.parametrize("step", list(STEPS.values()), ids=ids)
+def test_synthesize_arrives_with_the_plan_and_never_changes(step: ModuleType) -> None:
+    assert inspect.getsource(step.synthesize) == inspect.getsource(S1.synthesize)
+
+
 def test_synthesize_merges_in_plan_order_and_flags_a_degraded_answer() -> None:
     plan, spy = spy_for([3.0, 1.0, 2.0], fail=[1])
     aggregate, _ = supervise(S5, plan, spy, 3)
-    assert S5.synthesize(aggregate).splitlines() == [
+    assert S1.synthesize(aggregate).splitlines() == [
         "s0: out:s0",
         "s1: (missing: ValueError: s1 failed)",
         "s2: out:s2",

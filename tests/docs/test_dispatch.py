@@ -115,7 +115,7 @@ def test_scenarios_are_offered_only_where_the_step_can_tell_them_apart() -> None
     assert keys["step02_fan_out"] == ["workers", "fails", "hangs"]
     workers = ["workers-1", "workers-2", "workers-3", "workers-4"]
     assert keys["step03_capacity_limiter"] == [*workers, "fails", "hangs"]
-    assert keys["step07_retries"] == [*workers, "fails", "retried", "hangs"]
+    assert keys["step08_retries"] == [*workers, "fails", "retried", "hangs"]
     for scenario in dispatch.scenarios("step04_ordered_slots")[:4]:
         assert scenario.run("step04_ordered_slots").options == {"max_workers": scenario.workers}
 

@@ -1,5 +1,5 @@
 """The library's restart intensity and restart strategies (Erlang/OTP's), and that the library
-and the course's step 8 agree on every run they both accept.
+and the course's step 9 agree on every run they both accept.
 
 All on virtual time.
 """
@@ -14,7 +14,7 @@ import trio
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from lessons import step08_restart_intensity as step08
+from lessons import step09_restart_intensity as step09
 from tests.library.virtual_time import run_virtual
 from trio_supervisor import Aggregate, Backoff, Restarts, Status, Strategy, Supervisor
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
@@ -77,7 +77,7 @@ def test_the_library_and_step_8_agree_on_every_run_they_both_accept(
 ) -> None:
     """Both accept any plan, worker, attempts, intensity and timeout; they schedule alike where
     nobody waits for a worker (``max_workers`` is the plan's size) and retries start at once
-    (step 8 releases a worker between attempts, the library keeps it; with a wait for a place
+    (step 9 releases a worker between attempts, the library keeps it; with a wait for a place
     the two orders differ by design). There every slot ends the same: status, calls, output,
     and the error of a failure or of giving up (a timeout's text is each one's own)."""
     plan, latencies, fail, flaky, hang = agent
@@ -88,7 +88,7 @@ def test_the_library_and_step_8_agree_on_every_run_they_both_accept(
         return SimulatedAgent(fail=fail, hang=hang, flaky=flaky, latencies=latencies)
 
     async def both() -> tuple[Aggregate[str, str], Aggregate[str, str]]:
-        course = await step08.supervise(
+        course = await step09.supervise(
             task,
             make(),
             max_workers=len(plan),

@@ -1,18 +1,13 @@
-"""Step 9: ordered streaming. Each result is handed over as soon as every earlier one is.
+"""Step 11: leaving early. Leaving the stream's block cancels every worker still running.
 
-What it adds: ``stream``, an async context manager that yields a channel of results in plan
-order: ``async with stream(task, worker, max_workers=4) as results: async for result in
-results: ...``. Each slot gets a ``trio.Event``, set once its result will not change; a deliverer
-task waits for slot 0's, hands its result over, then slot 1's, and so on, so a result comes out
-the moment it and every earlier one are final. When the work ends early (a deadline, or giving
-up) every event is set and the slots left come out marked. Leaving the ``async with`` block, early
-or not, cancels every worker still running, and no worker is called after it: a worker's task
-checks for cancellation before it calls. ``supervise`` is now the stream, collected.
+What it adds: once the caller's ``async with`` block ends, early or not, the stream cancels its
+own nursery: every worker still running is cancelled at once, every retry still waiting is
+dropped, and the block ends as soon as they have unwound. A worker's task checks for
+cancellation before it calls, so a task started in the instant the caller left never calls its
+sub-agent. A caller that wants the first few results pays for those, not for the whole plan.
 
-What is still wrong: the plan is known and whole before the first worker starts, and nothing holds
-the work back while the caller waits for an early slot that runs long: later slots run on, and
-their finished results pile up behind it without bound. An input of unknown length, a feed, can't
-be run at all.
+What is still wrong: nothing holds the work back while the caller waits for an early slot that
+runs long: later slots run on, and their finished results pile up behind it without bound.
 """
 
 from __future__ import annotations
@@ -35,17 +30,19 @@ async def stream(
     worker: Worker[str, str],
     *,
     max_workers: int,
-    worker_timeout: float = math.inf,
-    deadline: float = math.inf,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
     attempts: int = 1,
     intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
 ) -> AsyncIterator[trio.MemoryReceiveChannel[SubResult[str, str]]]:
-    if not worker_timeout > 0:  # also refuses NaN
+    if worker_timeout is not None and not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
-    if not deadline > 0:
+    if deadline is not None and not deadline > 0:
         raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+    timeout = math.inf if worker_timeout is None else worker_timeout  # None: no limit
+    budget = math.inf if deadline is None else deadline  # None: no deadline
     if not attempts >= 1:
         raise ValueError(f"attempts must be >= 1, got {attempts}")
     if intensity is not None and not (intensity[0] >= 0 and intensity[1] > 0):
@@ -70,7 +67,7 @@ async def stream(
         await trio.lowlevel.checkpoint_if_cancelled()  # the caller may have left since
         calls[slot] += 1
         try:
-            with trio.fail_after(worker_timeout):  # in the worker's own task: times it alone
+            with trio.fail_after(timeout):  # in the worker's own task: times it alone
                 output = await worker(subtask)
             results[slot] = SubResult(subtask, output=output, attempts=calls[slot])
         except trio.TooSlowError:
@@ -105,7 +102,7 @@ async def stream(
 
     async def work() -> None:
         nonlocal nursery
-        with trio.move_on_after(deadline):  # cancels whatever still runs or waits, then returns
+        with trio.move_on_after(budget):  # cancels whatever still runs or waits, then returns
             async with trio.open_nursery() as nursery:
                 for slot, subtask in enumerate(plan):
                     await limiter.acquire_on_behalf_of(slot)
@@ -119,7 +116,7 @@ async def stream(
                 await final[slot].wait()  # in plan order: every later slot waits for this one
                 result = results[slot]
                 if result is None:  # the work ended before this slot did
-                    cut_short = f"cancelled: the run's deadline of {deadline:g}s passed first"
+                    cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"
                     if gave_up:  # past the restart intensity: every slot that did not finish failed
                         cut_short = f"gave up: more than {max_restarts} restarts within {period:g}s"
                     result = SubResult(

@@ -1,4 +1,4 @@
-"""Step 8: a restart intensity: at most R restarts within any T seconds, past which the run gives
+"""Step 9: a restart intensity: at most R restarts within any T seconds, past which the run gives
 up, and every slot that did not finish fails with "gave up".
 
 All on virtual time, with seeded jitter.
@@ -17,17 +17,15 @@ import trio
 from lessons._course import laws
 from tests.course.probing import (
     HOUR,
-    STEP08,
-    STEP09,
-    STEP10,
     refused,
+    since,
 )
 from tests.course.step_laws import cases
 from trio_supervisor import Status
 from trio_supervisor.testing import SimulatedAgent
 
-SINCE_8 = [STEP08, STEP09, STEP10]
-FLAW = "step 7's flaw: nothing limits the retries of the run as a whole"
+SINCE_9 = since(9)
+FLAW = "step 8's flaw: nothing limits the retries of the run as a whole"
 
 
 @pytest.mark.parametrize("step", cases(laws.AT_MOST_R_RESTARTS_IN_T))
@@ -42,7 +40,7 @@ def test_past_the_restart_intensity_the_supervisor_gives_up_and_fails_the_rest(
     laws.GIVES_UP_PAST_THE_INTENSITY.verify(step)
 
 
-@pytest.mark.parametrize("step", SINCE_8)
+@pytest.mark.parametrize("step", SINCE_9)
 async def test_a_slot_waiting_for_its_retry_when_the_run_gives_up_fails_with_gave_up(
     step: ModuleType, autojump_clock: trio.abc.Clock
 ) -> None:
@@ -58,7 +56,7 @@ async def test_a_slot_waiting_for_its_retry_when_the_run_gives_up_fails_with_gav
     ]
 
 
-@pytest.mark.parametrize("step", SINCE_8)
+@pytest.mark.parametrize("step", SINCE_9)
 async def test_restarts_spread_wider_than_the_period_never_trip_the_intensity(
     step: ModuleType, autojump_clock: trio.abc.Clock
 ) -> None:
@@ -72,7 +70,7 @@ async def test_restarts_spread_wider_than_the_period_never_trip_the_intensity(
     assert aggregate.results[1].error == "SubAgentError: sub-agent failed on 'b'"
 
 
-@pytest.mark.parametrize("step", SINCE_8)
+@pytest.mark.parametrize("step", SINCE_9)
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -1,4 +1,4 @@
-"""Step 7: retries with full-jitter backoff.
+"""Step 8: retries with full-jitter backoff.
 
 All on virtual time, with seeded jitter. Waits drawn from ``random.Random`` are not on a binary
 grid, so the one law about them compares with a relative tolerance; every other time is exact.
@@ -15,12 +15,12 @@ import pytest
 import trio
 
 from lessons._course import laws
-from tests.course.probing import STEP07, STEP08, STEP09, STEP10, Probe, refused
+from tests.course.probing import Probe, refused, since
 from tests.course.step_laws import cases, run_virtual
 from trio_supervisor.testing import SimulatedAgent
 
-SINCE_7 = [STEP07, STEP08, STEP09, STEP10]
-FLAW = "step 6's flaw: every failure is final"
+SINCE_8 = since(8)
+FLAW = "step 7's flaw: every failure is final"
 
 
 @pytest.mark.parametrize("step", cases(laws.TRANSIENT_FAILURE_RETRIED))
@@ -47,7 +47,7 @@ def test_each_wait_before_a_restart_is_a_seeded_draw_within_the_backoff_bound(
     laws.WAITS_ARE_SEEDED_DRAWS.verify(step)
 
 
-@pytest.mark.parametrize("step", SINCE_7)
+@pytest.mark.parametrize("step", SINCE_8)
 def test_the_same_seed_replays_the_same_run(step: ModuleType) -> None:
     def starts(seed: int) -> list[float]:
         probe = Probe(SimulatedAgent(fail={"b", "d"}))
@@ -62,7 +62,7 @@ def test_the_same_seed_replays_the_same_run(step: ModuleType) -> None:
     assert starts(7) != starts(8)
 
 
-@pytest.mark.parametrize("step", SINCE_7)
+@pytest.mark.parametrize("step", SINCE_8)
 async def test_a_slot_waiting_to_retry_holds_no_capacity_token(
     step: ModuleType, autojump_clock: trio.abc.Clock
 ) -> None:
@@ -78,7 +78,7 @@ async def test_a_slot_waiting_to_retry_holds_no_capacity_token(
     assert [result.attempts for result in aggregate.results] == [2, 1]
 
 
-@pytest.mark.parametrize("step", SINCE_7)
+@pytest.mark.parametrize("step", SINCE_8)
 @pytest.mark.parametrize(
     ("options", "message"),
     [

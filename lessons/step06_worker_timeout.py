@@ -1,18 +1,14 @@
-"""Step 6: timeouts and a deadline. A hung worker loses its slot; a late run returns what it has.
+"""Step 6: a worker timeout. A hung worker loses its slot, and the next subtask gets its token.
 
 What it adds: each worker runs under ``trio.fail_after(worker_timeout)`` *inside its own task* (a
 cancel scope covers only the task that entered it: around ``start_soon`` it would time nothing).
 Past its timeout the worker is cancelled, its slot is marked ``TIMED_OUT``, its token goes back
-and the next subtask starts. A timeout bounds each worker, not the run: ``n`` subtasks on ``k``
-workers may still take ``n / k`` timeouts, longer than whoever waits for the answer can (a user,
-or a request with its own budget). So ``trio.move_on_after(deadline)`` around the whole run
-cancels whatever still runs or waits once the budget is spent, and the run returns: finished
-slots keep their results, the rest are ``CANCELLED`` (``attempts`` 0 if they never started), and
-the answer says it is degraded. Nothing outlives the call: the nursery waits for every cancelled
-worker to unwind.
+and the next subtask starts. ``worker_timeout=None``, the default, is no limit, as in the library;
+a timeout that is not a positive number of seconds is refused before any work starts.
 
-What is still wrong: every failure is final, though most failures of a remote sub-agent are
-transient (a rate limit, a dropped connection) and would succeed if tried again a little later.
+What is still wrong: a timeout bounds each worker, not the run. ``n`` subtasks on ``k`` workers
+may still take ``n / k`` timeouts, longer than whoever waits for the answer can (a user, or a
+request with its own budget), and nothing lets the run stop early and return what it has.
 """
 
 from __future__ import annotations
@@ -29,24 +25,20 @@ async def supervise(
     worker: Worker[str, str],
     *,
     max_workers: int,
-    worker_timeout: float = math.inf,
-    deadline: float = math.inf,
+    worker_timeout: float | None = None,
 ) -> Aggregate[str, str]:
-    if not worker_timeout > 0:  # also refuses NaN
+    if worker_timeout is not None and not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
-    if not deadline > 0:
-        raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+    timeout = math.inf if worker_timeout is None else worker_timeout  # None: no limit
     plan = decompose(task)
     results: list[SubResult[str, str] | None] = [None] * len(plan)
-    calls = [0] * len(plan)  # how many times each slot's worker was called
     if max_workers < 1:  # a limiter with no token admits nobody: the run would never end
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     limiter = trio.CapacityLimiter(max_workers)
 
     async def run_one(slot: int, subtask: str) -> None:
-        calls[slot] += 1
         try:
-            with trio.fail_after(worker_timeout):  # in the worker's own task: times it alone
+            with trio.fail_after(timeout):  # in the worker's own task: times it alone
                 output = await worker(subtask)
             results[slot] = SubResult(subtask, output=output)
         except trio.TooSlowError:
@@ -57,20 +49,11 @@ async def supervise(
         finally:
             limiter.release_on_behalf_of(slot)
 
-    with trio.move_on_after(deadline):  # cancels whatever still runs or waits, then returns
-        async with trio.open_nursery() as nursery:
-            for slot, subtask in enumerate(plan):
-                await limiter.acquire_on_behalf_of(slot)
-                nursery.start_soon(run_one, slot, subtask)
-    cut_short = f"cancelled: the run's deadline of {deadline:g}s passed first"
-    return Aggregate(
-        [
-            SubResult(subtask, error=cut_short, status=Status.CANCELLED, attempts=calls[slot])
-            if result is None
-            else result
-            for slot, (subtask, result) in enumerate(zip(plan, results, strict=True))
-        ]
-    )
+    async with trio.open_nursery() as nursery:
+        for slot, subtask in enumerate(plan):
+            await limiter.acquire_on_behalf_of(slot)
+            nursery.start_soon(run_one, slot, subtask)
+    return Aggregate([result for result in results if result is not None])
 
 
 def synthesize(aggregate: Aggregate[str, str]) -> str:

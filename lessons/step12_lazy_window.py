@@ -1,4 +1,4 @@
-"""Step 10: a lazy input and a bounded window. A subtask is pulled only when there is room.
+"""Step 12: a lazy input and a bounded window. A subtask is pulled only when there is room.
 
 What it adds: the input may be any iterable or async iterable (a ``str`` is decomposed as before),
 pulled one subtask at a time, by one task, as the work needs it. A ``trio.Semaphore(window)``
@@ -36,8 +36,8 @@ async def stream(
     *,
     max_workers: int,
     window: int | None = None,
-    worker_timeout: float = math.inf,
-    deadline: float = math.inf,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
     attempts: int = 1,
     intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
@@ -46,10 +46,12 @@ async def stream(
     window = 2 * max_workers if window is None else window
     if not window >= max_workers:
         raise ValueError(f"window must be >= max_workers ({max_workers}), got {window}")
-    if not worker_timeout > 0:  # also refuses NaN
+    if worker_timeout is not None and not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
-    if not deadline > 0:
+    if deadline is not None and not deadline > 0:
         raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+    timeout = math.inf if worker_timeout is None else worker_timeout  # None: no limit
+    budget = math.inf if deadline is None else deadline  # None: no deadline
     if not attempts >= 1:
         raise ValueError(f"attempts must be >= 1, got {attempts}")
     if intensity is not None and not (intensity[0] >= 0 and intensity[1] > 0):
@@ -82,7 +84,7 @@ async def stream(
         await trio.lowlevel.checkpoint_if_cancelled()  # the caller may have left since
         calls[slot] += 1
         try:
-            with trio.fail_after(worker_timeout):  # in the worker's own task: times it alone
+            with trio.fail_after(timeout):  # in the worker's own task: times it alone
                 output = await worker(subtask)
             results[slot] = SubResult(subtask, output=output, attempts=calls[slot])
         except trio.TooSlowError:
@@ -136,7 +138,7 @@ async def stream(
 
     async def work() -> None:
         nonlocal nursery
-        with trio.move_on_after(deadline):  # cancels whatever still runs or waits, then returns
+        with trio.move_on_after(budget):  # cancels whatever still runs or waits, then returns
             async with trio.open_nursery() as nursery:
                 while (slot := await pull()) is not None:
                     await limiter.acquire_on_behalf_of(slot)
@@ -153,7 +155,7 @@ async def stream(
                 await final[slot].wait()  # every later slot waits for this one
                 result = results.pop(slot, None)
                 if result is None:  # the work ended before this slot did
-                    cut_short = f"cancelled: the run's deadline of {deadline:g}s passed first"
+                    cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"
                     if gave_up:  # past the restart intensity: every slot that did not finish failed
                         cut_short = f"gave up: more than {max_restarts} restarts within {period:g}s"
                     result = SubResult(

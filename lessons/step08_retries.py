@@ -1,22 +1,22 @@
-"""Step 8: restart intensity. Past R restarts within T seconds, the run gives up and says so.
+"""Step 8: retries with full-jitter backoff. A failed slot waits, then is tried again.
 
-What it adds: after Erlang/OTP's supervisors, ``intensity=(R, T)`` bounds the restarts of the whole
-run: at most ``R`` within any ``T`` seconds. The supervisor keeps the times of the restarts of the
-last ``T`` seconds; a failure that would make one more is taken as a sign that the failures are
-not transient. Then it gives up at once: it cancels whatever still runs or waits, and every slot
-that did not finish fails with ``gave up: more than R restarts within Ts``. Slots that finished
-keep their results, and the slot whose failure was one too many keeps its own error: the answer
-is degraded, not lost, and it comes without waiting out the backoffs.
+What it adds: a failed attempt (an exception or a timeout) ends its task, which gives its capacity
+token back; while the slot has been called fewer than ``attempts`` times, a retry task waits a
+backoff, takes a token again and starts the slot anew. The wait is *full jitter*: after a slot's
+``n``-th call it is drawn uniformly from ``[0, min(most, first * 2**(n - 1))]`` with
+``backoff=(first, most)``. The bound doubles, to give a struggling sub-agent room; the draw
+spreads the retries of many slots instead of sending them back in lockstep. The draws come from
+``random.Random(seed)``, so a run can be replayed.
 
-What is still wrong: the caller gets nothing until the last slot is done. A result finished in
-the first second waits, with all the others, for the slowest slot of the plan.
+What is still wrong: nothing limits the retries of the run as a whole. When the sub-agent is down
+for good, not for a moment, every slot still spends all its attempts on it, and the run goes on
+calling a dead endpoint for as long as its backoffs last before it admits the failure.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections import deque
 
 import trio
 
@@ -28,24 +28,22 @@ async def supervise(
     worker: Worker[str, str],
     *,
     max_workers: int,
-    worker_timeout: float = math.inf,
-    deadline: float = math.inf,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
     attempts: int = 1,
-    intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
 ) -> Aggregate[str, str]:
-    if not worker_timeout > 0:  # also refuses NaN
+    if worker_timeout is not None and not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
-    if not deadline > 0:
+    if deadline is not None and not deadline > 0:
         raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+    timeout = math.inf if worker_timeout is None else worker_timeout  # None: no limit
+    budget = math.inf if deadline is None else deadline  # None: no deadline
     if not attempts >= 1:
         raise ValueError(f"attempts must be >= 1, got {attempts}")
-    if intensity is not None and not (intensity[0] >= 0 and intensity[1] > 0):
-        raise ValueError(f"intensity must be (R >= 0 restarts, T > 0 seconds), got {intensity}")
     if not 0 <= backoff[0] <= backoff[1]:
         raise ValueError(f"backoff must be (first, most) with 0 <= first <= most, got {backoff}")
-    max_restarts, period = intensity if intensity is not None else (math.inf, math.inf)
     plan = decompose(task)
     results: list[SubResult[str, str] | None] = [None] * len(plan)
     calls = [0] * len(plan)  # how many times each slot's worker was called
@@ -53,14 +51,11 @@ async def supervise(
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     limiter = trio.CapacityLimiter(max_workers)
     jitter = random.Random(seed)  # the backoffs' draws: the same seed replays the same run
-    restarts: deque[float] = deque()  # when each restart of the last `period` seconds happened
-    gave_up = False
 
     async def run_one(slot: int, subtask: str) -> None:
-        nonlocal gave_up
         calls[slot] += 1
         try:
-            with trio.fail_after(worker_timeout):  # in the worker's own task: times it alone
+            with trio.fail_after(timeout):  # in the worker's own task: times it alone
                 output = await worker(subtask)
             results[slot] = SubResult(subtask, output=output, attempts=calls[slot])
         except trio.TooSlowError:
@@ -74,14 +69,6 @@ async def supervise(
             limiter.release_on_behalf_of(slot)
         result = results[slot]
         if result is not None and not result.ok and calls[slot] < attempts:
-            now = trio.current_time()
-            while restarts and restarts[0] <= now - period:  # forget what is older than T
-                restarts.popleft()
-            if len(restarts) >= max_restarts:  # one restart too many: give up on the run
-                gave_up = True
-                nursery.cancel_scope.cancel()
-                return
-            restarts.append(now)
             results[slot] = None  # unfinished again, until its next attempt ends
             nursery.start_soon(retry, slot, subtask)
 
@@ -91,22 +78,15 @@ async def supervise(
         await limiter.acquire_on_behalf_of(slot)
         nursery.start_soon(run_one, slot, subtask)
 
-    with trio.move_on_after(deadline):  # cancels whatever still runs or waits, then returns
+    with trio.move_on_after(budget):  # cancels whatever still runs or waits, then returns
         async with trio.open_nursery() as nursery:
             for slot, subtask in enumerate(plan):
                 await limiter.acquire_on_behalf_of(slot)
                 nursery.start_soon(run_one, slot, subtask)
-    cut_short = f"cancelled: the run's deadline of {deadline:g}s passed first"
-    if gave_up:  # past the restart intensity: every slot that did not finish failed
-        cut_short = f"gave up: more than {max_restarts} restarts within {period:g}s"
+    cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"
     return Aggregate(
         [
-            SubResult(
-                subtask,
-                error=cut_short,
-                status=Status.FAILED if gave_up else Status.CANCELLED,
-                attempts=calls[slot],
-            )
+            SubResult(subtask, error=cut_short, status=Status.CANCELLED, attempts=calls[slot])
             if result is None
             else result
             for slot, (subtask, result) in enumerate(zip(plan, results, strict=True))

@@ -1,4 +1,4 @@
-"""Step 10: a lazy input, pulled only while the window has room; head-of-line blocking.
+"""Step 12: a lazy input, pulled only while the window has room; head-of-line blocking.
 
 All on virtual time. Latencies are whole 1/32 s, so arrival times are exact.
 
@@ -17,7 +17,7 @@ import trio
 
 from lessons._course import laws
 from tests.course.probing import (
-    STEP10,
+    STEP12,
     Probe,
     agent_with,
     arrivals,
@@ -27,7 +27,7 @@ from tests.course.step_laws import cases
 from trio_supervisor import Status
 from trio_supervisor.testing import SimulatedAgent
 
-FLAW = "step 9's flaw: nothing holds the work back while the caller waits for an early slot"
+FLAW = "step 10's flaw: nothing holds the work back while the caller waits for an early slot"
 
 
 @pytest.mark.parametrize("step", cases(laws.HELD_TO_THE_WINDOW))
@@ -47,7 +47,7 @@ async def test_head_of_line_blocking_holds_the_window_while_an_early_slot_runs_l
 ) -> None:
     probe = Probe(agent_with([8, 96, 8, 8, 8, 8, 8, 8]))  # slot 1 takes 3 s, the rest 0.25 s
     start = trio.current_time()
-    got = await arrivals(STEP10, task_of(8), probe, max_workers=2, window=4)
+    got = await arrivals(STEP12, task_of(8), probe, max_workers=2, window=4)
     # slot 0 at 0.25 s; slots 1-4 wait for slot 1 and come out together at 3 s, then the rest
     assert [time - start for time, _ in got] == [0.25, 3, 3, 3, 3, 3.25, 3.25, 3.5]
     # while slot 1 runs, the window (slots 1-4) is full: nothing more is pulled, workers idle
@@ -64,7 +64,7 @@ async def test_after_a_deadline_the_rest_of_a_finite_input_still_comes_out_marke
     autojump_clock: trio.abc.Clock,
 ) -> None:
     probe = Probe(agent_with([8] * 10))
-    aggregate = await STEP10.supervise(task_of(10), probe, max_workers=1, window=2, deadline=0.6)
+    aggregate = await STEP12.supervise(task_of(10), probe, max_workers=1, window=2, deadline=0.6)
     assert [result.subtask for result in aggregate.results] == [f"s{slot}" for slot in range(10)]
     assert [result.status for result in aggregate.results] == [Status.OK] * 2 + [
         Status.CANCELLED
@@ -82,7 +82,7 @@ async def test_an_async_iterable_input_is_pulled_lazily_too(autojump_clock: trio
     got = []
     async with (
         aclosing(planner()) as plan,
-        STEP10.stream(plan, SimulatedAgent(), max_workers=2) as results,
+        STEP12.stream(plan, SimulatedAgent(), max_workers=2) as results,
     ):
         async for result in results:
             got.append(result.subtask)
@@ -99,7 +99,7 @@ async def test_an_error_in_the_input_comes_out_of_the_stream(
     with pytest.RaisesGroup(
         pytest.RaisesExc(LookupError, match="^the plan broke$"), flatten_subgroups=True
     ):
-        async with STEP10.stream(broken(), SimulatedAgent(), max_workers=2) as results:
+        async with STEP12.stream(broken(), SimulatedAgent(), max_workers=2) as results:
             async for _ in results:
                 pass
 
@@ -107,6 +107,6 @@ async def test_an_error_in_the_input_comes_out_of_the_stream(
 async def test_a_window_smaller_than_max_workers_is_refused_before_any_work() -> None:
     agent = SimulatedAgent()
     with pytest.raises(ValueError, match=r"^window must be >= max_workers \(4\), got 3$"):
-        async with STEP10.stream("a; b", agent, max_workers=4, window=3):
+        async with STEP12.stream("a; b", agent, max_workers=4, window=3):
             pass
     assert not agent.calls
