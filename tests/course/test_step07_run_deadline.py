@@ -15,10 +15,10 @@ from types import ModuleType
 
 import pytest
 import trio
-from probing import STEP06, refused, since
-from step_laws import cases
 
 from lessons._course import laws
+from tests.course.probing import STEP06, refused, since
+from tests.course.step_laws import cases
 from trio_supervisor.testing import SimulatedAgent
 
 SINCE_7 = since(7)

@@ -13,10 +13,10 @@ from types import ModuleType
 
 import pytest
 import trio
-from probing import HOUR, Probe, since
-from step_laws import cases
 
 from lessons._course import laws
+from tests.course.probing import HOUR, Probe, since
+from tests.course.step_laws import cases
 from trio_supervisor.testing import SimulatedAgent
 
 SINCE_11 = since(11)
