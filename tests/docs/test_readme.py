@@ -10,6 +10,8 @@ import pytest
 import trio
 import trio.testing
 
+import trio_supervisor
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
@@ -26,3 +28,14 @@ def test_the_readme_example_prints_what_the_readme_shows(
     monkeypatch.setattr(trio, "run", virtual)
     exec(compile(example, str(README), "exec"), {"__name__": "readme"})
     assert capsys.readouterr().out == printed
+
+
+def test_the_readme_names_every_public_name() -> None:
+    """The paragraph that says "The public names are few" lists every name of
+    ``trio_supervisor.__all__``, so a new public name cannot go unmentioned."""
+    (paragraph,) = [
+        block for block in README.read_text().split("\n\n") if "The public names are few" in block
+    ]
+    named = set(re.findall(r"`(\w+)`", paragraph))
+    missing = sorted(set(trio_supervisor.__all__) - {"__version__"} - named)
+    assert missing == [], f"README.md's list of public names lacks {missing}"
