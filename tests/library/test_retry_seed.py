@@ -68,8 +68,7 @@ def whole_run(
             for slot in trace.slots
         ]
         ended = [
-            (r.status, r.attempts, r.output, r.error, (r.finished or 0) - origin)
-            for r in aggregate
+            (r.status, r.attempts, r.output, r.error, (r.finished or 0) - origin) for r in aggregate
         ]
         return spans, ended
 
