@@ -14,9 +14,10 @@ a turn of the scheduler brings no other ending before it decides them (a result,
 restart, giving up). Until then no slot is admitted and no place given back, so a seeded run
 repeats exactly, ties included. The attempts are timed by their own scope's deadline rather
 than by the run's [`Timer`][trio_supervisor._engine.attempt.Timer] task, so that an attempt that
-times out ends in the same turn as a worker that ends at that instant. (An ending that only
-follows after turns with none, such as a worker that waits on a sibling's ending, or a meter
-that hands its token on, is decided after the others.)
+times out ends in the same turn as a worker that ends at that instant. What trio's order still
+decides: an ending that follows only after a turn with none (a worker that waits on a sibling's
+ending) is decided after the others, and the attempts that start at one instant wait on a meter
+that cannot let them all through in the order trio runs them.
 """
 
 from __future__ import annotations
