@@ -48,9 +48,10 @@ def test_after_the_deadline_no_worker_is_called(
             assert (result.status, result.attempts) == (Status.CANCELLED, 0)
 
 
+@pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize("k", [1, 3])
 async def test_a_worker_that_never_awaits_cannot_hold_the_scheduler_for_the_whole_run(
-    autojump_clock: Any, k: int
+    autojump_clock: Any, k: int, path: str
 ) -> None:
     n = 100
     calls = 0
@@ -66,7 +67,7 @@ async def test_a_worker_that_never_awaits_cannot_hold_the_scheduler_for_the_whol
 
     async def run() -> None:
         with scope:
-            await Supervisor(never_awaits, max_workers=k).run(range(n))
+            await Supervisor(never_awaits, max_workers=k, **PATHS[path]).run(range(n))
 
     async def cancel_after_the_first_call() -> None:
         await first_call.wait()

@@ -1,4 +1,6 @@
-"""Supervisor.run's deadline: the run returns what it has when time is up, every slot accounted."""
+"""Supervisor.run's deadline: the run returns what it has when time is up, every slot accounted,
+on either path a run takes (``PATHS``). Nothing here is retried, so no strategy restarts a slot
+and every path follows one schedule."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tests.library.scripted_worker import (
+    PATHS,
     Script,
     behaviours,
     hang,
@@ -21,20 +23,21 @@ from tests.library.scripted_worker import (
     plain_behaviours,
 )
 from tests.library.virtual_time import list_schedule, run_virtual
+
 from trio_supervisor import Aggregate, Status, Supervisor, Trace
 
 
 @settings(max_examples=80, deadline=None)
-@given(data=st.data(), k=st.integers(min_value=1, max_value=6))
+@given(data=st.data(), k=st.integers(min_value=1, max_value=6), path=st.sampled_from(list(PATHS)))
 def test_a_deadline_keeps_finished_results_and_cancels_the_rest_once(
-    data: st.DataObject, k: int
+    data: st.DataObject, k: int, path: str
 ) -> None:
     timeout = data.draw(st.none() | odd_64ths, label="timeout")
     deadline = data.draw(odd_128ths, label="deadline")
     pool = plain_behaviours if timeout is None else behaviours
     script = Script(data.draw(st.lists(pool, max_size=16), label="behaviours"))
     n = len(script.behaviours)
-    supervisor = Supervisor(script, max_workers=k, timeout=timeout)
+    supervisor = Supervisor(script, max_workers=k, timeout=timeout, **PATHS[path])
 
     async def main() -> tuple[Aggregate[int, str], Aggregate[int, str], float, float]:
         start = trio.current_time()
@@ -44,7 +47,9 @@ def test_a_deadline_keeps_finished_results_and_cancels_the_rest_once(
         assert live_tasks() == baseline  # no task outlives the run
         assert script.in_flight == 0
         script.calls.clear()
-        unlimited = await Supervisor(script, max_workers=k, timeout=timeout).run(range(n))
+        unlimited = await Supervisor(script, max_workers=k, timeout=timeout, **PATHS[path]).run(
+            range(n)
+        )
         return cut, unlimited, start, wall
 
     cut, unlimited, start, wall = run_virtual(main)
@@ -84,12 +89,16 @@ def test_a_deadline_keeps_finished_results_and_cancels_the_rest_once(
     assert sum(statuses.count(status) for status in Status) == n
 
 
-async def test_the_run_returns_at_the_deadline_with_what_it_has(autojump_clock: Any) -> None:
+@pytest.mark.parametrize("path", PATHS)
+async def test_the_run_returns_at_the_deadline_with_what_it_has(
+    autojump_clock: Any, path: str
+) -> None:
     script = Script([ok(8), hang(), ok(32), ok(16), ok(1)])
     plan = list(range(5))
     trace = Trace(plan)
     start = trio.current_time()
-    aggregate = await Supervisor(script, max_workers=2).run(plan, deadline=1.5, trace=trace)
+    supervisor = Supervisor(script, max_workers=2, **PATHS[path])
+    aggregate = await supervisor.run(plan, deadline=1.5, trace=trace)
     assert trio.current_time() - start == 1.5
     assert [result.status for result in aggregate.results] == [
         Status.OK,

@@ -7,13 +7,17 @@ All on virtual time.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from typing import Any
 
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.library.scripted_worker import PATHS, Behaviour, Script
+from tests.library.virtual_time import run_virtual
 
-from tests.library.scripted_worker import PATHS
 from trio_supervisor import Adaptive, Backoff, Status, Supervisor, Trace
 
 NO_WAIT = Backoff(initial=0, maximum=0)
@@ -119,6 +123,84 @@ async def test_a_wait_past_the_deadline_fails_the_slot_at_once_saying_so(
     assert isinstance(result.exception.__cause__, Asked)
     assert (result.attempts, result.finished) == (1, 1 / 32)
     assert trio.current_time() == 1 / 32  # the run returned then, not at its deadline
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    path=st.sampled_from(list(PATHS)),
+    asked=st.integers(min_value=0, max_value=64).map(lambda n: n / 16),
+    initial=st.sampled_from([0.0, 0.5, 2.0]),
+    maximum=st.sampled_from([2.0, 4.0]),
+    seed=st.integers(min_value=0, max_value=2**32),
+)
+def test_a_retry_never_starts_sooner_than_the_server_asked(
+    path: str, asked: float, initial: float, maximum: float, seed: int
+) -> None:
+    """Whatever the jitter draws, the wait after a failure that asks ``asked`` seconds is at
+    least that, and at most the longer of it and the backoff's bound."""
+    backoff = Backoff(initial=initial, maximum=maximum)
+    supervisor = Supervisor(
+        Refusing(2, asked), max_workers=1, attempts=3, backoff=backoff, seed=seed, **PATHS[path]
+    )
+
+    async def main() -> Trace:
+        trace = Trace([0])
+        await supervisor.run([0], trace=trace)
+        return trace
+
+    spans = run_virtual(main).slots[0].spans
+    assert [span.status for span in spans] == [Status.FAILED, Status.FAILED, Status.OK]
+    for failure, (ended, retried) in enumerate(itertools.pairwise(spans), start=1):
+        assert ended.end is not None
+        assert ended.retry_after == asked
+        # as the engine sleeps: until the end plus the wait (a difference would round)
+        assert ended.end + asked <= retried.start <= ended.end + max(asked, backoff.bound(failure))
+
+
+class Hanging:
+    """Hangs on the first call of each subtask (until its timeout), then answers after 1/32 s."""
+
+    def __init__(self) -> None:
+        self.calls: defaultdict[int, int] = defaultdict(int)
+
+    async def __call__(self, subtask: int) -> str:
+        self.calls[subtask] += 1
+        if self.calls[subtask] == 1:
+            await trio.sleep_forever()
+        await trio.sleep(1 / 32)
+        return f"output {subtask}"
+
+
+@pytest.mark.parametrize("path", PATHS)
+async def test_a_timed_out_attempt_ends_timed_out_and_is_not_observed(
+    path: str, autojump_clock: object
+) -> None:
+    """Its span ends TIMED_OUT at its timeout, a slot's last one ends it TIMED_OUT with the
+    timeout's error, and the meters that observe are told only of the attempts that ended on
+    their own (a timeout says nothing of the server)."""
+    observing = Observing()
+    supervisor = Supervisor(
+        Hanging(),
+        max_workers=1,
+        timeout=0.5,
+        attempts=2,
+        backoff=NO_WAIT,
+        meters=[observing],
+        **PATHS[path],
+    )
+    trace = Trace([0])
+    (result,) = await supervisor.run([0], trace=trace)
+    assert (result.status, result.attempts) == (Status.OK, 2)
+    first, second = trace.slots[0].spans
+    assert (first.status, second.status) == (Status.TIMED_OUT, Status.OK)
+    assert (first.start, first.end, second.start) == (0, 0.5, 0.5)
+    assert observing.told == [None]
+    once = Supervisor(Script([Behaviour(1, ("hang",))]), max_workers=1, timeout=0.5, **PATHS[path])
+    (result,) = await once.run([0])
+    assert (result.status, result.error) == (
+        Status.TIMED_OUT,
+        "TooSlowError: the attempt ran past its timeout of 0.5s",
+    )
 
 
 class Timed:

@@ -1,4 +1,6 @@
-"""Supervisor.run: the laws every step of the course proved, proved again, plus timeouts."""
+"""Supervisor.run: the laws every step of the course proved, proved again, plus timeouts, on
+either path a run takes (``PATHS``). Nothing here is retried, so no strategy restarts a slot and
+every path follows one schedule."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tests.library.scripted_worker import (
+    PATHS,
     Behaviour,
     Script,
     behaviours,
@@ -22,6 +24,7 @@ from tests.library.scripted_worker import (
     plain_behaviours,
 )
 from tests.library.virtual_time import list_schedule, run_virtual
+
 from trio_supervisor import Aggregate, Status, SubResult, Supervisor
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
@@ -37,9 +40,9 @@ def expected(slot: int, behaviour: Behaviour, timeout: float | None) -> tuple[St
 
 
 @settings(max_examples=80, deadline=None)
-@given(data=st.data(), k=st.integers(min_value=1, max_value=6))
+@given(data=st.data(), k=st.integers(min_value=1, max_value=6), path=st.sampled_from(list(PATHS)))
 def test_run_follows_the_schedule_in_plan_order_and_isolates_failures(
-    data: st.DataObject, k: int
+    data: st.DataObject, k: int, path: str
 ) -> None:
     timeout = data.draw(st.none() | odd_64ths, label="timeout")
     pool = plain_behaviours if timeout is None else behaviours
@@ -48,7 +51,8 @@ def test_run_follows_the_schedule_in_plan_order_and_isolates_failures(
 
     async def main() -> tuple[Aggregate[int, str], float, float]:
         start = trio.current_time()
-        aggregate = await Supervisor(script, max_workers=k, timeout=timeout).run(range(n))
+        supervisor = Supervisor(script, max_workers=k, timeout=timeout, **PATHS[path])
+        aggregate = await supervisor.run(range(n))
         return aggregate, start, trio.current_time() - start
 
     aggregate, start, wall = run_virtual(main)
@@ -71,10 +75,15 @@ def test_run_follows_the_schedule_in_plan_order_and_isolates_failures(
     assert (aggregate.succeeded, aggregate.failed) == (n - failed, failed)
 
 
-async def test_a_hung_worker_times_out_and_frees_its_slot(autojump_clock: Any) -> None:
+ON_EVERY_PATH = pytest.mark.parametrize("path", PATHS)
+
+
+@ON_EVERY_PATH
+async def test_a_hung_worker_times_out_and_frees_its_slot(autojump_clock: Any, path: str) -> None:
     script = Script([hang(), ok(8), ok(8)])
     start = trio.current_time()
-    aggregate = await Supervisor(script, max_workers=1, timeout=0.5).run(range(3))
+    supervisor = Supervisor(script, max_workers=1, timeout=0.5, **PATHS[path])
+    aggregate = await supervisor.run(range(3))
     assert [result.status for result in aggregate.results] == [
         Status.TIMED_OUT,
         Status.OK,
@@ -88,15 +97,16 @@ async def test_a_hung_worker_times_out_and_frees_its_slot(autojump_clock: Any) -
     assert script.cancelled == 1
 
 
+@ON_EVERY_PATH
 async def test_a_worker_raising_its_own_timeout_fails_rather_than_times_out(
-    autojump_clock: Any,
+    autojump_clock: Any, path: str
 ) -> None:
     async def impatient(subtask: str) -> str:
         with trio.fail_after(0.25):
             await trio.sleep(1)
         return subtask
 
-    aggregate = await Supervisor(impatient, max_workers=1, timeout=10).run(["x"])
+    aggregate = await Supervisor(impatient, max_workers=1, timeout=10, **PATHS[path]).run(["x"])
     assert aggregate.results[0].status is Status.FAILED
     assert aggregate.results[0].error == "TooSlowError: "
 
@@ -122,8 +132,9 @@ async def test_the_course_task_runs_through_the_simulated_agent(autojump_clock: 
     assert aggregate.degraded
 
 
+@ON_EVERY_PATH
 async def test_an_exception_group_from_the_workers_nursery_is_recorded_whole(
-    autojump_clock: Any,
+    autojump_clock: Any, path: str
 ) -> None:
     async def fans_out(subtask: str) -> str:
         async def boom(exc: Exception) -> None:
@@ -134,7 +145,7 @@ async def test_an_exception_group_from_the_workers_nursery_is_recorded_whole(
             nursery.start_soon(boom, KeyError("second"))
         return subtask
 
-    aggregate = await Supervisor(fans_out, max_workers=2).run(["a", "b"])
+    aggregate = await Supervisor(fans_out, max_workers=2, **PATHS[path]).run(["a", "b"])
     for result in aggregate.results:
         assert result.status is Status.FAILED
         assert isinstance(result.exception, ExceptionGroup)
@@ -143,13 +154,14 @@ async def test_an_exception_group_from_the_workers_nursery_is_recorded_whole(
         assert "KeyError: 'second'" in result.error
 
 
+@ON_EVERY_PATH
 async def test_cancelling_the_run_cancels_every_worker_and_passes_through(
-    autojump_clock: Any,
+    autojump_clock: Any, path: str
 ) -> None:
     script = Script([ok(64)] * 6)
     baseline = live_tasks()
     with trio.move_on_after(1) as scope:
-        await Supervisor(script, max_workers=4).run(range(6))
+        await Supervisor(script, max_workers=4, **PATHS[path]).run(range(6))
         pytest.fail("the run returned under a cancelled scope")
     assert scope.cancelled_caught
     assert script.cancelled == 4
@@ -157,10 +169,11 @@ async def test_cancelling_the_run_cancels_every_worker_and_passes_through(
     assert live_tasks() == baseline
 
 
+@ON_EVERY_PATH
 @pytest.mark.parametrize("attempts", [1, 3])
 @pytest.mark.parametrize("exc_type", [KeyboardInterrupt, SystemExit])
 async def test_keyboard_interrupt_and_system_exit_are_never_isolated_nor_retried(
-    autojump_clock: Any, exc_type: type[BaseException], attempts: int
+    autojump_clock: Any, exc_type: type[BaseException], attempts: int, path: str
 ) -> None:
     script = Script([ok(64)] * 3)
     raised = 0
@@ -174,7 +187,7 @@ async def test_keyboard_interrupt_and_system_exit_are_never_isolated_nor_retried
         return await script(subtask)
 
     with pytest.raises(exc_type) as raised_out:  # bare, not in an exception group
-        await Supervisor(worker, max_workers=3, attempts=attempts).run(range(3))
+        await Supervisor(worker, max_workers=3, attempts=attempts, **PATHS[path]).run(range(3))
     assert type(raised_out.value) is exc_type
     assert script.cancelled == 2  # the siblings were cancelled, not left running
     assert raised == 1
@@ -201,8 +214,9 @@ async def test_subtasks_of_any_type_keep_their_identity(autojump_clock: Any) -> 
     ]
 
 
-async def test_a_failed_slot_keeps_its_exception(autojump_clock: Any) -> None:
-    aggregate = await Supervisor(Script([fail(1)]), max_workers=1).run([0])
+@ON_EVERY_PATH
+async def test_a_failed_slot_keeps_its_exception(autojump_clock: Any, path: str) -> None:
+    aggregate = await Supervisor(Script([fail(1)]), max_workers=1, **PATHS[path]).run([0])
     result = aggregate.results[0]
     assert result.status is Status.FAILED
     assert str(result.exception) == "slot 0 failed on call 1"

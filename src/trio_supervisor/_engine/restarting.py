@@ -7,6 +7,17 @@ exactly the attempts it makes stale; the attempt itself is the engine's one atte
 it began is stale, and its outcome is dropped), strategies (which slots a restart takes) and
 the intensity (how many restarts within how long before the run gives up). A run without them
 takes the lanes and pays nothing for this.
+
+Attempts that end at one instant are decided together, lowest slot first, whatever order trio
+runs their tasks in: an attempt that ends reports its ending, and the run's decider waits until
+a turn of the scheduler brings no other ending before it decides them (a result, a retry, a
+restart, giving up). Until then no slot is admitted and no place given back, so a seeded run
+repeats exactly, ties included. The attempts are timed by their own scope's deadline rather
+than by the run's [`Timer`][trio_supervisor._engine.attempt.Timer] task, so that an attempt that
+times out ends in the same turn as a worker that ends at that instant. What trio's order still
+decides: an ending that follows only after a turn with none (a worker that waits on a sibling's
+ending) is decided after the others, and the attempts that start at one instant wait on a meter
+that cannot let them all through in the order trio runs them.
 """
 
 from __future__ import annotations
@@ -19,7 +30,7 @@ import trio
 from .._contract import Status, SubResult, ok_result
 from .._restarts import Restarts
 from .._trace import Trace
-from .attempt import Engine, Running
+from .attempt import Engine, Running, Timer
 
 
 class SlotState:
@@ -33,6 +44,23 @@ class SlotState:
         self.running: Running | None = None  # its latest attempt's, with the slot's counts
         self.stop: trio.CancelScope | None = None  # its running attempt's, None when idle
         self.until = -float("inf")  # the latest end of the waits of the restarts that took it
+
+
+class Deadlines(Timer):
+    """Times each attempt by its own scope's deadline (``running.scope``, which each attempt of
+    this path has to itself): an attempt that runs past its timeout is cancelled as the clock
+    reaches it, in the same turn of the scheduler as the workers that end then."""
+
+    __slots__ = ()
+
+    def start(self, running: Running, started: float) -> None:
+        assert running.scope is not None
+        running.scope.deadline = started + self.timeout
+
+
+Ending = tuple[int, int, Running, object, float]
+"""An attempt that ended and waits for its slot's next step: its slot, the slot's generation it
+began in, its ``Running``, the place it holds (its borrower), when it ended."""
 
 
 async def restarting_run(
@@ -49,13 +77,15 @@ async def restarting_run(
     the run gave up, or None."""
     slots = [SlotState() for _ in plan]
     pending: list[int] = list(range(len(plan)))  # admitted next, lowest slot first
-    woken = trio.Event()
+    woken = trio.Event()  # set when a slot may be admitted
+    endings: list[Ending] = []  # reported, not yet decided
+    reported = trio.Event()  # set when the first of them is reported
     recent: deque[float] = deque()  # when each restart within the window happened
     limit, period = restarts.limit
     strategy = restarts.strategy
     key = engine.run_key()
     places = engine.places
-    timer = engine.timer()
+    timer = None if engine.timeout is None else Deadlines(engine.timeout)
     left = [len(plan)]  # slots without a final result
     given_up: list[bool] = []
 
@@ -80,34 +110,36 @@ async def restarting_run(
         if slot in pending:
             pending.remove(slot)
 
-    async def attempt(slot: int, borrower: object, stop: trio.CancelScope, generation: int) -> None:
+    def readmit(taken: list[int], until: float) -> None:
+        """The slots ``taken`` by a restart whose wait ended at ``until`` are back in line,
+        unless a later restart holds them longer."""
+        for other in taken:
+            again = slots[other]
+            if (
+                again.result is None
+                and again.stop is None
+                and again.until <= until
+                and other not in pending
+            ):
+                pending.append(other)
+        pending.sort()
+        woken.set()
+
+    async def restart_after(taken: list[int], until: float) -> None:
+        await trio.sleep_until(until)
+        readmit(taken, until)
+
+    def decide(ending: Ending, final: bool = False) -> None:
+        """What follows ``ending``: its slot's result, or a restart, or the run giving up; only
+        results when ``final`` (the run is over)."""
+        slot, generation, running, borrower, now = ending
+        places.give_back(borrower)
         state = slots[slot]
-        if state.generation != generation:  # taken back before it began
-            places.give_back(borrower)
-            return
-        running = Running()
-        running.slot = slot
-        running.subtask = plan[slot]
-        running.carry(state.running)
-        state.running = running
-        running.scope = trio.CancelScope()  # what the timer cancels
-        try:
-            with stop:
-                # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
-                # more, even for the attempts started in the same batch as the one that ended it
-                await trio.lowlevel.checkpoint_if_cancelled()
-                with running.scope:
-                    await engine.attempt(running, trace, timer)
-                if running.scope.cancelled_caught:
-                    engine.timed_out(running, trace)
-        finally:
-            places.give_back(borrower)
         if state.generation != generation:  # a sibling's restart took this slot back
             if trace is not None:
                 trace.end_open_slot(slot, Status.CANCELLED)
             return
         state.stop = None
-        now = trio.current_time()
         if running.failure is None:
             started: float = running.started  # type: ignore[assignment]  # set by the attempt
             settle(slot, ok_result(running.subtask, running.output, running.attempts, started, now))
@@ -116,6 +148,8 @@ async def restarting_run(
         if wait is None:  # final: no attempts left, not retryable, or past the deadline
             settle(slot, engine.failed(running, now))
             return
+        if final:
+            return  # it would be retried: cut short instead
         while recent and recent[0] <= now - period:  # forget what is older than the window
             recent.popleft()
         if len(recent) >= limit:  # one restart too many: the run gives up
@@ -133,31 +167,69 @@ async def restarting_run(
         until = now + wait
         for other in taken:
             reopen(other, until)
-        await trio.sleep_until(until)
-        for other in taken:  # back in line, unless a later restart holds it longer
-            again = slots[other]
-            if (
-                again.result is None
-                and again.stop is None
-                and again.until <= until
-                and other not in pending
-            ):
-                pending.append(other)
-        pending.sort()
-        woken.set()
+        if wait > 0:
+            nursery.start_soon(restart_after, taken, until)
+        else:
+            readmit(taken, until)
+
+    async def decider() -> None:
+        """Decide the endings reported at one instant together, lowest slot first."""
+        nonlocal reported
+        while True:
+            await reported.wait()
+            seen = 0
+            while len(endings) != seen:  # a turn of the scheduler that brings no other ending
+                seen = len(endings)
+                await trio.lowlevel.checkpoint()
+            reported = trio.Event()
+            batch = sorted(endings, key=lambda ending: (ending[0], ending[1]))
+            endings.clear()
+            for ending in batch:
+                decide(ending)
+            woken.set()
+
+    async def attempt(slot: int, borrower: object, stop: trio.CancelScope, generation: int) -> None:
+        state = slots[slot]
+        if state.generation != generation:  # taken back before it began
+            places.give_back(borrower)
+            return
+        running = Running()
+        running.slot = slot
+        running.subtask = plan[slot]
+        running.carry(state.running)
+        state.running = running
+        running.scope = trio.CancelScope()  # what the timeout cancels
+        try:
+            with stop:
+                # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
+                # more, even for the attempts started in the same batch as the one that ended it
+                await trio.lowlevel.checkpoint_if_cancelled()
+                with running.scope:
+                    await engine.attempt(running, trace, timer)
+                if running.scope.cancelled_caught:
+                    engine.timed_out(running, trace)
+        except BaseException:
+            places.give_back(borrower)
+            raise
+        if stop.cancelled_caught:  # a sibling's restart took this slot back while it ran
+            places.give_back(borrower)
+            if trace is not None:
+                trace.end_open_slot(slot, Status.CANCELLED)
+            return
+        endings.append((slot, generation, running, borrower, trio.current_time()))
+        reported.set()
 
     try:
         if plan:
             async with trio.open_nursery() as nursery:
-                if timer is not None:
-                    nursery.start_soon(timer.watch)
+                nursery.start_soon(decider)
                 while True:
-                    while not pending:
+                    while not pending or endings:  # nothing to admit, or endings undecided
                         await woken.wait()
                         woken = trio.Event()
                     borrower = object()
                     await places.take(borrower)
-                    if not pending:  # taken back by a restart while this waited for a place
+                    if not pending or endings:  # taken back, or endings came, meanwhile
                         places.give_back(borrower)
                         continue
                     slot = pending.pop(0)
@@ -167,6 +239,9 @@ async def restarting_run(
                     stop = slots[slot].stop = trio.CancelScope()  # running: a restart stops it
                     nursery.start_soon(attempt, slot, borrower, stop, slots[slot].generation)
     finally:
+        for ending in sorted(endings, key=lambda ending: (ending[0], ending[1])):
+            decide(ending, final=True)  # ended as the run did: its result stands
+        endings.clear()
         settle_all(engine, plan, slots, results, cuts, restarts if given_up else None)
     return restarts.gave_up() if given_up else None
 
