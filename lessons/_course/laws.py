@@ -1026,10 +1026,15 @@ def _leaving_early_cancels_the_rest(
     async def main() -> None:
         consumer = trio.lowlevel.current_task()
         worker = seen.watch(probe, plan)
-        async with step.stream(task_of(plan), worker, max_workers=workers) as results:
-            got = [await results.receive() for _ in range(taken)]
-            calls = len(probe.calls)  # the calls made when the caller leaves
-            running = [call for call in probe.calls if call.end is None]
+        try:
+            async with step.stream(task_of(plan), worker, max_workers=workers) as results:
+                got = [await results.receive() for _ in range(taken)]
+                calls = len(probe.calls)  # the calls made when the caller leaves
+                running = [call for call in probe.calls if call.end is None]
+        except Exception as exc:  # leaving raised: kept, and the law fails with it
+            seen.over()
+            seen.returned = [f"(raised {describe(exc)} when the caller left)"]
+            raise
         seen.results(got)
         seen.fact("workers still running after leaving", probe.live, 0, probe.live == 0)
         assert [result.subtask for result in got] == plan[:taken]
