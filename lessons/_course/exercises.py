@@ -8,7 +8,8 @@ or failed; for a failure, the smallest counterexample Hypothesis found, what the
 against what the law expected, and the timeline of that run, all fitted to the terminal's width
 (80 columns in a pipe). Each law may take ``--limit`` seconds of real time on the reader's code: a
 ``supervise`` that never yields (a busy loop) cannot be interrupted, so its law is told as never
-returned, and the check ends. ``check N --hint`` gives one hint at a time, drawn from step N's own
+returned, and the check ends. ``check N --watch`` checks again each time the file is saved.
+``check N --hint`` gives one hint at a time, drawn from step N's own
 docstring; how many were given is kept in ``exercises/hints.json``.
 """
 
@@ -74,6 +75,8 @@ MARK = "# >>> step {number}:"
 LIMIT = 30.0
 """Seconds of real time each law may take on the reader's code (``check --limit``): every law
 of the course's own steps takes well under one."""
+POLL = 0.5
+"""Seconds between two looks at the file ``check --watch`` watches."""
 SLICE = 0.1  # seconds: how often the wait for a law's thread looks for Ctrl-C
 _LEFT: list[threading.Thread] = []  # the threads of laws left running (see `_within`)
 RETURNED, EXPECTED, DIFFERS = "your code returned", "the law expected", "   <- differs"
@@ -515,6 +518,11 @@ def parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help=f"the real time each law may take on your code (default {LIMIT:g})",
     )
+    checking.add_argument(
+        "--watch",
+        action="store_true",
+        help="check again each time the file is saved, until Ctrl-C",
+    )
     return p
 
 
@@ -559,14 +567,31 @@ def main(argv: Sequence[str], console: Console | None = None, home: Path | None 
             p.error(f"no file {_shown(path, home)}: write it with {write}")
     elif not path.is_file():
         p.error(f"no file {path}")
+    if args.watch:
+        return watch(
+            path, lambda: _grade(args.number, path, console, home, args.limit), console, home
+        )
+    counted: list[int] = []
     try:
-        module = load(path, args.number)
+        counted.append(_grade(args.number, path, console, home, args.limit))
+    except* KeyboardInterrupt:  # Ctrl-C: the check stops, as a run of the course does
+        print("interrupted", file=sys.stderr)
+    if not counted:
+        return _leave(130, console)
+    return _leave(counted[0], console)
+
+
+def _grade(number: int, path: Path, console: Console, home: Path | None, limit: float) -> int:
+    """Import the file at ``path`` afresh and run step ``number``'s laws on it, telling each:
+    0 when every law passed, 1 when one failed or the file does not import."""
+    try:
+        module = load(path, number)
     except Exception as exc:  # the reader's file: its error is the answer, not a traceback
         console.print(
             f"{_shown(path, home)} does not import: {describe(exc)}", markup=False, soft_wrap=True
         )
         return 1
-    record = record_of(module, args.number)
+    record = record_of(module, number)
     if record is None:
         console.print(
             f"{_shown(path, home)} has no supervise (or stream) to check",
@@ -574,17 +599,55 @@ def main(argv: Sequence[str], console: Console | None = None, home: Path | None 
             soft_wrap=True,
         )
         return 1
-    _say(console, f"step {args.number}'s laws on {_shown(path, home)}, on virtual time:", 0)
-    counted: list[tuple[int, int]] = []
-    try:
-        counted.append(check(args.number, module, console, record=record, limit=args.limit))
-    except* KeyboardInterrupt:  # Ctrl-C: the check stops, as a run of the course does
-        print("interrupted", file=sys.stderr)
-    if not counted:
-        return _leave(130, console)
-    ((passed, total),) = counted
+    _say(console, f"step {number}'s laws on {_shown(path, home)}, on virtual time:", 0)
+    passed, total = check(number, module, console, record=record, limit=limit)
     console.print(f"{passed} of {total} laws passed", markup=False, soft_wrap=True, style="bold")
-    return _leave(0 if passed == total else 1, console)
+    return 0 if passed == total else 1
+
+
+def pause(seconds: float) -> None:
+    """Wait ``seconds`` of real time between two looks at a watched file."""
+    time.sleep(seconds)
+
+
+def _state(path: Path) -> tuple[int, int] | None:
+    """What tells a save of ``path``: its modification time and size (None while it is gone,
+    as an editor may leave it for a moment while it saves)."""
+    try:
+        found = path.stat()
+    except OSError:
+        return None
+    return found.st_mtime_ns, found.st_size
+
+
+def watch(
+    path: Path,
+    grade: Callable[[], int],
+    console: Console,
+    home: Path | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> int:
+    """``check --watch``: ``grade()`` now, then again each time the file at ``path`` is saved,
+    looking at it every ``POLL`` seconds (with ``sleep``: `pause` by default); between two
+    checks it says that it waits. Only Ctrl-C ends it, with ``interrupted`` and status 130."""
+    nap = sleep or pause
+    seen = _state(path)
+    try:
+        while True:
+            grade()
+            again = "the check runs again when you save it (Ctrl-C ends it)"
+            console.print(
+                f"watching {_shown(path, home)}: {again}",
+                markup=False,
+                soft_wrap=True,
+                style="dim",
+            )
+            while (now := _state(path)) == seen or now is None:
+                nap(POLL)
+            seen = now
+    except* KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+    return _leave(130, console)
 
 
 def sample(number: int, width: int = 88) -> str:

@@ -425,6 +425,73 @@ FAILURES_ISOLATED = Law(
 )
 
 
+def _interrupts(error: BaseException) -> bool:
+    """Whether ``error`` is a KeyboardInterrupt, or a group holding one (at any depth)."""
+    if isinstance(error, BaseExceptionGroup):
+        return error.subgroup(KeyboardInterrupt) is not None
+    return isinstance(error, KeyboardInterrupt)
+
+
+def _cancellation_passes_through(step: Subject, seen: Seen) -> None:
+    """A worker's KeyboardInterrupt is no failure of its slot: it comes out of the run. And a
+    run cancelled from outside (an enclosing cancel scope) ends at that moment, without
+    returning, no worker left running: a ``supervise`` that catches ``BaseException`` (or
+    ``trio.Cancelled``) breaks one of them."""
+    plan, spy = spy_for([2.0, 1.0, 2.0], fail=[1])
+    spy.exc = KeyboardInterrupt
+    seen.drew.update(case="a worker interrupted", latencies=[2.0, 1.0, 2.0], max_workers=3)
+    seen.drew["interrupted"] = "s1 raises KeyboardInterrupt after 1s"
+    seen.expect(["(raised KeyboardInterrupt, out of the run)"])
+
+    async def interrupted() -> None:
+        worker = seen.watch(spy, plan)
+        try:
+            await seen.run(lambda: supervise(step, task_of(plan), worker, max_workers=3))
+        except BaseException as error:  # what came out of the run is the law's to judge
+            seen.over()
+            if not _interrupts(error):
+                raise
+            seen.returned = ["(raised KeyboardInterrupt, out of the run)"]
+            return
+        raise AssertionError("the KeyboardInterrupt was caught into a slot: it never came out")
+
+    seen.virtual(interrupted)
+    # an enclosing cancel scope, 5s in: s0 and s2 are running, s3 waits for a worker
+    plan, spy = spy_for([10.0, 1.0, 10.0, 10.0])
+    seen.drew = {
+        "case": "a run cancelled from outside",
+        "latencies": [10.0, 1.0, 10.0, 10.0],
+        "max_workers": 2,
+        "cancelled": "by an enclosing cancel scope after 5s",
+    }
+    seen.expected = None
+
+    async def cancelled() -> None:
+        worker = seen.watch(spy, plan)
+        start = trio.current_time()
+        with trio.move_on_after(5) as scope:
+            await seen.run(lambda: supervise(step, task_of(plan), worker, max_workers=2))
+            raise AssertionError("the run returned after it was cancelled from outside")
+        seen.over()
+        ended = trio.current_time() - start
+        seen.returned = [f"(cancelled from outside: ended at {secs(ended)})"]
+        seen.expected = ["(cancelled from outside: ended at 5s)"]
+        seen.fact("workers still running", spy.running, 0, spy.running == 0)
+        assert scope.cancelled_caught
+        assert ended == 5.0, "the cancelled run did not end at once"
+        assert spy.running == 0, "a worker outlived the cancelled run"
+        assert spy.started == plan[:3], "a worker started after the run was cancelled"
+
+    seen.virtual(cancelled)
+
+
+CANCELLATION_PASSES_THROUGH = Law(
+    "cancellation passes through: a KeyboardInterrupt comes out, an outer cancel ends the run",
+    (5, 6, 7, 8, 9, 10, 11),
+    _cancellation_passes_through,
+)
+
+
 # --- steps 6 and 7: a worker timeout, a run deadline ---------------------------------------------
 
 
@@ -658,6 +725,43 @@ SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES = Law(
     _succeeds_when_attempts_exceed_failures,
     {"failures": st.integers(0, 4), "attempts": st.integers(1, 5), "seed": st.integers(0, 2**16)},
     settings(max_examples=40, deadline=None),
+)
+
+
+def _a_waiting_retry_holds_no_token(step: Subject, seen: Seen) -> None:
+    """One worker; slot 0 fails once, then waits a backoff before its retry: while it waits,
+    it holds no token, so slot 1 starts the moment slot 0's first call fails."""
+    plan = ["s0", "s1", "s2"]
+    agent = agent_with([32, 64, 32], flaky={"s0": 1})  # 1s, 2s, 1s
+    seen.drew.update(
+        plan=plan, flaky="s0 fails its first call", max_workers=1, attempts=2, backoff=(4.0, 4.0)
+    )
+    seen.expect(f"{subtask}: ok, findings on {subtask}" for subtask in plan)
+
+    async def main() -> None:
+        probe = Probe(agent)
+        worker = seen.watch(probe, plan)
+        await seen.run(
+            lambda: step.supervise(
+                task_of(plan), worker, max_workers=1, attempts=2, backoff=(4.0, 4.0), seed=0
+            )
+        )
+        first, *_ = probe.of("s0")
+        assert first.end is not None
+        calls = probe.of("s1")
+        began = calls[0].start if calls else math.inf
+        at_once = began == first.end
+        seen.fact("s1 started at", secs(began), f"{secs(first.end)}, when s0 failed", at_once)
+        assert len(probe.of("s0")) == 2, "s0 was not retried"
+        assert at_once, "s1 waited for s0's backoff: the waiting retry held a token"
+
+    seen.virtual(main)
+
+
+A_WAITING_RETRY_HOLDS_NO_TOKEN = Law(
+    "a retry waiting its backoff holds no token: with one worker, slot 1 starts at once",
+    (8, 9, 10, 11),
+    _a_waiting_retry_holds_no_token,
 )
 
 
@@ -922,10 +1026,15 @@ def _leaving_early_cancels_the_rest(
     async def main() -> None:
         consumer = trio.lowlevel.current_task()
         worker = seen.watch(probe, plan)
-        async with step.stream(task_of(plan), worker, max_workers=workers) as results:
-            got = [await results.receive() for _ in range(taken)]
-            calls = len(probe.calls)  # the calls made when the caller leaves
-            running = [call for call in probe.calls if call.end is None]
+        try:
+            async with step.stream(task_of(plan), worker, max_workers=workers) as results:
+                got = [await results.receive() for _ in range(taken)]
+                calls = len(probe.calls)  # the calls made when the caller leaves
+                running = [call for call in probe.calls if call.end is None]
+        except Exception as exc:  # leaving raised: kept, and the law fails with it
+            seen.over()
+            seen.returned = [f"(raised {describe(exc)} when the caller left)"]
+            raise
         seen.results(got)
         seen.fact("workers still running after leaving", probe.live, 0, probe.live == 0)
         assert [result.subtask for result in got] == plan[:taken]
@@ -1100,12 +1209,14 @@ LAWS = (
     GREEDY_MAKESPAN,
     BOUNDED,
     FAILURES_ISOLATED,
+    CANCELLATION_PASSES_THROUGH,
     HUNG_WORKER_FREES_ITS_SLOT,
     MAKESPAN_WITH_TIMEOUTS,
     DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK,
     TRANSIENT_FAILURE_RETRIED,
     SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES,
     WAITS_ARE_SEEDED_DRAWS,
+    A_WAITING_RETRY_HOLDS_NO_TOKEN,
     AT_MOST_R_RESTARTS_IN_T,
     GIVES_UP_PAST_THE_INTENSITY,
     FIRST_RESULT_ARRIVES_WITH_SLOT_0,

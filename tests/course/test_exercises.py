@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import io
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -493,3 +494,71 @@ def test_a_supervise_that_never_yields_is_told_as_never_returned_within_the_limi
     assert done.stdout.endswith("\n0 of 2 laws passed\n")
     assert done.stderr == ""
     assert done.returncode == 1
+
+
+def test_watch_checks_again_on_each_save_and_ctrl_c_ends_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``check --watch``: a check at once, then none while the file stays as it is (looked at
+    every ``POLL`` seconds), one more after a save, and Ctrl-C ends it, with status 130. The
+    file's clock is the fake ``sleep``'s: no real time passes."""
+    path = tmp_path / "mine.py"
+    path.write_text("x = 1\n")
+    graded: list[float] = []
+    naps: list[float] = []
+    clock = 0.0
+
+    def grade() -> int:
+        graded.append(clock)
+        return 1
+
+    def sleep(seconds: float) -> None:
+        nonlocal clock
+        naps.append(seconds)
+        clock += seconds
+        if clock == 2.0:  # saved, two seconds in
+            path.write_text("x = 2  # saved\n")
+            stamp = path.stat().st_mtime_ns + 10**9
+            os.utime(path, ns=(stamp, stamp))
+        if clock == 5.0:
+            raise KeyboardInterrupt
+
+    out = io.StringIO()
+    status = exercises.watch(path, grade, Console(file=out, width=100), sleep=sleep)
+    assert graded == [0.0, 2.0]
+    assert set(naps) == {exercises.POLL}
+    assert out.getvalue().count("the check runs again when you save it (Ctrl-C ends it)") == 2
+    assert status == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_check_watch_runs_the_check_then_waits_for_a_save(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(exercises, "pause", interrupted)
+    path = step_path(KNOWN[2])
+    status, out = run("check", "2", str(path), "--watch")
+    assert out.count("laws passed") == 1
+    assert f"watching {path}: the check runs again when you save it" in " ".join(out.split())
+    assert status == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+@pytest.mark.parametrize("number", range(2, 12))
+def test_each_part_one_page_opens_its_code_with_try_it_first(number: int) -> None:
+    page = (ROOT / "docs" / "steps" / f"{KNOWN[number]}.md").read_text()
+    code = page.split("\n## The code\n", 1)[1].split("\n## ", 1)[0]
+    tip = code.split('!!! tip "Try it first"\n', 1)[1].split("\n--8<--", 1)[0]
+    for command in ("exercise", "check"):
+        assert f"$ python -m lessons {command} {number}\n" in tip
+    assert f"$ python -m lessons check {number} --hint\n" in tip
+    assert code.index("!!! tip") < code.index("--8<--")
+
+
+def test_the_exercises_page_names_watch_and_limit() -> None:
+    said = " ".join(PAGE.read_text().split())
+    assert "python -m lessons check 4 --watch" in said
+    assert "--limit" in said

@@ -35,6 +35,11 @@ def test_a_slot_failing_its_first_k_calls_succeeds_exactly_when_attempts_exceed_
     laws.SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES.verify(step)
 
 
+@pytest.mark.parametrize("step", cases(laws.A_WAITING_RETRY_HOLDS_NO_TOKEN))
+def test_a_retry_waiting_its_backoff_holds_no_token(step: ModuleType) -> None:
+    laws.A_WAITING_RETRY_HOLDS_NO_TOKEN.verify(step)
+
+
 def bound(failures: int, first: float, most: float) -> float:
     """Full jitter's bound after a slot's ``failures``-th failure."""
     return min(most, first * 2.0 ** (failures - 1))

@@ -191,6 +191,11 @@ async def test_an_enclosing_cancel_scope_cancels_the_run_and_is_not_swallowed(
     assert spy.started == ["s0", "s1", "s2"]
 
 
+@pytest.mark.parametrize("step", cases(laws.CANCELLATION_PASSES_THROUGH), ids=ids)
+def test_cancellation_passes_through_every_step_that_isolates_failures(step: ModuleType) -> None:
+    laws.CANCELLATION_PASSES_THROUGH.verify(step)
+
+
 def test_plan_of_helpers_agree() -> None:
     assert plan_of(3) == ["s0", "s1", "s2"]
     assert list_schedule([3.0, 1.0, 1.0, 1.0], 2).makespan == 3.0

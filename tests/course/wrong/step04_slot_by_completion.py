@@ -1,0 +1,48 @@
+"""Step 4 (step04_ordered_slots), wrongly: it gives each result the next free slot when it
+completes (a shared counter): the slots fill in completion order.
+
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 4`` must fail
+on it."""
+
+from __future__ import annotations
+
+import trio
+
+from trio_supervisor import Aggregate, SubResult, Worker, decompose
+
+
+async def supervise(
+    task: str, worker: Worker[str, str], *, max_workers: int
+) -> Aggregate[str, str]:
+    plan = decompose(task)
+    results: list[SubResult[str, str] | None] = [None] * len(plan)
+    if max_workers < 1:  # a limiter with no token admits nobody: the run would never end
+        raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+    limiter = trio.CapacityLimiter(max_workers)
+
+    done = 0
+
+    async def run_one(slot: int, subtask: str) -> None:
+        nonlocal done
+        try:
+            output = await worker(subtask)
+            results[done] = SubResult(subtask, output=output)
+            done += 1
+        finally:
+            limiter.release_on_behalf_of(slot)
+
+    async with trio.open_nursery() as nursery:
+        for slot, subtask in enumerate(plan):
+            await limiter.acquire_on_behalf_of(slot)
+            nursery.start_soon(run_one, slot, subtask)
+    return Aggregate([result for result in results if result is not None])
+
+
+def synthesize(aggregate: Aggregate[str, str]) -> str:
+    lines = []
+    for result in aggregate.results:
+        answer = result.output if result.ok else f"(missing: {result.error})"
+        lines.append(f"{result.subtask}: {answer}")
+    if aggregate.degraded:
+        lines.append(f"(degraded: {aggregate.failed} of {len(aggregate.results)} subtasks failed)")
+    return "\n".join(lines)
