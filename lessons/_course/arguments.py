@@ -178,7 +178,7 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         action="append",
         metavar="I",
-        help="slot I's worker kills its process (16-) (repeatable)",
+        help="slot I's worker kills its process (17-) (repeatable)",
     )
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (7-)")
@@ -187,31 +187,31 @@ def parser() -> argparse.ArgumentParser:
         "--intensity", type=_intensity, metavar="R/T", help="at most R restarts in T seconds (9-)"
     )
     p.add_argument(
-        "--window", type=_workers, metavar="N", help="slots pulled, not yet handed over (12)"
+        "--window", type=_workers, metavar="N", help="slots started, not yet handed over (12-)"
     )
     p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (10-)")
     p.add_argument(
         "--strategy",
         choices=("one_for_one", "one_for_all", "rest_for_one"),
-        help="which children a restart takes (15)",
+        help="which children a restart takes (16)",
     )
     p.add_argument(
-        "--rate", type=_rate, metavar="R", help="at most R attempts start a second (13-)"
+        "--rate", type=_rate, metavar="R", help="at most R attempts start a second (14-)"
     )
     p.add_argument(
         "--endpoint",
         type=_endpoint,
         metavar="URL",
-        help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (13-)",
+        help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (14-)",
     )
-    p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (13-)")
-    p.add_argument("--max-rounds", type=_workers, metavar="N", help="rounds at most (14)")
+    p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (14-)")
+    p.add_argument("--max-rounds", type=_workers, metavar="N", help="rounds at most (15)")
     p.add_argument(
-        "--max-subtasks", type=_workers, metavar="N", help="subtasks at most, all rounds (14)"
+        "--max-subtasks", type=_workers, metavar="N", help="subtasks at most, all rounds (15)"
     )
-    p.add_argument("--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (14)")
+    p.add_argument("--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (15)")
     p.add_argument(
-        "--planner", choices=("scripted", "llm"), help="who decides each round's batch (14)"
+        "--planner", choices=("scripted", "llm"), help="who decides each round's batch (15)"
     )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")

@@ -143,13 +143,31 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     ),
     12: (
         Demo(
-            "a lazy feed of 20 reviews, one slow early: the window fills",
+            "the same 20 reviews, one slow early: the window fills behind it, the workers idle",
             FEED,
             slow={1: 3.0},  # head-of-line: the window fills behind review 02, workers idle
         ),
-        Demo("the same feed, left after 8 reviews", FEED, slow={1: 3.0}, take=8),
+        Demo(
+            "the same reviews, left after 8: the whole list was read before any worker started",
+            FEED,
+            slow={1: 3.0},
+            take=8,
+        ),
     ),
-    13: (  # through the loopback server, which answers two requests at once (429 beyond)
+    13: (
+        Demo(
+            "a lazy feed of the same reviews: each pulled only when the window has room",
+            FEED,
+            slow={1: 3.0},  # the window fills behind review 02: nothing more is pulled
+        ),
+        Demo(
+            "the same feed, left after 8: no more pulled than the window holds past them",
+            FEED,
+            slow={1: 3.0},
+            take=8,
+        ),
+    ),
+    14: (  # through the loopback server, which answers two requests at once (429 beyond)
         Demo(
             "research this company through a server that takes two at once",
             RESEARCH.task,
@@ -162,7 +180,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"worker_timeout": 1.5},
         ),
     ),
-    14: (  # the planner's rules: the step's RULES (a competitor named, the reviews rerouted)
+    15: (  # the planner's rules: the step's RULES (a competitor named, the reviews rerouted)
         Demo(
             "research this company, re-planned from what comes back",
             RESEARCH.task,
@@ -177,7 +195,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"max_rounds": 1},
         ),
     ),
-    15: (  # at most --workers leaves in all: a tie for a place would go to either tree
+    16: (  # at most --workers leaves in all: a tie for a place would go to either tree
         Demo(
             "two companies, one child supervisor each; a leaf fails, its company is degraded",
             TREE,
@@ -193,7 +211,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"attempts": 2, "strategy": "rest_for_one"},
         ),
     ),
-    16: (
+    17: (
         Demo(
             "a sub-agent's process dies, another sub-agent fails",
             FIVE,

@@ -58,7 +58,7 @@ EXERCISES = ROOT / "exercises"
 HINTS = "hints.json"
 
 #: What a check spends on each law: reproducible (derandomized, no example database), small
-#: enough that a check of every law of step 12 takes seconds, and shrinking on, so that a failure
+#: enough that a check of every law of step 13 takes seconds, and shrinking on, so that a failure
 #: is told by its smallest counterexample.
 CHECK = settings(
     max_examples=20,
@@ -359,7 +359,7 @@ def record_of(module: ModuleType, number: int) -> Step | None:
         if parameter.kind is parameter.KEYWORD_ONLY
     }
     return dataclasses.replace(
-        STEPS[number], entry=entry, options=options, lazy="window" in options
+        STEPS[number], entry=entry, options=options, lazy=STEPS[number].lazy and "window" in options
     )
 
 

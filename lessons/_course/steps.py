@@ -21,7 +21,7 @@ from typing import Any, Literal
 import lessons
 
 _STEP_NAME = re.compile(r"step(\d\d)_\w+")
-PART_TWO = 13
+PART_TWO = 14
 """The first step of Part II: from it on a step builds on the library's ``Supervisor`` and adds
 one idea in a small file of its own, instead of growing the hand-written ``supervise`` of the
 step before."""
@@ -49,7 +49,7 @@ class Step:
     title: str
     entry: Literal["supervise", "stream"] = "supervise"
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    lazy: bool = False  # a stream that pulls its input one subtask at a time (it has a window)
+    lazy: bool = False  # a stream that pulls its input one subtask at a time, as its window allows
     replans: bool = False  # rounds: the plan is known only as the planner makes it
     records_trace: bool = False  # its supervise records its own run into a trace it is given
     synthesizes: bool = False  # it has ``synthesize(aggregate)``: the answer shown after a run
@@ -156,24 +156,32 @@ STEPS: dict[int, Step] = {
         ),
         Step(
             12,
-            "step12_lazy_window",
-            "a lazy input and a bounded window",
+            "step12_window",
+            "a window over a list",
+            entry="stream",
+            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            synthesizes=True,
+        ),
+        Step(
+            13,
+            "step13_lazy_input",
+            "a lazy input",
             entry="stream",
             options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
             lazy=True,
             synthesizes=True,
         ),
         Step(
-            13,
-            "step13_real_subagents",
+            14,
+            "step14_real_subagents",
             "real sub-agents over HTTP",
             options={**_LIBRARY_RETRIED, "attempts": 4, "rate": None, "adaptive": False},
             synthesizes=True,
             hook=frozenset({"virtual", "max_workers", "endpoint", "model"}),
         ),
         Step(
-            14,
-            "step14_replanning",
+            15,
+            "step15_replanning",
             "re-planning",
             options={
                 "max_workers": REQUIRED,
@@ -188,8 +196,8 @@ STEPS: dict[int, Step] = {
             replans=True,
         ),
         Step(
-            15,
-            "step15_supervision_trees",
+            16,
+            "step16_supervision_trees",
             "supervision trees",
             options={
                 **_LIBRARY_TIMED,
@@ -204,8 +212,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            16,
-            "step16_processes",
+            17,
+            "step17_processes",
             "crashes a process contains",
             options=_LIBRARY_RETRIED,
             synthesizes=True,

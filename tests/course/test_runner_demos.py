@@ -21,7 +21,17 @@ from lessons._course.demos import DEMOS, STEP_DEMOS, demos
 from lessons._course.runner import main
 from lessons._course.running import Run, guard_after, step_options
 from lessons._course.steps import step as record
-from tests.course.probing import STEP05, STEP06, STEP07, STEP08, STEP09, STEP10, STEP11, STEP12
+from tests.course.probing import (
+    STEP05,
+    STEP06,
+    STEP07,
+    STEP08,
+    STEP09,
+    STEP10,
+    STEP11,
+    STEP12,
+    STEP13,
+)
 from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,8 +138,25 @@ def test_step11_demos_cancel_the_rest_on_leaving_and_pile_results_up_behind_the_
     assert {slot["spans"][-1]["status"] for slot in cut} == {"cancelled"}
 
 
-def test_step12_demo_fills_the_window_behind_the_slow_one_and_pulls_no_more() -> None:
+def test_step12_demos_fill_the_window_behind_the_slow_one_and_read_the_whole_list() -> None:
     run, left = run_json("12")
+    slots = run["trace"]["slots"]
+    assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
+    delivered = [slot["delivered"] for slot in slots]
+    assert delivered == sorted(delivered)
+    assert delivered[1:9] == [3.0] * 8, "review 02 takes 3 s and holds back the window behind it"
+    # the window (8 slots, 2 x max_workers) was full: nothing more started before 3 s
+    assert [slot["spans"][0]["start"] < 3.0 for slot in slots].count(True) == 1 + 8
+    assert statuses(run) == ["ok"] * 20
+    # left after 8: no more started than the window holds past them, but all 20 were read
+    slots = left["trace"]["slots"]
+    assert statuses(left) == ["ok"] * 8
+    assert len(slots) == 20
+    assert len([slot for slot in slots if slot["spans"]]) <= 8 + 8
+
+
+def test_step13_demos_pull_the_feed_only_while_the_window_has_room() -> None:
+    run, left = run_json("13")
     slots = run["trace"]["slots"]
     assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
     delivered = [slot["delivered"] for slot in slots]
@@ -138,7 +165,9 @@ def test_step12_demo_fills_the_window_behind_the_slow_one_and_pulls_no_more() ->
     # the window (8 slots, 2 x max_workers) was full: nothing more was pulled before 3 s
     assert [slot["planned"] < 3.0 for slot in slots].count(True) == 1 + 8
     assert statuses(run) == ["ok"] * 20
+    # left after 8: the feed was pulled no further than the window past them
     assert statuses(left) == ["ok"] * 8
+    assert len(left["trace"]["slots"]) <= 8 + 8
 
 
 @pytest.mark.parametrize("step", ["1", "2", "3", "4", "5"])
@@ -228,6 +257,7 @@ def test_the_command_line_options_reach_each_step_that_accepts_them() -> None:
     assert options(STEP10, *argv) == eight
     assert options(STEP11, *argv) == eight
     assert options(STEP12, *argv) == {**eight, "window": 5}
+    assert options(STEP13, *argv) == {**eight, "window": 5}
 
 
 def test_the_command_line_wins_over_a_demo_option() -> None:
@@ -272,7 +302,7 @@ def test_the_sub_agent_follows_hang_flaky_and_slow() -> None:
         ),
         (["7", "--attempts", "0"], "argument --attempts: must be an integer >= 1, got 0"),
         (
-            ["14", "--strategy", "one_for_rest"],
+            ["15", "--strategy", "one_for_rest"],
             "argument --strategy: invalid choice: 'one_for_rest' (choose from 'one_for_one', "
             "'one_for_all', 'rest_for_one')",
         ),

@@ -126,7 +126,7 @@ MARK = re.compile(r"#\s*step (?P<number>\d+):")
 
 def marked_lines(source: str, number: int) -> list[int]:
     """The numbers of ``source``'s lines whose comment marks them as step ``number``'s idea
-    (``# step 13: ...``), read with ``tokenize``: a ``#`` inside a string marks nothing."""
+    (``# step 14: ...``), read with ``tokenize``: a ``#`` inside a string marks nothing."""
     lines = []
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:

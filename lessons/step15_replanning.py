@@ -1,4 +1,4 @@
-"""Step 14: re-planning. A planner reads what came back and decides the next parallel batch.
+"""Step 15: re-planning. A planner reads what came back and decides the next parallel batch.
 
 What it adds: the plan is made in rounds. ``Supervisor.replan`` asks a planner for a batch, runs
 it in parallel under ``max_workers`` (fanned back in plan order), puts every result in a ledger
@@ -28,9 +28,9 @@ from trio_supervisor.testing import ScriptedPlanner
 from trio_supervisor.testing.devserver import serve
 
 RULES = ScriptedPlanner(
-    follow_ups={"Acme": ["Acme's discounts"]},  # step 14: a result names a competitor: ask
+    follow_ups={"Acme": ["Acme's discounts"]},  # step 15: a result names a competitor: ask
     reroutes={"reviews": ["customer reviews, from app stores", "customer reviews, from forums"]},
-)  # step 14: a failed "reviews" subtask is rerouted to another source, in turn
+)  # step 15: a failed "reviews" subtask is rerouted to another source, in turn
 LOOPBACK_KEY = "loopback"  # the loopback server checks no key, and the SDK needs one
 
 
@@ -49,10 +49,10 @@ async def supervise(
 ) -> Answer[str, str]:
     supervisor = Supervisor(worker, max_workers=max_workers)
     async with open_planner(planner, endpoint, model) as chosen:
-        return await supervisor.replan(  # step 14: rounds, until done or out of budget
+        return await supervisor.replan(  # step 15: rounds, until done or out of budget
             task,
             chosen,
-            max_rounds=max_rounds,  # step 14: the budgets: past any, a degraded answer
+            max_rounds=max_rounds,  # step 15: the budgets: past any, a degraded answer
             max_subtasks=max_subtasks,
             max_stalls=max_stalls,
             deadline=None if math.isinf(deadline) else deadline,
@@ -71,11 +71,11 @@ async def open_planner(
     if kind != "llm":
         raise ValueError(f"planner must be 'scripted' or 'llm', got {kind!r}")
     if endpoint is not None:
-        async with ChatPlanner(model or "", base_url=endpoint) as chat:  # step 14: JSON, checked
+        async with ChatPlanner(model or "", base_url=endpoint) as chat:  # step 15: JSON, checked
             yield chat
         return
     async with trio.open_nursery() as nursery:
-        # step 14: the loopback server plays the planner model, deciding by the same rules
+        # step 15: the loopback server plays the planner model, deciding by the same rules
         url = await nursery.start(lambda task_status: serve(planner=RULES, task_status=task_status))
         async with ChatPlanner("planner", base_url=url, api_key=LOOPBACK_KEY) as chat:
             yield chat

@@ -1,4 +1,4 @@
-"""Step 13: real sub-agents over HTTP. The worker is a chat endpoint; the supervisor alone retries.
+"""Step 14: real sub-agents over HTTP. The worker is a chat endpoint; the supervisor alone retries.
 
 What it adds: Part II builds on the library's ``Supervisor``. The worker is a ``ChatAgent``: each
 subtask is one request to an OpenAI-compatible ``/v1/chat/completions``, the SDK's own retries
@@ -25,7 +25,7 @@ from contextlib import asynccontextmanager
 import httpx2
 import trio
 
-from lessons.step12_lazy_window import synthesize as synthesize  # unchanged since step 5
+from lessons.step13_lazy_input import synthesize as synthesize  # unchanged since step 5
 from trio_supervisor import (
     Adaptive,
     Aggregate,
@@ -57,16 +57,16 @@ async def supervise(
 ) -> Aggregate[str, str]:
     meters: list[Meter] = []
     if rate is not None:  # at most `rate` attempts start a second, retries included, in turn
-        meters.append(RateLimit(rate))  # step 13: a token bucket, under the server's budget
+        meters.append(RateLimit(rate))  # step 14: a token bucket, under the server's budget
     if adaptive:  # workers allowed: fitted to the server's bound on a 429, then grown back
-        meters.append(Adaptive(max_workers))  # step 13: between 1 and max_workers
+        meters.append(Adaptive(max_workers))  # step 14: between 1 and max_workers
     supervisor = Supervisor(
         worker,
         max_workers=max_workers,
         timeout=None if math.isinf(worker_timeout) else worker_timeout,
         attempts=attempts,
-        retry_on=(*TRANSIENT, trio.TooSlowError),  # step 13: 429, 5xx, network, timeout only
-        backoff=Backoff(*backoff),  # step 13: a retry waits at least a 429's Retry-After
+        retry_on=(*TRANSIENT, trio.TooSlowError),  # step 14: 429, 5xx, network, timeout only
+        backoff=Backoff(*backoff),  # step 14: a retry waits at least a 429's Retry-After
         seed=seed,
         meters=meters,
     )
@@ -98,7 +98,7 @@ async def open_worker(
     port) for a run on real time, or in this process, with no socket, on virtual time."""
     if endpoint is not None:
         chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers)
-        async with chat as agent:  # step 13: the SDK's retries off; its key never shown
+        async with chat as agent:  # step 14: the SDK's retries off; its key never shown
             yield agent
         return
     script = functools.partial(scripted, simulated)

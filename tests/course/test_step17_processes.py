@@ -1,4 +1,4 @@
-"""Step 16: a crash in a worker's body kills one worker process, not the run.
+"""Step 17: a crash in a worker's body kills one worker process, not the run.
 
 The step before it, given a body that ends its process, dies whole with nothing returned; step
 14, with the same body, returns every other slot's result. Both run in a child Python (one of
@@ -21,7 +21,7 @@ import trio
 import trio.testing
 from rich.console import Console
 
-from lessons import step16_processes as step16
+from lessons import step17_processes as step17
 from lessons._course.arguments import parser
 from lessons._course.demos import Demo, changed_title, demos
 from lessons._course.runner import main
@@ -34,17 +34,17 @@ from trio_supervisor.processes import crash_reason
 from trio_supervisor.testing import SimulatedAgent
 
 ROOT = Path(__file__).resolve().parents[2]
-BEFORE = max(number for number in steps() if number < 16)
-CRASHED = f"WorkerCrashed: {crash_reason(step16.CRASH)}"
+BEFORE = max(number for number in steps() if number < 17)
+CRASHED = f"WorkerCrashed: {crash_reason(step17.CRASH)}"
 # a child Python imports this checkout's library and course, wherever the installed one points
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
 
 # Runs step argv[1] on "a; b; c" in this process, its worker's body ending its process on "b":
-# called here by a plain async worker (argv[2] == "here") or through step 16's open_worker.
+# called here by a plain async worker (argv[2] == "here") or through step 17's open_worker.
 SCRIPT = """
 import json, sys
 import trio
-from lessons import step16_processes as step16
+from lessons import step17_processes as step17
 from lessons._course.steps import load_step, step as record
 from trio_supervisor.testing import SimulatedAgent
 
@@ -52,7 +52,7 @@ step = load_step(sys.argv[1])
 agent = SimulatedAgent(latencies={"a": 0.1, "b": 0.05, "c": 0.2})
 
 async def here(subtask):
-    return step16.research((subtask, 0.05, "crash" if subtask == "b" else "ok"))
+    return step17.research((subtask, 0.05, "crash" if subtask == "b" else "ok"))
 
 options = record(sys.argv[1]).accepted(max_workers=2)
 
@@ -60,7 +60,7 @@ async def main():
     if sys.argv[2] == "here":
         aggregate = await step.supervise("a; b; c", here, **options)
     else:
-        async with step16.open_worker(agent, crash={"b"}) as worker:
+        async with step17.open_worker(agent, crash={"b"}) as worker:
             aggregate = await step.supervise("a; b; c", worker, **options)
     print(json.dumps([[r.subtask, r.output, r.error] for r in aggregate.results]))
 
@@ -82,8 +82,8 @@ def run_in_child(step: str, where: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_step_before_dies_whole_on_a_crash_and_step_14_returns_every_other_slot() -> None:
     before = run_in_child(steps()[BEFORE], "here")
-    assert (before.returncode, before.stdout) == (step16.CRASH, "")  # nothing returned
-    done = run_in_child("step16_processes", "in a worker process")
+    assert (before.returncode, before.stdout) == (step17.CRASH, "")  # nothing returned
+    done = run_in_child("step17_processes", "in a worker process")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [
         ["a", "findings on a", None],
@@ -94,7 +94,7 @@ def test_the_step_before_dies_whole_on_a_crash_and_step_14_returns_every_other_s
 
 def test_the_readme_line_on_real_time_shows_the_crash_the_timeout_and_the_rest_ok() -> None:
     # the processes are started before the run, so that no timeout counts their start
-    (line,) = (line for line in (ROOT / "README.md").read_text().splitlines() if " 16 --" in line)
+    (line,) = (line for line in (ROOT / "README.md").read_text().splitlines() if " 17 --" in line)
     _, module, lessons, *argv = line.split()
     assert (module, lessons) == ("-m", "lessons")
     done = subprocess.run(
@@ -143,7 +143,7 @@ def outcomes(run: dict[str, Any]) -> list[tuple[str, str | None, str | None]]:
 
 
 def test_a_real_run_with_processes_says_what_the_virtual_run_says_of_every_slot() -> None:
-    argv = ("16", "--task", "a; b; c", "--crash", "1", "--fail", "2")
+    argv = ("17", "--task", "a; b; c", "--crash", "1", "--fail", "2")
     (real,) = run_json(*argv)
     (virtual,) = run_json(*argv, "--virtual")
     assert (
@@ -161,11 +161,11 @@ async def test_on_virtual_time_the_crash_fails_its_slot_as_the_adapter_reports_i
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     task = "a; b; c"
-    run = CourseRun("step16_processes", Demo("crash", task, crash=frozenset({1})), [], {})
+    run = CourseRun("step17_processes", Demo("crash", task, crash=frozenset({1})), [], {})
     run.plan = decompose(task)
     run.options = {"max_workers": 3}
     agent = SimulatedAgent(latencies={"a": 1.0, "b": 0.5, "c": 2.0})
-    await run_step(step16, run, agent)
+    await run_step(step17, run, agent)
     assert run.aggregate is not None
     assert [r.error for r in run.aggregate] == [None, CRASHED, None]
     assert trio.current_time() == 2.0  # the siblings ran to their ends after the crash
@@ -173,7 +173,7 @@ async def test_on_virtual_time_the_crash_fails_its_slot_as_the_adapter_reports_i
 
 
 def test_the_demos_show_a_crash_contained_and_a_hung_process_killed_by_its_timeout() -> None:
-    crashed, hung = (run_json("16", "--virtual")[n]["aggregate"]["results"] for n in (0, 1))
+    crashed, hung = (run_json("17", "--virtual")[n]["aggregate"]["results"] for n in (0, 1))
     assert [r["error"] for r in crashed] == [
         None,
         CRASHED,
@@ -193,7 +193,7 @@ def test_crash_is_refused_by_a_step_whose_workers_run_in_this_process(
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (
         "python -m lessons: error: --crash needs a step whose workers run in worker processes "
-        f"(16 on): {steps()[BEFORE]} runs them in this process, where a crash would end the "
+        f"(17 on): {steps()[BEFORE]} runs them in this process, where a crash would end the "
         "runner\n"
     )
     assert out.getvalue() == ""
@@ -204,7 +204,7 @@ def test_a_slot_that_crashes_does_nothing_else(
     other: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exit_:
-        main(["16", "--virtual", "--crash", "1", other, "1"], console=Console(file=io.StringIO()))
+        main(["17", "--virtual", "--crash", "1", other, "1"], console=Console(file=io.StringIO()))
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (
         f"python -m lessons: error: slot 1 is given both --crash and {other}: a slot whose "
@@ -214,20 +214,20 @@ def test_a_slot_that_crashes_does_nothing_else(
 
 def test_crash_names_a_slot_of_the_task_and_titles_the_demo_it_changes() -> None:
     with pytest.raises(ValueError, match=r"^--crash 5 is not a slot of the task: slots are 0-4$"):
-        demos(parser().parse_args(["16", "--crash", "5"]), 16)
-    (changed, _) = demos(parser().parse_args(["16", "--crash", "2"]), 16)
+        demos(parser().parse_args(["17", "--crash", "5"]), 17)
+    (changed, _) = demos(parser().parse_args(["17", "--crash", "2"]), 17)
     assert changed.crash == {2}
     assert changed.fail == {3}  # the demo's other slots keep what they do
     assert changed_title(changed) == (
         "the demo's 5 subtasks, slot 3 fails, slot 2 kills its process"
     )
-    assert load_step("step16_processes") is step16
+    assert load_step("step17_processes") is step17
 
 
 def test_the_player_offers_a_crash_only_where_a_worker_process_can_end() -> None:
-    *_, crash = dispatch.scenarios("step16_processes")
+    *_, crash = dispatch.scenarios("step17_processes")
     assert (crash.key, crash.label) == ("crashes", "slot 1's process dies, 2 workers")
-    run = crash.run("step16_processes")
+    run = crash.run("step17_processes")
     assert run.aggregate is not None
     assert [r.error for r in run.aggregate] == [None, CRASHED, None, None, None]
     assert "crashes" not in [s.key for s in dispatch.scenarios(steps()[BEFORE])]

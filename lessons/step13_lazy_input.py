@@ -1,14 +1,12 @@
-"""Step 12: a lazy input and a bounded window. A subtask is pulled only when there is room.
+"""Step 13: a lazy input. A subtask is pulled only when the window has room for it.
 
 What it adds: the input may be any iterable or async iterable (a ``str`` is decomposed as before),
-pulled one subtask at a time, by one task, as the work needs it. A ``trio.Semaphore(window)``
-holds the *window*: at most ``window`` slots (``2 * max_workers`` by default, never fewer than
-``max_workers``) are pulled and not yet handed over, whether waiting, running, backing off, or
-done and waiting for an earlier slot; a place comes back when the caller receives its slot. So
-the supervisor holds at most ``window`` subtasks and results, however long the input. The price
-of plan order is *head-of-line blocking*: while an early slot runs long, the window fills with
-finished later slots, nothing more is pulled, and the workers idle. Nothing is pulled after the
-caller left; after a deadline, the rest of a finite input comes out marked.
+pulled one subtask at a time, by one task, as the work needs it: the window's place is taken
+before the next subtask is pulled, not before it is dispatched. So at most ``window`` subtasks
+are pulled and not yet handed over, and the supervisor holds at most ``window`` subtasks and
+results, however long the input, an endless one too. Slots are numbered as they are pulled, and
+the deliverer hands them over in that order, plan order. Nothing is pulled after the caller left;
+after a deadline, the rest of a finite input comes out marked.
 
 What is still wrong: the sub-agent is a simulation in this process. A real sub-agent is an LLM
 call across a network, with costs, rate limits and failures that no simulation here has; Part II
@@ -124,10 +122,7 @@ async def stream(
             return None
         await room.acquire()  # given back when the caller receives this slot
         await trio.lowlevel.checkpoint_if_cancelled()  # the caller may have left meanwhile
-        if isinstance(plan, AsyncIterator):
-            subtask = await anext(plan, None)
-        else:
-            subtask = next(plan, None)
+        subtask = await anext(plan, None) if isinstance(plan, AsyncIterator) else next(plan, None)
         if subtask is None:
             exhausted = True
             return None

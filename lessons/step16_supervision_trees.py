@@ -1,4 +1,4 @@
-"""Step 15: supervision trees. A worker may itself be a supervisor, one budget bounds the leaves.
+"""Step 16: supervision trees. A worker may itself be a supervisor, one budget bounds the leaves.
 
 What it adds: each company (``acme: pricing, reviews``) is a child supervisor over its own
 subtasks, and its aggregate, digested, is its parent slot's output. Cancel scopes nest, so no
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from lessons.step12_lazy_window import synthesize as synthesize  # unchanged since step 5
+from lessons.step13_lazy_input import synthesize as synthesize  # unchanged since step 5
 from trio_supervisor import (
     Aggregate,
     Backoff,
@@ -81,28 +81,28 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Aggregate[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
-    leaves = Capacity(max_workers)  # step 15: one budget for every leaf worker of the tree
+    leaves = Capacity(max_workers)  # step 16: one budget for every leaf worker of the tree
     restarts, within = (None, None) if intensity is None else intensity
-    # step 15: which children a restart takes
+    # step 16: which children a restart takes
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
 
     async def research(company: str) -> str:
         child = Supervisor(
             worker,
             max_workers=max_workers,
-            capacity=leaves,  # step 15: a leaf holds a place while it works
+            capacity=leaves,  # step 16: a leaf holds a place while it works
             timeout=None if math.isinf(worker_timeout) else worker_timeout,
             attempts=attempts,
             restarts=bound,
             backoff=NO_WAIT,
         )
-        nested = None if trace is None else trace.nest(company)  # step 15: drawn under it
+        nested = None if trace is None else trace.nest(company)  # step 16: drawn under it
         aggregate = await child.run(subtasks_of(company), trace=nested)
-        if aggregate.gave_up is not None:  # step 15: escalation, the child's reason
+        if aggregate.gave_up is not None:  # step 16: escalation, the child's reason
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
         return digest(aggregate)
 
-    parent = Supervisor(  # step 15: no capacity, a parent only waits on its children
+    parent = Supervisor(  # step 16: no capacity, a parent only waits on its children
         research,
         max_workers=max_workers,
         timeout=None if math.isinf(company_timeout) else company_timeout,

@@ -1,4 +1,4 @@
-"""Step 14 in the course: its demos re-plan, ``--max-rounds 1`` ends degraded with an answer,
+"""Step 15 in the course: its demos re-plan, ``--max-rounds 1`` ends degraded with an answer,
 ``--json`` carries the rounds, the ledger and the answer, the timeline is headed round by round,
 and ``--planner llm`` runs end to end against the real loopback server (real time, seconds)."""
 
@@ -26,19 +26,19 @@ from lessons._course.steps import load_step, steps
 from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_svg, render_timeline
 
-STEP = "step14_replanning"
+STEP = "step15_replanning"
 SVG = "{http://www.w3.org/2000/svg}"
 FOLLOW_UP = "Acme's discounts"
 REROUTED = "customer reviews, from app stores"
 
 
 def run_json(*argv: str) -> list[dict[str, Any]]:
-    """``python -m lessons 12 <argv> --virtual --json``: the runs."""
+    """``python -m lessons 15 <argv> --virtual --json``: the runs."""
     buffer = io.StringIO()
     console = Console(file=io.StringIO(), width=100, color_system=None)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("sys.stdout", buffer)
-        assert main(["14", *argv, "--virtual", "--json"], console=console) == 0
+        assert main(["15", *argv, "--virtual", "--json"], console=console) == 0
     runs: list[dict[str, Any]] = json.loads(buffer.getvalue())["runs"]
     return runs
 
@@ -90,8 +90,8 @@ def test_the_budgets_reach_the_run_from_the_command_line() -> None:
 
 
 def test_the_timeline_is_headed_round_by_round_by_the_planners_decision() -> None:
-    demo = STEP_DEMOS[14][0]
-    run = run_demo(STEP, demo, parser().parse_args(["14", "--virtual"]))
+    demo = STEP_DEMOS[15][0]
+    run = run_demo(STEP, demo, parser().parse_args(["15", "--virtual"]))
     sections = round_sections(run)
     assert sections == {
         0: "round 1 · 0.00s: the task split in 3",
@@ -149,7 +149,7 @@ async def test_sections_take_a_row_each_and_move_the_rows_below_them(
 
 def test_planner_llm_refuses_virtual_time_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
-        main(["14", "--planner", "llm", "--virtual"])
+        main(["15", "--planner", "llm", "--virtual"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (
         "python -m lessons: error: --planner llm asks a real server, on real time: "
@@ -159,9 +159,9 @@ def test_planner_llm_refuses_virtual_time_in_one_line(capsys: pytest.CaptureFixt
 
 def test_planner_llm_runs_the_demo_end_to_end_against_the_real_loopback_server() -> None:
     # real time: the demo's latencies shortened, so the whole run takes a fraction of a second
-    demo = dataclasses.replace(STEP_DEMOS[14][0], slow={0: 0.05, 1: 0.02, 2: 0.04})
-    llm = run_demo(STEP, demo, parser().parse_args(["14", "--planner", "llm"]))
-    scripted = run_demo(STEP, demo, parser().parse_args(["14", "--virtual"]))
+    demo = dataclasses.replace(STEP_DEMOS[15][0], slow={0: 0.05, 1: 0.02, 2: 0.04})
+    llm = run_demo(STEP, demo, parser().parse_args(["15", "--planner", "llm"]))
+    scripted = run_demo(STEP, demo, parser().parse_args(["15", "--virtual"]))
     assert llm.error is None
     assert llm.replanned is not None
     assert scripted.replanned is not None
@@ -187,10 +187,10 @@ STATIC = [name for number, name in steps().items() if number < 12]
 def test_no_step_before_asks_the_follow_up_or_the_reroute_that_step_12_asks(name: str) -> None:
     """Every step before 12 runs the plan it was given: whatever the pricing result names and
     whatever fails, its worker is never asked about the competitor nor sent to another source.
-    Step 14, on the same task with the same sub-agent, asks both."""
+    Step 15, on the same task with the same sub-agent, asks both."""
 
     def asked(module: Any) -> list[str]:
-        agent = STEP_DEMOS[14][0].agent(0)
+        agent = STEP_DEMOS[15][0].agent(0)
         calls: list[str] = []
 
         async def worker(subtask: str) -> str:
@@ -204,7 +204,7 @@ def test_no_step_before_asks_the_follow_up_or_the_reroute_that_step_12_asks(name
         async def main() -> None:
             # steps 1-4: one failure sinks the run; the calls made are what count
             with contextlib.suppress(Exception):
-                await module.supervise(STEP_DEMOS[14][0].task, worker, **options)
+                await module.supervise(STEP_DEMOS[15][0].task, worker, **options)
 
         trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
         return calls

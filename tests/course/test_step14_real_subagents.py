@@ -1,8 +1,8 @@
-"""Step 13: the worker is a chat endpoint across HTTP, and the supervisor is its only retry loop.
+"""Step 14: the worker is a chat endpoint across HTTP, and the supervisor is its only retry loop.
 
 The laws run on virtual time: against fake workers raising the agent's own error classes, and
 against the loopback server's app in this process (``httpx2.ASGITransport``), as the runner and
-the docs run the step with ``--virtual``. Step 12, which retries whatever fails after its own
+the docs run the step with ``--virtual``. Step 13, which retries whatever fails after its own
 backoff, breaks the first two (strict xfails).
 """
 
@@ -20,22 +20,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from lessons import step13_real_subagents
+from lessons import step14_real_subagents
 from lessons._course.demos import Demo
 from lessons._course.runner import main
 from lessons._course.running import Run, run_step
-from tests.course.probing import STEP12
+from tests.course.probing import STEP13
 from tests.course.step_laws import flawed, run_virtual
 from trio_supervisor import Status, decompose
 from trio_supervisor.agents import PermanentError, RateLimited, TransientError
 from trio_supervisor.testing import SimulatedAgent
 
-STEP13 = step13_real_subagents
-UNDERCUT = "step 12's flaw: its backoff draw decides the wait, whatever the server asked"
-EVERYTHING = "step 12's flaw: it retries whatever fails, a wrong key as much as a 429"
+STEP14 = step14_real_subagents
+UNDERCUT = "step 13's flaw: its backoff draw decides the wait, whatever the server asked"
+EVERYTHING = "step 13's flaw: it retries whatever fails, a wrong key as much as a 429"
 
 
-@pytest.mark.parametrize("step", [flawed(STEP12, UNDERCUT), STEP13])
+@pytest.mark.parametrize("step", [flawed(STEP13, UNDERCUT), STEP14])
 @settings(max_examples=40)
 @given(
     waits=st.lists(st.integers(1, 96).map(lambda k: k / 32), min_size=1, max_size=8),
@@ -73,7 +73,7 @@ def test_a_retry_never_starts_before_the_retry_after_a_429_asked_for(
     run_virtual(main)  # not the fixture: a failure must come out bare for the xfail to match it
 
 
-@pytest.mark.parametrize("step", [flawed(STEP12, EVERYTHING), STEP13])
+@pytest.mark.parametrize("step", [flawed(STEP13, EVERYTHING), STEP14])
 @settings(max_examples=30)
 @given(
     kinds=st.lists(st.sampled_from(["permanent", "transient", "429", "ok"]), min_size=1),
@@ -111,10 +111,10 @@ def test_only_transient_failures_are_retried_and_each_by_the_supervisor_alone(
 
 
 def run_through_server(task: str, agent: SimulatedAgent, **options: Any) -> Run:
-    """Step 13 on ``task`` as the runner runs it with ``--virtual``: the loopback server's app
+    """Step 14 on ``task`` as the runner runs it with ``--virtual``: the loopback server's app
     in this process, scripted by ``agent``, each call traced."""
-    run = Run("step13_real_subagents", Demo("law", task), decompose(task), options)
-    trio.run(run_step, STEP13, run, agent, clock=trio.testing.MockClock(autojump_threshold=0))
+    run = Run("step14_real_subagents", Demo("law", task), decompose(task), options)
+    trio.run(run_step, STEP14, run, agent, clock=trio.testing.MockClock(autojump_threshold=0))
     assert run.error is None, run.error
     return run
 
@@ -151,7 +151,7 @@ def test_through_a_server_over_its_limit_every_subtask_is_answered_once_and_no_w
 def test_the_demo_shows_each_429_its_retry_after_wait_and_its_retry() -> None:
     out = io.StringIO()
     console = Console(file=out, width=100, color_system=None, highlight=False)
-    assert main(["13", "--virtual"], console=console) == 0
+    assert main(["14", "--virtual"], console=console) == 0
     printed = out.getvalue()
     assert "╌ told to wait: the wait a 429's Retry-After asked for" in printed
     assert (
@@ -166,7 +166,7 @@ def test_json_keeps_each_failed_attempts_error_and_the_wait_it_asked_for(
 ) -> None:
     out = io.StringIO()
     monkeypatch.setattr("sys.stdout", out)
-    assert main(["13", "--virtual", "--json"], console=Console(file=io.StringIO())) == 0
+    assert main(["14", "--virtual", "--json"], console=Console(file=io.StringIO())) == 0
     first = json.loads(out.getvalue())["runs"][0]
     spans = [span for slot in first["trace"]["slots"] for span in slot["spans"]]
     asked = [span for span in spans if span["retry_after"] is not None]

@@ -1,4 +1,4 @@
-"""Step 16: crashes a process contains. A worker's body runs in a worker process.
+"""Step 17: crashes a process contains. A worker's body runs in a worker process.
 
 What it adds: the sub-agent's body is a sync function, ``research``, and the worker runs it in
 a worker process through the library's ``ProcessWorker`` (a ``trio_parallel`` pool). A hard
@@ -25,13 +25,13 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from lessons.step12_lazy_window import synthesize as synthesize  # unchanged since step 5
+from lessons.step13_lazy_input import synthesize as synthesize  # unchanged since step 5
 from trio_supervisor import Aggregate, Backoff, Supervisor, Worker
 from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 
 CRASH = 70  # the exit code of a body that kills its process (EX_SOFTWARE)
-MEMORY_LIMIT = 512 * 2**20  # step 16: bytes of address space a body's process may have
+MEMORY_LIMIT = 512 * 2**20  # step 17: bytes of address space a body's process may have
 
 Call = tuple[str, float, str]
 """What crosses to the worker process: the subtask, its latency, and what the body does with
@@ -47,7 +47,7 @@ def research(call: Call) -> str:
             time.sleep(60)
     time.sleep(latency)
     if act == "crash":
-        os._exit(CRASH)  # step 16: no exception, no cleanup: the process is gone
+        os._exit(CRASH)  # step 17: no exception, no cleanup: the process is gone
     if act == "fail":
         raise SubAgentError(f"sub-agent failed on {subtask!r}")
     return f"findings on {subtask}"
@@ -62,7 +62,7 @@ async def research_on_virtual_time(call: Call) -> str:
         await trio.sleep_forever()
     await trio.sleep(latency)
     if act == "crash":
-        raise WorkerCrashed(crash_reason(CRASH), CRASH)  # step 16: as ProcessWorker says it
+        raise WorkerCrashed(crash_reason(CRASH), CRASH)  # step 17: as ProcessWorker says it
     if act == "fail":
         raise SubAgentError(f"sub-agent failed on {subtask!r}")
     return f"findings on {subtask}"
@@ -80,9 +80,9 @@ async def open_worker(
     latency, a failure, a hang; a subtask in ``crash`` kills its process), and ``research`` does
     it in a worker process, one of ``max_workers`` started before the run; on virtual time,
     ``research_on_virtual_time`` does it here."""
-    in_process = ProcessWorker(research, memory_limit=MEMORY_LIMIT)  # step 16: a process pool
+    in_process = ProcessWorker(research, memory_limit=MEMORY_LIMIT)  # step 17: a process pool
     if not virtual:
-        await in_process.warm(max_workers)  # step 16: no timeout counts a process's start
+        await in_process.warm(max_workers)  # step 17: no timeout counts a process's start
 
     async def worker(subtask: str) -> str:
         agent.calls[subtask] += 1
@@ -96,7 +96,7 @@ async def open_worker(
         call = (subtask, agent.latency(subtask), act)
         if virtual:
             return await research_on_virtual_time(call)
-        return await in_process(call)  # step 16: a crash there fails this call alone
+        return await in_process(call)  # step 17: a crash there fails this call alone
 
     yield worker
 

@@ -1,4 +1,4 @@
-"""Step 15: supervision trees. The shared-budget deadlock and its fix, the bound on the leaves,
+"""Step 16: supervision trees. The shared-budget deadlock and its fix, the bound on the leaves,
 deadlines that flow down, escalation, and the restart strategies on children that depend on
 each other.
 
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from lessons import step15_supervision_trees as step15
+from lessons import step16_supervision_trees as step16
 from lessons._course.runner import main
 from tests.course.probing import Probe
 from tests.course.step_laws import run_virtual
@@ -39,7 +39,7 @@ def trees(draw: st.DrawFn) -> str:
 
 
 def leaves_of(task: str) -> list[list[str]]:
-    return [step15.subtasks_of(company.strip()) for company in task.split(";")]
+    return [step16.subtasks_of(company.strip()) for company in task.split(";")]
 
 
 @settings(max_examples=40)
@@ -52,7 +52,7 @@ def test_parents_drawing_from_the_leaves_budget_never_finish(task: str, k: int) 
 
     async def main() -> bool:
         with trio.move_on_after(GUARD):
-            await step15.supervise_broken(task, probe, max_workers=k)
+            await step16.supervise_broken(task, probe, max_workers=k)
             return True
         return False
 
@@ -73,7 +73,7 @@ def test_the_fixed_tree_always_finishes_with_at_most_k_leaves_at_once(
 
     async def main() -> list[Status]:
         with trio.fail_after(GUARD):
-            aggregate = await step15.supervise(task, probe, max_workers=k)
+            aggregate = await step16.supervise(task, probe, max_workers=k)
         return [result.status for result in aggregate.results]
 
     statuses = run_virtual(main)
@@ -98,7 +98,7 @@ def test_no_child_outlives_its_parents_timeout_or_the_runs_deadline(
 
     async def main() -> Trace:
         trace = Trace([company.strip() for company in task.split(";")])
-        await step15.supervise(
+        await step16.supervise(
             task,
             probe,
             max_workers=k,
@@ -126,7 +126,7 @@ async def test_a_child_past_its_intensity_fails_its_parents_slot_with_its_reason
     company_attempts: int, autojump_clock: object
 ) -> None:
     agent = SimulatedAgent()
-    aggregate = await step15.supervise(
+    aggregate = await step16.supervise(
         "acme; globex: pricing, reviews failing, hiring; initech",
         agent,
         max_workers=4,
@@ -173,7 +173,7 @@ class Board:
 
 def stale_reads(task: str, board: Board, strategy: Strategy, k: int) -> list[str]:
     async def main() -> list[str]:
-        aggregate = await step15.supervise(
+        aggregate = await step16.supervise(
             task, board, max_workers=k, attempts=2, strategy=strategy
         )
         assert all(result.ok for result in aggregate.results)
@@ -224,9 +224,9 @@ def test_a_malformed_company_is_refused_in_one_line_before_any_work(
     """A company is ``name`` or ``name: a, b``: one without a name, or with nothing after its
     colon, is refused up front (today's ``": x, y"`` would run subtasks named " x")."""
     with pytest.raises(ValueError, match=re.escape(said)):
-        step15.check_task(task)
+        step16.check_task(task)
     with pytest.raises(SystemExit) as exit_:
-        main(["15", "--virtual", "--task", task], console=Console(file=io.StringIO()))
+        main(["16", "--virtual", "--task", task], console=Console(file=io.StringIO()))
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err == (
