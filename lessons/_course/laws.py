@@ -487,7 +487,7 @@ def _cancellation_passes_through(step: Subject, seen: Seen) -> None:
 
 CANCELLATION_PASSES_THROUGH = Law(
     "cancellation passes through: a KeyboardInterrupt comes out, an outer cancel ends the run",
-    (5, 6, 7, 8, 9, 10, 11),
+    (5, 6, 7, 8, 9, 10, 11, 12, 13),
     _cancellation_passes_through,
 )
 
@@ -760,7 +760,7 @@ def _a_waiting_retry_holds_no_token(step: Subject, seen: Seen) -> None:
 
 A_WAITING_RETRY_HOLDS_NO_TOKEN = Law(
     "a retry waiting its backoff holds no token: with one worker, slot 1 starts at once",
-    (8, 9, 10, 11),
+    (8, 9, 10, 11, 12, 13),
     _a_waiting_retry_holds_no_token,
 )
 

@@ -13,10 +13,10 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.library.scripted_worker import PATHS, Behaviour, Script, ok
-from tests.library.virtual_time import exact_latencies, run_virtual
 
 import trio_supervisor
+from tests.library.scripted_worker import PATHS, Behaviour, Script, ok
+from tests.library.virtual_time import exact_latencies, run_virtual
 from trio_supervisor import Backoff, Status, Supervisor
 
 if TYPE_CHECKING:  # at run time they are looked up when used: a missing one fails its test only

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.library.scripted_worker import PATHS, Behaviour, Script
 from trio._core import _run as trio_run
-from tests.library.virtual_time import run_virtual
 
+from tests.library.scripted_worker import PATHS, Behaviour, Script
+from tests.library.virtual_time import run_virtual
 from trio_supervisor import Backoff, Restarts, Supervisor, Trace
 
 FLAKY = [Behaviour(1 + slot % 3, ("fail", "fail", "ok")) for slot in range(12)]

@@ -10,6 +10,7 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tests.library.scripted_worker import (
     PATHS,
     Script,
@@ -23,7 +24,6 @@ from tests.library.scripted_worker import (
     plain_behaviours,
 )
 from tests.library.virtual_time import list_schedule, run_virtual
-
 from trio_supervisor import Aggregate, Status, Supervisor, Trace
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tests.library.scripted_worker import (
     PATHS,
     Behaviour,
@@ -16,7 +17,6 @@ from tests.library.scripted_worker import (
     odd_128ths,
 )
 from tests.library.virtual_time import run_virtual
-
 from trio_supervisor import Aggregate, Backoff, Status, Supervisor, Trace
 from trio_supervisor._retry import RetryOn
 from trio_supervisor.testing import SubAgentError

@@ -15,9 +15,9 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tests.library.scripted_worker import PATHS, Behaviour, Script
 from tests.library.virtual_time import run_virtual
-
 from trio_supervisor import Adaptive, Backoff, Status, Supervisor, Trace
 
 NO_WAIT = Backoff(initial=0, maximum=0)

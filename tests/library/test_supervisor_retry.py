@@ -11,9 +11,9 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tests.library.scripted_worker import PATHS, Behaviour, Script, latencies
 from tests.library.virtual_time import run_virtual
-
 from trio_supervisor import Aggregate, Backoff, Status, Supervisor, Trace
 from trio_supervisor.testing import SubAgentError
 

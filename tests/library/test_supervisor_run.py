@@ -10,6 +10,7 @@ import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tests.library.scripted_worker import (
     PATHS,
     Behaviour,
@@ -24,7 +25,6 @@ from tests.library.scripted_worker import (
     plain_behaviours,
 )
 from tests.library.virtual_time import list_schedule, run_virtual
-
 from trio_supervisor import Aggregate, Status, SubResult, Supervisor
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent

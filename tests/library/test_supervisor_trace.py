@@ -10,9 +10,9 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
+
 from tests.library.scripted_worker import PATHS, Behaviour, Script, fail, hang, latencies, ok
 from tests.library.virtual_time import run_virtual
-
 from trio_supervisor import Backoff, Status, Supervisor, Trace
 from trio_supervisor.timeline import render_timeline
 
