@@ -77,6 +77,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
             return
         while True:
             scope = running.scope = trio.CancelScope()
+            running.spent = False
             done = False
             with scope:
                 done = await slots(engine, feed, running)
@@ -109,7 +110,6 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
     trace = feed.trace
     timer = feed.timer
     key = feed.key
-    scope = running.scope
     now = trio.lowlevel.current_clock().current_time
     task = current_task()
     counted = counts_points(task)
@@ -173,14 +173,14 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                     await trio.sleep(wait)
                 elif not counted or task._cancel_status.effectively_cancelled:
                     await checkpoint()  # a cancelled run calls no worker again
-            await attempt(running, trace, timer)
+            await attempt(running, trace, timer, now)
             if running.failure is None:
                 started: float = running.started  # type: ignore[assignment]  # set by attempt
                 put(slot, ok_result(subtask, running.output, running.attempts, started, now()))
                 running.slot = None
-                if scope is not None and scope.cancel_called:
+                if running.spent:
                     return False  # the worker swallowed the timer's cancellation: scope spent
                 break
-            if scope is not None and scope.cancel_called:
+            if running.spent:
                 return False
             # a failure: the top of this loop decides its retry

@@ -86,6 +86,7 @@ async def restarting_run(
     key = engine.run_key()
     places = engine.places
     timer = None if engine.timeout is None else Deadlines(engine.timeout)
+    now = trio.lowlevel.current_clock().current_time
     left = [len(plan)]  # slots without a final result
     given_up: list[bool] = []
 
@@ -205,7 +206,7 @@ async def restarting_run(
                 # more, even for the attempts started in the same batch as the one that ended it
                 await trio.lowlevel.checkpoint_if_cancelled()
                 with running.scope:
-                    await engine.attempt(running, trace, timer)
+                    await engine.attempt(running, trace, timer, now)
                 if running.scope.cancelled_caught:
                     engine.timed_out(running, trace)
         except BaseException:
