@@ -99,7 +99,11 @@ def page_of_tests(root: Path = TESTS) -> str:
     for path, tests in by_module.items():
         relative = path.relative_to(ROOT).as_posix()
         lines += [f"## `{relative}` {{#{path.stem}}}", ""]
-        lines += [_prose(paragraph) + "\n" for paragraph in module_docstring(path).split("\n\n")]
+        first, *rest = module_docstring(path).split("\n\n")
+        lines += [_prose(first), ""]
+        if rest:  # the rest of what the module says, folded: the page lists tests, not prose
+            lines += ['<details class="about" markdown>', "<summary>More on this module</summary>"]
+            lines += ["", *(_prose(paragraph) + "\n" for paragraph in rest), "</details>", ""]
         for test in tests:
             said = f": {_prose(test.summary)}" if test.summary else ""
             lines += [
