@@ -547,14 +547,16 @@ def test_check_watch_runs_the_check_then_waits_for_a_save(
     assert capsys.readouterr().err == "interrupted\n"
 
 
-@pytest.mark.parametrize("number", range(2, 12))
+@pytest.mark.parametrize("number", PART_ONE)
 def test_each_part_one_page_opens_its_code_with_try_it_first(number: int) -> None:
     page = (ROOT / "docs" / "steps" / f"{KNOWN[number]}.md").read_text()
     code = page.split("\n## The code\n", 1)[1].split("\n## ", 1)[0]
     tip = code.split('!!! tip "Try it first"\n', 1)[1].split("\n--8<--", 1)[0]
     for command in ("exercise", "check"):
         assert f"$ python -m lessons {command} {number}\n" in tip
-    assert f"$ python -m lessons check {number} --hint\n" in tip
+    for option in ("--watch", "--hint"):
+        assert f"$ python -m lessons check {number} {option}\n" in tip
+    assert f"the exercise is step {number - 1}'s code" in " ".join(tip.split())
     assert code.index("!!! tip") < code.index("--8<--")
 
 

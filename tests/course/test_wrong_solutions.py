@@ -12,10 +12,10 @@ import pytest
 
 from lessons._course import laws
 from lessons._course.laws import Law
-from tests.course.test_exercises import assert_told, run
+from tests.course.test_exercises import PART_ONE, assert_told, run
 
 WRONG = Path(__file__).parent / "wrong"
-GRADED = range(2, 12)  # the steps of Part I with an exercise, up to leaving early
+GRADED = PART_ONE  # every step of Part I with an exercise: 2 to the lazy input
 
 CAUGHT_BY: dict[str, Law] = {
     "step02_awaits_each_worker": laws.FAN_OUT_WALL_TIME,
@@ -39,6 +39,10 @@ CAUGHT_BY: dict[str, Law] = {
     "step10_polls_for_each_slot": laws.FIRST_RESULT_ARRIVES_WITH_SLOT_0,
     "step11_cancels_only_the_workers": laws.LEAVING_EARLY_CANCELS_THE_REST,
     "step11_closes_the_channel_instead": laws.LEAVING_EARLY_CANCELS_THE_REST,
+    "step12_releases_the_place_when_dispatched": laws.HELD_TO_THE_WINDOW,
+    "step12_window_counts_only_running_workers": laws.HELD_TO_THE_WINDOW,
+    "step13_pulls_before_the_window_has_room": laws.A_LAZY_MILLION_IS_HELD,
+    "step13_reads_the_whole_input_first": laws.A_LAZY_MILLION_IS_HELD,
 }
 """Each wrong solution, and the law its mistake breaks (it may break others too)."""
 
