@@ -59,6 +59,17 @@ FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring t
 FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
 STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
+    3: (
+        Demo(
+            "a dozen subtasks, more than the workers: never more than max_workers run at once",
+            LARGE.task,
+        ),  # each later slot starts when a worker gives its token back
+        Demo(
+            "five subtasks, one fails: the fifth waits for a token, and one failure sinks them all",
+            FIVE,
+            fail=frozenset({1}),  # customer reviews fails: the whole batch raises
+        ),
+    ),
     5: (RESEARCH, Demo("a sub-agent hangs", FIVE, hang=frozenset({1}))),
     6: (
         Demo(
@@ -108,6 +119,20 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             FIVE,
             fail=frozenset(range(1, 5)),  # every sub-agent but the pricing one fails every call
             options={"attempts": 4, "intensity": (3, 10.0)},
+        ),
+        Demo(
+            "four sub-agents fail once, close together: a 3rd restart within 1s, the run gives up",
+            FIVE,
+            flaky={slot: 1 for slot in range(1, 5)},  # each fails its first call only
+            slow={1: 0.4, 2: 0.5, 3: 0.6, 4: 0.7},  # the failures end 0.1 s apart
+            options={"attempts": 2, "intensity": (2, 1.0)},
+        ),
+        Demo(
+            "the same four, failing 0.6s apart: older restarts age out of the 1s, the run goes on",
+            FIVE,
+            flaky={slot: 1 for slot in range(1, 5)},
+            slow={1: 0.4, 2: 1.0, 3: 1.6, 4: 2.2},  # never more than 2 failures within 1 s
+            options={"attempts": 2, "intensity": (2, 1.0)},
         ),
         Demo(
             "one slow subtask, every result waits for it",

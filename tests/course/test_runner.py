@@ -95,12 +95,12 @@ def test_no_argument_lists_every_step_one_line_each() -> None:
         assert line.split()[:2] == [str(number), steps()[number]]
 
 
-@pytest.mark.parametrize("step", ["3", "step03_capacity_limiter"])
+@pytest.mark.parametrize("step", ["4", "step04_ordered_slots"])
 def test_a_step_runs_by_number_or_name_with_both_demos(step: str) -> None:
     status, out = run_main(step, "--virtual")
     assert status == 0
     for demo in DEMOS:
-        assert f"step03_capacity_limiter · {demo.title}, max_workers=4" in out
+        assert f"step04_ordered_slots · {demo.title}, max_workers=4" in out
     assert out.count("wall ") == len(DEMOS)
 
 

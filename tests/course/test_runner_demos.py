@@ -92,8 +92,52 @@ def test_step8_demos_retry_flaky_workers_and_retry_a_dead_one_to_the_last_attemp
     assert [len(slot["spans"]) for slot in down["trace"]["slots"]] == [1] + [4] * 4
 
 
+def test_step3_demos_run_more_subtasks_than_workers_so_the_bound_shows() -> None:
+    dozen, five = run_json("3")
+    for run in (dozen, five):
+        spans = [span for slot in run["trace"]["slots"] for span in slot["spans"]]
+        assert len(run["trace"]["slots"]) > run["options"]["max_workers"] == 4
+        # at each start, how many ran: never more than the workers, and all of them at the peak
+        running = [
+            sum(1 for other in spans if other["start"] <= span["start"] < other["end"])
+            for span in spans
+        ]
+        assert max(running) == 4
+        later = [slot for slot in run["trace"]["slots"] if slot["spans"][0]["start"] > 0]
+        assert later, "a slot waited for a token"
+    assert statuses(dozen) == ["ok"] * 12
+    assert five["aggregate"] is None, "one failure sinks the batch"
+
+
+def _restarts(run: dict[str, Any]) -> list[float]:
+    """When each failed attempt that another attempt followed ended: the run's restarts."""
+    return sorted(
+        span["end"]
+        for slot in run["trace"]["slots"]
+        for span in slot["spans"][:-1]
+        if span["status"] == "failed"
+    )
+
+
+def test_step9_demos_give_up_within_t_and_go_on_once_older_restarts_age_out() -> None:
+    """The same intensity, 2 restarts within 1 s, on the same four failures: close together,
+    the third within 1 s gives up; spread 0.6 s apart, each restart older than 1 s no longer
+    counts, and the run goes on, with more restarts in all than R."""
+    _, close, spread, _ = run_json("9")
+    for run in (close, spread):
+        assert run["options"]["intensity"] == [2, 1.0]
+    errors = [result["error"] for result in close["aggregate"]["results"]]
+    assert "gave up: more than 2 restarts within 1s" in errors
+    assert close["trace"]["wall"] < 1.0
+    assert statuses(spread) == ["ok"] * 5
+    restarts = _restarts(spread)
+    assert len(restarts) == 4 > 2
+    assert restarts[-1] - restarts[0] > 1.0, "the restarts spread over more than T"
+    assert max(len([t for t in restarts if now - 1.0 < t <= now]) for now in restarts) == 2
+
+
 def test_step9_demos_give_up_past_the_intensity_and_hold_every_result_for_the_slowest() -> None:
-    down, slow = run_json("9")
+    down, _, _, slow = run_json("9")
     assert down["options"]["intensity"] == [3, 10.0]
     errors = [result["error"] for result in down["aggregate"]["results"]]
     assert errors[0] is None
@@ -267,9 +311,9 @@ def test_the_command_line_wins_over_a_demo_option() -> None:
     assert step_options(record(6), parser().parse_args(["6"]), demo)["worker_timeout"] == 1.5
 
 
-def test_steps_1_to_5_keep_the_default_demos_and_task_keeps_the_step_options() -> None:
-    args = parser().parse_args(["3"])
-    assert demos(args, 3) == list(DEMOS)
+def test_steps_1_2_and_4_keep_the_default_demos_and_task_keeps_the_step_options() -> None:
+    for number in (1, 2, 4):
+        assert demos(parser().parse_args([str(number)]), number) == list(DEMOS)
     (yours,) = demos(parser().parse_args(["6", "--task", "a; b", "--hang", "1"]), 6)
     assert (yours.task, yours.hang, dict(yours.options)) == (
         "a; b",
