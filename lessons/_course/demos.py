@@ -123,14 +123,14 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
         Demo(
             "four sub-agents fail once, close together: a 3rd restart within 1s, the run gives up",
             FIVE,
-            flaky={slot: 1 for slot in range(1, 5)},  # each fails its first call only
+            flaky=dict.fromkeys(range(1, 5), 1),  # each fails its first call only
             slow={1: 0.4, 2: 0.5, 3: 0.6, 4: 0.7},  # the failures end 0.1 s apart
             options={"attempts": 2, "intensity": (2, 1.0)},
         ),
         Demo(
             "the same four, failing 0.6s apart: older restarts age out of the 1s, the run goes on",
             FIVE,
-            flaky={slot: 1 for slot in range(1, 5)},
+            flaky=dict.fromkeys(range(1, 5), 1),
             slow={1: 0.4, 2: 1.0, 3: 1.6, 4: 2.2},  # never more than 2 failures within 1 s
             options={"attempts": 2, "intensity": (2, 1.0)},
         ),

@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -17,7 +18,7 @@ from lessons._course.live import show_live
 from lessons._course.running import Run, final_statuses, result_slots
 from lessons._course.steps import load_step, step
 from trio_supervisor import Answer, Status, SubResult, Trace
-from trio_supervisor.timeline import render_timeline
+from trio_supervisor.timeline import Row, legend, render_timeline, timeline_rows
 
 
 class ConsoleWatch:
@@ -65,9 +66,10 @@ def show(console: Console, run: Run) -> None:
     assert run.trace is not None
     width = max(16, min(60, console.width - 60))
     sections = round_sections(run)
-    console.print(render_timeline(run.trace, final_statuses(run), width=width, sections=sections))
-    if any(slot.delivered is not None for slot in run.trace.slots):
-        console.print("░ done, held until every earlier slot was handed over", style="bright_black")
+    final = final_statuses(run)
+    console.print(render_timeline(run.trace, final, width=width, sections=sections))
+    for line in legend_lines(timeline_rows(run.trace, final), console.width):
+        console.print(line, style="bright_black", markup=False, highlight=False)
     if step(run.step).hook is not None:
         show_retries(console, run.trace)
     ranks = run.trace.completion_rank()
@@ -110,6 +112,23 @@ def show(console: Console, run: Run) -> None:
             f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
         )
     console.print()
+
+
+def legend_lines(rows: list[Row], width: int) -> list[str]:
+    """What each mark of a timeline of ``rows`` means (see ``trio_supervisor.timeline.legend``),
+    its keys side by side, ``· waiting (for a worker, or a retry)   █ ...``: one line, or as few
+    as fit ``width`` columns, no key cut in two."""
+    keys = [
+        f"{mark}: {meaning}" if mark == "blank" else f"{mark} {meaning}"
+        for mark, meaning in legend(rows)
+    ]
+    lines = [keys[0]]
+    for key in keys[1:]:
+        if cell_len(lines[-1]) + 3 + cell_len(key) > width:
+            lines.append(key)
+        else:
+            lines[-1] += "   " + key
+    return lines
 
 
 def round_sections(run: Run) -> dict[int, str]:

@@ -272,7 +272,29 @@ def test_a_streaming_step_shows_each_result_as_it_is_handed_over(step: str) -> N
         ["1", "b"],
         ["2", "c"],
     ]
-    assert "░ done, held until every earlier slot was handed over" in lines
+    axis = next(index for index, line in enumerate(lines) if line.strip().startswith("0s"))
+    said = " ".join(lines[axis + 1 : axis + 3])
+    assert "░ done, held for plan order" in said, "the legend under the timeline says it"
+
+
+def test_the_timeline_is_followed_by_a_legend_of_its_marks() -> None:
+    """Under the terminal timeline, one line says what each mark drawn means: ``·`` waiting,
+    ``█`` running, a blank stretch, and each ending drawn, no other; a narrow terminal gets it
+    on as few lines as fit, no key cut in two."""
+    for width, said in ((140, 1), (60, 3)):
+        out = io.StringIO()
+        console = Console(file=out, width=width, color_system=None)
+        argv = ["9", "--virtual", "--task", "a; b; c; d; e", "--fail", "1"]
+        assert main(argv, console=console) == 0
+        lines = out.getvalue().splitlines()
+        axis = next(index for index, line in enumerate(lines) if line.strip().startswith("0s"))
+        legend = lines[axis + 1 : axis + 1 + said]
+        assert lines[axis + 1 + said].startswith("results, in the order")
+        assert max(len(line) for line in legend) <= width
+        assert "   ".join(legend) == (
+            "· waiting (for a worker, or a retry)   █ running (coloured by its end)   "
+            "blank: over   ✓ ok   ✗ failed"
+        )
 
 
 def options(step: Any, *argv: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import trio.testing
 from rich.console import Console
 
 from trio_supervisor import Status, Trace
-from trio_supervisor.timeline import render_svg, render_timeline, timeline_rows
+from trio_supervisor.timeline import crashed, legend, render_svg, render_timeline, timeline_rows
 
 SVG = "{http://www.w3.org/2000/svg}"
 # a 0-16/32 s; b 0-8/32 s, fails; c waits for b's place (K=2), then 8/32-32/32 s: wall 1 s
@@ -315,3 +315,104 @@ def test_importing_the_timeline_without_rich_names_the_extra(
         r"pip install 'trio-supervisor\[timeline\]'$",
     ):
         importlib.import_module("trio_supervisor.timeline")
+
+
+async def _crashed_and_failed() -> Trace:
+    """Slot 0's worker process dies, then its retry succeeds; slot 1's process dies for good;
+    slot 2's worker raises: an exception, for comparison."""
+    from trio_supervisor.processes import WorkerCrashed
+
+    trace = Trace(["retried", "crashed", "raised"])
+    died = WorkerCrashed("the worker process died: killed by SIGKILL", -9)
+    for slot, failure in ((0, died), (1, died), (2, ValueError("no"))):
+        trace.started(slot)
+        await trio.sleep(1)
+        trace.ended(slot, Status.FAILED, failure)
+    trace.started(0)
+    await trio.sleep(1)
+    trace.ended(0, Status.OK)
+    trace.close()
+    return trace
+
+
+async def test_a_slot_whose_process_died_is_drawn_as_a_crash_not_as_a_failure(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A ``WorkerCrashed`` attempt is drawn apart from an exception its worker raised: its own
+    glyph and colour in the terminal, the word ``crashed`` as its ending, its own class in the
+    SVG (bar, ending and legend), and ``crashed`` in the legend; a retried crash keeps its glyph."""
+    trace = await _crashed_and_failed()
+    retried, crashed_row, raised = timeline_rows(trace)
+    assert [row.crashed for row in (retried, crashed_row, raised)] == [False, True, False]
+    assert retried.bars[0].crashed
+    assert crashed_row.status is raised.status is Status.FAILED  # the same status, told apart
+    out = io.StringIO()
+    Console(file=out, width=100, color_system=None).print(render_timeline(trace, width=30))
+    lines = out.getvalue().splitlines()
+    assert "☠ crashed 2.00s" in lines[2]
+    assert "✗ failed 3.00s" in lines[3]
+    assert lines[1].split()[2].count("☠") == 1, "the crash a retry followed keeps its glyph"
+    svg = render_svg(trace, width=WIDTH)
+    rows = rows_of(svg)
+    crashed_bars = [
+        rect for rect in rows[1].iter(f"{SVG}rect") if {"ts-bar", "ts-crashed"} <= classes(rect)
+    ]
+    assert len(crashed_bars) == 1
+    ends = [t for t in rows[1].iter(f"{SVG}text") if "ts-end" in classes(t)]
+    assert [(t.text, "ts-crashed" in classes(t)) for t in ends] == [("☠ crashed 2.00s", True)]
+    assert not [r for r in rows[2].iter(f"{SVG}rect") if "ts-crashed" in classes(r)]
+    assert "crashed: its process died" in svg
+    assert ("☠", "crashed (its process died)") in legend(timeline_rows(trace))
+    assert crashed("WorkerCrashed: the worker process died")
+    assert not crashed("ValueError: no")
+
+
+def test_the_legend_names_each_mark_drawn_and_a_blank_stretch() -> None:
+    """The legend says what ``·`` (waiting), ``█`` (running) and a blank stretch mean, and each
+    ending the rows draw, no other; the SVG's legend has the same keys, the blank one without
+    a swatch."""
+    trace = traced()
+    rows = timeline_rows(trace)
+    assert legend(rows) == [
+        ("·", "waiting (for a worker, or a retry)"),
+        ("█", "running (coloured by its end)"),
+        ("blank", "over"),
+        ("✓", "ok"),
+        ("✗", "failed"),
+    ]
+    svg = render_svg(trace, width=WIDTH)
+    keys = next(g for g in ET.fromstring(svg).iter(f"{SVG}g") if g.get("class") == "ts-legend")
+    said = [text.text for text in keys.iter(f"{SVG}text")]
+    assert said == ["waiting", "ok", "failed", "blank: over"]
+    assert len(list(keys.iter(f"{SVG}rect"))) == 3  # no swatch for a blank stretch
+
+
+async def test_a_slot_planned_later_makes_the_legend_say_blank_is_not_planned_yet(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    trace = Trace()
+    await trio.sleep(1)
+    trace.pulled(0, "late")
+    trace.started(0)
+    await trio.sleep(1)
+    trace.ended(0, Status.OK)
+    trace.close()
+    assert ("blank", "not planned yet, or over") in legend(timeline_rows(trace))
+    assert "blank: not planned yet, or over" in render_svg(trace)
+
+
+async def test_a_legend_too_long_for_one_line_wraps_and_the_picture_grows_to_hold_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Every key inside the picture's width: a legend that does not fit one line goes on to a
+    second, and the picture is that much taller."""
+    trace = await _crashed_and_failed()
+    narrow = render_svg(trace, width=40.0)
+    root = ET.fromstring(narrow)
+    total = float(root.get("width", "nan"))
+    keys = next(g for g in root.iter(f"{SVG}g") if g.get("class") == "ts-legend")
+    texts = list(keys.iter(f"{SVG}text"))
+    assert len({t.get("y") for t in texts}) > 1, "the legend took more than one line"
+    for text in texts:
+        assert float(text.get("x", "nan")) + 7.3 * len(text.text or "") <= total
+    assert float(root.get("height", "nan")) >= max(float(t.get("y", "0")) for t in texts)

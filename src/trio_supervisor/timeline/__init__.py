@@ -7,8 +7,27 @@ that supervises and never draws pays nothing for drawing.
 
 from .._util import fixup_module_metadata
 from ._events import trace_events
-from ._render import Bar, Row, ending, render_svg, render_timeline, timeline_rows
+from ._render import (
+    Bar,
+    Row,
+    crashed,
+    ending,
+    legend,
+    render_svg,
+    render_timeline,
+    timeline_rows,
+)
 
-__all__ = ["Bar", "Row", "ending", "render_svg", "render_timeline", "timeline_rows", "trace_events"]
+__all__ = [
+    "Bar",
+    "Row",
+    "crashed",
+    "ending",
+    "legend",
+    "render_svg",
+    "render_timeline",
+    "timeline_rows",
+    "trace_events",
+]
 
 fixup_module_metadata(__name__, globals())

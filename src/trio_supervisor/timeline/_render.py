@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -28,6 +28,23 @@ ENDINGS: dict[Status | None, tuple[str, str]] = {
 }
 
 
+#: How a slot whose worker process died is drawn (its error a ``WorkerCrashed``): apart from an
+#: exception its worker raised, for the fault is of another kind (the process, not the call).
+CRASHED = ("☠", "bold bright_red")
+#: The error kind a crashed attempt records: the process pool's exception, by its name (a trace
+#: keeps an error as text, ``WorkerCrashed: the worker process died: ...``).
+CRASH_KIND = "WorkerCrashed"
+
+
+def crashed(error: str | None) -> bool:
+    """Whether an attempt's ``error`` (as a trace records it) says its worker process died.
+
+    Args:
+      error: the error text of a span or a result, None for none.
+    """
+    return error is not None and error.split(":", 1)[0].strip() == CRASH_KIND
+
+
 def ending(status: Status | None) -> tuple[str, str]:
     """The glyph a timeline draws after a slot that ended ``status`` (None: it has not ended),
     and its rich colour: ``("✓", "green")`` for ``Status.OK``.
@@ -48,6 +65,16 @@ class Bar:
     status: Status | None  # how a running bar ended; None while running or for waiting
     note: str | None = None  # a failed attempt's error; the wait an "asked" bar was asked for
 
+    @property
+    def crashed(self) -> bool:
+        """Whether this is an attempt that failed because its worker process died."""
+        return self.kind == "running" and self.status is Status.FAILED and crashed(self.note)
+
+    @property
+    def drawn(self) -> tuple[str, str]:
+        """The glyph and colour of how this running bar ended (see `ending`): a crash's own."""
+        return CRASHED if self.crashed else ENDINGS[self.status]
+
 
 @dataclass(frozen=True)
 class Row:
@@ -61,6 +88,17 @@ class Row:
     status: Status | None
     rank: int | None
     depth: int = 0
+
+    @property
+    def crashed(self) -> bool:
+        """Whether the slot failed because the process of its last attempt died."""
+        running = [bar for bar in self.bars if bar.kind == "running"]
+        return self.status is Status.FAILED and bool(running) and running[-1].crashed
+
+    @property
+    def drawn(self) -> tuple[str, str]:
+        """The glyph and colour of how the slot ended: a crash's own, else its status's."""
+        return CRASHED if self.crashed else ENDINGS[self.status]
 
     @property
     def label(self) -> str:
@@ -125,14 +163,55 @@ def _seconds(value: float) -> str:
 
 def _ending(row: Row) -> str:
     """How a row ended, as both pictures say it: ``✓ ok 0.88s``, ``⊘ cancelled, never ran``."""
-    glyph, _ = ENDINGS[row.status]
+    glyph, _ = row.drawn
     running = [bar for bar in row.bars if bar.kind == "running"]
     if not running:
         return (
             f"{glyph} never ran" if row.status is None else f"{glyph} {row.status.value}, never ran"
         )
-    label = "running" if row.status is None else row.status.value
+    label = "running" if row.status is None else "crashed" if row.crashed else row.status.value
     return f"{glyph} {label} {_seconds(running[-1].end)}"
+
+
+def legend(rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """What each mark of a timeline of ``rows`` means, for the marks it has: ``(mark, meaning)``
+    pairs, in the order a row draws them, then the endings; the terminal prints them in a line
+    under the table, and the SVG's legend says the same.
+
+    A blank stretch of a row is time in which its slot was neither waiting nor running: before
+    it was planned (a slot pulled later from a lazy input, or a child run's), and after it was
+    over.
+
+    Args:
+      rows: the rows drawn (see [`timeline_rows`][trio_supervisor.timeline.timeline_rows]).
+    """
+    bars = [bar for row in rows for bar in row.bars]
+    kinds = {bar.kind for bar in bars}
+    said: list[tuple[str, str]] = []
+    if "waiting" in kinds:
+        said.append(("·", "waiting (for a worker, or a retry)"))
+    if "asked" in kinds:
+        said.append(("╌", "told to wait (Retry-After)"))
+    if "running" in kinds:
+        said.append(("█", "running (coloured by its end)"))
+    if "held" in kinds:
+        said.append(("░", "done, held for plan order"))
+    pulled = any(row.bars and row.bars[0].start > 0 for row in rows)
+    said.append(("blank", "not planned yet, or over" if pulled else "over"))
+    endings = {row.drawn for row in rows} | {bar.drawn for bar in bars if bar.kind == "running"}
+    for status, words in (
+        (Status.OK, "ok"),
+        (Status.FAILED, "failed"),
+        (Status.TIMED_OUT, "timed out"),
+        (Status.CANCELLED, "cancelled"),
+    ):
+        if ENDINGS[status] in endings:
+            said.append((ENDINGS[status][0], words))
+    if CRASHED in endings:
+        said.append((CRASHED[0], "crashed (its process died)"))
+    if ENDINGS[None] in endings:
+        said.append((ENDINGS[None][0], "running, or never ran"))
+    return said
 
 
 def render_timeline(
@@ -178,15 +257,15 @@ def render_timeline(
                 elif bar.kind == "asked":
                     cells[column], styles[column] = "╌", "yellow"
                 else:
-                    cells[column], styles[column] = "█", ENDINGS[bar.status][1]
+                    cells[column], styles[column] = "█", bar.drawn[1]
             if bar.kind == "running" and bar.end != last_run and bar.status is not None:
-                marks.append((last - 1, ENDINGS[bar.status][0]))
+                marks.append((last - 1, bar.drawn[0]))
         for column, glyph in marks:  # drawn over the bars, so that no later bar hides one
             cells[column] = glyph
         line = Text()
         for cell, style in zip(cells, styles, strict=True):
             line.append(cell, style=style)
-        end = Text(_ending(row), style=ENDINGS[row.status][1])
+        end = Text(_ending(row), style=row.drawn[1])
         table.add_row(
             str(row.slot), Text(row.label), line, end, "" if row.rank is None else str(row.rank)
         )
@@ -218,6 +297,8 @@ _SVG_STYLE = (
     ".ts-chart text.ts-timed-out{fill:var(--ts-timed-out-text,#9a6700)}"
     ".ts-chart rect.ts-cancelled{fill:#a371f7}"
     ".ts-chart text.ts-cancelled{fill:var(--ts-cancelled-text,#8250df)}"
+    ".ts-chart rect.ts-crashed{fill:#82071e}"
+    ".ts-chart text.ts-crashed{fill:var(--ts-crashed-text,#82071e)}"
     ".ts-chart rect.ts-running{fill:#57606a}"
     ".ts-chart rect.ts-held{fill:#2da44e;fill-opacity:.3}"
     ".ts-chart rect.ts-asked{fill:#d4a72c}"
@@ -249,6 +330,26 @@ def _ticks(right: float) -> list[float]:
                 count = int(right / step + 1e-9)
                 return [round(index * step, 6) for index in range(count + 1)]
         exponent += 1
+
+
+def _legend_keys(rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """The SVG legend's keys, ``(css class, text)``, for what ``rows`` draw: the terminal's
+    `legend` in the picture's own words and swatches."""
+    bars = [bar for row in rows for bar in row.bars]
+    keys = [("ts-waiting", "waiting")]
+    shown = {bar.status for bar in bars if bar.kind == "running" and not bar.crashed}
+    for kind in (Status.OK, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED, None):
+        if kind in shown:
+            keys.append((_css_class(kind), "running" if kind is None else kind.value))
+    if any(bar.crashed for bar in bars):
+        keys.append(("ts-crashed", "crashed: its process died"))
+    if any(bar.kind == "asked" for bar in bars):
+        keys.append(("ts-asked", "told to wait (Retry-After)"))
+    if any(bar.kind == "held" for bar in bars):
+        keys.append(("ts-held", "done, held for plan order"))
+    pulled = any(row.bars and row.bars[0].start > 0 for row in rows)
+    keys.append(("ts-blank", "blank: not planned yet, or over" if pulled else "blank: over"))
+    return keys
 
 
 def _cut(text: str) -> str:
@@ -302,7 +403,16 @@ def render_svg(
             headings.append((top + _ROW * (len(ys) + len(headings)), sections[row.slot]))
         ys.append(top + _ROW * (len(ys) + len(headings)))
     bottom = top + _ROW * (len(rows) + len(headings))
-    height = bottom + 52  # the axis, its labels and the legend
+    keys = _legend_keys(rows)
+    placed: list[tuple[float, int, str, str]] = []  # (x, line, css, text) of each legend key
+    legend_x, line = _CHAR, 0
+    for css, text in keys:
+        wide = 20 + (len(text) + 3) * _CHAR
+        if legend_x + wide > total_width and legend_x > _CHAR:  # on to the legend's next line
+            legend_x, line = _CHAR, line + 1
+        placed.append((legend_x, line, css, text))
+        legend_x += wide
+    height = bottom + 52 + 16 * line  # the axis, its labels and the legend's lines
 
     def x_of(seconds: float) -> float:
         return x_axis + seconds / right * width
@@ -360,7 +470,8 @@ def render_svg(
                 f'<rect class="ts-band" x="0" y="{_n(y + 1)}" '
                 f'width="{_n(total_width)}" height="{_n(_ROW - 2)}"/>'
             )
-        marked = f" {_css_class(row.status)} ts-bold" if failed else ""
+        row_css = "ts-crashed" if row.crashed else _css_class(row.status)
+        marked = f" {row_css} ts-bold" if failed else ""
         out.append(
             f'<text class="ts-slot{marked}" x="{_n(x_slot)}" y="{text_y}" '
             f'text-anchor="end">{row.slot}</text>'
@@ -392,15 +503,18 @@ def render_svg(
                 )
             else:
                 ending = "still running" if bar.status is None else bar.status.value
+                if bar.crashed:
+                    ending = "crashed: its worker's process died"
                 if bar.note is not None:
                     ending = f"{ending}, {bar.note}"
+                css = "ts-crashed" if bar.crashed else _css_class(bar.status)
                 out.append(
-                    f'<rect class="ts-bar {_css_class(bar.status)}" x="{_n(x)}" '
+                    f'<rect class="ts-bar {css}" x="{_n(x)}" '
                     f'y="{_n(middle - _BAR / 2)}" width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
                     f"<title>running {span}: {escape(ending)}</title></rect>"
                 )
         ran = any(bar.kind == "running" for bar in row.bars)
-        css = _css_class(row.status) if ran else "ts-never"
+        css = ("ts-crashed" if row.crashed else _css_class(row.status)) if ran else "ts-never"
         out.append(f'<text class="ts-end {css}" x="{_n(x_end)}" y="{text_y}">{_ending(row)}</text>')
         out.append(
             f'<text class="ts-rank" x="{_n(x_rank)}" y="{text_y}" text-anchor="end">{rank}</text>'
@@ -433,29 +547,21 @@ def render_svg(
         f'text-anchor="middle">{trace.wall:.2f}s</text>'
     )
     out.append("</g>")
-    legend = [("ts-waiting", "waiting")]
-    shown = {bar.status for row in rows for bar in row.bars if bar.kind == "running"}
-    for kind in (Status.OK, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED, None):
-        if kind in shown:
-            legend.append((_css_class(kind), "running" if kind is None else kind.value))
-    if any(bar.kind == "asked" for row in rows for bar in row.bars):
-        legend.append(("ts-asked", "told to wait (Retry-After)"))
-    if any(bar.kind == "held" for row in rows for bar in row.bars):
-        legend.append(("ts-held", "done, held for plan order"))
     out.append('<g class="ts-legend">')
-    legend_x, legend_y = x_axis, axis_y + 36
-    for css, text in legend:
+    for legend_x, line, css, text in placed:
+        legend_y = axis_y + 36 + 16 * line
         swatch_y, swatch_h = (legend_y - 9, 10)
         if css in ("ts-waiting", "ts-asked"):
             swatch_y, swatch_h = (legend_y - 6, 3 if css == "ts-waiting" else 5)
+        if css != "ts-blank":  # a blank stretch is drawn as nothing: its key has no swatch
+            out.append(
+                f'<rect class="{css}" x="{_n(legend_x)}" y="{_n(swatch_y)}" width="16" '
+                f'height="{swatch_h}"/>'
+            )
         out.append(
-            f'<rect class="{css}" x="{_n(legend_x)}" y="{_n(swatch_y)}" width="16" '
-            f'height="{swatch_h}"/>'
+            f'<text class="ts-tick" x="{_n(legend_x + 20)}" y="{_n(legend_y)}">'
+            f"{escape(text)}</text>"
         )
-        out.append(
-            f'<text class="ts-tick" x="{_n(legend_x + 20)}" y="{_n(legend_y)}">{text}</text>'
-        )
-        legend_x += 20 + (len(text) + 3) * _CHAR
     out.append("</g>")
     out.append("</svg>")
     return "\n".join(out) + "\n"
