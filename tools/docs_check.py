@@ -57,6 +57,7 @@ from lessons._course.steps import step_path, steps
 from tools.docs import pages as step_pages
 from tools.docs import tests_page
 from trio_supervisor import decompose
+from trio_supervisor.timeline import crashed
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -247,6 +248,12 @@ def _seconds(value: float) -> str:
     return f"{value:.2f}s"
 
 
+def shown_status(status: str | None, error: str | None) -> str | None:
+    """A status as the player shows it: a failure whose worker process died (its error a
+    ``WorkerCrashed``) is ``crashed``, as the site's timelines draw it."""
+    return "crashed" if status == "failed" and crashed(error) else status
+
+
 def expected_player(run: dict[str, Any]) -> dict[str, Any]:
     """What a finished replay of ``run`` (one run of ``dispatch.json``) must show, read from the
     recorded run alone: per card its state, times and attempts; per result its slot, status and
@@ -260,14 +267,18 @@ def expected_player(run: dict[str, Any]) -> dict[str, Any]:
             state = "running"
         elif spans:
             when = f"{_seconds(slot['started'])} → {_seconds(slot['finished'])}"
-            state = slot["status"]
+            state = shown_status(slot["status"], spans[-1]["error"])
         else:
             when, state = "never ran", slot["status"] or "idle"
         tried = f"{len(spans)} attempts" if len(spans) > 1 else ""
         cards.append([state, when, tried])
     aggregate = run["aggregate"]
     results = [
-        [str(item["slot"]), item["status"], item["error"] or item["output"]]
+        [
+            str(item["slot"]),
+            shown_status(item["status"], item["error"]),
+            item["error"] or item["output"],
+        ]
         for item in (aggregate["results"] if aggregate is not None else [])
     ]
     wall = _seconds(run["trace"]["wall"])

@@ -22,6 +22,12 @@
     return `${(rounded / 100).toFixed(2)}s`;
   }
   const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  /* A failure whose worker process died (its error a WorkerCrashed) is shown as a crash, apart
+   * from an exception the worker raised: the timelines of the site tell them apart too. */
+  const CRASH = "WorkerCrashed";
+  const crashed = (error) => typeof error === "string" && error.split(":", 1)[0].trim() === CRASH;
+  const shownStatus = (status, error) =>
+    status === "failed" && crashed(error) ? "crashed" : status;
 
   const escape = (text) =>
     text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
@@ -38,7 +44,7 @@
   }
 
   /* What a slot is at virtual time t of a run that ends at `end`: its card's state (idle,
-   * running, ok, failed, timed out, cancelled) and a few words on its times. The last attempt's
+   * running, ok, failed, crashed, timed out, cancelled) and a few words on its times. The last attempt's
    * ending is the slot's status as the run reported it (a timeout, not the cancellation the
    * worker saw); an attempt a retry followed is shown as it ended. */
   function slotAt(slot, t, end) {
@@ -52,10 +58,11 @@
         return { state: "running", when: `${attempt}from ${seconds(span.start)} · ${when}` };
       }
       if (index < spans.length - 1) {
-        return { state: span.status, when: `attempt ${index + 1} ${span.status}, to retry` };
+        const state = shownStatus(span.status, span.error);
+        return { state, when: `attempt ${index + 1} ${state}, to retry` };
       }
       return {
-        state: slot.status || span.status,
+        state: shownStatus(slot.status || span.status, span.error),
         when: `${seconds(slot.started)} → ${seconds(span.end)}`,
       };
     }
@@ -79,9 +86,11 @@
     if (run.error !== null) return `The run raised ${run.error} at ${end}.`;
     const got = run.aggregate;
     const degraded = got.degraded ? ", degraded" : "";
+    const died = got.results.filter((result) => crashed(result.error)).length;
+    const of = died ? ` (${died} of them crashed: the process died)` : "";
     return (
       `The run returned ${plural(got.results.length, "result")} at ${end}: ` +
-      `${got.succeeded} ok, ${got.failed} failed${degraded}.`
+      `${got.succeeded} ok, ${got.failed} failed${of}${degraded}.`
     );
   }
 
@@ -114,7 +123,8 @@
         }
         const ended = span.end !== null && span.end <= t;
         const last = span === slot.spans[slot.spans.length - 1];
-        const state = !ended ? "running" : last ? slot.status || span.status : span.status;
+        const state = !ended ? "running"
+          : shownStatus(last ? slot.status || span.status : span.status, span.error);
         const stop = span.end === null ? t : span.end;
         parts.push(`<rect class="dt-bar dt-${state.replace(" ", "-")}" x="${x(span.start)}" ` +
           `y="${y + 5}" width="${Math.max(x(stop) - x(span.start), 1)}" height="14"/>`);
@@ -211,8 +221,9 @@
       this.results.replaceChildren(...results.map((result) => make("li",
         { class: "dispatch-result", "data-slot": result.slot, hidden: "" },
         make("span", { class: "r-slot", text: `slot ${result.slot}` }),
-        make("span", { class: `r-status dispatch-${result.status.replace(" ", "-")}`,
-          text: result.status }),
+        make("span", {
+          class: `r-status dispatch-${shownStatus(result.status, result.error).replace(" ", "-")}`,
+          text: shownStatus(result.status, result.error) }),
         make("span", { class: "r-text", text: result.error ?? result.output }))));
       this.reset();
     }

@@ -120,6 +120,146 @@ def test_scenarios_are_offered_only_where_the_step_can_tell_them_apart() -> None
         assert scenario.run("step04_ordered_slots").options == {"max_workers": scenario.workers}
 
 
+OWN = ("gives-up", "left", "window", "lazy", "tree", "crashes")
+"""The keys of the scenarios built on a step's own ideas, in the order a menu lists them."""
+
+
+def offered(name: str) -> list[str]:
+    """The scenarios of its own ideas step ``name``'s record says it can show."""
+    record = step(name)
+    takes = {
+        "gives-up": record.takes("intensity") and record.takes("attempts"),
+        "left": record.streams,
+        "window": record.takes("window") and not record.lazy,
+        "lazy": record.lazy and record.takes("window"),
+        "tree": record.records_trace and record.check_task is not None,
+        "crashes": record.takes_crash,
+    }
+    return [key for key in OWN if takes[key]]
+
+
+def test_each_part_one_step_gets_the_scenarios_of_the_ideas_it_has() -> None:
+    """The generic runs for every step, then one per idea the step has: an intensity that gives
+    up from step 9, a caller that leaves early from step 10 (the first step that streams), a
+    window that fills from step 12, a lazy feed at step 13 (its window shown there by the feed)."""
+    generic = ["workers-1", "workers-2", "workers-3", "workers-4", "fails", "retried", "hangs"]
+    own = {
+        number: [s.key for s in dispatch.scenarios(name)][len(generic) :]
+        for number, name in steps().items()
+        if 8 <= number <= 13
+    }
+    assert own == {
+        8: [],
+        9: ["gives-up"],
+        10: ["gives-up", "left"],
+        11: ["gives-up", "left"],
+        12: ["gives-up", "left", "window"],
+        13: ["gives-up", "left", "lazy"],
+    }
+    for number in range(1, 8):
+        assert not set(OWN) & {s.key for s in dispatch.scenarios(steps()[number])}
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_a_step_gets_a_scenario_of_an_idea_exactly_when_its_record_takes_it(name: str) -> None:
+    """Keyed on the step's record, never its number: a step that does not take an option (or
+    stream, pull lazily, nest, run processes) gets no scenario for it, whatever Part II holds."""
+    keys = [s.key for s in dispatch.scenarios(name)]
+    assert [key for key in keys if key in OWN] == offered(name)
+    assert keys[-len(offered(name)) :] == offered(name) or not offered(name)
+
+
+def _item(recorded: dict[str, Any], key: str) -> dict[str, Any]:
+    run: dict[str, Any] = next(i["run"] for i in recorded["scenarios"] if i["key"] == key)
+    return run
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "gives-up" in offered(name)])
+def test_the_intensity_scenario_gives_up(name: str, recorded: dict[str, dict[str, Any]]) -> None:
+    run = _item(recorded[name], "gives-up")
+    assert run["options"]["intensity"] == list(dispatch.INTENSITY)
+    errors = [result["error"] or "" for result in run["aggregate"]["results"]]
+    said = f"gave up: more than {dispatch.INTENSITY[0]} restarts within"
+    assert any(said in error for error in errors), errors
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "left" in offered(name)])
+def test_the_caller_leaves_after_its_results_and_from_step_11_the_rest_is_cancelled(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    run = _item(recorded[name], "left")
+    assert len(run["aggregate"]["results"]) == dispatch.TAKEN
+    leave = run["trace"]["slots"][dispatch.TAKEN - 1]["delivered"]
+    ran_on = run["trace"]["wall"] > leave
+    assert ran_on == (name == "step10_streaming"), "step 10 waits its workers out; 11 on, not"
+
+
+@pytest.mark.parametrize(
+    ("name", "key"), [(n, k) for n in STEPS for k in ("window", "lazy") if k in offered(n)]
+)
+def test_the_window_fills_behind_the_slow_slot_and_a_lazy_feed_is_pulled_as_it_has_room(
+    name: str, key: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """While the slow slot runs, at most ``window`` slots are started and not yet handed over,
+    the window is full, and nothing more starts; a lazy feed's slots are planned (pulled) only
+    when a place is free, not all at the start."""
+    run = _item(recorded[name], key)
+    assert run["options"]["window"] == dispatch.WINDOW
+    slots = run["trace"]["slots"]
+    slow = slots[dispatch.SLOW]
+    assert [result["status"] for result in run["aggregate"]["results"]] == ["ok"] * len(slots)
+    for slot in slots:  # at each start, the slots started and not yet handed over
+        at = slot["spans"][0]["start"]
+        ahead = [o for o in slots if o["spans"][0]["start"] <= at and o["delivered"] > at]
+        assert len(ahead) <= dispatch.WINDOW
+    early = [slot for slot in slots if slot["spans"][0]["start"] < slow["finished"]]
+    assert len(early) == dispatch.WINDOW + 1, "slot 0, then the window behind the slow one"
+    pulled_late = [slot for slot in slots if slot["planned"] > 0]
+    assert bool(pulled_late) == (key == "lazy")
+    if key == "lazy":
+        for slot in slots:
+            at = slot["planned"]
+            held = [o for o in slots if o["planned"] <= at and o["delivered"] > at]
+            assert len(held) <= dispatch.WINDOW
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "crashes" in offered(name)])
+def test_the_crash_scenario_records_a_worker_crashed_the_player_draws_as_a_crash(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    run = _item(recorded[name], "crashes")
+    slot = run["trace"]["slots"][dispatch.FAILING]
+    assert slot["status"] == "failed"
+    assert slot["spans"][-1]["error"].startswith("WorkerCrashed: ")
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "tree" in offered(name)])
+def test_the_tree_scenario_nests_a_child_run_under_each_company(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    run = _item(recorded[name], "tree")
+    companies = run["trace"]["slots"]
+    assert len(companies) == 2
+    assert all(company["child"]["slots"] for company in companies)
+    leaves = [leaf for company in companies for leaf in company["child"]["slots"]]
+    assert "failed" in {leaf["spans"][-1]["status"] for leaf in leaves}, "a leaf fails"
+
+
+def test_the_player_and_its_styles_draw_a_crash_as_a_crash() -> None:
+    """The player tells a failure whose process died (``WorkerCrashed``) from an exception: its
+    card, its result and its bar say ``crashed``, in a colour of their own."""
+    root = Path(__file__).resolve().parents[2] / "docs"
+    script = (root / "javascripts" / "dispatch.js").read_text()
+    styles = (root / "stylesheets" / "dispatch.css").read_text()
+    assert 'const CRASH = "WorkerCrashed";' in script
+    assert 'status === "failed" && crashed(error) ? "crashed" : status' in script
+    assert script.count("shownStatus(") >= 5  # the card, its retried attempts, bar, result
+    for css in ('.dispatch-card[data-state="crashed"]', ".dispatch-crashed", ".dt-crashed"):
+        assert css in styles
+    colours = dict(re.findall(r"--dispatch-(failed|crashed): (#[0-9a-f]{6})", styles))
+    assert colours["crashed"] != colours["failed"]
+
+
 @pytest.mark.parametrize("name", STEPS)
 def test_no_two_scenarios_of_a_step_are_the_same_run(
     name: str, recorded: dict[str, dict[str, Any]]

@@ -13,6 +13,14 @@ one "workers" scenario, not four identical ones, and a step without ``attempts``
 A step with ``worker_timeout`` runs its hanging slot with one; a step without shows the hang as
 it is: the run never returns, and the runner's guard stops it
 (``lessons._course.running.run_guarded``).
+
+Then each step gets the scenarios built on the ideas it has, each offered where the step's record
+says it takes what the scenario needs, never by its number, so that a step added or renumbered
+gets what its record says: ``intensity`` a run that gives up past its restart intensity, a
+stream a caller that leaves early (step 10 shows its workers run on, step 11 on cancels them),
+``window`` a window filling behind a slow slot, a lazy input a feed pulled only as the window
+has room, a tree (a step that records its own trace and checks its task's form) two companies
+with a child supervisor each, and a step whose workers run in processes one that dies.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lessons._course.arguments import parser
-from lessons._course.demos import FIVE, Demo
+from lessons._course.demos import FIVE, TREE, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.steps import step, step_number
@@ -43,6 +51,17 @@ HANGING = 1  # the slot that never answers, in the hanging scenario
 RETRIED = 2  # calls per slot at most, in the scenario where a slot fails once (steps with retries)
 TIMEOUT = 1.5  # seconds: the hanging slot's worker_timeout, for a step that takes one
 DEFAULT = "fails"  # the scenario a page shows first: one sub-agent fails, the others carry on
+INTENSITY = (2, 10.0)  # the restarts allowed within seconds, where four slots fail for good
+DOWN = frozenset(range(1, 5))  # the slots down for good, in the scenario that gives up
+TAKEN = 2  # results the caller takes before it leaves, in the scenario where it leaves early
+WINDOW = 3  # the window of the scenarios that fill it: one place more than the workers
+SLOW = 1  # the slot that runs long, in the scenarios whose window fills behind it
+#: The plan of the window and lazy scenarios: longer than the window, so that it fills.
+FEED = "; ".join(f"review {number:02}" for number in range(1, 11))
+FEED_LATENCIES = {
+    SLOW: 64 / 32,
+    **{slot: (8 + 2 * slot) / 32 for slot in range(10) if slot != SLOW},
+}
 FILE = "dispatch.json"
 
 
@@ -101,7 +120,51 @@ def scenarios(name: str) -> list[Scenario]:
         options={"worker_timeout": TIMEOUT} if timed else {},
     )
     chosen.append(Scenario("hangs", hangs.title, hangs, TROUBLE_WORKERS))
-    if record.takes_crash:  # a worker process to end: step 17 on
+    chosen += own_scenarios(name, crowd)
+    return chosen
+
+
+def own_scenarios(name: str, crowd: str) -> list[Scenario]:
+    """The scenarios built on step ``name``'s own ideas, each where its record takes it (see
+    the module's doc); ``crowd`` says the workers in a label."""
+    record = step(name)
+    chosen = []
+    if record.takes("intensity") and record.takes("attempts"):
+        restarts, within = INTENSITY
+        gives_up = Demo(
+            f"slots 1-4 down for good{crowd}, intensity=({restarts}, {within:g}s): it gives up",
+            FIVE,
+            fail=DOWN,
+            slow=LATENCIES,
+            options={"attempts": 4, "intensity": INTENSITY},
+        )
+        chosen.append(Scenario("gives-up", gives_up.title, gives_up, TROUBLE_WORKERS))
+    if record.streams:
+        left = Demo(f"left after {TAKEN} results{crowd}", FIVE, slow=LATENCIES, take=TAKEN)
+        chosen.append(Scenario("left", left.title, left, TROUBLE_WORKERS))
+    if record.takes("window") and not record.lazy:
+        fills = Demo(
+            f"10 subtasks, slot {SLOW} slow{crowd}, window={WINDOW}: the window fills behind it",
+            FEED,
+            slow=FEED_LATENCIES,
+            options={"window": WINDOW},
+        )
+        chosen.append(Scenario("window", fills.title, fills, TROUBLE_WORKERS))
+    if record.lazy and record.takes("window"):
+        pulled = Demo(
+            f"a lazy feed of 10, slot {SLOW} slow{crowd}, window={WINDOW}: pulled as it has room",
+            FEED,
+            slow=FEED_LATENCIES,
+            options={"window": WINDOW},
+        )
+        chosen.append(Scenario("lazy", pulled.title, pulled, TROUBLE_WORKERS))
+    if record.records_trace and record.check_task is not None:  # a tree of supervisors
+        # a worker for each of the four leaves: two trees tied for a place would take it in no
+        # fixed order, and the recorded run would differ from build to build
+        leaves = f", {_plural(WORKERS[-1], 'worker')}" if crowd else ""
+        tree = Demo(f"two companies, a child supervisor each{leaves}; a leaf fails", TREE)
+        chosen.append(Scenario("tree", tree.title, tree, WORKERS[-1]))
+    if record.takes_crash:  # a worker process to end
         title = f"slot {FAILING}'s process dies{crowd}"
         crashes = Demo(title, FIVE, crash=frozenset({FAILING}), slow=LATENCIES)
         chosen.append(Scenario("crashes", crashes.title, crashes, TROUBLE_WORKERS))
