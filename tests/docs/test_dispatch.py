@@ -120,7 +120,7 @@ def test_scenarios_are_offered_only_where_the_step_can_tell_them_apart() -> None
         assert scenario.run("step04_ordered_slots").options == {"max_workers": scenario.workers}
 
 
-OWN = ("gives-up", "left", "window", "lazy", "tree", "crashes")
+OWN = ("gives-up", "left", "window", "lazy", "rate", "adaptive", "tree", "crashes")
 """The keys of the scenarios built on a step's own ideas, in the order a menu lists them."""
 
 
@@ -132,6 +132,8 @@ def offered(name: str) -> list[str]:
         "left": record.streams,
         "window": record.takes("window") and not record.lazy,
         "lazy": record.lazy and record.takes("window"),
+        "rate": record.takes("rate"),
+        "adaptive": record.takes("adaptive"),
         "tree": record.records_trace and record.check_task is not None,
         "crashes": record.takes_crash,
     }
@@ -231,6 +233,38 @@ def test_the_crash_scenario_records_a_worker_crashed_the_player_draws_as_a_crash
     slot = run["trace"]["slots"][dispatch.FAILING]
     assert slot["status"] == "failed"
     assert slot["spans"][-1]["error"].startswith("WorkerCrashed: ")
+
+
+def _429s(run: dict[str, Any]) -> int:
+    return sum(
+        1
+        for slot in run["trace"]["slots"]
+        for span in slot["spans"]
+        if "429" in (span["error"] or "")
+    )
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "rate" in offered(name)])
+def test_the_rate_scenario_starts_the_calls_a_token_apart(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    run = _item(recorded[name], "rate")
+    assert run["options"]["rate"] == dispatch.RATE
+    starts = sorted(span["start"] for s in run["trace"]["slots"] for span in s["spans"])
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
+    assert min(gaps) >= 1 / dispatch.RATE - 1e-9, "no two calls closer than the bucket allows"
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "adaptive" in offered(name)])
+def test_the_adaptive_scenario_is_refused_at_first_and_every_result_comes_back(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """More workers than the server takes: the first calls are refused (429), the workers
+    allowed are fitted to the server, and every result comes back ok."""
+    run = _item(recorded[name], "adaptive")
+    assert run["options"]["adaptive"] is True
+    assert _429s(run) > 0
+    assert [result["status"] for result in run["aggregate"]["results"]] == ["ok"] * 5
 
 
 @pytest.mark.parametrize("name", [name for name in STEPS if "tree" in offered(name)])

@@ -15,12 +15,13 @@ it is: the run never returns, and the runner's guard stops it
 (``lessons._course.running.run_guarded``).
 
 Then each step gets the scenarios built on the ideas it has, each offered where the step's record
-says it takes what the scenario needs, never by its number, so that a step added or renumbered
-gets what its record says: ``intensity`` a run that gives up past its restart intensity, a
-stream a caller that leaves early (step 10 shows its workers run on, step 11 on cancels them),
-``window`` a window filling behind a slow slot, a lazy input a feed pulled only as the window
-has room, a tree (a step that records its own trace and checks its task's form) two companies
-with a child supervisor each, and a step whose workers run in processes one that dies.
+says it takes what the scenario needs, never by its number, so that a step added or renumbered gets
+what its record says: ``intensity`` a run that gives up past its restart intensity, a stream a
+caller that leaves early (step 10 shows its workers run on, step 11 on cancels them), ``window`` a
+window filling behind a slow slot, ``rate`` attempts spaced out by a token bucket, ``adaptive`` the
+workers allowed fitted to what the server takes, a lazy input a feed pulled only as the window has
+room, a tree (a step that records its own trace and checks its task's form) two companies with a
+child supervisor each, and a step whose workers run in processes one that dies.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ DEFAULT = "fails"  # the scenario a page shows first: one sub-agent fails, the o
 INTENSITY = (2, 10.0)  # the restarts allowed within seconds, where four slots fail for good
 DOWN = frozenset(range(1, 5))  # the slots down for good, in the scenario that gives up
 TAKEN = 2  # results the caller takes before it leaves, in the scenario where it leaves early
+RATE = 2.0  # attempts a second, in the scenario of a step that takes a rate
 WINDOW = 3  # the window of the scenarios that fill it: one place more than the workers
 SLOW = 1  # the slot that runs long, in the scenarios whose window fills behind it
 #: The plan of the window and lazy scenarios: longer than the window, so that it fills.
@@ -158,6 +160,22 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             options={"window": WINDOW},
         )
         chosen.append(Scenario("lazy", pulled.title, pulled, TROUBLE_WORKERS))
+    if record.takes("rate"):  # a token bucket spacing the attempts out
+        spaced = Demo(
+            f"rate={RATE:g} a second, {_plural(WORKERS[-1], 'worker')}: each call waits its turn",
+            FIVE,
+            slow=LATENCIES,
+            options={"rate": RATE},
+        )
+        chosen.append(Scenario("rate", spaced.title, spaced, WORKERS[-1]))
+    if record.takes("adaptive"):  # the workers allowed, fitted to what the server takes
+        fitted = Demo(
+            f"adaptive, {_plural(WORKERS[-1], 'worker')} against a server that takes fewer",
+            FIVE,
+            slow=LATENCIES,
+            options={"adaptive": True},
+        )
+        chosen.append(Scenario("adaptive", fitted.title, fitted, WORKERS[-1]))
     if record.records_trace and record.check_task is not None:  # a tree of supervisors
         # a worker for each of the four leaves: two trees tied for a place would take it in no
         # fixed order, and the recorded run would differ from build to build
