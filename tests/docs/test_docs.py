@@ -14,7 +14,7 @@ from rich.console import Console
 
 from lessons._course import laws
 from lessons._course.arguments import parser
-from lessons._course.demos import demos
+from lessons._course.demos import LARGE, RESEARCH, demos
 from lessons._course.runner import main
 from lessons._course.steps import part_two, step_number, step_path, steps
 from tools.docs import hook as docs_hook
@@ -22,6 +22,7 @@ from tools.docs import leak as docs_leak
 from tools.docs import pages as step_pages
 from tools.docs import paths as docs_paths
 from tools.docs import tests_page
+from trio_supervisor import decompose
 from trio_supervisor.timeline import timeline_rows
 
 PAGES = docs_paths.DOCS / "steps"
@@ -461,3 +462,22 @@ def test_links_to_steps_name_pages_that_exist_by_their_own_number(path: Path) ->
         said = re.search(r"\b(?:[Ss]teps? )?(\d+)\b", match["text"])
         if said is not None and match["text"].lower().startswith(("step", *"0123456789")):
             assert int(said[1]) == int(match["number"]), f"{path.name}: {match[0]}"
+
+
+PARTICIPANT = re.compile(
+    r"^\s*participant \w+ as (?:worker|slot) (?P<slot>\d+): (?P<name>[\w ]+)", re.M
+)
+
+
+@pytest.mark.parametrize("number", range(3, 8))
+def test_a_diagram_names_each_slot_as_the_demos_plan_does(number: int) -> None:
+    """Steps 3-7 draw their sequence diagrams on a demo's plan: the research task (pricing,
+    reviews, inventory) or the dozen; each worker or slot a diagram names is that slot of the
+    plan (``worker 0: pricing`` for ``competitor pricing``), never another."""
+    page = (PAGES / f"{steps()[number]}.md").read_text()
+    named = [(int(m["slot"]), m["name"].split(" (")[0].strip()) for m in PARTICIPANT.finditer(page)]
+    assert named, "the page has a diagram naming its slots"
+    plans = [decompose(RESEARCH.task), decompose(LARGE.task)]
+    assert any(
+        all(slot < len(plan) and name in plan[slot] for slot, name in named) for plan in plans
+    ), named
