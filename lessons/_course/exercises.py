@@ -47,9 +47,10 @@ from rich.text import Text
 from lessons._course import laws as _laws
 from lessons._course.errors import describe
 from lessons._course.laws import Law, Seen, laws_of, secs
+from lessons._course.showing import legend_lines
 from lessons._course.steps import STEPS, Step, step_path, steps
 from trio_supervisor import Status, Trace
-from trio_supervisor.timeline import render_timeline
+from trio_supervisor.timeline import render_timeline, timeline_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 EXERCISES = ROOT / "exercises"
@@ -340,6 +341,8 @@ def tell(console: Console, law: Law, seen: Seen, exc: BaseException) -> None:
             _say(console, drawn)
         table = timeline(console, trace, seen.final)
         console.print(Padding(table, (0, 0, 0, TIMELINE_INDENT)))
+        for line in legend_lines(timeline_rows(trace, seen.final), console.width - 4):
+            console.print(f"    {line}", style="bright_black", markup=False, highlight=False)
 
 
 def record_of(module: ModuleType, number: int) -> Step | None:
