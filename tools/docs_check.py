@@ -248,7 +248,7 @@ def _seconds(value: float) -> str:
     return f"{value:.2f}s"
 
 
-def shown_status(status: str | None, error: str | None) -> str | None:
+def shown_status(status: str, error: str | None) -> str:
     """A status as the player shows it: a failure whose worker process died (its error a
     ``WorkerCrashed``) is ``crashed``, as the site's timelines draw it."""
     return "crashed" if status == "failed" and crashed(error) else status
