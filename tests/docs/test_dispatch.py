@@ -12,6 +12,8 @@ import itertools
 import json
 import math
 import re
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -394,3 +396,53 @@ def test_editing_the_course_that_records_the_runs_regenerates_the_pages(
     edited = docs_hook.inputs_digest()
     step.write_text("# a step, edited\n")
     assert docs_hook.inputs_digest() != edited
+
+
+HARNESS = """
+const fs = require("fs");
+let source = fs.readFileSync(process.argv[2], "utf8");
+source = source.replace(/  const all = \\(\\) =>[\\s\\S]*\\}\\)\\(\\);\\s*$/,
+  "  globalThis.player = { slotAt, outcome, timeline, shownStatus };\\n})();\\n");
+eval(source);
+const run = JSON.parse(fs.readFileSync(0, "utf8"));
+const { slotAt, outcome, timeline, shownStatus } = globalThis.player;
+const end = run.trace.wall;
+console.log(JSON.stringify({
+  cards: run.trace.slots.map((slot) => slotAt(slot, end, end).state),
+  results: run.aggregate.results.map((result) => shownStatus(result.status, result.error)),
+  bars: (timeline(run, end).markup.match(/dt-crashed/g) || []).length,
+  outcome: outcome(run),
+}));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the player's script")
+def test_the_player_shows_a_recorded_crash_as_crashed_on_its_card_result_and_bar(
+    tmp_path: Path,
+) -> None:
+    """The player's own functions, run by node on a recorded crash: the dead process's card,
+    result and bar say crashed, the exception's say failed, and the outcome counts the crash."""
+    (name,) = [name for name in STEPS if "crashes" in offered(name)][-1:]
+    data = json.loads(dispatch.to_json(dispatch.recorded(name)[0]))
+    harness = tmp_path / "harness.cjs"
+    harness.write_text(HARNESS)
+    script = Path(__file__).resolve().parents[2] / "docs" / "javascripts" / "dispatch.js"
+    shown = []
+    for key, crashes in (("crashes", 1), ("fails", 0)):
+        run = next(item["run"] for item in data["scenarios"] if item["key"] == key)
+        done = subprocess.run(
+            ["node", str(harness), str(script)],
+            input=json.dumps(run),
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        shown.append(json.loads(done.stdout))
+        assert shown[-1]["bars"] == crashes
+    crashed, failed = shown
+    assert crashed["cards"][dispatch.FAILING] == "crashed"
+    assert crashed["results"][dispatch.FAILING] == "crashed"
+    assert "(1 of them crashed: the process died)" in crashed["outcome"]
+    assert failed["cards"][dispatch.FAILING] == "failed"
+    assert "crashed" not in failed["outcome"]
