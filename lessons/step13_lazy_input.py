@@ -8,9 +8,11 @@ results, however long the input, an endless one too. Slots are numbered as they 
 the deliverer hands them over in that order, plan order. Nothing is pulled after the caller left;
 after a deadline, the rest of a finite input comes out marked.
 
-What is still wrong: the sub-agent is a simulation in this process. A real sub-agent is an LLM
-call across a network, with costs, rate limits and failures that no simulation here has; Part II
-puts one behind the worker.
+What is still wrong: the stream itself, in two places. After a deadline it still pulls the rest
+of its input to mark it, so an endless input under a deadline never ends. And it yields inside
+its own nursery, so an exception the caller's block raises comes out wrapped in an exception
+group, which an ``except`` for that exception never catches. The library's stream has neither
+flaw; Part II starts by rewriting this step on it.
 """
 
 from __future__ import annotations

@@ -196,15 +196,21 @@ def parser() -> argparse.ArgumentParser:
         help="which children a restart takes (16)",
     )
     p.add_argument(
-        "--rate", type=_rate, metavar="R", help="at most R attempts start a second (14-)"
+        "--rate", type=_rate, metavar="R", help="at most R attempts start a second (16-)"
+    )
+    p.add_argument(
+        "--adaptive",
+        action="store_const",
+        const=True,
+        help="fit the workers allowed to what the server holds, from its 429s (16-)",
     )
     p.add_argument(
         "--endpoint",
         type=_endpoint,
         metavar="URL",
-        help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (14-)",
+        help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (15-)",
     )
-    p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (14-)")
+    p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (15-)")
     p.add_argument("--max-rounds", type=_workers, metavar="N", help="rounds at most (15)")
     p.add_argument(
         "--max-subtasks", type=_workers, metavar="N", help="subtasks at most, all rounds (15)"

@@ -29,6 +29,9 @@ class Demo:
     crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (14-)
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     take: int | None = None  # a streaming step's caller leaves after this many results
+    raises: int | None = None  # a streaming step's caller raises after this many results
+    endless: bool = False  # a lazy step's input never ends: the plan over and over, numbered
+    against: int | None = None  # the step before, whose flaw this demo shows: the docs run both
 
     def agent(self, seed: int) -> SimulatedAgent:
         """The simulated sub-agent for this demo, its latencies picked by ``seed``."""
@@ -58,6 +61,19 @@ DEMOS = (RESEARCH, LARGE)
 FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring trends"
 FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
+STEP_13 = (  # step 13's demos, which step 14 runs too
+    Demo(
+        "a lazy feed of the same reviews: each pulled only when the window has room",
+        FEED,
+        slow={1: 3.0},  # the window fills behind review 02: nothing more is pulled
+    ),
+    Demo(
+        "the same feed, left after 8: no more pulled than the window holds past them",
+        FEED,
+        slow={1: 3.0},
+        take=8,
+    ),
+)
 STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     3: (
         Demo(
@@ -179,20 +195,24 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             take=8,
         ),
     ),
-    13: (
+    13: STEP_13,
+    14: (  # step 13's demos, then the flaws of step 13's stream that the library fixes
+        *STEP_13,
         Demo(
-            "a lazy feed of the same reviews: each pulled only when the window has room",
+            "an endless feed under a 1s deadline: step 13 never ends, the library ends at 1s",
             FEED,
-            slow={1: 3.0},  # the window fills behind review 02: nothing more is pulled
+            endless=True,  # the reviews over and over, numbered: a feed that never ends
+            options={"deadline": 1.0},
+            against=13,
         ),
         Demo(
-            "the same feed, left after 8: no more pulled than the window holds past them",
+            "the caller's block raises after 3 results: step 13 wraps it, the library does not",
             FEED,
-            slow={1: 3.0},
-            take=8,
+            raises=3,
+            against=13,
         ),
     ),
-    14: (  # through the loopback server, which answers two requests at once (429 beyond)
+    15: (  # through the loopback server, which answers two requests at once (429 beyond)
         Demo(
             "research this company through a server that takes two at once",
             RESEARCH.task,
@@ -205,35 +225,17 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"worker_timeout": 1.5},
         ),
     ),
-    15: (  # the planner's rules: the step's RULES (a competitor named, the reviews rerouted)
+    16: (  # the same server, which takes two at once, on 4 workers
         Demo(
-            "research this company, re-planned from what comes back",
-            RESEARCH.task,
-            fail=frozenset({1}),  # the reviews sub-agent fails: rerouted to another source
-            outputs={0: "Acme undercuts our list price by 10%"},  # names a competitor
+            "a dozen on 4 workers, adaptive: the first 429s cut it to 2, and the 429s all but end",
+            LARGE.task,
+            options={"adaptive": True},
+            against=15,  # step 15 on the same dozen: 429s all the way
         ),
         Demo(
-            "the same research, one round allowed",
-            RESEARCH.task,
-            fail=frozenset({1}),
-            outputs={0: "Acme undercuts our list price by 10%"},
-            options={"max_rounds": 1},
-        ),
-    ),
-    16: (  # at most --workers leaves in all: a tie for a place would go to either tree
-        Demo(
-            "two companies, one child supervisor each; a leaf fails, its company is degraded",
-            TREE,
-        ),
-        Demo(
-            "a child gives up past 1 restart in 10s: it fails its parent's slot, which retries",
-            TREE,
-            options={"attempts": 3, "intensity": (1, 10.0)},
-        ),
-        Demo(
-            "rest_for_one: a failed child restarts the children after it, which depend on it",
-            "acme: pricing; globex: filings failing, numbers, summary",
-            options={"attempts": 2, "strategy": "rest_for_one"},
+            "a dozen at 2 requests a second: a token bucket spaces them, no 429 at all",
+            LARGE.task,
+            options={"rate": 2.0},
         ),
     ),
     17: (
@@ -259,6 +261,11 @@ NEVER_RETURNS = {
 """Why a step's run with a hung worker never returns, as the runner says when its guard stops it;
 `NO_TIMEOUT` for the steps from 6 on."""
 NO_TIMEOUT = "a worker hangs, and no --timeout or --deadline was given"
+ENDLESS = "its input never ends, and its deadline does not end the stream (step 14's does)"
+"""Why a run of an endless feed never returns (see `Demo.endless`)."""
+ENDLESS_EVERY = 0.05
+"""Seconds between two subtasks of an endless feed: it arrives over time, as a queue's would, so
+that a run that pulls it forever still moves the clock (and its guard fires, on virtual time)."""
 
 OPTIONS = {
     "worker_timeout": "timeout",
@@ -269,6 +276,7 @@ OPTIONS = {
     "strategy": "strategy",
     "seed": "seed",
     "rate": "rate",
+    "adaptive": "adaptive",
     "max_rounds": "max_rounds",
     "max_subtasks": "max_subtasks",
     "max_stalls": "max_stalls",
@@ -405,4 +413,8 @@ def changed_title(demo: Demo) -> str:
     said += [f"slot {slot} takes {t:g}s" for slot, t in sorted(demo.slow.items())]
     if demo.take is not None:
         said.append(f"left after {demo.take} results")
+    if demo.raises is not None:
+        said.append(f"the caller raises after {demo.raises} results")
+    if demo.endless:
+        said.append("fed endlessly")
     return ", ".join(said)

@@ -45,6 +45,7 @@ from lessons._course.probes import (
 )
 from lessons._course.steps import Step
 from trio_supervisor import Aggregate, Status, SubResult, Trace
+from trio_supervisor.agents import PermanentError, RateLimited, TransientError
 from trio_supervisor.testing import SimulatedAgent
 
 T = TypeVar("T")
@@ -287,7 +288,7 @@ def _plan_order(step: Subject, seen: Seen, latencies: list[float], k: int) -> No
 
 PLAN_ORDER = Law(
     "results come back in plan order, whatever order the workers finish in",
-    (1, 4, 5),
+    (1, 4, 5, 14),
     _plan_order,
     {"latencies": exact_latencies(), "k": st.integers(1, 6)},
     settings(max_examples=60, database=None, phases=NO_SHRINK, deadline=None),
@@ -309,7 +310,7 @@ def _serial_wall_time(step: Subject, seen: Seen, latencies: list[float]) -> None
 
 SERIAL_WALL_TIME = Law(
     "serial: the wall time is the sum of the latencies",
-    (1,),
+    (1, 14),
     _serial_wall_time,
     {"latencies": exact_latencies()},
     settings(max_examples=40, deadline=None),
@@ -330,7 +331,7 @@ def _fan_out_wall_time(step: Subject, seen: Seen, latencies: list[float]) -> Non
 
 FAN_OUT_WALL_TIME = Law(
     "all at once: the wall time is the longest latency",
-    (2,),
+    (2, 14),
     _fan_out_wall_time,
     {"latencies": exact_latencies()},
     settings(max_examples=40, database=None, deadline=None),
@@ -355,7 +356,7 @@ def _greedy_makespan(step: Subject, seen: Seen, latencies: list[float], k: int) 
 
 GREEDY_MAKESPAN = Law(
     "the wall time is the greedy makespan, subtasks started in plan order",
-    (3, 4, 5),
+    (3, 4, 5, 14),
     _greedy_makespan,
     {"latencies": exact_latencies(), "k": st.integers(1, 6)},
     settings(max_examples=60, deadline=None),
@@ -373,7 +374,7 @@ def _bounded(step: Subject, seen: Seen, latencies: list[float], k: int) -> None:
 
 BOUNDED = Law(
     "at most max_workers workers run at once, and exactly min(max_workers, n) at the peak",
-    (3, 4, 5),
+    (3, 4, 5, 14),
     _bounded,
     {"latencies": exact_latencies(), "k": st.integers(1, 6)},
     settings(max_examples=60, database=None, deadline=None),
@@ -416,7 +417,7 @@ def _failures_isolated(
 
 FAILURES_ISOLATED = Law(
     "exactly the failing slots carry errors; their siblings run on",
-    (5,),
+    (5, 14),
     _failures_isolated,
     {"data": st.data(), "latencies": exact_latencies(max_size=8), "k": st.integers(1, 6)},
     settings(max_examples=80, database=None, phases=NO_SHRINK, deadline=None),
@@ -487,7 +488,7 @@ def _cancellation_passes_through(step: Subject, seen: Seen) -> None:
 
 CANCELLATION_PASSES_THROUGH = Law(
     "cancellation passes through: a KeyboardInterrupt comes out, an outer cancel ends the run",
-    (5, 6, 7, 8, 9, 10, 11, 12, 13),
+    (5, 6, 7, 8, 9, 10, 11, 12, 13, 14),
     _cancellation_passes_through,
 )
 
@@ -516,7 +517,7 @@ def _hung_worker_frees_its_slot(step: Subject, seen: Seen) -> None:
 
 HUNG_WORKER_FREES_ITS_SLOT = Law(
     "a hung worker frees its slot for the next subtask",
-    (6, 7, 8, 9, 10, 11, 12, 13),
+    (6, 7, 8, 9, 10, 11, 12, 13, 14),
     _hung_worker_frees_its_slot,
     flaw=(5, "step 5's flaw: one hung worker holds its slot forever, and the run never returns"),
 )
@@ -590,7 +591,7 @@ def _makespan_with_timeouts(
 
 MAKESPAN_WITH_TIMEOUTS = Law(
     "the wall time is the makespan with each hung worker counted as its timeout",
-    (6, 7, 8, 9, 10, 11, 12, 13),
+    (6, 7, 8, 9, 10, 11, 12, 13, 14),
     _makespan_with_timeouts,
     {
         "plan": plans(),
@@ -648,7 +649,7 @@ def _deadline_accounts_for_every_subtask(
 
 DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK = Law(
     "under a deadline every subtask is accounted for once, and no task outlives the call",
-    (7, 8, 9, 10, 11, 12, 13),
+    (7, 8, 9, 10, 11, 12, 13, 14),
     _deadline_accounts_for_every_subtask,
     {
         "plan": plans(),
@@ -687,7 +688,7 @@ def _transient_failure_retried(step: Subject, seen: Seen) -> None:
 
 TRANSIENT_FAILURE_RETRIED = Law(
     "a transient failure is retried until it succeeds",
-    (8, 9, 10, 11, 12, 13),
+    (8, 9, 10, 11, 12, 13, 14),
     _transient_failure_retried,
     flaw=(7, "step 7's flaw: every failure is final"),
 )
@@ -721,7 +722,7 @@ def _succeeds_when_attempts_exceed_failures(
 
 SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES = Law(
     "a slot failing its first k calls succeeds exactly when attempts exceed k",
-    (8, 9, 10, 11, 12, 13),
+    (8, 9, 10, 11, 12, 13, 14),
     _succeeds_when_attempts_exceed_failures,
     {"failures": st.integers(0, 4), "attempts": st.integers(1, 5), "seed": st.integers(0, 2**16)},
     settings(max_examples=40, deadline=None),
@@ -881,7 +882,7 @@ def _at_most_r_restarts_in_t(
 
 AT_MOST_R_RESTARTS_IN_T = Law(
     "never more than R restarts in any T-second window",
-    (9, 10, 11, 12, 13),
+    (9, 10, 11, 12, 13, 14),
     _at_most_r_restarts_in_t,
     {
         "kinds": st.lists(st.sampled_from(["ok", "fail"]), min_size=1, max_size=6),
@@ -950,7 +951,7 @@ def _gives_up_past_the_intensity(
 
 GIVES_UP_PAST_THE_INTENSITY = Law(
     "past the restart intensity the supervisor gives up at once and fails the rest",
-    (9, 10, 11, 12, 13),
+    (9, 10, 11, 12, 13, 14),
     _gives_up_past_the_intensity,
     {"restarts": st.integers(0, 5), "workers": st.integers(1, 3), "seed": st.integers(0, 2**16)},
     settings(max_examples=30, deadline=None),
@@ -979,7 +980,7 @@ def _first_result_arrives_with_slot_0(step: Subject, seen: Seen) -> None:
 
 FIRST_RESULT_ARRIVES_WITH_SLOT_0 = Law(
     "the first result arrives when slot 0 completes",
-    (10, 11, 12, 13),
+    (10, 11, 12, 13, 14),
     _first_result_arrives_with_slot_0,
     flaw=(9, "step 9's flaw: nothing is handed over until the last slot is done"),
 )
@@ -1007,7 +1008,7 @@ def _handed_over_as_soon_as_possible(step: Subject, seen: Seen, order: list[int]
 
 HANDED_OVER_AS_SOON_AS_POSSIBLE = Law(
     "each result is handed over in plan order as soon as every earlier slot is done",
-    (10, 11, 12, 13),
+    (10, 11, 12, 13, 14),
     _handed_over_as_soon_as_possible,
     {"order": st.integers(1, 7).flatmap(lambda size: st.permutations(range(size)))},
     settings(max_examples=80, deadline=None),
@@ -1028,7 +1029,7 @@ def _leaving_early_cancels_the_rest(
         worker = seen.watch(probe, plan)
         try:
             async with step.stream(task_of(plan), worker, max_workers=workers) as results:
-                got = [await results.receive() for _ in range(taken)]
+                got = [await anext(results) for _ in range(taken)]
                 calls = len(probe.calls)  # the calls made when the caller leaves
                 running = [call for call in probe.calls if call.end is None]
         except Exception as exc:  # leaving raised: kept, and the law fails with it
@@ -1051,7 +1052,7 @@ def _leaving_early_cancels_the_rest(
 
 LEAVING_EARLY_CANCELS_THE_REST = Law(
     "leaving the stream early cancels the rest and calls no further worker",
-    (11, 12, 13),
+    (11, 12, 13, 14),
     _leaving_early_cancels_the_rest,
     {
         "size": st.integers(1, 12),
@@ -1109,7 +1110,7 @@ def _held_to_the_window(
 
 HELD_TO_THE_WINDOW = Law(
     "at most window slots are started and not yet handed over",
-    (12, 13),
+    (12, 13, 14),
     _held_to_the_window,
     {
         "latencies": st.lists(st.integers(1, 96), min_size=1, max_size=12),
@@ -1203,7 +1204,7 @@ def _a_lazy_million_is_held(
 
 A_LAZY_MILLION_IS_HELD = Law(
     "a lazy input of a million is held to the window, and leaving it cancels every worker",
-    (13,),
+    (13, 14),
     _a_lazy_million_is_held,
     {
         "workers": st.integers(1, 4),
@@ -1213,6 +1214,91 @@ A_LAZY_MILLION_IS_HELD = Law(
     },
     settings(max_examples=25, deadline=None),
     flaw=(12, "step 12's flaw: it reads its whole input before any work starts"),
+)
+
+
+# --- Part II --------------------------------------------------------------------------------------
+
+
+def _only_transient_failures_are_retried(
+    step: Subject, seen: Seen, kinds: list[str], attempts: int
+) -> None:
+    """A subtask whose endpoint says 401 is called once; one answered 500 or 429 (every time)
+    is called ``attempts`` times; one that succeeds, once."""
+    plan = [f"{kind} {slot}" for slot, kind in enumerate(kinds)]
+    calls: Counter[str] = Counter()
+    expected = {s: attempts if s.split()[0] in ("transient", "429") else 1 for s in plan}
+
+    async def endpoint(subtask: str) -> str:
+        calls[subtask] += 1
+        await trio.sleep(1 / 32)
+        kind = subtask.split()[0]
+        if kind == "permanent":
+            raise PermanentError("401 Unauthorized: check the API key", status=401)
+        if kind == "transient":
+            raise TransientError("500 Internal Server Error", status=500)
+        if kind == "429":
+            raise RateLimited("429 Too Many Requests", retry_after=0.5)
+        return "found"
+
+    async def main() -> None:
+        worker = seen.watch(endpoint, plan)
+        await seen.run(
+            lambda: supervise(
+                step, task_of(plan), worker, max_workers=2, attempts=attempts, seed=1
+            )
+        )
+        seen.fact("calls per subtask", dict(calls), expected, dict(calls) == expected)
+        assert dict(calls) == expected
+
+    seen.virtual(main)
+
+
+ONLY_TRANSIENT_FAILURES_ARE_RETRIED = Law(
+    "only what may pass is retried: a 429, a 5xx or a timeout, never a 401",
+    (15, 16),
+    _only_transient_failures_are_retried,
+    {
+        "kinds": st.lists(st.sampled_from(["permanent", "transient", "429", "ok"]), min_size=1),
+        "attempts": st.integers(2, 4),
+    },
+    settings(max_examples=30, deadline=None),
+    flaw=(14, "step 14's flaw: it retries whatever fails, a wrong key as much as a 429"),
+)
+
+
+def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: int) -> None:
+    """With ``rate`` r, the k-th attempt to start (retries included) starts no sooner than k/r
+    seconds after the first: a token bucket of one token, refilled r times a second."""
+    plan = plan_of(size)
+    starts: list[float] = []
+
+    async def quick(subtask: str) -> str:
+        starts.append(trio.current_time())
+        await trio.sleep(1 / 32)
+        return f"out:{subtask}"
+
+    async def main() -> None:
+        worker = seen.watch(quick, plan)
+        await seen.run(
+            lambda: supervise(step, task_of(plan), worker, max_workers=4, rate=float(rate))
+        )
+        gaps = [secs(start - starts[0]) for start in starts]
+        wanted = [f"at least {secs(k / rate)}" for k in range(len(starts))]
+        spaced = all(start - starts[0] >= k / rate - 1e-9 for k, start in enumerate(starts))
+        seen.fact("attempts started after the first", gaps, wanted, spaced)
+        assert spaced, "attempts started faster than the rate"
+
+    seen.virtual(main)
+
+
+ATTEMPTS_START_AT_THE_RATE = Law(
+    "with a rate of r a second, the k-th attempt starts no sooner than k/r after the first",
+    (16,),
+    _attempts_start_at_the_rate,
+    {"size": st.integers(2, 8), "rate": st.sampled_from([1, 2, 4, 8])},
+    settings(max_examples=20, deadline=None),
+    flaw=(15, "step 15's flaw: nothing spaces the requests, they all start at once"),
 )
 
 
@@ -1238,6 +1324,8 @@ LAWS = (
     LEAVING_EARLY_CANCELS_THE_REST,
     HELD_TO_THE_WINDOW,
     A_LAZY_MILLION_IS_HELD,
+    ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
+    ATTEMPTS_START_AT_THE_RATE,
 )
 """Every law of the course, in the order of the steps that bring them."""
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import math
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
@@ -29,7 +30,7 @@ from typing import Any, Protocol
 import trio
 import trio.testing
 
-from lessons._course.demos import NEVER_RETURNS, NO_TIMEOUT, OPTIONS, Demo
+from lessons._course.demos import ENDLESS, ENDLESS_EVERY, NEVER_RETURNS, NO_TIMEOUT, OPTIONS, Demo
 from lessons._course.errors import describe
 from lessons._course.steps import Step, load_step, step, step_number
 from trio_supervisor import Aggregate, Answer, Span, Status, SubResult, Trace, decompose
@@ -95,6 +96,24 @@ def lazily(plan: Sequence[str], trace: Trace) -> Iterator[str]:
     """The plan as a lazy input, which marks on ``trace`` when each subtask is pulled."""
     for slot, subtask in enumerate(plan):
         trace.pulled(slot, subtask)
+        yield subtask
+
+
+class CallerError(Exception):
+    """What a demo's caller raises in its own ``async for`` block (see ``Demo.raises``): a bug
+    of the caller's, not of the stream's."""
+
+
+async def endlessly(plan: Sequence[str], trace: Trace, pulled: list[str]) -> AsyncIterator[str]:
+    """The plan over and over, each round's subtasks numbered (``review 01 (2)``), as a lazy
+    input that never ends: one subtask every `ENDLESS_EVERY` seconds, each marked on ``trace``
+    when it is pulled and kept in ``pulled``."""
+    for slot in itertools.count():
+        await trio.sleep(ENDLESS_EVERY)
+        subtask, round_ = plan[slot % len(plan)], slot // len(plan)
+        subtask = subtask if round_ == 0 else f"{subtask} ({round_ + 1})"
+        trace.pulled(slot, subtask)
+        pulled.append(subtask)
         yield subtask
 
 
@@ -176,19 +195,28 @@ async def consume(
 ) -> Aggregate[str, str]:
     """Run a streaming step to its end, marking each result on ``trace`` as it is handed over."""
     results: list[SubResult[str, str]] = []
-    task = lazily(run.plan, trace) if step(module.__name__).lazy else run.demo.task
-    async with module.stream(task, trace.watch(agent), **run.options) as arriving:
-        if watch is not None:
-            watch.streaming()
-        async for result in arriving:
-            trace.delivered(len(results))
+    pulled: list[str] = []
+    task: Any = run.demo.task
+    if step(module.__name__).lazy:
+        task = endlessly(run.plan, trace, pulled) if run.demo.endless else lazily(run.plan, trace)
+    try:
+        async with module.stream(task, trace.watch(agent), **run.options) as arriving:
             if watch is not None:
-                watch.handed_over(run, len(results), result)
-            results.append(result)
-            if len(results) == run.demo.take:
+                watch.streaming()
+            async for result in arriving:
+                trace.delivered(len(results))
                 if watch is not None:
-                    watch.left(len(results))
-                break
+                    watch.handed_over(run, len(results), result)
+                results.append(result)
+                if len(results) == run.demo.raises:
+                    raise CallerError(f"the caller's block failed after {len(results)} results")
+                if len(results) == run.demo.take:
+                    if watch is not None:
+                        watch.left(len(results))
+                    break
+    finally:
+        if run.demo.endless:  # the plan is what was pulled
+            run.plan = pulled
     return Aggregate(results)
 
 
@@ -230,7 +258,8 @@ async def run_guarded(
     if snapshot:
         run.trace = snapshot[0]
         run.stopped = run.trace.wall
-        run.error = f"never returns: {NEVER_RETURNS.get(step_number(run.step), NO_TIMEOUT)}"
+        why = ENDLESS if run.demo.endless else NEVER_RETURNS.get(step_number(run.step), NO_TIMEOUT)
+        run.error = f"never returns: {why}"
 
 
 async def watchdog(run: Run, guarded: trio.CancelScope, snapshot: list[Trace]) -> None:
@@ -248,11 +277,15 @@ def guard_after(record: Step, run: Run, agent: SimulatedAgent) -> float:
     """Seconds after which ``run`` of step ``record`` never returns, if it has not: never
     (infinite) unless a slot hangs and no timeout or deadline ends the run.
 
+    An endless feed's run ends by its deadline or never: twice its deadline (10 s without one).
     Otherwise twice the longest time every other slot could take, each attempt of each one after
     the other with the longest backoff between attempts: a run still going then waits for a hung
     worker, and waits forever.
     """
     options = run.options
+    if run.demo.endless:  # an endless feed's run never ends but by its deadline
+        deadline = options.get("deadline")
+        return 2 * (deadline if deadline is not None else 5.0)
     timed = [options.get(name, math.inf) for name in ("worker_timeout", "deadline")]
     if not any(agent.hangs(subtask) for subtask in run.plan) or any(map(math.isfinite, timed)):
         return math.inf

@@ -95,6 +95,9 @@ _RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
 _LIBRARY_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}  # Part II's
 _LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
+# Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default
+_HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
+_HTTP_HOOK = frozenset({"virtual", "max_workers", "endpoint", "model"})
 
 STEPS: dict[int, Step] = {
     step.number: step
@@ -173,43 +176,28 @@ STEPS: dict[int, Step] = {
         ),
         Step(
             14,
-            "step14_real_subagents",
-            "real sub-agents over HTTP",
-            options={**_LIBRARY_RETRIED, "attempts": 4, "rate": None, "adaptive": False},
+            "step14_library",
+            "the library",
+            entry="stream",
+            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            lazy=True,
             synthesizes=True,
-            hook=frozenset({"virtual", "max_workers", "endpoint", "model"}),
         ),
         Step(
             15,
-            "step15_replanning",
-            "re-planning",
-            options={
-                "max_workers": REQUIRED,
-                "max_rounds": 5,
-                "max_subtasks": 20,
-                "max_stalls": 2,
-                "deadline": INF,
-                "planner": "scripted",
-                "endpoint": None,
-                "model": None,
-            },
-            replans=True,
+            "step15_http_subagents",
+            "real sub-agents over HTTP",
+            options=_HTTP_KNOBS,
+            synthesizes=True,
+            hook=_HTTP_HOOK,
         ),
         Step(
             16,
-            "step16_supervision_trees",
-            "supervision trees",
-            options={
-                **_LIBRARY_TIMED,
-                "attempts": 1,
-                "intensity": None,
-                "strategy": "one_for_one",
-                "company_attempts": 2,
-                "company_timeout": INF,
-            },
-            records_trace=True,
+            "step16_rate_and_adaptive",
+            "a rate and adaptive concurrency",
+            options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
             synthesizes=True,
-            check_task="check_task",
+            hook=_HTTP_HOOK,
         ),
         Step(
             17,

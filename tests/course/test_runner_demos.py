@@ -5,6 +5,7 @@ returns, and the command line's refusals."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import math
 import os
@@ -17,9 +18,9 @@ import pytest
 from rich.console import Console
 
 from lessons._course.arguments import parser
-from lessons._course.demos import DEMOS, STEP_DEMOS, demos
+from lessons._course.demos import DEMOS, STEP_DEMOS, changed_title, demos
 from lessons._course.runner import main
-from lessons._course.running import Run, guard_after, step_options
+from lessons._course.running import Run, guard_after, run_demo, step_options
 from lessons._course.steps import step as record
 from tests.course.probing import (
     STEP05,
@@ -410,3 +411,44 @@ def test_a_bad_option_is_refused_with_one_line_and_exit_2(
 
 def test_an_unbounded_timeout_is_accepted() -> None:
     assert parser().parse_args(["6", "--timeout", "inf"]).timeout == math.inf
+
+
+FLAWS = STEP_DEMOS[14][-2:]  # step 14's own demos: the flaws of step 13's stream
+
+
+def test_an_endless_feed_is_the_plan_over_and_over_numbered_and_its_run_is_guarded() -> None:
+    endless, _ = FLAWS
+    assert endless.endless
+    assert endless.options == {"deadline": 1.0}
+    args = parser().parse_args(["13", "--virtual"])
+    run = run_demo("step13_lazy_input", endless, args)
+    assert run.trace is not None
+    subtasks = [slot.subtask for slot in run.trace.slots]
+    assert len(subtasks) > 20, "the feed went on past the plan"
+    assert subtasks[:21] == [f"review {n:02}" for n in range(1, 21)] + ["review 01 (2)"]
+    assert run.plan == subtasks, "an endless run's plan is what it pulled"
+    # step 13 never ends: the guard, at twice the deadline, stopped it
+    assert run.guard == 2.0
+    assert run.stopped == 2.0
+    assert run.error is not None
+    assert run.error.startswith("never returns: its input never ends")
+    pulled = [slot.planned for slot in run.trace.slots]
+    assert pulled == sorted(pulled)
+    assert all(later - earlier >= 0.05 - 1e-9 for earlier, later in itertools.pairwise(pulled))
+
+
+def test_a_caller_that_raises_after_n_results_raises_from_its_own_block() -> None:
+    _, raising = FLAWS
+    assert raising.raises == 3
+    args = parser().parse_args(["13", "--virtual"])
+    wrapped = run_demo("step13_lazy_input", raising, args)
+    bare = run_demo("step14_library", raising, args)
+    said = "CallerError: the caller's block failed after 3 results"
+    assert bare.error == said
+    assert wrapped.error is not None
+    assert wrapped.error.startswith("ExceptionGroup")
+    assert said in wrapped.error
+    assert bare.trace is not None
+    assert [slot.delivered is not None for slot in bare.trace.slots].count(True) == 3
+    assert changed_title(raising).endswith("the caller raises after 3 results")
+    assert changed_title(FLAWS[0]).endswith("fed endlessly")

@@ -16,7 +16,7 @@ from lessons._course import laws
 from lessons._course.arguments import parser
 from lessons._course.demos import LARGE, RESEARCH, demos
 from lessons._course.runner import main
-from lessons._course.steps import part_two, step_number, step_path, steps
+from lessons._course.steps import step_number, step_path, steps
 from tools.docs import hook as docs_hook
 from tools.docs import leak as docs_leak
 from tools.docs import pages as step_pages
@@ -27,8 +27,6 @@ from trio_supervisor.timeline import timeline_rows
 
 PAGES = docs_paths.DOCS / "steps"
 STEPS = list(steps().values())
-PART_ONE = [name for name in STEPS if not part_two(name)]
-PART_TWO = [name for name in STEPS if part_two(name)]
 # a fenced block that includes a file: its info string and the included path
 INCLUDE = re.compile(r'^```(?P<info>[^\n]*)\n--8<-- "(?P<path>[^"]+)"\n```$', re.MULTILINE)
 HL_LINES = re.compile(r'\bhl_lines="(?P<lines>[^"]*)"')
@@ -101,11 +99,6 @@ def test_step_code_starts_after_the_docstring_and_highlights_exactly_the_changed
     if step_pages.previous_step(name) is None:
         assert marks is None, "the first step has no step before it: nothing is highlighted"
         return
-    if part_two(name):
-        mark = f"# step {step_number(name)}:"
-        assert in_file == [n for n, line in enumerate(lines, 1) if mark in line and n >= first]
-        assert in_file, f"a Part II step marks its idea with {mark!r} comments"
-        return
     assert in_file == added_lines(step_pages.code_diff(name))
     assert in_file, "a step changes some code"
     assert all(lines[number - 1].strip() for number in in_file)
@@ -136,7 +129,7 @@ def test_a_docstring_edit_highlights_nothing_and_a_code_edit_highlights_its_line
     assert step_pages.code_changes(PREVIOUS, blank_added) == []  # a blank line is not code
 
 
-@pytest.mark.parametrize("name", PART_ONE[1:])
+@pytest.mark.parametrize("name", STEPS[1:])
 def test_changing_one_code_line_of_a_step_changes_its_highlights(name: str) -> None:
     before = step_pages.previous_step(name)
     assert before is not None
@@ -150,23 +143,6 @@ def test_changing_one_code_line_of_a_step_changes_its_highlights(name: str) -> N
     lines[edited - 1] = lines[edited - 1].rstrip("\n") + "  # edited\n"
     assert edited in step_pages.code_changes(previous, "".join(lines))
     assert edited not in changed
-
-
-def test_a_part_two_step_highlights_the_lines_it_marks_and_no_other_edit() -> None:
-    """A ``# step 11:`` comment marks its line for step 11 only; a ``#`` in a string marks
-    nothing, and an edit to a line without a mark highlights nothing."""
-    source = 'x = 1  # step 11: the idea\ny = "# step 11: in a string"\nz = 3  # step 12: later\n'
-    assert step_pages.marked_lines(source, 11) == [1]
-    assert step_pages.marked_lines(source, 12) == [3]
-    assert step_pages.marked_lines(source.replace("x = 1", "x = 2"), 11) == [1]
-    assert step_pages.marked_lines(source.replace("y = ", "w = "), 11) == [1]
-
-
-@pytest.mark.parametrize("name", PART_TWO)
-def test_a_part_two_page_highlights_what_the_step_marks(name: str) -> None:
-    source = step_path(name).read_text()
-    assert step_pages.step_changes(name) == step_pages.marked_lines(source, step_number(name))
-    assert step_pages.step_changes(name), f"{name} marks no line as its idea"
 
 
 @pytest.mark.parametrize("name", STEPS)

@@ -11,9 +11,8 @@ the same code path as ``python -m lessons --virtual`` (`lessons._course.running.
 - ``steps/<step>/dispatch.json``: the runs that player replays, recorded on virtual time;
 - ``steps/<step>.idea.md``: the step's docstring as prose (its idea, what is still wrong);
 - ``steps/<step>.code.md``: the fenced block that includes the step's code, from the line after
-  its docstring, with the code lines that changed since the step before highlighted (in Part II,
-  where a step's diff against the step before is not its lesson, the lines it marks with a
-  ``# step NN:`` comment, NN its own number; see `marked_lines`);
+  its docstring, with the code lines that changed since the step before highlighted (Part II's
+  too: each of its steps imports the step before and adds one idea);
 - ``steps/<step>.diff``: the step's code against the code of the step before it;
 - ``course.md``: the home page's list of steps, from the steps' docstrings;
 - ``laws/smallest-leak.md``: a real Hypothesis search for latencies that make step 2 return its

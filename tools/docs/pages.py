@@ -5,10 +5,10 @@ home page's list of steps."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import difflib
 import io
 import re
-import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from lessons._course.arguments import parser
 from lessons._course.demos import Demo, demos
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.showing import ConsoleWatch, round_sections, show
-from lessons._course.steps import part_two, step_number, step_path, steps
+from lessons._course.steps import step_number, step_path, steps
 from tools.docs.paths import WIDTH
 from trio_supervisor.timeline import render_svg
 
@@ -120,29 +120,11 @@ def next_step(name: str) -> str | None:
     return names[index + 1] if index + 1 < len(names) else None
 
 
-MARK = re.compile(r"#\s*step (?P<number>\d+):")
-"""A comment that marks its line as the idea of step ``number`` (Part II's highlights)."""
-
-
-def marked_lines(source: str, number: int) -> list[int]:
-    """The numbers of ``source``'s lines whose comment marks them as step ``number``'s idea
-    (``# step 14: ...``), read with ``tokenize``: a ``#`` inside a string marks nothing."""
-    lines = []
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
-            match = MARK.match(token.string)
-            if match is not None and int(match["number"]) == number:
-                lines.append(token.start[0])
-    return lines
-
-
 def step_changes(name: str) -> list[int]:
-    """The code lines a step's page highlights: in Part I those of step ``name``'s file that
-    differ from the step before (none for the first: it has nothing to differ from, so its page
-    highlights nothing); in Part II, whose steps build on the library rather than on the step
-    before, the lines it marks as its idea (see `marked_lines`)."""
-    if part_two(name):
-        return marked_lines(step_path(name).read_text(), step_number(name))
+    """The code lines a step's page highlights: those of step ``name``'s file that differ from
+    the step before (none for the first: it has nothing to differ from, so its page highlights
+    nothing). Part II too: each of its steps imports the step before and adds one idea, so the
+    diff is its lesson."""
     before = previous_step(name)
     if before is None:
         return []
@@ -253,14 +235,20 @@ def pictures(name: str) -> list[Picture]:
     command = f"python -m lessons {number} --virtual"
     args = parser().parse_args([str(number), "--virtual"])
     made = []
+    runs = []
     for demo in step_demos(name):
+        runs.append((name, demo))
+        if demo.against is not None:  # the same demo on the step before, whose flaw it shows
+            before = dataclasses.replace(demo, title=f"{demo.title} (on step {demo.against})")
+            runs.append((steps()[demo.against], before))
+    for ran, demo in runs:
         out = io.StringIO()
         console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
-        run = run_demo(name, demo, args, ConsoleWatch(console))
+        run = run_demo(ran, demo, args, ConsoleWatch(console))
         assert run.trace is not None
         show(console, run)
         output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
-        title = f"{name} · {demo.title}: one row per slot, waiting then running, on virtual time"
+        title = f"{ran} · {demo.title}: one row per slot, waiting then running, on virtual time"
         sections = round_sections(run)  # a re-planning step's rounds, headed by their decisions
         svg = render_svg(run.trace, final_statuses(run), title=title, sections=sections)
         made.append(Picture(demo, command, run, svg, output + "\n"))
@@ -283,6 +271,10 @@ def demo_does(demo: Demo) -> str:
     sentence = f" The simulated sub-agent {', '.join(said)} on purpose." if said else ""
     if demo.take is not None:
         sentence += f" The caller leaves the stream after {demo.take} results."
+    if demo.raises is not None:
+        sentence += f" The caller's own block raises after {demo.raises} results."
+    if demo.endless:
+        sentence += " The input never ends: the plan over and over, a subtask every 0.05s."
     return sentence
 
 

@@ -1,40 +1,31 @@
-"""Step 14: real sub-agents over HTTP. The worker is a chat endpoint; the supervisor alone retries.
+"""Step 15: real sub-agents over HTTP. The worker is a chat endpoint; only what may pass is retried.
 
-What it adds: Part II builds on the library's ``Supervisor``. The worker is a ``ChatAgent``: each
-subtask is one request to an OpenAI-compatible ``/v1/chat/completions``, the SDK's own retries
-off. Its failures are classified: a 429 carries the server's ``Retry-After``, a 5xx, a dropped
-connection or a timeout is transient, any other 4xx is permanent. Only ``TRANSIENT`` failures
-and timeouts are retried (what may succeed next time), never sooner than the server asked.
-``rate`` spaces attempts with a token bucket, ``adaptive`` takes the workers allowed down to
-what the server holds on a 429 and grows them back. ``open_worker`` says what the worker is: a
-loopback server scripted to do what the demo's simulated sub-agent does, with limits of its own
-(two requests at once), or ``--endpoint``.
+What it adds: the worker is a ``ChatAgent``: each subtask is one request to an OpenAI-compatible
+``/v1/chat/completions``, the SDK's own retries off, so the supervisor alone retries. Its failures
+are classified: a 429 carries the server's ``Retry-After``, a 5xx, a dropped connection or a
+timeout is transient, any other 4xx (a wrong key, an unknown model) is permanent. Only
+``TRANSIENT`` failures and timeouts are retried, what may succeed next time; a permanent one costs
+one request. ``open_worker`` says what the worker is: a loopback server scripted to do what the
+demo's simulated sub-agent does, with a limit of its own (two requests at once, a 429 beyond),
+or ``--endpoint``.
 
-What is still wrong: the plan never changes, whatever the sub-agents find. A finding that calls
-for another subtask, or makes a planned one pointless, is ignored: the supervisor runs the plan it
-was given and stops.
+What is still wrong: nothing keeps the requests under the server's limits. With more workers
+than the server takes at once, every attempt past its limit is a 429, retried into the next 429.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx2
 import trio
 
-from lessons.step13_lazy_input import synthesize as synthesize  # unchanged since step 5
-from trio_supervisor import (
-    Adaptive,
-    Aggregate,
-    Backoff,
-    Meter,
-    RateLimit,
-    Supervisor,
-    Worker,
-)
+from lessons import step14_library
+from lessons.step14_library import synthesize as synthesize  # unchanged since step 1
+from trio_supervisor import Aggregate, Supervisor, Worker
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing import SimulatedAgent, devserver
 
@@ -42,35 +33,34 @@ CONCURRENCY = 2  # the loopback server's own limit: beyond it, 429 and Retry-Aft
 LOOPBACK_KEY = "loopback"  # the loopback server checks no key, and the SDK needs one
 
 
+def supervisor(worker: Worker[str, str], **knobs: Any) -> Supervisor[str, str]:
+    """Step 14's supervisor, retrying only the failures that may pass: a 429, a 5xx, a dropped
+    connection, a timeout (and never sooner than a 429's ``Retry-After``)."""
+    return step14_library.supervisor(worker, retry_on=(*TRANSIENT, trio.TooSlowError), **knobs)
+
+
 async def supervise(
     task: str | Iterable[str],
     worker: Worker[str, str],
     *,
     max_workers: int,
-    worker_timeout: float = math.inf,
-    deadline: float = math.inf,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
     attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
-    rate: float | None = None,
-    adaptive: bool = False,
 ) -> Aggregate[str, str]:
-    meters: list[Meter] = []
-    if rate is not None:  # at most `rate` attempts start a second, retries included, in turn
-        meters.append(RateLimit(rate))  # step 14: a token bucket, under the server's budget
-    if adaptive:  # workers allowed: fitted to the server's bound on a 429, then grown back
-        meters.append(Adaptive(max_workers))  # step 14: between 1 and max_workers
-    supervisor = Supervisor(
+    chosen = supervisor(
         worker,
         max_workers=max_workers,
-        timeout=None if math.isinf(worker_timeout) else worker_timeout,
+        worker_timeout=worker_timeout,
         attempts=attempts,
-        retry_on=(*TRANSIENT, trio.TooSlowError),  # step 14: 429, 5xx, network, timeout only
-        backoff=Backoff(*backoff),  # step 14: a retry waits at least a 429's Retry-After
+        intensity=intensity,
+        backoff=backoff,
         seed=seed,
-        meters=meters,
     )
-    return await supervisor.run(task, deadline=None if math.isinf(deadline) else deadline)
+    return await chosen.run(task, deadline=deadline)
 
 
 def scripted(simulated: SimulatedAgent, prompt: str) -> devserver.Script:
@@ -98,7 +88,7 @@ async def open_worker(
     port) for a run on real time, or in this process, with no socket, on virtual time."""
     if endpoint is not None:
         chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers)
-        async with chat as agent:  # step 14: the SDK's retries off; its key never shown
+        async with chat as agent:  # the SDK's retries off; its key never shown
             yield agent
         return
     script = functools.partial(scripted, simulated)

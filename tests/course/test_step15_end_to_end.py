@@ -1,4 +1,4 @@
-"""Step 14 end to end, on real sockets and real time (a few seconds in all, nothing asserted
+"""Step 15 end to end, on real sockets and real time (a few seconds in all, nothing asserted
 about how long anything took): the runner starts the loopback server itself, points the step at
 any endpoint with ``--endpoint``, and says what went wrong there in one line, never the key."""
 
@@ -26,7 +26,7 @@ from lessons._course.steps import PART_TWO, step, steps
 from trio_supervisor.testing.devserver import serve
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY = "sk-SENTINEL-step14-5f0e9a1c"
+KEY = "sk-SENTINEL-step15-5f0e9a1c"
 
 
 def closed_port() -> int:
@@ -48,7 +48,7 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
 def test_step_11_runs_against_the_loopback_server_it_starts_with_no_set_up() -> None:
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     done = subprocess.run(
-        [sys.executable, "-m", "lessons", "14", "--task", "pricing; reviews; inventory"],
+        [sys.executable, "-m", "lessons", "15", "--task", "pricing; reviews; inventory"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -57,7 +57,7 @@ def test_step_11_runs_against_the_loopback_server_it_starts_with_no_set_up() -> 
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "step14_real_subagents · your task" in done.stdout
+    assert "step15_http_subagents · your task" in done.stdout
     assert "3 ok, 0 failed" in done.stdout  # the third request, over the limit, was retried
     assert done.stderr == ""
 
@@ -72,7 +72,7 @@ def test_an_endpoint_nothing_listens_on_is_one_line_before_any_demo_and_exit_2(
     url = f"http://127.0.0.1:{port}/v1"
     out = io.StringIO()
     with pytest.raises(SystemExit) as exit_:
-        main(["14", "--endpoint", url, "--model", "m"], console=Console(file=out))
+        main(["15", "--endpoint", url, "--model", "m"], console=Console(file=out))
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith(f"python -m lessons: error: cannot reach {url}: ")
@@ -86,10 +86,10 @@ def test_under_an_endpoint_the_demo_titles_say_what_runs(monkeypatch: pytest.Mon
     """The demos' titles describe the loopback server's script (a 500 once, a stalled
     request); against a real server that script does not run, and the titles say what does."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    given = parser().parse_args(["14", "--endpoint", "http://127.0.0.1:8000/v1", "--model", "m"])
-    titles = [demo.title for demo in demos(given, 14)]
+    given = parser().parse_args(["15", "--endpoint", "http://127.0.0.1:8000/v1", "--model", "m"])
+    titles = [demo.title for demo in demos(given, 15)]
     assert titles == ["the demo's 3 subtasks", "the demo's 5 subtasks"]
-    assert all(not (demo.fail or demo.hang or demo.flaky) for demo in demos(given, 14))
+    assert all(not (demo.fail or demo.hang or demo.flaky) for demo in demos(given, 15))
 
 
 async def test_a_wrong_key_is_one_line_per_slot_and_the_key_never_shows(
@@ -104,7 +104,7 @@ async def test_a_wrong_key_is_one_line_per_slot_and_the_key_never_shows(
         os.environ["OPENAI_API_KEY"] = KEY
         try:
             for json_too in ([], ["--json"]):
-                argv = ["14", "--task", "a; b", "--endpoint", url, "--model", "m", *json_too]
+                argv = ["15", "--task", "a; b", "--endpoint", url, "--model", "m", *json_too]
                 call = functools.partial(run_main, argv, capsys)
                 status, printed = await trio.to_thread.run_sync(call)
                 assert status == 0
@@ -180,7 +180,7 @@ def test_an_endpoint_that_cannot_be_used_is_one_line_up_front_and_exit_2(
         monkeypatch.setenv(name, value)
     out = io.StringIO()
     with pytest.raises(SystemExit) as exit_:
-        main(["14", *argv], console=Console(file=out))
+        main(["15", *argv], console=Console(file=out))
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith(f"python -m lessons: error: {message}")

@@ -1,0 +1,75 @@
+"""Step 16: a rate and adaptive concurrency. The requests are held to what the server takes.
+
+What it adds: two *meters*, things each attempt waits on before it starts, besides a free
+worker. ``rate`` is a token bucket (``RateLimit``): at most ``rate`` attempts start a second,
+retries included, taking turns, to stay under an endpoint's budget of requests. ``adaptive``
+(``Adaptive``) lets fewer workers run than ``max_workers``, by AIMD: a 429 takes the limit down
+to one under the requests that were in flight (never below half of it), and it grows back by one
+after each window of successes. So a server that takes two at once soon sees two at once, and its
+429s end, where step 15 went on sending four.
+
+What is still wrong: the plan never changes, whatever the sub-agents find. A finding that calls
+for another subtask, or makes a planned one pointless, is ignored: the supervisor runs the plan it
+was given and stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from lessons import step15_http_subagents
+from lessons.step15_http_subagents import open_worker as open_worker
+from lessons.step15_http_subagents import synthesize as synthesize
+from trio_supervisor import Adaptive, Aggregate, Meter, RateLimit, Supervisor, Worker
+
+
+def supervisor(
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    rate: float | None = None,
+    adaptive: bool = False,
+    **knobs: Any,
+) -> Supervisor[str, str]:
+    """Step 15's supervisor, each attempt waiting on the meters asked for as well."""
+    meters: list[Meter] = []
+    if rate is not None:  # at most `rate` attempts start a second, in turn
+        meters.append(RateLimit(rate))
+    if adaptive:  # the workers allowed: cut on a 429, grown back one at a time
+        meters.append(Adaptive(max_workers))
+    return step15_http_subagents.supervisor(worker, max_workers=max_workers, meters=meters, **knobs)
+
+
+async def supervise(
+    task: str | Iterable[str],
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
+    adaptive: bool = False,
+) -> Aggregate[str, str]:
+    chosen = supervisor(
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,
+        backoff=backoff,
+        seed=seed,
+        rate=rate,
+        adaptive=adaptive,
+    )
+    return await chosen.run(task, deadline=deadline)
+
+
+if __name__ == "__main__":
+    from lessons._course.runner import main_for_step
+
+    main_for_step(__file__)

@@ -1,0 +1,63 @@
+"""Step 16: a rate (a token bucket) and adaptive concurrency (AIMD) over step 15's supervisor.
+
+The rate's law runs on fake workers, on virtual time; step 15, which takes no rate, starts every
+attempt at once (a strict xfail). Adaptive concurrency runs through the loopback server's app in
+this process, as the docs run the step with ``--virtual``.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import pytest
+
+from lessons._course import laws
+from lessons._course.arguments import parser
+from lessons._course.demos import STEP_DEMOS
+from lessons._course.running import Run, run_demo
+from tests.course.step_laws import cases
+
+
+@pytest.mark.parametrize("step", cases(laws.ATTEMPTS_START_AT_THE_RATE))
+def test_attempts_start_no_faster_than_the_rate(step: ModuleType) -> None:
+    laws.ATTEMPTS_START_AT_THE_RATE.verify(step)
+
+
+def refusals(run: Run) -> list[float]:
+    """When each attempt the server answered 429 ended, in order."""
+    assert run.trace is not None
+    return sorted(
+        span.end - run.trace.origin
+        for slot in run.trace.slots
+        for span in slot.spans
+        if span.retry_after is not None and span.end is not None
+    )
+
+
+def test_adaptive_ends_the_429s_that_step_15_keeps_meeting() -> None:
+    """A dozen on 4 workers, through a server that takes two at once: step 15 meets a 429 on
+    most rounds to the end, and loses slots whose every attempt met one; with adaptive the first burst cuts the workers to two, and at most
+    one more 429 follows (the limit probing one place higher)."""
+    demo = STEP_DEMOS[16][0]
+    assert demo.options == {"adaptive": True}
+    args = parser().parse_args(["16", "--virtual"])
+    fixed = run_demo("step15_http_subagents", demo, args)
+    fitted = run_demo("step16_rate_and_adaptive", demo, args)
+    assert fixed.aggregate is not None
+    assert fitted.aggregate is not None
+    assert fitted.aggregate.succeeded == 12
+    assert fixed.aggregate.degraded, "step 15 loses slots whose every attempt met a 429"
+    before, after = refusals(fixed), refusals(fitted)
+    assert len(after) < len(before) / 2
+    first = after[0]
+    assert len([time for time in after if time > first + 1.0]) <= 1
+    assert len([time for time in before if time > first + 1.0]) > 3
+
+
+def test_the_rate_demo_meets_no_429() -> None:
+    demo = STEP_DEMOS[16][1]
+    assert demo.options == {"rate": 2.0}
+    run = run_demo("step16_rate_and_adaptive", demo, parser().parse_args(["16", "--virtual"]))
+    assert run.aggregate is not None
+    assert run.aggregate.succeeded == 12
+    assert refusals(run) == []
