@@ -199,12 +199,6 @@ def parser() -> argparse.ArgumentParser:
         "--rate", type=_rate, metavar="R", help="at most R attempts start a second (16-)"
     )
     p.add_argument(
-        "--adaptive",
-        action="store_const",
-        const=True,
-        help="fit the workers allowed to what the server holds, from its 429s (16-)",
-    )
-    p.add_argument(
         "--endpoint",
         type=_endpoint,
         metavar="URL",

@@ -1244,9 +1244,7 @@ def _only_transient_failures_are_retried(
     async def main() -> None:
         worker = seen.watch(endpoint, plan)
         await seen.run(
-            lambda: supervise(
-                step, task_of(plan), worker, max_workers=2, attempts=attempts, seed=1
-            )
+            lambda: supervise(step, task_of(plan), worker, max_workers=2, attempts=attempts, seed=1)
         )
         seen.fact("calls per subtask", dict(calls), expected, dict(calls) == expected)
         assert dict(calls) == expected

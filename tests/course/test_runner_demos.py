@@ -439,16 +439,16 @@ def test_an_endless_feed_is_the_plan_over_and_over_numbered_and_its_run_is_guard
 
 def test_a_caller_that_raises_after_n_results_raises_from_its_own_block() -> None:
     _, raising = FLAWS
-    assert raising.raises == 3
+    assert raising.raises == 4
     args = parser().parse_args(["13", "--virtual"])
     wrapped = run_demo("step13_lazy_input", raising, args)
     bare = run_demo("step14_library", raising, args)
-    said = "CallerError: the caller's block failed after 3 results"
+    said = "CallerError: the caller's block failed after 4 results"
     assert bare.error == said
     assert wrapped.error is not None
     assert wrapped.error.startswith("ExceptionGroup")
     assert said in wrapped.error
     assert bare.trace is not None
-    assert [slot.delivered is not None for slot in bare.trace.slots].count(True) == 3
-    assert changed_title(raising).endswith("the caller raises after 3 results")
+    assert [slot.delivered is not None for slot in bare.trace.slots].count(True) == 4
+    assert changed_title(raising).endswith("the caller raises after 4 results")
     assert changed_title(FLAWS[0]).endswith("fed endlessly")

@@ -11,6 +11,7 @@ import argparse
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -118,9 +119,16 @@ def test_a_demo_the_command_line_changes_is_not_titled_as_the_demo(
 def test_a_demo_given_its_own_options_keeps_its_title() -> None:
     for number, step_demos in STEP_DEMOS.items():
         for demo in step_demos:
-            same = [f"{flag(name)}={as_given(value)}" for name, value in demo.options.items()]
+            same = [
+                f"{flag(name)}={as_given(value)}"
+                for name, value in demo.options.items()
+                if name in OPTIONS  # `adaptive` has no command-line option
+            ]
             same += [] if demo.take is None else [f"--take={demo.take}"]
             assert demo in demos(parser().parse_args([str(number), *same]), number)
+
+
+FLAW = re.compile(r"fed endlessly|the caller raises")
 
 
 def takes() -> Iterator[tuple[int, int]]:
@@ -134,6 +142,8 @@ def takes() -> Iterator[tuple[int, int]]:
 @pytest.mark.parametrize(("number", "take"), list(takes()))
 def test_an_explicit_take_is_what_every_run_does_and_no_run_repeats(number: int, take: int) -> None:
     runs = runs_of(str(number), "--take", str(take))
+    # step 14's flaw demos end by their deadline or their caller's own exception, not the take
+    runs = [run for run in runs if not FLAW.search(run["demo"])]
     for run in runs:  # a demo of fewer subtasks than the take hands over all of them
         assert len(run["aggregate"]["results"]) == min(take, len(decompose(run["task"])))
     assert all(run["options"]["take"] == take for run in runs)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -62,8 +62,15 @@ def test_with_an_intensity_a_waiting_retry_holds_no_place_as_in_step_13() -> Non
 
     async def main() -> None:
         probe = Probe(agent)
-        options = {"attempts": 2, "backoff": (4.0, 4.0), "seed": 0, "intensity": (5, 60.0)}
-        await STEP14.supervise("s0; s1", probe, max_workers=1, **options)
+        await STEP14.supervise(
+            "s0; s1",
+            probe,
+            max_workers=1,
+            attempts=2,
+            backoff=(4.0, 4.0),
+            seed=0,
+            intensity=(5, 60.0),
+        )
         first, _ = probe.of("s0")
         assert probe.of("s1")[0].start == first.end
 
@@ -159,7 +166,7 @@ async def test_an_exception_in_the_callers_block_comes_out_bare_only_from_the_li
     "step", [flawed(STEP13, "step 13's flaw: an endless input never ends"), STEP14]
 )
 def test_an_endless_input_under_a_deadline_ends_at_the_deadline(step: ModuleType) -> None:
-    async def endless() -> Iterator[str]:
+    async def endless() -> AsyncIterator[str]:
         for slot in itertools.count():
             await trio.sleep(0.05)
             yield f"s{slot}"
