@@ -93,24 +93,22 @@ async def open_worker(
         return
     script = functools.partial(scripted, simulated)
     latency = (simulated.min_latency, simulated.max_latency)  # the mean is a 429's Retry-After
-    if virtual:  # the same app, served through the client's transport: exact, instant
-        app = devserver.app(script=script, latency=latency, concurrency=CONCURRENCY)
+    transport = None
+    async with trio.open_nursery() as nursery:
+        if virtual:  # the same app, served through the client's transport: exact, instant
+            app = devserver.app(script=script, latency=latency, concurrency=CONCURRENCY)
+            url, transport = "http://loopback/v1", httpx2.ASGITransport(app=app)
+        else:  # the same app, served on 127.0.0.1 on a free port, for the run
+            serve = functools.partial(
+                devserver.serve, script=script, latency=latency, concurrency=CONCURRENCY
+            )
+            url = await nursery.start(serve)
         async with ChatAgent(
             "devserver",
-            base_url="http://loopback/v1",
+            base_url=url,
             api_key=LOOPBACK_KEY,
             max_connections=max_workers,
-            transport=httpx2.ASGITransport(app=app),
-        ) as agent:
-            yield agent
-        return
-    async with trio.open_nursery() as nursery:
-        serve = functools.partial(
-            devserver.serve, script=script, latency=latency, concurrency=CONCURRENCY
-        )
-        url = await nursery.start(serve)
-        async with ChatAgent(
-            "devserver", base_url=url, api_key=LOOPBACK_KEY, max_connections=max_workers
+            transport=transport,
         ) as agent:
             yield agent
         nursery.cancel_scope.cancel()  # the run is over: stop serving
