@@ -295,6 +295,10 @@ def demos_fragment(name: str, made: list[Picture]) -> str:
             assert run.aggregate is not None
             outcome = f"The run returned {len(run.aggregate.results)} results."
         svg_file = f"../generated/steps/{name}/{slug(picture.demo)}.svg"
+        ran = f"`{picture.command}`"  # a demo run on the step before too: not this page's command
+        if run.step != name:
+            ran = f"the same demo on step {step_number(run.step)} (`{run.step}`)"
+        ran_html = re.sub(r"`([^`]*)`", r"<code>\1</code>", ran)
         parts.append(
             f"### {picture.demo.title}\n\n"
             f"The task *{picture.demo.task}*, planned into {len(run.plan)} subtasks{options}."
@@ -302,9 +306,9 @@ def demos_fragment(name: str, made: list[Picture]) -> str:
             f"([SVG file]({svg_file}))\n\n"
             f'<figure class="timeline" data-step="{name}" data-demo="{slug(picture.demo)}">\n'
             f"{picture.svg}"
-            f"<figcaption>The timeline of <code>{picture.command}</code> on this task: rows in "
+            f"<figcaption>The timeline of {ran_html} on this task: rows in "
             f"plan order, <em>done #</em> is the completion order.</figcaption>\n</figure>\n\n"
-            f'???+ example "What `{picture.command}` prints for this task"\n\n'
+            f'???+ example "What {ran} prints for this task"\n\n'
             f"    ```text\n"
             + "".join(f"    {line}\n" if line else "\n" for line in picture.output.splitlines())
             + "    ```\n"
