@@ -57,6 +57,7 @@ LARGE = Demo(
 DEMOS = (RESEARCH, LARGE)
 FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring trends"
 FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
+STALL = "competitor pricing; supplier risk; inventory"  # supplier risk has no other source
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
 STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     5: (RESEARCH, Demo("a sub-agent hangs", FIVE, hang=frozenset({1}))),
@@ -180,49 +181,80 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"worker_timeout": 1.5},
         ),
     ),
-    15: (  # the planner's rules: the step's RULES (a competitor named, the reviews rerouted)
+    17: (  # the planner's rules: step 17's RULES (a competitor named, the reviews rerouted)
         Demo(
             "research this company, re-planned from what comes back",
             RESEARCH.task,
-            fail=frozenset({1}),  # the reviews sub-agent fails: rerouted to another source
-            outputs={0: "Acme undercuts our list price by 10%"},  # names a competitor
+            fail=frozenset({1}),  # the reviews request always fails: rerouted to another source
         ),
         Demo(
             "the same research, one round allowed",
             RESEARCH.task,
             fail=frozenset({1}),
-            outputs={0: "Acme undercuts our list price by 10%"},
             options={"max_rounds": 1},
         ),
     ),
-    16: (  # at most --workers leaves in all: a tie for a place would go to either tree
+    18: (
         Demo(
-            "two companies, one child supervisor each; a leaf fails, its company is degraded",
+            "a round brings nothing new: a stall, then a fresh plan that finds what was missing",
+            STALL,
+            flaky={1: 4},  # supplier risk fails its first 4 requests: all of round 1's attempts
+            options={"max_stalls": 0},
+        ),
+        Demo(
+            "a sub-agent hangs: the deadline ends the run, and the answer names it",
+            RESEARCH.task,
+            hang=frozenset({1}),  # the server never answers the reviews request
+            options={"deadline": 3.0},
+        ),
+    ),
+    19: (
+        Demo(
+            "research this company, each round decided by a chat model",
+            RESEARCH.task,
+            fail=frozenset({1}),
+            options={"planner": "llm"},
+        ),
+        Demo(
+            "a stall and a fresh plan, decided by a chat model",
+            STALL,
+            flaky={1: 4},
+            options={"planner": "llm", "max_stalls": 0},
+        ),
+    ),
+    20: (  # at most --workers leaves in all: a tie for a place would go to either tree
+        Demo(
+            "two companies, one child supervisor each, in rounds; a leaf fails, its company is "
+            "degraded",
             TREE,
         ),
         Demo(
-            "a child gives up past 1 restart in 10s: it fails its parent's slot, which retries",
+            "a child past 3 restarts in 10s (429s and 500s) gives up, and still answers its parent",
             TREE,
-            options={"attempts": 3, "intensity": (1, 10.0)},
+            options={"intensity": (3, 10.0)},
+        ),
+    ),
+    21: (
+        Demo(
+            "a child gives up past 3 restarts in 10s: it fails its parent's slot, which is rerouted",
+            TREE,
+            options={"intensity": (3, 10.0)},
         ),
         Demo(
-            "rest_for_one: a failed child restarts the children after it, which depend on it",
+            "rest_for_one: a failed leaf restarts the leaves after it, which depend on it",
             "acme: pricing; globex: filings failing, numbers, summary",
             options={"attempts": 2, "strategy": "rest_for_one"},
         ),
     ),
-    17: (
+    22: (
         Demo(
-            "a sub-agent's process dies, another sub-agent fails",
-            FIVE,
-            crash=frozenset({1}),  # the reviews sub-agent's body calls os._exit
-            fail=frozenset({3}),  # supplier risk raises: an exception, for comparison
+            "a leaf's process dies, another leaf fails: each fails its own slot alone",
+            "acme: competitor pricing, reviews crashing; globex: pricing, reviews failing",
         ),
         Demo(
-            "a sub-agent hangs: its timeout kills its process",
-            FIVE,
-            hang=frozenset({1}),
-            options={"worker_timeout": 1.5},
+            "the same tree, its children giving up past 3 restarts in 10s",
+            "acme: competitor pricing, reviews crashing; globex: pricing, reviews failing",
+            options={"intensity": (3, 10.0)},
         ),
     ),
 }
@@ -247,6 +279,7 @@ OPTIONS = {
     "max_rounds": "max_rounds",
     "max_subtasks": "max_subtasks",
     "max_stalls": "max_stalls",
+    "max_resets": "max_resets",
     "planner": "planner",
     "endpoint": "endpoint",
     "model": "model",

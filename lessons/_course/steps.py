@@ -95,6 +95,21 @@ _RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
 _LIBRARY_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}  # Part II's
 _LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
+# Part II from step 17: rounds over step 16's HTTP sub-agents, its knobs kept
+_HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
+_KNOBS = {
+    "max_workers": REQUIRED,
+    "worker_timeout": NO_LIMIT,
+    "attempts": 4,
+    "intensity": None,
+    "backoff": BACKOFF,
+    "seed": None,
+    "rate": None,
+    "adaptive": False,
+}
+_ROUNDS = {**_KNOBS, "max_rounds": 5}
+_BUDGETS = {**_ROUNDS, "max_subtasks": 20, "max_stalls": 2, "max_resets": 1, "deadline": NO_LIMIT}
+_PLANNED = {**_BUDGETS, "planner": "scripted", "endpoint": None, "model": None}
 
 STEPS: dict[int, Step] = {
     step.number: step
@@ -198,44 +213,61 @@ STEPS: dict[int, Step] = {
             hook=frozenset({"virtual", "max_workers", "endpoint", "model"}),
         ),
         Step(
-            15,
-            "step15_replanning",
-            "re-planning",
-            options={
-                "max_workers": REQUIRED,
-                "max_rounds": 5,
-                "max_subtasks": 20,
-                "max_stalls": 2,
-                "deadline": INF,
-                "planner": "scripted",
-                "endpoint": None,
-                "model": None,
-            },
+            17,
+            "step17_rounds",
+            "re-planning rounds",
+            options=_ROUNDS,
             replans=True,
+            records_trace=True,
+            hook=_HTTP,
         ),
         Step(
-            16,
-            "step16_supervision_trees",
-            "supervision trees",
-            options={
-                **_LIBRARY_TIMED,
-                "attempts": 1,
-                "intensity": None,
-                "strategy": "one_for_one",
-                "company_attempts": 2,
-                "company_timeout": INF,
-            },
+            18,
+            "step18_budgets",
+            "budgets, stalls and resets",
+            options=_BUDGETS,
+            replans=True,
             records_trace=True,
-            synthesizes=True,
+            hook=_HTTP,
+        ),
+        Step(
+            19,
+            "step19_llm_planner",
+            "an LLM planner",
+            options=_PLANNED,
+            replans=True,
+            records_trace=True,
+            hook=_HTTP,
+        ),
+        Step(
+            20,
+            "step20_trees",
+            "a tree of supervisors",
+            options=_PLANNED,
+            replans=True,
+            records_trace=True,
+            hook=_HTTP,
             check_task="check_task",
         ),
         Step(
-            17,
-            "step17_processes",
+            21,
+            "step21_escalation",
+            "escalation and restart strategies",
+            options={**_PLANNED, "strategy": "one_for_one"},
+            replans=True,
+            records_trace=True,
+            hook=_HTTP,
+            check_task="check_task",
+        ),
+        Step(
+            22,
+            "step22_processes",
             "crashes a process contains",
-            options=_LIBRARY_RETRIED,
-            synthesizes=True,
-            hook=frozenset({"crash", "max_workers", "virtual"}),
+            options={**_PLANNED, "strategy": "one_for_one"},
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
         ),
     )
 }
