@@ -236,7 +236,8 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     ),
     21: (
         Demo(
-            "a child gives up past 3 restarts in 10s: it fails its parent's slot, which is rerouted",
+            "a child past 3 restarts in 10s gives up: it fails its parent's slot, which is rerouted"
+            " in the next round",
             TREE,
             options={"intensity": (3, 10.0)},
         ),
