@@ -91,7 +91,8 @@ def test_the_step_before_dies_whole_on_a_crash_and_step_22_returns_every_other_l
 def test_the_demo_crashes_one_leaf_and_the_tree_goes_on() -> None:
     crashed, _ = run_json(22)
     acme = crashed["trace"]["slots"][0]["child"]["slots"]
-    assert [slot["subtask"] for slot in acme] == ["acme competitor pricing", "acme reviews crashing"]
+    leaves = [slot["subtask"] for slot in acme]
+    assert leaves == ["acme competitor pricing", "acme reviews crashing"]
     assert acme[1]["spans"][-1]["error"] == CRASHED
     assert [span["status"] for span in acme[1]["spans"]] == ["failed"]  # a crash is not retried
     assert crashed["replan"]["ledger"][-1]["subtask"] == "competitor discounts"  # rounds go on
