@@ -33,11 +33,10 @@ def subtasks_of(company: str) -> list[str]:
     """
     name, colon, listed = company.partition(":")
     aspects = [aspect.strip() for aspect in listed.split(",") if aspect.strip()]
-    rule = "a company is 'name' or 'name: subtask, subtask'"
-    if not name.strip():
-        raise ValueError(f"{rule}, got {company.strip()!r}: it has no name")
-    if colon and not aspects:
-        raise ValueError(f"{rule}, got {company.strip()!r}: nothing follows its colon")
+    if not name.strip() or (colon and not aspects):
+        why = "it has no name" if not name.strip() else "nothing follows its colon"
+        rule = "a company is 'name' or 'name: subtask, subtask'"
+        raise ValueError(f"{rule}, got {company.strip()!r}: {why}")
     return [f"{name.strip()} {aspect}" for aspect in aspects] or [name.strip()]
 
 
@@ -53,6 +52,8 @@ def check_task(task: str) -> None:
 
 def digest(aggregate: Aggregate[str, str]) -> str:
     """A child's aggregate as its parent slot's output: one line, each subtask found or not."""
+    if len(aggregate) == 1 and aggregate.results[0].ok:  # a bare name: its leaf's own output
+        return str(aggregate.results[0].output)
     return "; ".join(
         f"{result.subtask}: {result.output if result.ok else 'missing'}"
         for result in aggregate.results
@@ -126,8 +127,7 @@ async def supervise_broken(task: str, worker: Worker[str, str], *, max_workers: 
         child = Supervisor(worker, max_workers=max_workers, capacity=shared)
         return digest(await child.run(subtasks_of(company)))
 
-    parent = Supervisor(research, max_workers=max_workers, capacity=shared)
-    await parent.run(decompose(task))
+    await Supervisor(research, max_workers=max_workers, capacity=shared).run(decompose(task))
 
 
 if __name__ == "__main__":

@@ -42,6 +42,8 @@ def digest(aggregate: Aggregate[str, str]) -> str:
     a child that found nothing has no answer, not a degraded one: its parent's slot fails."""
     if not aggregate.succeeded:  # step 21: nothing to hand up
         raise Escalated(f"nothing found: {aggregate.results[0].error}")
+    if len(aggregate) == 1 and aggregate.results[0].ok:  # a bare name: its leaf's own output
+        return str(aggregate.results[0].output)
     return "; ".join(
         f"{result.subtask}: {result.output if result.ok else 'missing'}"
         for result in aggregate.results

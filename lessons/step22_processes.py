@@ -1,17 +1,14 @@
 """Step 22: crashes a process contains. Each leaf's reply is analysed in a worker process.
 
-What it adds: a leaf does two things. Its sub-agent is asked over HTTP, as since step 15, and
-then its reply is analysed by a sync body, ``analyse``, run in a worker process through the
-library's ``ProcessWorker`` (a ``trio_parallel`` pool): the stand-in for the parser or the
-analysis library (often a C extension) that a real leaf runs on what a model wrote. A hard crash
-there (``os._exit``, a segfault, a kill for memory) is not an exception this process could catch:
-run in this process it would end the whole tree and every finished result. In a worker process
-it ends that process only: the leaf's slot fails with ``WorkerCrashed``, which names the exit
-code or signal, the pool starts another process, and the siblings, the child supervisor, its
-parent and the rounds go on. Past ``MEMORY_LIMIT`` an allocation fails with ``MemoryError``. The
-processes are started (``warm``) before the run, so no timeout counts a process's start. On
-virtual time (``--virtual``, the docs) no process runs: ``analyse`` runs here, and a crash is
-raised as ``ProcessWorker`` reports one. This is the last step: it has every idea of Part II.
+What it adds: a leaf asks its sub-agent over HTTP, as since step 15, then analyses the reply with
+a sync body, ``analyse``, run in a worker process through the library's ``ProcessWorker``: the
+stand-in for the parser or the C extension a real leaf runs on what a model wrote. A hard crash
+there (``os._exit``, a segfault, a kill for memory) ends that process only: the leaf's slot fails
+with ``WorkerCrashed``, naming the exit code or signal, and its siblings, its child supervisor,
+the parent and the rounds go on. ``MEMORY_LIMIT`` turns a runaway allocation into a
+``MemoryError``; the processes start (``warm``) before the run. On virtual time no process runs:
+``analyse`` runs here, and a crash is raised as ``ProcessWorker`` reports one. This last step has
+every idea of Part II at once.
 
 What is still wrong: a run lives in one process on one machine. If the supervisor itself dies,
 every finished result dies with it, and the work has only this machine's cores.
@@ -61,8 +58,9 @@ async def open_worker(
     """The leaf worker: step 16's HTTP sub-agent, then ``analyse`` on its reply, in one of
     ``max_workers`` worker processes started before the run (here, on virtual time). A leaf
     whose name holds "crash", or the first leaf of a company in ``crash``, crashes its body."""
-    in_process = ProcessWorker(analyse, memory_limit=MEMORY_LIMIT)  # step 22: a process pool
+    in_process = None  # on virtual time no process runs, nor is analyse pickled
     if not virtual:
+        in_process = ProcessWorker(analyse, memory_limit=MEMORY_LIMIT)  # step 22: a process pool
         await in_process.warm(max_workers)  # step 22: no timeout counts a process's start
     crashing = {*crash, *(step21.subtasks_of(company)[0] for company in crash)}
     opened = step21.open_worker(
@@ -73,7 +71,7 @@ async def open_worker(
         async def worker(subtask: str) -> str:
             reply = await agent(subtask)  # the sub-agent, over HTTP, retried as before
             call = (subtask, reply, subtask in crashing or "crash" in subtask.lower())
-            if not virtual:
+            if in_process is not None:
                 return await in_process(call)  # step 22: a crash there fails this leaf alone
             if call[2]:  # step 22: on virtual time, as ProcessWorker says it
                 raise WorkerCrashed(crash_reason(CRASH), CRASH)
