@@ -26,7 +26,7 @@ class Demo:
     flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
     slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
     outputs: Mapping[int, str] = field(default_factory=dict, hash=False)  # slot -> its answer
-    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (14-)
+    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (22)
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     take: int | None = None  # a streaming step's caller leaves after this many results
 

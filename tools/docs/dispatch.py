@@ -101,7 +101,7 @@ def scenarios(name: str) -> list[Scenario]:
         options={"worker_timeout": TIMEOUT} if timed else {},
     )
     chosen.append(Scenario("hangs", hangs.title, hangs, TROUBLE_WORKERS))
-    if record.takes_crash:  # a worker process to end: step 17 on
+    if record.takes_crash:  # a worker process to end: step 22 on
         title = f"slot {FAILING}'s process dies{crowd}"
         crashes = Demo(title, FIVE, crash=frozenset({FAILING}), slow=LATENCIES)
         chosen.append(Scenario("crashes", crashes.title, crashes, TROUBLE_WORKERS))
