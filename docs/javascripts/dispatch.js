@@ -25,7 +25,8 @@
   /* A failure whose worker process died (its error a WorkerCrashed) is shown as a crash, apart
    * from an exception the worker raised: the timelines of the site tell them apart too. */
   const CRASH = "WorkerCrashed";
-  const crashed = (error) => typeof error === "string" && error.split(":", 1)[0].trim() === CRASH;
+  const crashed = (error) =>  /* its kind, or the kind of the failure it reports (escalated) */
+    typeof error === "string" && error.split(":").some((part) => part.trim() === CRASH);
   const shownStatus = (status, error) =>
     status === "failed" && crashed(error) ? "crashed" : status;
 

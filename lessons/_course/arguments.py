@@ -178,7 +178,7 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         action="append",
         metavar="I",
-        help="slot I's worker kills its process (17-) (repeatable)",
+        help="slot I's worker kills its process (22) (repeatable)",
     )
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (7-)")
@@ -193,7 +193,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--strategy",
         choices=("one_for_one", "one_for_all", "rest_for_one"),
-        help="which children a restart takes (16)",
+        help="which leaves a restart takes (21-)",
     )
     p.add_argument(
         "--rate", type=_rate, metavar="R", help="at most R attempts start a second (16-)"
@@ -205,13 +205,16 @@ def parser() -> argparse.ArgumentParser:
         help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (15-)",
     )
     p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (15-)")
-    p.add_argument("--max-rounds", type=_workers, metavar="N", help="rounds at most (15)")
+    p.add_argument("--max-rounds", type=_workers, metavar="N", help="rounds at most (17-)")
     p.add_argument(
-        "--max-subtasks", type=_workers, metavar="N", help="subtasks at most, all rounds (15)"
+        "--max-subtasks", type=_workers, metavar="N", help="subtasks at most, all rounds (18-)"
     )
-    p.add_argument("--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (15)")
     p.add_argument(
-        "--planner", choices=("scripted", "llm"), help="who decides each round's batch (15)"
+        "--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (18-)"
+    )
+    p.add_argument("--max-resets", type=_count, metavar="N", help="fresh plans at most (18-)")
+    p.add_argument(
+        "--planner", choices=("scripted", "llm"), help="who decides each round's batch (19-)"
     )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
@@ -311,8 +314,6 @@ def refused(args: argparse.Namespace) -> str | None:
     conflict = conflicting(args)
     if conflict is not None:
         return conflict
-    if args.planner == "llm" and args.virtual:
-        return "--planner llm asks a real server, on real time: leave out --virtual"
     if args.window is not None and args.window < args.workers:
         return f"--window must be >= --workers ({args.workers}), got {args.window}"
     if args.trace_out is not None and args.trace_out.is_dir():

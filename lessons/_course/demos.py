@@ -26,7 +26,7 @@ class Demo:
     flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
     slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
     outputs: Mapping[int, str] = field(default_factory=dict, hash=False)  # slot -> its answer
-    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (14-)
+    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (22)
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     take: int | None = None  # a streaming step's caller leaves after this many results
     raises: int | None = None  # a streaming step's caller raises after this many results
@@ -60,6 +60,7 @@ LARGE = Demo(
 DEMOS = (RESEARCH, LARGE)
 FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring trends"
 FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
+STALL = "competitor pricing; supplier risk; inventory"  # supplier risk has no other source
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
 STEP_13 = (  # step 13's demos, which step 14 runs too
     Demo(
@@ -238,18 +239,81 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"rate": 2.0},
         ),
     ),
-    17: (
+    17: (  # the planner's rules: step 17's RULES (a competitor named, the reviews rerouted)
         Demo(
-            "a sub-agent's process dies, another sub-agent fails",
-            FIVE,
-            crash=frozenset({1}),  # the reviews sub-agent's body calls os._exit
-            fail=frozenset({3}),  # supplier risk raises: an exception, for comparison
+            "research this company, re-planned from what comes back",
+            RESEARCH.task,
+            fail=frozenset({1}),  # the reviews request always fails: rerouted to another source
         ),
         Demo(
-            "a sub-agent hangs: its timeout kills its process",
-            FIVE,
-            hang=frozenset({1}),
-            options={"worker_timeout": 1.5},
+            "the same research, one round allowed",
+            RESEARCH.task,
+            fail=frozenset({1}),
+            options={"max_rounds": 1},
+        ),
+    ),
+    18: (
+        Demo(
+            "a round brings nothing new: a stall, then a fresh plan that finds what was missing",
+            STALL,
+            flaky={1: 4},  # supplier risk fails its first 4 requests: all of round 1's attempts
+            options={"max_stalls": 0},
+        ),
+        Demo(
+            "a sub-agent hangs: the deadline ends the run, and the answer names it",
+            RESEARCH.task,
+            hang=frozenset({1}),  # the server never answers the reviews request
+            options={"deadline": 3.0},
+        ),
+    ),
+    19: (
+        Demo(
+            "research this company, each round decided by a chat model",
+            RESEARCH.task,
+            fail=frozenset({1}),
+            options={"planner": "llm"},
+        ),
+        Demo(
+            "a stall and a fresh plan, decided by a chat model",
+            STALL,
+            flaky={1: 4},
+            options={"planner": "llm", "max_stalls": 0},
+        ),
+    ),
+    20: (  # at most --workers leaves in all: a tie for a place would go to either tree
+        Demo(
+            "two companies, one child supervisor each, in rounds; a leaf fails, its company is "
+            "degraded",
+            TREE,
+        ),
+        Demo(
+            "a child past 3 restarts in 10s (429s and 500s) gives up, and still answers its parent",
+            TREE,
+            options={"intensity": (3, 10.0)},
+        ),
+    ),
+    21: (
+        Demo(
+            "a child past 3 restarts in 10s gives up: it fails its parent's slot, which is rerouted"
+            " in the next round",
+            TREE,
+            options={"intensity": (3, 10.0)},
+        ),
+        Demo(
+            "rest_for_one: a failed leaf restarts the leaves after it, which depend on it",
+            "acme: pricing; globex: filings failing, numbers, summary",
+            options={"attempts": 2, "strategy": "rest_for_one"},
+        ),
+    ),
+    22: (
+        Demo(
+            "a leaf's process dies, another leaf fails: each fails its own slot alone",
+            "acme: competitor pricing, reviews crashing; globex: pricing, reviews failing",
+        ),
+        Demo(
+            "the same tree, its children giving up past 3 restarts in 10s",
+            "acme: competitor pricing, reviews crashing; globex: pricing, reviews failing",
+            options={"intensity": (3, 10.0)},
         ),
     ),
 }
@@ -279,6 +343,7 @@ OPTIONS = {
     "max_rounds": "max_rounds",
     "max_subtasks": "max_subtasks",
     "max_stalls": "max_stalls",
+    "max_resets": "max_resets",
     "planner": "planner",
     "endpoint": "endpoint",
     "model": "model",

@@ -44,7 +44,7 @@ from lessons._course.probes import (
     tasks_below,
 )
 from lessons._course.steps import Step
-from trio_supervisor import Aggregate, Status, SubResult, Trace
+from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
 from trio_supervisor.agents import PermanentError, RateLimited, TransientError
 from trio_supervisor.testing import SimulatedAgent
 
@@ -1300,6 +1300,229 @@ ATTEMPTS_START_AT_THE_RATE = Law(
 )
 
 
+# --- Part II: rounds to processes ----------------------------------------------------------------
+
+RESEARCHED = "competitor pricing; customer reviews; inventory"
+"""The task of Part II's laws: pricing names the competitor (a follow-up), the reviews fail (a
+reroute), as step 17's rules read them."""
+
+
+def researcher(seed: int, failing: Iterable[str] = ()) -> SimulatedAgent:
+    """The simulated sub-agent of Part II's laws: ``failing`` (and "customer reviews") fail."""
+    return SimulatedAgent(seed, fail={"customer reviews", *failing})
+
+
+async def flaky_http(subtask: str) -> str:
+    """A leaf worker as an HTTP sub-agent fails: a subtask holding "failing" is answered 500,
+    a failure the chain retries (and so a restart), every time."""
+    from trio_supervisor.agents import TransientError
+
+    await trio.sleep(1 / 32)
+    if "failing" in subtask:
+        raise TransientError(f"500 Internal Server Error on {subtask!r}", status=500)
+    return f"findings on {subtask}"
+
+
+def _asks_what_the_results_call_for(step: Subject, seen: Seen, workers: int, seed: int) -> None:
+    agent = researcher(seed)
+
+    async def main() -> Any:
+        worker = seen.watch(agent)
+        return await step.supervise(RESEARCHED, worker, **step.record.accepted(max_workers=workers))
+
+    answer = seen.virtual(main)
+    asked = set(agent.calls)
+    wanted = {"competitor discounts", "customer reviews, from app stores"}
+    seen.fact(
+        "follow-up and reroute asked", sorted(asked & wanted), sorted(wanted), wanted <= asked
+    )
+    assert wanted <= asked, "the follow-up or the reroute was never asked"
+    ledger = [entry.subtask for entry in answer.ledger.entries]
+    seen.fact("ledger", ledger, "each call's subtask once", sorted(ledger) == sorted(asked))
+    assert sorted(ledger) == sorted(asked), "the ledger is not every subtask dispatched, once"
+    assert answer.ended_by is None
+    assert not answer.degraded
+
+
+ASKS_WHAT_THE_RESULTS_CALL_FOR = Law(
+    "a re-planning run asks what its results call for: each follow-up and reroute once, "
+    "each in the ledger once",
+    (17, 18, 19),
+    _asks_what_the_results_call_for,
+    {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
+    settings(max_examples=15, deadline=None),
+    flaw=(16, "step 16's flaw: the plan never changes, whatever the sub-agents find"),
+)
+
+
+def _answers_by_its_deadline(
+    step: Subject, seen: Seen, workers: int, hung: int, deadline: float, seed: int
+) -> None:
+    plan = decompose(RESEARCHED)
+    agent = SimulatedAgent(seed, hang={plan[hung]})
+    options = step.record.accepted(max_workers=workers, deadline=deadline)
+
+    async def main() -> tuple[Any, float]:
+        start = trio.current_time()
+        answer = await step.supervise(RESEARCHED, seen.watch(agent), **options)
+        return answer, trio.current_time() - start
+
+    answer, took = seen.virtual(main)
+    seen.fact("ended by", answer.ended_by, "deadline", answer.ended_by == "deadline")
+    seen.fact("took", secs(took), f"at most {secs(deadline)}", took <= deadline)
+    assert answer.ended_by == "deadline"
+    assert answer.degraded
+    assert took <= deadline
+    assert answer.text.endswith(f"(degraded: {answer.reason})")
+    assert "deadline" in answer.reason
+
+
+ANSWERS_BY_ITS_DEADLINE = Law(
+    "a re-planning run with a hung sub-agent answers by its deadline, degraded, naming it",
+    (18, 19, 20, 21, 22),
+    _answers_by_its_deadline,
+    {
+        "workers": st.integers(1, 4),
+        "hung": st.integers(0, 2),
+        "deadline": st.integers(1, 256).map(lambda k: k / 32),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=15, deadline=None, phases=NO_SHRINK),
+    flaw=(17, "step 17's flaw: max_rounds is its only budget; a hung sub-agent holds it forever"),
+)
+
+
+def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed: int) -> None:
+    async def ledger(planner: str) -> list[tuple[int, str, str]]:
+        agent = researcher(seed)
+        answer = await step.supervise(
+            RESEARCHED, seen.watch(agent), max_workers=workers, planner=planner
+        )
+        return [(e.round, e.subtask, e.result.status.value) for e in answer.ledger.entries]
+
+    async def main() -> tuple[list[tuple[int, str, str]], list[tuple[int, str, str]]]:
+        return await ledger("scripted"), await ledger("llm")
+
+    rules, chat = seen.virtual(main)
+    seen.fact("the chat model's ledger", chat, rules, chat == rules)
+    assert chat == rules, "the loopback model, playing the rules, planned otherwise"
+
+
+AN_LLM_PLANS_AS_THE_RULES_DO = Law(
+    "planner='llm' asks a chat model over HTTP; the loopback model, playing the rules, makes "
+    "the scripted planner's ledger",
+    (19, 20, 21, 22),
+    _an_llm_plans_as_the_rules_do,
+    {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
+    settings(max_examples=5, deadline=None, phases=NO_SHRINK),
+    flaw=(18, "step 18's flaw: its planner is rules written in advance; it takes no planner"),
+    raises=TypeError,
+)
+
+
+@st.composite
+def companies(draw: st.DrawFn) -> str:
+    """A task of 1-4 companies, each with 1-3 subtasks of its own."""
+    sizes = draw(st.lists(st.integers(1, 3), min_size=1, max_size=4))
+    return "; ".join(f"c{n}: {', '.join('abc'[:size])}" for n, size in enumerate(sizes))
+
+
+def _a_company_is_a_child_supervisor(
+    step: Subject, seen: Seen, task: str, workers: int, seed: int
+) -> None:
+    probe = Probe(SimulatedAgent(seed))
+
+    async def main() -> Any:
+        return await step.supervise(task, probe, max_workers=workers)
+
+    answer = seen.virtual(main)
+    leaves = [
+        f"{company.partition(':')[0]} {aspect.strip()}"
+        for company in decompose(task)
+        for aspect in company.partition(":")[2].split(",")
+    ]
+    called = sorted(call.subtask for call in probe.calls)
+    seen.fact("the worker was called with", called, sorted(leaves), called == sorted(leaves))
+    assert called == sorted(leaves), "the worker was called with a company, not its leaves"
+    seen.fact("most leaves at once", probe.most, f"at most {workers}", probe.most <= workers)
+    assert probe.most <= workers
+    first = [entry for entry in answer.ledger.entries if entry.round == 1]
+    assert [entry.subtask for entry in first] == decompose(task)
+    for entry in first:
+        name = entry.subtask.partition(":")[0]
+        assert entry.result.ok
+        assert f"findings on {name} a" in str(entry.result.output)
+
+
+A_COMPANY_IS_A_CHILD_SUPERVISOR = Law(
+    "a company 'c: a, b' is a child supervisor: the worker gets its leaves, at most K at once "
+    "in the whole tree, and its slot the child's digest",
+    (20, 21, 22),
+    _a_company_is_a_child_supervisor,
+    {"task": companies(), "workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
+    settings(max_examples=15, deadline=None, phases=NO_SHRINK),
+    flaw=(19, "step 19's flaw: one flat level: a company is one subtask to one worker"),
+)
+
+
+def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, others: int) -> None:
+    task = f"c0: {', '.join(['a', *('b' * others)][: others + 1])}, z failing; c1: a"
+    bound = (restarts, 3600.0)
+
+    async def main() -> Any:
+        return await step.supervise(task, flaky_http, max_workers=2, attempts=9, intensity=bound)
+
+    answer = seen.virtual(main)
+    first = {entry.subtask.partition(":")[0]: entry.result for entry in answer.ledger.entries}
+    given_up = first["c0"]
+    seen.fact("c0's slot", given_up.status.value, "failed", not given_up.ok)
+    assert not given_up.ok, "a child that gave up answered its parent"
+    assert given_up.error is not None
+    assert given_up.error.startswith("Escalated: c0: gave up")
+    assert f"more than {restarts} restart" in given_up.error
+    assert first["c1"].ok
+    assert answer.degraded
+
+
+A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
+    "a child past its restart intensity fails its parent's slot with Escalated and its reason",
+    (21, 22),
+    _a_child_that_gives_up_escalates,
+    {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
+    settings(max_examples=10, deadline=None, phases=NO_SHRINK),
+    flaw=(20, "step 20's flaw: a child that gave up still answers its parent"),
+)
+
+
+def _a_crash_fails_its_leaf_alone(step: Subject, seen: Seen, crashed: int, seed: int) -> None:
+    task = "acme: pricing, reviews, inventory"
+    leaves = ["acme pricing", "acme reviews", "acme inventory"]
+    agent = SimulatedAgent(seed)
+
+    async def main() -> Any:
+        hook = step.module.open_worker(agent, virtual=True, max_workers=3, crash={leaves[crashed]})
+        async with hook as worker:
+            return await step.supervise(task, worker, max_workers=3)
+
+    answer = seen.virtual(main)
+    (entry,) = [entry for entry in answer.ledger.entries if entry.round == 1]
+    lines = dict(part.split(": ", 1) for part in str(entry.result.output).split("; "))
+    seen.fact("the crashed leaf", lines.get(leaves[crashed]), "missing", True)
+    assert lines[leaves[crashed]] == "missing"
+    assert all(lines[leaf] != "missing" for leaf in leaves if leaf != leaves[crashed])
+
+
+A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
+    "a leaf whose body crashes its process fails its own slot; its siblings get their results",
+    (22,),
+    _a_crash_fails_its_leaf_alone,
+    {"crashed": st.integers(0, 2), "seed": st.integers(0, 2**16)},
+    settings(max_examples=5, deadline=None, phases=NO_SHRINK),
+    flaw=(21, "step 21's flaw: its leaves run in this process, and take no crash"),
+    raises=TypeError,
+)
+
+
 LAWS = (
     PLAN_ORDER,
     SERIAL_WALL_TIME,
@@ -1324,6 +1547,13 @@ LAWS = (
     A_LAZY_MILLION_IS_HELD,
     ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
     ATTEMPTS_START_AT_THE_RATE,
+    # Part II: rounds to processes
+    ASKS_WHAT_THE_RESULTS_CALL_FOR,
+    ANSWERS_BY_ITS_DEADLINE,
+    AN_LLM_PLANS_AS_THE_RULES_DO,
+    A_COMPANY_IS_A_CHILD_SUPERVISOR,
+    A_CHILD_THAT_GIVES_UP_ESCALATES,
+    A_CRASH_FAILS_ITS_LEAF_ALONE,
 )
 """Every law of the course, in the order of the steps that bring them."""
 

@@ -159,7 +159,7 @@ async def run_step(
     run.trace = Trace(plan)
     try:
         async with worker_of(module, run, agent) as worker:
-            run.trace = Trace(plan)  # the run's clock starts when its worker is ready (step 17)
+            run.trace = Trace(plan)  # the run's clock starts when its worker is ready (step 22)
             if record.records_trace:
                 run.aggregate = await module.supervise(
                     run.demo.task, worker, trace=run.trace, **run.options

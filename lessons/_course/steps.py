@@ -98,6 +98,21 @@ _LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed":
 # Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default
 _HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
 _HTTP_HOOK = frozenset({"virtual", "max_workers", "endpoint", "model"})
+# Part II from step 17: rounds over step 16's HTTP sub-agents, its knobs kept
+_HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
+_KNOBS = {
+    "max_workers": REQUIRED,
+    "worker_timeout": NO_LIMIT,
+    "attempts": 4,
+    "intensity": None,
+    "backoff": BACKOFF,
+    "seed": None,
+    "rate": None,
+    "adaptive": False,
+}
+_ROUNDS = {**_KNOBS, "max_rounds": 5}
+_BUDGETS = {**_ROUNDS, "max_subtasks": 20, "max_stalls": 2, "max_resets": 1, "deadline": NO_LIMIT}
+_PLANNED = {**_BUDGETS, "planner": "scripted", "endpoint": None, "model": None}
 
 STEPS: dict[int, Step] = {
     step.number: step
@@ -201,11 +216,60 @@ STEPS: dict[int, Step] = {
         ),
         Step(
             17,
-            "step17_processes",
+            "step17_rounds",
+            "re-planning rounds",
+            options=_ROUNDS,
+            replans=True,
+            records_trace=True,
+            hook=_HTTP,
+        ),
+        Step(
+            18,
+            "step18_budgets",
+            "budgets, stalls and resets",
+            options=_BUDGETS,
+            replans=True,
+            records_trace=True,
+            hook=_HTTP,
+        ),
+        Step(
+            19,
+            "step19_llm_planner",
+            "an LLM planner",
+            options=_PLANNED,
+            replans=True,
+            records_trace=True,
+            hook=_HTTP,
+        ),
+        Step(
+            20,
+            "step20_trees",
+            "a tree of supervisors",
+            options=_PLANNED,
+            replans=True,
+            records_trace=True,
+            hook=_HTTP,
+            check_task="check_task",
+        ),
+        Step(
+            21,
+            "step21_escalation",
+            "escalation and restart strategies",
+            options={**_PLANNED, "strategy": "one_for_one"},
+            replans=True,
+            records_trace=True,
+            hook=_HTTP,
+            check_task="check_task",
+        ),
+        Step(
+            22,
+            "step22_processes",
             "crashes a process contains",
-            options=_LIBRARY_RETRIED,
-            synthesizes=True,
-            hook=frozenset({"crash", "max_workers", "virtual"}),
+            options={**_PLANNED, "strategy": "one_for_one"},
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
         ),
     )
 }

@@ -343,8 +343,10 @@ async def replan(
     max_stalls: int,
     max_resets: int,
     deadline: float | None,
+    trace: Trace | None = None,
 ) -> Answer[S, T]:
-    """The run behind [`Supervisor.replan`][trio_supervisor.Supervisor.replan]."""
+    """The run behind [`Supervisor.replan`][trio_supervisor.Supervisor.replan]; ``trace``,
+    checked there, records each round's batch as its next slots."""
     _validate.planner(planner)
     if not isinstance(task, str):
         raise TypeError(f"task must be a str (what the planner reads), got {type(task).__name__}")
@@ -416,7 +418,8 @@ async def replan(
             if started >= until:
                 return late("before the round started")
             left = None if limit is None else until - started
-            results = (await supervisor.run(subtasks, deadline=left)).results
+            part = None if trace is None else trace._part()  # the round, as the trace's next slots
+            results = (await supervisor.run(subtasks, deadline=left, trace=part)).results
         dispatched += len(subtasks)
         number = len(ledger._rounds) + 1
         entries = tuple(

@@ -360,6 +360,7 @@ class Supervisor(Generic[S, T]):
         max_stalls: int = 3,
         max_resets: int = 2,
         deadline: float | None = None,
+        trace: Trace | None = None,
     ) -> Answer[S, T]:
         """Work on ``task`` in rounds, each a parallel batch the planner chose from what came
         back so far, and always return an answer.
@@ -391,27 +392,37 @@ class Supervisor(Generic[S, T]):
           max_resets: how many fresh plans it may be asked for; past that, a stall count over
             ``max_stalls`` ends the run.
           deadline: seconds the whole run may take, planning included; None for no limit.
+          trace: a fresh, empty [`Trace`][trio_supervisor.Trace] to record every round into:
+            each round's batch is recorded as its next slots, so its slots are the ledger's
+            entries, in order. It is closed when the run returns or raises.
 
         Returns:
           An [`Answer`][trio_supervisor.Answer]: the text, whether it is degraded, the budget
           that ended the run (None when the planner was done), and the ledger.
 
         Raises:
-          TypeError: if ``task`` is not a str, ``planner`` has no ``first`` and ``next``, or a
-            budget is not an int.
+          TypeError: if ``task`` is not a str, ``planner`` has no ``first`` and ``next``, a
+            budget is not an int, or ``trace`` is not a [`Trace`][trio_supervisor.Trace].
           ValueError: if ``max_rounds`` or ``max_subtasks`` is < 1, ``max_stalls`` or
-            ``max_resets`` < 0, or ``deadline`` is not positive.
+            ``max_resets`` < 0, ``deadline`` is not positive, or ``trace`` is not empty or
+            already recorded a run.
         """
-        return await replan(
-            self,
-            task,
-            planner,
-            max_rounds=max_rounds,
-            max_subtasks=max_subtasks,
-            max_stalls=max_stalls,
-            max_resets=max_resets,
-            deadline=deadline,
-        )
+        check_trace(trace, [])
+        try:
+            return await replan(
+                self,
+                task,
+                planner,
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+                deadline=deadline,
+                trace=trace,
+            )
+        finally:
+            if trace is not None:
+                trace.close()
 
     @overload
     def stream(

@@ -155,9 +155,9 @@ class Trace:
     def end_open(self, status: Status = Status.CANCELLED) -> None:
         """End every span still open with ``status`` (called by the engine as a run ends: the
         run was cut short around them)."""
-        for slot in self.slots:
+        for index, slot in enumerate(self.slots):  # by place: a part's slots are numbered on
             if slot.spans and slot.spans[-1].end is None:
-                self.ended(slot.slot, status)
+                self.ended(index, status)
 
     def pulled(self, slot: int, subtask: Any = None) -> None:
         """Slot ``slot`` was pulled from a lazy input: it is planned from now on."""
@@ -205,7 +205,12 @@ class Trace:
         Raises:
           ValueError: if no slot of this trace has that subtask.
         """
-        slot = self.slot_of(subtask)
+        running = [
+            found.slot
+            for found in self.slots
+            if found.spans and found.spans[-1].end is None and same_subtask(found.subtask, subtask)
+        ]  # the worker nests while its attempt runs: the latest such slot is its own
+        slot = running[-1] if running else self.slot_of(subtask)
         if slot is None:
             raise ValueError(
                 f"no slot of this trace has the subtask {subtask!r}: nest a child run under the "
@@ -216,6 +221,13 @@ class Trace:
         child._opened = trio.current_time()
         self.slots[slot].child = child
         return child
+
+    def _part(self) -> Trace:
+        """A fresh trace for one run whose slots are this trace's next slots, numbered on: a
+        re-planning run records each round's batch so, one timeline of every subtask
+        dispatched, in ledger order."""
+        self._in_use = True
+        return _Part(self)
 
     def close(self) -> None:
         """The run returned (or raised): fixes the right edge of the timeline."""
@@ -326,6 +338,32 @@ class Trace:
                 for slot in self.slots
             ],
         }
+
+
+class _Part(Trace):
+    """One run's part of a larger trace (see ``Trace._part``): each slot it adds is the whole
+    trace's next slot, the same record, so the whole trace sees the run as it goes."""
+
+    def __init__(self, whole: Trace) -> None:
+        super().__init__()
+        self.origin = whole.origin
+        self._opened = trio.current_time()
+        self._whole = whole
+
+    def _add(self, subtask: Any, planned: float) -> SlotTrace:
+        slot = super()._add(subtask, planned)
+        whole = self._whole
+        slot.slot = len(whole.slots)  # numbered in the whole trace; this part counts by place
+        whole.slots.append(slot)
+        try:
+            whole._by_subtask.setdefault(subtask, []).append(slot.slot)
+        except TypeError:
+            whole._unhashable.append(slot.slot)
+        return slot
+
+    def ended(self, slot: int, status: Status, failure: BaseException | None = None) -> None:
+        super().ended(slot, status, failure)
+        self._whole._completions.append(self.slots[slot].slot)
 
 
 def same_subtask(a: object, b: object) -> bool:

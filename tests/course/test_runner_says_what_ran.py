@@ -81,6 +81,8 @@ def other_value(name: str, value: Any) -> str:
         return as_given((value[0] + 1, value[1]))
     if name == "strategy":
         return "one_for_all" if value != "one_for_all" else "one_for_one"
+    if name == "planner":
+        return "scripted" if value == "llm" else "llm"
     if isinstance(value, int):
         return str(value + 1)
     return str(value * 2)

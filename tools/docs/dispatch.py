@@ -35,7 +35,7 @@ from lessons._course.arguments import parser
 from lessons._course.demos import FIVE, TREE, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
-from lessons._course.steps import step, step_number
+from lessons._course.steps import part_two, step, step_number
 from trio_supervisor.timeline import render_svg
 
 #: Each slot's latency in the scenarios, in whole 1/32 s. No two sums of them are equal, so no
@@ -131,7 +131,11 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
     the module's doc); ``crowd`` says the workers in a label."""
     record = step(name)
     chosen = []
-    if record.takes("intensity") and record.takes("attempts"):
+    # the library's stream hands each result over once, so it cannot restart (step 14 refuses
+    # an intensity there, as Supervisor.stream does): only a hand-written stream gives up; a
+    # re-planning run reroutes a failed subtask instead (steps 17 on; 21 shows escalation)
+    restarts = not (record.streams and part_two(name)) and not record.replans
+    if record.takes("intensity") and record.takes("attempts") and restarts:
         restarts, within = INTENSITY
         gives_up = Demo(
             f"slots 1-4 down for good{crowd}, intensity=({restarts}, {within:g}s): it gives up",
@@ -160,7 +164,8 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             options={"window": WINDOW},
         )
         chosen.append(Scenario("lazy", pulled.title, pulled, TROUBLE_WORKERS))
-    if record.takes("rate"):  # a token bucket spacing the attempts out
+    # a re-planning run adds follow-ups and reroutes to the slots: these are step 16's ideas
+    if record.takes("rate") and not record.replans:  # a token bucket spacing the attempts out
         spaced = Demo(
             f"rate={RATE:g} a second, {_plural(WORKERS[-1], 'worker')}: each call waits its turn",
             FIVE,
@@ -168,7 +173,9 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             options={"rate": RATE},
         )
         chosen.append(Scenario("rate", spaced.title, spaced, WORKERS[-1]))
-    if record.takes("adaptive"):  # the workers allowed, fitted to what the server takes
+    if (
+        record.takes("adaptive") and not record.replans
+    ):  # the workers allowed, fitted to what the server takes
         fitted = Demo(
             f"adaptive, {_plural(WORKERS[-1], 'worker')} against a server that takes fewer",
             FIVE,

@@ -37,12 +37,14 @@ CRASH_KIND = "WorkerCrashed"
 
 
 def crashed(error: str | None) -> bool:
-    """Whether an attempt's ``error`` (as a trace records it) says its worker process died.
+    """Whether an attempt's ``error`` (as a trace records it) says its worker process died:
+    its kind is ``WorkerCrashed``, or the failure it reports was one (a parent slot whose child
+    escalated a crash: ``Escalated: nothing found: WorkerCrashed: ...``).
 
     Args:
       error: the error text of a span or a result, None for none.
     """
-    return error is not None and error.split(":", 1)[0].strip() == CRASH_KIND
+    return error is not None and CRASH_KIND in (part.strip() for part in error.split(":"))
 
 
 def ending(status: Status | None) -> tuple[str, str]:
@@ -228,7 +230,7 @@ def render_timeline(
     (a retry) ends in its own ending glyph, so that how each attempt ended shows without colour.
     ``sections`` (slot -> a heading ``label: text``) puts a line above a slot's row, its label
     where the subtasks are and its text on the timeline: the rounds of a re-planning run, each
-    headed by the planner's decision."""
+    headed by the planner's decision (the top run's slots only, never a child run's)."""
     sections = sections or {}
     right = trace.wall or 1.0
     table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left")
@@ -238,7 +240,9 @@ def render_timeline(
     table.add_column("end", justify="left", no_wrap=True, min_width=14)
     table.add_column("done #", justify="right", no_wrap=True)
     for row in timeline_rows(trace, final):
-        if row.slot in sections:  # cut to the timeline's width: it must not widen the column
+        # a heading is the top run's (a child's slot numbers are its own), cut to the timeline's
+        # width: it must not widen the column
+        if not row.depth and row.slot in sections:
             label, _, text = sections[row.slot].partition(": ")
             text = text if len(text) <= width else text[: width - 1] + "…"
             table.add_row("", Text(label, style="bold"), Text(text, style="bold"), "", "")
@@ -379,7 +383,7 @@ def render_svg(
       title: the picture's accessible title (a ``<title>`` element), if any.
       width: the width of the time axis, in pixels.
       sections: slot -> a heading drawn on a line of its own above that slot's row (the rounds
-        of a re-planning run, each headed by the planner's decision).
+        of a re-planning run, each headed by the planner's decision); the top run's slots only.
 
     Raises:
       ValueError: if ``width`` is not positive.
@@ -399,7 +403,7 @@ def render_svg(
     ys: list[float] = []  # the top of each row: a section's heading takes a row above its first
     headings: list[tuple[float, str]] = []
     for row in rows:
-        if row.slot in sections:
+        if not row.depth and row.slot in sections:
             headings.append((top + _ROW * (len(ys) + len(headings)), sections[row.slot]))
         ys.append(top + _ROW * (len(ys) + len(headings)))
     bottom = top + _ROW * (len(rows) + len(headings))
