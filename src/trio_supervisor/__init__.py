@@ -9,6 +9,7 @@ plan order as they finish (``stream``). Drawing a recorded run lives in
 
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
+from ._journal import AttemptKey, Journal, attempt_key
 from ._meters import Adaptive, Capacity, Meter, RateLimit
 from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, Round
 from ._restarts import Restarts, Strategy
@@ -24,11 +25,13 @@ __all__ = [
     "Adaptive",
     "Aggregate",
     "Answer",
+    "AttemptKey",
     "Backoff",
     "Batch",
     "Capacity",
     "Done",
     "Entry",
+    "Journal",
     "Ledger",
     "Meter",
     "Planner",
@@ -45,6 +48,7 @@ __all__ = [
     "Trace",
     "Worker",
     "__version__",
+    "attempt_key",
     "decompose",
 ]
 
