@@ -315,7 +315,7 @@ def test_a_run_states_its_rule_for_a_bad_journal_or_run_id(tmp_path: Path) -> No
             with pytest.raises(TypeError, match="run_id must be a non-empty str"):
                 await supervisor.run([1], journal=journal, run_id="")
             with pytest.raises(TypeError, match="journal must be a Journal"):
-                await supervisor.run([1], journal="runs.db", run_id="r")  # type: ignore[call-overload]
+                await supervisor.run([1], journal="runs.db", run_id="r")  # type: ignore[arg-type]
             with pytest.raises(ValueError, match="a journaled run needs a run_id"):
                 supervisor.stream([1], journal=journal)
 
