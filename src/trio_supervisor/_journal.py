@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import atexit
 import contextvars
+import functools
 import hashlib
 import json
 import sqlite3
@@ -177,6 +178,7 @@ def first_difference(kept: bytes, plan: Sequence[Any]) -> str:
 
 
 FLUSH = ("group", "each")
+WRITERS = ("thread", "inline")
 
 
 class Journal:
@@ -230,10 +232,13 @@ class Journal:
       count: results a group holds at most: a full buffer is committed at once.
       keep_failed: on resume, keep failed and timed-out results instead of running their slots
         again.
+      writer: ``"thread"`` (the writer thread) or ``"inline"``: commits in the calling thread,
+        ``interval`` read on trio's clock, blocking trio while it writes; for tests on virtual
+        time (``trio.testing.MockClock``), where a commit must happen at a virtual instant.
 
     Raises:
       ValueError: if ``flush`` is neither ``"group"`` nor ``"each"``, ``interval`` is not
-        positive, or ``count`` is < 1.
+        positive, ``count`` is < 1, or ``writer`` is neither ``"thread"`` nor ``"inline"``.
       sqlite3.Error: if the file cannot be opened as a database.
     """
 
@@ -246,6 +251,7 @@ class Journal:
         interval: float = 0.05,
         count: int = 1000,
         keep_failed: bool = False,
+        writer: str = "thread",
     ) -> None:
         if flush not in FLUSH:
             raise ValueError(f'flush must be "group" or "each", got {flush!r}')
@@ -253,6 +259,8 @@ class Journal:
             raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"count must be an int >= 1, got {count!r}")
+        if writer not in WRITERS:
+            raise ValueError(f'writer must be "thread" or "inline", got {writer!r}')
         self.path = str(path)
         self.codec: Codec = codec if codec is not None else JsonCodec()
         self.flush = flush
@@ -271,6 +279,13 @@ class Journal:
         self._done = threading.Condition()  # _committed moved, or a call was answered
         self._stopping: bool | None = None  # True: commit then stop; False: drop and stop
         self._failure: BaseException | None = None
+        self.writer = writer
+        self._inline: sqlite3.Connection | None = None
+        self._first = 0.0  # inline: trio time of the oldest row in the buffer
+        atexit.register(_close_at_exit, weakref.ref(self))
+        if writer == "inline":
+            self._inline = _connect(self.path)
+            return
         ready: list[BaseException | None] = []
         self._thread = threading.Thread(
             target=self._serve, args=(ready,), name=f"journal {self.path}", daemon=True
@@ -280,7 +295,6 @@ class Journal:
             self._done.wait_for(lambda: bool(ready))
         if ready[0] is not None:
             raise ready[0]
-        atexit.register(_close_at_exit, weakref.ref(self))
 
     def __repr__(self) -> str:
         return (
@@ -298,11 +312,7 @@ class Journal:
 
     def _serve(self, ready: list[BaseException | None]) -> None:
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA busy_timeout=10000")
-            conn.executescript(SCHEMA)
+            conn = _connect(self.path)
         except BaseException as exc:
             with self._done:
                 ready.append(exc)
@@ -359,6 +369,11 @@ class Journal:
 
     def _call(self, call: Callable[[sqlite3.Connection], Any]) -> Any:
         """Run ``call`` on the writer's connection, after what the buffer holds; blocks."""
+        if self._inline is not None:
+            if self._stopping is not None:
+                raise RuntimeError(f"the journal {self.path} is closed")
+            self._commit(self._inline)
+            return call(self._inline)
         reply: list[Any] = []
         self._calls.append((call, reply))
         self._arrived.set()
@@ -423,6 +438,13 @@ class Journal:
         )
         self._appended += 1
         size = len(buffer)
+        if self._inline is not None:  # commits in the caller's thread, on trio's clock
+            now = trio.current_time()
+            if size == 1:
+                self._first = now
+            if self.each or size >= self.count or now - self._first >= self.interval:
+                self._commit(self._inline)
+            return
         if size == 1:
             self._arrived.set()
         if self.each or size >= self.count:
@@ -432,6 +454,9 @@ class Journal:
         """Wait until every result appended so far is committed, without blocking trio."""
         upto = self._appended
         if self._committed >= upto:
+            return
+        if self._inline is not None:
+            self._commit(self._inline)
             return
         self._arrived.set()
         self._urgent.set()
@@ -453,9 +478,8 @@ class Journal:
           ValueError: if ``run`` was journaled with another plan, naming the first difference.
         """
         fingerprint, packed = (None, None) if plan is None else digest_plan(plan)
-        rows = await trio.to_thread.run_sync(
-            self._call, lambda conn: _begin(conn, run, fingerprint, packed)
-        )
+        read = functools.partial(self._call, lambda conn: _begin(conn, run, fingerprint, packed))
+        rows = read() if self._inline is not None else await trio.to_thread.run_sync(read)
         if rows is None:
             return {}
         kept_fingerprint, kept_plan, results = rows
@@ -521,11 +545,28 @@ class Journal:
     def close(self, *, flush: bool = True) -> None:
         """Commit what the buffer holds and stop the writer; with ``flush=False``, drop it
         instead, as a crash would (what the laws of resume use). Closing twice does nothing."""
+        if self._inline is not None:
+            if self._stopping is None:
+                self._stopping = flush
+                if flush:
+                    self._commit(self._inline)
+                self._buffer.clear()
+                self._inline.close()
+            return
         if self._stopping is None:
             self._stopping = flush
             self._arrived.set()
             self._urgent.set()
         self._thread.join()
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=10000")
+    conn.executescript(SCHEMA)
+    return conn
 
 
 def _close_at_exit(ref: weakref.ref[Journal]) -> None:
