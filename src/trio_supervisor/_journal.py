@@ -15,7 +15,7 @@ CREATE TABLE runs (         -- one row per run and round: what was planned, and 
   plan        BLOB,         -- the reprs, NUL-separated and zlib-compressed (names a change)
   started     REAL NOT NULL,-- unix time the run was first journaled
   PRIMARY KEY (run_id, round)
-);
+) WITHOUT ROWID;
 CREATE TABLE results (      -- one row per slot with a final result
   run_id     TEXT NOT NULL,
   round      INTEGER NOT NULL,
@@ -29,7 +29,7 @@ CREATE TABLE results (      -- one row per slot with a final result
   started    REAL,          -- trio time of the first attempt, as the run recorded it
   finished   REAL,          -- trio time the slot ended
   PRIMARY KEY (run_id, round, slot)
-);
+) WITHOUT ROWID;
 ```
 
 A final OK row is written once: a second write of the slot is a no-op (``ON CONFLICT``). A
@@ -61,12 +61,12 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, fingerprint TEXT, plan BLOB,
   started REAL NOT NULL, PRIMARY KEY (run_id, round)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS results (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
   status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
   started REAL, finished REAL, PRIMARY KEY (run_id, round, slot)
-);
+) WITHOUT ROWID;
 """
 
 INSERT = (

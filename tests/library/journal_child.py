@@ -50,6 +50,6 @@ async def main(db: str, log_path: str) -> list[list[Any]]:
 
 
 if __name__ == "__main__":
-    done = trio.run(main, *sys.argv[1:3])
+    done = trio.run(main, sys.argv[1], sys.argv[2])
     with open(sys.argv[3], "w") as file:
         json.dump(done, file)
