@@ -30,7 +30,16 @@ CREATE TABLE results (      -- one row per slot with a final result
   finished   REAL,          -- trio time the slot ended
   PRIMARY KEY (run_id, round, slot)
 ) WITHOUT ROWID;
+CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
+  run_id   TEXT NOT NULL,
+  number   INTEGER NOT NULL,-- 0: the first decision; then one per time the planner was asked
+  decision BLOB NOT NULL,   -- the codec's encoding of the decision (its batch, or done)
+  decided  REAL NOT NULL,   -- unix time it was journaled
+  PRIMARY KEY (run_id, number)
+) WITHOUT ROWID;
 ```
+
+A re-planning run's round ``n`` (from 1) journals its batch's results under round ``n``.
 
 A final OK row is written once: a second write of the slot is a no-op (``ON CONFLICT``). A
 failed or timed-out row is replaced only by the result of the resume that ran its slot again.
@@ -40,7 +49,6 @@ from __future__ import annotations
 
 import atexit
 import contextvars
-import functools
 import hashlib
 import json
 import sqlite3
@@ -61,6 +69,10 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, fingerprint TEXT, plan BLOB,
   started REAL NOT NULL, PRIMARY KEY (run_id, round)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS decisions (
+  run_id TEXT NOT NULL, number INTEGER NOT NULL, decision BLOB NOT NULL, decided REAL NOT NULL,
+  PRIMARY KEY (run_id, number)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS results (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
@@ -478,8 +490,7 @@ class Journal:
           ValueError: if ``run`` was journaled with another plan, naming the first difference.
         """
         fingerprint, packed = (None, None) if plan is None else digest_plan(plan)
-        read = functools.partial(self._call, lambda conn: _begin(conn, run, fingerprint, packed))
-        rows = read() if self._inline is not None else await trio.to_thread.run_sync(read)
+        rows = await self._run(lambda conn: _begin(conn, run, fingerprint, packed))
         if rows is None:
             return {}
         kept_fingerprint, kept_plan, results = rows
@@ -489,10 +500,17 @@ class Journal:
                 f"({first_difference(kept_plan, plan)}): give this plan "
                 "a run_id of its own, or the plan it was journaled with"
             )
+        return self._restore(results, plan, self.keep_failed)
+
+    def _restore(
+        self, rows: list[tuple[Any, ...]], plan: Sequence[Any] | None, failed: bool
+    ) -> dict[int, SubResult[Any, Any]]:
+        """The results of ``rows`` by slot (the failed ones too when ``failed``), each for its
+        subtask of ``plan`` (its repr when ``plan`` is None)."""
         decode = self.codec.decode
         kept: dict[int, SubResult[Any, Any]] = {}
-        for slot, subtask, status, data, error, attempts, started, finished in results:
-            if status != "ok" and not self.keep_failed:
+        for slot, subtask, status, data, error, attempts, started, finished in rows:
+            if status != "ok" and not failed:
                 continue
             if plan is not None:
                 if slot >= len(plan):
@@ -516,6 +534,55 @@ class Journal:
                     finished=finished,
                 )
         return kept
+
+    async def finished(
+        self, run: tuple[str, int], plan: Sequence[Any]
+    ) -> list[SubResult[Any, Any]] | None:
+        """Every result of ``run``'s finished round, over ``plan``, failed ones included; None
+        unless every slot has one."""
+        kept = self._restore(await self._run(lambda conn: _rows(conn, run)), plan, True)
+        if len(kept) != len(plan):
+            return None
+        return [kept[slot] for slot in range(len(plan))]
+
+    async def decision(self, run_id: str, number: int) -> Any:
+        """The planner's decision ``number`` of re-planning run ``run_id``, decoded, or None
+        when it was not journaled (the run had not got that far)."""
+        found = await self._run(
+            lambda conn: conn.execute(
+                "SELECT decision FROM decisions WHERE run_id = ? AND number = ?",
+                (run_id, number),
+            ).fetchone()
+        )
+        return None if found is None else self.codec.decode(found[0])
+
+    async def decided(self, run_id: str, number: int, decision: Any) -> None:
+        """Journal the planner's decision ``number`` of re-planning run ``run_id`` (plain data
+        the codec encodes), committed before it returns; a second write is a no-op."""
+        try:
+            data = self.codec.encode(decision)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"the planner's decision {number} cannot be encoded by the journal's codec "
+                f"({exc}): plan subtasks the codec encodes, or give Journal(codec=...) one that "
+                "encodes them"
+            ) from None
+        row = (run_id, number, data, time.time())
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO decisions (run_id, number, decision, decided) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                row,
+            )
+
+        await self._run(write)
+
+    async def _run(self, call: Callable[[sqlite3.Connection], Any]) -> Any:
+        """``call`` on the writer's connection, awaited in a thread (inline: at once)."""
+        if self._inline is not None:
+            return self._call(call)
+        return await trio.to_thread.run_sync(self._call, call)
 
     def results(self, run_id: str, round: int = 0) -> list[SubResult[Any, Any]]:
         """The results journaled for ``run_id``'s round ``round``, in slot order (the subtask of
@@ -611,6 +678,8 @@ def check_journal(journal: object, run_id: object, round: int = 0) -> tuple[str,
         raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
     if journal is not None and run_id is None:
         raise ValueError("a journaled run needs a run_id: the name it is resumed by")
+    if isinstance(round, bool) or not isinstance(round, int) or round < 0:
+        raise ValueError(f"round must be an int >= 0, got {round!r}")
     return None if run_id is None else (run_id, round)
 
 

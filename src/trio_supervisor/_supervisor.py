@@ -255,6 +255,7 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None = None,
         journal: Journal | None = None,
         run_id: str | None = None,
+        round: int = 0,
     ) -> Aggregate[str, T]: ...
 
     @overload
@@ -266,6 +267,7 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None = None,
         journal: Journal | None = None,
         run_id: str | None = None,
+        round: int = 0,
     ) -> Aggregate[S, T]: ...
 
     async def run(
@@ -276,6 +278,7 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None = None,
         journal: Journal | None = None,
         run_id: str | None = None,
+        round: int = 0,
     ) -> Aggregate[Any, T]:
         """Run every subtask of ``task`` and return their results, in plan order.
 
@@ -302,6 +305,8 @@ class Supervisor(Generic[S, T]):
             ``journaled`` in the trace). The run returns once its results are committed.
           run_id: the run's name in the journal (needed with one), and the first part of each
             attempt's [`attempt_key`][trio_supervisor.attempt_key].
+          round: the round of a re-planning run this batch is (``replan`` sets it), the second
+            part of the journal's key and of each attempt's key.
 
         Returns:
           An [`Aggregate`][trio_supervisor.Aggregate] with one
@@ -320,7 +325,7 @@ class Supervisor(Generic[S, T]):
         plan = _validate.plan(task)
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
-        run = check_journal(journal, run_id)
+        run = check_journal(journal, run_id, round)
         # invariant: results[i] is None until slot i has its final result; cuts[i] is where a
         # slot cut short while it ran got to
         results: list[SubResult[Any, T] | None] = [None] * len(plan)
@@ -399,6 +404,8 @@ class Supervisor(Generic[S, T]):
         max_stalls: int = 3,
         max_resets: int = 2,
         deadline: float | None = None,
+        journal: Journal | None = None,
+        run_id: str | None = None,
     ) -> Answer[S, T]:
         """Work on ``task`` in rounds, each a parallel batch the planner chose from what came
         back so far, and always return an answer.
@@ -430,6 +437,11 @@ class Supervisor(Generic[S, T]):
           max_resets: how many fresh plans it may be asked for; past that, a stall count over
             ``max_stalls`` ends the run.
           deadline: seconds the whole run may take, planning included; None for no limit.
+          journal: a [`Journal`][trio_supervisor.Journal]: each decision of the planner and
+            each round's results are journaled; resumed under the same ``run_id``, the run
+            takes both from it and goes on after the last finished round, asking the planner
+            only for what it had not decided yet.
+          run_id: the run's name in the journal (needed with one).
 
         Returns:
           An [`Answer`][trio_supervisor.Answer]: the text, whether it is degraded, the budget
@@ -450,6 +462,8 @@ class Supervisor(Generic[S, T]):
             max_stalls=max_stalls,
             max_resets=max_resets,
             deadline=deadline,
+            journal=journal,
+            run_id=run_id,
         )
 
     @overload
