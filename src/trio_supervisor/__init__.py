@@ -9,7 +9,15 @@ plan order as they finish (``stream``). Drawing a recorded run lives in
 
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
-from ._journal import AttemptKey, Journal, attempt_key
+from ._journal import (
+    Approved,
+    AttemptKey,
+    AwaitingApproval,
+    Journal,
+    Rejected,
+    approval,
+    attempt_key,
+)
 from ._meters import Adaptive, Capacity, Meter, RateLimit
 from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, Round
 from ._restarts import Restarts, Strategy
@@ -25,7 +33,9 @@ __all__ = [
     "Adaptive",
     "Aggregate",
     "Answer",
+    "Approved",
     "AttemptKey",
+    "AwaitingApproval",
     "Backoff",
     "Batch",
     "Capacity",
@@ -36,6 +46,7 @@ __all__ = [
     "Meter",
     "Planner",
     "RateLimit",
+    "Rejected",
     "Restarts",
     "Round",
     "SlotTrace",
@@ -48,6 +59,7 @@ __all__ = [
     "Trace",
     "Worker",
     "__version__",
+    "approval",
     "attempt_key",
     "decompose",
 ]

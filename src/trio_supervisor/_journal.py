@@ -37,6 +37,18 @@ CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the ord
   decided  REAL NOT NULL,   -- unix time it was journaled
   PRIMARY KEY (run_id, number)
 ) WITHOUT ROWID;
+CREATE TABLE approvals (    -- the questions workers asked (approval()), and their answers
+  run_id   TEXT NOT NULL,
+  round    INTEGER NOT NULL,
+  slot     INTEGER NOT NULL,
+  question TEXT NOT NULL,
+  status   TEXT NOT NULL,   -- 'pending', 'approved' or 'rejected'
+  by       TEXT,            -- who answered
+  note     TEXT,            -- what they said
+  asked    REAL NOT NULL,   -- unix time the question was asked
+  decided  REAL,            -- unix time it was answered
+  PRIMARY KEY (run_id, round, slot)
+) WITHOUT ROWID;
 ```
 
 A re-planning run's round ``n`` (from 1) journals its batch's results under round ``n``.
@@ -73,6 +85,11 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS decisions (
   run_id TEXT NOT NULL, number INTEGER NOT NULL, decision BLOB NOT NULL, decided REAL NOT NULL,
   PRIMARY KEY (run_id, number)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS approvals (
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, question TEXT NOT NULL,
+  status TEXT NOT NULL, by TEXT, note TEXT, asked REAL NOT NULL, decided REAL,
+  PRIMARY KEY (run_id, round, slot)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS results (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
@@ -133,15 +150,16 @@ class AttemptKey(NamedTuple):
         return f"{self.run}/{self.round}/{self.slot}/{self.attempt}"
 
 
-_current: contextvars.ContextVar[tuple[tuple[str, int], Any] | None] = contextvars.ContextVar(
-    "trio_supervisor_attempt", default=None
+_current: contextvars.ContextVar[tuple[tuple[str, int], Any, Journal | None] | None] = (
+    contextvars.ContextVar("trio_supervisor_attempt", default=None)
 )
 
 
-def bind_key(run: tuple[str, int], running: Any) -> None:
-    """The calling task runs ``running``'s attempts of run ``run`` (its id and round): what
-    [`attempt_key`][trio_supervisor.attempt_key] reads (set once per lane, by the engine)."""
-    _current.set((run, running))
+def bind_key(run: tuple[str, int], running: Any, journal: Journal | None = None) -> None:
+    """The calling task runs ``running``'s attempts of run ``run`` (its id and round), journaled
+    in ``journal``: what [`attempt_key`][trio_supervisor.attempt_key] and
+    [`approval`][trio_supervisor.approval] read (set once per lane, by the engine)."""
+    _current.set((run, running, journal))
 
 
 def attempt_key() -> AttemptKey | None:
@@ -166,7 +184,7 @@ def attempt_key() -> AttemptKey | None:
     bound = _current.get()
     if bound is None:
         return None
-    (run, round_), running = bound
+    (run, round_), running, _ = bound
     if running.slot is None:
         return None
     return AttemptKey(run, round_, running.slot, running.attempts)
@@ -190,6 +208,7 @@ def first_difference(kept: bytes, plan: Sequence[Any]) -> str:
 
 
 FLUSH = ("group", "each")
+PARKED = "awaiting approval"
 WRITERS = ("thread", "inline")
 
 
@@ -510,8 +529,8 @@ class Journal:
         decode = self.codec.decode
         kept: dict[int, SubResult[Any, Any]] = {}
         for slot, subtask, status, data, error, attempts, started, finished in rows:
-            if status != "ok" and not failed:
-                continue
+            if status != "ok" and (not failed or status == PARKED):
+                continue  # a parked slot runs again: its worker asks for its answer
             if plan is not None:
                 if slot >= len(plan):
                     continue
@@ -609,6 +628,90 @@ class Journal:
             for _, subtask, status, data, error, attempts, started, finished in rows
         ]
 
+    def approve(self, run_id: str, slot: int, *, by: str, note: str = "", round: int = 0) -> None:
+        """Approve the question slot ``slot`` of run ``run_id`` asked: its worker, called again
+        by a resume (or waiting for the answer), gets it from
+        [`approval`][trio_supervisor.approval]. Any process that opens the journal may answer;
+        blocks while it writes.
+
+        Raises:
+          ValueError: if that slot asked nothing, or was answered already (naming the answer,
+            who gave it and when).
+        """
+        self._answer(run_id, round, slot, "approved", by, note)
+
+    def reject(self, run_id: str, slot: int, *, by: str, note: str = "", round: int = 0) -> None:
+        """Reject the question slot ``slot`` of run ``run_id`` asked: a resume ends the slot
+        ``Status.REJECTED``, with the note. As for [`approve`][trio_supervisor.Journal.approve].
+        """
+        self._answer(run_id, round, slot, "rejected", by, note)
+
+    def pending(self, run_id: str) -> list[tuple[int, int, str]]:
+        """The questions of run ``run_id`` without an answer: (round, slot, question) each."""
+        rows: list[tuple[int, int, str]] = self._call(
+            lambda conn: conn.execute(
+                "SELECT round, slot, question FROM approvals WHERE run_id = ? AND status = "
+                "'pending' ORDER BY round, slot",
+                (run_id,),
+            ).fetchall()
+        )
+        return rows
+
+    def _answer(self, run_id: str, round: int, slot: int, status: str, by: str, note: str) -> None:
+        if not isinstance(by, str) or not by:
+            raise ValueError(f"say who answers: by must be a non-empty str, got {by!r}")
+
+        def write(conn: sqlite3.Connection) -> str | None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found = conn.execute(
+                    "SELECT status, by, note, decided FROM approvals "
+                    "WHERE run_id = ? AND round = ? AND slot = ?",
+                    (run_id, round, slot),
+                ).fetchone()
+                if found is None:
+                    return f"run {run_id!r} has no question at round {round} slot {slot}"
+                if found[0] != "pending":
+                    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(found[3]))
+                    said = f" ({found[2]})" if found[2] else ""
+                    return (
+                        f"run {run_id!r} slot {slot} was {found[0]} already, by {found[1]} at "
+                        f"{when} UTC{said}: a question is answered once"
+                    )
+                conn.execute(
+                    "UPDATE approvals SET status = ?, by = ?, note = ?, decided = ? "
+                    "WHERE run_id = ? AND round = ? AND slot = ?",
+                    (status, by, note, time.time(), run_id, round, slot),
+                )
+                return None
+            finally:
+                conn.execute("COMMIT")
+
+        refused = self._call(write)
+        if refused is not None:
+            raise ValueError(refused)
+
+    async def _ask(
+        self, run: tuple[str, int], slot: int, question: str
+    ) -> tuple[str, str | None, str | None]:
+        """Slot ``slot``'s question: journaled as pending the first time; its answer."""
+
+        def ask(conn: sqlite3.Connection) -> tuple[str, str | None, str | None]:
+            conn.execute(
+                "INSERT INTO approvals (run_id, round, slot, question, status, asked) "
+                "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING",
+                (*run, slot, question, time.time()),
+            )
+            found: tuple[str, str | None, str | None] = conn.execute(
+                "SELECT status, by, note FROM approvals WHERE run_id = ? AND round = ? "
+                "AND slot = ?",
+                (*run, slot),
+            ).fetchone()
+            return found
+
+        answer: tuple[str, str | None, str | None] = await self._run(ask)
+        return answer
+
     def close(self, *, flush: bool = True) -> None:
         """Commit what the buffer holds and stop the writer; with ``flush=False``, drop it
         instead, as a crash would (what the laws of resume use). Closing twice does nothing."""
@@ -694,3 +797,81 @@ def with_subtask(result: SubResult[Any, Any], subtask: Any) -> SubResult[Any, An
         started=result.started,
         finished=result.finished,
     )
+
+
+class AwaitingApproval(Exception):  # a state, not an error: the slot is parked
+    """A worker's question has no answer yet: its slot is parked, ``Status.AWAITING_APPROVAL``,
+    until someone answers (``Journal.approve`` or ``reject``) and a resume calls it again."""
+
+    def __init__(self, question: str) -> None:
+        super().__init__(question)
+        self.question = question
+
+
+class Rejected(Exception):  # the answer, not an error of the worker's
+    """A worker's question was rejected: its slot ends ``Status.REJECTED``, with the note."""
+
+    def __init__(self, question: str, by: str, note: str) -> None:
+        said = f": {note}" if note else ""
+        super().__init__(f"{question!r} rejected by {by}{said}")
+        self.question, self.by, self.note = question, by, note
+
+
+class Approved(NamedTuple):
+    """What [`approval`][trio_supervisor.approval] returns once a question is approved."""
+
+    by: str
+    note: str
+
+
+async def approval(question: str, *, wait: float | None = None) -> Approved:
+    """Ask a human to approve what the calling worker is about to do, on durable state.
+
+    ```python
+    async def refund(order):
+        if order.amount > 100:
+            await approval(f"refund ${order.amount} to order {order.id}")
+        return await payments.refund(order)  # reached only once approved
+    ```
+
+    The question is journaled, once, under the run, round and slot of the attempt. Without an
+    answer the worker raises [`AwaitingApproval`][trio_supervisor.AwaitingApproval]: its slot
+    is parked (``Status.AWAITING_APPROVAL``, the question its error), the run goes on with the
+    other slots and returns degraded. Anyone who opens the journal answers, another process
+    included (``Journal.approve``, ``Journal.reject``, or ``python -m trio_supervisor.journal
+    approve FILE RUN SLOT``); a resume of the run calls the slot's worker again, and this call
+    returns the approval at once (or raises [`Rejected`][trio_supervisor.Rejected]: the slot
+    ends ``Status.REJECTED`` with the note). Finished slots are never run again.
+
+    Args:
+      question: what is to be approved, in words a person answers.
+      wait: seconds to wait for an answer instead of parking at once (the journal is read
+        every second); None parks at once.
+
+    Returns:
+      The approval: who gave it and their note.
+
+    Raises:
+      AwaitingApproval: if no answer came (at once, or within ``wait``).
+      Rejected: if the answer is no.
+      RuntimeError: outside an attempt of a journaled run (``journal=`` and ``run_id=``).
+    """
+    bound = _current.get()
+    if bound is None or bound[2] is None or bound[1].slot is None:
+        raise RuntimeError(
+            "approval() keeps its question in the run's journal: call it from a worker of a "
+            "run given journal= and run_id="
+        )
+    run, running, journal = bound
+    assert journal is not None
+    slot = running.slot
+    until = trio.current_time() + (wait if wait is not None else 0)
+    while True:
+        status, by, note = await journal._ask(run, slot, question)
+        if status == "approved":
+            return Approved(by or "", note or "")
+        if status == "rejected":
+            raise Rejected(question, by or "", note or "")
+        if trio.current_time() >= until:
+            raise AwaitingApproval(question)
+        await trio.sleep(min(1.0, until - trio.current_time()))

@@ -349,7 +349,19 @@ class StreamFeed:
     subtasks pulled and not yet taken, a wait for more while the input goes on, and where each
     result goes (a slot cut short is delivered as it is)."""
 
-    __slots__ = ("commit", "cut", "key", "more", "put", "ready", "run", "take", "timer", "trace")
+    __slots__ = (
+        "commit",
+        "cut",
+        "journal",
+        "key",
+        "more",
+        "put",
+        "ready",
+        "run",
+        "take",
+        "timer",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -364,6 +376,7 @@ class StreamFeed:
         self.timer = timer
         self.key = key
         self.run = run
+        self.journal = journal
         self.take: Callable[[], tuple[int, Any] | None] = stream._take
         self.ready: Callable[[], bool] = stream._has_pulled
         self.more: Callable[[], Awaitable[bool]] = stream._more

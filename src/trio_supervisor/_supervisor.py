@@ -350,7 +350,7 @@ class Supervisor(Generic[S, T]):
                     else:
                         kept = [result is not None for result in results]
                         gave_up = await restarting_run(
-                            self._engine, plan, results, cuts, trace, restarts, run
+                            self._engine, plan, results, cuts, trace, restarts, run, journal
                         )
                         if journal is not None:  # final now: no restart takes them back
                             assert run is not None
@@ -564,7 +564,19 @@ class RunFeed:
     of its plan, in order, and where each result, or how far a slot cut short got, goes. No
     more slots come once the plan is taken."""
 
-    __slots__ = ("_left", "commit", "cut", "key", "left", "put", "run", "take", "timer", "trace")
+    __slots__ = (
+        "_left",
+        "commit",
+        "cut",
+        "journal",
+        "key",
+        "left",
+        "put",
+        "run",
+        "take",
+        "timer",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -581,6 +593,7 @@ class RunFeed:
         self.timer = timer
         self.key = key
         self.run = run
+        self.journal = journal
         self.commit: Callable[[], Awaitable[None]] | None = None
         self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
         self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__

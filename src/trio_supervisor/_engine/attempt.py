@@ -30,6 +30,7 @@ import trio
 from trio.lowlevel import ParkingLot
 
 from .._contract import Status, SubResult, describe, failed_result
+from .._journal import AwaitingApproval, Rejected
 from .._retry import Backoff
 from .._trace import Trace
 from .._validate import not_awaitable
@@ -425,6 +426,8 @@ class Engine(Generic[S, T]):
         failures = running.failures
         if failure is None or failures >= self.attempts:
             return None
+        if isinstance(failure, AwaitingApproval | Rejected):  # a human's word: not retried
+            return None
         if not (self._any_failure or self.retryable(failure)):
             return None
         wait = 0.0
@@ -448,6 +451,10 @@ class Engine(Generic[S, T]):
         failure = running.failure
         assert failure is not None
         status = Status.TIMED_OUT if running.timed_out else Status.FAILED
+        if isinstance(failure, AwaitingApproval):
+            status = Status.AWAITING_APPROVAL
+        elif isinstance(failure, Rejected):
+            status = Status.REJECTED
         error = None  # the exception's own description, made when it is read
         if running.mixed is not None and running.timed_out:
             error = while_cancelled(describe(failure), running.mixed)

@@ -26,7 +26,7 @@ import trio
 from trio.lowlevel import checkpoint, current_task
 
 from .._contract import Status, SubResult, ok_result
-from .._journal import bind_key
+from .._journal import Journal, bind_key
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
 
@@ -44,6 +44,7 @@ class Feed(Protocol):
     timer: Timer | None
     key: int
     run: tuple[str, int] | None
+    journal: Journal | None
     commit: Callable[[], Awaitable[None]] | None
 
     def take(self) -> tuple[int, Any] | None:
@@ -77,7 +78,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     running = Running()
     timer = feed.timer
     if feed.run is not None:
-        bind_key(feed.run, running)  # the lane's task: what attempt_key() reads
+        bind_key(feed.run, running, feed.journal)  # what attempt_key() and approval() read
     try:
         if timer is None:
             await slots(engine, feed, running)

@@ -28,7 +28,7 @@ from typing import Any
 import trio
 
 from .._contract import Status, SubResult, ok_result
-from .._journal import bind_key
+from .._journal import Journal, bind_key
 from .._restarts import Restarts
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
@@ -72,6 +72,7 @@ async def restarting_run(
     trace: Trace | None,
     restarts: Restarts,
     run: tuple[str, int] | None = None,
+    journal: Journal | None = None,
 ) -> str | None:
     """Run ``plan`` with restarts counted and grouped, into ``results``; when the caller's
     cancellation or deadline cuts the run short, a slot without a result is left None, and one
@@ -212,7 +213,7 @@ async def restarting_run(
         state.running = running
         running.scope = trio.CancelScope()  # what the timeout cancels
         if run is not None:
-            bind_key(run, running)  # this attempt's task: what attempt_key() reads
+            bind_key(run, running, journal)  # what attempt_key() and approval() read
         try:
             with stop:
                 # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
