@@ -180,6 +180,10 @@ def attempt_key() -> AttemptKey | None:
     A worker that makes a side effect (a payment, a message, a paid call) sends it along, as
     [`ChatAgent`][trio_supervisor.agents.ChatAgent] does in an ``Idempotency-Key`` header, so
     that the server that did it can tell the same attempt resumed after a crash from a new one.
+    A slot that a resume runs again counts its attempts from 1 again, so its first attempt
+    sends the key the killed run's first attempt sent: a server that kept that attempt's answer
+    gives it back (a failure too, if it keeps failures: a slot whose failure was final in the
+    journal is better given a new ``run_id`` when its side effect must be tried afresh).
     """
     bound = _current.get()
     if bound is None:
@@ -248,6 +252,10 @@ class Journal:
     committed before its lane goes on (safer, slower). A process killed loses only what was not
     committed yet: those slots run again on resume, and their workers see the same
     [`attempt_key`][trio_supervisor.attempt_key] as before.
+
+    A worker can also stop for a person's yes: [`approval`][trio_supervisor.approval] journals
+    its question and parks the slot until ``approve`` or ``reject`` answers it, from this
+    process or any other that opens the file.
 
     Open it once per process and share it; ``close()`` (or leaving its ``with`` block) commits
     what is left. Another process may open the same file (SQLite's WAL lets readers in while
