@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_supervisor import Journal, Status, Supervisor, approval
+from trio_supervisor import Journal, Status, Supervisor, Trace, approval
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDERS = [("1233", 20), ("1234", 500), ("1235", 40)]
@@ -41,11 +41,14 @@ def virtual(fn: Any, *args: Any) -> Any:
     return trio.run(fn, *args, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-def refund(path: Path, worker: Refunds) -> Any:
+def refund(path: Path, worker: Refunds, trace: list[Trace] | None = None) -> Any:
     async def main() -> Any:
+        recorded = Trace()
+        if trace is not None:
+            trace.append(recorded)
         with Journal(path, writer="inline") as journal:
             supervisor = Supervisor(worker, max_workers=2, attempts=3)
-            return await supervisor.run(ORDERS, journal=journal, run_id="refunds")
+            return await supervisor.run(ORDERS, journal=journal, run_id="refunds", trace=recorded)
 
     return virtual(main)
 
@@ -67,8 +70,10 @@ def test_a_question_parks_its_slot_and_an_approval_from_another_process_finishes
 ) -> None:
     path = tmp_path / "journal.db"
     worker = Refunds()
-    first = refund(path, worker)
+    traces: list[Trace] = []
+    first = refund(path, worker, traces)
     assert [r.status for r in first] == [Status.OK, Status.AWAITING_APPROVAL, Status.OK]
+    assert [slot.status for slot in traces[0].slots] == [r.status for r in first]
     assert first[1].error == "AwaitingApproval: refund $500 to order 1234"
     assert first[1].attempts == 1  # a question is not retried
     assert first.degraded
@@ -88,7 +93,8 @@ def test_a_question_parks_its_slot_and_an_approval_from_another_process_finishes
         journal.approve("refunds", 1, by="carol")
 
     worker = Refunds()
-    resumed = refund(path, worker)
+    resumed = refund(path, worker, traces)
+    assert [slot.journaled for slot in traces[1].slots] == [True, False, True]
     assert worker.calls == {"1234": 1}  # finished slots are never run again
     assert [r.output for r in resumed] == [
         "refunded 1233",

@@ -159,6 +159,16 @@ def past_deadline(failure: Exception, wait: float, left: float) -> Exception:
     return error
 
 
+def failure_status(failure: Exception) -> Status:
+    """How a slot whose worker raised ``failure`` ends: ``FAILED``, or the approval gate's
+    ``AWAITING_APPROVAL`` (a question without an answer) or ``REJECTED``."""
+    if isinstance(failure, AwaitingApproval):
+        return Status.AWAITING_APPROVAL
+    if isinstance(failure, Rejected):
+        return Status.REJECTED
+    return Status.FAILED
+
+
 def cancelled(task: trio.lowlevel.Task) -> bool:
     """Whether ``task`` would be cancelled at its next checkpoint: ``await checkpoint()`` when
     this is true makes a cancellation point of a path that otherwise does not yield, at the cost
@@ -395,7 +405,7 @@ class Engine(Generic[S, T]):
             if failure is None:
                 trace.ended(slot, Status.OK)  # type: ignore[arg-type]
             else:
-                trace.ended(slot, Status.FAILED, failure)  # type: ignore[arg-type]
+                trace.ended(slot, failure_status(failure), failure)  # type: ignore[arg-type]
 
     def timed_out(self, running: Running, trace: Trace | None) -> None:
         """``running``'s attempt ran past its timeout: its failure is a `trio.TooSlowError`."""
@@ -450,11 +460,7 @@ class Engine(Generic[S, T]):
         """The final result of ``running``'s slot, whose last attempt failed or timed out."""
         failure = running.failure
         assert failure is not None
-        status = Status.TIMED_OUT if running.timed_out else Status.FAILED
-        if isinstance(failure, AwaitingApproval):
-            status = Status.AWAITING_APPROVAL
-        elif isinstance(failure, Rejected):
-            status = Status.REJECTED
+        status = Status.TIMED_OUT if running.timed_out else failure_status(failure)
         error = None  # the exception's own description, made when it is read
         if running.mixed is not None and running.timed_out:
             error = while_cancelled(describe(failure), running.mixed)
