@@ -4,57 +4,9 @@ stopped; and the idempotency key each attempt can read.
 A [`Journal`][trio_supervisor.Journal] is one SQLite database (WAL mode), written by one thread
 of its own: a run hands it each final result as the slot settles (a row appended to a buffer,
 never a wait on the disk), and the thread commits the buffer in groups, at most ``interval``
-seconds and ``count`` rows apart, or after every row with ``flush="each"``. The schema, which
-the ``sqlite3`` shell reads as well as this module does:
-
-```sql
-CREATE TABLE runs (         -- one row per run and round: what was planned, and when
-  run_id      TEXT NOT NULL,
-  round       INTEGER NOT NULL,
-  fingerprint TEXT,         -- blake2b of the plan's subtasks' reprs; NULL for a lazy stream
-  plan        BLOB,         -- the reprs, NUL-separated and zlib-compressed (names a change)
-  started     REAL NOT NULL,-- unix time the run was first journaled
-  PRIMARY KEY (run_id, round)
-) WITHOUT ROWID;
-CREATE TABLE results (      -- one row per slot with a final result
-  run_id     TEXT NOT NULL,
-  round      INTEGER NOT NULL,
-  slot       INTEGER NOT NULL,
-  subtask    TEXT NOT NULL, -- the subtask's repr
-  status     TEXT NOT NULL, -- a Status value: 'ok', 'failed', 'timed out'
-  output     BLOB,          -- the codec's encoding of the output (JSON text by default)
-  error_type TEXT,          -- the failure's type name
-  error      TEXT,          -- the failure's type and message, as SubResult.error says it
-  attempts   INTEGER NOT NULL,
-  started    REAL,          -- trio time of the first attempt, as the run recorded it
-  finished   REAL,          -- trio time the slot ended
-  PRIMARY KEY (run_id, round, slot)
-) WITHOUT ROWID;
-CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
-  run_id   TEXT NOT NULL,
-  number   INTEGER NOT NULL,-- 0: the first decision; then one per time the planner was asked
-  decision BLOB NOT NULL,   -- the codec's encoding of the decision (its batch, or done)
-  decided  REAL NOT NULL,   -- unix time it was journaled
-  PRIMARY KEY (run_id, number)
-) WITHOUT ROWID;
-CREATE TABLE approvals (    -- the questions workers asked (approval()), and their answers
-  run_id   TEXT NOT NULL,
-  round    INTEGER NOT NULL,
-  slot     INTEGER NOT NULL,
-  question TEXT NOT NULL,
-  status   TEXT NOT NULL,   -- 'pending', 'approved' or 'rejected'
-  by       TEXT,            -- who answered
-  note     TEXT,            -- what they said
-  asked    REAL NOT NULL,   -- unix time the question was asked
-  decided  REAL,            -- unix time it was answered
-  PRIMARY KEY (run_id, round, slot)
-) WITHOUT ROWID;
-```
-
-A re-planning run's round ``n`` (from 1) journals its batch's results under round ``n``.
-
-A final OK row is written once: a second write of the slot is a no-op (``ON CONFLICT``). A
-failed or timed-out row is replaced only by the result of the resume that ran its slot again.
+seconds and ``count`` rows apart, or after every row with ``flush="each"``. The schema is in
+the class's docstring, where the API reference shows it; ``SCHEMA`` is what makes the tables
+(``tests/library/test_journal.py`` holds the two to each other).
 """
 
 from __future__ import annotations
@@ -256,6 +208,56 @@ class Journal:
     A worker can also stop for a person's yes: [`approval`][trio_supervisor.approval] journals
     its question and parks the slot until ``approve`` or ``reject`` answers it, from this
     process or any other that opens the file.
+
+    The file's schema, which the ``sqlite3`` shell reads as well as this module does (a
+    re-planning run's round ``n``, from 1, journals its batch under round ``n``):
+
+    ```sql
+    CREATE TABLE runs (         -- one row per run and round: what was planned, and when
+      run_id      TEXT NOT NULL,
+      round       INTEGER NOT NULL,
+      fingerprint TEXT,         -- blake2b of the plan's subtasks' reprs; NULL for a lazy stream
+      plan        BLOB,         -- the reprs, NUL-separated and zlib-compressed (names a change)
+      started     REAL NOT NULL,-- unix time the run was first journaled
+      PRIMARY KEY (run_id, round)
+    ) WITHOUT ROWID;
+    CREATE TABLE results (      -- one row per slot with a final result
+      run_id     TEXT NOT NULL,
+      round      INTEGER NOT NULL,
+      slot       INTEGER NOT NULL,
+      subtask    TEXT NOT NULL, -- the subtask's repr
+      status     TEXT NOT NULL, -- a Status value: 'ok', 'failed', 'timed out'
+      output     BLOB,          -- the codec's encoding of the output (JSON text by default)
+      error_type TEXT,          -- the failure's type name
+      error      TEXT,          -- the failure's type and message, as SubResult.error says it
+      attempts   INTEGER NOT NULL,
+      started    REAL,          -- trio time of the first attempt, as the run recorded it
+      finished   REAL,          -- trio time the slot ended
+      PRIMARY KEY (run_id, round, slot)
+    ) WITHOUT ROWID;
+    CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
+      run_id   TEXT NOT NULL,
+      number   INTEGER NOT NULL,-- 0: the first decision; then one per time the planner was asked
+      decision BLOB NOT NULL,   -- the codec's encoding of the decision (its batch, or done)
+      decided  REAL NOT NULL,   -- unix time it was journaled
+      PRIMARY KEY (run_id, number)
+    ) WITHOUT ROWID;
+    CREATE TABLE approvals (    -- the questions workers asked (approval()), and their answers
+      run_id   TEXT NOT NULL,
+      round    INTEGER NOT NULL,
+      slot     INTEGER NOT NULL,
+      question TEXT NOT NULL,
+      status   TEXT NOT NULL,   -- 'pending', 'approved' or 'rejected'
+      by       TEXT,            -- who answered
+      note     TEXT,            -- what they said
+      asked    REAL NOT NULL,   -- unix time the question was asked
+      decided  REAL,            -- unix time it was answered
+      PRIMARY KEY (run_id, round, slot)
+    ) WITHOUT ROWID;
+    ```
+
+    A final OK row is written once: a second write of the slot is a no-op (``ON CONFLICT``). A
+    failed or timed-out row is replaced only by the result of the resume that ran its slot again.
 
     Open it once per process and share it; ``close()`` (or leaving its ``with`` block) commits
     what is left. Another process may open the same file (SQLite's WAL lets readers in while

@@ -333,3 +333,24 @@ def test_a_closed_journal_says_so(tmp_path: Path) -> None:
             await Supervisor(Worker(), max_workers=1).run([1], journal=journal, run_id="r")
 
     virtual(main)
+
+
+def test_the_schema_the_docstring_shows_is_the_schema_the_journal_makes(tmp_path: Path) -> None:
+    doc = Journal.__doc__ or ""
+    shown = doc[doc.index("```sql") + len("```sql") : doc.index("```", doc.index("```sql") + 6)]
+
+    def tables(sql: str) -> dict[str, list[tuple[Any, ...]]]:
+        with sqlite3.connect(":memory:") as conn:
+            conn.executescript(sql)
+            names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master")]
+            return {
+                name: conn.execute(f"PRAGMA table_xinfo({name})").fetchall()
+                for name in names
+                if not name.startswith("sqlite_")
+            }
+
+    Journal(tmp_path / "made.db").close()
+    with sqlite3.connect(tmp_path / "made.db") as conn:
+        made = "".join(row[0] + ";\n" for row in conn.execute("SELECT sql FROM sqlite_master"))
+    assert tables(shown) == tables(made)
+    assert set(tables(shown)) == {"runs", "decisions", "approvals", "results"}
