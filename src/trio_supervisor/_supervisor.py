@@ -349,14 +349,16 @@ class Supervisor(Generic[S, T]):
                         await self._fan_out(plan, results, cuts, trace, run, journal)
                     else:
                         kept = [result is not None for result in results]
-                        gave_up = await restarting_run(
-                            self._engine, plan, results, cuts, trace, restarts, run, journal
-                        )
-                        if journal is not None:  # final now: no restart takes them back
-                            assert run is not None
-                            for slot, final in enumerate(results):
-                                if final is not None and not kept[slot]:
-                                    journal.record(run, slot, final)
+                        try:
+                            gave_up = await restarting_run(
+                                self._engine, plan, results, cuts, trace, restarts, run, journal
+                            )
+                        finally:  # final now (the deadline's too): no restart takes them back
+                            if journal is not None:
+                                assert run is not None
+                                for slot, final in enumerate(results):
+                                    if final is not None and not kept[slot]:
+                                        journal.record(run, slot, final)
                 expired = scope.cancelled_caught
             except* (KeyboardInterrupt, SystemExit, Exception) as group:
                 if journal is not None:

@@ -354,3 +354,22 @@ def test_the_schema_the_docstring_shows_is_the_schema_the_journal_makes(tmp_path
         made = "".join(row[0] + ";\n" for row in conn.execute("SELECT sql FROM sqlite_master"))
     assert tables(shown) == tables(made)
     assert set(tables(shown)) == {"runs", "decisions", "approvals", "results"}
+
+
+def test_the_restarting_path_journals_what_finished_before_its_deadline(tmp_path: Path) -> None:
+    worker = Worker()
+
+    async def main() -> Any:
+        with Journal(tmp_path / "runs.db") as journal:
+            supervisor = Supervisor(
+                worker, max_workers=2, restarts=Restarts(max_restarts=3, within=60)
+            )
+            first = await supervisor.run([1, 2, 30], journal=journal, run_id="r", deadline=1)
+            again = await supervisor.run([1, 2, 30], journal=journal, run_id="r")
+        return first, again
+
+    first, again = virtual(main)
+    assert [r.status for r in first] == [Status.OK, Status.OK, Status.CANCELLED]
+    assert worker.calls == {1: 1, 2: 1, 30: 2}
+    assert again[:2] == first[:2]
+    assert again[2].output == 900
