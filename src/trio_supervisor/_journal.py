@@ -259,9 +259,9 @@ class Journal:
     A final OK row is written once: a second write of the slot is a no-op (``ON CONFLICT``). A
     failed or timed-out row is replaced only by the result of the resume that ran its slot again.
 
-    Open it once per process and share it; ``close()`` (or leaving its ``with`` block) commits
-    what is left. Another process may open the same file (SQLite's WAL lets readers in while
-    one writes).
+    Open it once per process and share it (making one opens the file and starts its writer: a
+    short blocking call); ``close()`` (or leaving its ``with`` block) commits what is left.
+    Another process may open the same file (SQLite's WAL lets readers in while one writes).
 
     Args:
       path: the database file, made if missing.
