@@ -9,6 +9,15 @@ plan order as they finish (``stream``). Drawing a recorded run lives in
 
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
+from ._journal import (
+    Approved,
+    AttemptKey,
+    AwaitingApproval,
+    Journal,
+    Rejected,
+    approval,
+    attempt_key,
+)
 from ._meters import Adaptive, Capacity, Meter, RateLimit
 from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, Round
 from ._restarts import Restarts, Strategy
@@ -24,15 +33,20 @@ __all__ = [
     "Adaptive",
     "Aggregate",
     "Answer",
+    "Approved",
+    "AttemptKey",
+    "AwaitingApproval",
     "Backoff",
     "Batch",
     "Capacity",
     "Done",
     "Entry",
+    "Journal",
     "Ledger",
     "Meter",
     "Planner",
     "RateLimit",
+    "Rejected",
     "Restarts",
     "Round",
     "SlotTrace",
@@ -45,6 +59,8 @@ __all__ = [
     "Trace",
     "Worker",
     "__version__",
+    "approval",
+    "attempt_key",
     "decompose",
 ]
 

@@ -18,11 +18,13 @@ class Status(enum.Enum):
     """How a slot ended.
 
     ``OK`` returned an output; ``FAILED`` raised an `Exception`; ``TIMED_OUT`` ran past its
-    own timeout; ``CANCELLED`` was stopped, or never started, because the whole run was cut short.
+    own timeout; ``CANCELLED`` was stopped, or never started, because the whole run was cut short;
+    ``AWAITING_APPROVAL`` asked a question ([`approval`][trio_supervisor.approval]) nobody has
+    answered yet (a resume runs it again); ``REJECTED`` was answered no.
 
     ```pycon
     >>> [status.value for status in Status]
-    ['ok', 'failed', 'timed out', 'cancelled']
+    ['ok', 'failed', 'timed out', 'cancelled', 'awaiting approval', 'rejected']
 
     ```
     """
@@ -31,6 +33,8 @@ class Status(enum.Enum):
     FAILED = "failed"
     TIMED_OUT = "timed out"
     CANCELLED = "cancelled"
+    AWAITING_APPROVAL = "awaiting approval"
+    REJECTED = "rejected"
 
 
 def describe(exc: BaseException) -> str:

@@ -29,6 +29,7 @@ import trio
 
 from . import _validate
 from ._contract import Aggregate, SubResult, describe
+from ._journal import Journal, check_journal
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -324,7 +325,8 @@ class Planner(Protocol[S, T]):
 
 class Runner(Protocol[S, T]):
     """What runs each batch of a re-planning run: something with a
-    [`Supervisor.run`][trio_supervisor.Supervisor.run]."""
+    [`Supervisor.run`][trio_supervisor.Supervisor.run] (whose ``journal``, ``run_id`` and
+    ``round`` a journaled re-planning run passes too)."""
 
     async def run(
         self, task: Iterable[S], /, *, deadline: float | None = None, trace: Trace | None = None
@@ -344,9 +346,16 @@ async def replan(
     max_resets: int,
     deadline: float | None,
     trace: Trace | None = None,
+    journal: Journal | None = None,
+    run_id: str | None = None,
 ) -> Answer[S, T]:
     """The run behind [`Supervisor.replan`][trio_supervisor.Supervisor.replan]; ``trace``,
-    checked there, records each round's batch as its next slots."""
+    checked there, records each round's batch as its next slots.
+
+    With a ``journal``, each decision of the planner is journaled as it is made, in the order
+    asked, and each round's batch is a journaled run (round ``n`` under ``run_id``); resumed,
+    the run takes the journaled decisions instead of asking the planner, and each round's
+    journaled results instead of running them, so it goes on after the last finished round."""
     _validate.planner(planner)
     if not isinstance(task, str):
         raise TypeError(f"task must be a str (what the planner reads), got {type(task).__name__}")
@@ -355,6 +364,16 @@ async def replan(
     _validate.budget("max_stalls", max_stalls)
     _validate.budget("max_resets", max_resets)
     limit = _validate.seconds("deadline", deadline)
+    check_journal(journal, run_id)
+    if journal is not None:
+        assert run_id is not None
+        first = await journal.decision(run_id, 0)
+        if first is not None and first.get("task") != task:
+            raise ValueError(
+                f"run {run_id!r} was journaled for another task ({first.get('task')!r}): give "
+                "this task a run_id of its own, or the task it was journaled with"
+            )
+    asked = 0  # how many decisions were asked for (or taken from the journal)
     until = trio.current_time() + limit if limit is not None else float("inf")
     ledger: Ledger[S, T] = Ledger(task)
     stalls = resets = 0
@@ -375,8 +394,22 @@ async def replan(
         return end("deadline", f"the run's deadline of {limit:g}s expired {doing}")
 
     async def ask(fresh: bool, first: bool = False) -> Batch[S] | Done | _Failed | None:
-        """The planner's decision, what went wrong asking for it, or None: the deadline
-        expired while it decided."""
+        """The planner's decision (the journal's, when it has it), what went wrong asking for
+        it, or None: the deadline expired while it decided."""
+        nonlocal asked
+        number, asked = asked, asked + 1
+        if journal is not None:
+            assert run_id is not None
+            kept = await journal.decision(run_id, number)
+            if kept is not None:
+                return _decoded(kept)
+        decision = await ask_planner(fresh, first)
+        if journal is not None and decision is not None:
+            assert run_id is not None
+            await journal.decided(run_id, number, _encoded(decision, task))
+        return decision
+
+    async def ask_planner(fresh: bool, first: bool) -> Batch[S] | Done | _Failed | None:
         try:
             with trio.move_on_at(until):
                 if first:
@@ -418,8 +451,21 @@ async def replan(
             if started >= until:
                 return late("before the round started")
             left = None if limit is None else until - started
-            part = None if trace is None else trace._part()  # the round, as the trace's next slots
-            results = (await supervisor.run(subtasks, deadline=left, trace=part)).results
+            number = len(ledger._rounds) + 1
+            named: dict[str, Any] = {}
+            kept = None
+            if journal is not None:  # the round's results journaled, or taken from it
+                assert run_id is not None
+                named = {"journal": journal, "run_id": run_id, "round": number}
+                if await journal.decision(run_id, asked) is not None:  # the round finished
+                    kept = await journal.finished((run_id, number), subtasks)
+            if kept is not None:
+                results = kept
+            else:
+                part = None if trace is None else trace._part()  # the round: the trace's next slots
+                results = (
+                    await supervisor.run(subtasks, deadline=left, trace=part, **named)
+                ).results
         dispatched += len(subtasks)
         number = len(ledger._rounds) + 1
         entries = tuple(
@@ -469,6 +515,36 @@ class _Failed:
     """What went wrong asking the planner for a decision."""
 
     text: str
+
+
+def _encoded(decision: Batch[Any] | Done | _Failed, task: str) -> dict[str, Any]:
+    """``decision`` as plain data, for the journal (with the task it was made for)."""
+    if isinstance(decision, Batch):
+        return {
+            "task": task,
+            "kind": "batch",
+            "subtasks": list(decision.subtasks),
+            "note": decision.note,
+            "replaces": [[index, *key] for index, key in decision.replaces.items()],
+            "progress": decision.progress,
+        }
+    if isinstance(decision, Done):
+        return {"task": task, "kind": "done", "answer": decision.answer, "note": decision.note}
+    return {"task": task, "kind": "failed", "text": decision.text}
+
+
+def _decoded(data: dict[str, Any]) -> Batch[Any] | Done | _Failed:
+    """A journaled decision, as the planner made it."""
+    if data["kind"] == "batch":
+        return Batch(
+            tuple(data["subtasks"]),
+            note=data["note"],
+            replaces={index: (number, at) for index, number, at in data["replaces"]},
+            progress=data["progress"],
+        )
+    if data["kind"] == "done":
+        return Done(data["answer"], note=data["note"])
+    return _Failed(data["text"])
 
 
 def _key(subtask: object) -> object:

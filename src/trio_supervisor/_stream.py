@@ -13,6 +13,7 @@ from trio.lowlevel import ParkingLot, checkpoint, current_task
 from ._contract import SubResult
 from ._engine.attempt import Engine, Timer, cancelled
 from ._engine.lanes import lane
+from ._journal import Journal, with_subtask
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -99,6 +100,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         max_workers: int,
         window: int,
         trace: Trace | None,
+        journal: Journal | None = None,
+        run: tuple[str, int] | None = None,
     ) -> None:
         # iter() now: it pulls nothing, and a non-iterable fails before any work starts
         self._input: Iterator[Any] | AsyncIterator[Any]
@@ -110,7 +113,10 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._engine = engine
         self._timer = engine.timer()  # times the attempts, with a timeout
         # what this stream hands its lanes: pulled slots, and a wait for more when idle
-        self._feed = StreamFeed(self, trace, self._timer, engine.run_key())
+        self._feed = StreamFeed(self, trace, self._timer, engine.run_key(), run, journal)
+        self._journal = journal
+        self._run = run
+        self._kept: dict[int, SubResult[Any, T]] = {}  # journaled results not yet pulled
         self._trace = trace
         self._max_workers = max_workers
         self._window = window
@@ -149,6 +155,9 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 "this stream was already entered: call supervisor.stream(...) for another run"
             )
         self._entered = True
+        if self._journal is not None:
+            assert self._run is not None
+            self._kept = await self._journal.begin(self._run, self._planned)
         if self._trace is not None:
             self._trace.begin(self._planned or ())
         self._manager = trio.open_nursery()
@@ -183,11 +192,18 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 else:
                     await self._manager.__aexit__(None, None, None)
             except* (KeyboardInterrupt, SystemExit, Exception) as group:
+                if self._journal is not None:
+                    self._journal.kick()  # what was journaled before the error is committed
                 raise sole(group) from None
         finally:
             if self._trace is not None:
                 self._trace.end_open()
                 self._trace.close()
+        if self._journal is not None:
+            if exc is None:
+                await self._journal.committed()
+            else:
+                self._journal.kick()
         return absorbed
 
     def __aiter__(self) -> AsyncIterator[SubResult[S, T]]:
@@ -253,6 +269,21 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 self._tail += 1
                 if self._trace is not None:
                     self._trace.pulled(slot, subtask)
+                if self._kept:
+                    kept = self._kept.pop(slot, None)
+                    if kept is not None:  # journaled: delivered as it was, not run again
+                        if self._planned is None and kept.subtask != repr(subtask):
+                            self._input_error = ValueError(
+                                f"run {self._run[0]!r} was journaled with another input "  # type: ignore[index]
+                                f"(slot {slot} was {kept.subtask}, now {subtask!r}): give "
+                                "this input a run_id of its own, or the input it was "
+                                "journaled with"
+                            )
+                            return
+                        if self._trace is not None:
+                            self._trace.journaled(slot)
+                        self._deliver(slot, with_subtask(kept, subtask))
+                        continue
                 self._queue.append((slot, subtask))
                 if self._idle_lanes:
                     self._idle_lanes -= 1
@@ -294,7 +325,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 self._idle_lanes -= 1
         return True
 
-    def _put(self, slot: int, result: SubResult[Any, T]) -> None:
+    def _deliver(self, slot: int, result: SubResult[Any, T]) -> None:
         self._done[slot] = result
         if slot == self._head and self._waiting:
             self._waiting = False
@@ -318,19 +349,52 @@ class StreamFeed:
     subtasks pulled and not yet taken, a wait for more while the input goes on, and where each
     result goes (a slot cut short is delivered as it is)."""
 
-    __slots__ = ("cut", "key", "more", "put", "ready", "take", "timer", "trace")
+    __slots__ = (
+        "commit",
+        "cut",
+        "journal",
+        "key",
+        "more",
+        "put",
+        "ready",
+        "run",
+        "take",
+        "timer",
+        "trace",
+    )
 
     def __init__(
-        self, stream: Stream[Any, Any], trace: Trace | None, timer: Timer | None, key: int
+        self,
+        stream: Stream[Any, Any],
+        trace: Trace | None,
+        timer: Timer | None,
+        key: int,
+        run: tuple[str, int] | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.trace = trace
         self.timer = timer
         self.key = key
+        self.run = run
+        self.journal = journal
         self.take: Callable[[], tuple[int, Any] | None] = stream._take
         self.ready: Callable[[], bool] = stream._has_pulled
         self.more: Callable[[], Awaitable[bool]] = stream._more
-        self.put: Callable[[int, SubResult[Any, Any]], None] = stream._put
-        self.cut: Callable[[int, SubResult[Any, Any]], None] = stream._put
+        self.put: Callable[[int, SubResult[Any, Any]], None] = stream._deliver
+        self.cut: Callable[[int, SubResult[Any, Any]], None] = stream._deliver
+        self.commit: Callable[[], Awaitable[None]] | None = None
+        if journal is not None:
+            assert run is not None
+            record = journal.record
+            deliver = stream._deliver
+
+            def put(slot: int, result: SubResult[Any, Any]) -> None:
+                record(run, slot, result)
+                deliver(slot, result)
+
+            self.put = put
+            if journal.each:
+                self.commit = journal.committed
 
 
 def open_stream(
@@ -339,7 +403,11 @@ def open_stream(
     max_workers: int,
     window: int,
     trace: Trace | None,
+    journal: Journal | None = None,
+    run: tuple[str, int] | None = None,
 ) -> Stream[Any, T]:
     """A new [`Stream`][trio_supervisor.Stream] (which has no public constructor)."""
-    stream: Stream[Any, T] = Stream._create(subtasks, engine, max_workers, window, trace)
+    stream: Stream[Any, T] = Stream._create(
+        subtasks, engine, max_workers, window, trace, journal, run
+    )
     return stream

@@ -17,6 +17,7 @@ from ._engine.attempt import CUT_SHORT, Engine, Timer
 from ._engine.lanes import lane
 from ._engine.places import Places
 from ._engine.restarting import restarting_run
+from ._journal import Journal, check_journal
 from ._meters import Capacity, Meter, check_capacity, check_meters
 from ._replan import Answer, Planner, replan
 from ._restarts import Restarts
@@ -252,11 +253,21 @@ class Supervisor(Generic[S, T]):
         *,
         deadline: float | None = None,
         trace: Trace | None = None,
+        journal: Journal | None = None,
+        run_id: str | None = None,
+        round: int = 0,
     ) -> Aggregate[str, T]: ...
 
     @overload
     async def run(
-        self, task: Iterable[S], *, deadline: float | None = None, trace: Trace | None = None
+        self,
+        task: Iterable[S],
+        *,
+        deadline: float | None = None,
+        trace: Trace | None = None,
+        journal: Journal | None = None,
+        run_id: str | None = None,
+        round: int = 0,
     ) -> Aggregate[S, T]: ...
 
     async def run(
@@ -265,6 +276,9 @@ class Supervisor(Generic[S, T]):
         *,
         deadline: float | None = None,
         trace: Trace | None = None,
+        journal: Journal | None = None,
+        run_id: str | None = None,
+        round: int = 0,
     ) -> Aggregate[Any, T]:
         """Run every subtask of ``task`` and return their results, in plan order.
 
@@ -285,6 +299,14 @@ class Supervisor(Generic[S, T]):
           trace: a fresh [`Trace`][trio_supervisor.Trace] to record admissions, attempts and
             ends into: ``Trace()``, or ``Trace(plan)`` made for this very plan. It is closed
             when the run returns or raises.
+          journal: a [`Journal`][trio_supervisor.Journal] to keep each final result in, and to
+            resume from: a slot the journal has a final OK result of, under ``run_id``, is not
+            run again (its result comes back with its original attempts and times, marked
+            ``journaled`` in the trace). The run returns once its results are committed.
+          run_id: the run's name in the journal (needed with one), and the first part of each
+            attempt's [`attempt_key`][trio_supervisor.attempt_key].
+          round: the round of a re-planning run this batch is (``replan`` sets it), the second
+            part of the journal's key and of each attempt's key.
 
         Returns:
           An [`Aggregate`][trio_supervisor.Aggregate] with one
@@ -295,19 +317,28 @@ class Supervisor(Generic[S, T]):
             [`stream`][trio_supervisor.Supervisor.stream] for an async one), ``trace`` is not a
             [`Trace`][trio_supervisor.Trace], or a worker's call returns something that cannot
             be awaited (the message names the fix).
-          ValueError: if ``deadline`` is not positive, or ``trace`` was made for another plan or
-            already recorded a run.
+          ValueError: if ``deadline`` is not positive, ``trace`` was made for another plan or
+            already recorded a run, or ``run_id`` was journaled with another plan (naming the
+            first slot that differs), before any work.
           KeyboardInterrupt: if a worker raised it (likewise `SystemExit`), bare.
         """
         plan = _validate.plan(task)
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
+        run = check_journal(journal, run_id, round)
         # invariant: results[i] is None until slot i has its final result; cuts[i] is where a
         # slot cut short while it ran got to
         results: list[SubResult[Any, T] | None] = [None] * len(plan)
         cuts: dict[int, SubResult[Any, T]] = {}
+        if journal is not None:
+            assert run is not None
+            for slot, restored in (await journal.begin(run, plan)).items():
+                results[slot] = restored
         if trace is not None:
             trace.begin(plan)
+            for slot, done in enumerate(results):
+                if done is not None:
+                    trace.journaled(slot)
         expired = False
         gave_up: str | None = None
         restarts = self._restarting_by()
@@ -315,19 +346,31 @@ class Supervisor(Generic[S, T]):
             try:
                 with trio.move_on_after(limit if limit is not None else math.inf) as scope:
                     if restarts is None:
-                        await self._fan_out(plan, results, cuts, trace)
+                        await self._fan_out(plan, results, cuts, trace, run, journal)
                     else:
-                        gave_up = await restarting_run(
-                            self._engine, plan, results, cuts, trace, restarts
-                        )
+                        kept = [result is not None for result in results]
+                        try:
+                            gave_up = await restarting_run(
+                                self._engine, plan, results, cuts, trace, restarts, run, journal
+                            )
+                        finally:  # final now (the deadline's too): no restart takes them back
+                            if journal is not None:
+                                assert run is not None
+                                for slot, final in enumerate(results):
+                                    if final is not None and not kept[slot]:
+                                        journal.record(run, slot, final)
                 expired = scope.cancelled_caught
             except* (KeyboardInterrupt, SystemExit, Exception) as group:
+                if journal is not None:
+                    journal.kick()  # what was journaled before the error is committed
                 raise sole(group) from None
         finally:
             if trace is not None:
                 trace.end_open()
                 trace.close()
         _fill(plan, results, cuts, limit if expired else None)
+        if journal is not None:
+            await journal.committed()
         return Aggregate(results, gave_up)  # type: ignore[arg-type]  # _fill left no None
 
     async def _fan_out(
@@ -336,17 +379,20 @@ class Supervisor(Generic[S, T]):
         results: list[SubResult[Any, T] | None],
         cuts: dict[int, SubResult[Any, T]],
         trace: Trace | None,
+        run: tuple[str, int] | None = None,
+        journal: Journal | None = None,
     ) -> None:
         """The admission loop: ``min(max_workers, len(plan))`` lanes share one feed over the
-        plan, so each free lane admits the next slot, in plan order."""
+        plan, so each free lane admits the next slot, in plan order (the slots without a
+        result yet: those of a journal are not run again)."""
         engine = self._engine
         timer = engine.timer()
-        feed = RunFeed(plan, results, cuts, trace, timer, engine.run_key())
+        feed = RunFeed(plan, results, cuts, trace, timer, engine.run_key(), run, journal)
         async with trio.open_nursery() as timing:
             if timer is not None:
                 timing.start_soon(timer.watch)
             async with trio.open_nursery() as nursery:
-                for _ in range(min(self._max_workers, len(plan))):
+                for _ in range(min(self._max_workers, feed.left)):
                     nursery.start_soon(lane, engine, feed)
             timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
 
@@ -361,6 +407,8 @@ class Supervisor(Generic[S, T]):
         max_resets: int = 2,
         deadline: float | None = None,
         trace: Trace | None = None,
+        journal: Journal | None = None,
+        run_id: str | None = None,
     ) -> Answer[S, T]:
         """Work on ``task`` in rounds, each a parallel batch the planner chose from what came
         back so far, and always return an answer.
@@ -395,6 +443,11 @@ class Supervisor(Generic[S, T]):
           trace: a fresh, empty [`Trace`][trio_supervisor.Trace] to record every round into:
             each round's batch is recorded as its next slots, so its slots are the ledger's
             entries, in order. It is closed when the run returns or raises.
+          journal: a [`Journal`][trio_supervisor.Journal]: each decision of the planner and
+            each round's results are journaled; resumed under the same ``run_id``, the run
+            takes both from it and goes on after the last finished round, asking the planner
+            only for what it had not decided yet.
+          run_id: the run's name in the journal (needed with one).
 
         Returns:
           An [`Answer`][trio_supervisor.Answer]: the text, whether it is degraded, the budget
@@ -419,6 +472,8 @@ class Supervisor(Generic[S, T]):
                 max_resets=max_resets,
                 deadline=deadline,
                 trace=trace,
+                journal=journal,
+                run_id=run_id,
             )
         finally:
             if trace is not None:
@@ -431,6 +486,8 @@ class Supervisor(Generic[S, T]):
         *,
         window: int | None = None,
         trace: Trace | None = None,
+        journal: Journal | None = None,
+        run_id: str | None = None,
     ) -> Stream[str, T]: ...
 
     @overload
@@ -440,6 +497,8 @@ class Supervisor(Generic[S, T]):
         *,
         window: int | None = None,
         trace: Trace | None = None,
+        journal: Journal | None = None,
+        run_id: str | None = None,
     ) -> Stream[S, T]: ...
 
     def stream(
@@ -448,6 +507,8 @@ class Supervisor(Generic[S, T]):
         *,
         window: int | None = None,
         trace: Trace | None = None,
+        journal: Journal | None = None,
+        run_id: str | None = None,
     ) -> Stream[Any, T]:
         """Results as they become available in plan order, for inputs of any length.
 
@@ -483,6 +544,11 @@ class Supervisor(Generic[S, T]):
           trace: a fresh, empty [`Trace`][trio_supervisor.Trace] (or one made for the very plan
             of a list or tuple input); slots are added as they are pulled, and each records
             when its result was delivered.
+          journal: a [`Journal`][trio_supervisor.Journal], as for
+            [`run`][trio_supervisor.Supervisor.run]: each result is journaled as it is done;
+            resumed under the same ``run_id``, the stream yields, still in plan order, each
+            journaled result as its slot is pulled, without running it again.
+          run_id: the stream's name in the journal (needed with one), as for ``run``.
 
         Returns:
           A [`Stream`][trio_supervisor.Stream]: enter it with ``async with``, then iterate it.
@@ -502,7 +568,8 @@ class Supervisor(Generic[S, T]):
         source = _validate.stream_input(subtasks)
         planned = source if isinstance(source, list | tuple) else None
         check_trace(trace, planned)
-        return open_stream(source, self._engine, self._max_workers, size, trace)
+        run = check_journal(journal, run_id)
+        return open_stream(source, self._engine, self._max_workers, size, trace, journal, run)
 
 
 class RunFeed:
@@ -510,7 +577,19 @@ class RunFeed:
     of its plan, in order, and where each result, or how far a slot cut short got, goes. No
     more slots come once the plan is taken."""
 
-    __slots__ = ("_left", "cut", "key", "put", "take", "timer", "trace")
+    __slots__ = (
+        "_left",
+        "commit",
+        "cut",
+        "journal",
+        "key",
+        "left",
+        "put",
+        "run",
+        "take",
+        "timer",
+        "trace",
+    )
 
     def __init__(
         self,
@@ -520,17 +599,42 @@ class RunFeed:
         trace: Trace | None,
         timer: Timer | None,
         key: int,
+        run: tuple[str, int] | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self.trace = trace
         self.timer = timer
         self.key = key
-        # the plan's own iterator knows what is left (enumerate does not): no copy of the plan
-        self._left = iter(plan)
-        self.take: Callable[[], tuple[int, Any] | None] = functools.partial(
-            next, enumerate(self._left), None
-        )
+        self.run = run
+        self.journal = journal
+        self.commit: Callable[[], Awaitable[None]] | None = None
         self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
         self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__
+        self._left: Any
+        if journal is None or all(result is None for result in results):
+            # the plan's own iterator knows what is left (enumerate does not): no copy of it
+            self._left = iter(plan)
+            self.take: Callable[[], tuple[int, Any] | None] = functools.partial(
+                next, enumerate(self._left), None
+            )
+            self.left = len(plan)
+        else:  # resumed: only the slots the journal has no result of
+            todo = [(slot, plan[slot]) for slot, done in enumerate(results) if done is None]
+            self._left = iter(todo)
+            self.take = functools.partial(next, self._left, None)
+            self.left = len(todo)
+        if journal is not None:
+            assert run is not None
+            record = journal.record
+            store = results.__setitem__
+
+            def put(slot: int, result: SubResult[Any, Any]) -> None:
+                record(run, slot, result)
+                store(slot, result)
+
+            self.put = put
+            if journal.each:
+                self.commit = journal.committed
 
     def ready(self) -> bool:
         """Whether a slot of the plan is still to be taken."""

@@ -50,8 +50,10 @@ class SlotTrace:
     ``planned`` is when the slot became known (the run's start for a planned subtask, its
     admission for one pulled later from a lazy input); ``spans`` has one
     [`Span`][trio_supervisor.Span] per attempt; ``delivered`` is when a streaming supervisor handed
-    its result to the caller; ``child`` is the trace of a run its worker made as a supervisor
-    itself (see [`nest`][trio_supervisor.Trace.nest]), of its latest attempt.
+    its result to the caller; ``journaled`` is True when its result came from a
+    [`Journal`][trio_supervisor.Journal] (a resumed run did not run it again); ``child`` is the
+    trace of a run its worker made as a supervisor itself (see
+    [`nest`][trio_supervisor.Trace.nest]), of its latest attempt.
     """
 
     slot: int
@@ -61,6 +63,7 @@ class SlotTrace:
     spans: list[Span] = field(default_factory=list)
     delivered: float | None = None
     child: Trace | None = None
+    journaled: bool = False
 
     @property
     def started(self) -> float | None:
@@ -166,6 +169,10 @@ class Trace:
     def delivered(self, slot: int) -> None:
         """The caller received slot ``slot``'s result (from a streaming supervisor)."""
         self.slots[slot].delivered = trio.current_time()
+
+    def journaled(self, slot: int, subtask: Any = None) -> None:
+        """Slot ``slot``'s result came from the journal: a resumed run did not run it again."""
+        self._slot(slot, subtask).journaled = True
 
     def admitted(self, slot: int, subtask: Any = None) -> None:
         """Slot ``slot`` got its place under the capacity bound."""
@@ -333,6 +340,7 @@ class Trace:
                     ],
                     "completion_rank": ranks.get(slot.slot),
                     "delivered": rel(slot.delivered),
+                    **({"journaled": True} if slot.journaled else {}),
                     **({} if slot.child is None else {"child": slot.child.to_dict()}),
                 }
                 for slot in self.slots

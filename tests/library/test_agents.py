@@ -651,3 +651,21 @@ def test_each_docstrings_example_runs(documented: object) -> None:
     }
     exec(compile(example_of(documented), f"<example of {documented!r}>", "exec"), names)
     trio.run(names["example"], clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def test_an_attempt_sends_its_key_as_an_idempotency_key_header(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    transport = httpx2.ASGITransport(
+        app=devserver.app(latency=(0, 0), script={"b": devserver.Script(flaky=1, status=503)}.get)
+    )
+    async with ChatAgent(
+        "m", base_url="http://devserver/v1", api_key=KEY, transport=transport
+    ) as worker:
+        supervisor = Supervisor(worker, max_workers=1, attempts=2, retry_on=TRANSIENT)
+        await supervisor.run(["a", "b"], run_id="order-7")
+        await supervisor.run(["c"])  # no run_id: no key to send
+    async with httpx2.AsyncClient(transport=transport, base_url="http://devserver") as client:
+        stats = (await client.get("/stats")).json()
+    assert stats["requests"] == 4
+    assert stats["idempotency_keys"] == ["order-7/0/0/1", "order-7/0/1/1", "order-7/0/1/2"]

@@ -277,3 +277,19 @@ def test_the_process_benchmark_times_every_contender_on_every_function() -> None
         assert list(row) == list(processes.CONTENDERS)
         assert all(micros > 0 for micros in row.values())
     assert figures["cold_start"] > 0
+
+
+def test_the_journal_benchmark_reports_every_figure() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "journal.py"), "--quick", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["N"] == 300
+    for name in ("group / plain", "each / plain", "slow group / plain", "bytes per slot"):
+        assert figures[name] > 0
+    assert figures["resume s"] >= 0

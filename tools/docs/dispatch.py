@@ -134,8 +134,8 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
     # the library's stream hands each result over once, so it cannot restart (step 14 refuses
     # an intensity there, as Supervisor.stream does): only a hand-written stream gives up; a
     # re-planning run reroutes a failed subtask instead (steps 17 on; 21 shows escalation)
-    restarts = not (record.streams and part_two(name)) and not record.replans
-    if record.takes("intensity") and record.takes("attempts") and restarts:
+    gives_up_here = not (record.streams and part_two(name)) and not record.replans
+    if record.takes("intensity") and record.takes("attempts") and gives_up_here:
         restarts, within = INTENSITY
         gives_up = Demo(
             f"slots 1-4 down for good{crowd}, intensity=({restarts}, {within:g}s): it gives up",

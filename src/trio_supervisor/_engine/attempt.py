@@ -30,6 +30,7 @@ import trio
 from trio.lowlevel import ParkingLot
 
 from .._contract import Status, SubResult, describe, failed_result
+from .._journal import AwaitingApproval, Rejected
 from .._retry import Backoff
 from .._trace import Trace
 from .._validate import not_awaitable
@@ -156,6 +157,16 @@ def past_deadline(failure: Exception, wait: float, left: float) -> Exception:
     )
     error.__cause__ = failure
     return error
+
+
+def failure_status(failure: Exception) -> Status:
+    """How a slot whose worker raised ``failure`` ends: ``FAILED``, or the approval gate's
+    ``AWAITING_APPROVAL`` (a question without an answer) or ``REJECTED``."""
+    if isinstance(failure, AwaitingApproval):
+        return Status.AWAITING_APPROVAL
+    if isinstance(failure, Rejected):
+        return Status.REJECTED
+    return Status.FAILED
 
 
 def cancelled(task: trio.lowlevel.Task) -> bool:
@@ -394,7 +405,7 @@ class Engine(Generic[S, T]):
             if failure is None:
                 trace.ended(slot, Status.OK)  # type: ignore[arg-type]
             else:
-                trace.ended(slot, Status.FAILED, failure)  # type: ignore[arg-type]
+                trace.ended(slot, failure_status(failure), failure)  # type: ignore[arg-type]
 
     def timed_out(self, running: Running, trace: Trace | None) -> None:
         """``running``'s attempt ran past its timeout: its failure is a `trio.TooSlowError`."""
@@ -425,6 +436,8 @@ class Engine(Generic[S, T]):
         failures = running.failures
         if failure is None or failures >= self.attempts:
             return None
+        if isinstance(failure, AwaitingApproval | Rejected):  # a human's word: not retried
+            return None
         if not (self._any_failure or self.retryable(failure)):
             return None
         wait = 0.0
@@ -447,7 +460,7 @@ class Engine(Generic[S, T]):
         """The final result of ``running``'s slot, whose last attempt failed or timed out."""
         failure = running.failure
         assert failure is not None
-        status = Status.TIMED_OUT if running.timed_out else Status.FAILED
+        status = Status.TIMED_OUT if running.timed_out else failure_status(failure)
         error = None  # the exception's own description, made when it is read
         if running.mixed is not None and running.timed_out:
             error = while_cancelled(describe(failure), running.mixed)

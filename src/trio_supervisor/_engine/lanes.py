@@ -19,13 +19,14 @@ What costs what, on the path every slot takes (``benchmarks/README.md`` has the 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import trio
 from trio.lowlevel import checkpoint, current_task
 
 from .._contract import Status, SubResult, ok_result
+from .._journal import Journal, bind_key
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
 
@@ -34,12 +35,17 @@ class Feed(Protocol):
     """What a run or a stream hands its lanes.
 
     ``trace`` records the slots (or None), ``timer`` times the attempts (None without a
-    timeout), ``key`` is the retry jitter key of the run (see ``Engine.run_key``).
+    timeout), ``key`` is the retry jitter key of the run (see ``Engine.run_key``); ``run`` is
+    the run's id and round when it has an id (what ``attempt_key`` reads), and ``commit``, when
+    not None, is awaited after each ``put`` (a journal with ``flush="each"``).
     """
 
     trace: Trace | None
     timer: Timer | None
     key: int
+    run: tuple[str, int] | None
+    journal: Journal | None
+    commit: Callable[[], Awaitable[None]] | None
 
     def take(self) -> tuple[int, Any] | None:
         """The next slot and its subtask, or None when there is none right now."""
@@ -71,6 +77,8 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     """
     running = Running()
     timer = feed.timer
+    if feed.run is not None:
+        bind_key(feed.run, running, feed.journal)  # what attempt_key() and approval() read
     try:
         if timer is None:
             await slots(engine, feed, running)
@@ -110,6 +118,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
     trace = feed.trace
     timer = feed.timer
     key = feed.key
+    commit = feed.commit
     now = trio.lowlevel.current_clock().current_time
     task = current_task()
     counted = counts_points(task)
@@ -168,6 +177,8 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                 if wait is None:
                     put(slot, engine.failed(running, now()))
                     running.slot = None
+                    if commit is not None:
+                        await commit()
                     break
                 if wait > 0:
                     await trio.sleep(wait)
@@ -180,6 +191,8 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                 running.slot = None
                 if running.spent:
                     return False  # the worker swallowed the timer's cancellation: scope spent
+                if commit is not None:
+                    await commit()
                 break
             if running.spent:
                 return False

@@ -28,6 +28,7 @@ from typing import Any
 import trio
 
 from .._contract import Status, SubResult, ok_result
+from .._journal import Journal, bind_key
 from .._restarts import Restarts
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
@@ -70,13 +71,22 @@ async def restarting_run(
     cuts: dict[int, SubResult[Any, Any]],
     trace: Trace | None,
     restarts: Restarts,
+    run: tuple[str, int] | None = None,
+    journal: Journal | None = None,
 ) -> str | None:
     """Run ``plan`` with restarts counted and grouped, into ``results``; when the caller's
     cancellation or deadline cuts the run short, a slot without a result is left None, and one
     that ran gets in ``cuts`` how far it got (its attempts, as a cancelled result). Returns why
-    the run gave up, or None."""
+    the run gave up, or None.
+
+    A slot whose result is in ``results`` already (taken from a journal) is final: it is not
+    run, and no restart takes it back. ``run`` is the run's id and round, for ``attempt_key``.
+    """
     slots = [SlotState() for _ in plan]
-    pending: list[int] = list(range(len(plan)))  # admitted next, lowest slot first
+    kept = {slot for slot, result in enumerate(results) if result is not None}
+    for slot in kept:
+        slots[slot].result = results[slot]
+    pending: list[int] = [slot for slot in range(len(plan)) if slot not in kept]
     woken = trio.Event()  # set when a slot may be admitted
     endings: list[Ending] = []  # reported, not yet decided
     reported = trio.Event()  # set when the first of them is reported
@@ -87,7 +97,7 @@ async def restarting_run(
     places = engine.places
     timer = None if engine.timeout is None else Deadlines(engine.timeout)
     now = trio.lowlevel.current_clock().current_time
-    left = [len(plan)]  # slots without a final result
+    left = [len(pending)]  # slots without a final result
     given_up: list[bool] = []
 
     def settle(slot: int, result: SubResult[Any, Any]) -> None:
@@ -165,6 +175,8 @@ async def restarting_run(
             taken = list(range(len(plan)))
         else:
             taken = list(range(slot, len(plan)))
+        if kept:
+            taken = [other for other in taken if other not in kept]
         until = now + wait
         for other in taken:
             reopen(other, until)
@@ -200,6 +212,8 @@ async def restarting_run(
         running.carry(state.running)
         state.running = running
         running.scope = trio.CancelScope()  # what the timeout cancels
+        if run is not None:
+            bind_key(run, running, journal)  # what attempt_key() and approval() read
         try:
             with stop:
                 # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
@@ -221,7 +235,7 @@ async def restarting_run(
         reported.set()
 
     try:
-        if plan:
+        if pending:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(decider)
                 while True:

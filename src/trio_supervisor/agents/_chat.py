@@ -32,7 +32,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
         "pip install 'trio-supervisor[agents]'"
     ) from error
 
-from .. import _validate
+from .. import _validate, attempt_key
 
 Messages = Callable[[Any], "list[ChatCompletionMessageParam]"]
 """How a subtask becomes the messages of a chat completion request."""
@@ -204,6 +204,11 @@ class ChatAgent:
     masked in every text kept from the server, whatever it echoes, and is never in ``repr``
     nor an error's chain.
 
+    In a run given a ``run_id`` (a journaled one, say), each request carries its attempt's
+    [`attempt_key`][trio_supervisor.attempt_key] as an ``Idempotency-Key`` header: a request
+    a killed run made, sent again by its resume, carries the same key, so a server that keeps
+    keys can answer it without doing the work twice.
+
     Args:
       model: the model to ask.
       base_url: the endpoint's base URL, ending in ``/v1`` (``http://127.0.0.1:8000/v1``);
@@ -320,6 +325,9 @@ class ChatAgent:
         options: dict[str, Any] = {}
         if response_format is not None:
             options["response_format"] = response_format
+        key = attempt_key()
+        if key is not None:  # the server can tell this attempt, resumed, from a new one
+            options["extra_headers"] = {"Idempotency-Key": str(key)}
         failure: AgentError
         try:
             raw = await self._client.chat.completions.with_raw_response.create(

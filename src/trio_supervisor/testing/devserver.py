@@ -87,6 +87,8 @@ class Stats:
     """The most requests ever in flight at once."""
     disconnects: int = 0
     """Requests whose client went away before the answer."""
+    idempotency_keys: list[str] = field(default_factory=list)
+    """The ``Idempotency-Key`` header of each chat request that sent one, in arrival order."""
 
     def as_json(self) -> dict[str, Any]:
         """The counts, as ``/stats`` reports them."""
@@ -98,6 +100,7 @@ class Stats:
             "statuses": {str(code): n for code, n in sorted(self.statuses.items())},
             "in_flight": self.in_flight,
             "peak_in_flight": self.peak_in_flight,
+            "idempotency_keys": list(self.idempotency_keys),
             "disconnects": self.disconnects,
         }
 
@@ -301,6 +304,9 @@ class _Endpoint:
         """A chat completion; a request whose client goes before its answer (seen, or the
         handler cancelled by Hypercorn) is counted a disconnect."""
         self.stats.requests += 1
+        key = request.headers.get("idempotency-key")
+        if key is not None:
+            self.stats.idempotency_keys.append(key)
         answered = False
         try:
             response = await self._chat(request)

@@ -24,6 +24,8 @@ ENDINGS: dict[Status | None, tuple[str, str]] = {
     Status.FAILED: ("✗", "red"),
     Status.TIMED_OUT: ("⏱", "yellow"),
     Status.CANCELLED: ("⊘", "magenta"),
+    Status.AWAITING_APPROVAL: ("?", "cyan"),
+    Status.REJECTED: ("⊗", "red"),
     None: ("…", "bright_black"),
 }
 

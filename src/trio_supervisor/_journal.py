@@ -1,0 +1,887 @@
+"""The journal: a run's final results on disk, so that a run killed part way resumes where it
+stopped; and the idempotency key each attempt can read.
+
+A [`Journal`][trio_supervisor.Journal] is one SQLite database (WAL mode), written by one thread
+of its own: a run hands it each final result as the slot settles (a row appended to a buffer,
+never a wait on the disk), and the thread commits the buffer in groups, at most ``interval``
+seconds and ``count`` rows apart, or after every row with ``flush="each"``. The schema is in
+the class's docstring, where the API reference shows it; ``SCHEMA`` is what makes the tables
+(``tests/library/test_journal.py`` holds the two to each other).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextvars
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+import weakref
+import zlib
+from collections import deque
+from collections.abc import Callable, Sequence
+from os import PathLike
+from typing import Any, NamedTuple, Protocol
+
+import trio
+
+from ._contract import Status, SubResult
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, fingerprint TEXT, plan BLOB,
+  started REAL NOT NULL, PRIMARY KEY (run_id, round)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS decisions (
+  run_id TEXT NOT NULL, number INTEGER NOT NULL, decision BLOB NOT NULL, decided REAL NOT NULL,
+  PRIMARY KEY (run_id, number)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS approvals (
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, question TEXT NOT NULL,
+  status TEXT NOT NULL, by TEXT, note TEXT, asked REAL NOT NULL, decided REAL,
+  PRIMARY KEY (run_id, round, slot)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS results (
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
+  status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
+  started REAL, finished REAL, PRIMARY KEY (run_id, round, slot)
+) WITHOUT ROWID;
+"""
+
+INSERT = (
+    "INSERT INTO results (run_id, round, slot, subtask, status, output, error_type, error, "
+    "attempts, started, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (run_id, round, slot) DO UPDATE SET subtask = excluded.subtask, "
+    "status = excluded.status, output = excluded.output, error_type = excluded.error_type, "
+    "error = excluded.error, attempts = excluded.attempts, started = excluded.started, "
+    "finished = excluded.finished WHERE results.status != 'ok'"
+)
+
+
+class Codec(Protocol):
+    """How a journal turns an output into what it stores, and back: ``encode`` returns str or
+    bytes (raising `TypeError` or `ValueError` for what it cannot encode), ``decode`` undoes
+    it."""
+
+    def encode(self, value: Any) -> str | bytes: ...
+
+    def decode(self, data: str | bytes) -> Any: ...
+
+
+class JsonCodec:
+    """The default codec: JSON text (a tuple comes back as a list)."""
+
+    name = "JSON"
+
+    def __init__(self) -> None:
+        self.encode: Callable[[Any], str] = json.JSONEncoder(
+            ensure_ascii=False, allow_nan=True, check_circular=False
+        ).encode
+        self.decode: Callable[[str | bytes], Any] = json.loads
+
+
+class AttemptKey(NamedTuple):
+    """Which attempt of which slot of which run a worker's call is: the same on every process
+    that runs it, so that a server can tell a retried side effect from a new one.
+
+    ```pycon
+    >>> str(AttemptKey("order-7", 0, 3, 2))
+    'order-7/0/3/2'
+
+    ```
+    """
+
+    run: str
+    round: int
+    slot: int
+    attempt: int
+
+    def __str__(self) -> str:
+        return f"{self.run}/{self.round}/{self.slot}/{self.attempt}"
+
+
+_current: contextvars.ContextVar[tuple[tuple[str, int], Any, Journal | None] | None] = (
+    contextvars.ContextVar("trio_supervisor_attempt", default=None)
+)
+
+
+def bind_key(run: tuple[str, int], running: Any, journal: Journal | None = None) -> None:
+    """The calling task runs ``running``'s attempts of run ``run`` (its id and round), journaled
+    in ``journal``: what [`attempt_key`][trio_supervisor.attempt_key] and
+    [`approval`][trio_supervisor.approval] read (set once per lane, by the engine)."""
+    _current.set((run, running, journal))
+
+
+def attempt_key() -> AttemptKey | None:
+    """The key of the attempt the calling worker runs in, or None outside one, or in a run
+    given no ``run_id``.
+
+    ```pycon
+    >>> async def worker(subtask):
+    ...     return str(attempt_key())
+    >>> async def main():
+    ...     aggregate = await Supervisor(worker, max_workers=1).run(["a"], run_id="r1")
+    ...     return aggregate[0].output
+    >>> trio.run(main)
+    'r1/0/0/1'
+
+    ```
+
+    A worker that makes a side effect (a payment, a message, a paid call) sends it along, as
+    [`ChatAgent`][trio_supervisor.agents.ChatAgent] does in an ``Idempotency-Key`` header, so
+    that the server that did it can tell the same attempt resumed after a crash from a new one.
+    A slot that a resume runs again counts its attempts from 1 again, so its first attempt
+    sends the key the killed run's first attempt sent: a server that kept that attempt's answer
+    gives it back (a failure too, if it keeps failures: a slot whose failure was final in the
+    journal is better given a new ``run_id`` when its side effect must be tried afresh).
+    """
+    bound = _current.get()
+    if bound is None:
+        return None
+    (run, round_), running, _ = bound
+    if running.slot is None:
+        return None
+    return AttemptKey(run, round_, running.slot, running.attempts)
+
+
+def digest_plan(plan: Sequence[Any]) -> tuple[str, bytes]:
+    """The fingerprint of ``plan`` and its reprs, as the ``runs`` table keeps them."""
+    joined = "\x00".join(map(repr, plan)).encode("utf-8", "backslashreplace")
+    return hashlib.blake2b(joined, digest_size=16).hexdigest(), zlib.compress(joined, 1)
+
+
+def first_difference(kept: bytes, plan: Sequence[Any]) -> str:
+    """Where ``plan`` differs from the plan journaled as ``kept``, said in words."""
+    text = zlib.decompress(kept).decode("utf-8", "backslashreplace")
+    before = text.split("\x00") if text else []
+    for slot, (old, subtask) in enumerate(zip(before, plan, strict=False)):
+        new = repr(subtask)
+        if old != new:
+            return f"slot {slot} was {old}, now {new}"
+    return f"it had {len(before)} slots, now {len(plan)}"
+
+
+FLUSH = ("group", "each")
+PARKED = "awaiting approval"
+WRITERS = ("thread", "inline")
+
+
+class Journal:
+    """A run's final results, kept in a SQLite file so that a run killed part way (a deploy,
+    an out-of-memory kill, a laptop lid) resumes with the same ``run_id`` where it stopped.
+
+    ```pycon
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "runs.db"
+    >>> calls = []
+    >>> async def worker(n):
+    ...     calls.append(n)
+    ...     return n * n
+    >>> async def main():
+    ...     with Journal(path) as journal:
+    ...         supervisor = Supervisor(worker, max_workers=2)
+    ...         first = await supervisor.run([1, 2, 3], journal=journal, run_id="squares")
+    ...         again = await supervisor.run([1, 2, 3], journal=journal, run_id="squares")
+    ...     return [r.output for r in again], calls, first == again
+    >>> trio.run(main)
+    ([1, 4, 9], [1, 2, 3], True)
+
+    ```
+
+    Give it to [`Supervisor.run`][trio_supervisor.Supervisor.run] or
+    [`stream`][trio_supervisor.Supervisor.stream] with a ``run_id``: each slot's final result
+    is journaled once, keyed by run, round and slot; the same ``run_id`` again takes the slots
+    with a final OK record from the journal (their original attempts and times, marked
+    ``journaled`` in the trace) and runs only the others. A different plan under the same
+    ``run_id`` is refused before any work, naming the first slot that differs (a subtask is
+    known by its ``repr``: give subtasks whose repr is stable, as str, numbers and tuples).
+
+    Writes never block the trio loop: a result is appended to a buffer that one thread of the
+    journal's own commits, in groups, at most ``interval`` seconds and ``count`` results apart;
+    a run returns only after its results are committed. With ``flush="each"`` every result is
+    committed before its lane goes on (safer, slower). A process killed loses only what was not
+    committed yet: those slots run again on resume, and their workers see the same
+    [`attempt_key`][trio_supervisor.attempt_key] as before.
+
+    A worker can also stop for a person's yes: [`approval`][trio_supervisor.approval] journals
+    its question and parks the slot until ``approve`` or ``reject`` answers it, from this
+    process or any other that opens the file.
+
+    The file's schema, which the ``sqlite3`` shell reads as well as this module does (a
+    re-planning run's round ``n``, from 1, journals its batch under round ``n``):
+
+    ```sql
+    CREATE TABLE runs (         -- one row per run and round: what was planned, and when
+      run_id      TEXT NOT NULL,
+      round       INTEGER NOT NULL,
+      fingerprint TEXT,         -- blake2b of the plan's subtasks' reprs; NULL for a lazy stream
+      plan        BLOB,         -- the reprs, NUL-separated and zlib-compressed (names a change)
+      started     REAL NOT NULL,-- unix time the run was first journaled
+      PRIMARY KEY (run_id, round)
+    ) WITHOUT ROWID;
+    CREATE TABLE results (      -- one row per slot with a final result
+      run_id     TEXT NOT NULL,
+      round      INTEGER NOT NULL,
+      slot       INTEGER NOT NULL,
+      subtask    TEXT NOT NULL, -- the subtask's repr
+      status     TEXT NOT NULL, -- a Status value: 'ok', 'failed', 'timed out'
+      output     BLOB,          -- the codec's encoding of the output (JSON text by default)
+      error_type TEXT,          -- the failure's type name
+      error      TEXT,          -- the failure's type and message, as SubResult.error says it
+      attempts   INTEGER NOT NULL,
+      started    REAL,          -- trio time of the first attempt, as the run recorded it
+      finished   REAL,          -- trio time the slot ended
+      PRIMARY KEY (run_id, round, slot)
+    ) WITHOUT ROWID;
+    CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
+      run_id   TEXT NOT NULL,
+      number   INTEGER NOT NULL,-- 0: the first decision; then one per time the planner was asked
+      decision BLOB NOT NULL,   -- the codec's encoding of the decision (its batch, or done)
+      decided  REAL NOT NULL,   -- unix time it was journaled
+      PRIMARY KEY (run_id, number)
+    ) WITHOUT ROWID;
+    CREATE TABLE approvals (    -- the questions workers asked (approval()), and their answers
+      run_id   TEXT NOT NULL,
+      round    INTEGER NOT NULL,
+      slot     INTEGER NOT NULL,
+      question TEXT NOT NULL,
+      status   TEXT NOT NULL,   -- 'pending', 'approved' or 'rejected'
+      by       TEXT,            -- who answered
+      note     TEXT,            -- what they said
+      asked    REAL NOT NULL,   -- unix time the question was asked
+      decided  REAL,            -- unix time it was answered
+      PRIMARY KEY (run_id, round, slot)
+    ) WITHOUT ROWID;
+    ```
+
+    A final OK row is written once: a second write of the slot is a no-op (``ON CONFLICT``). A
+    failed or timed-out row is replaced only by the result of the resume that ran its slot again.
+
+    Open it once per process and share it (making one opens the file and starts its writer: a
+    short blocking call); ``close()`` (or leaving its ``with`` block) commits what is left.
+    Another process may open the same file (SQLite's WAL lets readers in while one writes).
+
+    Args:
+      path: the database file, made if missing.
+      codec: encodes outputs (``encode(value) -> str | bytes``, ``decode(data)``); JSON when
+        None. An output it cannot encode fails the run with a `TypeError` naming the slot, the
+        output's type and the fix; what was journaled before stays.
+      flush: ``"group"`` (commit in groups) or ``"each"`` (commit every result before going on).
+      interval: seconds a result may wait in the buffer before its group is committed.
+      count: results a group holds at most: a full buffer is committed at once.
+      keep_failed: on resume, keep failed and timed-out results instead of running their slots
+        again.
+      writer: ``"thread"`` (the writer thread) or ``"inline"``: commits in the calling thread,
+        ``interval`` read on trio's clock, blocking trio while it writes; for tests on virtual
+        time (``trio.testing.MockClock``), where a commit must happen at a virtual instant.
+
+    Raises:
+      ValueError: if ``flush`` is neither ``"group"`` nor ``"each"``, ``interval`` is not
+        positive, ``count`` is < 1, or ``writer`` is neither ``"thread"`` nor ``"inline"``.
+      sqlite3.Error: if the file cannot be opened as a database.
+    """
+
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        *,
+        codec: Codec | None = None,
+        flush: str = "group",
+        interval: float = 0.05,
+        count: int = 1000,
+        keep_failed: bool = False,
+        writer: str = "thread",
+    ) -> None:
+        if flush not in FLUSH:
+            raise ValueError(f'flush must be "group" or "each", got {flush!r}')
+        if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
+            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"count must be an int >= 1, got {count!r}")
+        if writer not in WRITERS:
+            raise ValueError(f'writer must be "thread" or "inline", got {writer!r}')
+        self.path = str(path)
+        self.codec: Codec = codec if codec is not None else JsonCodec()
+        self.flush = flush
+        self.interval = float(interval)
+        self.count = count
+        self.keep_failed = keep_failed
+        self.each = flush == "each"
+        # invariant: rows in _buffer are appended by the trio side, taken by the writer only;
+        # _appended counts every row appended, _committed those the writer has committed
+        self._buffer: deque[tuple[Any, ...]] = deque()
+        self._calls: deque[tuple[Callable[[sqlite3.Connection], Any], list[Any]]] = deque()
+        self._appended = 0
+        self._committed = 0
+        self._arrived = threading.Event()  # the buffer got a row, or a call came
+        self._urgent = threading.Event()  # commit now: full, flushed, each, closing
+        self._done = threading.Condition()  # _committed moved, or a call was answered
+        self._stopping: bool | None = None  # True: commit then stop; False: drop and stop
+        self._failure: BaseException | None = None
+        self.writer = writer
+        self._inline: sqlite3.Connection | None = None
+        self._first = 0.0  # inline: trio time of the oldest row in the buffer
+        atexit.register(_close_at_exit, weakref.ref(self))
+        if writer == "inline":
+            self._inline = _connect(self.path)
+            return
+        ready: list[BaseException | None] = []
+        self._thread = threading.Thread(
+            target=self._serve, args=(ready,), name=f"journal {self.path}", daemon=True
+        )
+        self._thread.start()
+        with self._done:
+            self._done.wait_for(lambda: bool(ready))
+        if ready[0] is not None:
+            raise ready[0]
+
+    def __repr__(self) -> str:
+        return (
+            f"Journal({self.path!r}, flush={self.flush!r}, interval={self.interval:g}, "
+            f"count={self.count})"
+        )
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the writer thread -------------------------------------------------------------------
+
+    def _serve(self, ready: list[BaseException | None]) -> None:
+        try:
+            conn = _connect(self.path)
+        except BaseException as exc:
+            with self._done:
+                ready.append(exc)
+                self._done.notify_all()
+            return
+        with self._done:
+            ready.append(None)
+            self._done.notify_all()
+        try:
+            while True:
+                self._arrived.wait()
+                self._arrived.clear()
+                if not self.each and not self._calls and self._stopping is None:
+                    self._urgent.wait(self.interval)
+                self._urgent.clear()
+                if self._stopping is False:
+                    self._buffer.clear()
+                    break
+                self._commit(conn)
+                while self._calls:
+                    call, reply = self._calls.popleft()
+                    try:
+                        reply.append((True, call(conn)))
+                    except BaseException as exc:
+                        reply.append((False, exc))
+                    with self._done:
+                        self._done.notify_all()
+                if self._stopping is not None and not self._buffer:
+                    break
+        finally:
+            conn.close()
+            with self._done:
+                self._stopping = False if self._stopping is None else self._stopping
+                self._done.notify_all()
+
+    def _commit(self, conn: sqlite3.Connection) -> None:
+        buffer = self._buffer
+        while buffer:
+            rows: list[tuple[Any, ...]] = []
+            while buffer and len(rows) < self.count:
+                rows.append(buffer.popleft())
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany(INSERT, rows)
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                self._failure = exc
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            with self._done:
+                self._committed += len(rows)
+                self._done.notify_all()
+
+    def _call(self, call: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``call`` on the writer's connection, after what the buffer holds; blocks."""
+        if self._inline is not None:
+            if self._stopping is not None:
+                raise RuntimeError(f"the journal {self.path} is closed")
+            self._commit(self._inline)
+            return call(self._inline)
+        reply: list[Any] = []
+        self._calls.append((call, reply))
+        self._arrived.set()
+        self._urgent.set()
+        with self._done:
+            self._done.wait_for(lambda: bool(reply) or self._stopping is not None)
+        if not reply:
+            raise RuntimeError(f"the journal {self.path} is closed")
+        ok, value = reply[0]
+        if not ok:
+            raise value
+        return value
+
+    def _wait_committed(self, upto: int) -> None:
+        with self._done:
+            self._done.wait_for(lambda: self._committed >= upto or self._stopping is not None)
+        if self._failure is not None:
+            raise RuntimeError(f"the journal {self.path} could not commit") from self._failure
+
+    # -- what runs call -----------------------------------------------------------------------
+
+    def record(
+        self, run: tuple[str, int], slot: int, result: SubResult[Any, Any]
+    ) -> None:  # called by the engine's feeds
+        """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer."""
+        if self._stopping is not None:
+            raise RuntimeError(f"the journal {self.path} is closed: open another to go on")
+        status = result.status
+        if status is Status.OK:
+            output = result.output
+            try:
+                data: str | bytes | None = self.codec.encode(output)
+            except (TypeError, ValueError) as exc:
+                self._urgent.set()  # what came before is committed all the same
+                raise TypeError(
+                    f"slot {slot}'s output, a {type(output).__name__}, cannot be encoded by the "
+                    f"journal's codec ({getattr(self.codec, 'name', type(self.codec).__name__)}:"
+                    f" {exc}): return values the codec encodes, or give Journal(codec=...) one "
+                    "that encodes it"
+                ) from None
+            error_type = error = None
+        else:
+            data = None
+            exception = result.exception
+            error_type = None if exception is None else type(exception).__name__
+            error = result.error
+        buffer = self._buffer
+        buffer.append(
+            (
+                run[0],
+                run[1],
+                slot,
+                repr(result.subtask),
+                status.value,
+                data,
+                error_type,
+                error,
+                result.attempts,
+                result.started,
+                result.finished,
+            )
+        )
+        self._appended += 1
+        size = len(buffer)
+        if self._inline is not None:  # commits in the caller's thread, on trio's clock
+            now = trio.current_time()
+            if size == 1:
+                self._first = now
+            if self.each or size >= self.count or now - self._first >= self.interval:
+                self._commit(self._inline)
+            return
+        if size == 1:
+            self._arrived.set()
+        if self.each or size >= self.count:
+            self._urgent.set()
+
+    async def committed(self) -> None:
+        """Wait until every result appended so far is committed, without blocking trio."""
+        upto = self._appended
+        if self._committed >= upto:
+            return
+        if self._inline is not None:
+            self._commit(self._inline)
+            return
+        self._arrived.set()
+        self._urgent.set()
+        await trio.to_thread.run_sync(self._wait_committed, upto, abandon_on_cancel=True)
+
+    def kick(self) -> None:
+        """Commit what the buffer holds soon (a run ends on an error: keep what came before)."""
+        self._arrived.set()
+        self._urgent.set()
+
+    async def begin(
+        self, run: tuple[str, int], plan: Sequence[Any] | None
+    ) -> dict[int, SubResult[Any, Any]]:
+        """Journal the start of ``run`` over ``plan`` (None: a lazy stream's, not known yet),
+        or, when it was journaled before, check the plan is the same and return the results
+        kept: every OK one, and with ``keep_failed`` the failed and timed-out ones too.
+
+        Raises:
+          ValueError: if ``run`` was journaled with another plan, naming the first difference.
+        """
+        fingerprint, packed = (None, None) if plan is None else digest_plan(plan)
+        rows = await self._run(lambda conn: _begin(conn, run, fingerprint, packed))
+        if rows is None:
+            return {}
+        kept_fingerprint, kept_plan, results = rows
+        if plan is not None and kept_fingerprint is not None and kept_fingerprint != fingerprint:
+            raise ValueError(
+                f"run {run[0]!r} was journaled with another plan "
+                f"({first_difference(kept_plan, plan)}): give this plan "
+                "a run_id of its own, or the plan it was journaled with"
+            )
+        return self._restore(results, plan, self.keep_failed)
+
+    def _restore(
+        self, rows: list[tuple[Any, ...]], plan: Sequence[Any] | None, failed: bool
+    ) -> dict[int, SubResult[Any, Any]]:
+        """The results of ``rows`` by slot (the failed ones too when ``failed``), each for its
+        subtask of ``plan`` (its repr when ``plan`` is None)."""
+        decode = self.codec.decode
+        kept: dict[int, SubResult[Any, Any]] = {}
+        for slot, subtask, status, data, error, attempts, started, finished in rows:
+            if status != "ok" and (not failed or status == PARKED):
+                continue  # a parked slot runs again: its worker asks for its answer
+            if plan is not None:
+                if slot >= len(plan):
+                    continue
+                subtask = plan[slot]
+            if status == "ok":
+                kept[slot] = SubResult(
+                    subtask,
+                    output=None if data is None else decode(data),
+                    attempts=attempts,
+                    started=started,
+                    finished=finished,
+                )
+            else:
+                kept[slot] = SubResult(
+                    subtask,
+                    error=error or status,
+                    status=Status(status),
+                    attempts=attempts,
+                    started=started,
+                    finished=finished,
+                )
+        return kept
+
+    async def finished(
+        self, run: tuple[str, int], plan: Sequence[Any]
+    ) -> list[SubResult[Any, Any]] | None:
+        """Every result of ``run``'s finished round, over ``plan``, failed ones included; None
+        unless every slot has one."""
+        kept = self._restore(await self._run(lambda conn: _rows(conn, run)), plan, True)
+        if len(kept) != len(plan):
+            return None
+        return [kept[slot] for slot in range(len(plan))]
+
+    async def decision(self, run_id: str, number: int) -> Any:
+        """The planner's decision ``number`` of re-planning run ``run_id``, decoded, or None
+        when it was not journaled (the run had not got that far)."""
+        found = await self._run(
+            lambda conn: conn.execute(
+                "SELECT decision FROM decisions WHERE run_id = ? AND number = ?",
+                (run_id, number),
+            ).fetchone()
+        )
+        return None if found is None else self.codec.decode(found[0])
+
+    async def decided(self, run_id: str, number: int, decision: Any) -> None:
+        """Journal the planner's decision ``number`` of re-planning run ``run_id`` (plain data
+        the codec encodes), committed before it returns; a second write is a no-op."""
+        try:
+            data = self.codec.encode(decision)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"the planner's decision {number} cannot be encoded by the journal's codec "
+                f"({exc}): plan subtasks the codec encodes, or give Journal(codec=...) one that "
+                "encodes them"
+            ) from None
+        row = (run_id, number, data, time.time())
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO decisions (run_id, number, decision, decided) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT DO NOTHING",
+                row,
+            )
+
+        await self._run(write)
+
+    async def _run(self, call: Callable[[sqlite3.Connection], Any]) -> Any:
+        """``call`` on the writer's connection, awaited in a thread (inline: at once)."""
+        if self._inline is not None:
+            return self._call(call)
+        return await trio.to_thread.run_sync(self._call, call)
+
+    def results(self, run_id: str, round: int = 0) -> list[SubResult[Any, Any]]:
+        """The results journaled for ``run_id``'s round ``round``, in slot order (the subtask of
+        each is its repr); blocks while it reads, so call it outside a trio run or in a thread."""
+        rows = self._call(lambda conn: _rows(conn, (run_id, round)))
+        decode = self.codec.decode
+        return [
+            SubResult(
+                subtask,
+                output=None if data is None else decode(data),
+                attempts=attempts,
+                started=started,
+                finished=finished,
+            )
+            if status == "ok"
+            else SubResult(
+                subtask,
+                error=error or status,
+                status=Status(status),
+                attempts=attempts,
+                started=started,
+                finished=finished,
+            )
+            for _, subtask, status, data, error, attempts, started, finished in rows
+        ]
+
+    def approve(self, run_id: str, slot: int, *, by: str, note: str = "", round: int = 0) -> None:
+        """Approve the question slot ``slot`` of run ``run_id`` asked: its worker, called again
+        by a resume (or waiting for the answer), gets it from
+        [`approval`][trio_supervisor.approval]. Any process that opens the journal may answer;
+        blocks while it writes.
+
+        Raises:
+          ValueError: if that slot asked nothing, or was answered already (naming the answer,
+            who gave it and when).
+        """
+        self._answer(run_id, round, slot, "approved", by, note)
+
+    def reject(self, run_id: str, slot: int, *, by: str, note: str = "", round: int = 0) -> None:
+        """Reject the question slot ``slot`` of run ``run_id`` asked: a resume ends the slot
+        ``Status.REJECTED``, with the note. As for [`approve`][trio_supervisor.Journal.approve].
+        """
+        self._answer(run_id, round, slot, "rejected", by, note)
+
+    def pending(self, run_id: str) -> list[tuple[int, int, str]]:
+        """The questions of run ``run_id`` without an answer: (round, slot, question) each."""
+        rows: list[tuple[int, int, str]] = self._call(
+            lambda conn: conn.execute(
+                "SELECT round, slot, question FROM approvals WHERE run_id = ? AND status = "
+                "'pending' ORDER BY round, slot",
+                (run_id,),
+            ).fetchall()
+        )
+        return rows
+
+    def _answer(self, run_id: str, round: int, slot: int, status: str, by: str, note: str) -> None:
+        if not isinstance(by, str) or not by:
+            raise ValueError(f"say who answers: by must be a non-empty str, got {by!r}")
+
+        def write(conn: sqlite3.Connection) -> str | None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found = conn.execute(
+                    "SELECT status, by, note, decided FROM approvals "
+                    "WHERE run_id = ? AND round = ? AND slot = ?",
+                    (run_id, round, slot),
+                ).fetchone()
+                if found is None:
+                    return f"run {run_id!r} has no question at round {round} slot {slot}"
+                if found[0] != "pending":
+                    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(found[3]))
+                    said = f" ({found[2]})" if found[2] else ""
+                    return (
+                        f"run {run_id!r} slot {slot} was {found[0]} already, by {found[1]} at "
+                        f"{when} UTC{said}: a question is answered once"
+                    )
+                conn.execute(
+                    "UPDATE approvals SET status = ?, by = ?, note = ?, decided = ? "
+                    "WHERE run_id = ? AND round = ? AND slot = ?",
+                    (status, by, note, time.time(), run_id, round, slot),
+                )
+                return None
+            finally:
+                conn.execute("COMMIT")
+
+        refused = self._call(write)
+        if refused is not None:
+            raise ValueError(refused)
+
+    async def _ask(
+        self, run: tuple[str, int], slot: int, question: str
+    ) -> tuple[str, str | None, str | None]:
+        """Slot ``slot``'s question: journaled as pending the first time; its answer."""
+
+        def ask(conn: sqlite3.Connection) -> tuple[str, str | None, str | None]:
+            conn.execute(
+                "INSERT INTO approvals (run_id, round, slot, question, status, asked) "
+                "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING",
+                (*run, slot, question, time.time()),
+            )
+            found: tuple[str, str | None, str | None] = conn.execute(
+                "SELECT status, by, note FROM approvals WHERE run_id = ? AND round = ? "
+                "AND slot = ?",
+                (*run, slot),
+            ).fetchone()
+            return found
+
+        answer: tuple[str, str | None, str | None] = await self._run(ask)
+        return answer
+
+    def close(self, *, flush: bool = True) -> None:
+        """Commit what the buffer holds and stop the writer; with ``flush=False``, drop it
+        instead, as a crash would (what the laws of resume use). Closing twice does nothing."""
+        if self._inline is not None:
+            if self._stopping is None:
+                self._stopping = flush
+                if flush:
+                    self._commit(self._inline)
+                self._buffer.clear()
+                self._inline.close()
+            return
+        if self._stopping is None:
+            self._stopping = flush
+            self._arrived.set()
+            self._urgent.set()
+        self._thread.join()
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=10000")
+    conn.executescript(SCHEMA)
+    return conn
+
+
+def _close_at_exit(ref: weakref.ref[Journal]) -> None:
+    journal = ref()
+    if journal is not None:
+        journal.close()
+
+
+def _rows(conn: sqlite3.Connection, run: tuple[str, int]) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        "SELECT slot, subtask, status, output, error, attempts, started, finished FROM results "
+        "WHERE run_id = ? AND round = ? ORDER BY slot",
+        run,
+    ).fetchall()
+
+
+def _begin(
+    conn: sqlite3.Connection, run: tuple[str, int], fingerprint: str | None, packed: bytes | None
+) -> tuple[str | None, bytes | None, list[tuple[Any, ...]]] | None:
+    found = conn.execute(
+        "SELECT fingerprint, plan FROM runs WHERE run_id = ? AND round = ?", run
+    ).fetchone()
+    if found is None:
+        conn.execute(
+            "INSERT INTO runs (run_id, round, fingerprint, plan, started) VALUES (?, ?, ?, ?, ?)",
+            (*run, fingerprint, packed, time.time()),
+        )
+        return None
+    if found[0] is None and fingerprint is not None:  # a stream's, journaled before its plan
+        conn.execute(
+            "UPDATE runs SET fingerprint = ?, plan = ? WHERE run_id = ? AND round = ?",
+            (fingerprint, packed, *run),
+        )
+    return found[0], found[1], _rows(conn, run)
+
+
+def check_journal(journal: object, run_id: object, round: int = 0) -> tuple[str, int] | None:
+    """The run's id and round, after checking ``journal`` and ``run_id`` (before any work)."""
+    if journal is not None and not isinstance(journal, Journal):
+        raise TypeError(f"journal must be a Journal, got {type(journal).__name__} {journal!r}")
+    if run_id is not None and (not isinstance(run_id, str) or not run_id):
+        raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
+    if journal is not None and run_id is None:
+        raise ValueError("a journaled run needs a run_id: the name it is resumed by")
+    if isinstance(round, bool) or not isinstance(round, int) or round < 0:
+        raise ValueError(f"round must be an int >= 0, got {round!r}")
+    return None if run_id is None else (run_id, round)
+
+
+def with_subtask(result: SubResult[Any, Any], subtask: Any) -> SubResult[Any, Any]:
+    """``result`` for ``subtask`` (a journaled result read before its subtask was known)."""
+    return SubResult(
+        subtask,
+        output=result.output,
+        error=result.error if not result.ok else None,
+        status=result.status,
+        attempts=result.attempts,
+        started=result.started,
+        finished=result.finished,
+    )
+
+
+class AwaitingApproval(Exception):  # a state, not an error: the slot is parked
+    """A worker's question has no answer yet: its slot is parked, ``Status.AWAITING_APPROVAL``,
+    until someone answers (``Journal.approve`` or ``reject``) and a resume calls it again."""
+
+    def __init__(self, question: str) -> None:
+        super().__init__(question)
+        self.question = question
+
+
+class Rejected(Exception):  # the answer, not an error of the worker's
+    """A worker's question was rejected: its slot ends ``Status.REJECTED``, with the note."""
+
+    def __init__(self, question: str, by: str, note: str) -> None:
+        said = f": {note}" if note else ""
+        super().__init__(f"{question!r} rejected by {by}{said}")
+        self.question, self.by, self.note = question, by, note
+
+
+class Approved(NamedTuple):
+    """What [`approval`][trio_supervisor.approval] returns once a question is approved."""
+
+    by: str
+    note: str
+
+
+async def approval(question: str, *, wait: float | None = None) -> Approved:
+    """Ask a human to approve what the calling worker is about to do, on durable state.
+
+    ```python
+    async def refund(order):
+        if order.amount > 100:
+            await approval(f"refund ${order.amount} to order {order.id}")
+        return await payments.refund(order)  # reached only once approved
+    ```
+
+    The question is journaled, once, under the run, round and slot of the attempt. Without an
+    answer the worker raises [`AwaitingApproval`][trio_supervisor.AwaitingApproval]: its slot
+    is parked (``Status.AWAITING_APPROVAL``, the question its error), the run goes on with the
+    other slots and returns degraded. Anyone who opens the journal answers, another process
+    included (``Journal.approve``, ``Journal.reject``, or ``python -m trio_supervisor.journal
+    approve FILE RUN SLOT``); a resume of the run calls the slot's worker again, and this call
+    returns the approval at once (or raises [`Rejected`][trio_supervisor.Rejected]: the slot
+    ends ``Status.REJECTED`` with the note). Finished slots are never run again.
+
+    Args:
+      question: what is to be approved, in words a person answers.
+      wait: seconds to wait for an answer instead of parking at once (the journal is read
+        every second); None parks at once.
+
+    Returns:
+      The approval: who gave it and their note.
+
+    Raises:
+      AwaitingApproval: if no answer came (at once, or within ``wait``).
+      Rejected: if the answer is no.
+      RuntimeError: outside an attempt of a journaled run (``journal=`` and ``run_id=``).
+    """
+    bound = _current.get()
+    if bound is None or bound[2] is None or bound[1].slot is None:
+        raise RuntimeError(
+            "approval() keeps its question in the run's journal: call it from a worker of a "
+            "run given journal= and run_id="
+        )
+    run, running, journal = bound
+    assert journal is not None
+    slot = running.slot
+    until = trio.current_time() + (wait if wait is not None else 0)
+    while True:
+        status, by, note = await journal._ask(run, slot, question)
+        if status == "approved":
+            return Approved(by or "", note or "")
+        if status == "rejected":
+            raise Rejected(question, by or "", note or "")
+        if trio.current_time() >= until:
+            raise AwaitingApproval(question)
+        await trio.sleep(min(1.0, until - trio.current_time()))

@@ -1,0 +1,62 @@
+"""The journal's command line: answer the questions a journaled run's workers asked.
+
+``python -m trio_supervisor.journal approve FILE RUN SLOT [--by NAME] [--note TEXT]``, and
+``reject`` alike; ``pending FILE RUN`` lists the questions without an answer. Each error is one
+line (a missing file, a slot that asked nothing, a question answered already), exit status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .._journal import Journal
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line on ``argv`` (``sys.argv[1:]`` when None); the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m trio_supervisor.journal",
+        description="Answer the questions a journaled run's workers asked (approval()).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("approve", "reject"):
+        command = commands.add_parser(name, help=f"{name} the question a slot asked")
+        command.add_argument("file", help="the journal's database file")
+        command.add_argument("run", help="the run's run_id")
+        command.add_argument("slot", type=int, help="the slot that asked")
+        command.add_argument("--round", type=int, default=0, help="its round (replan), from 1")
+        command.add_argument("--by", default=None, help="who answers (default: your login)")
+        command.add_argument("--note", default="", help="what you say with it")
+    listing = commands.add_parser("pending", help="the questions without an answer")
+    listing.add_argument("file", help="the journal's database file")
+    listing.add_argument("run", help="the run's run_id")
+    options = parser.parse_args(argv)
+    if not Path(options.file).is_file():
+        print(f"error: no journal at {options.file}", file=sys.stderr)
+        return 1
+    with Journal(options.file) as journal:
+        if options.command == "pending":
+            for round_, slot, question in journal.pending(options.run):
+                print(f"round {round_} slot {slot}: {question}")
+            return 0
+        answer = journal.approve if options.command == "approve" else journal.reject
+        try:
+            answer(
+                options.run,
+                options.slot,
+                by=options.by or getpass.getuser(),
+                note=options.note,
+                round=options.round,
+            )
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    done = "approved" if options.command == "approve" else "rejected"
+    print(f"{options.run} slot {options.slot}: {done}")
+    return 0

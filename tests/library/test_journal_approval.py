@@ -1,0 +1,171 @@
+"""The approval gate: a worker's question parks its slot, durably; an answer from anywhere
+that opens the journal (another process included) lets a resume finish it, exactly once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from trio_supervisor import Journal, Status, Supervisor, Trace, approval
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDERS = [("1233", 20), ("1234", 500), ("1235", 40)]
+
+
+class Refunds:
+    """Refunds an order; one above 100 asks for approval first."""
+
+    def __init__(self, wait: float | None = None) -> None:
+        self.calls: Counter[str] = Counter()
+        self.wait = wait
+
+    async def __call__(self, order: tuple[str, int]) -> str:
+        number, amount = order
+        self.calls[number] += 1
+        await trio.sleep(1)
+        if amount > 100:
+            said = await approval(f"refund ${amount} to order {number}", wait=self.wait)
+            return f"refunded {number}, approved by {said.by}"
+        return f"refunded {number}"
+
+
+def virtual(fn: Any, *args: Any) -> Any:
+    return trio.run(fn, *args, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def refund(path: Path, worker: Refunds, trace: list[Trace] | None = None) -> Any:
+    async def main() -> Any:
+        recorded = Trace()
+        if trace is not None:
+            trace.append(recorded)
+        with Journal(path, writer="inline") as journal:
+            supervisor = Supervisor(worker, max_workers=2, attempts=3)
+            return await supervisor.run(ORDERS, journal=journal, run_id="refunds", trace=recorded)
+
+    return virtual(main)
+
+
+def command(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(
+        [sys.executable, "-m", "trio_supervisor.journal", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_question_parks_its_slot_and_an_approval_from_another_process_finishes_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.db"
+    worker = Refunds()
+    traces: list[Trace] = []
+    first = refund(path, worker, traces)
+    assert [r.status for r in first] == [Status.OK, Status.AWAITING_APPROVAL, Status.OK]
+    assert [slot.status for slot in traces[0].slots] == [r.status for r in first]
+    assert first[1].error == "AwaitingApproval: refund $500 to order 1234"
+    assert first[1].attempts == 1  # a question is not retried
+    assert first.degraded
+    with Journal(path) as journal:
+        assert journal.pending("refunds") == [(0, 1, "refund $500 to order 1234")]
+    assert command("pending", str(path), "refunds").stdout == (
+        "round 0 slot 1: refund $500 to order 1234\n"
+    )
+
+    done = command("approve", str(path), "refunds", "1", "--by", "alice", "--note", "ok")
+    assert (done.returncode, done.stdout) == (0, "refunds slot 1: approved\n")
+    again = command("reject", str(path), "refunds", "1", "--by", "bob")
+    assert again.returncode == 1
+    assert again.stderr.startswith("error: run 'refunds' slot 1 was approved already, by alice")
+    assert again.stderr.count("\n") == 1
+    with Journal(path) as journal, pytest.raises(ValueError, match="approved already, by alice"):
+        journal.approve("refunds", 1, by="carol")
+
+    worker = Refunds()
+    resumed = refund(path, worker, traces)
+    assert [slot.journaled for slot in traces[1].slots] == [True, False, True]
+    assert worker.calls == {"1234": 1}  # finished slots are never run again
+    assert [r.output for r in resumed] == [
+        "refunded 1233",
+        "refunded 1234, approved by alice",
+        "refunded 1235",
+    ]
+    assert not resumed.degraded
+
+
+def test_a_rejected_question_ends_its_slot_rejected_with_the_note(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    refund(path, Refunds())
+    with Journal(path) as journal:
+        journal.reject("refunds", 1, by="bob", note="over the limit")
+    resumed = refund(path, Refunds())
+    assert resumed[1].status is Status.REJECTED
+    assert (
+        resumed[1].error == "Rejected: 'refund $500 to order 1234' rejected by bob: over the limit"
+    )
+    assert resumed[0].ok
+
+
+def test_with_wait_a_worker_waits_for_an_answer_given_meanwhile(tmp_path: Path) -> None:
+    worker = Refunds(wait=30)
+
+    async def main() -> Any:
+        with Journal(tmp_path / "journal.db", writer="inline") as journal:
+
+            async def answer() -> None:
+                await trio.sleep(5)
+                journal.approve("refunds", 1, by="alice")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(answer)
+                supervisor = Supervisor(worker, max_workers=2)
+                aggregate = await supervisor.run(ORDERS, journal=journal, run_id="refunds")
+            return aggregate, trio.current_time()
+
+    aggregate, ended = virtual(main)
+    assert aggregate[1].output == "refunded 1234, approved by alice"
+    assert 5 <= aggregate[1].finished <= 6  # read within a second of the answer
+    assert ended < 30
+
+
+def test_a_wait_that_runs_out_parks_the_slot(tmp_path: Path) -> None:
+    result = refund(tmp_path / "journal.db", Refunds(wait=3))
+    assert result[1].status is Status.AWAITING_APPROVAL
+    assert result[1].finished == 4  # its second of work, then three of waiting
+
+
+def test_approval_outside_a_journaled_run_says_what_it_needs() -> None:
+    async def main() -> Any:
+        return await Supervisor(Refunds(), max_workers=1).run([("1", 500)], run_id="r")
+
+    (result,) = virtual(main)
+    assert result.status is Status.FAILED
+    assert "call it from a worker of a run given journal= and run_id=" in (result.error or "")
+
+
+def test_the_command_line_answers_a_missing_file_and_a_slot_that_asked_nothing_in_one_line(
+    tmp_path: Path,
+) -> None:
+    missing = command("approve", str(tmp_path / "none.db"), "refunds", "1")
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        f"error: no journal at {tmp_path / 'none.db'}\n",
+    )
+    path = tmp_path / "journal.db"
+    refund(path, Refunds())
+    nothing = command("approve", str(path), "refunds", "0", "--by", "alice")
+    assert (nothing.returncode, nothing.stderr) == (
+        1,
+        "error: run 'refunds' has no question at round 0 slot 0\n",
+    )

@@ -1,0 +1,99 @@
+"""A journaled re-planning run resumes after its last finished round: the planner is asked only
+for what it had not decided, and the answer is the one an uninterrupted run gives."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from tests.library.test_replan import TASK, research_agent, research_planner
+from trio_supervisor import Answer, Journal, Supervisor
+
+
+class Counted:
+    """A planner, or a worker, whose calls are counted."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: Counter[str] = Counter()
+
+    async def __call__(self, subtask: str) -> Any:
+        self.calls[subtask] += 1
+        return await self.inner(subtask)
+
+    async def first(self, task: str) -> Any:
+        self.calls["first"] += 1
+        return await self.inner.first(task)
+
+    async def next(self, task: str, ledger: Any, *, fresh: bool) -> Any:
+        self.calls["next"] += 1
+        return await self.inner.next(task, ledger, fresh=fresh)
+
+
+def virtual(fn: Any, *args: Any) -> Any:
+    return trio.run(fn, *args, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def said(answer: Answer[Any, Any]) -> tuple[Any, ...]:
+    entries = [
+        (e.round, e.index, e.subtask, e.result.status, e.result.output, e.replaces)
+        for e in answer.ledger.entries
+    ]
+    return (answer.text, answer.degraded, answer.ended_by, answer.reason, entries)
+
+
+async def replanned(
+    worker: Counted, planner: Counted, journal: Journal | None, crash: float = float("inf")
+) -> Answer[Any, Any] | None:
+    named: dict[str, Any] = {} if journal is None else {"journal": journal, "run_id": "plan"}
+    with trio.move_on_after(crash):
+        return await Supervisor(worker, max_workers=4).replan(TASK, planner, **named)
+    return None
+
+
+def test_a_replan_killed_in_its_second_round_resumes_after_the_first(tmp_path: Path) -> None:
+    writer = "inline"  # its commits at virtual instants
+    path = tmp_path / "journal.db"
+    plain = virtual(replanned, Counted(research_agent()), Counted(research_planner()), None)
+    assert plain is not None
+    first, second = plain.ledger.rounds[0], plain.ledger.rounds[1]
+    crash = (second.dispatched + second.finished) / 2  # the second round runs
+
+    journal = Journal(path, writer=writer, interval=100.0, count=1000)
+    worker, planner = Counted(research_agent()), Counted(research_planner())
+    assert virtual(replanned, worker, planner, journal, crash) is None
+    journal.close(flush=False)  # the crash
+    assert planner.calls == {"first": 1, "next": 1}
+    assert first.finished <= crash
+
+    worker, planner = Counted(research_agent()), Counted(research_planner())
+    with Journal(path, writer=writer) as journal:
+        resumed = virtual(replanned, worker, planner, journal)
+    assert resumed is not None
+    assert said(resumed) == said(plain)
+    assert planner.calls == {"next": 1}  # only the decision after the unfinished round
+    assert set(worker.calls) == {entry.subtask for entry in second.entries}  # round 2 only
+
+    with Journal(path, writer=writer) as journal:  # finished: nothing is asked or run again
+        worker, planner = Counted(research_agent()), Counted(research_planner())
+        again = virtual(replanned, worker, planner, journal)
+    assert again is not None
+    assert said(again) == said(plain)
+    assert not planner.calls
+    assert not worker.calls
+
+
+def test_a_journaled_replan_refuses_another_task_under_its_run_id(tmp_path: Path) -> None:
+    async def main() -> None:
+        with Journal(tmp_path / "journal.db") as journal:
+            supervisor = Supervisor(research_agent(), max_workers=4)
+            await supervisor.replan(TASK, research_planner(), journal=journal, run_id="plan")
+            with pytest.raises(ValueError, match="was journaled for another task"):
+                await supervisor.replan("other", research_planner(), journal=journal, run_id="plan")
+
+    virtual(main)
