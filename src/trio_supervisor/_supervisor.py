@@ -14,7 +14,7 @@ import trio
 from . import _validate
 from ._contract import Aggregate, Status, SubResult
 from ._engine.attempt import CUT_SHORT, Engine, Timer
-from ._engine.lanes import keep_lanes, lane
+from ._engine.lanes import lane
 from ._engine.places import Places
 from ._engine.restarting import restarting_run
 from ._journal import Journal, check_journal
@@ -391,20 +391,9 @@ class Supervisor(Generic[S, T]):
         async with trio.open_nursery() as timing:
             if timer is not None:
                 timing.start_soon(timer.watch)
-            try:
-                async with trio.open_nursery() as nursery:
-
-                    def relieve() -> bool:  # a lane waits to retry: another takes the next slot
-                        if not feed.ready():
-                            return False
-                        nursery.start_soon(lane, engine, feed)
-                        return True
-
-                    feed.relieve = relieve
-                    for _ in range(min(self._max_workers, feed.left)):
-                        nursery.start_soon(lane, engine, feed)
-            finally:
-                feed.relieve = keep_lanes  # no cycle outlives the run: relieve holds the feed
+            async with trio.open_nursery() as nursery:
+                for _ in range(min(self._max_workers, feed.left)):
+                    nursery.start_soon(lane, engine, feed)
             timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
 
     async def replan(
@@ -596,7 +585,6 @@ class RunFeed:
         "key",
         "left",
         "put",
-        "relieve",
         "run",
         "take",
         "timer",
@@ -620,7 +608,6 @@ class RunFeed:
         self.run = run
         self.journal = journal
         self.commit: Callable[[], Awaitable[None]] | None = None
-        self.relieve: Callable[[], bool] = keep_lanes  # set by the run, once its lanes start
         self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
         self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__
         self._left: Any

@@ -62,16 +62,6 @@ class Feed(Protocol):
     def cut(self, slot: int, result: SubResult[Any, Any]) -> None:
         """How far slot ``slot`` got when it was cut short (the run decides the final words)."""
 
-    def relieve(self) -> bool:
-        """Start another lane for the slots still to take, while the calling lane waits out a
-        retry's backoff; False when none is started (none is left to take, or the feed keeps
-        its lanes as they are: then the waiting lane keeps its place)."""
-
-
-def keep_lanes() -> bool:
-    """A feed's ``relieve`` that starts no lane: a lane waiting out a backoff keeps its place."""
-    return False
-
 
 def counts_points(task: trio.lowlevel.Task) -> bool:
     """Whether ``task`` keeps the counters a lane's admission reads (see ``slots``)."""
@@ -191,15 +181,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                         await commit()
                     break
                 if wait > 0:
-                    # a waiting retry holds no place: another lane takes the next slot
-                    # meanwhile, and this one queues for a place again when its wait is over
-                    if running.placed and feed.relieve():
-                        running.placed = False
-                        places.give_back(running)
                     await trio.sleep(wait)
-                    if not running.placed:
-                        await places.take(running)
-                        running.placed = True
                 elif not counted or task._cancel_status.effectively_cancelled:
                     await checkpoint()  # a cancelled run calls no worker again
             await attempt(running, trace, timer, now)
