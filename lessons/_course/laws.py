@@ -761,7 +761,7 @@ def _a_waiting_retry_holds_no_token(step: Subject, seen: Seen) -> None:
 
 A_WAITING_RETRY_HOLDS_NO_TOKEN = Law(
     "a retry waiting its backoff holds no token: with one worker, slot 1 starts at once",
-    (8, 9, 10, 11, 12, 13),
+    (8, 9, 10, 11, 12, 13, 14),
     _a_waiting_retry_holds_no_token,
 )
 

@@ -12,7 +12,7 @@ from trio.lowlevel import ParkingLot, checkpoint, current_task
 
 from ._contract import SubResult
 from ._engine.attempt import Engine, Timer, cancelled
-from ._engine.lanes import lane
+from ._engine.lanes import Waiting, lane
 from ._journal import Journal, with_subtask
 from ._trace import Trace
 
@@ -361,6 +361,7 @@ class StreamFeed:
         "take",
         "timer",
         "trace",
+        "waiting",
     )
 
     def __init__(
@@ -383,6 +384,9 @@ class StreamFeed:
         self.put: Callable[[int, SubResult[Any, Any]], None] = stream._deliver
         self.cut: Callable[[int, SubResult[Any, Any]], None] = stream._deliver
         self.commit: Callable[[], Awaitable[None]] | None = None
+        # a stream's lanes are counted by its puller, at most max_workers: a slot waits out its
+        # backoff on its lane, which keeps its place
+        self.waiting: Waiting | None = None
         if journal is not None:
             assert run is not None
             record = journal.record

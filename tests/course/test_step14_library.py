@@ -30,13 +30,12 @@ from trio_supervisor.testing import SimulatedAgent
 
 STEP14 = step14_library
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "steps" / "step14_library.md"
-OWN_FORM = {  # the laws the library keeps in a form of its own, and why
-    laws.A_WAITING_RETRY_HOLDS_NO_TOKEN.rule: "its lanes: a waiting retry keeps its place",
+OWN_FORM = {  # the law the library keeps in a form of its own, and why
     laws.WAITS_ARE_SEEDED_DRAWS.rule: "its jitter: its own seeded generator, per slot",
 }
 
 
-def test_every_part_one_law_runs_on_step_14_but_two_the_library_keeps_in_its_own_form() -> None:
+def test_every_part_one_law_runs_on_step_14_but_one_the_library_keeps_in_its_own_form() -> None:
     part_one = [law for law in laws.LAWS if any(step < 14 for step in law.steps)]
     on_14 = {law.rule for law in laws.laws_of(14) if any(step < 14 for step in law.steps)}
     assert {law.rule for law in part_one} == on_14 | set(OWN_FORM)
@@ -44,15 +43,10 @@ def test_every_part_one_law_runs_on_step_14_but_two_the_library_keeps_in_its_own
 
 
 @pytest.mark.parametrize(
-    "law",
-    [laws.A_WAITING_RETRY_HOLDS_NO_TOKEN, laws.WAITS_ARE_SEEDED_DRAWS],
-    ids=["token", "draws"],
-)
-@pytest.mark.parametrize(
     "step", [STEP13, pytest.param(STEP14, marks=pytest.mark.xfail(strict=True))]
 )
-def test_the_two_laws_of_step_13s_code_fail_on_the_library(law: laws.Law, step: ModuleType) -> None:
-    law.verify(step)
+def test_step_13s_exact_draws_are_not_the_librarys(step: ModuleType) -> None:
+    laws.WAITS_ARE_SEEDED_DRAWS.verify(step)
 
 
 def test_with_an_intensity_a_waiting_retry_holds_no_place_as_in_step_13() -> None:

@@ -49,7 +49,7 @@ def test_a_retry_never_starts_sooner_than_the_server_asked(
     async def main() -> None:
         sup = Supervisor(
             worker,
-            max_workers=3,
+            max_workers=4,  # a place for each: a retry whose wait is over starts at once
             attempts=len(asked) + 1,
             backoff=Backoff(initial, max(initial, 1.0)),
             seed=seed,
