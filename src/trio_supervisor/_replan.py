@@ -462,7 +462,7 @@ async def replan(
             if kept is not None:
                 results = kept
             else:
-                part = None if trace is None else trace._part()  # the round: the trace's next slots
+                part = None if trace is None else trace.part()  # the round: the trace's next slots
                 results = (
                     await supervisor.run(subtasks, deadline=left, trace=part, **named)
                 ).results

@@ -229,10 +229,13 @@ class Trace:
         self.slots[slot].child = child
         return child
 
-    def _part(self) -> Trace:
-        """A fresh trace for one run whose slots are this trace's next slots, numbered on: a
-        re-planning run records each round's batch so, one timeline of every subtask
-        dispatched, in ledger order."""
+    def part(self) -> Trace:
+        """A fresh trace for one run whose slots are this trace's next slots, numbered on.
+
+        [`Supervisor.replan`][trio_supervisor.Supervisor.replan] records each round's batch
+        so: one timeline of every subtask dispatched, in ledger order. A loop of runs of your
+        own can do the same.
+        """
         self._in_use = True
         return _Part(self)
 
