@@ -64,7 +64,17 @@ def run_dict(run: Run) -> dict[str, Any]:
         "model": run.model,
         "trace": trace,
         "replan": None if run.replanned is None else replan_dict(run.replanned, run.trace),
+        **journal_dict(run),
     }
+
+
+def journal_dict(run: Run) -> dict[str, Any]:
+    """A journaling step's run: its ``run_id``, when its supervisor was killed (the demo's
+    ``killed_at``, None when it was not: a resume) and how many results that left committed."""
+    if not step(run.step).journals:
+        return {}
+    killed = run.demo.killed_at if run.killed is not None else None
+    return {"run_id": run.run_id, "killed_at": killed, "committed_at_kill": run.killed}
 
 
 def every_option(run: Run) -> dict[str, Any]:

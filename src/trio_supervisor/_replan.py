@@ -461,6 +461,10 @@ async def replan(
                     kept = await journal.finished((run_id, number), subtasks)
             if kept is not None:
                 results = kept
+                if trace is not None:  # the round's slots, drawn as the journal's
+                    restored = trace._part()
+                    for index, result in enumerate(kept):
+                        restored.journaled(index, result.subtask)
             else:
                 part = None if trace is None else trace._part()  # the round: the trace's next slots
                 results = (
