@@ -9,7 +9,9 @@ finished comes back from the journal, marked journaled in the trace, and only th
 (the slots in flight at the kill, and those finished but not yet committed). The planner is not
 asked again for a round it had decided. A different task under the same ``run_id`` is refused
 before any work. ``supervise`` is step 21's with the journal passed down: the parent is built
-here, as step 19 builds it, so that its ``replan`` can be given the journal.
+here, as step 19 builds it, so that its ``replan`` can be given the journal. A company is final
+only once its leaves are: a child whose leaf is parked (waiting for an answer from outside the
+run, which step 24 asks for) parks its parent's slot too, so that a resume runs both again.
 
 What is still wrong: every slot runs as soon as it can. A slot whose side effect needs a
 person's yes (a refund above a threshold) has no way to wait for one: the run can only do it,
@@ -23,7 +25,17 @@ from lessons.step21_escalation import Escalated, digest, subtasks_of, supervisor
 from lessons.step22_processes import check_task as check_task
 from lessons.step22_processes import open_worker as open_worker  # unchanged since step 22
 from lessons.step22_processes import supervise_broken as supervise_broken
-from trio_supervisor import Answer, Capacity, Journal, Restarts, Strategy, Trace, Worker
+from trio_supervisor import (
+    Answer,
+    AwaitingApproval,
+    Capacity,
+    Journal,
+    Restarts,
+    Status,
+    Strategy,
+    Trace,
+    Worker,
+)
 
 
 async def supervise(
@@ -75,6 +87,9 @@ async def supervise(
         aggregate = await child.run(leaves_of, trace=nested, journal=journal, run_id=name)
         if aggregate.gave_up is not None:  # escalation, the child's reason
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
+        for result in aggregate.results:  # step 23: a company is final once its leaves are
+            if result.status is Status.AWAITING_APPROVAL:  # a leaf parked: a resume runs it
+                raise AwaitingApproval(str(result.error).removeprefix("AwaitingApproval: "))
         return digest(aggregate)
 
     parent = supervisor(research, max_workers=max_workers, attempts=1)  # step 19's parent

@@ -33,6 +33,7 @@ class Demo:
     endless: bool = False  # a lazy step's input never ends: the plan over and over, numbered
     against: int | None = None  # the step before, whose flaw this demo shows: the docs run both
     killed_at: float | None = None  # the supervisor is killed then, and resumed (23): seconds
+    answers: str | None = None  # "approve" or "reject": its questions answered, resumed (24)
 
     def agent(self, seed: int) -> SimulatedAgent:
         """The simulated sub-agent for this demo, its latencies picked by ``seed``."""
@@ -63,6 +64,7 @@ FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring t
 FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
 STALL = "competitor pricing; supplier risk; inventory"  # supplier risk has no other source
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
+REFUNDS = "acme: pricing, refund $500 to order 1234; globex: refund $40 to order 77"
 STEP_13 = (  # step 13's demos, which step 14 runs too
     Demo(
         "a lazy feed of the same reviews: each pulled only when the window has room",
@@ -331,6 +333,19 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             killed_at=2.0,
         ),
     ),
+    24: (  # the answer given in this process, as `python -m lessons approve` gives it
+        Demo(
+            "a refund over $100 waits for a yes; a second command approves it; the resume "
+            "finishes it",
+            REFUNDS,
+            answers="approve",
+        ),
+        Demo(
+            "the same refund, rejected: the resume ends its slot rejected, the rest kept",
+            REFUNDS,
+            answers="reject",
+        ),
+    ),
 }
 """Each step's own demos (the steps not named here run `DEMOS`); each shows what is still
 wrong with its step."""
@@ -387,6 +402,7 @@ def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
                 args.task,
                 options=defaults[0].options,
                 killed_at=defaults[0].killed_at,
+                answers=defaults[0].answers,
             )
         ]
     record = STEPS.get(step) if step is not None else None

@@ -26,7 +26,7 @@ import sqlite3
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
@@ -72,6 +72,8 @@ class Run:
     run_id: str = "run"  # --run-id, or the demo's own (see run_id_of)
     resume: bool = False  # --resume: no kill first, the run resumed from the journal
     killed: int | None = None  # results committed when the supervisor was killed (23)
+    answered: list[str] = field(default_factory=list)  # questions answered before (24)
+    parked: list[tuple[str, int, int, str]] = field(default_factory=list)  # still unanswered
 
 
 class Watch(Protocol):
@@ -227,8 +229,18 @@ async def durably(module: ModuleType, run: Run, worker: Callable[[Any], Any]) ->
             journal.close(flush=False)  # the kill: what was not committed yet is lost
             run.killed = committed(path, run.run_id)
             run.trace = Trace(())  # the resumed run's timeline starts now
+        elif run.demo.answers is not None and not run.resume and run.journal is None:
+            with Journal(path, writer=writer, flush="each") as journal:
+                await module.supervise(
+                    run.demo.task, worker, journal=journal, run_id=run.run_id, **run.options
+                )
+                for name, round_, slot, question in pending(journal, run.run_id):
+                    answer = journal.approve if run.demo.answers == "approve" else journal.reject
+                    answer(name, slot, by="a second command", round=round_)  # as it would
+                    run.answered.append(question)
+            run.trace = Trace(())  # the resumed run's timeline starts now
         with Journal(path, writer=writer, flush="each") as journal:
-            return await module.supervise(
+            aggregate = await module.supervise(
                 run.demo.task,
                 worker,
                 trace=run.trace,
@@ -236,6 +248,18 @@ async def durably(module: ModuleType, run: Run, worker: Callable[[Any], Any]) ->
                 run_id=run.run_id,
                 **run.options,
             )
+            run.parked = pending(journal, run.run_id)
+        return aggregate
+
+
+def pending(journal: Journal, run_id: str) -> list[tuple[str, int, int, str]]:
+    """The questions without an answer of run ``run_id`` and its child runs: (run, round,
+    slot, question) each, as ``python -m lessons approve FILE RUN SLOT`` names them."""
+    return [
+        (name, *question)
+        for name in sorted({name for name, _ in journal_runs(journal, run_id)})
+        for question in journal.pending(name)
+    ]
 
 
 async def kill(at: float, scope: trio.CancelScope) -> None:

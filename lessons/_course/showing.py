@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
+import shlex
 from collections.abc import Mapping
 
 from rich import box
@@ -112,6 +113,27 @@ def show(console: Console, run: Run) -> None:
             f"{plural(run.killed, 'result')} committed; the run above is its resume, under the "
             f"same run id: {plural(journaled_count(run.trace), 'slot')} from the journal (↺), "
             "the rest run again",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    for question in run.answered:
+        console.print(
+            f"the first run parked, waiting for approval: {question}; it was "
+            f"{'approved' if run.demo.answers == 'approve' else 'rejected'} by a second command "
+            "(given in this process, as `python -m lessons approve FILE RUN SLOT` gives it from "
+            "another); the run above is its resume, under the same run id",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    for name, round_, slot, question in run.parked:
+        where = "" if run.journal is None else f" {run.journal}"
+        console.print(
+            f"waiting for approval: {question}; answer it with: python -m lessons approve"
+            f"{where or ' FILE'} {shlex.quote(name)} {slot}"
+            f"{'' if round_ == 0 else f' --round {round_}'} (or reject), then run it again with "
+            "--resume" + ("" if where else " (give --journal FILE to keep the journal)"),
             highlight=False,
             markup=False,
             soft_wrap=True,

@@ -286,6 +286,16 @@ STEPS: dict[int, Step] = {
             hook=_HTTP | {"crash"},
             check_task="check_task",
         ),
+        Step(
+            24,
+            "step24_approval_gate",
+            "an approval gate",
+            options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
     )
 }
 """Every step of the course, by number."""

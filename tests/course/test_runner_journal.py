@@ -113,3 +113,24 @@ def test_approve_answers_once_and_a_second_answer_is_refused_in_one_line(
     assert "was approved already, by ana" in err[0]
     assert main(["approve", str(tmp_path / "none.db"), "r", "0"]) == 2
     assert "no journal at" in capsys.readouterr().err
+
+
+REFUNDS = "acme: pricing, refund $500 to order 1234; globex: refund $40 to order 77"
+
+
+def test_a_parked_refund_is_approved_by_a_second_command_and_the_resume_finishes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "runs.db")
+    (parked,) = run_json("24", "--task", REFUNDS, "--journal", path)
+    (question,) = parked["parked"]
+    assert question["question"] == "acme refund $500 to order 1234: over $100, approve?"
+    assert "round 1 waits for approval: acme refund $500" in parked["replan"]["reason"]
+    argv = [path, question["run_id"], str(question["slot"]), "--by", "ana"]
+    assert main(["approve", *argv]) == 0
+    assert main(["approve", *argv]) == 2  # answered once
+    assert "was approved already, by ana" in capsys.readouterr().err
+    (done,) = run_json("24", "--task", REFUNDS, "--journal", path, "--resume")
+    assert done["parked"] == []
+    assert not done["replan"]["degraded"]
+    assert "acme refund $500 to order 1234: findings" in done["answer"]

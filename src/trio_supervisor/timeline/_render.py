@@ -223,6 +223,8 @@ def legend(rows: Sequence[Row]) -> list[tuple[str, str]]:
         (Status.FAILED, "failed"),
         (Status.TIMED_OUT, "timed out"),
         (Status.CANCELLED, "cancelled"),
+        (Status.AWAITING_APPROVAL, "awaiting approval"),
+        (Status.REJECTED, "rejected"),
     ):
         if ENDINGS[status] in endings:
             said.append((ENDINGS[status][0], words))
