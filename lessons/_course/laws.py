@@ -1381,7 +1381,7 @@ def _answers_by_its_deadline(
 
 ANSWERS_BY_ITS_DEADLINE = Law(
     "a re-planning run with a hung sub-agent answers by its deadline, degraded, naming it",
-    (18, 19, 20, 21, 22, 23),
+    (18, 19, 20, 21, 22, 23, 24),
     _answers_by_its_deadline,
     {
         "workers": st.integers(1, 4),
@@ -1413,7 +1413,7 @@ def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed:
 AN_LLM_PLANS_AS_THE_RULES_DO = Law(
     "planner='llm' asks a chat model over HTTP; the loopback model, playing the rules, makes "
     "the scripted planner's ledger",
-    (19, 20, 21, 22, 23),
+    (19, 20, 21, 22, 23, 24),
     _an_llm_plans_as_the_rules_do,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -1459,7 +1459,7 @@ def _a_company_is_a_child_supervisor(
 A_COMPANY_IS_A_CHILD_SUPERVISOR = Law(
     "a company 'c: a, b' is a child supervisor: the worker gets its leaves, at most K at once "
     "in the whole tree, and its slot the child's digest",
-    (20, 21, 22, 23),
+    (20, 21, 22, 23, 24),
     _a_company_is_a_child_supervisor,
     {"task": companies(), "workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
@@ -1488,7 +1488,7 @@ def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, o
 
 A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
     "a child past its restart intensity fails its parent's slot with Escalated and its reason",
-    (21, 22, 23),
+    (21, 22, 23, 24),
     _a_child_that_gives_up_escalates,
     {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
@@ -1516,7 +1516,7 @@ def _a_crash_fails_its_leaf_alone(step: Subject, seen: Seen, crashed: int, seed:
 
 A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
     "a leaf whose body crashes its process fails its own slot; its siblings get their results",
-    (22, 23),
+    (22, 23, 24),
     _a_crash_fails_its_leaf_alone,
     {"crashed": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -1525,7 +1525,7 @@ A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
 )
 
 
-# --- Part II: durable runs ------------------------------------------------------------------
+# --- Part II: durable runs and an approval gate --------------------------------------------------
 
 
 def ledger_of(answer: Any) -> list[tuple[int, str, str, object]]:
@@ -1583,7 +1583,7 @@ def _resume_after_a_crash_equals_a_run(
 RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
     "a journaled run whose supervisor is killed at any instant, resumed under its run_id, ends "
     "with the ledger and the answer of a run never killed",
-    (23,),
+    (23, 24),
     _resume_after_a_crash_equals_a_run,
     {
         "workers": st.integers(1, 4),
@@ -1593,6 +1593,60 @@ RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
     flaw=(22, "step 22's flaw: its run lives in memory only; it takes no journal"),
     raises=TypeError,
+)
+
+
+def _a_parked_slot_is_finished_by_its_approval(
+    step: Subject, seen: Seen, dollars: int, answer: str, seed: int
+) -> None:
+    from trio_supervisor import Journal
+
+    refund = f"acme refund ${dollars} to order 1"
+    task = f"acme: pricing, refund ${dollars} to order 1; globex: refund $40 to order 2"
+    child = f"r/{decompose(task)[0]}"
+
+    async def main() -> tuple[Any, list[tuple[int, int, str]], Any]:
+        hook = step.module.open_worker(SimulatedAgent(seed), virtual=True, max_workers=2)
+        async with hook as worker:
+            with (
+                tempfile.TemporaryDirectory() as scratch,
+                Journal(Path(scratch) / "runs.db", writer="inline") as journal,
+            ):
+                run = {"journal": journal, "run_id": "r", "max_workers": 2}
+                first = await step.supervise(task, worker, **run)
+                asked = journal.pending(child)
+                for round_, slot, _ in asked:
+                    answering = journal.approve if answer == "approve" else journal.reject
+                    answering(child, slot, by="law", round=round_)
+                resumed = await step.supervise(task, seen.watch(worker), **run)
+        return first, asked, resumed
+
+    first, asked, resumed = seen.virtual(main)
+    seen.fact("questions asked", [q for _, _, q in asked], [f"{refund}: ..."], len(asked) == 1)
+    assert len(asked) == 1, "a refund over the threshold was done without a person's yes"
+    assert first.degraded
+    assert refund in first.reason
+    assert "findings on globex refund $40 to order 2" in first.text  # the rest ran on
+    said = "findings" if answer == "approve" else "missing"
+    seen.fact(
+        "the resumed refund", resumed.text, f"{refund}: {said}", f"{refund}: {said}" in resumed.text
+    )
+    assert f"{refund}: {said}" in resumed.text
+    assert not resumed.degraded
+
+
+A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
+    "a refund over the threshold is parked, the run degraded naming its question; the resume "
+    "after an answer finishes it: done if approved, missing if rejected",
+    (24,),
+    _a_parked_slot_is_finished_by_its_approval,
+    {
+        "dollars": st.integers(101, 10_000),
+        "answer": st.sampled_from(["approve", "reject"]),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=10, deadline=None, phases=NO_SHRINK),
+    flaw=(23, "step 23's flaw: a refund runs as soon as it can, asking nobody"),
 )
 
 
@@ -1627,8 +1681,9 @@ LAWS = (
     A_COMPANY_IS_A_CHILD_SUPERVISOR,
     A_CHILD_THAT_GIVES_UP_ESCALATES,
     A_CRASH_FAILS_ITS_LEAF_ALONE,
-    # Part II: durable runs
+    # Part II: durable runs and an approval gate
     RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
+    A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL,
 )
 """Every law of the course, in the order of the steps that bring them."""
 
