@@ -1,17 +1,14 @@
 """Step 23: durable runs. The run is journaled, so a supervisor killed part way resumes.
 
 What it adds: ``supervise`` takes a ``journal`` (the library's ``Journal``, a SQLite file) and a
-``run_id``. The parent's rounds are journaled under ``run_id`` (each decision of the planner,
-each round's results) and each company's child run under ``run_id/company``: every final result
-is written once, as its slot settles. A supervisor process killed part way (a deploy, an
-out-of-memory kill, a laptop lid) is started again with the same ``run_id``: what it had
-finished comes back from the journal, marked journaled in the trace, and only the rest runs
-(the slots in flight at the kill, and those finished but not yet committed). The planner is not
-asked again for a round it had decided. A different task under the same ``run_id`` is refused
-before any work. ``supervise`` is step 21's with the journal passed down: the parent is built
-here, as step 19 builds it, so that its ``replan`` can be given the journal. A company is final
-only once its leaves are: a child whose leaf is parked (waiting for an answer from outside the
-run, which step 24 asks for) parks its parent's slot too, so that a resume runs both again.
+``run_id``: the parent's rounds are journaled under ``run_id`` (each decision of the planner, each
+round's results), each company's child run under ``run_id/company``, every final result once. A
+supervisor killed part way (a deploy, an out-of-memory kill, a laptop lid) and started again with
+the same ``run_id`` takes what it had finished from the journal (marked journaled in the trace)
+and runs only the rest; the planner is not asked again for a round it had decided, and another
+task under that ``run_id`` is refused before any work. The parent is built here, as step 19 does,
+to give its ``replan`` the journal. A company is final once its leaves are: a child whose leaf is
+parked (step 24) parks its parent's slot too, so that a resume runs both again.
 
 What is still wrong: every slot runs as soon as it can. A slot whose side effect needs a
 person's yes (a refund above a threshold) has no way to wait for one: the run can only do it,
