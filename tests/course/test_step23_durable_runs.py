@@ -9,6 +9,7 @@ see coming, its journal closed as a crash leaves it); one test kills a real chil
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import sqlite3
@@ -19,9 +20,11 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from rich.console import Console
 
 from lessons import step23_durable_runs as step23
 from lessons._course import laws
+from lessons._course.runner import main
 from tests.course.step_laws import cases, run_virtual
 from tests.course.test_step17_rounds import run_json
 from tools.docs import dispatch
@@ -151,3 +154,12 @@ def test_a_supervisor_killed_with_sigkill_resumes_in_a_fresh_process(tmp_path: P
         assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         leaves = conn.execute("SELECT status FROM results WHERE run_id LIKE 'r/%'").fetchall()
     assert leaves == [("ok",)] * 12  # each leaf journaled once
+
+
+def test_the_timeline_draws_a_slot_from_the_journal_as_such() -> None:
+    out = io.StringIO()
+    assert main(["23", "--virtual"], console=Console(file=out, width=120, color_system=None)) == 0
+    text = out.getvalue()
+    assert "↺ ok, journaled" in text
+    assert "↺ from the journal (a resumed run did not run it again)" in text  # the legend
+    assert "the supervisor was killed at 1.00s (simulated in this process" in text

@@ -180,9 +180,7 @@ def _ending(row: Row) -> str:
     glyph, _ = row.drawn
     running = [bar for bar in row.bars if bar.kind == "running"]
     if row.journaled and not running:
-        return (
-            f"{JOURNALED} {'' if row.status is None else row.status.value + ', '}from the journal"
-        )
+        return f"{JOURNALED} {'' if row.status is None else row.status.value + ', '}journaled"
     if not running:
         return (
             f"{glyph} never ran" if row.status is None else f"{glyph} {row.status.value}, never ran"
