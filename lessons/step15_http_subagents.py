@@ -15,12 +15,10 @@ than the server takes at once, every attempt past its limit is a 429, retried in
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx2
 import trio
 
 from lessons import step14_library
@@ -30,7 +28,6 @@ from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing import SimulatedAgent, devserver
 
 CONCURRENCY = 2  # the loopback server's own limit: beyond it, 429 and Retry-After
-LOOPBACK_KEY = "loopback"  # the loopback server checks no key, and the SDK needs one
 
 
 def supervisor(worker: Worker[str, str], **knobs: Any) -> Supervisor[str, str]:
@@ -63,17 +60,6 @@ async def supervise(
     return await chosen.run(task, deadline=deadline)
 
 
-def scripted(simulated: SimulatedAgent, prompt: str) -> devserver.Script:
-    """What the loopback server does with ``prompt``: what the simulated sub-agent would."""
-    return devserver.Script(
-        latency=simulated.latency(prompt),
-        fail=simulated.fails(prompt),
-        flaky=simulated.flaky.get(prompt, 0),
-        hang=simulated.hangs(prompt),
-        reply=f"findings on {prompt}",
-    )
-
-
 @asynccontextmanager
 async def open_worker(
     simulated: SimulatedAgent,
@@ -84,34 +70,26 @@ async def open_worker(
     model: str | None = None,
 ) -> AsyncIterator[Worker[str, str]]:
     """The step's worker: a ``ChatAgent`` against ``endpoint`` (its key from ``OPENAI_API_KEY``),
-    or against the loopback server, scripted by ``simulated``: served on ``127.0.0.1`` (a free
-    port) for a run on real time, or in this process, with no socket, on virtual time."""
+    or against the loopback server, scripted to do what ``simulated`` does: served in this
+    process, with no socket, on virtual time, or on ``127.0.0.1`` (a free port) on real time."""
     if endpoint is not None:
         chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers)
         async with chat as agent:  # the SDK's retries off; its key never shown
             yield agent
         return
-    script = functools.partial(scripted, simulated)
-    latency = (simulated.min_latency, simulated.max_latency)  # the mean is a 429's Retry-After
-    transport = None
-    async with trio.open_nursery() as nursery:
-        if virtual:  # the same app, served through the client's transport: exact, instant
-            app = devserver.app(script=script, latency=latency, concurrency=CONCURRENCY)
-            url, transport = "http://loopback/v1", httpx2.ASGITransport(app=app)
-        else:  # the same app, served on 127.0.0.1 on a free port, for the run
-            serve = functools.partial(
-                devserver.serve, script=script, latency=latency, concurrency=CONCURRENCY
-            )
-            url = await nursery.start(serve)
-        async with ChatAgent(
+    # the loopback server does what the simulated sub-agent does, answers two requests at once
+    # (a 429 beyond, asking to wait the mean simulated latency), and stops when the run is over
+    loopback = devserver.loopback(simulated, in_process=virtual, concurrency=CONCURRENCY)
+    async with loopback as server:
+        chat = ChatAgent(
             "devserver",
-            base_url=url,
-            api_key=LOOPBACK_KEY,
+            base_url=server.base_url,
+            api_key=server.api_key,  # the loopback server checks no key, and the SDK needs one
             max_connections=max_workers,
-            transport=transport,
-        ) as agent:
+            transport=server.transport,  # in this process; None: over 127.0.0.1
+        )
+        async with chat as agent:
             yield agent
-        nursery.cancel_scope.cancel()  # the run is over: stop serving
 
 
 if __name__ == "__main__":

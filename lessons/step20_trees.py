@@ -18,8 +18,8 @@ nor stop.
 
 from __future__ import annotations
 
+from lessons.step19_llm_planner import open_planner
 from lessons.step19_llm_planner import open_worker as open_worker  # unchanged since step 16
-from lessons.step19_llm_planner import supervise as supervise_flat
 from lessons.step19_llm_planner import supervisor as supervisor
 from trio_supervisor import Aggregate, Answer, Capacity, Supervisor, Trace, Worker, decompose
 
@@ -101,21 +101,20 @@ async def supervise(
         nested = None if trace is None else trace.nest(company)  # step 20: drawn under it
         return digest(await child.run(subtasks_of(company), trace=nested))
 
-    return await supervise_flat(  # step 20: the parent, step 19's; it only waits on children
-        task,
-        research,
-        max_workers=max_workers,
-        attempts=1,  # a company is not retried: its leaves were
-        max_rounds=max_rounds,
-        max_subtasks=max_subtasks,
-        max_stalls=max_stalls,
-        max_resets=max_resets,
-        deadline=deadline,
-        planner=planner,
-        endpoint=endpoint,
-        model=model,
-        trace=trace,
-    )
+    # step 20: the parent is step 19's, over the children; it only waits on them, and a
+    # company is not retried (its leaves were)
+    chosen = supervisor(research, max_workers=max_workers, attempts=1)
+    async with open_planner(planner, endpoint, model) as deciding:
+        return await chosen.replan(
+            task,
+            deciding,
+            max_rounds=max_rounds,
+            max_subtasks=max_subtasks,
+            max_stalls=max_stalls,
+            max_resets=max_resets,
+            deadline=deadline,
+            trace=trace,
+        )
 
 
 async def supervise_broken(task: str, worker: Worker[str, str], *, max_workers: int) -> None:

@@ -16,7 +16,7 @@ every sibling, every parent and the caller down with it.
 
 from __future__ import annotations
 
-from lessons.step19_llm_planner import supervise as supervise_flat
+from lessons.step19_llm_planner import open_planner
 from lessons.step20_trees import check_task as check_task
 from lessons.step20_trees import open_worker as open_worker  # unchanged since step 16
 from lessons.step20_trees import subtasks_of as subtasks_of
@@ -98,21 +98,20 @@ async def supervise(
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
         return digest(aggregate)
 
-    return await supervise_flat(  # the parent, step 19's; it only waits on its children
-        task,
-        research,
-        max_workers=max_workers,
-        attempts=1,  # a company is not retried: its leaves were
-        max_rounds=max_rounds,
-        max_subtasks=max_subtasks,
-        max_stalls=max_stalls,
-        max_resets=max_resets,
-        deadline=deadline,
-        planner=planner,
-        endpoint=endpoint,
-        model=model,
-        trace=trace,
-    )
+    # the parent is step 19's, over the children; it only waits on them, and a company is not
+    # retried (its leaves were)
+    chosen = supervisor(research, max_workers=max_workers, attempts=1)
+    async with open_planner(planner, endpoint, model) as deciding:
+        return await chosen.replan(
+            task,
+            deciding,
+            max_rounds=max_rounds,
+            max_subtasks=max_subtasks,
+            max_stalls=max_stalls,
+            max_resets=max_resets,
+            deadline=deadline,
+            trace=trace,
+        )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import random
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -1222,6 +1222,71 @@ A_LAZY_MILLION_IS_HELD = Law(
 # --- Part II --------------------------------------------------------------------------------------
 
 
+def _an_endless_input_ends_at_the_deadline(step: Subject, seen: Seen) -> None:
+    """A stream over an endless input, under a deadline of 1 s: it ends at the deadline."""
+    seen.drew.update(input="s0, s1, ... one every 0.05s, never ending", deadline=1.0)
+
+    async def endless() -> AsyncIterator[str]:
+        for slot in itertools.count():
+            await trio.sleep(0.05)
+            yield f"s{slot}"
+
+    async def main() -> None:
+        start = trio.current_time()
+        with trio.move_on_after(10.0) as guard:  # ten times the deadline: it never ends
+            async with step.stream(
+                endless(), SimulatedAgent(), max_workers=2, deadline=1.0
+            ) as results:
+                async for _ in results:
+                    pass
+        took = trio.current_time() - start
+        seen.fact("the stream ended after", secs(took), "1s, its deadline", took == 1.0)
+        assert not guard.cancelled_caught, "the stream never ended: it pulls on past its deadline"
+        assert took == 1.0
+
+    seen.virtual(main)
+
+
+AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE = Law(
+    "under a deadline, a stream over an endless input ends at the deadline",
+    (14,),
+    _an_endless_input_ends_at_the_deadline,
+    flaw=(13, "step 13's flaw: an endless input never ends"),
+)
+
+
+def _the_callers_exception_comes_out_bare(step: Subject, seen: Seen) -> None:
+    """The caller's own block raises while it reads the stream: the exception comes out of the
+    ``async with`` as it was raised, not wrapped in an exception group."""
+    seen.drew.update(task="a; b; c", raises="LookupError in the caller's async for")
+
+    def bug() -> None:
+        raise LookupError("the caller's bug")
+
+    async def main() -> None:
+        try:
+            async with step.stream("a; b; c", SimulatedAgent(), max_workers=2) as results:
+                async for _ in results:
+                    bug()
+        except LookupError:
+            seen.fact("came out as", "LookupError", "LookupError, bare", True)
+            return
+        except BaseExceptionGroup as group:
+            seen.fact("came out as", describe(group), "LookupError, bare", False)
+            raise AssertionError("the caller's exception came out in an exception group") from None
+        raise AssertionError("the caller's exception did not come out at all")
+
+    seen.virtual(main)
+
+
+THE_CALLERS_EXCEPTION_COMES_OUT_BARE = Law(
+    "an exception raised in the caller's block comes out bare, not in an exception group",
+    (14,),
+    _the_callers_exception_comes_out_bare,
+    flaw=(13, "step 13's flaw: the caller's exception comes out wrapped in a group"),
+)
+
+
 def _only_transient_failures_are_retried(
     step: Subject, seen: Seen, kinds: list[str], attempts: int
 ) -> None:
@@ -1672,6 +1737,8 @@ LAWS = (
     LEAVING_EARLY_CANCELS_THE_REST,
     HELD_TO_THE_WINDOW,
     A_LAZY_MILLION_IS_HELD,
+    AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE,
+    THE_CALLERS_EXCEPTION_COMES_OUT_BARE,
     ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
     ATTEMPTS_START_AT_THE_RATE,
     # Part II: rounds to processes

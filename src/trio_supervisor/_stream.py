@@ -12,7 +12,7 @@ from trio.lowlevel import ParkingLot, checkpoint, current_task
 
 from ._contract import SubResult
 from ._engine.attempt import Engine, Timer, cancelled
-from ._engine.lanes import keep_lanes, lane
+from ._engine.lanes import Waiting, lane
 from ._journal import Journal, with_subtask
 from ._trace import Trace
 
@@ -357,11 +357,11 @@ class StreamFeed:
         "more",
         "put",
         "ready",
-        "relieve",
         "run",
         "take",
         "timer",
         "trace",
+        "waiting",
     )
 
     def __init__(
@@ -383,10 +383,10 @@ class StreamFeed:
         self.more: Callable[[], Awaitable[bool]] = stream._more
         self.put: Callable[[int, SubResult[Any, Any]], None] = stream._deliver
         self.cut: Callable[[int, SubResult[Any, Any]], None] = stream._deliver
-        # a stream keeps its lanes, at most max_workers of them, as its puller counts them: a
-        # lane that waits out a retry's backoff keeps its place (a run starts another lane)
-        self.relieve: Callable[[], bool] = keep_lanes
         self.commit: Callable[[], Awaitable[None]] | None = None
+        # a stream's lanes are counted by its puller, at most max_workers: a slot waits out its
+        # backoff on its lane, which keeps its place
+        self.waiting: Waiting | None = None
         if journal is not None:
             assert run is not None
             record = journal.record

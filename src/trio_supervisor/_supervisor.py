@@ -14,7 +14,7 @@ import trio
 from . import _validate
 from ._contract import Aggregate, Status, SubResult
 from ._engine.attempt import CUT_SHORT, Engine, Timer
-from ._engine.lanes import keep_lanes, lane
+from ._engine.lanes import Waiting, lane
 from ._engine.places import Places
 from ._engine.restarting import restarting_run
 from ._journal import Journal, check_journal
@@ -393,18 +393,15 @@ class Supervisor(Generic[S, T]):
                 timing.start_soon(timer.watch)
             try:
                 async with trio.open_nursery() as nursery:
-
-                    def relieve() -> bool:  # a lane waits to retry: another takes the next slot
-                        if not feed.ready():
-                            return False
-                        nursery.start_soon(lane, engine, feed)
-                        return True
-
-                    feed.relieve = relieve
                     for _ in range(min(self._max_workers, feed.left)):
                         nursery.start_soon(lane, engine, feed)
-            finally:
-                feed.relieve = keep_lanes  # no cycle outlives the run: relieve holds the feed
+            finally:  # cut short: a slot still waiting to retry got as far as its last attempt
+                assert feed.waiting is not None
+                for parked in feed.waiting.left():
+                    assert parked.slot is not None
+                    if trace is not None:
+                        trace.end_open_slot(parked.slot, Status.CANCELLED)
+                    cuts[parked.slot] = engine.cut(parked)
             timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
 
     async def replan(
@@ -596,11 +593,11 @@ class RunFeed:
         "key",
         "left",
         "put",
-        "relieve",
         "run",
         "take",
         "timer",
         "trace",
+        "waiting",
     )
 
     def __init__(
@@ -620,7 +617,7 @@ class RunFeed:
         self.run = run
         self.journal = journal
         self.commit: Callable[[], Awaitable[None]] | None = None
-        self.relieve: Callable[[], bool] = keep_lanes  # set by the run, once its lanes start
+        self.waiting: Waiting | None = Waiting()  # a retry waits its backoff holding no place
         self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
         self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__
         self._left: Any

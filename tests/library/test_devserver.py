@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -17,7 +18,8 @@ import trio.testing
 
 from trio_supervisor import Status, Supervisor, Trace
 from trio_supervisor.agents import TRANSIENT, ChatAgent, PermanentError
-from trio_supervisor.testing.devserver import DevServerError, serve
+from trio_supervisor.testing import SimulatedAgent
+from trio_supervisor.testing.devserver import DevServerError, Script, loopback, mimic, serve
 
 KEY = "sk-SENTINEL-e2e-77c1d0b4a9"
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -327,3 +329,93 @@ def test_a_script_refuses_what_it_cannot_do() -> None:
         TypeError, match=r"^script must be a callable \(prompt -> Script\), got dict$"
     ):
         app(script={"a": Script()})  # type: ignore[arg-type]
+
+
+SIMULATED = SimulatedAgent(
+    7, fail={"down"}, flaky={"shaky": 1}, outputs={"named": "its own"}, max_latency=0.5
+)
+
+
+def test_mimic_scripts_each_prompt_as_the_simulated_agent_does_it() -> None:
+    script = mimic(SIMULATED)
+    for prompt in ("down", "shaky", "named", "a hang here", "plain"):
+        assert script(prompt) == Script(
+            latency=SIMULATED.latency(prompt),
+            fail=SIMULATED.fails(prompt),
+            flaky=SIMULATED.flaky.get(prompt, 0),
+            hang=SIMULATED.hangs(prompt),
+            reply=SIMULATED.outputs.get(prompt, f"findings on {prompt}"),
+        )
+    assert script("down").fail
+    assert script("a hang here").hang
+    assert not script("plain").fail
+    assert (script("shaky").flaky, script("named").reply) == (1, "its own")
+
+
+async def test_loopback_in_process_answers_as_the_simulated_agent_on_virtual_time(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    plan = ["plain", "shaky", "down", "named"]
+    async with loopback(SIMULATED) as server:
+        assert (server.base_url, server.api_key) == ("http://loopback/v1", "loopback")
+        assert isinstance(server.transport, httpx2.ASGITransport)
+        chat = ChatAgent(
+            "devserver",
+            base_url=server.base_url,
+            api_key=server.api_key,
+            transport=server.transport,
+        )
+        async with chat as agent:
+            began = trio.current_time()  # an answer takes its simulated latency, exactly
+            assert await agent("plain") == "findings on plain"
+            assert trio.current_time() - began == pytest.approx(SIMULATED.latency("plain"))
+            sup = Supervisor(agent, max_workers=4, attempts=2, retry_on=TRANSIENT, seed=1)
+            aggregate = await sup.run(plan)
+    by = {result.subtask: result for result in aggregate}
+    assert (by["plain"].output, by["named"].output) == ("findings on plain", "its own")
+    assert (by["shaky"].output, by["shaky"].attempts) == ("findings on shaky", 2)
+    assert not by["down"].ok  # a 500 each time: transient, retried, still a 500
+    assert by["down"].attempts == 2
+
+
+async def test_loopback_over_a_socket_serves_on_a_free_port_until_the_block_ends() -> None:
+    async with loopback(in_process=False, latency=(0, 0), api_key=KEY) as server:
+        assert server.transport is None
+        assert server.api_key == KEY
+        assert server.base_url.startswith("http://127.0.0.1:")
+        async with ChatAgent("devserver", base_url=server.base_url, api_key=KEY) as agent:
+            assert await agent("hello") == "answer to: hello"
+    port = int(server.base_url.removesuffix("/v1").rsplit(":", 1)[1])
+    with pytest.raises(OSError, match="connect"):  # nothing listens there any more
+        await trio.open_tcp_stream("127.0.0.1", port)
+
+
+@pytest.mark.parametrize(
+    ("simulated", "settings", "message"),
+    [
+        (
+            SIMULATED,
+            {"latency": (0, 1)},
+            "loopback takes a simulated agent or its latency, not both",
+        ),
+        (
+            SIMULATED,
+            {"script": None, "latency": (0, 1)},
+            "loopback takes a simulated agent or its latency and script, not both",
+        ),
+        (None, {"port": 8000}, "loopback serves on a free port of its own: it takes no port"),
+    ],
+)
+async def test_loopback_refuses_settings_it_cannot_use_before_serving(
+    simulated: SimulatedAgent | None, settings: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(TypeError, match=f"^{re.escape(message)}$"):
+        async with loopback(simulated, in_process=False, **settings):
+            pytest.fail("the block ran")
+
+
+async def test_loopback_checks_its_settings_before_the_block_on_either_transport() -> None:
+    for in_process in (True, False):
+        with pytest.raises(ValueError, match="concurrency"):
+            async with loopback(in_process=in_process, concurrency=0):
+                pytest.fail("the block ran")

@@ -99,6 +99,35 @@ class Running:
         self.timed_out = False
         self.mixed = None
 
+    def park(self) -> tuple[Any, ...]:
+        """What this slot got to, to go on with later on another lane (see ``resume``)."""
+        return (
+            self.slot,
+            self.subtask,
+            self.attempts,
+            self.failures,
+            self.started,
+            self.output,
+            self.failure,
+            self.timed_out,
+            self.mixed,
+        )
+
+    def resume(self, parked: tuple[Any, ...]) -> None:
+        """Go on with a slot ``park`` put aside: this lane's own fields (its scope, its places)
+        stay as they are."""
+        (
+            self.slot,
+            self.subtask,
+            self.attempts,
+            self.failures,
+            self.started,
+            self.output,
+            self.failure,
+            self.timed_out,
+            self.mixed,
+        ) = parked
+
     def carry(self, previous: Running | None) -> None:
         """Go on from ``previous``, the slot's last attempt: its calls, its own failures and
         its first start are this one's too (a slot restarted for a sibling keeps them)."""

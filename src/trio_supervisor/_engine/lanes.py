@@ -19,6 +19,7 @@ What costs what, on the path every slot takes (``benchmarks/README.md`` has the 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -29,6 +30,51 @@ from .._contract import Status, SubResult, ok_result
 from .._journal import Journal, bind_key
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
+
+
+class Waiting:
+    """A run's retries that wait out their backoffs holding no place, each with the instant it
+    may start again.
+
+    A lane whose slot must wait puts the slot here and goes on to the next one; a lane free at
+    or after that instant takes it up. The earliest, then the lowest slot, is taken first, so a
+    run takes up the same retries at the same instants whatever order trio wakes its lanes in.
+    """
+
+    __slots__ = ("_heap",)
+
+    def __init__(self) -> None:
+        # invariant: a heap of (due, slot, Running.park()), one entry per waiting slot
+        self._heap: list[tuple[float, int, tuple[Any, ...]]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+    def put(self, due: float, running: Running) -> None:
+        """Set ``running``'s slot aside until ``due``."""
+        slot: int = running.slot  # type: ignore[assignment]  # a slot is on the lane
+        heapq.heappush(self._heap, (due, slot, running.park()))
+
+    def due(self) -> float:
+        """The instant the next retry may start (some slot waits)."""
+        return self._heap[0][0]
+
+    def ready(self, now: float) -> bool:
+        """Whether a retry may start at ``now``."""
+        return bool(self._heap) and self._heap[0][0] <= now
+
+    def take(self, running: Running) -> None:
+        """Go on with the next retry on ``running``'s lane (one is ready)."""
+        running.resume(heapq.heappop(self._heap)[2])
+
+    def left(self) -> list[Running]:
+        """The slots still waiting, taken out: a run cut short reports how far each got."""
+        parked = []
+        while self._heap:
+            running = Running()
+            running.resume(heapq.heappop(self._heap)[2])
+            parked.append(running)
+        return parked
 
 
 class Feed(Protocol):
@@ -46,6 +92,7 @@ class Feed(Protocol):
     run: tuple[str, int] | None
     journal: Journal | None
     commit: Callable[[], Awaitable[None]] | None
+    waiting: Waiting | None  # None: a slot waits out its backoff on its lane, holding its place
 
     def take(self) -> tuple[int, Any] | None:
         """The next slot and its subtask, or None when there is none right now."""
@@ -61,16 +108,6 @@ class Feed(Protocol):
 
     def cut(self, slot: int, result: SubResult[Any, Any]) -> None:
         """How far slot ``slot`` got when it was cut short (the run decides the final words)."""
-
-    def relieve(self) -> bool:
-        """Start another lane for the slots still to take, while the calling lane waits out a
-        retry's backoff; False when none is started (none is left to take, or the feed keeps
-        its lanes as they are: then the waiting lane keeps its place)."""
-
-
-def keep_lanes() -> bool:
-    """A feed's ``relieve`` that starts no lane: a lane waiting out a backoff keeps its place."""
-    return False
 
 
 def counts_points(task: trio.lowlevel.Task) -> bool:
@@ -129,6 +166,10 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
     timer = feed.timer
     key = feed.key
     commit = feed.commit
+    waiting = feed.waiting
+    # the retries set aside (a run's); read here, so a slot's admission pays a list's truth test
+    parked: list[Any] = waiting._heap if waiting is not None else []
+    resumed = False  # the slot on this lane is a retry taken up from `waiting`: its wait is over
     now = trio.lowlevel.current_clock().current_time
     task = current_task()
     counted = counts_points(task)
@@ -155,34 +196,47 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                 if running.placed:
                     running.placed = False
                     places.give_back(running)
-                if not feed.ready():
+                if not feed.ready() and not (parked and parked[0][0] <= now()):
+                    if waiting:  # nothing to take before the next retry may start
+                        await trio.sleep_until(waiting.due())
+                        continue
                     if not await feed.more():
                         return True
                     continue
                 await places.take(running)
                 running.placed = True
-            item = take()
-            if item is None:  # taken by another lane meanwhile, or a stream waits for input
+            due = bool(parked) and parked[0][0] <= now()  # a retry first, then the plan
+            item = None if due else take()
+            if item is not None:
+                slot, subtask = item
+                running.slot = slot
+                running.subtask = subtask
+                running.attempts = 0
+                running.failures = 0
+                running.started = None
+                running.mixed = None
+                if trace is not None:
+                    trace.admitted(slot, subtask)
+            elif due:
+                waiting.take(running)  # type: ignore[union-attr]  # due: waiting is not None
+                slot, subtask = running.slot, running.subtask  # type: ignore[assignment]
+                resumed = True
+            else:  # taken by another lane meanwhile, or a stream waits for input
                 places.idle(running)  # kept while it waits, unless a lane needs it
                 try:
-                    if not await feed.more():
+                    if waiting:  # nothing to take before the next retry may start
+                        await trio.sleep_until(waiting.due())
+                    elif not await feed.more():
                         return True
                 finally:
                     places.busy(running)
                 continue
-            slot, subtask = item
-            running.slot = slot
-            running.subtask = subtask
-            running.attempts = 0
-            running.failures = 0
-            running.started = None
-            running.mixed = None
-            if trace is not None:
-                trace.admitted(slot, subtask)
         else:  # a slot whose attempt ran past its timeout, under the scope before this one
             slot, subtask = running.slot, running.subtask
         while True:
-            if running.failures:  # after a failed or timed-out attempt: retried, or final
+            if resumed:  # a retry whose wait is over: it starts now
+                resumed = False
+            elif running.failures:  # after a failed or timed-out attempt: retried, or final
                 wait = next_wait(running, key)
                 if wait is None:
                     put(slot, engine.failed(running, now()))
@@ -190,16 +244,12 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                     if commit is not None:
                         await commit()
                     break
+                if wait > 0 and waiting is not None:  # it waits holding no place
+                    waiting.put(now() + wait, running)
+                    running.slot = None
+                    break
                 if wait > 0:
-                    # a waiting retry holds no place: another lane takes the next slot
-                    # meanwhile, and this one queues for a place again when its wait is over
-                    if running.placed and feed.relieve():
-                        running.placed = False
-                        places.give_back(running)
                     await trio.sleep(wait)
-                    if not running.placed:
-                        await places.take(running)
-                        running.placed = True
                 elif not counted or task._cancel_status.effectively_cancelled:
                     await checkpoint()  # a cancelled run calls no worker again
             await attempt(running, trace, timer, now)

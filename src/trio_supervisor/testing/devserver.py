@@ -7,6 +7,9 @@ and its own limits, answered with 429 and ``Retry-After``.
 service; in a trio program, ``url = await nursery.start(serve)`` serves on a free port, and
 [`app`][trio_supervisor.testing.devserver.app] is the same endpoint as an ASGI app, to be served in
 the process without a socket (through ``httpx2.ASGITransport``, on a ``trio.testing.MockClock``).
+[`loopback`][trio_supervisor.testing.devserver.loopback] serves it either way for the length of a
+block, optionally scripted to do what a [`SimulatedAgent`][trio_supervisor.testing.SimulatedAgent]
+would, and says where a client finds it.
 
 Everything it does is fixed by its ``seed`` and the prompt (the last message's text): each
 prompt's latency, and whether its n-th request fails with a 500 (a share ``error_rate``). A
@@ -39,11 +42,13 @@ import math
 import socket
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 try:
+    import httpx2
     import trio
     from hypercorn.config import Config, Sockets
     from hypercorn.trio import serve as hypercorn_serve
@@ -62,8 +67,19 @@ from .. import _validate
 from .._replan import Planner
 from ..agents._planner import MARK, read_request, reply_text
 from ._scripted import ScriptedPlanner
+from ._simulate import SimulatedAgent
 
-__all__ = ["DevServerError", "Script", "Stats", "app", "drawn_latency", "serve"]
+__all__ = [
+    "DevServerError",
+    "Loopback",
+    "Script",
+    "Stats",
+    "app",
+    "drawn_latency",
+    "loopback",
+    "mimic",
+    "serve",
+]
 
 HOST = "127.0.0.1"
 _TURN = 1e-7  # seconds a request waits for its instant's turn to be decided (see chat)
@@ -666,6 +682,92 @@ async def serve(
     async with trio.open_nursery() as nursery:
         await nursery.start(hypercorn_serve, endpoint.app(), _Bound(sock))
         task_status.started(url)
+
+
+def mimic(simulated: SimulatedAgent) -> Callable[[str], Script]:
+    """The ``script`` that makes the server do with each prompt what ``simulated`` does with it
+    as a subtask: take its latency, always fail (a 500), fail its first ``flaky`` requests, or
+    hang, and answer as it answers (``findings on <prompt>`` unless told otherwise)."""
+
+    def script(prompt: str) -> Script:
+        return Script(
+            latency=simulated.latency(prompt),
+            fail=simulated.fails(prompt),
+            flaky=simulated.flaky.get(prompt, 0),
+            hang=simulated.hangs(prompt),
+            reply=simulated.outputs.get(prompt, f"findings on {prompt}"),
+        )
+
+    return script
+
+
+@dataclass(frozen=True)
+class Loopback:
+    """Where a client finds the server [`loopback`][trio_supervisor.testing.devserver.loopback]
+    serves: the three settings a [`ChatAgent`][trio_supervisor.agents.ChatAgent] or
+    [`ChatPlanner`][trio_supervisor.agents.ChatPlanner] needs to reach it."""
+
+    base_url: str
+    """The base URL (``.../v1``)."""
+    transport: httpx2.ASGITransport | None
+    """The client's transport when served in the process; None when served on a socket."""
+    api_key: str = "loopback"
+    """The key to send: the server's ``api_key`` setting, or any (it checks none without one, and
+    the SDK needs one)."""
+
+
+@asynccontextmanager
+async def loopback(
+    simulated: SimulatedAgent | None = None, *, in_process: bool = True, **settings: Any
+) -> AsyncIterator[Loopback]:
+    """Serve the loopback endpoint for the length of the block, and say where it is.
+
+    ```python
+    async with loopback(SimulatedAgent(seed=1), concurrency=2) as server:
+        async with ChatAgent(
+            "devserver",
+            base_url=server.base_url,
+            api_key=server.api_key,
+            transport=server.transport,
+        ) as agent:
+            aggregate = await Supervisor(agent, max_workers=2).run(["a", "b"])
+    ```
+
+    Args:
+      simulated: the sub-agent the server plays: each prompt gets what it would do with it
+        ([`mimic`][trio_supervisor.testing.devserver.mimic]), and a 429 asks to wait the mean of
+        its latency range. None: what the settings say.
+      in_process: True serves [`app`][trio_supervisor.testing.devserver.app] in this process
+        through ``httpx2.ASGITransport``, with no socket, so on a ``trio.testing.MockClock`` a run
+        takes no real time and is exact; False serves it on ``127.0.0.1``, on a free port, with
+        [`serve`][trio_supervisor.testing.devserver.serve] (real time only).
+      settings: [`serve`][trio_supervisor.testing.devserver.serve]'s, without the port (and,
+        with ``simulated``, without ``script`` and ``latency``: it says them).
+
+    Raises:
+      TypeError: if ``simulated`` is given with a ``script`` or ``latency`` of its own, if a
+        ``port`` is given, or a setting is not one of ``serve``'s (before any serving).
+      ValueError: if a setting is out of its range, as for ``serve`` (before any serving).
+    """
+    if "port" in settings:
+        raise TypeError("loopback serves on a free port of its own: it takes no port")
+    if simulated is not None:
+        given = sorted({"script", "latency"} & settings.keys())
+        if given:
+            raise TypeError(
+                f"loopback takes a simulated agent or its {' and '.join(given)}, not both"
+            )
+        latency = (simulated.min_latency, simulated.max_latency)
+        settings.update(script=mimic(simulated), latency=latency)
+    served = app(**settings)  # every setting checked before the block starts
+    key = settings.get("api_key") or "loopback"
+    if in_process:
+        yield Loopback("http://loopback/v1", httpx2.ASGITransport(app=served), key)
+        return
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(lambda task_status: serve(task_status=task_status, **settings))
+        yield Loopback(url, None, key)
+        nursery.cancel_scope.cancel()  # the block is over: stop serving
 
 
 def main(argv: list[str] | None = None) -> int:
