@@ -50,6 +50,9 @@
    * worker saw); an attempt a retry followed is shown as it ended. */
   function slotAt(slot, t, end) {
     const spans = slot.spans;
+    if (slot.journaled && !spans.length) {  /* a resumed run took it from the journal */
+      return { state: slot.status || "ok", when: "↺ from the journal, not run again" };
+    }
     for (let index = spans.length - 1; index >= 0; index -= 1) {
       const span = spans[index];
       if (span.start > t) continue;
@@ -74,6 +77,7 @@
   /* When result `result` (of slot `slot`) is in the list the run returns: when the caller was
    * handed it (a stream), else when its slot ended, else when the run returned. */
   function resultTime(result, slot, end) {
+    if (slot.journaled && !slot.spans.length) return 0; /* in from the journal at once */
     const time = slot.delivered ?? result.finished ?? end;
     return Math.min(time, end);
   }
@@ -89,9 +93,15 @@
     const degraded = got.degraded ? ", degraded" : "";
     const died = got.results.filter((result) => crashed(result.error)).length;
     const of = died ? ` (${died} of them crashed: the process died)` : "";
+    const kept = run.trace.slots.filter((slot) => slot.journaled).length;
+    const resumed =
+      run.killed_at != null
+        ? ` It is the resume of a run whose supervisor was killed at ${seconds(run.killed_at)}` +
+          ` (simulated): ${plural(kept, "slot")} came from the journal.`
+        : "";
     return (
       `The run returned ${plural(got.results.length, "result")} at ${end}: ` +
-      `${got.succeeded} ok, ${got.failed} failed${of}${degraded}.`
+      `${got.succeeded} ok, ${got.failed} failed${of}${degraded}.${resumed}`
     );
   }
 

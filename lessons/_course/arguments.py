@@ -216,6 +216,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--planner", choices=("scripted", "llm"), help="who decides each round's batch (19-)"
     )
+    p.add_argument(
+        "--journal", type=Path, metavar="FILE", help="journal the runs in FILE, SQLite (23-)"
+    )
+    p.add_argument("--run-id", metavar="ID", help="the run's name in --journal (23-)")
+    p.add_argument(
+        "--resume", action="store_true", help="resume --run-id from --journal, no kill (23-)"
+    )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     p.add_argument(
@@ -323,7 +330,29 @@ def refused(args: argparse.Namespace) -> str | None:
         )
     if args.trace_out is not None and not args.trace_out.parent.is_dir():
         return f"--trace-out: {args.trace_out.parent} is not a directory: give a FILE in one"
+    problem = journal_refused(args)
+    if problem is not None:
+        return problem
     return endpoint_refused(args)
+
+
+def journal_refused(args: argparse.Namespace) -> str | None:
+    """Why ``--journal``, ``--run-id`` and ``--resume`` cannot be used as given, or None: a
+    resume needs a journal that exists; a run id names a run in a journal."""
+    journal: Path | None = getattr(args, "journal", None)
+    if journal is None:
+        if getattr(args, "resume", False):
+            return "--resume needs --journal FILE: the journal to resume the run from"
+        if getattr(args, "run_id", None) is not None:
+            return "--run-id names a run in a journal: give --journal FILE too"
+        return None
+    if journal.is_dir():
+        return f"--journal: {journal} is a directory: give a FILE, such as {journal / 'runs.db'}"
+    if not journal.parent.is_dir():
+        return f"--journal: {journal.parent} is not a directory: give a FILE in one"
+    if getattr(args, "resume", False) and not journal.is_file():
+        return f"--resume: no journal at {journal}: run once without --resume to make it"
+    return None
 
 
 REACH = 3.0

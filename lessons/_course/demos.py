@@ -32,6 +32,8 @@ class Demo:
     raises: int | None = None  # a streaming step's caller raises after this many results
     endless: bool = False  # a lazy step's input never ends: the plan over and over, numbered
     against: int | None = None  # the step before, whose flaw this demo shows: the docs run both
+    killed_at: float | None = None  # the supervisor is killed then, and resumed (23): seconds
+    answers: str | None = None  # "approve" or "reject": its questions answered, resumed (24)
 
     def agent(self, seed: int) -> SimulatedAgent:
         """The simulated sub-agent for this demo, its latencies picked by ``seed``."""
@@ -62,6 +64,7 @@ FIVE = "competitor pricing; customer reviews; inventory; supplier risk; hiring t
 FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
 STALL = "competitor pricing; supplier risk; inventory"  # supplier risk has no other source
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
+REFUNDS = "acme: pricing, refund $500 to order 1234; globex: refund $40 to order 77"
 STEP_13 = (  # step 13's demos, which step 14 runs too
     Demo(
         "a lazy feed of the same reviews: each pulled only when the window has room",
@@ -316,6 +319,33 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"intensity": (3, 10.0)},
         ),
     ),
+    23: (  # a kill simulated in this process: the first run cancelled, its journal crashed
+        Demo(
+            "the supervisor is killed part way, then resumed: what it had finished comes back "
+            "from the journal",
+            RESEARCH.task,
+            fail=frozenset({1}),
+            killed_at=1.0,
+        ),
+        Demo(
+            "a tree killed part way: its finished companies and leaves come back from the journal",
+            TREE,
+            killed_at=2.0,
+        ),
+    ),
+    24: (  # the answer given in this process, as `python -m lessons approve` gives it
+        Demo(
+            "a refund over $100 waits for a yes; a second command approves it; the resume "
+            "finishes it",
+            REFUNDS,
+            answers="approve",
+        ),
+        Demo(
+            "the same refund, rejected: the resume ends its slot rejected, the rest kept",
+            REFUNDS,
+            answers="reject",
+        ),
+    ),
 }
 """Each step's own demos (the steps not named here run `DEMOS`); each shows what is still
 wrong with its step."""
@@ -366,7 +396,15 @@ def demos(args: argparse.Namespace, step: int | None = None) -> list[Demo]:
     defaults = STEP_DEMOS.get(step, DEMOS) if step is not None else DEMOS
     chosen = list(defaults)
     if args.task is not None:
-        chosen = [Demo("your task", args.task, options=defaults[0].options)]
+        chosen = [
+            Demo(
+                "your task",
+                args.task,
+                options=defaults[0].options,
+                killed_at=defaults[0].killed_at,
+                answers=defaults[0].answers,
+            )
+        ]
     record = STEPS.get(step) if step is not None else None
     given = given_options(args, record)
     take = getattr(args, "take", None)

@@ -13,9 +13,11 @@ import itertools
 import math
 import random
 import re
+import tempfile
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -1444,7 +1446,7 @@ def _answers_by_its_deadline(
 
 ANSWERS_BY_ITS_DEADLINE = Law(
     "a re-planning run with a hung sub-agent answers by its deadline, degraded, naming it",
-    (18, 19, 20, 21, 22),
+    (18, 19, 20, 21, 22, 23, 24),
     _answers_by_its_deadline,
     {
         "workers": st.integers(1, 4),
@@ -1476,7 +1478,7 @@ def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed:
 AN_LLM_PLANS_AS_THE_RULES_DO = Law(
     "planner='llm' asks a chat model over HTTP; the loopback model, playing the rules, makes "
     "the scripted planner's ledger",
-    (19, 20, 21, 22),
+    (19, 20, 21, 22, 23, 24),
     _an_llm_plans_as_the_rules_do,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -1522,7 +1524,7 @@ def _a_company_is_a_child_supervisor(
 A_COMPANY_IS_A_CHILD_SUPERVISOR = Law(
     "a company 'c: a, b' is a child supervisor: the worker gets its leaves, at most K at once "
     "in the whole tree, and its slot the child's digest",
-    (20, 21, 22),
+    (20, 21, 22, 23, 24),
     _a_company_is_a_child_supervisor,
     {"task": companies(), "workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
@@ -1551,7 +1553,7 @@ def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, o
 
 A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
     "a child past its restart intensity fails its parent's slot with Escalated and its reason",
-    (21, 22),
+    (21, 22, 23, 24),
     _a_child_that_gives_up_escalates,
     {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
@@ -1579,12 +1581,137 @@ def _a_crash_fails_its_leaf_alone(step: Subject, seen: Seen, crashed: int, seed:
 
 A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
     "a leaf whose body crashes its process fails its own slot; its siblings get their results",
-    (22,),
+    (22, 23, 24),
     _a_crash_fails_its_leaf_alone,
     {"crashed": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
     flaw=(21, "step 21's flaw: its leaves run in this process, and take no crash"),
     raises=TypeError,
+)
+
+
+# --- Part II: durable runs and an approval gate --------------------------------------------------
+
+
+def ledger_of(answer: Any) -> list[tuple[int, str, str, object]]:
+    """A re-planning run's ledger as plain facts: round, subtask, status, output."""
+    return [
+        (entry.round, entry.subtask, entry.result.status.value, entry.result.output)
+        for entry in answer.ledger.entries
+    ]
+
+
+def _resume_after_a_crash_equals_a_run(
+    step: Subject, seen: Seen, workers: int, seed: int, kill: float
+) -> None:
+    from trio_supervisor import Journal
+
+    options = step.record.accepted(max_workers=workers)
+
+    async def main() -> tuple[Any, Any, tuple[int, int]]:
+        with tempfile.TemporaryDirectory() as scratch:
+            fresh = researcher(seed)
+            with Journal(Path(scratch) / "whole.db", writer="inline") as kept:
+                whole = await step.supervise(RESEARCHED, fresh, journal=kept, run_id="r", **options)
+            crashed = Journal(Path(scratch) / "kill.db", writer="inline")
+            started = trio.current_time()
+            async with trio.open_nursery() as nursery:  # the kill, at an instant of the run
+
+                async def killer() -> None:
+                    await trio.sleep(kill * 6.0)
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(killer)
+                await step.supervise(
+                    RESEARCHED, researcher(seed), journal=crashed, run_id="r", **options
+                )
+                nursery.cancel_scope.cancel()
+            killed_at = trio.current_time() - started
+            crashed.close(flush=False)  # as a crash leaves it: what was not committed, lost
+            with Journal(Path(scratch) / "kill.db", writer="inline") as journal:
+                agent = researcher(seed)
+                resumed = await step.supervise(
+                    RESEARCHED, seen.watch(agent), journal=journal, run_id="r", **options
+                )
+            seen.drew["killed at"] = secs(killed_at)
+            return whole, resumed, (sum(agent.calls.values()), sum(fresh.calls.values()))
+
+    whole, resumed, (again, once) = seen.virtual(main)
+    same = ledger_of(resumed) == ledger_of(whole)
+    seen.fact("the resumed ledger", ledger_of(resumed), ledger_of(whole), same)
+    assert same, "the resumed run differs from a run never killed"
+    assert resumed.text == whole.text
+    seen.fact("calls after the kill", again, f"at most {once}, a whole run's", again <= once)
+    assert again <= once, "the resume ran more than a whole run: it ran finished slots again"
+
+
+RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
+    "a journaled run whose supervisor is killed at any instant, resumed under its run_id, ends "
+    "with the ledger and the answer of a run never killed",
+    (23, 24),
+    _resume_after_a_crash_equals_a_run,
+    {
+        "workers": st.integers(1, 4),
+        "seed": st.integers(0, 2**16),
+        "kill": st.floats(0.0, 1.0),
+    },
+    settings(max_examples=10, deadline=None, phases=NO_SHRINK),
+    flaw=(22, "step 22's flaw: its run lives in memory only; it takes no journal"),
+    raises=TypeError,
+)
+
+
+def _a_parked_slot_is_finished_by_its_approval(
+    step: Subject, seen: Seen, dollars: int, answer: str, seed: int
+) -> None:
+    from trio_supervisor import Journal
+
+    refund = f"acme refund ${dollars} to order 1"
+    task = f"acme: pricing, refund ${dollars} to order 1; globex: refund $40 to order 2"
+    child = f"r/{decompose(task)[0]}"
+
+    async def main() -> tuple[Any, list[tuple[int, int, str]], Any]:
+        hook = step.module.open_worker(SimulatedAgent(seed), virtual=True, max_workers=2)
+        async with hook as worker:
+            with (
+                tempfile.TemporaryDirectory() as scratch,
+                Journal(Path(scratch) / "runs.db", writer="inline") as journal,
+            ):
+                run = {"journal": journal, "run_id": "r", "max_workers": 2}
+                first = await step.supervise(task, worker, **run)
+                asked = journal.pending(child)
+                for round_, slot, _ in asked:
+                    answering = journal.approve if answer == "approve" else journal.reject
+                    answering(child, slot, by="law", round=round_)
+                resumed = await step.supervise(task, seen.watch(worker), **run)
+        return first, asked, resumed
+
+    first, asked, resumed = seen.virtual(main)
+    seen.fact("questions asked", [q for _, _, q in asked], [f"{refund}: ..."], len(asked) == 1)
+    assert len(asked) == 1, "a refund over the threshold was done without a person's yes"
+    assert first.degraded
+    assert refund in first.reason
+    assert "findings on globex refund $40 to order 2" in first.text  # the rest ran on
+    said = "findings" if answer == "approve" else "missing"
+    seen.fact(
+        "the resumed refund", resumed.text, f"{refund}: {said}", f"{refund}: {said}" in resumed.text
+    )
+    assert f"{refund}: {said}" in resumed.text
+    assert not resumed.degraded
+
+
+A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
+    "a refund over the threshold is parked, the run degraded naming its question; the resume "
+    "after an answer finishes it: done if approved, missing if rejected",
+    (24,),
+    _a_parked_slot_is_finished_by_its_approval,
+    {
+        "dollars": st.integers(101, 10_000),
+        "answer": st.sampled_from(["approve", "reject"]),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=10, deadline=None, phases=NO_SHRINK),
+    flaw=(23, "step 23's flaw: a refund runs as soon as it can, asking nobody"),
 )
 
 
@@ -1621,6 +1748,9 @@ LAWS = (
     A_COMPANY_IS_A_CHILD_SUPERVISOR,
     A_CHILD_THAT_GIVES_UP_ESCALATES,
     A_CRASH_FAILS_ITS_LEAF_ALONE,
+    # Part II: durable runs and an approval gate
+    RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
+    A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL,
 )
 """Every law of the course, in the order of the steps that bring them."""
 

@@ -64,6 +64,27 @@ def run_dict(run: Run) -> dict[str, Any]:
         "model": run.model,
         "trace": trace,
         "replan": None if run.replanned is None else replan_dict(run.replanned, run.trace),
+        **journal_dict(run),
+    }
+
+
+def journal_dict(run: Run) -> dict[str, Any]:
+    """A journaling step's run: its ``run_id``, when its supervisor was killed (the demo's
+    ``killed_at``, None when it was not: a resume) and how many results that left committed,
+    the questions answered before the run shown, and those it left without an answer (the run,
+    round and slot that ``python -m lessons approve`` names each by)."""
+    if not step(run.step).journals:
+        return {}
+    killed = run.demo.killed_at if run.killed is not None else None
+    return {
+        "run_id": run.run_id,
+        "killed_at": killed,
+        "committed_at_kill": run.killed,
+        "answered": list(run.answered),
+        "parked": [
+            {"run_id": name, "round": round_, "slot": slot, "question": question}
+            for name, round_, slot, question in run.parked
+        ],
     }
 
 

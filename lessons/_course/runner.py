@@ -20,7 +20,7 @@ from rich.console import Console
 from lessons._course.arguments import parser, refused, select, unreachable
 from lessons._course.demos import demos
 from lessons._course.recording import runs_json, write_trace_events
-from lessons._course.running import run_demo
+from lessons._course.running import journal_problem, run_demo
 from lessons._course.showing import ConsoleWatch, PipeConsole, list_steps, show
 from lessons._course.steps import STEPS, load_step, step_number, steps
 
@@ -30,6 +30,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     runs; 130 on Ctrl-C; 1 when stdout is closed early (``| head``), which ends it quietly.
     ``exercise`` and ``check`` are the exercises' commands (`lessons._course.exercises`)."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("approve", "reject", "pending"):
+        return answer(argv)
     if argv and argv[0] in ("exercise", "check"):
         from lessons._course import exercises  # imports Hypothesis: only when asked for
 
@@ -65,6 +67,24 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
                     f"--crash needs a step whose workers run in worker processes ({first} on): "
                     f"{name} runs them in this process, where a crash would end the runner"
                 )
+    journaling = args.journal is not None or args.run_id is not None or args.resume
+    for name in names if journaling else ():
+        record = STEPS[step_number(name)]
+        if not record.journals:
+            first = min(number for number, each in STEPS.items() if each.journals)
+            p.error(
+                f"--journal, --run-id and --resume need a step whose runs are journaled "
+                f"({first} on): {name} keeps its results in memory only"
+            )
+        if args.run_id is not None and len(chosen[name]) > 1:
+            p.error(
+                "--run-id names one run, and the step has "
+                f"{len(chosen[name])} demos: give --task too, or leave --run-id out"
+            )
+        for demo in chosen[name]:
+            problem = journal_problem(record, demo, args)
+            if problem is not None:
+                p.error(problem)
     if args.endpoint is not None and any(STEPS[step_number(n)].asks_endpoint for n in names):
         problem = unreachable(args.endpoint)
         if problem is not None:
@@ -108,6 +128,16 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         print("interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def answer(argv: Sequence[str]) -> int:
+    """``python -m lessons approve FILE RUN SLOT [--by NAME] [--note TEXT]`` (and ``reject``,
+    ``pending FILE RUN``): the library's journal command line, under the course's name, its
+    errors one line with exit status 2 as the runner's are."""
+    from trio_supervisor.journal import main as journal_main
+
+    status = journal_main(list(argv))
+    return 2 if status == 1 else status
 
 
 def main_for_step(path: str) -> NoReturn:

@@ -20,10 +20,14 @@ from __future__ import annotations
 import argparse
 import copy
 import itertools
+import json
 import math
+import sqlite3
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -33,7 +37,16 @@ import trio.testing
 from lessons._course.demos import ENDLESS, ENDLESS_EVERY, NEVER_RETURNS, NO_TIMEOUT, OPTIONS, Demo
 from lessons._course.errors import describe
 from lessons._course.steps import Step, load_step, step, step_number
-from trio_supervisor import Aggregate, Answer, Span, Status, SubResult, Trace, decompose
+from trio_supervisor import (
+    Aggregate,
+    Answer,
+    Journal,
+    Span,
+    Status,
+    SubResult,
+    Trace,
+    decompose,
+)
 from trio_supervisor.testing import SimulatedAgent
 
 
@@ -55,6 +68,12 @@ class Run:
     replanned: Answer[str, str] | None = None  # a re-planning step's answer: rounds and ledger
     endpoint: str | None = None  # --endpoint, for a step whose worker takes one (see worker_of)
     model: str | None = None  # --model, with --endpoint
+    journal: Path | None = None  # --journal FILE; a scratch file when None (a journaling step)
+    run_id: str = "run"  # --run-id, or the demo's own (see run_id_of)
+    resume: bool = False  # --resume: no kill first, the run resumed from the journal
+    killed: int | None = None  # results committed when the supervisor was killed (23)
+    answered: list[str] = field(default_factory=list)  # questions answered before (24)
+    parked: list[tuple[str, int, int, str]] = field(default_factory=list)  # still unanswered
 
 
 class Watch(Protocol):
@@ -160,7 +179,9 @@ async def run_step(
     try:
         async with worker_of(module, run, agent) as worker:
             run.trace = Trace(plan)  # the run's clock starts when its worker is ready (step 22)
-            if record.records_trace:
+            if record.journals:
+                run.aggregate = await durably(module, run, worker)
+            elif record.records_trace:
                 run.aggregate = await module.supervise(
                     run.demo.task, worker, trace=run.trace, **run.options
                 )
@@ -184,6 +205,86 @@ async def run_step(
         run.answer = run.replanned.text
     if run.aggregate is not None and record.synthesizes:
         run.answer = module.synthesize(run.aggregate)
+
+
+async def durably(module: ModuleType, run: Run, worker: Callable[[Any], Any]) -> Any:
+    """A journaling step's run: first, unless ``run.resume``, a run whose supervisor is killed
+    at the demo's ``killed_at`` (a kill simulated in this process: the run is cancelled there
+    and its journal closed as a crash leaves it, what was not committed lost); then the run
+    again under the same ``run_id`` on the same file, resumed from the journal, which is the
+    run shown (its ``run.trace``). ``run.killed`` is how many results the kill left committed."""
+    assert run.trace is not None
+    virtual = isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock)
+    writer = "inline" if virtual else "thread"  # on virtual time a commit is at an instant
+    with tempfile.TemporaryDirectory() as scratch:
+        path = run.journal or Path(scratch) / "journal.db"
+        killed_at = run.demo.killed_at
+        if killed_at is not None and not run.resume:
+            journal = Journal(path, writer=writer, flush="each")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(kill, killed_at, nursery.cancel_scope)
+                await module.supervise(
+                    run.demo.task, worker, journal=journal, run_id=run.run_id, **run.options
+                )
+            journal.close(flush=False)  # the kill: what was not committed yet is lost
+            run.killed = committed(path, run.run_id)
+            run.trace = Trace(())  # the resumed run's timeline starts now
+        elif run.demo.answers is not None and not run.resume and run.journal is None:
+            with Journal(path, writer=writer, flush="each") as journal:
+                await module.supervise(
+                    run.demo.task, worker, journal=journal, run_id=run.run_id, **run.options
+                )
+                for name, round_, slot, question in pending(journal, run.run_id):
+                    answer = journal.approve if run.demo.answers == "approve" else journal.reject
+                    answer(name, slot, by="a second command", round=round_)  # as it would
+                    run.answered.append(question)
+            run.trace = Trace(())  # the resumed run's timeline starts now
+        with Journal(path, writer=writer, flush="each") as journal:
+            aggregate = await module.supervise(
+                run.demo.task,
+                worker,
+                trace=run.trace,
+                journal=journal,
+                run_id=run.run_id,
+                **run.options,
+            )
+            run.parked = pending(journal, run.run_id)
+        return aggregate
+
+
+def pending(journal: Journal, run_id: str) -> list[tuple[str, int, int, str]]:
+    """The questions without an answer of run ``run_id`` and its child runs: (run, round,
+    slot, question) each, as ``python -m lessons approve FILE RUN SLOT`` names them."""
+    return [
+        (name, *question)
+        for name in sorted({name for name, _ in journal_runs(journal, run_id)})
+        for question in journal.pending(name)
+    ]
+
+
+async def kill(at: float, scope: trio.CancelScope) -> None:
+    """Cancel ``scope`` ``at`` seconds from now: a kill the run cannot see coming (a deadline
+    it could read, ``trio.move_on_after``, would let it end its slots early instead)."""
+    await trio.sleep(at)
+    scope.cancel()
+
+
+def committed(path: Path, run_id: str) -> int:
+    """How many final results journal ``path`` holds of run ``run_id`` and its child runs."""
+    with Journal(path, writer="inline") as journal:
+        return sum(
+            len(journal.results(name, round_)) for name, round_ in journal_runs(journal, run_id)
+        )
+
+
+def journal_runs(journal: Journal, run_id: str) -> list[tuple[str, int]]:
+    """Every (run, round) journal holds of ``run_id``: its rounds, and its children's runs."""
+    with sqlite3.connect(f"file:{journal.path}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT run_id, round FROM runs WHERE run_id = ? OR run_id LIKE ? ORDER BY 1, 2",
+            (run_id, f"{run_id}/%"),
+        ).fetchall()
+    return [(str(name), int(round_)) for name, round_ in rows]
 
 
 async def consume(
@@ -322,6 +423,47 @@ def stdout_closed(exc: BaseException) -> bool:
     return isinstance(exc, BrokenPipeError)
 
 
+def journal_problem(record: Step, demo: Demo, args: argparse.Namespace) -> str | None:
+    """Why a journaling step cannot run ``demo`` on ``--journal`` as the command line says, or
+    None: a resume needs its run in the file, journaled for the same task; a run that is not a
+    resume needs a run id the file does not hold yet."""
+    path: Path | None = getattr(args, "journal", None)
+    if path is None or not path.is_file():
+        return None
+    run_id = getattr(args, "run_id", None) or run_id_of(record, demo, args)
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+            rows = conn.execute("SELECT run_id, decision FROM decisions WHERE number = 0")
+            tasks = {str(name): json.loads(data).get("task") for name, data in rows}
+    except (sqlite3.Error, ValueError) as exc:
+        return f"--journal: {path} is not a journal ({exc})"
+    if not getattr(args, "resume", False):
+        if run_id in tasks:
+            return (
+                f"--run-id: run {run_id!r} is in {path} already: give --resume to resume it, "
+                "or another --run-id"
+            )
+        return None
+    if run_id not in tasks:
+        known = ", ".join(sorted(tasks)) or "none"
+        return f"--resume: run {run_id!r} is not in {path} (its runs: {known})"
+    if tasks[run_id] != demo.task:
+        return (
+            f"--resume: run {run_id!r} was journaled for the task {tasks[run_id]!r}, not "
+            f"{demo.task!r}: resume it with its own task (--task), or give another --run-id"
+        )
+    return None
+
+
+def run_id_of(record: Step, demo: Demo, args: argparse.Namespace) -> str:
+    """A demo's own run id: its step's number and its place among the step's demos, ``23.1``."""
+    from lessons._course.demos import demos
+
+    chosen = demos(args, record.number)
+    place = chosen.index(demo) + 1 if demo in chosen else 1
+    return f"{record.number}.{place}"
+
+
 def run_demo(name: str, demo: Demo, args: argparse.Namespace, watch: Watch | None = None) -> Run:
     """Run step ``name`` on ``demo`` with the command line's options, and return the run.
 
@@ -338,6 +480,9 @@ def run_demo(name: str, demo: Demo, args: argparse.Namespace, watch: Watch | Non
     run = Run(name, demo, plan, step_options(record, args, demo))
     if getattr(args, "endpoint", None) is not None and record.takes_endpoint:
         run.endpoint, run.model = args.endpoint, args.model
+    if record.journals:
+        run.journal, run.resume = getattr(args, "journal", None), getattr(args, "resume", False)
+        run.run_id = getattr(args, "run_id", None) or run_id_of(record, demo, args)
     run.guard = guard_after(record, run, agent) if run.endpoint is None else math.inf
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if watch is not None:

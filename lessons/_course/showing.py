@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import json
+import shlex
 from collections.abc import Mapping
 
 from rich import box
@@ -105,6 +106,38 @@ def show(console: Console, run: Run) -> None:
     if run.aggregate is not None:
         summary += f" · {run.aggregate.succeeded} ok, {run.aggregate.failed} failed"
     console.print(summary, highlight=False)
+    if run.killed is not None and run.demo.killed_at is not None:
+        console.print(
+            f"the supervisor was killed at {run.demo.killed_at:.2f}s (simulated in this process: "
+            f"the run cancelled, its journal closed as a crash leaves it) with "
+            f"{plural(run.killed, 'result')} committed; the run above is its resume, under the "
+            f"same run id: {plural(journaled_count(run.trace), 'slot')} from the journal (↺), "
+            "the rest run again",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    for question in run.answered:
+        console.print(
+            f"the first run parked, waiting for approval: {question}; it was "
+            f"{'approved' if run.demo.answers == 'approve' else 'rejected'} by a second command "
+            "(given in this process, as `python -m lessons approve FILE RUN SLOT` gives it from "
+            "another); the run above is its resume, under the same run id",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    for name, round_, slot, question in run.parked:
+        where = "" if run.journal is None else f" {run.journal}"
+        console.print(
+            f"waiting for approval: {question}; answer it with: python -m lessons approve"
+            f"{where or ' FILE'} {shlex.quote(name)} {slot}"
+            f"{'' if round_ == 0 else f' --round {round_}'} (or reject), then run it again with "
+            "--resume" + ("" if where else " (give --journal FILE to keep the journal)"),
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     if run.stopped is not None:
         console.print(f"{run.error}; stopped at {run.stopped:.2f}s", highlight=False, markup=False)
     elif run.error is not None:
@@ -112,6 +145,19 @@ def show(console: Console, run: Run) -> None:
             f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
         )
     console.print()
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 slot``, ``2 slots``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def journaled_count(trace: Trace) -> int:
+    """How many slots of ``trace``, its child runs' included, came from a journal."""
+    return sum(
+        slot.journaled + (0 if slot.child is None else journaled_count(slot.child))
+        for slot in trace.slots
+    )
 
 
 def legend_lines(rows: list[Row], width: int) -> list[str]:

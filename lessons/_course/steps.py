@@ -67,6 +67,11 @@ class Step:
         return self.hook is not None and "crash" in self.hook
 
     @property
+    def journals(self) -> bool:
+        """Whether its runs are journaled (``--journal``, ``--run-id``, ``--resume``)."""
+        return "journal" in self.options
+
+    @property
     def takes_endpoint(self) -> bool:
         """Whether its worker can be pointed at a server (``--endpoint``)."""
         return self.hook is not None and "endpoint" in self.hook
@@ -266,6 +271,26 @@ STEPS: dict[int, Step] = {
             "step22_processes",
             "crashes a process contains",
             options={**_PLANNED, "strategy": "one_for_one"},
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
+        Step(
+            23,
+            "step23_durable_runs",
+            "durable runs",
+            options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
+        Step(
+            24,
+            "step24_approval_gate",
+            "an approval gate",
+            options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
             records_trace=True,
             hook=_HTTP | {"crash"},

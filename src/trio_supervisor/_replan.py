@@ -28,7 +28,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 import trio
 
 from . import _validate
-from ._contract import Aggregate, SubResult, describe
+from ._contract import Aggregate, Status, SubResult, describe
 from ._journal import Journal, check_journal
 from ._trace import Trace
 
@@ -461,6 +461,10 @@ async def replan(
                     kept = await journal.finished((run_id, number), subtasks)
             if kept is not None:
                 results = kept
+                if trace is not None:  # the round's slots, drawn as the journal's
+                    restored = trace._part()
+                    for index, result in enumerate(kept):
+                        restored.journaled(index, result.subtask)
             else:
                 part = None if trace is None else trace.part()  # the round: the trace's next slots
                 results = (
@@ -479,6 +483,13 @@ async def replan(
         )
         if finished >= until:
             return late(f"during round {number}")
+        parked = [result for result in results if result.status is Status.AWAITING_APPROVAL]
+        if parked:  # a person is asked: the run ends here, and a resume after the answer
+            # runs this round again (no decision follows it in the journal) for those slots
+            questions = "; ".join(
+                str(result.error).removeprefix("AwaitingApproval: ") for result in parked
+            )
+            return end(None, f"round {number} waits for approval: {questions}")
         if held_back:
             return end(
                 "max_subtasks",

@@ -193,7 +193,12 @@ def test_serial_is_the_sum_of_every_attempt_that_ran(number: int) -> None:
         assert run["serial"] == sum(span["end"] - span["start"] for span in spans)
 
 
-@pytest.mark.parametrize("number", RETRYING)
+@pytest.mark.parametrize(
+    # a journaling step shows the resume of a run killed part way: its retries are split
+    # between the two runs (its own tests count what the resume runs again)
+    "number",
+    [number for number in RETRYING if not step(number).journals],
+)
 def test_serial_counts_each_retry(number: int) -> None:
     (run,) = runs_of(str(number), "--task", "a", "--flaky", "0:2", "--attempts", "3")
     assert len(calls(slots_of(run)[:1])) == 3

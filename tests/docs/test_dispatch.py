@@ -122,7 +122,7 @@ def test_scenarios_are_offered_only_where_the_step_can_tell_them_apart() -> None
         assert scenario.run("step04_ordered_slots").options == {"max_workers": scenario.workers}
 
 
-OWN = ("gives-up", "left", "window", "lazy", "rate", "adaptive", "tree", "crashes")
+OWN = ("gives-up", "left", "window", "lazy", "rate", "adaptive", "tree", "crashes", "killed")
 """The keys of the scenarios built on a step's own ideas, in the order a menu lists them."""
 
 
@@ -142,6 +142,7 @@ def offered(name: str) -> list[str]:
         "adaptive": record.takes("adaptive") and not record.replans,
         "tree": record.records_trace and record.check_task is not None,
         "crashes": record.takes_crash,
+        "killed": record.journals,
     }
     return [key for key in OWN if takes[key]]
 
@@ -458,3 +459,29 @@ def test_the_player_shows_a_recorded_crash_as_crashed_on_its_card_result_and_bar
     assert "(1 of them crashed: the process died)" in crashed["outcome"]
     assert failed["cards"][dispatch.FAILING] == "failed"
     assert "crashed" not in failed["outcome"]
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the player's script")
+def test_the_player_shows_a_resumed_run_with_what_came_from_the_journal(tmp_path: Path) -> None:
+    """The player's own functions, run by node on a recorded resume: a slot that came from the
+    journal is ok on its card, and the outcome says the supervisor was killed and resumed."""
+    (name,) = [name for name in STEPS if "killed" in offered(name)][:1]
+    killed = next(s for s in dispatch.scenarios(name) if s.key == "killed")
+    run = json.loads(dispatch.to_json({"run": run_dict(killed.run(name))}))["run"]
+    kept = [slot["slot"] for slot in run["trace"]["slots"] if slot.get("journaled")]
+    assert kept  # the kill left something finished
+    harness = tmp_path / "harness.cjs"
+    harness.write_text(HARNESS)
+    script = Path(__file__).resolve().parents[2] / "docs" / "javascripts" / "dispatch.js"
+    done = subprocess.run(
+        ["node", str(harness), str(script)],
+        input=json.dumps(run),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    shown = json.loads(done.stdout)
+    assert [shown["cards"][slot] for slot in kept] == ["ok"] * len(kept)
+    assert f"killed at {dispatch.KILLED_AT:.2f}s" in shown["outcome"]
+    assert f"{len(kept)} slot" in shown["outcome"]

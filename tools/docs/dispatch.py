@@ -21,7 +21,9 @@ caller that leaves early (step 10 shows its workers run on, step 11 on cancels t
 window filling behind a slow slot, ``rate`` attempts spaced out by a token bucket, ``adaptive`` the
 workers allowed fitted to what the server takes, a lazy input a feed pulled only as the window has
 room, a tree (a step that records its own trace and checks its task's form) two companies with a
-child supervisor each, and a step whose workers run in processes one that dies.
+child supervisor each, a step whose workers run in processes one that dies, and a step that
+journals its runs a supervisor killed part way and resumed (its player shows the resume, the
+slots that came from the journal drawn as such).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ DOWN = frozenset(range(1, 5))  # the slots down for good, in the scenario that g
 TAKEN = 2  # results the caller takes before it leaves, in the scenario where it leaves early
 RATE = 2.0  # attempts a second, in the scenario of a step that takes a rate
 WINDOW = 3  # the window of the scenarios that fill it: one place more than the workers
+KILLED_AT = 1.0  # seconds: when the supervisor is killed, in the scenario that resumes it
 SLOW = 1  # the slot that runs long, in the scenarios whose window fills behind it
 #: The plan of the window and lazy scenarios: longer than the window, so that it fills.
 FEED = "; ".join(f"review {number:02}" for number in range(1, 11))
@@ -193,6 +196,10 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         title = f"slot {FAILING}'s process dies{crowd}"
         crashes = Demo(title, FIVE, crash=frozenset({FAILING}), slow=LATENCIES)
         chosen.append(Scenario("crashes", crashes.title, crashes, TROUBLE_WORKERS))
+    if record.journals:  # a supervisor killed part way, then resumed from its journal
+        title = f"the supervisor killed at {KILLED_AT:g}s, then resumed{crowd}"
+        killed = Demo(title, FIVE, fail=frozenset({FAILING}), slow=LATENCIES, killed_at=KILLED_AT)
+        chosen.append(Scenario("killed", killed.title, killed, TROUBLE_WORKERS))
     return chosen
 
 

@@ -38,6 +38,10 @@ CRASHED = ("☠", "bold bright_red")
 CRASH_KIND = "WorkerCrashed"
 
 
+#: How a slot whose result came from a journal is marked (a resumed run did not run it again).
+JOURNALED = "↺"
+
+
 def crashed(error: str | None) -> bool:
     """Whether an attempt's ``error`` (as a trace records it) says its worker process died:
     its kind is ``WorkerCrashed``, or the failure it reports was one (a parent slot whose child
@@ -92,6 +96,7 @@ class Row:
     status: Status | None
     rank: int | None
     depth: int = 0
+    journaled: bool = False  # its result came from a journal: a resumed run did not run it
 
     @property
     def crashed(self) -> bool:
@@ -148,15 +153,20 @@ def _rows_of(
             bars.append(Bar(start, end, "running", span.status, span.error))
             waiting_from = end
             asked = span.retry_after or 0.0
-        if not slot.spans and slot.admitted is None and trace.closed is not None:
+        if (
+            not slot.spans
+            and slot.admitted is None
+            and trace.closed is not None
+            and not slot.journaled
+        ):
             end = right if depth == 0 else trace.closed - trace.origin
             bars.append(Bar(waiting_from, end, "waiting", None))
         if slot.delivered is not None and slot.delivered - trace.origin > waiting_from:
             bars.append(Bar(waiting_from, slot.delivered - trace.origin, "held", None))
         status = final.get(slot.slot, slot.status)
-        rows.append(
-            Row(slot.slot, str(slot.subtask), tuple(bars), status, ranks.get(slot.slot), depth)
-        )
+        rank = ranks.get(slot.slot)
+        row = Row(slot.slot, str(slot.subtask), tuple(bars), status, rank, depth, slot.journaled)
+        rows.append(row)
         if slot.child is not None:
             _rows_of(slot.child, {}, right, depth + 1, rows)
 
@@ -169,6 +179,8 @@ def _ending(row: Row) -> str:
     """How a row ended, as both pictures say it: ``✓ ok 0.88s``, ``⊘ cancelled, never ran``."""
     glyph, _ = row.drawn
     running = [bar for bar in row.bars if bar.kind == "running"]
+    if row.journaled and not running:
+        return f"{JOURNALED} {'' if row.status is None else row.status.value + ', '}journaled"
     if not running:
         return (
             f"{glyph} never ran" if row.status is None else f"{glyph} {row.status.value}, never ran"
@@ -202,17 +214,22 @@ def legend(rows: Sequence[Row]) -> list[tuple[str, str]]:
         said.append(("░", "done, held for plan order"))
     pulled = any(row.bars and row.bars[0].start > 0 for row in rows)
     said.append(("blank", "not planned yet, or over" if pulled else "over"))
-    endings = {row.drawn for row in rows} | {bar.drawn for bar in bars if bar.kind == "running"}
+    endings = {row.drawn for row in rows if not row.journaled or row.bars}
+    endings |= {bar.drawn for bar in bars if bar.kind == "running"}
     for status, words in (
         (Status.OK, "ok"),
         (Status.FAILED, "failed"),
         (Status.TIMED_OUT, "timed out"),
         (Status.CANCELLED, "cancelled"),
+        (Status.AWAITING_APPROVAL, "awaiting approval"),
+        (Status.REJECTED, "rejected"),
     ):
         if ENDINGS[status] in endings:
             said.append((ENDINGS[status][0], words))
     if CRASHED in endings:
         said.append((CRASHED[0], "crashed (its process died)"))
+    if any(row.journaled for row in rows):
+        said.append((JOURNALED, "from the journal (a resumed run did not run it again)"))
     if ENDINGS[None] in endings:
         said.append((ENDINGS[None][0], "running, or never ran"))
     return said

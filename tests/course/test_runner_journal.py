@@ -1,0 +1,136 @@
+"""The runner's journal: ``--journal FILE``, ``--run-id ID``, ``--resume``, and the ``approve``
+and ``reject`` commands, each mistake refused in one line (exit 2) before anything runs."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from lessons._course.runner import main
+from tests.course.step_laws import run_virtual
+from trio_supervisor import Journal, Status, Supervisor, approval
+
+TASK = "acme: pricing, reviews"
+
+
+def run_json(*argv: str) -> list[dict[str, Any]]:
+    buffer = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sys.stdout", buffer)
+        assert main([*argv, "--virtual", "--json"], console=Console(file=io.StringIO())) == 0
+    runs: list[dict[str, Any]] = json.loads(buffer.getvalue())["runs"]
+    return runs
+
+
+def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exit_:
+        main([*argv, "--virtual"], console=Console(file=io.StringIO()))
+    assert exit_.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    return lines[0]
+
+
+def test_a_run_journaled_in_a_file_is_resumed_from_it_whole(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    (first,) = run_json("23", "--task", TASK, "--journal", str(path))
+    assert first["run_id"] == "23.1"
+    assert first["killed_at"] == 1.0  # the demo's kill, then its resume
+    (again,) = run_json("23", "--task", TASK, "--journal", str(path), "--resume")
+    assert again["killed_at"] is None  # a resume is not killed
+    assert all(slot.get("journaled") for slot in again["trace"]["slots"])
+    assert again["answer"] == first["answer"]
+
+
+def test_a_run_id_of_ones_own_names_the_run_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    run_json("23", "--task", TASK, "--journal", str(path), "--run-id", "mine")
+    with Journal(path) as journal:
+        assert journal.results("mine", 1)[0].ok
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["22", "--journal", "x.db"], "need a step whose runs are journaled (23 on)"),
+        (["23", "--resume"], "--resume needs --journal FILE"),
+        (["23", "--run-id", "r"], "--run-id names a run in a journal: give --journal FILE too"),
+        (["23", "--journal", "missing.db", "--resume"], "--resume: no journal at missing.db"),
+        (
+            ["23", "--journal", "x.db", "--run-id", "r"],
+            "--run-id names one run, and the step has 2",
+        ),
+    ],
+)
+def test_a_journal_option_that_cannot_hold_is_refused_in_one_line(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert message in refused(argv, capsys)
+
+
+def test_an_unknown_run_a_known_run_and_another_task_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "runs.db")
+    run_json("23", "--task", TASK, "--journal", path)
+    unknown = refused(
+        ["23", "--task", TASK, "--journal", path, "--run-id", "x", "--resume"], capsys
+    )
+    assert unknown.endswith("--resume: run 'x' is not in " + path + " (its runs: 23.1)")
+    again = refused(["23", "--task", TASK, "--journal", path], capsys)
+    assert "run '23.1' is in " + path + " already: give --resume to resume it" in again
+    other = refused(["23", "--task", "globex", "--journal", path, "--resume"], capsys)
+    assert "was journaled for the task 'acme: pricing, reviews', not 'globex'" in other
+
+
+def test_approve_answers_once_and_a_second_answer_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+
+    async def refund(order: str) -> str:
+        await approval(f"refund $500 to order {order}?")
+        return "refunded"
+
+    async def ask() -> None:
+        with Journal(path, writer="inline") as journal:
+            parked = await Supervisor(refund, max_workers=1).run(
+                ["1234"], journal=journal, run_id="r"
+            )
+        assert parked[0].status is Status.AWAITING_APPROVAL
+
+    run_virtual(ask)
+    assert main(["approve", str(path), "r", "0", "--by", "ana"]) == 0
+    assert capsys.readouterr().out == "r slot 0: approved\n"
+    assert main(["reject", str(path), "r", "0", "--by", "bo"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "was approved already, by ana" in err[0]
+    assert main(["approve", str(tmp_path / "none.db"), "r", "0"]) == 2
+    assert "no journal at" in capsys.readouterr().err
+
+
+REFUNDS = "acme: pricing, refund $500 to order 1234; globex: refund $40 to order 77"
+
+
+def test_a_parked_refund_is_approved_by_a_second_command_and_the_resume_finishes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "runs.db")
+    (parked,) = run_json("24", "--task", REFUNDS, "--journal", path)
+    (question,) = parked["parked"]
+    assert question["question"] == "acme refund $500 to order 1234: over $100, approve?"
+    assert "round 1 waits for approval: acme refund $500" in parked["replan"]["reason"]
+    argv = [path, question["run_id"], str(question["slot"]), "--by", "ana"]
+    assert main(["approve", *argv]) == 0
+    assert main(["approve", *argv]) == 2  # answered once
+    assert "was approved already, by ana" in capsys.readouterr().err
+    (done,) = run_json("24", "--task", REFUNDS, "--journal", path, "--resume")
+    assert done["parked"] == []
+    assert not done["replan"]["degraded"]
+    assert "acme refund $500 to order 1234: findings" in done["answer"]
