@@ -462,7 +462,7 @@ async def replan(
             if kept is not None:
                 results = kept
                 if trace is not None:  # the round's slots, drawn as the journal's
-                    restored = trace._part()
+                    restored = trace.part()
                     for index, result in enumerate(kept):
                         restored.journaled(index, result.subtask)
             else:
