@@ -229,19 +229,25 @@ def step_demos(name: str) -> list[Demo]:
     return demos(parser().parse_args([str(number)]), number)
 
 
-def pictures(name: str) -> list[Picture]:
-    """Run step ``name`` on every demo, virtually, as ``python -m lessons <n> --virtual`` does."""
-    number = step_number(name)
-    command = f"python -m lessons {number} --virtual"
-    args = parser().parse_args([str(number), "--virtual"])
-    made = []
+def demo_runs(name: str) -> list[tuple[str, Demo]]:
+    """What step ``name``'s page draws, in order: each demo on the step, and after a demo that
+    shows a flaw of the step before (``against``), the same demo on that step."""
     runs = []
     for demo in step_demos(name):
         runs.append((name, demo))
         if demo.against is not None:  # the same demo on the step before, whose flaw it shows
             before = dataclasses.replace(demo, title=f"{demo.title} (on step {demo.against})")
             runs.append((steps()[demo.against], before))
-    for ran, demo in runs:
+    return runs
+
+
+def pictures(name: str) -> list[Picture]:
+    """Run step ``name`` on every demo, virtually, as ``python -m lessons <n> --virtual`` does."""
+    number = step_number(name)
+    command = f"python -m lessons {number} --virtual"
+    args = parser().parse_args([str(number), "--virtual"])
+    made = []
+    for ran, demo in demo_runs(name):
         out = io.StringIO()
         console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
         run = run_demo(ran, demo, args, ConsoleWatch(console))
