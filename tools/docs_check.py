@@ -268,6 +268,8 @@ def expected_player(run: dict[str, Any]) -> dict[str, Any]:
         elif spans:
             when = f"{_seconds(slot['started'])} → {_seconds(slot['finished'])}"
             state = shown_status(slot["status"], spans[-1]["error"])
+        elif slot.get("journaled"):  # a resumed run took it from the journal
+            when, state = "↺ from the journal, not run again", slot["status"] or "ok"
         else:
             when, state = "never ran", slot["status"] or "idle"
         tried = f"{len(spans)} attempts" if len(spans) > 1 else ""
