@@ -59,10 +59,6 @@ class Waiting:
         """The instant the next retry may start (some slot waits)."""
         return self._heap[0][0]
 
-    def ready(self, now: float) -> bool:
-        """Whether a retry may start at ``now``."""
-        return bool(self._heap) and self._heap[0][0] <= now
-
     def take(self, running: Running) -> None:
         """Go on with the next retry on ``running``'s lane (one is ready)."""
         running.resume(heapq.heappop(self._heap)[2])
