@@ -12,6 +12,7 @@ the class's docstring, where the API reference shows it; ``SCHEMA`` is what make
 from __future__ import annotations
 
 import atexit
+import contextlib
 import contextvars
 import hashlib
 import json
@@ -21,9 +22,9 @@ import time
 import weakref
 import zlib
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from os import PathLike
-from typing import Any, NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol
 
 import trio
 
@@ -114,6 +115,27 @@ def bind_key(run: tuple[str, int], running: Any, journal: Journal | None = None)
     _current.set((run, running, journal))
 
 
+class _Asking:
+    """What a planner's question is asked from: the slot ``PLANNER``, no attempt."""
+
+    __slots__ = ("attempts", "slot")
+
+    def __init__(self) -> None:
+        self.slot = PLANNER
+        self.attempts = 0
+
+
+@contextlib.contextmanager
+def planner_asks(run_id: str, number: int, journal: Journal) -> Iterator[None]:
+    """Within, [`approval`][trio_supervisor.approval] asks for the planner's decision
+    ``number`` of re-planning run ``run_id``: slot ``PLANNER`` of round ``number``."""
+    token = _current.set(((run_id, number), _Asking(), journal))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
 def attempt_key() -> AttemptKey | None:
     """The key of the attempt the calling worker runs in, or None outside one, or in a run
     given no ``run_id``.
@@ -163,6 +185,8 @@ def first_difference(kept: bytes, plan: Sequence[Any]) -> str:
     return f"it had {len(before)} slots, now {len(plan)}"
 
 
+PLANNER = -1
+"""The slot a planner's question is journaled under (its round: the number of the decision)."""
 FLUSH = ("group", "each")
 PARKED = "awaiting approval"
 WRITERS = ("thread", "inline")
@@ -207,7 +231,8 @@ class Journal:
 
     A worker can also stop for a person's yes: [`approval`][trio_supervisor.approval] journals
     its question and parks the slot until ``approve`` or ``reject`` answers it, from this
-    process or any other that opens the file.
+    process or any other that opens the file. So can a re-planning run's planner, for the batch
+    it is about to dispatch: its question is slot ``PLANNER`` (-1) of the decision's number.
 
     The file's schema, which the ``sqlite3`` shell reads as well as this module does (a
     re-planning run's round ``n``, from 1, journals its batch under round ``n``):
@@ -242,10 +267,10 @@ class Journal:
       decided  REAL NOT NULL,   -- unix time it was journaled
       PRIMARY KEY (run_id, number)
     ) WITHOUT ROWID;
-    CREATE TABLE approvals (    -- the questions workers asked (approval()), and their answers
+    CREATE TABLE approvals (    -- the questions workers and planners asked (approval()), answered
       run_id   TEXT NOT NULL,
-      round    INTEGER NOT NULL,
-      slot     INTEGER NOT NULL,
+      round    INTEGER NOT NULL,-- a worker's round; the planner's: the decision's number
+      slot     INTEGER NOT NULL,-- a worker's slot; -1: the planner, for the batch it decides
       question TEXT NOT NULL,
       status   TEXT NOT NULL,   -- 'pending', 'approved' or 'rejected'
       by       TEXT,            -- who answered
@@ -282,6 +307,9 @@ class Journal:
         positive, ``count`` is < 1, or ``writer`` is neither ``"thread"`` nor ``"inline"``.
       sqlite3.Error: if the file cannot be opened as a database.
     """
+
+    PLANNER: ClassVar[int] = PLANNER
+    """The slot a re-planning run's planner asks under (its round: the decision's number)."""
 
     def __init__(
         self,
@@ -642,7 +670,8 @@ class Journal:
         """Approve the question slot ``slot`` of run ``run_id`` asked: its worker, called again
         by a resume (or waiting for the answer), gets it from
         [`approval`][trio_supervisor.approval]. Any process that opens the journal may answer;
-        blocks while it writes.
+        blocks while it writes. A re-planning run's planner asked as slot ``PLANNER`` (-1) of
+        round ``round``, the number of its decision (``pending`` lists both kinds).
 
         Raises:
           ValueError: if that slot asked nothing, or was answered already (naming the answer,
@@ -680,13 +709,13 @@ class Journal:
                     (run_id, round, slot),
                 ).fetchone()
                 if found is None:
-                    return f"run {run_id!r} has no question at round {round} slot {slot}"
+                    return f"run {run_id!r} has no question at {asker(round, slot)}"
                 if found[0] != "pending":
                     when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(found[3]))
                     said = f" ({found[2]})" if found[2] else ""
                     return (
-                        f"run {run_id!r} slot {slot} was {found[0]} already, by {found[1]} at "
-                        f"{when} UTC{said}: a question is answered once"
+                        f"run {run_id!r} {asker(round, slot, False)} was {found[0]} already, by "
+                        f"{found[1]} at {when} UTC{said}: a question is answered once"
                     )
                 conn.execute(
                     "UPDATE approvals SET status = ?, by = ?, note = ?, decided = ? "
@@ -738,6 +767,13 @@ class Journal:
             self._arrived.set()
             self._urgent.set()
         self._thread.join()
+
+
+def asker(round: int, slot: int, whole: bool = True) -> str:
+    """Who asked a question, in words: a slot (of its round, when ``whole``), or the planner."""
+    if slot == PLANNER:
+        return f"the planner's decision {round}"
+    return f"round {round} slot {slot}" if whole else f"slot {slot}"
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -853,6 +889,13 @@ async def approval(question: str, *, wait: float | None = None) -> Approved:
     returns the approval at once (or raises [`Rejected`][trio_supervisor.Rejected]: the slot
     ends ``Status.REJECTED`` with the note). Finished slots are never run again.
 
+    A re-planning run's planner may ask too, for the batch it is about to return (its question
+    is slot ``planner``, round the decision's number): without an answer the run ends there,
+    degraded, naming the question, and the decision is not journaled; a resume after the answer
+    asks the planner again, whose call now returns at once. Rejected, the planner's call raises
+    ``Rejected``: unless the planner catches it, its round dispatches nothing, as any failure of
+    the planner's does.
+
     Args:
       question: what is to be approved, in words a person answers.
       wait: seconds to wait for an answer instead of parking at once (the journal is read
@@ -864,13 +907,14 @@ async def approval(question: str, *, wait: float | None = None) -> Approved:
     Raises:
       AwaitingApproval: if no answer came (at once, or within ``wait``).
       Rejected: if the answer is no.
-      RuntimeError: outside an attempt of a journaled run (``journal=`` and ``run_id=``).
+      RuntimeError: outside an attempt of a journaled run (``journal=`` and ``run_id=``), or
+        a planner of one.
     """
     bound = _current.get()
     if bound is None or bound[2] is None or bound[1].slot is None:
         raise RuntimeError(
-            "approval() keeps its question in the run's journal: call it from a worker of a "
-            "run given journal= and run_id="
+            "approval() keeps its question in the run's journal: call it from a worker (or "
+            "the planner) of a run given journal= and run_id="
         )
     run, running, journal = bound
     assert journal is not None

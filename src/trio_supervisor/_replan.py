@@ -29,7 +29,7 @@ import trio
 
 from . import _validate
 from ._contract import Aggregate, Status, SubResult, describe
-from ._journal import Journal, check_journal
+from ._journal import AwaitingApproval, Journal, check_journal, planner_asks
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -381,10 +381,12 @@ async def replan(
     succeeded: set[object] = set()  # the subtasks that succeeded so far, as set members
     failure: str | None = None  # the planner's last failure, for the answer's reason
 
-    def end(ended_by: Budget | None, reason: str, answer: str | None = None) -> Answer[S, T]:
+    def end(
+        ended_by: Budget | None, reason: str, answer: str | None = None, whole: bool = True
+    ) -> Answer[S, T]:
         if failure is not None and ended_by is not None:
             reason = f"{reason}; the planner's last failure: {failure}"
-        degraded = ended_by is not None or bool(ledger.unsettled())
+        degraded = not whole or ended_by is not None or bool(ledger.unsettled())
         text = answer if answer is not None else ledger.synthesize()
         if degraded:
             text = f"{text}\n(degraded: {reason})" if text else f"(degraded: {reason})"
@@ -393,23 +395,29 @@ async def replan(
     def late(doing: str) -> Answer[S, T]:
         return end("deadline", f"the run's deadline of {limit:g}s expired {doing}")
 
-    async def ask(fresh: bool, first: bool = False) -> Batch[S] | Done | _Failed | None:
+    async def ask(
+        fresh: bool, first: bool = False
+    ) -> Batch[S] | Done | _Failed | AwaitingApproval | None:
         """The planner's decision (the journal's, when it has it), what went wrong asking for
-        it, or None: the deadline expired while it decided."""
+        it, the question it waits on (not journaled: a resume asks the planner again, and its
+        approval() has the answer then), or None: the deadline expired while it decided."""
         nonlocal asked
         number, asked = asked, asked + 1
-        if journal is not None:
-            assert run_id is not None
-            kept = await journal.decision(run_id, number)
-            if kept is not None:
-                return _decoded(kept)
-        decision = await ask_planner(fresh, first)
-        if journal is not None and decision is not None:
-            assert run_id is not None
+        if journal is None:
+            return await ask_planner(fresh, first)
+        assert run_id is not None
+        kept = await journal.decision(run_id, number)
+        if kept is not None:
+            return _decoded(kept)
+        with planner_asks(run_id, number, journal):  # what approval() asks under
+            decision = await ask_planner(fresh, first)
+        if decision is not None and not isinstance(decision, AwaitingApproval):
             await journal.decided(run_id, number, _encoded(decision, task))
         return decision
 
-    async def ask_planner(fresh: bool, first: bool) -> Batch[S] | Done | _Failed | None:
+    async def ask_planner(
+        fresh: bool, first: bool
+    ) -> Batch[S] | Done | _Failed | AwaitingApproval | None:
         try:
             with trio.move_on_at(until):
                 if first:
@@ -417,6 +425,8 @@ async def replan(
                 else:
                     decision = await planner.next(task, ledger, fresh=fresh)
                 return _checked(decision, ledger)
+        except AwaitingApproval as question:  # a person is asked for the batch
+            return question
         except Exception as exc:
             return _Failed(f"the planner raised {describe(exc)}")
         return None
@@ -427,6 +437,13 @@ async def replan(
     while True:
         if decision is None:
             return late("while the planner decided")
+        if isinstance(decision, AwaitingApproval):  # the run ends here; a resume asks again
+            number = len(ledger._rounds) + 1
+            return end(
+                None,
+                f"the planner's batch for round {number} waits for approval: {decision.question}",
+                whole=False,
+            )
         if isinstance(decision, Done):
             said = f": {decision.note}" if decision.note else ""
             rounds = len(ledger._rounds)

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_supervisor import Journal, Status, Supervisor, Trace, approval
+from trio_supervisor import Batch, Done, Journal, Ledger, Status, Supervisor, Trace, approval
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDERS = [("1233", 20), ("1234", 500), ("1235", 40)]
@@ -151,7 +151,9 @@ def test_approval_outside_a_journaled_run_says_what_it_needs() -> None:
 
     (result,) = virtual(main)
     assert result.status is Status.FAILED
-    assert "call it from a worker of a run given journal= and run_id=" in (result.error or "")
+    assert "call it from a worker (or the planner) of a run given journal= and run_id=" in (
+        result.error or ""
+    )
 
 
 def test_the_command_line_answers_a_missing_file_and_a_slot_that_asked_nothing_in_one_line(
@@ -169,3 +171,95 @@ def test_the_command_line_answers_a_missing_file_and_a_slot_that_asked_nothing_i
         1,
         "error: run 'refunds' has no question at round 0 slot 0\n",
     )
+
+
+class Spending:
+    """A planner whose second batch is paid: it asks approval for it first."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def first(self, task: str) -> Batch[str]:
+        return Batch(["free a", "free b"], note="the free sources")
+
+    async def next(self, task: str, ledger: Ledger[str, str], *, fresh: bool) -> Batch[str] | Done:
+        if len(ledger.rounds) == 1:
+            self.asked += 1
+            said = await approval("dispatch 2 paid searches at $3 each")
+            return Batch(["paid a", "paid b"], note=f"paid, approved by {said.by}")
+        return Done(answer="; ".join(str(e.result.output) for e in ledger.entries))
+
+
+async def echo(subtask: str) -> str:
+    await trio.sleep(1)
+    return subtask.upper()
+
+
+def replanned(path: Path, planner: Spending, worker: Any = echo) -> Any:
+    async def main() -> Any:
+        with Journal(path, writer="inline") as journal:
+            supervisor = Supervisor(worker, max_workers=2)
+            return await supervisor.replan(
+                "research", planner, journal=journal, run_id="spend", max_rounds=4
+            )
+
+    return virtual(main)
+
+
+def test_a_planner_asks_approval_for_a_batch_and_the_resume_after_the_yes_dispatches_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "journal.db"
+    planner = Spending()
+    first = replanned(path, planner)
+    assert first.degraded
+    assert first.ended_by is None
+    assert first.reason == (
+        "the planner's batch for round 2 waits for approval: dispatch 2 paid searches at $3 each"
+    )
+    assert [e.subtask for e in first.ledger.entries] == ["free a", "free b"]
+    assert command("pending", str(path), "spend").stdout == (
+        "the planner's decision 1: dispatch 2 paid searches at $3 each\n"
+    )
+    done = command("approve", str(path), "spend", "planner", "--round", "1", "--by", "alice")
+    assert (done.returncode, done.stdout) == (0, "spend the planner's decision 1: approved\n")
+    again = command("approve", str(path), "spend", "planner", "--round", "1", "--by", "bob")
+    assert again.stderr.startswith(
+        "error: run 'spend' the planner's decision 1 was approved already, by alice"
+    )
+
+    calls: Counter[str] = Counter()
+
+    async def counted(subtask: str) -> str:
+        calls[subtask] += 1
+        return await echo(subtask)
+
+    resumed = replanned(path, planner, counted)
+    assert not resumed.degraded
+    assert resumed.text == "FREE A; FREE B; PAID A; PAID B"
+    assert resumed.ledger.rounds[1].note == "paid, approved by alice"
+    assert calls == {"paid a": 1, "paid b": 1}  # the free round came from the journal
+    assert planner.asked == 2  # asked, then asked again on resume, answered at once
+
+
+def test_a_rejected_batch_costs_its_round_and_the_planner_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    planner = Spending()
+    replanned(path, planner)
+    with Journal(path) as journal:
+        journal.reject("spend", Journal.PLANNER, round=1, by="bob", note="no budget")
+        assert journal.pending("spend") == []
+    resumed = replanned(path, planner)
+    assert resumed.ledger.rounds[1].error == (
+        "the planner raised Rejected: 'dispatch 2 paid searches at $3 each' rejected by bob: "
+        "no budget"
+    )
+    assert resumed.ledger.rounds[1].entries == ()
+
+
+def test_the_command_line_names_the_rule_for_a_slot(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    refund(path, Refunds())
+    bad = command("approve", str(path), "refunds", "first")
+    assert bad.returncode == 2
+    assert "a slot is a number from 0, or 'planner', not 'first'" in bad.stderr

@@ -1,8 +1,10 @@
 """The journal's command line: answer the questions a journaled run's workers asked.
 
 ``python -m trio_supervisor.journal approve FILE RUN SLOT [--by NAME] [--note TEXT]``, and
-``reject`` alike; ``pending FILE RUN`` lists the questions without an answer. Each error is one
-line (a missing file, a slot that asked nothing, a question answered already), exit status 1.
+``reject`` alike; ``pending FILE RUN`` lists the questions without an answer. A re-planning
+run's planner asks for its batch as slot ``planner``, its ``--round`` the decision's number (as
+``pending`` says it). Each error is one line (a missing file, a slot that asked nothing, a
+question answered already), exit status 1.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._journal import Journal
+from .._journal import PLANNER, Journal, asker
 
 __all__ = ["main"]
 
@@ -29,8 +31,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = commands.add_parser(name, help=f"{name} the question a slot asked")
         command.add_argument("file", help="the journal's database file")
         command.add_argument("run", help="the run's run_id")
-        command.add_argument("slot", type=int, help="the slot that asked")
-        command.add_argument("--round", type=int, default=0, help="its round (replan), from 1")
+        command.add_argument(
+            "slot", type=_slot, help="the slot that asked, or 'planner' (a replan's planner)"
+        )
+        command.add_argument(
+            "--round",
+            type=int,
+            default=0,
+            help="its round (replan), from 1; the planner's: its decision",
+        )
         command.add_argument("--by", default=None, help="who answers (default: your login)")
         command.add_argument("--note", default="", help="what you say with it")
     listing = commands.add_parser("pending", help="the questions without an answer")
@@ -43,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with Journal(options.file) as journal:
         if options.command == "pending":
             for round_, slot, question in journal.pending(options.run):
-                print(f"round {round_} slot {slot}: {question}")
+                print(f"{asker(round_, slot)}: {question}")
             return 0
         answer = journal.approve if options.command == "approve" else journal.reject
         try:
@@ -58,5 +67,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     done = "approved" if options.command == "approve" else "rejected"
-    print(f"{options.run} slot {options.slot}: {done}")
+    print(f"{options.run} {asker(options.round, options.slot, False)}: {done}")
     return 0
+
+
+def _slot(text: str) -> int:
+    """A slot on the command line: a number, or ``planner``."""
+    if text == "planner":
+        return PLANNER
+    try:
+        slot = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"a slot is a number from 0, or 'planner', not {text!r}"
+        ) from None
+    if slot < 0:
+        raise argparse.ArgumentTypeError(f"a slot is a number from 0, or 'planner', not {text!r}")
+    return slot
