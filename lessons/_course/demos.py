@@ -319,7 +319,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"intensity": (3, 10.0)},
         ),
     ),
-    23: (  # a kill simulated in this process: the first run cancelled, its journal crashed
+    23: (  # on real time a child Python killed with SIGKILL; on virtual time a simulated kill
         Demo(
             "the supervisor is killed part way, then resumed: what it had finished comes back "
             "from the journal",

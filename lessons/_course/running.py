@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import itertools
 import json
 import math
@@ -36,6 +37,7 @@ import trio.testing
 
 from lessons._course.demos import ENDLESS, ENDLESS_EVERY, NEVER_RETURNS, NO_TIMEOUT, OPTIONS, Demo
 from lessons._course.errors import describe
+from lessons._course.killing import kill_part_way
 from lessons._course.steps import Step, load_step, step, step_number
 from trio_supervisor import (
     Aggregate,
@@ -72,6 +74,7 @@ class Run:
     run_id: str = "run"  # --run-id, or the demo's own (see run_id_of)
     resume: bool = False  # --resume: no kill first, the run resumed from the journal
     killed: int | None = None  # results committed when the supervisor was killed (23)
+    killed_really: bool = False  # that was a child Python killed (real time), not a simulation
     answered: list[str] = field(default_factory=list)  # questions answered before (24)
     parked: list[tuple[str, int, int, str]] = field(default_factory=list)  # still unanswered
 
@@ -180,7 +183,7 @@ async def run_step(
         async with worker_of(module, run, agent) as worker:
             run.trace = Trace(plan)  # the run's clock starts when its worker is ready (step 22)
             if record.journals:
-                run.aggregate = await durably(module, run, worker)
+                run.aggregate = await durably(module, run, worker, agent)
             elif record.records_trace:
                 run.aggregate = await module.supervise(
                     run.demo.task, worker, trace=run.trace, **run.options
@@ -207,19 +210,28 @@ async def run_step(
         run.answer = module.synthesize(run.aggregate)
 
 
-async def durably(module: ModuleType, run: Run, worker: Callable[[Any], Any]) -> Any:
+async def durably(
+    module: ModuleType, run: Run, worker: Callable[[Any], Any], agent: SimulatedAgent
+) -> Any:
     """A journaling step's run: first, unless ``run.resume``, a run whose supervisor is killed
-    at the demo's ``killed_at`` (a kill simulated in this process: the run is cancelled there
-    and its journal closed as a crash leaves it, what was not committed lost); then the run
-    again under the same ``run_id`` on the same file, resumed from the journal, which is the
-    run shown (its ``run.trace``). ``run.killed`` is how many results the kill left committed."""
+    at the demo's ``killed_at``; then the run again under the same ``run_id`` on the same file,
+    resumed from the journal, which is the run shown (its ``run.trace``). ``run.killed`` is how
+    many results the kill left committed.
+
+    On real time the first run is a child Python killed with ``SIGKILL`` (``killing``). On
+    virtual time the kill is simulated in this process: the run is cancelled there and its
+    journal closed as a crash leaves it, what was not committed lost."""
     assert run.trace is not None
     virtual = isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock)
     writer = "inline" if virtual else "thread"  # on virtual time a commit is at an instant
     with tempfile.TemporaryDirectory() as scratch:
         path = run.journal or Path(scratch) / "journal.db"
         killed_at = run.demo.killed_at
-        if killed_at is not None and not run.resume:
+        if killed_at is not None and not run.resume and not virtual:
+            await kill_part_way(dataclasses.replace(run, trace=None), agent, path, killed_at)
+            run.killed, run.killed_really = committed(path, run.run_id), True
+            run.trace = Trace(())  # the resumed run's timeline starts now
+        elif killed_at is not None and not run.resume:
             journal = Journal(path, writer=writer, flush="each")
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(kill, killed_at, nursery.cancel_scope)

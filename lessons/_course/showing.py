@@ -62,6 +62,13 @@ class ConsoleWatch:
         await show_live(self.console, lambda: run.trace, step(run.step).streams, worker_timeout)
 
 
+def how_killed(run: Run) -> str:
+    """How ``run``'s first run was killed: for real on real time, simulated on virtual time."""
+    if run.killed_really:
+        return "a child Python, killed with SIGKILL"
+    return "simulated in this process: the run cancelled, its journal closed as a crash leaves it"
+
+
 def show(console: Console, run: Run) -> None:
     """Print a finished run: timeline, results table, synthesized answer and summary line."""
     assert run.trace is not None
@@ -108,8 +115,7 @@ def show(console: Console, run: Run) -> None:
     console.print(summary, highlight=False)
     if run.killed is not None and run.demo.killed_at is not None:
         console.print(
-            f"the supervisor was killed at {run.demo.killed_at:.2f}s (simulated in this process: "
-            f"the run cancelled, its journal closed as a crash leaves it) with "
+            f"the supervisor was killed at {run.demo.killed_at:.2f}s ({how_killed(run)}) with "
             f"{plural(run.killed, 'result')} committed; the run above is its resume, under the "
             f"same run id: {plural(journaled_count(run.trace), 'slot')} from the journal (↺), "
             "the rest run again",

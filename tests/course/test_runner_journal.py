@@ -134,3 +134,31 @@ def test_a_parked_refund_is_approved_by_a_second_command_and_the_resume_finishes
     assert done["parked"] == []
     assert not done["replan"]["degraded"]
     assert "acme refund $500 to order 1234: findings" in done["answer"]
+
+
+def test_on_real_time_the_first_run_is_a_child_python_killed_with_sigkill(tmp_path: Path) -> None:
+    """The one real-time run of the demo (some seconds): the kill is a real one, and the resume
+    ends as the simulated kill's does on virtual time."""
+    from lessons._course.arguments import parser
+    from lessons._course.demos import STEP_DEMOS
+    from lessons._course.running import run_demo
+
+    demo = STEP_DEMOS[23][0]
+    args = parser().parse_args(["23", "--journal", str(tmp_path / "runs.db")])
+    real = run_demo("step23_durable_runs", demo, args)
+    assert real.error is None
+    assert real.killed_really
+    assert real.killed is not None
+    assert 0 < real.killed < len(real.plan)  # killed part way: some committed, some not
+    args.virtual, args.journal = True, tmp_path / "virtual.db"
+    simulated = run_demo("step23_durable_runs", demo, args)
+    assert not simulated.killed_really
+    assert real.aggregate is not None
+    assert simulated.aggregate is not None
+    assert [(r.subtask, r.status, r.output) for r in real.aggregate] == [
+        (r.subtask, r.status, r.output) for r in simulated.aggregate
+    ]
+    assert real.replanned is not None
+    rounds = range(1, len(real.replanned.ledger.rounds) + 1)
+    with Journal(tmp_path / "runs.db") as journal:  # each slot of each round once
+        assert sum(len(journal.results(real.run_id, n)) for n in rounds) == len(real.plan)

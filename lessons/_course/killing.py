@@ -1,0 +1,96 @@
+"""A real kill for the durable-runs demo on real time: the first run in a child Python, killed
+with ``SIGKILL`` part way through, its journal left on disk as the kill leaves it.
+
+The runner (``running.durably``) writes what the child needs to run the demo (the step, the
+run with its options, the simulated sub-agent) to a file, starts ``python -m
+lessons._course.killing FILE``, waits for the child to say its run has started (bounded),
+waits the demo's ``killed_at`` seconds and kills it: no ``finally`` of the child runs, no
+buffer is flushed, so what comes back on resume is exactly what the journal had committed. On
+virtual time (``--virtual``, the docs) the kill is simulated in one process instead, as a
+child's clock could not be the runner's.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from lessons._course.steps import load_step
+from trio_supervisor import Journal
+from trio_supervisor.testing import SimulatedAgent
+
+READY = b"started\n"
+STARTING = 60.0
+"""Seconds the child may take to start its run (its imports, a loopback server) at most."""
+
+
+async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) -> None:
+    """Run ``run`` (a ``running.Run`` of a journaling step) journaled in ``path`` in a child
+    Python and kill it with ``SIGKILL`` ``at`` seconds after its run started (or let it end, if
+    it ends sooner). The child is killed too when this is cancelled (Ctrl-C).
+
+    Raises:
+      RuntimeError: if the child did not start its run within ``STARTING`` seconds, or ended
+        before it did (its last words say why).
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        spec = Path(scratch) / "run.pickle"
+        spec.write_bytes(pickle.dumps((run.step, run, agent, str(path))))
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "lessons._course.killing", str(spec)],
+            stdout=-1,  # subprocess.PIPE: the child says when its run has started
+            stderr=-1,
+        )
+        try:
+            assert process.stdout is not None
+            said = b""
+            with trio.move_on_after(STARTING):
+                while READY not in said:
+                    chunk = await process.stdout.receive_some()
+                    if not chunk:
+                        break
+                    said += chunk
+            if READY not in said:
+                process.kill()
+                await process.wait()
+                assert process.stderr is not None
+                words = (await process.stderr.receive_some()).decode(errors="replace").strip()
+                last = words.splitlines()[-1] if words else f"exit status {process.returncode}"
+                raise RuntimeError(f"the demo's child process did not start its run: {last}")
+            with trio.move_on_after(at):
+                await process.wait()  # a run that ends before the kill just ends
+        finally:
+            if process.returncode is None:
+                process.kill()  # SIGKILL: nothing of the child's runs after it
+            with trio.CancelScope(shield=True), trio.move_on_after(STARTING):
+                await process.wait()
+
+
+async def child(step: str, run: Any, agent: SimulatedAgent, path: str) -> None:
+    """The child's run: the demo, journaled in ``path``, committing each result."""
+    from lessons._course.running import worker_of
+
+    module = load_step(step)
+    async with worker_of(module, run, agent) as worker:
+        with Journal(path, flush="each") as journal:
+            sys.stdout.buffer.write(READY)
+            sys.stdout.flush()
+            await module.supervise(
+                run.demo.task, worker, journal=journal, run_id=run.run_id, **run.options
+            )
+
+
+def main(argv: list[str]) -> int:
+    """``python -m lessons._course.killing FILE``: the run ``FILE`` describes, until killed."""
+    step, run, agent, path = pickle.loads(Path(argv[0]).read_bytes())
+    trio.run(child, step, run, agent, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
