@@ -257,7 +257,7 @@ class RayWorker(Generic[S, T]):
         return len(text)
 
     async def main() -> None:
-        worker = RayWorker(measure)  # address="auto": the cluster `ray start` started
+        worker = RayWorker(measure)  # a local cluster; address="auto": `ray start`'s
         await worker.connect()  # the cluster starts before the run, not in its timeouts
         aggregate = await Supervisor(worker, max_workers=64, timeout=60).run(["a", "bb"])
         print([result.output for result in aggregate])
