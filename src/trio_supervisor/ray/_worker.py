@@ -166,6 +166,9 @@ def _in_keeper(job: Callable[[], None]) -> None:
 
 @contextlib.contextmanager
 def _no_cluster_address() -> Iterator[None]:
+    """While ray.init starts a local cluster, tell Ray it runs no cluster: it then gives the
+    node 127.0.0.1, and its servers listen there alone (an address of 127.0.0.1 passed to
+    ray.init is otherwise replaced by this machine's). Ray offers no public setting for it."""
     constants: Any = importlib.import_module("ray._private.ray_constants")
     saved = {name: os.environ.get(name) for name in _LOCAL_ENV}
     enabled = constants.ENABLE_RAY_CLUSTER
@@ -287,7 +290,8 @@ class RayWorker(Generic[S, T]):
       address: the cluster to connect to, as ``ray.init(address=...)`` takes it (``"auto"``,
         ``"127.0.0.1:6379"``, ``"ray://head:10001"``); None: the one this process is connected
         to, or a new local one ([`start_local`][trio_supervisor.ray.start_local]). The first
-        call connects, unless [`connect`][trio_supervisor.ray.RayWorker.connect] did.
+        call connects, unless [`connect`][trio_supervisor.ray.RayWorker.connect] did. Ray
+        connects a process to one cluster: once connected, every worker uses that one.
       num_cpus: CPUs each task reserves on its node (Ray's default: 1); a fraction lets more
         tasks share a CPU.
       memory: bytes of memory each task reserves on its node, for scheduling (Ray does not
