@@ -9,6 +9,7 @@ with a bounded loop.
 
 from __future__ import annotations
 
+import concurrent.futures
 import ipaddress
 import os
 import socket
@@ -24,6 +25,7 @@ import trio
 import trio.testing
 
 import trio_supervisor.ray
+import trio_supervisor.ray._worker as ray_worker
 from tests.library.process_bodies import body
 from trio_supervisor import Status, Supervisor
 from trio_supervisor.processes import UnpicklableError, WorkerCrashed
@@ -329,3 +331,24 @@ def test_the_local_cluster_listens_on_loopback_only() -> None:
 def test_public_names_say_the_module_they_are_public_in() -> None:
     for name in trio_supervisor.ray.__all__:
         assert getattr(trio_supervisor.ray, name).__module__ == "trio_supervisor.ray"
+
+
+@pytest.mark.parametrize(
+    "lost",
+    [
+        ray.exceptions.WorkerCrashedError(),
+        ray.exceptions.NodeDiedError("the node was lost"),  # type: ignore[no-untyped-call]
+        ray.exceptions.LocalRayletDiedError(),
+        ray.exceptions.OutOfMemoryError("out of memory"),  # type: ignore[no-untyped-call]
+        ray.exceptions.OwnerDiedError("00" * 28, None, ""),
+    ],
+    ids=lambda lost: type(lost).__name__,
+)
+def test_what_ray_says_of_a_lost_process_node_or_result_is_a_crash(lost: Exception) -> None:
+    # a node cannot be lost from a one-node cluster: the answer is made as Ray gives it
+    answer: concurrent.futures.Future[bytes] = concurrent.futures.Future()
+    answer.set_exception(lost)
+    with pytest.raises(WorkerCrashed, match=r"^the Ray task died with its process or node \(") as e:
+        ray_worker._outcome(answer)
+    assert f"({type(lost).__name__}" in str(e.value)
+    assert e.value.exitcode is None
