@@ -429,8 +429,10 @@ def render_timeline(
     widest = max((len(row.label) for row in rows), default=0)
     table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left")
     table.add_column("slot", justify="right", no_wrap=True, min_width=4)
+    # a terminal has no hover to show a cut name: the column stays narrow enough to leave the
+    # timeline and its ends their room in 80 columns (the SVG widens to the longest label)
     table.add_column(
-        "subtask", overflow="ellipsis", max_width=max(7, min(LABEL, widest)), no_wrap=True
+        "subtask", overflow="ellipsis", max_width=max(7, min(TERMINAL_LABEL, widest)), no_wrap=True
     )
     table.add_column("timeline", no_wrap=True, min_width=width)
     table.add_column("end", justify="left", no_wrap=True, min_width=14)
@@ -509,6 +511,8 @@ _ROW = 24.0  # height of one slot's row
 _BAR = 14.0  # height of a running bar (a waiting bar is a thin line through the row's middle)
 _GAP = 2.0  # pixels between two attempts that follow each other at once: never one bar
 _SLIVER = 2.0  # the narrowest attempt drawn: one that ended as it started still shows
+#: Characters of a subtask the terminal table shows before it cuts it with an ellipsis.
+TERMINAL_LABEL = 22
 #: Characters of a subtask shown before it is cut with an ellipsis (its full name on hover);
 #: the label column is as wide as its longest label up to this.
 LABEL = 40
