@@ -234,7 +234,8 @@ def test_every_ending_and_mark_has_its_own_glyph_colour_and_legend() -> None:
     assert len(set(glyphs)) == len(glyphs)
     assert len({drawn.fill for drawn in ENDINGS.values()}) == len(ENDINGS)
     assert len({drawn.css for drawn in ENDINGS.values()}) == len(ENDINGS)
-    assert all(drawn.legend for drawn in [*ENDINGS.values(), *MARKS.values()])
+    assert all(drawn.legend for drawn in ENDINGS.values())
+    assert all(mark.legend for mark in MARKS.values())
 
 
 def contrast(colour: str, other: str = "#ffffff") -> float:
