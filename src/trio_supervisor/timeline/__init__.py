@@ -3,9 +3,9 @@ for Perfetto's UI.
 
 Kept apart from the core so that `import trio_supervisor` loads no rendering library: a program
 that supervises and never draws pays nothing for drawing. Every picture takes how it draws each
-ending from one table, [`ENDINGS`][trio_supervisor.timeline.ENDINGS] (and each stretch that is
-not an attempt from [`MARKS`][trio_supervisor.timeline.MARKS]): the terminal, the SVG and the
-docs' player agree, and a new ending is one more record there.
+ending from one table, ``ENDINGS`` (an [`Ending`][trio_supervisor.timeline.Ending] per word; each
+stretch that is not an attempt from ``MARKS``): the terminal, the SVG and the docs' player agree,
+and a new ending is one more record there.
 """
 
 from .._util import fixup_module_metadata
