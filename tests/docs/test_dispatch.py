@@ -440,13 +440,7 @@ def test_the_page_holds_the_player_its_data_link_and_its_timeline_without_javasc
     ]
     default = next(item for item in data["scenarios"] if item["key"] == data["default"])
 
-    def counted(trace: dict[str, Any]) -> int:
-        """A row per slot, and a tree's child runs' rows under their parents'."""
-        return sum(
-            1 + (counted(slot["child"]) if "child" in slot else 0) for slot in trace["slots"]
-        )
-
-    assert len(rows) == counted(default["run"]["trace"])
+    assert len(rows) == _rows(default["run"]["trace"])
 
 
 def test_editing_the_course_that_records_the_runs_regenerates_the_pages(

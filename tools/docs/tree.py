@@ -186,7 +186,7 @@ def tree_fragment(name: str) -> str:
     title = f"{name} · {run.demo.title}: the tree of supervisors of a real run, on virtual time"
     svg = tree_svg(run.trace, run, title)
     return (
-        '<figure class="timeline ts-tree-figure">\n'
+        '<figure class="ts-tree-figure">\n'
         f"{svg}"
         f"<figcaption>The tree of supervisors of a real run ({html.escape(run.demo.title)}, on "
         "virtual time): the parent supervisor, a child supervisor per company, and its leaves, "
