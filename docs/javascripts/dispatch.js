@@ -105,63 +105,83 @@
     );
   }
 
-  /* The timeline at virtual time t, as SVG markup: a row per slot, waiting (a thin line) then
-   * each attempt (a bar, blue while it runs, coloured by how it ended), then held (pale: done,
-   * not yet handed over), and the clock's line. */
-  function timeline(run, t) {
-    const slots = run.trace.slots;
-    const right = Math.max(run.trace.wall, 0.01);
-    const [left, width, top, row] = [170, 450, 22, 24];
+  /* The timeline at virtual time t, as SVG markup, from the run's drawing (the rows the site's
+   * SVG timelines are drawn from: a tree's child runs under their parents, each bar's class its
+   * ending's or its mark's): every stretch clipped to t, an attempt still running at t drawn
+   * as running, then the grid, the ticks and the clock's line. `endings` is the file's table:
+   * each bar is filled with its ending's colour. */
+  function timeline(drawing, t, wall, endings) {
+    const rows = drawing.rows;
+    const right = Math.max(wall, 0.01);
+    const chars = Math.max(7, ...rows.map((row) => row.label.length));
+    const [left, width, top, row] = [8 + (chars + 5) * 7.3, 450, 22, 24];
     const x = (time) => left + (Math.min(time, t) / right) * width;
-    const height = top + row * slots.length + 6;
-    const parts = [
-      `<text class="dt-tick" x="${left}" y="14">0s</text>`,
-      `<text class="dt-tick" x="${left + width}" y="14" text-anchor="end">${seconds(right)}</text>`,
-    ];
-    slots.forEach((slot, index) => {
+    const bottom = top + row * rows.length;
+    const height = bottom + 24;
+    const fill = (css) => (endings[css] && endings[css].fill) || "";
+    const parts = [];
+    for (const tick of drawing.ticks) {
+      const at = left + (tick / right) * width;
+      parts.push(`<line class="dt-grid" x1="${at}" y1="${top - 4}" x2="${at}" y2="${bottom}"/>`);
+      if (left + width - at >= 44) {
+        parts.push(`<text class="dt-tick" x="${at}" y="${bottom + 16}" text-anchor="middle">` +
+          `${Number(tick.toFixed(6))}s</text>`);
+      }
+    }
+    parts.push(`<text class="dt-tick dt-wall" x="${left + width}" y="${bottom + 16}" ` +
+      `text-anchor="middle">${seconds(right)}</text>`);
+    rows.forEach((drawn, index) => {
       const y = top + index * row;
-      const name = String(slot.subtask);
-      const label = `${slot.slot}  ${name.length > 18 ? `${name.slice(0, 17)}…` : name}`;
       parts.push(`<text class="dt-label" x="4" y="${y + 16}" xml:space="preserve">` +
-        `${escape(label)}</text>`);
-      if (t < slot.planned) return;
-      let from = slot.planned;
-      for (const span of slot.spans) {
-        if (span.start > t) break;
-        if (span.start > from) {
-          parts.push(`<rect class="dt-waiting" x="${x(from)}" y="${y + 11}" ` +
-            `width="${x(span.start) - x(from)}" height="2"/>`);
+        `<title>${escape(drawn.title)}</title>${escape(`${drawn.slot}`.padStart(3))}  ` +
+        `${escape(drawn.label)}</text>`);
+      let after = -Infinity; /* the right edge of the attempt before: two never touch */
+      for (const [start, end, css] of drawn.bars) {
+        if (start > t) break;
+        const from = x(start);
+        if (css === "ts-waiting" || css === "ts-asked") {
+          const thick = css === "ts-waiting" ? 2 : 4;
+          parts.push(`<rect class="dt-${css.slice(3)}" x="${from}" y="${y + 12 - thick / 2}" ` +
+            `width="${Math.max(x(end) - from, 0)}" height="${thick}"/>`);
+        } else if (css === "ts-held") {
+          parts.push(`<rect class="dt-held" x="${from}" y="${y + 5}" ` +
+            `width="${Math.max(x(end) - from, 0)}" height="14"/>`);
+        } else {
+          const start_x = Math.max(from, after + 2);
+          const w = Math.max(x(end) - start_x, 2);
+          after = start_x + w;
+          const shown = end <= t ? css : "ts-running";
+          parts.push(`<rect class="dt-bar ${shown}" fill="${fill(shown)}" x="${start_x}" ` +
+            `y="${y + 5}" width="${w}" height="14" rx="2"/>`);
         }
-        const ended = span.end !== null && span.end <= t;
-        const last = span === slot.spans[slot.spans.length - 1];
-        const state = !ended ? "running"
-          : shownStatus(last ? slot.status || span.status : span.status, span.error);
-        const stop = span.end === null ? t : span.end;
-        parts.push(`<rect class="dt-bar dt-${state.replace(" ", "-")}" x="${x(span.start)}" ` +
-          `y="${y + 5}" width="${Math.max(x(stop) - x(span.start), 1)}" height="14"/>`);
-        from = stop;
-      }
-      const next = slot.spans.find((span) => span.start > t);
-      const over = slot.spans.length && !next; // its last attempt has started
-      if (!over && x(t) > x(from)) {
-        parts.push(`<rect class="dt-waiting" x="${x(from)}" y="${y + 11}" ` +
-          `width="${x(t) - x(from)}" height="2"/>`);
-      }
-      if (slot.delivered !== null && slot.finished !== null && slot.delivered > slot.finished &&
-          t > slot.finished) {
-        parts.push(`<rect class="dt-held" x="${x(slot.finished)}" y="${y + 5}" ` +
-          `width="${x(slot.delivered) - x(slot.finished)}" height="14"/>`);
       }
     });
     const now = left + (Math.min(t, right) / right) * width;
-    parts.push(`<line class="dt-now" x1="${now}" y1="${top - 4}" x2="${now}" y2="${height}"/>`);
-    return { markup: parts.join(""), height };
+    parts.push(`<line class="dt-now" x1="${now}" y1="${top - 4}" x2="${now}" y2="${bottom}"/>`);
+    return { markup: parts.join(""), height, width: left + width + 24 };
+  }
+
+  /* The legend under the player's timeline: each key of the run's drawing, a swatch in its
+   * colour (an ending's from the table, a mark's from the stylesheet) and its words. */
+  function legendItems(drawing, endings) {
+    const keys = drawing.legend.slice();
+    const running = endings["ts-running"];
+    if (running && !keys.some(([css]) => css === "ts-running")) {
+      keys.push(["ts-running", `${running.glyph} running`]); /* every attempt, while it runs */
+    }
+    return keys.map(([css, text]) => {
+      const swatch = make("span", { class: `dispatch-swatch dt-${css.slice(3)}` });
+      if (endings[css] && endings[css].fill) swatch.style.background = endings[css].fill;
+      if (css === "ts-blank") swatch.hidden = true;
+      return make("li", { "data-key": css }, swatch, make("span", { text }));
+    });
   }
 
   class Player {
     constructor(root, recorded) {
       this.root = root;
       this.scenarios = recorded.scenarios;
+      this.endings = recorded.endings || {};
       this.speed = 1;
       this.playing = false;
       this.frame = null;
@@ -183,7 +203,11 @@
       this.speeds.value = String(this.speed);
       this.speeds.addEventListener("change", () => { this.speed = Number(this.speeds.value); });
       const button = (css, text) => make("button", { type: "button", class: css, text });
-      this.button = button("dispatch-play", "Dispatch");
+      /* every label the button takes, stacked in one place, only the current one visible: the
+       * button is as wide as its widest label, so no control moves as its text changes */
+      this.button = make("button", { type: "button", class: "dispatch-play" },
+        ...Object.entries(BUTTON).map(([state, text]) =>
+          make("span", { "data-label": state, text })));
       this.button.addEventListener("click", () => this.toggle());
       const restart = button("dispatch-restart", "Restart");
       restart.addEventListener("click", () => { this.reset(); this.play(); });
@@ -195,6 +219,7 @@
       this.chart = document.createElementNS(SVG_NS, "svg");
       this.chart.setAttribute("class", "dispatch-timeline");
       this.chart.setAttribute("role", "img");
+      this.legend = make("ul", { class: "dispatch-legend", "aria-label": "legend" });
       this.outcome = make("p", { class: "dispatch-outcome", role: "status" });
       const player = make("div", { class: "dispatch-player" },
         make("div", { class: "dispatch-controls" },
@@ -207,7 +232,7 @@
           make("section", { "aria-label": "results" },
             make("h4", { text: "What the run returns, in its order" }), this.results,
             this.nothing)),
-        this.chart, this.outcome);
+        this.chart, this.legend, this.outcome);
       root.querySelector(".dispatch-fallback")?.setAttribute("hidden", "");
       root.prepend(player);
       this.load(chosen);
@@ -215,7 +240,12 @@
 
     /* Show scenario `key` at virtual time 0, paused. */
     load(key) {
-      this.run = this.scenarios.find((scenario) => scenario.key === key).run;
+      const scenario = this.scenarios.find((item) => item.key === key);
+      this.run = scenario.run;
+      this.drawing = scenario.drawing;
+      this.legend.replaceChildren(...legendItems(this.drawing, this.endings));
+      /* the clock as wide as its widest reading, so that nothing beside it moves */
+      this.clock.style.minWidth = `${2 * seconds(this.run.trace.wall).length + 3}ch`;
       this.root.dataset.scenario = key;
       const shown = (value) =>
         value === null ? "none" : Array.isArray(value) ? `(${value.join(", ")})` : value;
@@ -234,6 +264,7 @@
         make("span", { class: "r-slot", text: `slot ${result.slot}` }),
         make("span", {
           class: `r-status dispatch-${shownStatus(result.status, result.error).replace(" ", "-")}`,
+          style: `--dispatch-colour: ${this.colour(shownStatus(result.status, result.error))}`,
           text: shownStatus(result.status, result.error) }),
         make("span", { class: "r-text", text: result.error ?? result.output }))));
       this.reset();
@@ -282,20 +313,34 @@
       if (this.time > 0) this.show("paused");
     }
 
+    /* The colour of a card's or a result's state, from the table of endings (a state is an
+     * ending's word: ok, failed, crashed...); idle takes the stylesheet's. */
+    colour(state) {
+      const drawn = this.endings[`ts-${state.replace(/ /g, "-")}`];
+      return drawn && drawn.ink ? drawn.ink : "var(--dispatch-idle)";
+    }
+
     /* Draw the run at this.time, the player being in `state`. */
     show(state) {
       const run = this.run;
       const [t, end] = [this.time, run.trace.wall];
       this.root.dataset.player = state;
-      this.button.textContent = BUTTON[state];
+      for (const label of this.button.children) {
+        const current = label.dataset.label === state;
+        label.classList.toggle("dispatch-shown", current);
+        label.setAttribute("aria-hidden", current ? "false" : "true");
+      }
       this.clock.textContent = `${seconds(t)} / ${seconds(end)}`;
       run.trace.slots.forEach((slot, index) => {
         const card = this.cards.children[index];
-        const now = slotAt(slot, t, end);
+        /* before it is dispatched, nothing has run: every card idle */
+        const now = state === "ready" ? { state: "idle", when: "not dispatched yet" }
+          : slotAt(slot, t, end);
         card.dataset.state = now.state;
+        card.style.setProperty("--dispatch-colour", this.colour(now.state));
         card.querySelector(".dispatch-state").textContent = now.state;
         card.querySelector(".dispatch-when").textContent = now.when;
-        const tried = slot.spans.filter((span) => span.start <= t).length;
+        const tried = state === "ready" ? 0 : slot.spans.filter((span) => span.start <= t).length;
         card.querySelector(".dispatch-attempts").textContent = tried > 1 ? `${tried} attempts` : "";
       });
       const results = run.aggregate ? run.aggregate.results : [];
@@ -311,8 +356,8 @@
         item.hidden = index > reached;
         item.classList.toggle("dispatch-hole", !shown[index]);
       });
-      const { markup, height } = timeline(run, t);
-      this.chart.setAttribute("viewBox", `0 0 630 ${height}`);
+      const { markup, height, width } = timeline(this.drawing, t, end, this.endings);
+      this.chart.setAttribute("viewBox", `0 0 ${width} ${height}`);
       this.chart.setAttribute("aria-label", `timeline of the run at ${seconds(t)}`);
       this.chart.innerHTML = markup;
       const said = state === "done" ? outcome(run) : SAID[state];

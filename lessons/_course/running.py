@@ -337,7 +337,10 @@ def leaf_spans(trace: Trace) -> list[Span]:
     """Every attempt of every slot that ran, a child run's in place of its parent slot's."""
     spans: list[Span] = []
     for slot in trace.slots:
-        spans += slot.spans if slot.child is None else leaf_spans(slot.child)
+        if not slot.children:
+            spans += slot.spans
+        for child in slot.children:  # every child run, a retried parent's first ones too
+            spans += leaf_spans(child)
     return spans
 
 

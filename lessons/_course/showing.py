@@ -161,7 +161,7 @@ def plural(count: int, noun: str) -> str:
 def journaled_count(trace: Trace) -> int:
     """How many slots of ``trace``, its child runs' included, came from a journal."""
     return sum(
-        slot.journaled + (0 if slot.child is None else journaled_count(slot.child))
+        slot.journaled + sum(journaled_count(child) for child in slot.children)
         for slot in trace.slots
     )
 

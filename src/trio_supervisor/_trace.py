@@ -51,9 +51,10 @@ class SlotTrace:
     admission for one pulled later from a lazy input); ``spans`` has one
     [`Span`][trio_supervisor.Span] per attempt; ``delivered`` is when a streaming supervisor handed
     its result to the caller; ``journaled`` is True when its result came from a
-    [`Journal`][trio_supervisor.Journal] (a resumed run did not run it again); ``child`` is the
-    trace of a run its worker made as a supervisor itself (see
-    [`nest`][trio_supervisor.Trace.nest]), of its latest attempt.
+    [`Journal`][trio_supervisor.Journal] (a resumed run did not run it again); ``children`` are
+    the traces of the runs its worker made as a supervisor itself (see
+    [`nest`][trio_supervisor.Trace.nest]), every one of every attempt, in the order they were
+    made (each knows its parent's ``attempt``).
     """
 
     slot: int
@@ -62,8 +63,14 @@ class SlotTrace:
     admitted: float | None = None
     spans: list[Span] = field(default_factory=list)
     delivered: float | None = None
-    child: Trace | None = None
+    children: list[Trace] = field(default_factory=list)
     journaled: bool = False
+
+    @property
+    def child(self) -> Trace | None:
+        """The latest child run (of the attempt that gave the slot its result), None if its
+        worker never ran one."""
+        return self.children[-1] if self.children else None
 
     @property
     def started(self) -> float | None:
@@ -107,6 +114,9 @@ class Trace:
 
     def __init__(self, plan: Iterable[Any] = ()) -> None:
         self.origin = trio.current_time()
+        self.attempt: int | None = None
+        """The attempt of its parent's slot that made this run (1 for the first), for a child
+        run (see [`nest`][trio_supervisor.Trace.nest]); None for a run of its own."""
         self._opened = self.origin  # when its run's plan became known: the origin, or a nest()
         self.closed: float | None = None
         self.slots: list[SlotTrace] = []
@@ -202,8 +212,9 @@ class Trace:
         parent's slot, indented.
 
         It shares this trace's origin, so the child's times line up with its parent's, and its
-        slots are planned from now. Made at each attempt, it replaces the slot's previous one:
-        a picture shows the child run of the attempt that gave the slot its result.
+        slots are planned from now. Every child run is kept, in the order they were made: a
+        retried slot's first attempt's child run as well as its last (a picture draws them all,
+        each marked with its parent's ``attempt``), and the slot's ``child`` is the latest.
 
         Args:
           subtask: the parent slot's subtask, as the worker was called with it (see
@@ -226,7 +237,9 @@ class Trace:
         child = Trace()
         child.origin = self.origin
         child._opened = trio.current_time()
-        self.slots[slot].child = child
+        parent = self.slots[slot]
+        child.attempt = max(1, len(parent.spans))  # the open attempt's number (its last span)
+        parent.children.append(child)
         return child
 
     def part(self) -> Trace:
@@ -344,11 +357,20 @@ class Trace:
                     "completion_rank": ranks.get(slot.slot),
                     "delivered": rel(slot.delivered),
                     **({"journaled": True} if slot.journaled else {}),
-                    **({} if slot.child is None else {"child": slot.child.to_dict()}),
+                    **self._children_dict(slot),
                 }
                 for slot in self.slots
             ],
         }
+
+    @staticmethod
+    def _children_dict(slot: SlotTrace) -> dict[str, Any]:
+        """A slot's child runs as plain data: ``child`` the latest (as before), and
+        ``children`` every one with its parent's ``attempt``, when the slot has any."""
+        if not slot.children:
+            return {}
+        children = [{**child.to_dict(), "attempt": child.attempt} for child in slot.children]
+        return {"child": children[-1], "children": children}
 
 
 class _Part(Trace):

@@ -376,7 +376,7 @@ def timelines(out: str) -> list[list[str]]:
     return found
 
 
-ENDED = re.compile(r"[✓✗⏱⊘] [a-z ]+ (?P<at>\d+\.\d\d)s")
+ENDED = re.compile(r"[✓✗⊖◷⊘⊠] [a-z ]+ (?P<at>\d+\.\d\d)s")
 
 
 @pytest.mark.parametrize("pipe", [False, True], ids=["width-80", "pipe"])

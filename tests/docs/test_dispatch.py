@@ -25,6 +25,7 @@ from lessons._course.steps import part_two, step, steps
 from tools.docs import dispatch
 from tools.docs import hook as docs_hook
 from trio_supervisor import Status
+from trio_supervisor.timeline import ENDINGS, LABEL
 
 STEPS = list(steps().values())
 STATUSES = {status.value for status in Status}
@@ -292,17 +293,80 @@ def test_the_tree_scenario_nests_a_child_run_under_each_company(
 
 def test_the_player_and_its_styles_draw_a_crash_as_a_crash() -> None:
     """The player tells a failure whose process died (``WorkerCrashed``) from an exception: its
-    card, its result and its bar say ``crashed``, in a colour of their own."""
+    card and its result say ``crashed``; their colours, and its bar's, come from the table of
+    endings the data carries, never from colours of the player's own."""
     root = Path(__file__).resolve().parents[2] / "docs"
     script = (root / "javascripts" / "dispatch.js").read_text()
     styles = (root / "stylesheets" / "dispatch.css").read_text()
     assert 'const CRASH = "WorkerCrashed";' in script
     assert 'status === "failed" && crashed(error) ? "crashed" : status' in script
-    assert script.count("shownStatus(") >= 5  # the card, its retried attempts, bar, result
-    for css in ('.dispatch-card[data-state="crashed"]', ".dispatch-crashed", ".dt-crashed"):
-        assert css in styles
-    colours = dict(re.findall(r"--dispatch-(failed|crashed): (#[0-9a-f]{6})", styles))
-    assert colours["crashed"] != colours["failed"]
+    assert script.count("shownStatus(") >= 4  # the card, its retried attempts, its result
+    table = dispatch.endings()
+    assert table["ts-crashed"]["fill"] != table["ts-failed"]["fill"]
+    # one source: the stylesheet holds no ending's colour and no rule per state
+    assert "data-state=" not in styles
+    for drawn in ENDINGS.values():
+        assert f"--dispatch-{drawn.css[3:]}" not in styles, drawn.word
+        assert drawn.ink not in styles, drawn.word
+
+
+def test_the_players_table_of_endings_is_the_timelines() -> None:
+    table = dispatch.endings()
+    for drawn in ENDINGS.values():
+        assert table[drawn.css] == {
+            "word": drawn.word,
+            "glyph": drawn.glyph,
+            "fill": drawn.fill,
+            "ink": drawn.ink,
+            "night": drawn.night,
+            "legend": drawn.legend,
+        }
+
+
+def _rows(trace: dict[str, Any]) -> int:
+    """A row per slot, and each child run's rows under their parent's."""
+    return sum(
+        1 + sum(_rows(child) for child in slot.get("children", [])) for slot in trace["slots"]
+    )
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_the_players_drawing_has_every_row_and_a_legend_of_what_it_draws(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """The player draws the site's timeline rows: every slot and every child run's, each bar
+    an attempt's ending or a mark, and its legend lists each ending it draws (bars and rows),
+    no other; its axis has ticks."""
+    endings = {drawn.css for drawn in ENDINGS.values()}
+    for item in recorded[name]["scenarios"]:
+        drawing = item["drawing"]
+        assert len(drawing["rows"]) == _rows(item["run"]["trace"]), item["key"]
+        used = {row["ending"] for row in drawing["rows"]}
+        used |= {css for row in drawing["rows"] for _, _, css in row["bars"] if css in endings}
+        listed = {css for css, _ in drawing["legend"]}
+        assert listed & endings == used, item["key"]
+        assert len(drawing["ticks"]) >= 3, item["key"]
+        for row in drawing["rows"]:
+            assert len(row["label"]) <= LABEL
+            assert row["title"].endswith(row["label"].rstrip("…"))
+            if row["depth"]:
+                assert row["label"][2 * row["depth"] - 2] in "├└", row["label"]
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "tree" in offered(name)])
+def test_the_players_tree_draws_each_leaf_with_the_trees_connectors(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    drawing = next(item for item in recorded[name]["scenarios"] if item["key"] == "tree")
+    labels = [row["label"] for row in drawing["drawing"]["rows"]]
+    assert labels == [
+        "acme: pricing, reviews",
+        "├ acme pricing",
+        "└ acme reviews",
+        "globex: pricing, reviews failing",
+        "├ globex pricing",
+        "└ globex reviews failing",
+    ]
 
 
 @pytest.mark.parametrize("name", STEPS)
@@ -376,13 +440,7 @@ def test_the_page_holds_the_player_its_data_link_and_its_timeline_without_javasc
     ]
     default = next(item for item in data["scenarios"] if item["key"] == data["default"])
 
-    def counted(trace: dict[str, Any]) -> int:
-        """A row per slot, and a tree's child runs' rows under their parents'."""
-        return sum(
-            1 + (counted(slot["child"]) if "child" in slot else 0) for slot in trace["slots"]
-        )
-
-    assert len(rows) == counted(default["run"]["trace"])
+    assert len(rows) == _rows(default["run"]["trace"])
 
 
 def test_editing_the_course_that_records_the_runs_regenerates_the_pages(
@@ -417,13 +475,18 @@ let source = fs.readFileSync(process.argv[2], "utf8");
 source = source.replace(/  const all = \\(\\) =>[\\s\\S]*\\}\\)\\(\\);\\s*$/,
   "  globalThis.player = { slotAt, outcome, timeline, shownStatus };\\n})();\\n");
 eval(source);
-const run = JSON.parse(fs.readFileSync(0, "utf8"));
+const { run, drawing, endings } = JSON.parse(fs.readFileSync(0, "utf8"));
 const { slotAt, outcome, timeline, shownStatus } = globalThis.player;
 const end = run.trace.wall;
+const markup = timeline(drawing, end, end, endings).markup;
 console.log(JSON.stringify({
   cards: run.trace.slots.map((slot) => slotAt(slot, end, end).state),
   results: run.aggregate.results.map((result) => shownStatus(result.status, result.error)),
-  bars: (timeline(run, end).markup.match(/dt-crashed/g) || []).length,
+  bars: (markup.match(/dt-bar ts-crashed/g) || []).length,
+  rows: (markup.match(/class="dt-label"/g) || []).length,
+  ticks: (markup.match(/class="dt-tick"/g) || []).length,
+  fills: [...markup.matchAll(/class="dt-bar (ts-[a-z-]+)" fill="(#[0-9a-f]{6})"/g)]
+    .map((m) => [m[1], m[2]]),
   outcome: outcome(run),
 }));
 """
@@ -441,18 +504,24 @@ def test_the_player_shows_a_recorded_crash_as_crashed_on_its_card_result_and_bar
     harness.write_text(HARNESS)
     script = Path(__file__).resolve().parents[2] / "docs" / "javascripts" / "dispatch.js"
     shown = []
-    for key, crashes in (("crashes", 1), ("fails", 0)):
-        run = next(item["run"] for item in data["scenarios"] if item["key"] == key)
+    for key in ("crashes", "fails"):
+        item = next(item for item in data["scenarios"] if item["key"] == key)
         done = subprocess.run(
             ["node", str(harness), str(script)],
-            input=json.dumps(run),
+            input=json.dumps({**item, "endings": data["endings"]}),
             capture_output=True,
             text=True,
             check=True,
             timeout=60,
         )
         shown.append(json.loads(done.stdout))
-        assert shown[-1]["bars"] == crashes
+        crashes = [css for row in item["drawing"]["rows"] for *_, css in row["bars"]]
+        assert shown[-1]["bars"] == crashes.count("ts-crashed")
+        assert (key == "crashes") == (shown[-1]["bars"] > 0)
+        assert shown[-1]["rows"] == len(item["drawing"]["rows"])
+        assert shown[-1]["ticks"] >= 3, "the player's axis has ticks, not just its two ends"
+        fills = dict(shown[-1]["fills"])
+        assert fills == {css: data["endings"][css]["fill"] for css in fills}
     crashed, failed = shown
     assert crashed["cards"][dispatch.FAILING] == "crashed"
     assert crashed["results"][dispatch.FAILING] == "crashed"
@@ -467,7 +536,13 @@ def test_the_player_shows_a_resumed_run_with_what_came_from_the_journal(tmp_path
     journal is ok on its card, and the outcome says the supervisor was killed and resumed."""
     (name,) = [name for name in STEPS if "killed" in offered(name)][:1]
     killed = next(s for s in dispatch.scenarios(name) if s.key == "killed")
-    run = json.loads(dispatch.to_json({"run": run_dict(killed.run(name))}))["run"]
+    ran = killed.run(name)
+    item = json.loads(
+        dispatch.to_json(
+            {"run": run_dict(ran), "drawing": dispatch.drawing(ran), "endings": dispatch.endings()}
+        )
+    )
+    run = item["run"]
     kept = [slot["slot"] for slot in run["trace"]["slots"] if slot.get("journaled")]
     assert kept  # the kill left something finished
     harness = tmp_path / "harness.cjs"
@@ -475,7 +550,7 @@ def test_the_player_shows_a_resumed_run_with_what_came_from_the_journal(tmp_path
     script = Path(__file__).resolve().parents[2] / "docs" / "javascripts" / "dispatch.js"
     done = subprocess.run(
         ["node", str(harness), str(script)],
-        input=json.dumps(run),
+        input=json.dumps(item),
         capture_output=True,
         text=True,
         check=True,

@@ -119,5 +119,5 @@ async def test_a_traced_run_draws_its_timeline(autojump_clock: Any, path: str) -
     console.print(render_timeline(trace))
     text = console.export_text()
     assert "✓ ok 0.50s" in text
-    assert "⏱ timed out 1.25s" in text
+    assert "◷ timed out 1.25s" in text
     assert trio.current_time() == trace.closed

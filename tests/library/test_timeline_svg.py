@@ -349,9 +349,9 @@ async def test_a_slot_whose_process_died_is_drawn_as_a_crash_not_as_a_failure(
     out = io.StringIO()
     Console(file=out, width=100, color_system=None).print(render_timeline(trace, width=30))
     lines = out.getvalue().splitlines()
-    assert "☠ crashed 2.00s" in lines[2]
+    assert "⊠ crashed 2.00s" in lines[2]
     assert "✗ failed 3.00s" in lines[3]
-    assert lines[1].split()[2].count("☠") == 1, "the crash a retry followed keeps its glyph"
+    assert lines[1].split()[2].count("⊠") == 1, "the crash a retry followed keeps its glyph"
     svg = render_svg(trace, width=WIDTH)
     rows = rows_of(svg)
     crashed_bars = [
@@ -359,10 +359,10 @@ async def test_a_slot_whose_process_died_is_drawn_as_a_crash_not_as_a_failure(
     ]
     assert len(crashed_bars) == 1
     ends = [t for t in rows[1].iter(f"{SVG}text") if "ts-end" in classes(t)]
-    assert [(t.text, "ts-crashed" in classes(t)) for t in ends] == [("☠ crashed 2.00s", True)]
+    assert [(t.text, "ts-crashed" in classes(t)) for t in ends] == [("⊠ crashed 2.00s", True)]
     assert not [r for r in rows[2].iter(f"{SVG}rect") if "ts-crashed" in classes(r)]
-    assert "crashed: its process died" in svg
-    assert ("☠", "crashed (its process died)") in legend(timeline_rows(trace))
+    assert "⊠ crashed (its process died)" in svg  # the legend's key
+    assert ("⊠", "crashed (its process died)") in legend(timeline_rows(trace))
     assert crashed("WorkerCrashed: the worker process died")
     assert not crashed("ValueError: no")
 
@@ -383,7 +383,7 @@ def test_the_legend_names_each_mark_drawn_and_a_blank_stretch() -> None:
     svg = render_svg(trace, width=WIDTH)
     keys = next(g for g in ET.fromstring(svg).iter(f"{SVG}g") if g.get("class") == "ts-legend")
     said = [text.text for text in keys.iter(f"{SVG}text")]
-    assert said == ["waiting", "ok", "failed", "blank: over"]
+    assert said == ["waiting (for a worker, or a retry)", "blank: over", "✓ ok", "✗ failed"]
     assert len(list(keys.iter(f"{SVG}rect"))) == 3  # no swatch for a blank stretch
 
 

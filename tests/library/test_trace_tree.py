@@ -31,10 +31,10 @@ async def test_child_rows_follow_their_parents_row_one_level_deeper(autojump_clo
     rows = timeline_rows(trace)
     assert [(row.depth, row.label) for row in rows] == [
         (0, "x"),
-        (1, "└ x.0"),
+        (1, "├ x.0"),
         (1, "└ x.1"),
         (0, "y"),
-        (1, "└ y.0"),
+        (1, "├ y.0"),
         (1, "└ y.1"),
     ]
     assert all(row.status is Status.OK for row in rows)

@@ -38,7 +38,15 @@ from lessons._course.demos import FIVE, TREE, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.steps import part_two, step, step_number
-from trio_supervisor.timeline import render_svg
+from trio_supervisor.timeline import (
+    ENDINGS,
+    LABEL,
+    MARKS,
+    legend_keys,
+    render_svg,
+    ticks,
+    timeline_rows,
+)
 
 #: Each slot's latency in the scenarios, in whole 1/32 s. No two sums of them are equal, so no
 #: two slots ever end at the same virtual instant, whatever the number of workers: trio runs
@@ -203,6 +211,58 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
     return chosen
 
 
+def endings() -> dict[str, dict[str, str]]:
+    """The table of endings and marks the player colours its timeline, cards and results from:
+    `trio_supervisor.timeline.ENDINGS` and ``MARKS``, by class (``ts-timed-out``)."""
+    table = {
+        drawn.css: {
+            "word": drawn.word,
+            "glyph": drawn.glyph,
+            "fill": drawn.fill,
+            "ink": drawn.ink,
+            "night": drawn.night,
+            "legend": drawn.legend,
+        }
+        for drawn in ENDINGS.values()
+    }
+    for mark in MARKS.values():  # an attempt's own mark is drawn in its ending's colour
+        table.setdefault(mark.css, {"word": mark.kind, "legend": mark.legend})
+    return table
+
+
+def drawing(run: Run) -> dict[str, Any]:
+    """A run's timeline as the player draws it: the rows of
+    `trio_supervisor.timeline.timeline_rows` (a tree's child runs under their parents, with
+    its connectors), each bar ``[start, end, class]`` (an attempt's class its ending's, another
+    stretch's its mark's), each row's ending class and end label; the legend's keys; the axis
+    ticks. Labels longer than `trio_supervisor.timeline.LABEL` characters are cut, the full
+    one kept for the hover title."""
+    assert run.trace is not None
+    rows = timeline_rows(run.trace, final_statuses(run))
+    drawn = []
+    for row in rows:
+        bars = [
+            [bar.start, bar.end, bar.ending.css if bar.kind == "running" else MARKS[bar.kind].css]
+            for bar in row.bars
+        ]
+        label = row.label if len(row.label) <= LABEL else row.label[: LABEL - 1] + "…"
+        drawn.append(
+            {
+                "slot": row.slot,
+                "depth": row.depth,
+                "label": label,
+                "title": row.label,
+                "ending": row.ending.css,
+                "bars": bars,
+            }
+        )
+    return {
+        "rows": drawn,
+        "legend": [list(key) for key in legend_keys(rows)],
+        "ticks": ticks(run.trace.wall or 1.0),
+    }
+
+
 def recorded(name: str) -> tuple[dict[str, Any], Run]:
     """Every scenario of step ``name`` run once: the data of ``dispatch.json``, and the run of
     the scenario the page shows first (its timeline is what a reader without JavaScript sees)."""
@@ -210,8 +270,14 @@ def recorded(name: str) -> tuple[dict[str, Any], Run]:
     data = {
         "step": name,
         "default": DEFAULT,
+        "endings": endings(),
         "scenarios": [
-            {"key": scenario.key, "label": scenario.label, "run": run_dict(run)}
+            {
+                "key": scenario.key,
+                "label": scenario.label,
+                "run": run_dict(run),
+                "drawing": drawing(run),
+            }
             for scenario, run in runs.values()
         ],
     }

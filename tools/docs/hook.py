@@ -14,6 +14,8 @@ the same code path as ``python -m lessons --virtual`` (`lessons._course.running.
   its docstring, with the code lines that changed since the step before highlighted (Part II's
   too: each of its steps imports the step before and adds one idea);
 - ``steps/<step>.diff``: the step's code against the code of the step before it;
+- ``steps/<step>.tree.md``: for a step that runs a tree of supervisors, a picture of the tree of
+  its first demo's run (``tools.docs.tree``);
 - ``course.md``: the home page's list of steps, from the steps' docstrings;
 - ``laws/smallest-leak.md``: a real Hypothesis search for latencies that make step 2 return its
   results out of plan order, shrunk to the smallest, with its timeline;
@@ -51,6 +53,7 @@ from tools.docs.pages import (
 )
 from tools.docs.paths import GENERATED, LESSONS, MERMAID, ROOT, TOOLS, WIDTH
 from tools.docs.tests_page import page_of_tests, with_drawn_inputs
+from tools.docs.tree import is_tree, tree_fragment
 
 if TYPE_CHECKING:
     from mkdocs.config.defaults import MkDocsConfig
@@ -83,6 +86,10 @@ def generate(out: Path = GENERATED) -> list[Path]:
             (out / "steps" / f"{name}.idea.md", idea(name)),
         ):
             write_if_changed(path, text)
+            paths.append(path)
+        if is_tree(name):  # a picture of the tree of supervisors
+            path = out / "steps" / f"{name}.tree.md"
+            write_if_changed(path, tree_fragment(name))
             paths.append(path)
     return paths
 
@@ -140,6 +147,7 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
         out / SAMPLE,
         *(out / "steps" / f"{name}.md" for name in steps().values()),
         *(out / "steps" / name / PLAYER_DATA for name in steps().values()),
+        *(out / "steps" / f"{name}.tree.md" for name in steps().values() if is_tree(name)),
     ]
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return

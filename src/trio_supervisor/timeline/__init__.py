@@ -2,30 +2,53 @@
 for Perfetto's UI.
 
 Kept apart from the core so that `import trio_supervisor` loads no rendering library: a program
-that supervises and never draws pays nothing for drawing.
+that supervises and never draws pays nothing for drawing. Every picture takes how it draws each
+ending from one table, ``ENDINGS`` (an [`Ending`][trio_supervisor.timeline.Ending] per word; each
+stretch that is not an attempt from ``MARKS``): the terminal, the SVG and the docs' player agree,
+and a new ending is one more record there.
 """
 
 from .._util import fixup_module_metadata
 from ._events import trace_events
 from ._render import (
+    ENDINGS,
+    LABEL,
+    MARKS,
     Bar,
+    Ending,
+    Mark,
     Row,
     crashed,
     ending,
+    endings_used,
     legend,
+    legend_keys,
+    marks_used,
     render_svg,
     render_timeline,
+    svg_style,
+    ticks,
     timeline_rows,
 )
 
 __all__ = [
+    "ENDINGS",
+    "LABEL",
+    "MARKS",
     "Bar",
+    "Ending",
+    "Mark",
     "Row",
     "crashed",
     "ending",
+    "endings_used",
     "legend",
+    "legend_keys",
+    "marks_used",
     "render_svg",
     "render_timeline",
+    "svg_style",
+    "ticks",
     "timeline_rows",
     "trace_events",
 ]

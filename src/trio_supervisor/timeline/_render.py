@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -18,28 +20,134 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 from .._contract import Status
 from .._trace import Trace
 
-#: How each ending is drawn: the glyph after the last bar, and its colour.
-ENDINGS: dict[Status | None, tuple[str, str]] = {
-    Status.OK: ("✓", "green"),
-    Status.FAILED: ("✗", "red"),
-    Status.TIMED_OUT: ("⏱", "yellow"),
-    Status.CANCELLED: ("⊘", "magenta"),
-    Status.AWAITING_APPROVAL: ("?", "cyan"),
-    Status.REJECTED: ("⊗", "red"),
-    None: ("…", "bright_black"),
+
+@dataclass(frozen=True)
+class Ending:
+    """How one ending of an attempt or a slot is drawn, the same in every picture of a run:
+    the terminal table, the SVG, and the docs' player (which reads this table from the data it
+    replays). One record per ending, in `ENDINGS`: a new ending is one more record there.
+
+    ``word`` is what the end label says (``ok``, ``timed out``); ``glyph`` its mark before the
+    word, a character the pictures' monospace font (DejaVu Sans Mono) has and no emoji; ``style``
+    its rich colour; ``fill`` the colour of its bar; ``ink`` the colour of its words on a light
+    background, dark enough for white words on it too (contrast at least 4.5 either way);
+    ``night`` the colour of its words on the site's dark scheme; ``legend`` what the legend
+    says of it; ``fault`` whether it is the slot's own failure (its row is tinted).
+    """
+
+    word: str
+    glyph: str
+    style: str
+    fill: str
+    ink: str
+    night: str
+    legend: str
+    fault: bool = False
+
+    @property
+    def css(self) -> str:
+        """Its class in the SVG and the player: ``ts-timed-out``."""
+        return "ts-" + self.word.replace(" ", "-")
+
+
+#: Every ending, in the order a legend lists them. A slot's ending is chosen from its status and
+#: its trace: see `Row.ending` and `Bar.ending`.
+ENDINGS: dict[str, Ending] = {
+    ending.word: ending
+    for ending in (
+        Ending("ok", "✓", "green", "#2da44e", "#1a7f37", "#3fb950", "ok"),
+        Ending("failed", "✗", "red", "#d1242f", "#cf222e", "#f85149", "failed", fault=True),
+        Ending(
+            "gave up",
+            "⊖",
+            "dark_orange",
+            "#e16f24",
+            "#bc4c00",
+            "#f0883e",
+            "gave up (the run was past its restart intensity)",
+            fault=True,
+        ),
+        Ending(
+            "timed out",
+            "◷",
+            "yellow",
+            "#d4a72c",
+            "#7d4e00",
+            "#d29922",
+            "timed out (its own timeout)",
+            fault=True,
+        ),
+        Ending("cancelled", "⊘", "magenta", "#a371f7", "#8250df", "#a371f7", "cancelled"),
+        Ending(
+            "crashed",
+            "⊠",
+            "bold bright_red",
+            "#82071e",
+            "#82071e",
+            "#ff7b72",
+            "crashed (its process died)",
+            fault=True,
+        ),
+        Ending(
+            "awaiting approval", "?", "cyan", "#1b7c83", "#1b7c83", "#39c5cf", "awaiting approval"
+        ),
+        Ending("rejected", "⊗", "bright_magenta", "#bf3989", "#99286e", "#db61a2", "rejected"),
+        Ending(
+            "journaled",
+            "↺",
+            "blue",
+            "#0969da",
+            "#0969da",
+            "#58a6ff",
+            "from the journal (a resumed run did not run it again)",
+        ),
+        Ending(
+            "running", "…", "bright_black", "#57606a", "#57606a", "#8b949e", "running, or never ran"
+        ),
+    )
+}
+_BY_STATUS = {
+    Status.OK: ENDINGS["ok"],
+    Status.FAILED: ENDINGS["failed"],
+    Status.TIMED_OUT: ENDINGS["timed out"],
+    Status.CANCELLED: ENDINGS["cancelled"],
+    Status.AWAITING_APPROVAL: ENDINGS["awaiting approval"],
+    Status.REJECTED: ENDINGS["rejected"],
+    None: ENDINGS["running"],
 }
 
 
-#: How a slot whose worker process died is drawn (its error a ``WorkerCrashed``): apart from an
-#: exception its worker raised, for the fault is of another kind (the process, not the call).
-CRASHED = ("☠", "bold bright_red")
+@dataclass(frozen=True)
+class Mark:
+    """How a stretch of a row that is not an attempt is drawn: its terminal ``glyph`` and rich
+    ``style``, its class in the SVG and the player, and what the legend says of it."""
+
+    kind: str
+    glyph: str
+    style: str
+    legend: str
+
+    @property
+    def css(self) -> str:
+        """Its class in the SVG and the player: ``ts-waiting``."""
+        return "ts-" + self.kind
+
+
+#: Every stretch that is not an attempt, in the order a legend lists them (``running`` is the
+#: attempts' own mark in the terminal, coloured by their endings).
+MARKS: dict[str, Mark] = {
+    mark.kind: mark
+    for mark in (
+        Mark("waiting", "·", "bright_black", "waiting (for a worker, or a retry)"),
+        Mark("asked", "╌", "yellow", "told to wait (Retry-After)"),
+        Mark("running", "█", "", "running (coloured by its end)"),
+        Mark("held", "░", "bright_black", "done, held for plan order"),
+    )
+}
+
 #: The error kind a crashed attempt records: the process pool's exception, by its name (a trace
 #: keeps an error as text, ``WorkerCrashed: the worker process died: ...``).
 CRASH_KIND = "WorkerCrashed"
-
-
-#: How a slot whose result came from a journal is marked (a resumed run did not run it again).
-JOURNALED = "↺"
 
 
 def crashed(error: str | None) -> bool:
@@ -60,7 +168,8 @@ def ending(status: Status | None) -> tuple[str, str]:
     Args:
       status: how the slot ended, or None while it runs.
     """
-    return ENDINGS[status]
+    drawn = _BY_STATUS[status]
+    return drawn.glyph, drawn.style
 
 
 @dataclass(frozen=True)
@@ -72,6 +181,7 @@ class Bar:
     kind: str  # "waiting", "running", "asked" (a wait the failure asked for), or "held"
     status: Status | None  # how a running bar ended; None while running or for waiting
     note: str | None = None  # a failed attempt's error; the wait an "asked" bar was asked for
+    cut: bool = False  # the run cut this attempt short: its status is what the run reported
 
     @property
     def crashed(self) -> bool:
@@ -79,16 +189,29 @@ class Bar:
         return self.kind == "running" and self.status is Status.FAILED and crashed(self.note)
 
     @property
+    def ending(self) -> Ending:
+        """How this running bar ended: a crash's own, ``gave up`` for an attempt the run cut and
+        reported failed (it gave up past its restart intensity), else its status's."""
+        if self.crashed:
+            return ENDINGS["crashed"]
+        if self.cut and self.status is Status.FAILED:
+            return ENDINGS["gave up"]
+        return _BY_STATUS[self.status]
+
+    @property
     def drawn(self) -> tuple[str, str]:
-        """The glyph and colour of how this running bar ended (see `ending`): a crash's own."""
-        return CRASHED if self.crashed else ENDINGS[self.status]
+        """The glyph and colour of how this running bar ended (see `ending`)."""
+        return self.ending.glyph, self.ending.style
 
 
 @dataclass(frozen=True)
 class Row:
     """One slot of the timeline: its bars, how it ended, and its completion rank; ``depth`` is
     how deep in a supervision tree its run is (0 for the top run's slots, 1 for the slots of a
-    child run drawn under its parent's slot, and so on)."""
+    child run drawn under its parent's slot, and so on); ``prefix`` the tree's connectors drawn
+    before its subtask (``├ `` before a slot a sibling follows, ``└ `` before the last, ``│ ``
+    under an ancestor a sibling follows); ``attempt`` the parent's attempt whose child run it
+    belongs to, when the parent ran child runs in more than one attempt."""
 
     slot: int
     subtask: str
@@ -97,29 +220,52 @@ class Row:
     rank: int | None
     depth: int = 0
     journaled: bool = False  # its result came from a journal: a resumed run did not run it
+    prefix: str = ""
+    attempt: int | None = None
 
     @property
     def crashed(self) -> bool:
         """Whether the slot failed because the process of its last attempt died."""
+        return self.ending.word == "crashed"
+
+    @property
+    def ending(self) -> Ending:
+        """How the slot ended, as its end label says it and its last bar is coloured: the last
+        attempt's own ending when it is the slot's status; ``gave up`` for a slot that failed
+        though no attempt of it failed (the run gave up past its restart intensity); from the
+        journal for a slot a resumed run did not run."""
         running = [bar for bar in self.bars if bar.kind == "running"]
-        return self.status is Status.FAILED and bool(running) and running[-1].crashed
+        if self.journaled and not running:
+            return ENDINGS["journaled"]
+        if running and running[-1].status is self.status:
+            return running[-1].ending
+        if self.status is Status.FAILED:  # failed, and not by an attempt of its own
+            return ENDINGS["gave up"]
+        return _BY_STATUS[self.status]
 
     @property
     def drawn(self) -> tuple[str, str]:
-        """The glyph and colour of how the slot ended: a crash's own, else its status's."""
-        return CRASHED if self.crashed else ENDINGS[self.status]
+        """The glyph and colour of how the slot ended (see `ending`)."""
+        return self.ending.glyph, self.ending.style
 
     @property
     def label(self) -> str:
-        """The subtask as drawn: indented under its parent's slot in a tree."""
-        return self.subtask if not self.depth else "  " * (self.depth - 1) + "└ " + self.subtask
+        """The subtask as drawn: after the tree's connectors, and the parent's attempt when
+        its child runs came from more than one."""
+        tried = "" if self.attempt is None else f" (attempt {self.attempt})"
+        return f"{self.prefix}{self.subtask}{tried}"
 
 
 def timeline_rows(trace: Trace, final: Mapping[int, Status] | None = None) -> list[Row]:
     """Turn a trace into rows: what every picture of a run (terminal or SVG) is drawn from.
 
-    A slot whose worker ran a child supervisor (see [`Trace.nest`][trio_supervisor.Trace.nest])
-    is followed by its child run's rows, one level deeper, on the same time axis.
+    A slot whose worker ran child supervisors (see [`Trace.nest`][trio_supervisor.Trace.nest])
+    is followed by every child run's rows (each attempt's, in order), one level deeper, on the
+    same time axis, with the tree's connectors. A final status that differs from the one the
+    trace recorded for an attempt the run cut short (cancelled, or still open) is that attempt's
+    ending too: a timeout's cut attempt is drawn timed out, and a run that gave up past its
+    restart intensity draws the attempts it cut as ``gave up``, so that a bar and its row's end
+    label never disagree.
 
     Args:
       trace: the recorded run.
@@ -133,11 +279,20 @@ def timeline_rows(trace: Trace, final: Mapping[int, Status] | None = None) -> li
 
 
 def _rows_of(
-    trace: Trace, final: Mapping[int, Status], right: float, depth: int, rows: list[Row]
+    trace: Trace,
+    final: Mapping[int, Status],
+    right: float,
+    depth: int,
+    rows: list[Row],
+    prefix: str = "",
+    last_run: bool = True,
+    attempt: int | None = None,
 ) -> None:
-    """Append the rows of ``trace``'s slots, and of their child runs, to ``rows``."""
+    """Append the rows of ``trace``'s slots, and of their child runs, to ``rows``: ``prefix``
+    is the connectors of the ancestors, ``last_run`` whether this run is its parent's last (its
+    last slot then ends the parent's branch: ``└``)."""
     ranks = trace.completion_rank()
-    for slot in trace.slots:
+    for index, slot in enumerate(trace.slots):
         bars: list[Bar] = []
         waiting_from = slot.planned - trace.origin
         asked = 0.0  # the wait the previous attempt's failure asked for (Retry-After)
@@ -164,11 +319,39 @@ def _rows_of(
         if slot.delivered is not None and slot.delivered - trace.origin > waiting_from:
             bars.append(Bar(waiting_from, slot.delivered - trace.origin, "held", None))
         status = final.get(slot.slot, slot.status)
+        _cut_attempt(bars, status)
         rank = ranks.get(slot.slot)
-        row = Row(slot.slot, str(slot.subtask), tuple(bars), status, rank, depth, slot.journaled)
+        last = last_run and index == len(trace.slots) - 1
+        row = Row(
+            slot.slot,
+            str(slot.subtask),
+            tuple(bars),
+            status,
+            rank,
+            depth,
+            slot.journaled,
+            prefix=(prefix + ("└ " if last else "├ ")) if depth else "",
+            attempt=attempt,
+        )
         rows.append(row)
-        if slot.child is not None:
-            _rows_of(slot.child, {}, right, depth + 1, rows)
+        below = (prefix + ("  " if last else "│ ")) if depth else ""
+        tried = {child.attempt for child in slot.children}
+        for number, child in enumerate(slot.children, start=1):
+            shown = child.attempt if len(tried) > 1 else None
+            lasts = number == len(slot.children)
+            _rows_of(child, {}, right, depth + 1, rows, below, lasts, shown)
+
+
+def _cut_attempt(bars: list[Bar], status: Status | None) -> None:
+    """Give the last attempt the slot's final ``status`` when the run cut it short (its trace
+    says cancelled, or it is still open) and reported another, other than ok: its bar then
+    says how the slot ended, as its end label does."""
+    running = [index for index, bar in enumerate(bars) if bar.kind == "running"]
+    if not running or status is None or status is Status.OK:
+        return
+    last = bars[running[-1]]
+    if last.status in (None, Status.CANCELLED) and last.status is not status:
+        bars[running[-1]] = dataclasses.replace(last, status=status, cut=True)
 
 
 def _seconds(value: float) -> str:
@@ -177,16 +360,35 @@ def _seconds(value: float) -> str:
 
 def _ending(row: Row) -> str:
     """How a row ended, as both pictures say it: ``✓ ok 0.88s``, ``⊘ cancelled, never ran``."""
-    glyph, _ = row.drawn
+    drawn = row.ending
     running = [bar for bar in row.bars if bar.kind == "running"]
     if row.journaled and not running:
-        return f"{JOURNALED} {'' if row.status is None else row.status.value + ', '}journaled"
+        status = "" if row.status is None else row.status.value + ", "
+        return f"{drawn.glyph} {status}journaled"
     if not running:
-        return (
-            f"{glyph} never ran" if row.status is None else f"{glyph} {row.status.value}, never ran"
-        )
-    label = "running" if row.status is None else "crashed" if row.crashed else row.status.value
-    return f"{glyph} {label} {_seconds(running[-1].end)}"
+        said = "" if row.status is None else f"{drawn.word}, "
+        return f"{drawn.glyph} {said}never ran"
+    return f"{drawn.glyph} {drawn.word} {_seconds(running[-1].end)}"
+
+
+def endings_used(rows: Sequence[Row]) -> list[Ending]:
+    """The endings a timeline of ``rows`` draws, on its bars and its end labels, in the order
+    of `ENDINGS`: what its legend lists, no more and no fewer."""
+    used = {row.ending.word for row in rows}
+    used |= {bar.ending.word for row in rows for bar in row.bars if bar.kind == "running"}
+    return [drawn for word, drawn in ENDINGS.items() if word in used]
+
+
+def marks_used(rows: Sequence[Row]) -> list[Mark]:
+    """The stretches other than attempts that a timeline of ``rows`` draws, in `MARKS` order."""
+    kinds = {bar.kind for row in rows for bar in row.bars}
+    return [mark for kind, mark in MARKS.items() if kind in kinds]
+
+
+def _blank(rows: Sequence[Row]) -> str:
+    """What a blank stretch of a row means in a timeline of ``rows``."""
+    pulled = any(row.bars and row.bars[0].start > 0 for row in rows)
+    return "not planned yet, or over" if pulled else "over"
 
 
 def legend(rows: Sequence[Row]) -> list[tuple[str, str]]:
@@ -201,38 +403,9 @@ def legend(rows: Sequence[Row]) -> list[tuple[str, str]]:
     Args:
       rows: the rows drawn (see [`timeline_rows`][trio_supervisor.timeline.timeline_rows]).
     """
-    bars = [bar for row in rows for bar in row.bars]
-    kinds = {bar.kind for bar in bars}
-    said: list[tuple[str, str]] = []
-    if "waiting" in kinds:
-        said.append(("·", "waiting (for a worker, or a retry)"))
-    if "asked" in kinds:
-        said.append(("╌", "told to wait (Retry-After)"))
-    if "running" in kinds:
-        said.append(("█", "running (coloured by its end)"))
-    if "held" in kinds:
-        said.append(("░", "done, held for plan order"))
-    pulled = any(row.bars and row.bars[0].start > 0 for row in rows)
-    said.append(("blank", "not planned yet, or over" if pulled else "over"))
-    endings = {row.drawn for row in rows if not row.journaled or row.bars}
-    endings |= {bar.drawn for bar in bars if bar.kind == "running"}
-    for status, words in (
-        (Status.OK, "ok"),
-        (Status.FAILED, "failed"),
-        (Status.TIMED_OUT, "timed out"),
-        (Status.CANCELLED, "cancelled"),
-        (Status.AWAITING_APPROVAL, "awaiting approval"),
-        (Status.REJECTED, "rejected"),
-    ):
-        if ENDINGS[status] in endings:
-            said.append((ENDINGS[status][0], words))
-    if CRASHED in endings:
-        said.append((CRASHED[0], "crashed (its process died)"))
-    if any(row.journaled for row in rows):
-        said.append((JOURNALED, "from the journal (a resumed run did not run it again)"))
-    if ENDINGS[None] in endings:
-        said.append((ENDINGS[None][0], "running, or never ran"))
-    return said
+    said = [(mark.glyph, mark.legend) for mark in marks_used(rows)]
+    said.append(("blank", _blank(rows)))
+    return said + [(drawn.glyph, drawn.legend) for drawn in endings_used(rows)]
 
 
 def render_timeline(
@@ -252,13 +425,19 @@ def render_timeline(
     headed by the planner's decision (the top run's slots only, never a child run's)."""
     sections = sections or {}
     right = trace.wall or 1.0
+    rows = timeline_rows(trace, final)
+    widest = max((len(row.label) for row in rows), default=0)
     table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left")
     table.add_column("slot", justify="right", no_wrap=True, min_width=4)
-    table.add_column("subtask", overflow="ellipsis", max_width=22, no_wrap=True)
+    # a terminal has no hover to show a cut name: the column stays narrow enough to leave the
+    # timeline and its ends their room in 80 columns (the SVG widens to the longest label)
+    table.add_column(
+        "subtask", overflow="ellipsis", max_width=max(7, min(TERMINAL_LABEL, widest)), no_wrap=True
+    )
     table.add_column("timeline", no_wrap=True, min_width=width)
     table.add_column("end", justify="left", no_wrap=True, min_width=14)
     table.add_column("done #", justify="right", no_wrap=True)
-    for row in timeline_rows(trace, final):
+    for row in rows:
         # a heading is the top run's (a child's slot numbers are its own), cut to the timeline's
         # width: it must not widen the column
         if not row.depth and row.slot in sections:
@@ -272,15 +451,10 @@ def render_timeline(
         for bar in row.bars:
             first = min(width - 1, int(bar.start / right * width))
             last = max(first + 1, min(width, round(bar.end / right * width)))
+            mark = MARKS[bar.kind]
+            style = bar.ending.style if bar.kind == "running" else mark.style
             for column in range(first, last):
-                if bar.kind == "waiting":
-                    cells[column], styles[column] = "·", "bright_black"
-                elif bar.kind == "held":
-                    cells[column], styles[column] = "░", "bright_black"
-                elif bar.kind == "asked":
-                    cells[column], styles[column] = "╌", "yellow"
-                else:
-                    cells[column], styles[column] = "█", bar.drawn[1]
+                cells[column], styles[column] = mark.glyph, style
             if bar.kind == "running" and bar.end != last_run and bar.status is not None:
                 marks.append((last - 1, bar.drawn[0]))
         for column, glyph in marks:  # drawn over the bars, so that no later bar hides one
@@ -288,7 +462,7 @@ def render_timeline(
         line = Text()
         for cell, style in zip(cells, styles, strict=True):
             line.append(cell, style=style)
-        end = Text(_ending(row), style=row.drawn[1])
+        end = Text(_ending(row), style=row.ending.style)
         table.add_row(
             str(row.slot), Text(row.label), line, end, "" if row.rank is None else str(row.rank)
         )
@@ -301,7 +475,7 @@ def render_timeline(
 # grid take the docs theme's colours where it is inlined in a page (mkdocs-material's CSS
 # variables), with fallbacks for a plain viewer; bars keep one colour per ending in both schemes.
 # Deterministic to the byte: coordinates are formatted with two decimals, nothing random, no ids.
-_SVG_STYLE = (
+_SVG_BASE = (
     ".ts-chart{font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;font-size:12px}"
     ".ts-chart text{fill:var(--md-default-fg-color,#1f2328)}"
     ".ts-chart .ts-head,.ts-chart .ts-tick,.ts-chart .ts-never{"
@@ -311,30 +485,37 @@ _SVG_STYLE = (
     ".ts-chart .ts-wall{stroke:var(--md-default-fg-color--light,#57606a);stroke-dasharray:3 3}"
     ".ts-chart rect.ts-waiting{fill:var(--md-default-fg-color--lighter,#8c959f)}"
     ".ts-chart .ts-band{fill:#d1242f;fill-opacity:.12}"
-    # an ending's words: dark enough to read on white (contrast >= 4.5); a dark scheme sets
-    # the --ts-*-text variables to lighter ones (the site's stylesheet does)
-    ".ts-chart rect.ts-ok{fill:#2da44e}.ts-chart text.ts-ok{fill:var(--ts-ok-text,#1a7f37)}"
-    ".ts-chart rect.ts-failed{fill:#d1242f}"
-    ".ts-chart text.ts-failed{fill:var(--ts-failed-text,#cf222e)}"
-    ".ts-chart rect.ts-timed-out{fill:#d4a72c}"
-    ".ts-chart text.ts-timed-out{fill:var(--ts-timed-out-text,#9a6700)}"
-    ".ts-chart rect.ts-cancelled{fill:#a371f7}"
-    ".ts-chart text.ts-cancelled{fill:var(--ts-cancelled-text,#8250df)}"
-    ".ts-chart rect.ts-crashed{fill:#82071e}"
-    ".ts-chart text.ts-crashed{fill:var(--ts-crashed-text,#82071e)}"
-    ".ts-chart rect.ts-running{fill:#57606a}"
     ".ts-chart rect.ts-held{fill:#2da44e;fill-opacity:.3}"
     ".ts-chart rect.ts-asked{fill:#d4a72c}"
     ".ts-chart .ts-bold{font-weight:bold}"
 )
+
+
+def svg_style() -> str:
+    """The SVG's stylesheet: its frame, then each ending's bar and words from `ENDINGS` (an
+    ending's words dark enough to read on white; on the site's dark scheme, its ``night``)."""
+    parts = [_SVG_BASE]
+    for drawn in ENDINGS.values():
+        variable = f"--{drawn.css}-text"
+        parts.append(
+            f".ts-chart rect.{drawn.css}{{fill:{drawn.fill}}}"
+            f".ts-chart text.{drawn.css}{{fill:var({variable},{drawn.ink})}}"
+        )
+    night = ";".join(f"--{drawn.css}-text:{drawn.night}" for drawn in ENDINGS.values())
+    parts.append(f"[data-md-color-scheme=slate] .ts-chart{{{night}}}")
+    return "".join(parts)
+
+
 _CHAR = 7.3  # the advance of one 12px monospace character, for laying out columns
 _ROW = 24.0  # height of one slot's row
 _BAR = 14.0  # height of a running bar (a waiting bar is a thin line through the row's middle)
-_LABEL = 22  # characters of a subtask shown before it is cut with an ellipsis, as in the terminal
-
-
-def _css_class(status: Status | None) -> str:
-    return "ts-running" if status is None else "ts-" + status.value.replace(" ", "-")
+_GAP = 2.0  # pixels between two attempts that follow each other at once: never one bar
+_SLIVER = 2.0  # the narrowest attempt drawn: one that ended as it started still shows
+#: Characters of a subtask the terminal table shows before it cuts it with an ellipsis.
+TERMINAL_LABEL = 22
+#: Characters of a subtask shown before it is cut with an ellipsis (its full name on hover);
+#: the label column is as wide as its longest label up to this.
+LABEL = 40
 
 
 def _n(value: float) -> str:
@@ -343,8 +524,9 @@ def _n(value: float) -> str:
     return "0" if text == "-0" else text
 
 
-def _ticks(right: float) -> list[float]:
-    """Round times for the axis: the finest step of 1, 2 or 5 x 10^k with at most 8 intervals."""
+def ticks(right: float) -> list[float]:
+    """Round times for the axis: the finest step of 1, 2 or 5 x 10^k with at most 8 intervals
+    (the player's timeline takes the same)."""
     exponent = -2
     while True:
         for mantissa in (1, 2, 5):
@@ -355,28 +537,16 @@ def _ticks(right: float) -> list[float]:
         exponent += 1
 
 
-def _legend_keys(rows: Sequence[Row]) -> list[tuple[str, str]]:
+def legend_keys(rows: Sequence[Row]) -> list[tuple[str, str]]:
     """The SVG legend's keys, ``(css class, text)``, for what ``rows`` draw: the terminal's
-    `legend` in the picture's own words and swatches."""
-    bars = [bar for row in rows for bar in row.bars]
-    keys = [("ts-waiting", "waiting")]
-    shown = {bar.status for bar in bars if bar.kind == "running" and not bar.crashed}
-    for kind in (Status.OK, Status.FAILED, Status.TIMED_OUT, Status.CANCELLED, None):
-        if kind in shown:
-            keys.append((_css_class(kind), "running" if kind is None else kind.value))
-    if any(bar.crashed for bar in bars):
-        keys.append(("ts-crashed", "crashed: its process died"))
-    if any(bar.kind == "asked" for bar in bars):
-        keys.append(("ts-asked", "told to wait (Retry-After)"))
-    if any(bar.kind == "held" for bar in bars):
-        keys.append(("ts-held", "done, held for plan order"))
-    pulled = any(row.bars and row.bars[0].start > 0 for row in rows)
-    keys.append(("ts-blank", "blank: not planned yet, or over" if pulled else "blank: over"))
-    return keys
+    `legend` in the picture's own swatches, each ending's glyph before its words."""
+    keys = [(mark.css, mark.legend) for mark in marks_used(rows) if mark.kind != "running"]
+    keys.append(("ts-blank", f"blank: {_blank(rows)}"))
+    return keys + [(drawn.css, f"{drawn.glyph} {drawn.legend}") for drawn in endings_used(rows)]
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= _LABEL else text[: _LABEL - 1] + "…"
+def _cut(text: str, fits: int = LABEL) -> str:
+    return text if len(text) <= fits else text[: fits - 1] + "…"
 
 
 def render_svg(
@@ -390,10 +560,14 @@ def render_svg(
     """The run as an SVG picture, built on the same
     [`timeline_rows`][trio_supervisor.timeline.timeline_rows] as the terminal table.
 
-    One row per slot in plan order: its waiting bar (a thin line) then its running bars (one per
-    attempt, coloured by how it ended) on a time axis from 0 to the wall time, then the ending
-    (glyph, status and when it ended) and the slot's completion rank. The row of a slot that
-    failed or timed out is tinted. Two renders of the same trace are byte-identical.
+    One row per slot in plan order (a tree's child runs under their parent's, with its
+    connectors): its waiting bar (a thin line) then its running bars (one per attempt, coloured
+    by how it ended, apart by a gap when one follows another at once) on a time axis from 0 to
+    the wall time, then the ending (glyph, word and when it ended, in its ending's colour) and
+    the slot's completion rank. The row of a slot that failed, timed out, gave up or crashed is
+    tinted. The label column is as wide as its longest label, up to `LABEL` characters (a longer
+    one is cut, its full name on hover); the legend lists the marks and endings drawn, no
+    other. Two renders of the same trace are byte-identical.
 
     Args:
       trace: the recorded run (closed, for a fixed right edge).
@@ -411,11 +585,13 @@ def render_svg(
         raise ValueError(f"width must be > 0, got {width}")
     rows = timeline_rows(trace, final)
     right = trace.wall or 1.0
+    labels = max(7, min(LABEL, max((len(row.label) for row in rows), default=0)))
+    ends = [_ending(row) for row in rows]
     x_slot = 5 * _CHAR  # right edge of the slot numbers
     x_label = x_slot + 2 * _CHAR
-    x_axis = x_label + (_LABEL + 2) * _CHAR
+    x_axis = x_label + (labels + 2) * _CHAR
     x_end = x_axis + width + 2 * _CHAR
-    x_rank = x_end + 17 * _CHAR + 6 * _CHAR  # right edge of the completion ranks
+    x_rank = x_end + (max(3, *map(len, ends), 0) + 2) * _CHAR + 6 * _CHAR  # ranks' right edge
     total_width = x_rank + _CHAR
     top = _ROW  # the header takes one row
     sections = sections or {}
@@ -426,7 +602,7 @@ def render_svg(
             headings.append((top + _ROW * (len(ys) + len(headings)), sections[row.slot]))
         ys.append(top + _ROW * (len(ys) + len(headings)))
     bottom = top + _ROW * (len(rows) + len(headings))
-    keys = _legend_keys(rows)
+    keys = legend_keys(rows)
     placed: list[tuple[float, int, str, str]] = []  # (x, line, css, text) of each legend key
     legend_x, line = _CHAR, 0
     for css, text in keys:
@@ -435,6 +611,8 @@ def render_svg(
             legend_x, line = _CHAR, line + 1
         placed.append((legend_x, line, css, text))
         legend_x += wide
+    # a key wider than the picture on a line of its own widens the picture: never clipped
+    total_width = max(total_width, *(x + 20 + (len(text) + 1) * _CHAR for x, _, _, text in placed))
     height = bottom + 52 + 16 * line  # the axis, its labels and the legend's lines
 
     def x_of(seconds: float) -> float:
@@ -447,7 +625,7 @@ def render_svg(
     ]
     if title is not None:
         out.append(f"<title>{escape(title)}</title>")
-    out.append(f"<style>{_SVG_STYLE}</style>")
+    out.append(f"<style>{svg_style()}</style>")
     head_y = _n(top - 8)
     out.append(
         f'<g class="ts-head">'
@@ -459,9 +637,9 @@ def render_svg(
         f'<text class="ts-head" x="{_n(x_rank)}" y="{head_y}" text-anchor="end">done #</text>'
         f"</g>"
     )
-    ticks = _ticks(right)
+    marks = ticks(right)
     out.append('<g class="ts-grid-lines">')
-    for tick in ticks:
+    for tick in marks:
         grid_x = _n(x_of(tick))
         out.append(
             f'<line class="ts-grid" x1="{grid_x}" y1="{_n(top)}" x2="{grid_x}" y2="{_n(bottom)}"/>'
@@ -469,76 +647,44 @@ def render_svg(
     out.append("</g>")
     fits = int((total_width - x_label) / _CHAR)  # characters of a heading that fit
     for y, heading in headings:
-        cut = heading if len(heading) <= fits else heading[: fits - 1] + "…"
         out.append(
             f'<g class="ts-section"><line class="ts-axis" x1="0" y1="{_n(y + 1)}" '
             f'x2="{_n(total_width)}" y2="{_n(y + 1)}"/><text class="ts-head ts-bold" '
             f'x="{_n(x_label)}" y="{_n(y + _ROW / 2 + 4)}"><title>{escape(heading)}</title>'
-            f"{escape(cut)}</text></g>"
+            f"{escape(_cut(heading, fits))}</text></g>"
         )
     for index, row in enumerate(rows):
         y = ys[index]
         middle = y + _ROW / 2
         text_y = _n(middle + 4)
+        drawn = row.ending
         ended_as = "none" if row.status is None else row.status.value
         rank = "" if row.rank is None else str(row.rank)
         depth = f' data-depth="{row.depth}"' if row.depth else ""
         out.append(
             f'<g class="ts-row" data-slot="{row.slot}" data-status="{escape(ended_as)}" '
-            f'data-rank="{rank}"{depth}>'
+            f'data-ending="{escape(drawn.word)}" data-rank="{rank}"{depth}>'
         )
-        failed = row.status in (Status.FAILED, Status.TIMED_OUT)  # the slot's own failure
-        if failed:
+        if drawn.fault:  # the slot's own failure
             out.append(
                 f'<rect class="ts-band" x="0" y="{_n(y + 1)}" '
                 f'width="{_n(total_width)}" height="{_n(_ROW - 2)}"/>'
             )
-        row_css = "ts-crashed" if row.crashed else _css_class(row.status)
-        marked = f" {row_css} ts-bold" if failed else ""
+        marked = f" {drawn.css} ts-bold" if drawn.fault else ""
         out.append(
             f'<text class="ts-slot{marked}" x="{_n(x_slot)}" y="{text_y}" '
             f'text-anchor="end">{row.slot}</text>'
         )
         out.append(
             f'<text class="ts-label{marked}" x="{_n(x_label)}" y="{text_y}">'
-            f"<title>{escape(row.subtask)}</title>{escape(_cut(row.label))}</text>"
+            f"<title>{escape(row.label)}</title>{escape(_cut(row.label, labels))}</text>"
         )
-        for bar in row.bars:
-            x, w = x_of(bar.start), max(1.0, (bar.end - bar.start) / right * width)
-            span = f"{bar.start:.2f}s to {bar.end:.2f}s"
-            if bar.kind == "waiting":
-                out.append(
-                    f'<rect class="ts-waiting" x="{_n(x)}" y="{_n(middle - 1.5)}" '
-                    f'width="{_n(w)}" height="3"><title>waiting {span}</title></rect>'
-                )
-            elif bar.kind == "asked":
-                out.append(
-                    f'<rect class="ts-asked" x="{_n(x)}" y="{_n(middle - 2.5)}" '
-                    f'width="{_n(w)}" height="5"><title>told to wait {span}: the failure asked '
-                    f"for {escape(bar.note or '')} before a retry</title></rect>"
-                )
-            elif bar.kind == "held":
-                out.append(
-                    f'<rect class="ts-held" x="{_n(x)}" y="{_n(middle - _BAR / 2)}" '
-                    f'width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
-                    f"<title>done, held {span} until every earlier slot was handed over</title>"
-                    "</rect>"
-                )
-            else:
-                ending = "still running" if bar.status is None else bar.status.value
-                if bar.crashed:
-                    ending = "crashed: its worker's process died"
-                if bar.note is not None:
-                    ending = f"{ending}, {bar.note}"
-                css = "ts-crashed" if bar.crashed else _css_class(bar.status)
-                out.append(
-                    f'<rect class="ts-bar {css}" x="{_n(x)}" '
-                    f'y="{_n(middle - _BAR / 2)}" width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
-                    f"<title>running {span}: {escape(ending)}</title></rect>"
-                )
+        out += _svg_bars(row, middle, x_of, width / right)
         ran = any(bar.kind == "running" for bar in row.bars)
-        css = ("ts-crashed" if row.crashed else _css_class(row.status)) if ran else "ts-never"
-        out.append(f'<text class="ts-end {css}" x="{_n(x_end)}" y="{text_y}">{_ending(row)}</text>')
+        css = drawn.css if ran or row.journaled else "ts-never"
+        out.append(
+            f'<text class="ts-end {css}" x="{_n(x_end)}" y="{text_y}">{escape(ends[index])}</text>'
+        )
         out.append(
             f'<text class="ts-rank" x="{_n(x_rank)}" y="{text_y}" text-anchor="end">{rank}</text>'
         )
@@ -554,7 +700,7 @@ def render_svg(
         f'<line class="ts-wall" x1="{wall_x}" y1="{_n(top)}" x2="{wall_x}" y2="{_n(axis_y)}"/>'
     )
     room = 6 * _CHAR  # no tick label this close to the wall time's label
-    for tick in ticks:
+    for tick in marks:
         x = x_of(tick)
         out.append(
             f'<line class="ts-axis" x1="{_n(x)}" y1="{_n(axis_y)}" '
@@ -588,3 +734,47 @@ def render_svg(
     out.append("</g>")
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _svg_bars(row: Row, middle: float, x_of: Callable[[float], float], scale: float) -> list[str]:
+    """The SVG shapes of one row's bars: ``scale`` is pixels a second. An attempt that starts
+    where the one before it ended starts a gap later: two attempts are never drawn as one."""
+    out = []
+    attempt, after = 0, -math.inf  # the attempts so far, and the right edge of the last one
+    for bar in row.bars:
+        x, w = x_of(bar.start), max(1.0, (bar.end - bar.start) * scale)
+        span = f"{bar.start:.2f}s to {bar.end:.2f}s"
+        if bar.kind == "waiting":
+            out.append(
+                f'<rect class="ts-waiting" x="{_n(x)}" y="{_n(middle - 1.5)}" '
+                f'width="{_n(w)}" height="3"><title>waiting {span}</title></rect>'
+            )
+        elif bar.kind == "asked":
+            out.append(
+                f'<rect class="ts-asked" x="{_n(x)}" y="{_n(middle - 2.5)}" '
+                f'width="{_n(w)}" height="5"><title>told to wait {span}: the failure asked '
+                f"for {escape(bar.note or '')} before a retry</title></rect>"
+            )
+        elif bar.kind == "held":
+            out.append(
+                f'<rect class="ts-held" x="{_n(x)}" y="{_n(middle - _BAR / 2)}" '
+                f'width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
+                f"<title>done, held {span} until every earlier slot was handed over</title>"
+                "</rect>"
+            )
+        else:
+            attempt += 1
+            right = x + (bar.end - bar.start) * scale
+            x = max(x, after + _GAP)
+            w = max(_SLIVER, right - x)
+            after = x + w
+            drawn = bar.ending
+            said = "still running" if bar.status is None else drawn.legend
+            if bar.note is not None:
+                said = f"{said}, {bar.note}"
+            out.append(
+                f'<rect class="ts-bar {drawn.css}" data-attempt="{attempt}" x="{_n(x)}" '
+                f'y="{_n(middle - _BAR / 2)}" width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
+                f"<title>attempt {attempt}, running {span}: {escape(said)}</title></rect>"
+            )
+    return out
