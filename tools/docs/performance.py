@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tools.docs.paths import ROOT
 
@@ -116,13 +116,16 @@ def table(
         return ""
     keys = list(columns) if columns is not None else list(dict.fromkeys(k for r in rows for k in r))
     named = {**{key: label(key) for key in keys}, **(headers or {})}
+
+    def figure(value: Any) -> bool:
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, (int, float)) or bool(FIGURE.match(str(value)))
+
     numeric = {
         key
         for key in keys
-        if all(
-            isinstance(row.get(key), (int, float, type(None))) or FIGURE.match(str(row.get(key)))
-            for row in rows
-        )
+        if all(row.get(key) is None or figure(row.get(key)) for row in rows)
         and any(row.get(key) is not None for row in rows)
     }
     lines = [
@@ -213,7 +216,7 @@ def draw(name: str, plot: Callable[[Any], None], caption: str, size: tuple[float
         "axes.spines.right": False,
         "legend.frameon": False,
     }
-    with matplotlib.rc_context(style):
+    with matplotlib.rc_context(cast(Any, style)):
         figure, axes = pyplot.subplots(figsize=size, layout="constrained")
         figure.patch.set_alpha(0)
         axes.patch.set_alpha(0)
