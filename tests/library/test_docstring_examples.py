@@ -25,6 +25,17 @@ EXAMPLED = [
     "Span",
     "Restarts",
     "decompose",
+    "Adaptive",
+    "Planner",
+    "Batch",
+    "Done",
+    "Ledger",
+    "Entry",
+    "Round",
+    "Answer",
+    "Approved",
+    "AwaitingApproval",
+    "Rejected",
 ]
 
 
