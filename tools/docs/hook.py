@@ -29,7 +29,8 @@ serve`` does not rebuild forever, and two builds draw byte-identical SVGs.
 On every build it also writes the performance page's tables and charts from
 ``benchmarks/results/*.json`` (``performance/``, `tools.docs.performance`), the laws page's grid
 of laws by step (``laws/grid.md``, `tools.docs.laws_page`) and the how-to guides' list
-(``how-to.md``); and it keeps the site whole while parts of it are still to come
+(``how-to.md``) with the reference index's rows of the optional parts (``reference-rows.md``);
+and it keeps the site whole while parts of it are still to come
 (`tools.docs.site`): a how-to guide in the nav is kept only once its page exists, and a reference
 page of an optional part of the library (``trio_supervisor.otel``, ``.ray``, ``Hedge``,
 ``Budget``) is generated once the name it documents exists.
@@ -155,6 +156,7 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
     ]
     write_if_changed(out / "laws" / "grid.md", grid())
     write_if_changed(out / "how-to.md", site.how_to_list(Path(config.docs_dir)))
+    write_if_changed(out / "reference-rows.md", site.reference_rows(Path(config.docs_dir)))
     performance.generate(out / "performance")
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return

@@ -101,6 +101,16 @@ def optional_references(docs: Path) -> dict[str, str]:
     }
 
 
+def reference_rows(docs: Path) -> str:
+    """The reference index's rows of the optional parts that exist: a row per page."""
+    return "".join(
+        f"| [{part.title}]({part.page.removeprefix('reference/')}) | `{part.name}`: "
+        f"{part.line[0].lower()}{part.line[1:].rstrip('.')} |\n"
+        for part in OPTIONAL
+        if (docs / part.page).exists() or part.exists()
+    )
+
+
 def wanted(page: str, docs: Path) -> bool:
     """Whether the nav keeps ``page``: any page but a how-to guide or an optional reference
     page, which are kept only once they exist."""
