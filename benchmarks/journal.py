@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import shutil
 import statistics
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,16 +105,55 @@ def measure(n: int, each_n: int, slow_n: int, reps: int) -> dict[str, float]:
     }
 
 
+def cpu() -> str:
+    """The processor's model name, as /proc/cpuinfo gives it (where there is one)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            names = [
+                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
+            ]
+    except OSError:
+        names = []
+    return names[0] if names else platform.machine()
+
+
+def write_results(path: Path, figures: dict[str, float]) -> None:
+    """The figures as data, the docs site's performance page draws from: when and where they
+    were measured, and one row of every figure."""
+    machine = (
+        f"{cpu()}, nproc {os.cpu_count()}, "
+        f"Python {platform.python_version()}, trio {trio.__version__}, "
+        f"{platform.system()} {platform.release()}, load average {os.getloadavg()[0]:.1f}"
+    )
+    data = {
+        "measured": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine,
+        "benchmark": "journal.py",
+        "command": "python benchmarks/journal.py",
+        "rows": [figures],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run at a tiny size")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--results",
+        type=Path,
+        metavar="FILE",
+        help="also write the figures there as JSON (benchmarks/results/journal.json)",
+    )
     options = parser.parse_args()
     if options.quick:
         figures = measure(300, 100, 200, 1)
     else:
         figures = measure(100_000, 5_000, 5_000, options.reps)
+    if options.results:
+        write_results(options.results, figures)
     if options.json:
         print(json.dumps(figures, indent=2))
         return

@@ -31,6 +31,8 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -543,6 +545,29 @@ def for_scale(failures: dict[str, Footprint]) -> str:
     )
 
 
+def write_results(path: Path, machine: str, rows: list[dict[str, Any]]) -> None:
+    """The run's figures as data, the docs site's performance page draws its tables and charts
+    from: when and where they were measured, and a row per figure (``table`` says which)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    measured = datetime.now(UTC).isoformat(timespec="seconds")
+    about = {"benchmark": "overhead.py", "command": "python benchmarks/overhead.py --check"}
+    data = {"measured": measured, "machine": machine, **about, "rows": rows}
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+
+def target_row(target: Target) -> dict[str, Any]:
+    return {
+        "table": "targets",
+        "target": target.label,
+        "top": target.top,
+        "bottom": target.bottom,
+        "unit": target.unit,
+        "ratio": target.ratio,
+        "goal": f"{target.sense} {target.goal}",
+        "met": target.met,
+    }
+
+
 def judged_at(sizes: list[int], workers: list[int]) -> tuple[int, int]:
     """Where the time targets are judged: the largest N, at K=100 where it ran."""
     return max(sizes), 100 if 100 in workers else max(workers)
@@ -573,6 +598,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--quick", action="store_true", help="tiny sizes, one repetition: a smoke run")
     p.add_argument("--check", action="store_true", help="exit 1 unless every target is met")
+    p.add_argument(
+        "--results",
+        type=Path,
+        metavar="FILE",
+        help="also write the figures there as JSON (benchmarks/results/overhead.json)",
+    )
     p.add_argument("--memory", nargs=3, metavar=("NAME", "N", "K"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
 
@@ -587,6 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = args.only or list(EVERY_CONTENDER)
     names = [name for name in CONTENDERS if name in chosen]
     failing = [name for name in FAILURE_CONTENDERS if name in chosen]
+    rows: list[dict[str, Any]] = []
     print(f"# machine: {machine()}")
     print("# median µs per subtask; contenders take turns within each repetition, one process\n")
     medians: dict[tuple[int, int], dict[str, float]] = {}
@@ -601,13 +633,27 @@ def main(argv: list[str] | None = None) -> int:
             medians[(n, k)] = {name: statistics.median(values) for name, values in samples.items()}
             print(f"## N={n:,} K={k} ({reps} rep{'s' if reps > 1 else ''})\n")
             print_times(medians[(n, k)])
+            rows += [
+                {
+                    "table": "time",
+                    "N": n,
+                    "K": k,
+                    "reps": reps,
+                    "contender": name,
+                    "us_per_subtask": cost,
+                }
+                for name, cost in medians[(n, k)].items()
+            ]
             sys.stdout.flush()
     k_memory = max(args.workers)
     print(f"## peak memory per subtask (N={args.memory_n:,}, K={k_memory}, fresh process each)\n")
     print("| contender | peak bytes/subtask |")
     print("|---|---:|")
     for name in names:
-        print(f"| {name} | {memory_in_fresh_process(name, args.memory_n, k_memory):,.0f} |")
+        peak = memory_in_fresh_process(name, args.memory_n, k_memory)
+        print(f"| {name} | {peak:,.0f} |")
+        rows.append({"table": "memory", "N": args.memory_n, "K": k_memory, "contender": name})
+        rows[-1]["peak_bytes_per_subtask"] = peak
     print()
     failures: dict[str, Footprint] = {}
     if failing:
@@ -617,17 +663,26 @@ def main(argv: list[str] | None = None) -> int:
         )
         failures = failure_cost(args.failure_n, k_memory, args.failure_reps)
         print_failures(failures, args.failure_n)
+        rows += [
+            {"table": "failures", "N": args.failure_n, "K": k_memory, "contender": name}
+            | {"s_per_run": f.seconds, "us_per_slot": f.seconds / args.failure_n * 1e6}
+            | {"peak_rss_mib": f.peak_mib, "peak_bytes_per_slot": f.bytes_per_subtask}
+            for name, f in failures.items()
+        ]
         print(for_scale(failures))
         sys.stdout.flush()
     flat: dict[int, float] = {}
     if "Supervisor.run" in names and 100 in args.workers:
         flat = flatness(100, sorted(args.sizes), args.rounds)
+        rows += [{"table": "flat", "N": n, "K": 100, "us_per_subtask": c} for n, c in flat.items()]
     n_judged, k_judged = judged_at(args.sizes, args.workers)
     judged = targets(medians[(n_judged, k_judged)], failures, flat)
     print(f"## targets (times at N={n_judged:,}, K={k_judged}; all from this run)\n")
     print("\n".join(target.line() for target in judged))
     missed = [target for target in judged if not target.met]
     print(f"\n{len(judged) - len(missed)} of {len(judged)} targets met")
+    if args.results:
+        write_results(args.results, machine(), rows + [target_row(t) for t in judged])
     return 1 if args.check and missed else 0
 
 

@@ -32,6 +32,7 @@ import argparse
 import functools
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -39,6 +40,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import aiometer
@@ -290,6 +293,13 @@ def main(argv: list[str] | None = None) -> list[Figures]:
     parser.add_argument("--virtual", action="store_true", help="in process, on virtual time")
     parser.add_argument("--only", action="append", help="run only contenders with this text")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        metavar="FILE",
+        help="also write the figures there as JSON (benchmarks/results/rate_limited.json, "
+        "rate_limited_virtual.json with --virtual)",
+    )
     args = parser.parse_args(argv)
     if args.reps < 1:
         parser.error(f"--reps must be >= 1, got {args.reps}")
@@ -321,7 +331,48 @@ def main(argv: list[str] | None = None) -> list[Figures]:
         print("\n".join(["spread over the repetitions:", *spread(results)]), file=sys.stderr)
     if args.json:
         print(json.dumps([asdict(f) for f in results], indent=2))
+    if args.results:
+        write_results(args.results, args, capacity(args, prompts), results)
     return results
+
+
+def cpu() -> str:
+    """The processor's model name, as /proc/cpuinfo gives it (where there is one)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            names = [
+                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
+            ]
+    except OSError:
+        names = []
+    return names[0] if names else platform.machine()
+
+
+def write_results(
+    path: Path, args: argparse.Namespace, most: float, results: list[Figures]
+) -> None:
+    """The figures as data, the docs site's performance page draws from: when and where they
+    were measured, against which server, and a row per contender and repetition."""
+    where = "in process, virtual time" if args.virtual else "client and server in two processes"
+    data = {
+        "measured": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": f"{cpu()}, nproc {os.cpu_count()}, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}; {where}",
+        "benchmark": "rate_limited.py",
+        "command": "python benchmarks/rate_limited.py" + (" --virtual" if args.virtual else ""),
+        "server": {
+            "concurrency": args.concurrency,
+            "rpm": args.rpm,
+            "latency": list(args.latency),
+            "capacity": most,
+            "subtasks": args.subtasks,
+        },
+        "rows": [
+            {"rep": i * args.reps // len(results) + 1, **asdict(f)} for i, f in enumerate(results)
+        ],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,14 @@ Run: ``python benchmarks/stream_memory.py`` (``--n 100000`` for a shorter run).
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 
 import trio
 
@@ -58,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--n", type=int, default=1_000_000, help="subtasks (1,000,000)")
     p.add_argument("--k", type=int, default=100, help="max_workers (100)")
+    p.add_argument(
+        "--results",
+        type=Path,
+        metavar="FILE",
+        help="also write the figures there as JSON (benchmarks/results/stream_memory.json)",
+    )
     args = p.parse_args(argv)
     checkpoints = [args.n * tenth // 10 for tenth in range(1, 11)]
     before = peak_rss_mib()
@@ -76,7 +87,43 @@ def main(argv: list[str] | None = None) -> int:
         f"{last - first:+.1f} MiB ({(last - first) * 2**20 / (samples[-1][0] - samples[0][0]):.2f}"
         " bytes per extra subtask)"
     )
+    if args.results:
+        rows = [{"N": args.n, "K": args.k, "consumed": 0, "peak_rss_mib": before}]
+        rows += [{"N": args.n, "K": args.k, "consumed": n, "peak_rss_mib": r} for n, r in samples]
+        write_results(args.results, rows, seconds=elapsed)
     return 0
+
+
+def cpu() -> str:
+    """The processor's model name, as /proc/cpuinfo gives it (where there is one)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            names = [
+                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
+            ]
+    except OSError:
+        names = []
+    return names[0] if names else platform.machine()
+
+
+def write_results(path: Path, rows: list[dict[str, float]], seconds: float) -> None:
+    """The figures as data, the docs site's performance page draws from: when and where they
+    were measured, and the peak RSS after each tenth of the results (0: before the run)."""
+    machine = (
+        f"{cpu()}, nproc {os.cpu_count()}, "
+        f"Python {platform.python_version()}, trio {trio.__version__}, "
+        f"{platform.system()} {platform.release()}"
+    )
+    data = {
+        "measured": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine,
+        "benchmark": "stream_memory.py",
+        "command": "python benchmarks/stream_memory.py",
+        "seconds": seconds,
+        "rows": rows,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":

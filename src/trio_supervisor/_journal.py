@@ -847,7 +847,13 @@ def with_subtask(result: SubResult[Any, Any], subtask: Any) -> SubResult[Any, An
 
 class AwaitingApproval(Exception):  # a state, not an error: the slot is parked
     """A worker's question has no answer yet: its slot is parked, ``Status.AWAITING_APPROVAL``,
-    until someone answers (``Journal.approve`` or ``reject``) and a resume calls it again."""
+    until someone answers (``Journal.approve`` or ``reject``) and a resume calls it again.
+
+    ```pycon
+    >>> AwaitingApproval("refund order 7?").question
+    'refund order 7?'
+
+    ```"""
 
     def __init__(self, question: str) -> None:
         super().__init__(question)
@@ -855,7 +861,13 @@ class AwaitingApproval(Exception):  # a state, not an error: the slot is parked
 
 
 class Rejected(Exception):  # the answer, not an error of the worker's
-    """A worker's question was rejected: its slot ends ``Status.REJECTED``, with the note."""
+    """A worker's question was rejected: its slot ends ``Status.REJECTED``, with the note.
+
+    ```pycon
+    >>> str(Rejected("refund order 7?", by="ana", note="over the limit"))
+    "'refund order 7?' rejected by ana: over the limit"
+
+    ```"""
 
     def __init__(self, question: str, by: str, note: str) -> None:
         said = f": {note}" if note else ""
@@ -864,7 +876,13 @@ class Rejected(Exception):  # the answer, not an error of the worker's
 
 
 class Approved(NamedTuple):
-    """What [`approval`][trio_supervisor.approval] returns once a question is approved."""
+    """What [`approval`][trio_supervisor.approval] returns once a question is approved.
+
+    ```pycon
+    >>> Approved(by="ana", note="")
+    Approved(by='ana', note='')
+
+    ```"""
 
     by: str
     note: str

@@ -243,6 +243,18 @@ _INF = float("inf")
 class Adaptive:
     """A concurrency limit that finds what an endpoint allows, from the 429s it answers.
 
+    ```pycon
+    >>> adaptive = Adaptive(128)  # at most 128, starting at 10: TCP's initial window
+    >>> adaptive
+    Adaptive(limit=10, floor=1, ceiling=128, decrease=0.5)
+    >>> async def ask(prompt):
+    ...     return prompt.upper()
+    >>> run = trio.run(Supervisor(ask, max_workers=4, meters=[adaptive]).run, ["a", "b"])
+    >>> adaptive.limit  # slow start: each success raised it by one
+    12
+
+    ```
+
     It is a [`Capacity`][trio_supervisor.Capacity] whose limit it moves itself, from how each
     attempt went (``observe``):
 

@@ -43,6 +43,15 @@ Budget = Literal["max_rounds", "max_subtasks", "max_stalls", "deadline"]
 class Batch(Generic[S]):
     """A planner's decision to go on: the subtasks of the next round, and why.
 
+    ```pycon
+    >>> batch = Batch(["pricing", "reviews"], note="what to read first")
+    >>> batch.subtasks, batch.note, batch.progress
+    (('pricing', 'reviews'), 'what to read first', True)
+    >>> Batch(["pricing from the archive"], replaces={0: (1, 0)}).replaces  # reroutes (1, 0)
+    mappingproxy({0: (1, 0)})
+
+    ```
+
     Args:
       subtasks: the round's subtasks, in the order their results come back.
       note: why these, in a few words (kept in the ledger, shown on the timeline).
@@ -94,6 +103,14 @@ class Batch(Generic[S]):
 class Done:
     """A planner's decision to stop: the task is answered.
 
+    ```pycon
+    >>> Done("the market is small", note="both sources agree")
+    Done(answer='the market is small', note='both sources agree')
+    >>> Done().answer is None  # the answer is synthesized from the ledger
+    True
+
+    ```
+
     Args:
       answer: the answer's text, or None to have it synthesized from the ledger (each subtask's
         output, in ledger order).
@@ -135,6 +152,21 @@ def _entry_key(key: object) -> tuple[int, int]:
 class Entry(Generic[S, T]):
     """One dispatched subtask in the ledger: where it ran and what it gave.
 
+    ```pycon
+    >>> class OneRound:
+    ...     async def first(self, task):
+    ...         return Batch(["pricing", "reviews"], note="what to read first")
+    ...     async def next(self, task, ledger, *, fresh):
+    ...         return Done(note="read both")
+    >>> async def research(subtask):
+    ...     return f"notes on {subtask}"
+    >>> answer = trio.run(Supervisor(research, max_workers=2).replan, "the market", OneRound())
+    >>> entry = answer.ledger.entries[1]
+    >>> entry.key, entry.subtask, entry.result.output
+    ((1, 1), 'reviews', 'notes on reviews')
+
+    ```
+
     Args:
       round: the round it ran in, from 1.
       index: its place in that round's batch, from 0.
@@ -162,6 +194,21 @@ class Entry(Generic[S, T]):
 class Round(Generic[S, T]):
     """One round: the planner's decision, and the batch it dispatched.
 
+    ```pycon
+    >>> class OneRound:
+    ...     async def first(self, task):
+    ...         return Batch(["pricing", "reviews"], note="what to read first")
+    ...     async def next(self, task, ledger, *, fresh):
+    ...         return Done(note="read both")
+    >>> async def research(subtask):
+    ...     return f"notes on {subtask}"
+    >>> answer = trio.run(Supervisor(research, max_workers=2).replan, "the market", OneRound())
+    >>> (first,) = answer.ledger.rounds
+    >>> first.number, first.note, [entry.subtask for entry in first.entries], first.stalled
+    (1, 'what to read first', ['pricing', 'reviews'], False)
+
+    ```
+
     Args:
       number: from 1.
       note: the planner's note for this batch (or what went wrong asking it).
@@ -188,6 +235,24 @@ class Round(Generic[S, T]):
 
 class Ledger(Generic[S, T]):
     """Everything a re-planning run dispatched, each subtask once, round by round.
+
+    ```pycon
+    >>> class OneRound:
+    ...     async def first(self, task):
+    ...         return Batch(["pricing", "reviews"], note="what to read first")
+    ...     async def next(self, task, ledger, *, fresh):
+    ...         return Done(note="read both")
+    >>> async def research(subtask):
+    ...     return f"notes on {subtask}"
+    >>> answer = trio.run(Supervisor(research, max_workers=2).replan, "the market", OneRound())
+    >>> answer.ledger
+    Ledger(task='the market', rounds=1, entries=2)
+    >>> [(entry.key, entry.subtask) for entry in answer.ledger.entries]
+    [((1, 0), 'pricing'), ((1, 1), 'reviews')]
+    >>> answer.ledger.unsettled()  # every entry succeeded
+    []
+
+    ```
 
     What the planner reads to decide, what the answer is synthesized from, what a user inspects
     afterwards. An entry is *settled* when it succeeded, or when an entry replacing it is
@@ -287,6 +352,23 @@ class Ledger(Generic[S, T]):
 class Answer(Generic[S, T]):
     """What a re-planning run returns, always: the answer, whether it is whole, and the ledger.
 
+    ```pycon
+    >>> class OneRound:
+    ...     async def first(self, task):
+    ...         return Batch(["pricing", "reviews"], note="what to read first")
+    ...     async def next(self, task, ledger, *, fresh):
+    ...         return Done(note="read both")
+    >>> async def research(subtask):
+    ...     return f"notes on {subtask}"
+    >>> answer = trio.run(Supervisor(research, max_workers=2).replan, "the market", OneRound())
+    >>> answer.degraded, answer.ended_by, answer.reason
+    (False, None, 'the planner is done after 1 rounds: read both')
+    >>> print(answer.text)  # synthesized from the ledger: Done gave no answer of its own
+    pricing: notes on pricing
+    reviews: notes on reviews
+
+    ```
+
     Args:
       text: the answer (the planner's, or synthesized from the ledger); when degraded, its last
         line says why.
@@ -306,6 +388,22 @@ class Answer(Generic[S, T]):
 
 class Planner(Protocol[S, T]):
     """What decides a re-planning run's batches: the first, then each next one from the ledger.
+
+    ```pycon
+    >>> class FollowUp:
+    ...     async def first(self, task):
+    ...         return Batch(["pricing", "reviews"], note="what to read first")
+    ...     async def next(self, task, ledger, *, fresh):
+    ...         if len(ledger.rounds) == 1:  # pricing named a competitor: look it up
+    ...             return Batch(["competitor"], note="pricing named one")
+    ...         return Done(note="answered")
+    >>> async def research(subtask):
+    ...     return f"notes on {subtask}"
+    >>> answer = trio.run(Supervisor(research, max_workers=2).replan, "the market", FollowUp())
+    >>> [[entry.subtask for entry in round.entries] for round in answer.ledger.rounds]
+    [['pricing', 'reviews'], ['competitor']]
+
+    ```
 
     A planner that raises an `Exception` or returns something other than a
     [`Batch`][trio_supervisor.Batch] or [`Done`][trio_supervisor.Done] costs its round: the round

@@ -9,6 +9,7 @@ import trio
 import trio.testing
 
 import trio_supervisor
+import trio_supervisor.testing
 
 EXAMPLED = [
     "Supervisor",
@@ -25,13 +26,34 @@ EXAMPLED = [
     "Span",
     "Restarts",
     "decompose",
+    "Adaptive",
+    "Planner",
+    "Batch",
+    "Done",
+    "Ledger",
+    "Entry",
+    "Round",
+    "Answer",
+    "Approved",
+    "AwaitingApproval",
+    "Rejected",
 ]
 
 
-@pytest.mark.parametrize("name", EXAMPLED)
+#: the test doubles' classes of ``trio_supervisor.testing``, whose examples run beside the core's
+TESTING_EXAMPLED = ["SimulatedAgent"]
+
+
+@pytest.mark.parametrize("name", [*EXAMPLED, *(f"testing.{name}" for name in TESTING_EXAMPLED)])
 def test_the_docstring_example_runs_as_shown(name: str) -> None:
-    obj = getattr(trio_supervisor, name)
+    testing = trio_supervisor.testing
+    obj = (
+        getattr(testing, name.removeprefix("testing."))
+        if name.startswith("testing.")
+        else getattr(trio_supervisor, name)
+    )
     globs = {**{key: getattr(trio_supervisor, key) for key in trio_supervisor.__all__}}
+    globs |= {key: getattr(testing, key) for key in testing.__all__}
     globs["trio"] = trio
     (test,) = doctest.DocTestFinder(recurse=False).find(obj, name, globs=globs)
     assert test.examples, f"{name}'s docstring has no example"

@@ -21,12 +21,21 @@ the same code path as ``python -m lessons --virtual`` (`lessons._course.running.
   results out of plan order, shrunk to the smallest, with its timeline;
 - ``exercises/sample.md``: what the exercises' commands print on step 4's untouched starter.
 
-It also fills the nav's ``Course`` section (after the primer) with one page per step found by
+It also fills the nav's ``Tutorial`` section (after the primer) with one page per step found by
 ``lessons._course.steps.STEPS`` and adds the generated ``tests.md`` page, a section per test
 module with its laws and each test's code folded until opened (the laws page links there); on
 the laws page it follows each link to a Hypothesis test with how many inputs that test draws,
 read from the test. Files are written only when the code they come from changed, so ``mkdocs
 serve`` does not rebuild forever, and two builds draw byte-identical SVGs.
+
+On every build it also writes the performance page's tables and charts from
+``benchmarks/results/*.json`` (``performance/``, `tools.docs.performance`), the laws page's grid
+of laws by step (``laws/grid.md``, `tools.docs.laws_page`) and the how-to guides' list
+(``how-to.md``) with the reference index's rows of the optional parts (``reference-rows.md``);
+and it keeps the site whole while parts of it are still to come
+(`tools.docs.site`): a how-to guide in the nav is kept only once its page exists, and a reference
+page of an optional part of the library (``trio_supervisor.otel``, ``.ray``, ``Hedge``,
+``Budget``) is generated once the name it documents exists.
 """
 
 from __future__ import annotations
@@ -37,8 +46,10 @@ from typing import TYPE_CHECKING, Any
 
 from lessons._course import exercises
 from lessons._course.steps import steps
+from tools.docs import performance, site
 from tools.docs.dispatch import FILE as PLAYER_DATA
 from tools.docs.dispatch import player
+from tools.docs.laws_page import grid
 from tools.docs.leak import find_leak, leak_page
 from tools.docs.pages import (
     code_block,
@@ -61,7 +72,7 @@ if TYPE_CHECKING:
     from mkdocs.structure.pages import Page
 
 
-COURSE = "Course"  # the nav section this hook fills with the step pages
+COURSE = "Tutorial"  # the nav section this hook fills with the step pages, after the primer
 SAMPLE, SAMPLE_STEP = "exercises/sample.md", 4  # the exercises page's sample: step 4's exercise
 
 
@@ -111,12 +122,14 @@ def on_config(config: MkDocsConfig, **_: Any) -> MkDocsConfig:
     for item in config.nav or []:
         if isinstance(item, dict) and COURSE in item:
             kept = [page for page in item[COURSE] or [] if not str(page).startswith("steps/")]
-            item[COURSE] = [*kept, *(f"steps/{name}.md" for name in pages())]
+            at = kept.index("primer.md") + 1 if "primer.md" in kept else 0
+            item[COURSE] = [*kept[:at], *(f"steps/{name}.md" for name in pages()), *kept[at:]]
             break
     else:
         from mkdocs.exceptions import PluginError
 
         raise PluginError(f"mkdocs.yml's nav needs a '{COURSE}: [...]' section for the step pages")
+    config.nav = site.present(config.nav or [], Path(config.docs_dir))
     return config
 
 
@@ -149,6 +162,10 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
         *(out / "steps" / name / PLAYER_DATA for name in steps().values()),
         *(out / "steps" / f"{name}.tree.md" for name in steps().values() if is_tree(name)),
     ]
+    write_if_changed(out / "laws" / "grid.md", grid())
+    write_if_changed(out / "how-to.md", site.how_to_list(Path(config.docs_dir)))
+    write_if_changed(out / "reference-rows.md", site.reference_rows(Path(config.docs_dir)))
+    performance.generate(out / "performance")
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return
     generate(out)
@@ -163,8 +180,16 @@ def on_page_markdown(markdown: str, page: Page, **_: Any) -> str:
 
 
 def on_files(files: Files, config: MkDocsConfig, **_: Any) -> Files:
-    """Add the generated ``tests.md`` page."""
+    """Add the generated ``tests.md`` page, and the reference page of each optional part of
+    the library that exists and has no page of its own."""
     from mkdocs.structure.files import File
 
     files.append(File.generated(config, "tests.md", content=page_of_tests()))
+    for uri, content in site.optional_references(Path(config.docs_dir)).items():
+        files.append(File.generated(config, uri, content=content))
     return files
+
+
+def on_post_build(config: MkDocsConfig, **_: Any) -> None:
+    """Send a reader of the old one-page API reference to the reference's pages."""
+    site.redirect(Path(config.site_dir) / "api" / "index.html", "../reference/")

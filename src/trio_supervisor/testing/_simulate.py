@@ -18,6 +18,18 @@ class SubAgentError(RuntimeError):
 class SimulatedAgent:
     """A stand-in for an LLM sub-agent, usable wherever a [`Worker`][trio_supervisor.Worker] is.
 
+    ```pycon
+    >>> agent = SimulatedAgent(0, fail={"reviews"}, latencies={"pricing": 0.5, "reviews": 0.25})
+    >>> run = Supervisor(agent, max_workers=2).run
+    >>> virtual = trio.testing.MockClock(autojump_threshold=0)  # half a second, taken at once
+    >>> aggregate = trio.run(run, ["pricing", "reviews"], clock=virtual)
+    >>> for result in aggregate.results:
+    ...     print(result.subtask, result.status, result.output or result.error)
+    pricing Status.OK findings on pricing
+    reviews Status.FAILED SubAgentError: sub-agent failed on 'reviews'
+
+    ```
+
     Each subtask takes a latency fixed by the seed and the subtask's text, so two runs with the same
     seed take the same time. A subtask fails (after its latency, raising
     [`SubAgentError`][trio_supervisor.testing.SubAgentError]) when its text contains ``panic`` or

@@ -1,0 +1,75 @@
+"""The site's shape: the laws page's grid holds every law of the catalogue and links each to
+its entry; the nav keeps a how-to guide or an optional reference page only once it exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from lessons._course.laws import LAWS
+from tools.docs import laws_page, site
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_law_of_the_catalogue_has_its_entry_on_the_laws_page() -> None:
+    page = (ROOT / "docs" / "laws.md").read_text()
+    anchors = set(re.findall(r"\{#([\w-]+)\}", page))
+    named = laws_page.names()
+    missing = [
+        named[id(law)] for law in LAWS if laws_page.ANCHORS.get(named[id(law)]) not in anchors
+    ]
+    assert missing == [], f"tools/docs/laws_page.py ANCHORS: give these an entry: {missing}"
+
+
+def test_the_grid_has_a_row_per_law_marking_its_steps_and_its_flaw() -> None:
+    grid = laws_page.grid()
+    rows = re.findall(r"<tr><th scope=\"row\">(.*?)</tr>", grid)
+    assert len(rows) == len(LAWS)
+    for law, row in zip(LAWS, rows, strict=True):
+        cells = re.findall(r"<td[^>]*>", row)
+        kept = [n for n, found in enumerate(cells, start=1) if 'class="keeps"' in found]
+        fails = [n for n, found in enumerate(cells, start=1) if 'class="fails"' in found]
+        assert kept == list(law.steps)
+        assert fails == ([law.flaw[0]] if law.flaw else [])
+
+
+def test_the_laws_page_opens_with_the_grid_and_folds_each_laws_tests() -> None:
+    page = (ROOT / "docs" / "laws.md").read_text()
+    first = page.index("\n## ")
+    assert page[first:].startswith("\n## The laws by step")
+    assert '--8<-- "docs/generated/laws/grid.md"' in page
+    assert not re.search(r"^\[`test_", page, re.MULTILINE), "a test link outside its fold"
+
+
+def test_the_nav_keeps_a_page_still_to_come_only_once_it_exists(tmp_path: Path) -> None:
+    (tmp_path / "how-to").mkdir()
+    (tmp_path / "how-to" / "endpoint.md").write_text("# Call a real endpoint\n")
+    nav = [
+        {"Home": "index.md"},
+        {"How-to guides": ["how-to/index.md", "how-to/endpoint.md", "how-to/ray.md"]},
+        {"Reference": ["reference/supervisor.md", "reference/ray.md"]},
+    ]
+    assert (
+        site.present(nav, tmp_path)
+        == [
+            {"Home": "index.md"},
+            {"How-to guides": ["how-to/index.md", "how-to/endpoint.md"]},
+            {"Reference": ["reference/supervisor.md"]},  # a core page is kept, missing or not
+        ]
+        or site.OPTIONAL[3].exists()
+    )
+    assert site.how_to_list(tmp_path).startswith("- [Call a real endpoint](endpoint.md): ")
+
+
+def test_an_optional_reference_page_is_made_only_for_a_name_that_exists(tmp_path: Path) -> None:
+    there = site.OptionalPart("reference/x.md", "trio_supervisor.Supervisor", "X", "A line.")
+    gone = site.OptionalPart("reference/y.md", "trio_supervisor.NoSuchName", "Y", "A line.")
+    module = site.OptionalPart("reference/z.md", "trio_supervisor.no_such_module", "Z", "A line.")
+    assert there.exists()
+    assert not gone.exists()
+    assert not module.exists()
+    assert there.content() == "# X\n\nA line.\n\n::: trio_supervisor.Supervisor\n"
+    (tmp_path / "reference").mkdir()
+    made = site.optional_references(tmp_path)
+    assert set(made) == {part.page for part in site.OPTIONAL if part.exists()}

@@ -1,0 +1,102 @@
+"""The laws page's grid: every law of the course's catalogue by the steps that keep it.
+
+`grid` draws ``lessons._course.laws.LAWS`` as an HTML table, a row per law and a column per
+step: a step that keeps the law, and the step before them that fails it (its test there is a
+strict expected failure). Each row links to the law's entry further down the page (`ANCHORS`),
+and a law with no entry there fails the docs tests.
+"""
+
+from __future__ import annotations
+
+import html
+
+from lessons._course import laws
+from lessons._course.laws import LAWS, Law
+from lessons._course.steps import steps
+
+#: The laws page's entry (its anchor) that tells each law of the catalogue, by the law's name.
+ANCHORS = {
+    "PLAN_ORDER": "plan-order",
+    "SERIAL_WALL_TIME": "serial-wall-time",
+    "FAN_OUT_WALL_TIME": "fan-out-wall-time",
+    "GREEDY_MAKESPAN": "greedy-makespan",
+    "BOUNDED": "capacity",
+    "FAILURES_ISOLATED": "failing-slots",
+    "CANCELLATION_PASSES_THROUGH": "cancellation",
+    "HUNG_WORKER_FREES_ITS_SLOT": "hung-worker",
+    "MAKESPAN_WITH_TIMEOUTS": "hung-worker",
+    "DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK": "deadline",
+    "TRANSIENT_FAILURE_RETRIED": "transient-failures",
+    "SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES": "retries",
+    "WAITS_ARE_SEEDED_DRAWS": "full-jitter",
+    "A_WAITING_RETRY_HOLDS_NO_TOKEN": "waiting-retry",
+    "AT_MOST_R_RESTARTS_IN_T": "no-intensity",
+    "GIVES_UP_PAST_THE_INTENSITY": "intensity",
+    "FIRST_RESULT_ARRIVES_WITH_SLOT_0": "nothing-until-the-end",
+    "HANDED_OVER_AS_SOON_AS_POSSIBLE": "streaming",
+    "LEAVING_EARLY_CANCELS_THE_REST": "leaving-early",
+    "HELD_TO_THE_WINDOW": "window",
+    "A_LAZY_MILLION_IS_HELD": "lazy-input",
+    "AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE": "library-keeps-the-laws",
+    "THE_CALLERS_EXCEPTION_COMES_OUT_BARE": "library-keeps-the-laws",
+    "ONLY_TRANSIENT_FAILURES_ARE_RETRIED": "supervisor-retries-alone",
+    "ATTEMPTS_START_AT_THE_RATE": "rate",
+    "ASKS_WHAT_THE_RESULTS_CALL_FOR": "replan-follow-ups",
+    "ANSWERS_BY_ITS_DEADLINE": "replan-budgets",
+    "AN_LLM_PLANS_AS_THE_RULES_DO": "replan-planner-fails",
+    "A_COMPANY_IS_A_CHILD_SUPERVISOR": "tree-bound",
+    "A_CHILD_THAT_GIVES_UP_ESCALATES": "escalation",
+    "A_CRASH_FAILS_ITS_LEAF_ALONE": "crash-contained",
+    "RESUME_AFTER_A_CRASH_EQUALS_A_RUN": "resume-after-a-crash",
+    "A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL": "approval-gate",
+}
+
+
+def names() -> dict[int, str]:
+    """Each law of the catalogue's name in ``lessons._course.laws``, by the law's id."""
+    return {id(value): key for key, value in vars(laws).items() if isinstance(value, Law)}
+
+
+def rule(law: Law) -> str:
+    """A law's rule as a row's title: its first clause, capitalised."""
+    text = (
+        law.rule.split(": ", 1)[1] if law.rule.startswith(("serial:", "all at once:")) else law.rule
+    )
+    return text[0].upper() + text[1:]
+
+
+def grid() -> str:
+    """The grid, as the HTML the page includes."""
+    numbers = sorted(steps())
+    named = names()
+    head = "".join(
+        f'<th scope="col"><a href="../steps/{steps()[n]}/" title="step {n}">{n}</a></th>'
+        for n in numbers
+    )
+    rows = []
+    for law in LAWS:
+        anchor = ANCHORS[named[id(law)]]
+        flawed = law.flaw[0] if law.flaw else None
+        cells = []
+        for n in numbers:
+            if n in law.steps:
+                cells.append(f'<td class="keeps" title="step {n} keeps it"><span>kept</span></td>')
+            elif n == flawed:
+                cells.append(f'<td class="fails" title="step {n} fails it"><span>fails</span></td>')
+            else:
+                cells.append("<td></td>")
+        rows.append(
+            f'<tr><th scope="row"><a href="#{anchor}">{html.escape(rule(law))}</a></th>'
+            + "".join(cells)
+            + "</tr>"
+        )
+    return (
+        '<div class="law-grid" markdown="0">\n'
+        f"<p>The {len(LAWS)} laws of the course by step (<code>python -m lessons check "
+        'N</code> runs step N\'s): <span class="key keeps">kept</span> the step is proven to '
+        'keep it, <span class="key fails">fails</span> the step before them, whose test is a '
+        'strict expected failure.</p>\n<table class="laws">\n'
+        f'<thead><tr><th scope="col">law</th>{head}</tr></thead>\n<tbody>\n'
+        + "\n".join(rows)
+        + "\n</tbody>\n</table>\n</div>\n"
+    )

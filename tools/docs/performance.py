@@ -1,0 +1,521 @@
+"""The performance page's figures: tables and charts drawn from the benchmarks' results.
+
+Each benchmark writes what it measured as JSON under ``benchmarks/results/`` (``--results``):
+``{"measured": <ISO date>, "machine": <where>, "rows": [{...}, ...]}``, with optional
+``benchmark``, ``command``, ``note`` and, where a file holds several tables, a ``table`` key on
+each row. Every file found there is rendered: by a renderer of its own where its shape is known
+(the overhead, a stream's memory, a rate-limited endpoint, the journal), with charts drawn by
+matplotlib at build time; any other file by the generic one, a Markdown table per ``table``, so
+that a new benchmark's results appear on the page without editing it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from tools.docs.paths import ROOT
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: How a column is headed where its key alone says too little; any other key is shown with its
+#: underscores as spaces.
+LABELS = {
+    "us_per_subtask": "µs/subtask",
+    "us_per_slot": "µs/slot",
+    "s_per_run": "s per run",
+    "peak_rss_mib": "peak RSS (MiB)",
+    "peak_bytes_per_subtask": "peak bytes/subtask",
+    "peak_bytes_per_slot": "peak bytes/slot above start",
+    "share": "goodput (share of capacity)",
+    "rate_limited": "429s sent",
+    "rate_limited_share": "429s (share of requests)",
+    "p50": "p50 (s)",
+    "p99": "p99 (s)",
+    "consumed": "results consumed",
+}
+
+# colours that read on the light and the dark scheme alike; text is the page's own colour
+SUPERVISOR, OTHER, ACCENT = "#5c6bc0", "#9e9e9e", "#ef8f00"
+FIGURE = re.compile(
+    r"^-?[\d.,]+ ?[%x]$"
+)  # a share or a ratio, written as text: aligned as a number
+TEXT = "#010203"  # drawn with this, then given the page's colour (currentColor) when inlined
+
+
+@dataclass
+class Result:
+    """One results file: its name (the file's stem) and what it holds."""
+
+    name: str
+    data: dict[str, Any]
+    path: Path | None = None
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        rows = self.data.get("rows", [])
+        return [row for row in rows if isinstance(row, dict)]
+
+    def table(self, name: str) -> list[dict[str, Any]]:
+        return [row for row in self.rows if row.get("table") == name]
+
+
+def load(directory: Path = RESULTS) -> dict[str, Result]:
+    """Every results file under ``directory``, by name, in name order."""
+    found = {}
+    for path in sorted(directory.glob("*.json")):
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+            raise TypeError(f"{path.name}: a results file is an object with a list of rows")
+        found[path.stem] = Result(path.stem, data, path)
+    return found
+
+
+# -- tables -----------------------------------------------------------------------------------
+
+
+def cell(value: Any) -> str:
+    """A value as a table cell: numbers to three significant digits (whole numbers as they
+    are, with thousands separated), yes/no for a flag, a dash for nothing."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        if value == int(value) and abs(value) >= 1:
+            return f"{int(value):,}"
+        digits = max(0, 2 - math.floor(math.log10(abs(value)))) if value else 0
+        return f"{value:,.{digits}f}"
+    if isinstance(value, (dict, list)):
+        return "`" + json.dumps(value, ensure_ascii=False) + "`"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def label(key: str) -> str:
+    return LABELS.get(key, key.replace("_", " "))
+
+
+def table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> str:
+    """``rows`` as a Markdown table: its columns are ``columns``, or every key of the rows in
+    the order first met; numeric columns are aligned right."""
+    if not rows:
+        return ""
+    keys = list(columns) if columns is not None else list(dict.fromkeys(k for r in rows for k in r))
+    named = {**{key: label(key) for key in keys}, **(headers or {})}
+
+    def figure(value: Any) -> bool:
+        if isinstance(value, bool):
+            return False
+        return isinstance(value, (int, float)) or bool(FIGURE.match(str(value)))
+
+    numeric = {
+        key
+        for key in keys
+        if all(row.get(key) is None or figure(row.get(key)) for row in rows)
+        and any(row.get(key) is not None for row in rows)
+    }
+    lines = [
+        "| " + " | ".join(named[key] for key in keys) + " |",
+        "|" + "|".join("---:" if key in numeric else "---" for key in keys) + "|",
+    ]
+    lines += ["| " + " | ".join(cell(row.get(key)) for key in keys) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def measured(result: Result) -> str:
+    """When, where and how a file's figures were measured, as a sentence, and its note."""
+    data = result.data
+    when = str(data.get("measured", "at an unrecorded time"))
+    day = when[:10] if re.match(r"\d{4}-\d\d-\d\d", when) else when
+    said = f"Measured on {day}, on {data.get('machine', 'an unrecorded machine')}"
+    if data.get("command"):
+        said += f", by `{data['command']}`"
+    said += f" (`benchmarks/results/{result.name}.json`)."
+    if data.get("note"):
+        said += f" {data['note']}"
+    return said + "\n"
+
+
+def generic(result: Result) -> str:
+    """Any results file: a table per ``table`` of its rows (one, if they name none); a single
+    row of many figures is shown as a list of figure and value."""
+    parts = [measured(result)]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in result.rows:
+        groups.setdefault(str(row.get("table", "")), []).append(row)
+    for name, rows in groups.items():
+        shown = [{k: v for k, v in row.items() if k != "table"} for row in rows]
+        if name:
+            parts.append(f"**{label(name).capitalize()}**\n")
+        if len(shown) == 1 and len(shown[0]) > 5:
+            parts.append(table([{"figure": label(k), "value": v} for k, v in shown[0].items()]))
+        else:
+            parts.append(table(shown))
+    return "\n".join(parts)
+
+
+# -- charts -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Chart:
+    """A drawn chart: its file name under ``generated/performance/`` and its SVG."""
+
+    name: str
+    svg: str
+    caption: str = ""
+    alt: str = field(default="")
+
+    def figure(self) -> str:
+        """The chart inlined (so that its text takes the page's colour), with its caption."""
+        svg = re.sub(r"\n\s*", " ", self.svg)  # one line: no blank line ends the HTML block
+        return (
+            f'<figure class="chart" markdown="0">\n{svg}\n'
+            f"<figcaption>{self.caption} "
+            f'(<a href="../generated/performance/{self.name}">SVG file</a>)</figcaption>\n'
+            "</figure>\n"
+        )
+
+
+def draw(name: str, plot: Callable[[Any], None], caption: str, size: tuple[float, float]) -> Chart:
+    """Draw with matplotlib into a reproducible SVG: text kept as text in the page's font and
+    colour, no date, ids salted by the chart's name, so two builds draw the same bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    style = {
+        "svg.fonttype": "none",
+        "svg.hashsalt": name,
+        "font.size": 11,
+        "font.family": "sans-serif",
+        "text.color": TEXT,
+        "axes.labelcolor": TEXT,
+        "axes.edgecolor": OTHER,
+        "xtick.color": TEXT,
+        "ytick.color": TEXT,
+        "axes.grid": True,
+        "grid.color": OTHER,
+        "grid.alpha": 0.35,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "legend.frameon": False,
+    }
+    with matplotlib.rc_context(cast(Any, style)):
+        figure, axes = pyplot.subplots(figsize=size, layout="constrained")
+        figure.patch.set_alpha(0)
+        axes.patch.set_alpha(0)
+        plot(axes)
+        out = io.StringIO()
+        figure.savefig(out, format="svg", metadata={"Date": None, "Creator": None})
+        pyplot.close(figure)
+    svg = out.getvalue()
+    svg = svg[svg.index("<svg") :]  # inline: no XML prolog or doctype
+    svg = svg.replace(TEXT, "currentColor")
+    svg = re.sub(r"font-family: *[^;\"']+", "font-family: inherit", svg)
+    svg = re.sub(r'(<svg[^>]*?) width="[^"]*" height="[^"]*"', r"\1", svg, count=1)
+    return Chart(f"{name}.svg", svg, caption)
+
+
+def bars(
+    axes: Any, names: Sequence[str], values: Sequence[float], ours: Iterable[bool], unit: str
+) -> None:
+    """Horizontal bars, first on top, the supervisor's in its colour, each with its value."""
+    colours = [SUPERVISOR if mine else OTHER for mine in ours]
+    places = range(len(names))
+    axes.barh(places, values, color=colours)
+    axes.set_yticks(list(places), list(names))
+    axes.invert_yaxis()
+    axes.grid(axis="y", visible=False)
+    axes.set_xlabel(unit)
+    for place, value in zip(places, values, strict=True):
+        axes.annotate(
+            cell(value), (value, place), xytext=(4, 0), textcoords="offset points", va="center"
+        )
+    axes.margins(x=0.12)
+
+
+# -- the known results ------------------------------------------------------------------------
+
+
+def overhead(result: Result) -> tuple[str, list[Chart]]:
+    """``overhead.py``: the time per subtask of every contender at every N and K, a chart of
+    them at the N and K the targets are judged at, the memory and failure tables, the targets."""
+    times = result.table("time")
+    places = list(dict.fromkeys((row["N"], row["K"]) for row in times))
+    contenders = list(dict.fromkeys(row["contender"] for row in times))
+    cost = {(row["contender"], row["N"], row["K"]): row["us_per_subtask"] for row in times}
+    charts = []
+    parts = [measured(result)]
+    if places:
+        judged = max(places, key=lambda place: (place[0], place[1] == 100, place[1]))
+        named = [name for name in contenders if (name, *judged) in cost]
+        values = [cost[(name, *judged)] for name in named]
+
+        def plot(axes: Any) -> None:
+            bars(axes, named, values, (n.startswith("Supervisor") for n in named), "µs per subtask")
+
+        n, k = judged
+        charts.append(
+            draw(
+                "overhead",
+                plot,
+                f"Median µs per subtask at N={n:,}, K={k}: the supervisor's runs in blue.",
+                (8.5, 0.38 * len(named) + 1.0),
+            )
+        )
+        parts.append(charts[-1].figure())
+        headers = {f"{n}/{k}": f"N={n:,} K={k}" for n, k in places}
+        rows = [
+            {"contender": name}
+            | {f"{n}/{k}": cost.get((name, n, k)) for n, k in places}
+            | {"/ floor": ratio(cost.get((name, *judged)), cost.get(("floor", *judged)))}
+            for name in contenders
+        ]
+        parts.append(
+            f"Median µs per subtask, and each contender against the floor at N={n:,}, K={k}:\n"
+        )
+        headers["/ floor"] = f"/ floor (N={n:,} K={k})"
+        parts.append(table(rows, headers=headers))
+    for name, said, keys in (
+        ("memory", "Peak memory per subtask, each contender in a fresh process:", None),
+        (
+            "failures",
+            "What failures cost: every slot failing both of its 2 attempts, against every "
+            "slot succeeding, and the floor making the same calls (medians, a fresh process "
+            "each):",
+            None,
+        ),
+    ):
+        rows = result.table(name)
+        if rows:
+            at = f" (N={rows[0]['N']:,}, K={rows[0]['K']})" if "N" in rows[0] else ""
+            parts.append(said.rstrip(":") + at + ":\n")
+            parts.append(table([strip(row, "table", "N", "K") for row in rows], keys))
+    judged_targets = result.table("targets")
+    if judged_targets:
+        met = sum(1 for row in judged_targets if row.get("met"))
+        parts.append(f"The targets, judged within this run: {met} of {len(judged_targets)} met.\n")
+        rows = [
+            {
+                "target": row["target"],
+                "figures": f"{cell(row['top'])} / {cell(row['bottom'])} {row['unit']}",
+                "ratio": None if row["ratio"] is None else f"{row['ratio']:.2f}x",
+                "goal": row["goal"],
+                "met": row["met"],
+            }
+            for row in judged_targets
+        ]
+        parts.append(table(rows))
+    return "\n".join(parts), charts
+
+
+def ratio(top: float | None, bottom: float | None) -> str | None:
+    return None if top is None or not bottom else f"{top / bottom:.2f}x"
+
+
+def strip(row: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    return {key: value for key, value in row.items() if key not in keys}
+
+
+def stream_memory(result: Result) -> tuple[str, list[Chart]]:
+    """``stream_memory.py``: the peak RSS as a lazy input's results are consumed."""
+    rows = result.rows
+    consumed = [row["consumed"] for row in rows]
+    peak = [row["peak_rss_mib"] for row in rows]
+
+    def plot(axes: Any) -> None:
+        axes.plot(consumed, peak, marker="o", color=SUPERVISOR)
+        axes.set_ylim(0, max(peak) * 1.25)
+        axes.set_xlabel("results consumed")
+        axes.set_ylabel("peak RSS (MiB)")
+        axes.xaxis.set_major_formatter(lambda value, _: f"{value:,.0f}")
+
+    n, k = rows[0]["N"], rows[0]["K"]
+    chart = draw(
+        "stream_memory",
+        plot,
+        f"The process's peak RSS as {n:,} lazy subtasks go through Supervisor.stream, K={k} "
+        "(0: before the run).",
+        (8.5, 3.2),
+    )
+    growth = peak[-1] - peak[1] if len(peak) > 2 else peak[-1] - peak[0]
+    parts = [
+        measured(result),
+        chart.figure(),
+        f"From the first tenth of the results to the last, the peak RSS grew by {growth:+.1f} MiB"
+        + (f"; the run took {result.data['seconds']:.1f} s." if "seconds" in result.data else "."),
+        "",
+        table([strip(row, "N", "K") for row in rows]),
+    ]
+    return "\n".join(parts), [chart]
+
+
+RATE_COLUMNS = ["contender", "share", "rate_limited", "rate_limited_share", "p50", "p99", "lost"]
+
+
+def rate_limited(runs: Sequence[Result]) -> tuple[str, list[Chart]]:
+    """``rate_limited.py``: goodput, 429s and latency of each contender, on virtual time and on
+    real processes, and a chart of the goodput of both."""
+    known = [run for run in runs if run.rows]
+    if not known:
+        return "", []
+    contenders = list(dict.fromkeys(row["contender"] for run in known for row in run.rows))
+    kinds = [("virtual" if "virtual" in run.name else "real processes", run) for run in known]
+
+    def plot(axes: Any) -> None:
+        height = 0.8 / len(kinds)
+        for number, (kind, run) in enumerate(kinds):
+            share = {row["contender"]: row["share"] * 100 for row in run.rows}
+            places = [i + number * height for i in range(len(contenders))]
+            axes.barh(
+                places,
+                [share.get(name, 0) for name in contenders],
+                height=height,
+                color=(SUPERVISOR, ACCENT, OTHER)[number % 3],
+                label=kind,
+            )
+        axes.set_yticks(
+            [i + height * (len(kinds) - 1) / 2 for i in range(len(contenders))],
+            [re.sub(r" \(.*", "", name) for name in contenders],
+        )
+        axes.invert_yaxis()
+        axes.grid(axis="y", visible=False)
+        axes.set_xlim(0, 100)
+        axes.set_xlabel("goodput, % of the endpoint's capacity")
+        axes.legend(loc="lower left", bbox_to_anchor=(0, 1), ncols=len(kinds))
+
+    chart = draw(
+        "rate_limited",
+        plot,
+        "Goodput of each contender against an endpoint that answers at most "
+        f"{known[0].data.get('server', {}).get('concurrency', '?')} requests at once.",
+        (8.5, 0.55 * len(contenders) + 1.2),
+    )
+    parts = [chart.figure()]
+    for kind, run in kinds:
+        parts.append(f"**{kind.capitalize()}.** " + measured(run))
+        rows = [
+            row
+            | {
+                "share": f"{row['share']:.1%}",
+                "rate_limited_share": f"{row['rate_limited_share']:.1%}",
+            }
+            for row in run.rows
+        ]
+        parts.append(table(rows, [key for key in RATE_COLUMNS if key in rows[0]]))
+    return "\n".join(parts), [chart]
+
+
+JOURNAL = {
+    "plain s": "a plain run, fast slots (s)",
+    "group s": "the same run journaled, group commit (s)",
+    "group / plain": "journaled / plain, fast slots (target <= 1.5)",
+    "each / plain": "flush='each' / plain",
+    "each us per slot": "flush='each', µs more per slot",
+    "slow group / plain": "journaled / plain, 10 ms slots (target <= 1.05)",
+    "bytes per slot": "journal bytes per slot",
+    "resume s": "resume of a run whose slots are all journaled (s)",
+}
+
+
+def journal(result: Result) -> tuple[str, list[Chart]]:
+    """``journal.py``: its one row of figures, each named."""
+    (row,) = result.rows[:1] or [{}]
+    sizes = {"plain s": "N", "group s": "N", "group / plain": "N", "resume s": "N"}
+    sizes |= {
+        "each / plain": "each N",
+        "each us per slot": "each N",
+        "slow group / plain": "slow N",
+    }
+    rows = [
+        {"figure": JOURNAL[key], "N": row.get(sizes.get(key, "N")), "value": row[key]}
+        for key in JOURNAL
+        if key in row
+    ]
+    return measured(result) + "\n" + table(rows), []
+
+
+# -- the page's parts -------------------------------------------------------------------------
+
+
+@dataclass
+class Parts:
+    """What the performance page includes: a Markdown fragment per known benchmark (empty
+    when its results are missing), the rest together, and the charts drawn."""
+
+    fragments: dict[str, str]
+    charts: list[Chart]
+
+
+KNOWN = ("overhead", "stream_memory", "rate_limited", "journal", "processes")
+
+
+def parts(results: Mapping[str, Result]) -> Parts:
+    """Each known benchmark's fragment, and under ``others`` every other results file, each
+    under a heading of its own, after a heading for them all (nothing where there is none)."""
+    fragments = dict.fromkeys(KNOWN, "")
+    charts: list[Chart] = []
+    renderers: dict[str, Callable[[Result], tuple[str, list[Chart]]]] = {
+        "overhead": overhead,
+        "stream_memory": stream_memory,
+        "journal": journal,
+        "processes": lambda result: (generic(result), []),
+    }
+    for name, render in renderers.items():
+        if name in results:
+            fragments[name], drawn = render(results[name])
+            charts += drawn
+    rates = [results[name] for name in ("rate_limited_virtual", "rate_limited") if name in results]
+    fragments["rate_limited"], drawn = rate_limited(rates)
+    charts += drawn
+    taken = {*KNOWN, "rate_limited_virtual"}
+    others = [result for name, result in results.items() if name not in taken]
+    fragments["others"] = "".join(
+        f"### {result.data.get('title') or title(result)} {{#results-{result.name}}}\n\n"
+        + generic(result)
+        + "\n"
+        for result in others
+    )
+    if others:
+        fragments["others"] = (
+            "## More benchmarks\n\nEvery other file under `benchmarks/results/`, as it was "
+            "measured.\n\n" + fragments["others"]
+        )
+    return Parts(fragments, charts)
+
+
+def title(result: Result) -> str:
+    benchmark = result.data.get("benchmark") or f"{result.name}.py"
+    return f"`{benchmark}`"
+
+
+def generate(out: Path, directory: Path = RESULTS) -> list[Path]:
+    """Write the page's fragments (``<name>.md``) and charts under ``out``; returns their
+    paths, written or not."""
+    from tools.docs.pages import write_if_changed
+
+    made = parts(load(directory))
+    paths = []
+    for name, text in made.fragments.items():
+        paths.append(out / f"{name}.md")
+        write_if_changed(paths[-1], text)
+    for chart in made.charts:
+        paths.append(out / chart.name)
+        write_if_changed(paths[-1], chart.svg + "\n")
+    return paths
