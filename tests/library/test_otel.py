@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -19,7 +20,17 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from trio_supervisor import Backoff, Batch, Done, Ledger, Restarts, Status, Supervisor, Trace
+from trio_supervisor import (
+    Backoff,
+    Batch,
+    Done,
+    Journal,
+    Ledger,
+    Restarts,
+    Status,
+    Supervisor,
+    Trace,
+)
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.otel import SEMCONV_VERSION, Spans
 
@@ -489,3 +500,78 @@ def test_spans_must_be_a_spans_or_none() -> None:
     with pytest.raises(TypeError, match="tracer must be an opentelemetry Tracer"):
         Spans(object())  # type: ignore[arg-type]
     assert "spans=Spans(" in repr(Supervisor(wait, max_workers=1, spans=Spans()))
+
+
+# -- journaled, hedged and budgeted slots -------------------------------------------------------
+
+
+async def test_a_resumed_run_marks_the_slots_it_took_from_the_journal(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded, tmp_path: Path
+) -> None:
+    calls: list[int] = []
+
+    async def once_failing(n: int) -> int:
+        calls.append(n)
+        await trio.sleep(1)
+        if n == 2 and calls.count(2) == 1:
+            raise ValueError("first time")
+        return n
+
+    supervisor = Supervisor(once_failing, max_workers=2, spans=recorded.spans)
+    with Journal(tmp_path / "runs.db") as journal:
+        await supervisor.run([1, 2], journal=journal, run_id="r")
+        recorded.exporter.clear()
+        aggregate = await supervisor.run([1, 2], journal=journal, run_id="r")
+    assert [result.output for result in aggregate] == [1, 2]
+    slots = sorted(recorded.named("slot"), key=lambda s: attrs(s)[SLOT_KEY])
+    assert [attrs(s).get("trio_supervisor.journaled", False) for s in slots] == [True, False]
+    assert [attrs(s)["trio_supervisor.attempts"] for s in slots] == [0, 1]
+    assert len(recorded.named("attempt")) == 1  # only slot 1 ran again
+
+
+async def test_an_attempt_started_while_another_of_its_slot_runs_is_a_hedge(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    supervisor = Supervisor(wait, max_workers=1)
+    trace = recorded.spans.run(None, ["q"], supervisor)  # as a hedging engine would tell it
+    trace.begin(["q"])
+    trace.admitted(0, "q")
+    trace.started(0, "q")
+    await trio.sleep(1)
+    trace.started(0, "q")  # the hedge
+    await trio.sleep(1)
+    trace.ended(0, Status.OK)
+    trace.end_open()
+    trace.close()
+    assert recorded.all_ended()
+    first, hedge = sorted(recorded.named("attempt"), key=lambda s: s.start_time or 0)
+    assert "trio_supervisor.hedge" not in attrs(first)
+    assert attrs(hedge)["trio_supervisor.hedge"] is True
+    (slot,) = recorded.named("slot")
+    assert attrs(slot)["trio_supervisor.hedges"] == 1
+    assert attrs(slot)["trio_supervisor.status"] == "ok"
+
+
+class Budget:
+    """A meter that counts what it let through against a limit, as a budget would."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.spent = 0
+
+    async def acquire(self) -> None:
+        self.spent += 1
+
+    def release(self) -> None:
+        pass
+
+
+async def test_a_run_with_a_budget_meter_says_what_it_spent(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    budget = Budget(limit=10)
+    supervisor = Supervisor(wait, max_workers=2, meters=[budget], spans=recorded.spans)
+    await supervisor.run([1, 2, 3])
+    (run,) = recorded.named("run wait")
+    assert attrs(run)["trio_supervisor.budget.spent"] == 3
+    assert attrs(run)["trio_supervisor.budget.limit"] == 10

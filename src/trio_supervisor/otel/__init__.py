@@ -5,7 +5,7 @@ run (and each stream, and each re-planning run), one span for the run, one per s
 one per attempt under its slot, and, for each request a
 [`ChatAgent`][trio_supervisor.agents.ChatAgent] makes in an attempt, a ``chat {model}`` span
 under that attempt, following OpenTelemetry's GenAI semantic conventions (version
-[`SEMCONV_VERSION`][trio_supervisor.otel.SEMCONV_VERSION]). An attempt's span is the current
+``SEMCONV_VERSION``). An attempt's span is the current
 span while its worker runs, so a supervisor the worker runs (a supervision tree) nests its run
 under the attempt, and so under its parent's slot; a re-planning run's rounds are spans under
 it. Failures follow the conventions for errors: the span's status is ``ERROR``, ``error.type``
