@@ -213,7 +213,7 @@ async def test_leaving_a_stream_early_ends_every_span(
 async def test_a_child_supervisors_run_nests_under_its_parents_slot(
     autojump_clock: trio.testing.MockClock, recorded: Recorded
 ) -> None:
-    child = Supervisor(wait, max_workers=2, spans=recorded.spans)
+    child = Supervisor(wait, max_workers=2, spans=Spans(recorded.spans.tracer))  # its own
 
     async def parent_worker(n: float) -> float:
         aggregate = await child.run([n, n])
@@ -228,6 +228,10 @@ async def test_a_child_supervisors_run_nests_under_its_parents_slot(
     (root,) = recorded.children(None)
     assert len({s.context.trace_id for s in recorded.finished}) == 1  # one trace, root first
     assert root.context.trace_id == recorded.finished[0].context.trace_id
+    for attempt in recorded.children(recorded.children(root)[0]):  # times line up, virtual too
+        (run,) = recorded.children(attempt)
+        assert (attempt.start_time or 0) <= (run.start_time or 0)
+        assert (run.end_time or 0) <= (attempt.end_time or 0)
 
 
 class TwoRounds:

@@ -89,6 +89,11 @@ class _Clock:
         return self.offset + int(clock.current_time() * 1e9)
 
 
+CLOCK = _Clock()
+"""One anchor for every recorder: the spans of a child supervisor's run (its own ``Spans``, say)
+line up with its parent's on virtual time too."""
+
+
 class Spans:
     """Emits OpenTelemetry spans of every run of the supervisors it is given to.
 
@@ -122,7 +127,7 @@ class Spans:
       record_subtasks: whether slot spans carry their subtask.
     """
 
-    __slots__ = ("_clock", "record_subtasks", "tracer")
+    __slots__ = ("record_subtasks", "tracer")
 
     def __init__(self, tracer: Tracer | None = None, *, record_subtasks: bool = False) -> None:
         if tracer is None:
@@ -134,7 +139,6 @@ class Spans:
             )
         self.tracer = tracer
         self.record_subtasks = bool(record_subtasks)
-        self._clock = _Clock()
 
     def __repr__(self) -> str:
         return f"Spans(tracer={type(self.tracer).__name__})"
@@ -192,7 +196,7 @@ class Spans:
 
     def ns(self) -> int:
         """Now, on the current trio run's clock, in wall-clock nanoseconds."""
-        return self._clock.ns()
+        return CLOCK.ns()
 
 
 class ChatRequest:
