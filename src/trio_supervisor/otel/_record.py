@@ -251,11 +251,13 @@ class _Slot:
         "hedges",
         "open",
         "restarts",
+        "slot",
         "span",
         "status",
     )
 
-    def __init__(self, span: Span, context: Context, restarts: int) -> None:
+    def __init__(self, slot: int, span: Span, context: Context, restarts: int) -> None:
+        self.slot = slot
         self.span = span
         self.context = context
         self.attempts = 0
@@ -300,7 +302,10 @@ class Recorder(Trace):
         self._token: Any = None
         self._chat_token: Any = None
         self._task: trio.lowlevel.Task | None = None
+        # invariant: _slots holds the slots whose span is open; _done, slot -> its restarts,
+        # those whose span ended (a slot that runs again is restarted), until handed over
         self._slots: dict[int, _Slot] = {}
+        self._done: dict[int, int] = {}
         self._planned = 0
         self._parts: list[Recorder] = []
         self._counts: dict[str, int] = {}
@@ -357,10 +362,10 @@ class Recorder(Trace):
         self.open(attach=False)  # a run that recorded nothing still has its span
         now = self._spans.ns()
         self.end_open()
-        for record in self._slots.values():
+        for record in list(self._slots.values()):
             self._end_slot(record, record.ended if record.ended is not None else now)
         for slot in range(self._planned):  # a slot never started: cut short before it could
-            if slot not in self._slots and slot >= self._delivered:
+            if slot not in self._done and slot not in self._slots and slot >= self._delivered:
                 record = self._new_slot(slot, None, now)
                 self._end_slot(record, now, None)
         span = self._span
@@ -428,7 +433,7 @@ class Recorder(Trace):
         span = self._tracer.start_span(
             "slot", context=self._context, attributes=attributes, start_time=now
         )
-        record = _Slot(span, otel_trace.set_span_in_context(span, self._context), restarts)
+        record = _Slot(slot, span, otel_trace.set_span_in_context(span, self._context), restarts)
         self._slots[slot] = record
         if slot >= self._planned:
             self._planned = slot + 1
@@ -440,6 +445,7 @@ class Recorder(Trace):
         if record.done:
             return
         record.done = True
+        self._forget(record)
         if status is NOTHING:
             status = record.status
         name = NEVER_STARTED if status is None else status.name.lower()
@@ -455,13 +461,21 @@ class Recorder(Trace):
         span.set_attributes(attributes)
         span.end(end_time=end)
 
+    def _forget(self, record: _Slot) -> None:
+        """Let a slot whose span ended go, once no attempt of it runs (a hedge may): only its
+        restarts are kept, so a run holds no span it ended."""
+        if record.open or self._slots.get(record.slot) is not record:
+            return
+        del self._slots[record.slot]
+        self._done[record.slot] = record.restarts
+
     def admitted(self, slot: int, subtask: Any = None) -> None:
         if self._inner is not None:
             self._inner.admitted(slot, subtask)
         record = self._slots.get(slot)
-        if record is None:
-            self._new_slot(slot, subtask, self._spans.ns())
-        elif record.done:  # admitted again after it ended: restarted
+        if record is None:  # new, or admitted again after it ended: restarted
+            self._new_slot(slot, subtask, self._spans.ns(), self._done.pop(slot, -1) + 1)
+        elif record.done:  # ended while a hedge of it ran on
             self._new_slot(slot, subtask, self._spans.ns(), record.restarts + 1)
 
     def started(self, slot: int, subtask: Any = None) -> None:
@@ -469,9 +483,9 @@ class Recorder(Trace):
             self._inner.started(slot, subtask)
         now = self._spans.ns()
         record = self._slots.get(slot)
-        if record is None:
-            record = self._new_slot(slot, subtask, now)
-        elif record.done:  # it ended, and runs again: restarted for a sibling
+        if record is None:  # new, or it ended and runs again: restarted for a sibling
+            record = self._new_slot(slot, subtask, now, self._done.pop(slot, -1) + 1)
+        elif record.done:  # ended while a hedge of it ran on
             record = self._new_slot(slot, subtask, now, record.restarts + 1)
         record.attempts += 1
         attributes: dict[str, Any] = {SLOT: self._offset + slot, ATTEMPT: record.attempts}
@@ -507,7 +521,10 @@ class Recorder(Trace):
         if status is Status.OK:
             span.set_attribute(STATUS, "ok")
             span.end(end_time=now)
-            self._end_slot(record, now)
+            if record.done:  # a hedge's other attempt ended it already
+                self._forget(record)
+            else:
+                self._end_slot(record, now)
             return
         attributes: dict[str, Any] = {STATUS: status.name.lower()}
         if status is not Status.AWAITING_APPROVAL:
@@ -520,7 +537,9 @@ class Recorder(Trace):
             span.record_exception(failure, timestamp=now)
         span.set_attributes(attributes)
         span.end(end_time=now)
-        if status is Status.CANCELLED:
+        if record.done:
+            self._forget(record)
+        elif status is Status.CANCELLED:
             self._end_slot(record, now)
 
     def end_open_slot(self, slot: int, status: Status) -> None:
@@ -559,10 +578,11 @@ class Recorder(Trace):
     def delivered(self, slot: int) -> None:
         if self._inner is not None:
             self._inner.delivered(slot)
-        record = self._slots.pop(slot, None)  # handed over: final, and forgotten
+        record = self._slots.get(slot)  # handed over: final, and forgotten
         self._delivered = slot + 1
         if record is not None:
             self._end_slot(record, record.ended if record.ended is not None else self._spans.ns())
+        self._done.pop(slot, None)
 
     def nest(self, subtask: Any) -> Trace:
         if self._inner is None:
