@@ -15,12 +15,12 @@ export PYTHONPATH := $(CURDIR)
 # mkdocs-material prints a banner about its successor on every build; once is enough
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: lessons test lint typecheck pytest docs-build docs docs-check clean
+.PHONY: lessons test lint typecheck pytest docs-build docs docs-check phoenix-check clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs,bench,agents,processes,ray,timeline]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs,bench,agents,processes,ray,otel,timeline]'
 	touch $@
 
 lessons: $(BIN)/.installed
@@ -58,6 +58,22 @@ $(CHROMIUM):
 # every page loaded in headless Chromium; screenshots in build/screenshots/
 docs-check: docs-build $(CHROMIUM)
 	$(BIN)/python tools/docs_check.py --site site --screenshots build/screenshots --chromium $(CHROMIUM)
+
+# Arize Phoenix, a real OpenTelemetry receiver, in a virtual environment of its own (its pins are
+# its own); the check starts it on loopback, exports a run to it, compares the spans it holds,
+# and saves a screenshot of its page of the trace
+PHOENIX_VENV := build/phoenix-venv
+PHOENIX_VERSION := 20.26.1
+
+$(PHOENIX_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet 'arize-phoenix==$(PHOENIX_VERSION)'
+	touch $@
+
+phoenix-check: $(BIN)/.installed $(PHOENIX_VENV)/.installed $(CHROMIUM)
+	$(BIN)/python tools/phoenix_check.py --phoenix $(PHOENIX_VENV)/bin/phoenix \
+		--chromium $(CHROMIUM) --screenshot build/screenshots/phoenix.png
 
 clean:
 	rm -rf $(VENV) build site docs/generated .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -22,6 +22,7 @@ from ._meters import Capacity, Meter, check_capacity, check_meters
 from ._replan import Answer, Planner, replan
 from ._restarts import Restarts
 from ._retry import Backoff, RetryOn, retryable
+from ._spans import Spans, check_spans
 from ._stream import Stream, open_stream, sole
 from ._trace import Trace, check_trace
 
@@ -108,6 +109,9 @@ class Supervisor(Generic[S, T]):
         that depend on each other). None (or ``Restarts()``): no bound, each slot alone. With a
         bound or a strategy other than ``"one_for_one"``, a slot waiting to restart holds no
         place, and ``stream`` is refused.
+      spans: a [`Spans`][trio_supervisor.otel.Spans] to emit OpenTelemetry spans of every run,
+        stream and re-planning run (a span per run, per slot, per attempt); None emits none and
+        costs nothing.
 
     Raises:
       TypeError: if ``worker`` is not callable or cannot be called with one subtask, or an
@@ -125,6 +129,7 @@ class Supervisor(Generic[S, T]):
         "_restarts",
         "_retry_on",
         "_seed",
+        "_spans",
     )
 
     def __init__(
@@ -140,6 +145,7 @@ class Supervisor(Generic[S, T]):
         meters: Sequence[Meter] = (),
         capacity: Capacity | None = None,
         restarts: Restarts | None = None,
+        spans: Spans | None = None,
     ) -> None:
         _validate.worker(worker)
         self._max_workers = _validate.count("max_workers", max_workers)
@@ -159,6 +165,7 @@ class Supervisor(Generic[S, T]):
                 f"or None, got {type(restarts).__name__} {restarts!r}"
             )
         self._restarts = restarts
+        self._spans = check_spans(spans)
         # invariant: every run and stream of this supervisor runs its slots through _engine
         self._engine: Engine[S, T] = Engine(
             worker,
@@ -229,6 +236,11 @@ class Supervisor(Generic[S, T]):
         """How a run restarts its slots, or None."""
         return self._restarts
 
+    @property
+    def spans(self) -> Spans | None:
+        """What records each run's spans, or None."""
+        return self._spans
+
     def _restarting_by(self) -> Restarts | None:
         """The restarts that need the restarting path, or None for the lanes."""
         restarts = self._restarts
@@ -243,7 +255,9 @@ class Supervisor(Generic[S, T]):
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
             f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
             f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r}, "
-            f"restarts={self._restarts!r})"
+            f"restarts={self._restarts!r}"
+            + ("" if self._spans is None else f", spans={self._spans!r}")
+            + ")"
         )
 
     @overload
@@ -326,6 +340,8 @@ class Supervisor(Generic[S, T]):
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
         run = check_journal(journal, run_id, round)
+        if self._spans is not None:  # the run records into a trace that emits its spans
+            trace = self._spans.run(trace, plan, self)
         # invariant: results[i] is None until slot i has its final result; cuts[i] is where a
         # slot cut short while it ran got to
         results: list[SubResult[Any, T] | None] = [None] * len(plan)
@@ -469,6 +485,8 @@ class Supervisor(Generic[S, T]):
             already recorded a run.
         """
         check_trace(trace, [])
+        if self._spans is not None:
+            trace = self._spans.replan(trace, task, self)
         try:
             return await replan(
                 self,
@@ -577,6 +595,8 @@ class Supervisor(Generic[S, T]):
         planned = source if isinstance(source, list | tuple) else None
         check_trace(trace, planned)
         run = check_journal(journal, run_id)
+        if self._spans is not None:
+            trace = self._spans.stream(trace, planned, self)
         return open_stream(source, self._engine, self._max_workers, size, trace, journal, run)
 
 

@@ -178,6 +178,7 @@ def test_the_public_names_are_exactly_what_production_code_needs() -> None:
         "trio_supervisor.agents",
         "trio_supervisor.testing.devserver",
         "trio_supervisor.processes",
+        "trio_supervisor.otel",
     ],
 )
 def test_public_names_say_the_module_they_are_public_in(module: str) -> None:
@@ -191,7 +192,7 @@ def test_public_names_say_the_module_they_are_public_in(module: str) -> None:
     assert checked >= 2
 
 
-OPTIONAL = ("rich", "httpx2", "openai", "pydantic", "hypercorn", "trio_parallel")
+OPTIONAL = ("rich", "httpx2", "openai", "pydantic", "hypercorn", "trio_parallel", "opentelemetry")
 """What the extras bring: the core loads none of them."""
 
 

@@ -33,6 +33,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
     ) from error
 
 from .. import _validate, attempt_key
+from .._spans import ChatCall, chat_spans
 
 Messages = Callable[[Any], "list[ChatCompletionMessageParam]"]
 """How a subtask becomes the messages of a chat completion request."""
@@ -322,6 +323,18 @@ class ChatAgent:
         Raises:
           RateLimited, TransientError, PermanentError, MalformedReply, Refused: as for a call.
         """
+        spans = chat_spans.get()  # set by a run whose supervisor records spans
+        if spans is None:
+            return await self._complete(messages, response_format, None)
+        with spans.chat(self.model, self.base_url) as call:
+            return await self._complete(messages, response_format, call)
+
+    async def _complete(
+        self,
+        messages: list[ChatCompletionMessageParam],
+        response_format: Any,
+        call: ChatCall | None,
+    ) -> str:
         options: dict[str, Any] = {}
         if response_format is not None:
             options["response_format"] = response_format
@@ -341,6 +354,8 @@ class ChatAgent:
         except openai.APIConnectionError as exc:
             failure = TransientError(f"could not reach {self.base_url}: {self._mask(_root(exc))}")
         else:
+            if call is not None:
+                call.reply(self._mask(body))  # what it records is masked too
             return _reply_text(body, self._mask)
         raise failure  # outside the except blocks: no chain back to the SDK's error
 
