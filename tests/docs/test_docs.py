@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -499,3 +500,13 @@ def test_a_diagram_names_each_slot_as_the_demos_plan_does(number: int) -> None:
     assert any(
         all(slot < len(plan) and name in plan[slot] for slot, name in named) for plan in plans
     ), named
+
+
+@pytest.mark.skipif(shutil.which("fc-match") is None, reason="fontconfig is not installed")
+def test_the_browser_check_finds_a_character_no_font_of_the_family_has() -> None:
+    from tools import docs_check
+
+    fonts = docs_check.Fonts()
+    assert fonts.missing("'DejaVu Sans Mono', monospace", "slot ✓ ok 0.25s") == set()
+    assert fonts.missing("'DejaVu Sans Mono', monospace", "⏱ timed out") == {"⏱"}
+    assert fonts.missing("NoSuchFontAnywhere", "a") == {"a"}, "an unknown name covers nothing"
