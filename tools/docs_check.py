@@ -20,9 +20,24 @@ page in Debian's Chromium (driven by Playwright, which downloads no browser here
   must say what the run recorded in ``dispatch.json`` says; its text is readable (contrast >=
   4.5) in both schemes; with JavaScript off, its container still shows a timeline.
 
-It saves a full-page screenshot of each page (and of each step page in the dark scheme) under
-``build/screenshots/``, one of each step's finished player (``player-<step>.png``, and
-``player-<step>-dark.png``), and ends with a line ``docs-check: N passed, M failed``.
+- on every page, as a reader anywhere sees it: no code block holds a Markdown table (a table
+  pasted as text); no SVG text (a timeline's, a mermaid diagram's, in its shadow root too) is
+  painted smaller than the body's small size (``SMALL_OF_BODY`` of the body text) nor wider than
+  its column (cut at the picture's edge, or running into the next text of its row); no character
+  is drawn by a font the page does not name (a missing glyph: each character is checked against
+  the coverage of the fonts its element's ``font-family`` lists, as fontconfig resolves them, so
+  a character only a fallback font has, or none, is found); no code name in a table is split
+  across lines; the lines a step changed are marked plainly (a bar of contrast >= 3 against the
+  code's background) in either scheme; and the page does not overflow sideways at 1280 px nor
+  at 390 px (a block may scroll inside itself), where no terminal block wraps its lines;
+- every how-to example (``docs/examples/howto_*.py``) runs, in a process of its own, while the
+  pages are checked, and the docs test that runs them covers each one.
+
+It saves a screenshot of each page in the light and the dark scheme at 1280 px, and in the
+light one at 390 px (``<page>.png``, ``<page>-dark.png``, ``<page>-390.png``; a very long page
+is cut at ``SCREENSHOT_MAX_PX``) under ``build/screenshots/``, one of each step's finished player
+(``player-<step>.png``, and ``player-<step>-dark.png``), and ends with a line ``docs-check: N
+passed, M failed``. ``--only`` checks the pages whose path holds a given text.
 """
 
 from __future__ import annotations
@@ -31,9 +46,13 @@ import argparse
 import functools
 import json
 import math
+import re
+import subprocess
 import sys
 import threading
+import unicodedata
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -70,6 +89,15 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
+NARROW: ViewportSize = {"width": 390, "height": 844}  # a phone, held upright
+SMALL_OF_BODY = 0.75  # a diagram's text is at least this share of the body text (12 px of 16)
+MIN_MARK_CONTRAST = 3.0  # WCAG's non-text contrast: the bar that marks a changed line
+#: the changed line's tint against the code's background: the theme's own 10% tint, 1.11 in the
+#: light scheme and 1.14 in the dark, is the one that all but vanished
+MIN_TINT_CONTRAST = 1.18
+SCREENSHOT_MAX_PX = 20_000  # a page taller than this is screenshot down to here
+EXAMPLE_TIMEOUT = 300  # seconds a how-to example may take
+ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_MS = 20_000
 # a full-page screenshot of a long page takes more than that on a busy machine
 SCREENSHOT_TIMEOUT_MS = 120_000
@@ -221,8 +249,8 @@ def label_contrast(page: Page) -> float:
 
 
 def code_that_scrolls(page: Page) -> list[str]:
-    """Each code block of the page that is wider than its box (a reader would scroll it
-    sideways), named by its title or first line, with its widths in pixels. Collapsed blocks
+    """Each titled code block of the page (a file, a diff) that is wider than its box (a reader
+    would scroll it sideways), named by its title, with its widths in pixels. Collapsed blocks
     (``???`` admonitions) are opened to be measured, then closed again."""
     found: list[str] = page.evaluate(
         """() => {
@@ -230,8 +258,9 @@ def code_that_scrolls(page: Page) -> list[str]:
             closed.forEach((details) => { details.open = true; });
             const wide = [];
             for (const code of document.querySelectorAll(".md-content pre > code")) {
+                const title = code.closest(".highlight")?.querySelector(".filename");
+                if (!title) continue;  // a terminal's output may scroll; a file and a diff not
                 if (code.scrollWidth > code.clientWidth) {
-                    const title = code.closest(".highlight")?.querySelector(".filename");
                     const name = title ? title.textContent : code.textContent.split("\\n")[0];
                     wide.push(`${name.trim().slice(0, 40)}: ${code.scrollWidth}px of content `
                         + `in ${code.clientWidth}px`);
@@ -445,7 +474,13 @@ def check_step(page: Page, name: str, result: Result) -> None:
     sideways scrolling at the viewport's width, nor in any other code block of the page) and its
     timelines."""
     path = f"lessons/{name}.py"
-    blocks = page.locator(".highlight").filter(has=page.locator("span.filename", has_text=path))
+    page.evaluate(
+        "document.querySelectorAll('.md-content details').forEach((d) => { d.open = true; })"
+    )
+    check_order(page, name, result)
+    blocks = page.locator(".highlight").filter(
+        has=page.locator("span.filename", has_text=re.compile(f"^{re.escape(path)}$"))
+    )
     if blocks.count() != 1:
         result.problems.append(f"expected one code block titled {path}, found {blocks.count()}")
     else:
@@ -466,7 +501,10 @@ def check_step(page: Page, name: str, result: Result) -> None:
     result.problems.extend(
         f"scrolls sideways at {width}px: {wide}" for wide in code_that_scrolls(page)
     )
-    figures = page.locator("figure.timeline")
+    page.evaluate(
+        "document.querySelectorAll('.md-content details').forEach((d) => { d.open = false; })"
+    )
+    figures = page.locator("figure.timeline:not([data-compare])")
     step_demos = [demo for _, demo in step_pages.demo_runs(name)]
     if figures.count() != len(step_demos):
         result.problems.append(f"expected {len(step_demos)} timelines, found {figures.count()}")
@@ -493,6 +531,33 @@ def check_step(page: Page, name: str, result: Result) -> None:
                 f"the timeline of {demo.title!r} has {rows} rows for {planned} subtasks"
             )
         result.notes.append(f"timeline {rows} rows {box['width']:.0f}x{box['height']:.0f}px")
+
+
+def check_order(page: Page, name: str, result: Result) -> None:
+    """The page opens with its idea run (the step before and this step, on one task), then the
+    player, then the changed code (a diff, or the first step's file)."""
+    compared = page.locator("figure.timeline[data-compare]")
+    wanted = 1 if step_pages.previous_step(name) is None else 2
+    if compared.count() != wanted:
+        result.problems.append(f"the page opens with {compared.count()} timelines, not {wanted}")
+        return
+    tops = page.evaluate(
+        """() => {
+            const top = (node) => node ? node.getBoundingClientRect().top + window.scrollY : null;
+            const code = [...document.querySelectorAll(".md-content .highlight")]
+                .find((block) => block.querySelector(".filename"));
+            return [top(document.querySelector("figure.timeline[data-compare]")),
+                top(document.querySelector(".dispatch")), top(code)];
+        }"""
+    )
+    if None in tops or not tops[0] < tops[1] < tops[2]:
+        result.problems.append(
+            f"the page's order is not idea run, player, code (their tops: {tops})"
+        )
+    for index in range(compared.count()):
+        box = compared.nth(index).locator("svg.ts-chart").bounding_box()
+        if box is None or box["width"] < 300:
+            result.problems.append(f"the opening timeline {index + 1} is not displayed ({box})")
 
 
 def check_tests_page(page: Page, base: str, result: Result) -> None:
@@ -527,43 +592,457 @@ def check_tests_page(page: Page, base: str, result: Result) -> None:
     page.goto(f"{base}tests/", wait_until="load")  # the screenshot: every test folded
 
 
-def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
-    """Load one page (light, and dark for step pages), check it, and screenshot it."""
+# -- a reader anywhere: tables, SVG text, glyphs, overflow, wrapping, highlights ------------------
+
+#: Run on an <svg> (``this``): its text as painted, measured. Per text: the size it is painted
+#: at (its font size times the picture's scale), whether it is cut at the picture's edge, and in
+#: a timeline's row whether it runs into the next text; and the characters per font-family.
+SVG_TEXT_JS = """function () {
+    const out = {texts: 0, smallest: null, small: [], cut: [], overlaps: [], families: {}};
+    const box = this.getBoundingClientRect();
+    if (!box.width) return out;
+    const leaves = [...this.querySelectorAll("text")];
+    for (const object of this.querySelectorAll("foreignObject")) {
+        for (const node of object.querySelectorAll("*")) {
+            if ([...node.childNodes].some((c) => c.nodeType === 3 && c.textContent.trim())) {
+                leaves.push(node);
+            }
+        }
+    }
+    for (const node of leaves) {
+        const text = node.textContent.trim();
+        if (!text) continue;
+        const rect = node.getBoundingClientRect();
+        if (!rect.width) continue;
+        const holder = node.closest("foreignObject") || node;
+        const ctm = holder.getScreenCTM ? holder.getScreenCTM() : null;
+        const scale = ctm ? Math.hypot(ctm.a, ctm.b) : 1;
+        const style = getComputedStyle(node);
+        const size = parseFloat(style.fontSize) * scale;
+        out.texts += 1;
+        if (out.smallest === null || size < out.smallest) out.smallest = size;
+        out.small.push([text.slice(0, 30), size]);
+        const edge = node.closest("foreignObject")?.getBoundingClientRect() || box;
+        if (rect.right > edge.right + 1 || rect.left < edge.left - 1) {
+            out.cut.push(text.slice(0, 30));
+        }
+        const family = style.fontFamily;
+        out.families[family] = (out.families[family] || "") + text;
+    }
+    for (const row of this.querySelectorAll("g.ts-row")) {
+        const texts = [...row.querySelectorAll(":scope > text")]
+            .map((t) => [t.getBoundingClientRect(), t.textContent.trim()])
+            .filter(([r, t]) => r.width && t).sort((a, b) => a[0].left - b[0].left);
+        for (let i = 1; i < texts.length; i++) {
+            if (texts[i - 1][0].right > texts[i][0].left + 1) {
+                out.overlaps.push(`${texts[i - 1][1].slice(0, 24)} | ${texts[i][1].slice(0, 24)}`);
+            }
+        }
+    }
+    return out;
+}"""
+
+
+def svg_roots(page: Page) -> tuple[Any, list[str]]:
+    """A DevTools session on the page and the object ids of every <svg> in it, those inside
+    (closed) shadow roots too, as mermaid draws them."""
+    session = page.context.new_cdp_session(page)
+    document = session.send("DOM.getDocument", {"depth": -1, "pierce": True})
+    found: list[int] = []
+
+    def walk(node: dict[str, Any]) -> None:
+        if node.get("localName") == "svg":
+            found.append(node["backendNodeId"])
+            return  # an svg inside an svg is measured with it
+        for child in node.get("children", []):
+            walk(child)
+        for root in node.get("shadowRoots", []):
+            walk(root)
+        if "contentDocument" in node:
+            walk(node["contentDocument"])
+
+    walk(document["root"])
+    ids = [
+        session.send("DOM.resolveNode", {"backendNodeId": backend})["object"]["objectId"]
+        for backend in found
+    ]
+    return session, ids
+
+
+def measure_svgs(page: Page) -> list[dict[str, Any]]:
+    """`SVG_TEXT_JS` on every <svg> of the page, shadow roots included."""
+    session, ids = svg_roots(page)
+    try:
+        measured = []
+        for object_id in ids:
+            answer = session.send(
+                "Runtime.callFunctionOn",
+                {"objectId": object_id, "functionDeclaration": SVG_TEXT_JS, "returnByValue": True},
+            )
+            measured.append(answer["result"]["value"])
+        return measured
+    finally:
+        session.detach()
+
+
+def small_size(page: Page) -> float:
+    """The body's small size, in px: `SMALL_OF_BODY` of the size of the page's body text."""
+    body: float = page.evaluate(
+        "parseFloat(getComputedStyle(document.querySelector('.md-typeset') || document.body)"
+        ".fontSize)"
+    )
+    return SMALL_OF_BODY * body
+
+
+def check_svg_text(page: Page, result: Result, where: str) -> dict[str, str]:
+    """SVG text no smaller than the body's small size, not cut at its picture's edge and not
+    running into the next text of its row; returns the characters it draws per font-family."""
+    least = small_size(page)
+    families: dict[str, str] = {}
+    texts, smallest = 0, math.inf
+    for number, svg in enumerate(measure_svgs(page), start=1):
+        texts += svg["texts"]
+        if svg["smallest"] is not None:
+            smallest = min(smallest, svg["smallest"])
+        small = [(text, size) for text, size in svg["small"] if size < least - 0.05]
+        if small:
+            text, size = min(small, key=lambda item: item[1])
+            result.problems.append(
+                f"{where}: picture {number} paints {len(small)} texts below {least:.1f}px, "
+                f"the smallest {text!r} at {size:.1f}px"
+            )
+        if svg["cut"]:
+            result.problems.append(
+                f"{where}: picture {number} cuts {len(svg['cut'])} texts at its edge, "
+                f"such as {svg['cut'][0]!r}"
+            )
+        if svg["overlaps"]:
+            result.problems.append(
+                f"{where}: picture {number} has text wider than its column: {svg['overlaps'][0]}"
+            )
+        for family, chars in svg["families"].items():
+            families[family] = families.get(family, "") + chars
+    if texts:
+        result.notes.append(f"{where} svg text >= {smallest:.1f}px ({texts} texts)")
+    return families
+
+
+def page_text(page: Page) -> dict[str, str]:
+    """The characters of the page's text (outside SVGs), per the font-family that draws them."""
+    families: dict[str, str] = page.evaluate(
+        """() => {
+            const found = {};
+            const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+            for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+                const parent = node.parentElement;
+                if (!parent || parent.closest("script, style, svg, noscript, template")) continue;
+                const text = node.textContent.trim();
+                if (!text) continue;
+                const family = getComputedStyle(parent).fontFamily;
+                found[family] = (found[family] || "") + text;
+            }
+            return found;
+        }"""
+    )
+    return families
+
+
+GENERIC = {"serif", "sans-serif", "monospace", "cursive", "fantasy", "system-ui", "ui-monospace"}
+IGNORED = {"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp", "Mn", "Me"}
+
+
+class Fonts:
+    """Which characters the fonts a ``font-family`` list names can draw, as fontconfig (which
+    the browser asks) resolves each name: a name fontconfig has, or a generic family (its
+    default font). Characters outside them all are drawn by a fallback font, or as a box."""
+
+    def __init__(self) -> None:
+        self._families: dict[str, set[int] | None] = {}
+
+    def _charset(self, name: str) -> set[int] | None:
+        if name in self._families:
+            return self._families[name]
+        answer = subprocess.run(
+            ["fc-match", "-f", "%{family}\\n%{charset}", name],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        got: set[int] | None = None
+        if answer.returncode == 0 and "\n" in answer.stdout:
+            family, ranges = answer.stdout.split("\n", 1)
+            names = {part.strip().lower() for part in family.split(",")}
+            if name.lower() in GENERIC or name.lower() in names:
+                got = set()
+                for item in ranges.split():
+                    first, _, last = item.partition("-")
+                    got.update(range(int(first, 16), int(last or first, 16) + 1))
+        self._families[name] = got
+        return got
+
+    def missing(self, family: str, text: str) -> set[str]:
+        """The characters of ``text`` no font of ``family`` (a CSS ``font-family`` value) has."""
+        names = [part.strip().strip("\"'") for part in family.split(",") if part.strip()]
+        covered: set[int] = set()
+        for name in names:
+            covered |= self._charset(name) or set()
+        return {
+            char
+            for char in set(text)
+            if ord(char) not in covered and unicodedata.category(char) not in IGNORED
+        }
+
+
+def check_glyphs(fonts: Fonts, families: dict[str, str], result: Result) -> None:
+    missing: dict[str, set[str]] = {}
+    for family, text in families.items():
+        for char in fonts.missing(family, text):
+            missing.setdefault(char, set()).add(family.split(",")[0].strip("\"' "))
+    if missing:
+        said = ", ".join(
+            f"{char!r} U+{ord(char):04X} ({'/'.join(sorted(names))})"
+            for char, names in sorted(missing.items())[:6]
+        )
+        result.problems.append(f"{len(missing)} characters no font of the page has: {said}")
+
+
+def markdown_tables_in_code(page: Page) -> list[str]:
+    """Each code block holding a Markdown table (its rows and the ``|---|`` line under its head):
+    a table pasted as text, where the page should render one."""
+    found: list[str] = page.evaluate(
+        """() => [...document.querySelectorAll(".md-content pre > code")].filter((code) => {
+            const lines = code.textContent.split("\\n");
+            const rows = lines.filter((line) => /^\\s*\\|.*\\|\\s*$/.test(line)).length;
+            return rows >= 2 && lines.some((line) => /^\\s*\\|?\\s*:?-{3,}:?\\s*\\|/.test(line));
+        }).map((code) => code.textContent.split("\\n")[0].trim().slice(0, 40))"""
+    )
+    return found
+
+
+def sideways(page: Page) -> list[str]:
+    """What sticks out of the page's right edge without a box of its own that scrolls or clips
+    it: the page itself would scroll sideways (the theme hides that, cutting the content)."""
+    found: list[str] = page.evaluate(
+        """() => {
+            const width = document.documentElement.clientWidth;
+            const wide = [];
+            for (const node of document.querySelectorAll(".md-container *")) {
+                const rect = node.getBoundingClientRect();
+                if (!rect.width || rect.right <= width + 1) continue;
+                const style = getComputedStyle(node);
+                if (style.visibility === "hidden" || style.position === "fixed") continue;
+                let held = false;
+                for (let up = node.parentElement; up && up !== document.body;
+                     up = up.parentElement) {
+                    const over = getComputedStyle(up).overflowX;
+                    if (over !== "visible" && up.getBoundingClientRect().right <= width + 1) {
+                        held = true;  // a box inside the page scrolls or clips it
+                        break;
+                    }
+                }
+                if (held) continue;
+                const classes = typeof node.className === "string" ? node.className.trim() : "";
+                const name = node.tagName.toLowerCase()
+                    + (classes ? "." + classes.split(/\\s+/).join(".") : "");
+                wide.push(`${name} reaches ${Math.round(rect.right)}px of ${width}`);
+                if (wide.length >= 3) break;
+            }
+            return wide;
+        }"""
+    )
+    return found
+
+
+def wrapped_terminals(page: Page) -> list[str]:
+    """Code blocks whose lines wrap (``pre-wrap``) instead of scrolling: a terminal's columns
+    broken into the next line."""
+    found: list[str] = page.evaluate(
+        """() => [...document.querySelectorAll(".md-content pre > code")]
+            .filter((code) => /^(pre-wrap|break-spaces|pre-line|normal)$/
+                .test(getComputedStyle(code).whiteSpace))
+            .map((code) => code.textContent.split("\\n")[0].trim().slice(0, 40))"""
+    )
+    return found
+
+
+def split_code_names(page: Page) -> list[str]:
+    """Inline code in a table cell drawn on more than one line: a name split mid-word."""
+    found: list[str] = page.evaluate(
+        """() => [...document.querySelectorAll(".md-content table code")]
+            .filter((code) => code.getClientRects().length > 1)
+            .map((code) => code.textContent.slice(0, 40))"""
+    )
+    return found
+
+
+def changed_line_mark(page: Page) -> tuple[float, float] | None:
+    """How plainly a changed line is marked: the contrast of its bar, and of its tint (its
+    translucent background over the block's), against the code block's background; None on a
+    page without one."""
+    colours: list[list[float]] | None = page.evaluate(
+        """() => {
+            const line = document.querySelector(".md-content .highlight .hll");
+            if (!line) return null;
+            const parse = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+            const bar = parse(getComputedStyle(line).boxShadow.split(")")[0] + ")");
+            const tint = parse(getComputedStyle(line).backgroundColor);
+            let back = [255, 255, 255];
+            for (let at = line.parentElement; at; at = at.parentElement) {
+                const colour = parse(getComputedStyle(at).backgroundColor);
+                if (colour.length === 3 || (colour.length === 4 && colour[3] > 0.5)) {
+                    back = colour.slice(0, 3);
+                    break;
+                }
+            }
+            return [bar, tint, back];
+        }"""
+    )
+    if not colours or len(colours[0]) < 3:
+        return None
+    bar, tint, back = colours
+    if len(tint) == 4:  # translucent, blended over the block's background
+        tint = [c * tint[3] + b * (1 - tint[3]) for c, b in zip(tint[:3], back, strict=True)]
+
+    def ratio(one: list[float], other: list[float]) -> float:
+        lighter, darker = sorted((_luminance(one), _luminance(other)), reverse=True)
+        return (lighter + 0.05) / (darker + 0.05)
+
+    return ratio(bar[:3], back), ratio(tint[:3], back)
+
+
+def reader_checks(page: Page, result: Result, fonts: Fonts, where: str, full: bool) -> None:
+    """What every page owes a reader at this width and scheme (``full``: the checks that do
+    not depend on the width or the scheme, too)."""
+    families = check_svg_text(page, result, where)
+    result.problems.extend(f"{where}: {wide}" for wide in sideways(page))
+    result.problems.extend(
+        f"{where}: a code block wraps its lines instead of scrolling: {name!r}"
+        for name in wrapped_terminals(page)
+    )
+    mark = changed_line_mark(page)
+    if mark is not None:
+        bar, tint = mark
+        result.notes.append(f"{where} changed lines: bar {bar:.1f}, tint {tint:.2f}")
+        if bar < MIN_MARK_CONTRAST or tint < MIN_TINT_CONTRAST:
+            result.problems.append(
+                f"{where}: the changed lines are marked faintly: bar {bar:.1f} (at least "
+                f"{MIN_MARK_CONTRAST}), tint {tint:.2f} (at least {MIN_TINT_CONTRAST})"
+            )
+    if full:
+        result.problems.extend(
+            f"a code block holds a Markdown table: {name!r}"
+            for name in markdown_tables_in_code(page)
+        )
+        result.problems.extend(
+            f"{where}: a code name in a table is split across lines: {name!r}"
+            for name in split_code_names(page)
+        )
+        check_glyphs(fonts, {**page_text(page), **families}, result)
+
+
+def screenshot(page: Page, path: Path) -> None:
+    """The whole page, cut at `SCREENSHOT_MAX_PX`."""
+    height = page.evaluate("document.documentElement.scrollHeight")
+    width = page.viewport_size["width"] if page.viewport_size else VIEWPORT["width"]
+    clip = {"x": 0, "y": 0, "width": width, "height": min(height, SCREENSHOT_MAX_PX)}
+    page.screenshot(path=str(path), full_page=True, clip=clip, timeout=SCREENSHOT_TIMEOUT_MS)  # type: ignore[arg-type]
+
+
+# -- the how-to examples -----------------------------------------------------------------------
+
+
+def howto_examples() -> list[Path]:
+    return sorted((ROOT / "docs" / "examples").glob("howto_*.py"))
+
+
+def run_example(path: Path) -> str | None:
+    """Run one how-to example as a reader does, from the repository; what went wrong, if any."""
+    env = {
+        key: value
+        for key, value in __import__("os").environ.items()
+        if not key.startswith(("OPENAI_", "OTEL_", "RAY_ADDRESS"))
+    }
+    env["PYTHONPATH"] = f"{ROOT / 'src'}:{ROOT}"
+    try:
+        ran = subprocess.run(
+            [sys.executable, str(path.relative_to(ROOT))],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=EXAMPLE_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"did not end within {EXAMPLE_TIMEOUT}s"
+    if ran.returncode != 0:
+        last = (ran.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return f"exited {ran.returncode}: {last}"
+    return None
+
+
+def examples_covered() -> list[str]:
+    """What the docs test of the how-to examples leaves out: it must run each one."""
+    sys.path.insert(0, str(ROOT))
+    from tests.docs import test_howto_examples as tested
+
+    ran = {path.resolve() for path in tested.EXAMPLES}
+    return [path.name for path in howto_examples() if path.resolve() not in ran]
+
+
+def open_page(
+    browser: Browser, base: str, path: str, viewport: ViewportSize, scheme: Literal["light", "dark"]
+) -> tuple[Any, Page, list[str], int]:
+    """A fresh context at ``viewport`` in ``scheme``, the page loaded and its diagrams drawn:
+    the context, the page, what went wrong while loading, and how many diagrams it has."""
+    context = browser.new_context(viewport=viewport, color_scheme=scheme)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    watch = Watch()
+    page.on("console", watch.console)
+    page.on("pageerror", watch.page_error)
+    page.on("requestfailed", watch.request_failed)
+    page.route("**/*", watch.route)
+    errors = watch.errors
+    response = page.goto(base + path, wait_until="load")
+    if response is None or not response.ok:
+        errors.append(f"the page answered {None if response is None else response.status}")
+    # diagrams in the page as served, before the theme's script replaces them with SVGs
+    expected = 0 if response is None else response.text().count('<pre class="mermaid">')
+    if expected:
+        try:
+            page.wait_for_function("document.querySelectorAll('pre.mermaid').length === 0")
+        except PlaywrightTimeoutError:
+            errors.append("mermaid did not render every diagram")
+    page.wait_for_load_state("networkidle")
+    return context, page, errors, expected
+
+
+def check_page(browser: Browser, base: str, path: str, shots: Path, fonts: Fonts) -> Result:
+    """Load one page in the light and the dark scheme at 1280 px and in the light one at 390 px,
+    check it, and screenshot it each time."""
     result = Result(path or "/")
     step = path.removeprefix("steps/").rstrip("/") if path.startswith("steps/") else None
     if step not in steps().values():  # a page written ahead of its step: no code, no runs yet
         step = None
-    schemes: list[Literal["light", "dark"]] = ["light", "dark"] if step else ["light"]
     slug = path.strip("/").replace("/", "-") or "home"
-    for scheme in schemes:
-        context = browser.new_context(viewport=VIEWPORT, color_scheme=scheme)
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        watch = Watch()
-        page.on("console", watch.console)
-        page.on("pageerror", watch.page_error)
-        page.on("requestfailed", watch.request_failed)
-        page.route("**/*", watch.route)
-        errors = watch.errors
-        response = page.goto(base + path, wait_until="load")
-        if response is None or not response.ok:
-            errors.append(f"the page answered {None if response is None else response.status}")
-        # diagrams in the page as served, before the theme's script replaces them with SVGs
-        expected = 0 if response is None else response.text().count('<pre class="mermaid">')
-        if expected:
-            try:
-                page.wait_for_function("document.querySelectorAll('pre.mermaid').length === 0")
-            except PlaywrightTimeoutError:
-                errors.append("mermaid did not render every diagram")
-        page.wait_for_load_state("networkidle")
-        if step is not None:
+    passes: list[tuple[ViewportSize, Literal["light", "dark"], str]] = [
+        (VIEWPORT, "light", f"{slug}.png"),
+        (VIEWPORT, "dark", f"{slug}-dark.png"),
+        (NARROW, "light", f"{slug}-390.png"),
+    ]
+    for viewport, scheme, shot in passes:
+        where = f"{viewport['width']}px {scheme}"
+        context, page, errors, expected = open_page(browser, base, path, viewport, scheme)
+        wide = viewport == VIEWPORT
+        if step is not None and wide:
             contrast = label_contrast(page)
             if contrast < MIN_CONTRAST:
                 errors.append(f"timeline text contrast {contrast:.1f} < {MIN_CONTRAST}: unreadable")
             result.notes.append(f"{scheme} contrast {contrast:.1f}")
             player = f"player-{step}.png" if scheme == "light" else f"player-{step}-{scheme}.png"
             check_player(page, base, step, result, shots / player)
-        if scheme == "light":
+        if scheme == "light" and wide:
             diagrams = mermaid_svgs(page)
             if len(diagrams) != expected:
                 errors.append(f"{expected} mermaid diagrams in the page, {len(diagrams)} rendered")
@@ -578,9 +1057,9 @@ def check_page(browser: Browser, base: str, path: str, shots: Path) -> Result:
                 check_step(page, step, result)
             if path == "tests/":
                 check_tests_page(page, base, result)
-        shot = shots / (f"{slug}.png" if scheme == "light" else f"{slug}-{scheme}.png")
-        page.screenshot(path=str(shot), full_page=True, timeout=SCREENSHOT_TIMEOUT_MS)
-        result.problems.extend(f"[{scheme}] {error}" for error in errors)
+        reader_checks(page, result, fonts, where, full=scheme == "light" and wide)
+        screenshot(page, shots / shot)
+        result.problems.extend(f"[{where}] {error}" for error in errors)
         context.close()
     if step is not None:
         check_without_javascript(browser, base, path, result)
@@ -592,6 +1071,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--site", type=Path, default=Path("site"), help="the built site (site)")
     p.add_argument("--screenshots", type=Path, default=Path("build/screenshots"))
     p.add_argument("--chromium", default="/usr/bin/chromium", help="the browser to drive")
+    p.add_argument("--only", default=None, help="check only the pages whose path holds this")
+    p.add_argument("--no-examples", action="store_true", help="do not run the how-to examples")
     args = p.parse_args(argv)
     if not (args.site / "index.html").exists():
         p.error(f"{args.site}/index.html is missing: build the site first (make docs-build)")
@@ -599,25 +1080,52 @@ def main(argv: list[str] | None = None) -> int:
     found = pages(args.site)
     missing = [name for name in steps().values() if f"steps/{name}/" not in found]
     results = [Result(f"steps/{name}/", [f"step {name} has no page"]) for name in missing]
-    with serve(args.site) as base, sync_playwright() as playwright:
-        # launch() gives the browser a fresh, temporary profile of its own
-        browser = playwright.chromium.launch(
-            executable_path=args.chromium, headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            for path in found:
-                result = check_page(browser, base, path, args.screenshots)
-                results.append(result)
-                verdict = "FAIL" if result.problems else "ok"
-                print(f"{verdict:4} /{path}  {'; '.join(result.notes)}", flush=True)
-                for problem in result.problems:
-                    print(f"       {problem}", flush=True)
-        finally:
-            browser.close()
+    if args.only is not None:
+        found = [path for path in found if args.only in path]
+        results = []
+    examples = [] if args.no_examples else howto_examples()
+    fonts = Fonts()
+    # the examples run beside the browser, two at a time: the check takes no longer for them
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        running: dict[Path, Future[str | None]] = {
+            path: pool.submit(run_example, path) for path in examples
+        }
+        with serve(args.site) as base, sync_playwright() as playwright:
+            # launch() gives the browser a fresh, temporary profile of its own
+            browser = playwright.chromium.launch(
+                executable_path=args.chromium, headless=True, args=CHROMIUM_ARGS
+            )
+            try:
+                for path in found:
+                    result = check_page(browser, base, path, args.screenshots, fonts)
+                    results.append(result)
+                    report(result)
+            finally:
+                browser.close()
+        if examples:
+            checked = Result("docs/examples/howto_*.py")
+            for example, future in running.items():
+                wrong = future.result()
+                if wrong is not None:
+                    checked.problems.append(f"{example.name} {wrong}")
+            checked.problems.extend(
+                f"{name} is not run by tests/docs/test_howto_examples.py"
+                for name in examples_covered()
+            )
+            checked.notes.append(f"{len(examples)} how-to examples run")
+            results.append(checked)
+            report(checked)
     failed = sum(1 for result in results if result.problems)
     print(f"screenshots in {args.screenshots}/")
     print(f"docs-check: {len(results) - failed} passed, {failed} failed")
     return 1 if failed else 0
+
+
+def report(result: Result) -> None:
+    verdict = "FAIL" if result.problems else "ok"
+    print(f"{verdict:4} /{result.page}  {'; '.join(result.notes)}", flush=True)
+    for problem in result.problems:
+        print(f"       {problem}", flush=True)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -64,12 +65,50 @@ def docstring_end(source: str) -> int:
 
 @pytest.mark.parametrize("name", STEPS)
 def test_step_page_includes_its_idea_its_code_and_its_runs(name: str) -> None:
+    """The page includes its idea (the docstring, then the step before and this step on one
+    task), then its runs: the player, the code (which includes the code block), the demos."""
     page = (PAGES / f"{name}.md").read_text()
-    for part in ("idea.md", "code.md", "md"):
-        include = f'--8<-- "docs/generated/steps/{name}.{part}"'
+    includes = [f'--8<-- "docs/generated/steps/{name}.{part}"' for part in ("idea.md", "md")]
+    for include in includes:
         assert page.count(include) == 1, f"docs/steps/{name}.md must have {include} once"
+    assert page.index(includes[0]) < page.index(includes[1]), "the idea comes first"
+    assert "code.md" not in page, "the code block comes through the runs' fragment, once"
     blocks = [match for match in INCLUDE.finditer(page) if match["path"].startswith("lessons/")]
     assert blocks == [], "the page includes its code through the generated code block only"
+    section = step_pages.code_section(name)
+    assert section.count(f'--8<-- "docs/generated/steps/{name}.code.md"') == 1
+    if step_pages.previous_step(name) is not None:
+        assert section.count(f'--8<-- "docs/generated/steps/{name}.diff"') == 1
+        assert section.index(".diff") < section.index(".code.md"), "the changed code first"
+        assert '??? info "The whole file' in section, "the whole file is folded"
+
+
+def test_a_page_opens_with_the_step_before_and_this_step_on_one_task() -> None:
+    name = STEPS[5]  # a step whose step before never returns on its first demo
+    made = step_pages.compared(name)
+    assert [picture.run.step for picture in made] == [STEPS[4], name]
+    assert made[0].demo == made[1].demo
+    markdown = step_pages.comparison(name)
+    assert markdown.count('<figure class="timeline" data-compare=') == 2
+    assert markdown.index('data-compare="before"') < markdown.index('data-compare="after"')
+    assert len(step_pages.compared(STEPS[0])) == 1, "the first step has no step before"
+
+
+def test_a_run_the_guard_stopped_is_said_to_never_return_not_to_raise() -> None:
+    made = step_pages.compared(STEPS[5])
+    stopped = made[0].run
+    assert stopped.stopped is not None
+    said = step_pages.outcome(stopped)
+    assert said.startswith("The run never returns (")
+    assert "raised" not in said
+    assert f"stopped it at {stopped.stopped:.2f}s" in said
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_the_terminal_output_is_folded_and_the_timelines_shown(name: str) -> None:
+    fragment = step_pages.demos_fragment(name, step_pages.pictures(name))
+    assert "???+ example" not in fragment, "a terminal's output opens only when asked"
+    assert fragment.count("??? example") == len(step_pages.demo_runs(name))
 
 
 @pytest.mark.parametrize("name", STEPS)
@@ -461,3 +500,13 @@ def test_a_diagram_names_each_slot_as_the_demos_plan_does(number: int) -> None:
     assert any(
         all(slot < len(plan) and name in plan[slot] for slot, name in named) for plan in plans
     ), named
+
+
+@pytest.mark.skipif(shutil.which("fc-match") is None, reason="fontconfig is not installed")
+def test_the_browser_check_finds_a_character_no_font_of_the_family_has() -> None:
+    from tools import docs_check
+
+    fonts = docs_check.Fonts()
+    assert fonts.missing("'DejaVu Sans Mono', monospace", "slot ✓ ok 0.25s") == set()
+    assert fonts.missing("'DejaVu Sans Mono', monospace", "⏱ timed out") == {"⏱"}
+    assert fonts.missing("NoSuchFontAnywhere", "a") == {"a"}, "an unknown name covers nothing"

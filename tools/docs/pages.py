@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import difflib
+import html
 import io
 import re
 from collections.abc import Iterable
@@ -180,8 +181,9 @@ def title(name: str) -> str:
 
 def idea(name: str) -> str:
     """A step's docstring as the prose of its page: its idea, what it adds, and what is still
-    wrong (as a warning that links to the step that fixes it). A sample run in the docstring is
-    left out: the page shows the real runs below its code."""
+    wrong (as a warning that links to the step that fixes it), then its idea run (`comparison`):
+    the step before and this step on one task. A sample run in the docstring is left out: the
+    page shows the real runs below its code."""
     text = ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
     paragraphs = []
     for paragraph in text.split("\n\n")[1:]:
@@ -202,7 +204,7 @@ def idea(name: str) -> str:
         wrong = wrong[:1].upper() + wrong[1:]
         body = "\n".join(f"    {line.strip()}" for line in wrong.splitlines())
         parts.append(f'!!! warning "What is still wrong"\n\n{body}{fix}')
-    return "\n\n".join(parts) + "\n"
+    return "\n\n".join(parts) + "\n\n" + comparison(name)
 
 
 # -- the runs ----------------------------------------------------------------------------------
@@ -241,24 +243,114 @@ def demo_runs(name: str) -> list[tuple[str, Demo]]:
     return runs
 
 
+def picture(ran: str, demo: Demo, command: str) -> Picture:
+    """Run step ``ran`` on ``demo``, virtually, as ``command`` (``python -m lessons <n>
+    --virtual``) does: its timeline and what the terminal shows."""
+    args = parser().parse_args([str(step_number(ran)), "--virtual"])
+    out = io.StringIO()
+    console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
+    run = run_demo(ran, demo, args, ConsoleWatch(console))
+    assert run.trace is not None
+    show(console, run)
+    output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
+    title = f"{ran} · {demo.title}: one row per slot, waiting then running, on virtual time"
+    sections = round_sections(run)  # a re-planning step's rounds, headed by their decisions
+    svg = render_svg(run.trace, final_statuses(run), title=title, sections=sections)
+    return Picture(demo, command, run, svg, output + "\n")
+
+
 def pictures(name: str) -> list[Picture]:
     """Run step ``name`` on every demo, virtually, as ``python -m lessons <n> --virtual`` does."""
-    number = step_number(name)
-    command = f"python -m lessons {number} --virtual"
-    args = parser().parse_args([str(number), "--virtual"])
-    made = []
-    for ran, demo in demo_runs(name):
-        out = io.StringIO()
-        console = Console(file=out, width=WIDTH, color_system=None, highlight=False)
-        run = run_demo(ran, demo, args, ConsoleWatch(console))
-        assert run.trace is not None
-        show(console, run)
-        output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
-        title = f"{ran} · {demo.title}: one row per slot, waiting then running, on virtual time"
-        sections = round_sections(run)  # a re-planning step's rounds, headed by their decisions
-        svg = render_svg(run.trace, final_statuses(run), title=title, sections=sections)
-        made.append(Picture(demo, command, run, svg, output + "\n"))
-    return made
+    command = f"python -m lessons {step_number(name)} --virtual"
+    return [picture(ran, demo, command) for ran, demo in demo_runs(name)]
+
+
+def outcome(run: Run) -> str:
+    """What a run came to, as a sentence: the runner's guard stopping a run that never returns
+    is not something the run raised."""
+    if run.stopped is not None:
+        why = (run.error or "").removeprefix("never returns: ")
+        return f"The run never returns ({why}): the runner stopped it at {run.stopped:.2f}s."
+    if run.error is not None:
+        return f"The run raised `{run.error}`."
+    if run.replanned is not None:
+        rounds = len(run.replanned.ledger.rounds)
+        return f"The run answered after {rounds} rounds: {run.replanned.reason}."
+    assert run.aggregate is not None
+    return f"The run returned {len(run.aggregate.results)} results."
+
+
+def _signature(run: Run) -> tuple[object, ...]:
+    """What tells two runs of one demo apart: how they ended, when, and what they returned in
+    which order."""
+    assert run.trace is not None
+    results = [] if run.aggregate is None else run.aggregate.results
+    return (
+        run.error,
+        run.stopped,
+        round(run.trace.wall, 2),
+        tuple((result.subtask, result.status) for result in results),
+    )
+
+
+def compared(name: str) -> list[Picture]:
+    """The runs a step page opens with: one demo on the step before and on this step (this step
+    alone for the first). The demo is the one that shows a flaw of the step before (``against``)
+    if there is one, else the first of the step's demos whose two runs differ (in how they end,
+    when, or in the order of their results), else the first."""
+    before = previous_step(name)
+    own = step_demos(name)
+    command = f"python -m lessons {step_number(name)} --virtual"
+    if before is None:
+        return [picture(name, own[0], command)]
+    earlier = f"python -m lessons {step_number(before)} --virtual"
+    candidates = [demo for demo in own if demo.against is not None] + [
+        demo for demo in own if demo.against is None
+    ]
+    first: list[Picture] = []
+    for demo in candidates:
+        pair = [picture(before, demo, earlier), picture(name, demo, command)]
+        first = first or pair
+        if _signature(pair[0].run) != _signature(pair[1].run):
+            return pair
+    return first
+
+
+def comparison(name: str) -> str:
+    """The markdown of a step page's first picture: the same demo on the step before and on this
+    step, side by side where the page is wide enough for both, one above the other where not."""
+    made = compared(name)
+    demo = made[-1].demo
+    run = made[-1].run
+    options = "".join(f", `{key}={value}`" for key, value in run.options.items())
+    before = previous_step(name)
+    if before is None:
+        said = f"The task *{demo.task}*, planned into {len(run.plan)} subtasks{options}."
+    else:
+        said = (
+            f"The same task, *{demo.task}*, planned into {len(run.plan)} subtasks{options}, on "
+            f"[step {step_number(before)}]({before}.md) and on this step."
+        )
+    figures = []
+    for shown in made:
+        ran = shown.run
+        assert ran.trace is not None
+        which = "before" if ran.step != name else "after"
+        figures.append(
+            f'<figure class="timeline" data-compare="{which}" data-step="{ran.step}" '
+            f'data-demo="{slug(demo)}">\n'
+            f"<figcaption><strong>Step {step_number(ran.step)}</strong> "
+            f"(<code>{ran.step}</code>): wall time {ran.trace.wall:.2f}s. "
+            + re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(outcome(ran), quote=False))
+            + "</figcaption>\n"
+            f"{shown.svg}</figure>\n"
+        )
+    return (
+        "## The idea, run\n\n"
+        "### Before and after\n\n"
+        f"{said}{demo_does(demo)}\n\n"
+        '<div class="ts-compare" markdown="0">\n' + "".join(figures) + "</div>\n"
+    )
 
 
 def demo_does(demo: Demo) -> str:
@@ -284,22 +376,45 @@ def demo_does(demo: Demo) -> str:
     return sentence
 
 
+def code_section(name: str) -> str:
+    """The markdown of a step page's code, after its player: the diff against the step before
+    (the changed code), then the whole file folded, its changed lines highlighted; the first
+    step's whole file, open (all of it is new)."""
+    path = f"lessons/{name}.py"
+    code = f'--8<-- "docs/generated/steps/{name}.code.md"'
+    before = previous_step(name)
+    if before is None:
+        return (
+            "## The code\n\n"
+            f"`{path}` below its docstring (the prose above), as it runs. It is the first step, "
+            "so nothing is highlighted; each later page shows the code that changed since the "
+            "step before it.\n\n"
+            f"{code}\n"
+        )
+    number = step_number(before)
+    indented = "\n".join(f"    {line}" if line else "" for line in code.splitlines())
+    return (
+        "## The code that changed\n\n"
+        f"`{path}` against [step {number}]({before}.md), as a diff of their code (the "
+        "docstrings are the prose above). The whole file is folded below it, the same lines "
+        "highlighted.\n\n"
+        f'```diff title="{path}, against lessons/{before}.py"\n'
+        f'--8<-- "docs/generated/steps/{name}.diff"\n'
+        "```\n\n"
+        f'??? info "The whole file, `{path}`, its changed lines highlighted"\n\n'
+        f"{indented}\n"
+    )
+
+
 def demos_fragment(name: str, made: list[Picture]) -> str:
-    """The markdown a step page includes: per demo, what ran, the timeline, the terminal."""
+    """The markdown a step page includes after its player: its code (`code_section`), then per
+    demo what ran, the timeline, and the terminal's output, folded."""
     parts = []
     for picture in made:
         run = picture.run
         assert run.trace is not None
         options = "".join(f", `{key}={value}`" for key, value in run.options.items())
         failing = demo_does(picture.demo)
-        if run.error is not None:
-            outcome = f"The run raised `{run.error}`."
-        elif run.replanned is not None:
-            rounds = len(run.replanned.ledger.rounds)
-            outcome = f"The run answered after {rounds} rounds: {run.replanned.reason}."
-        else:
-            assert run.aggregate is not None
-            outcome = f"The run returned {len(run.aggregate.results)} results."
         svg_file = f"../generated/steps/{name}/{slug(picture.demo)}.svg"
         ran = f"`{picture.command}`"  # a demo run on the step before too: not this page's command
         if run.step != name:
@@ -308,18 +423,18 @@ def demos_fragment(name: str, made: list[Picture]) -> str:
         parts.append(
             f"### {picture.demo.title}\n\n"
             f"The task *{picture.demo.task}*, planned into {len(run.plan)} subtasks{options}."
-            f"{failing} Wall time {run.trace.wall:.2f}s. {outcome} "
+            f"{failing} Wall time {run.trace.wall:.2f}s. {outcome(run)} "
             f"([SVG file]({svg_file}))\n\n"
             f'<figure class="timeline" data-step="{name}" data-demo="{slug(picture.demo)}">\n'
             f"{picture.svg}"
             f"<figcaption>The timeline of {ran_html} on this task: rows in "
             f"plan order, <em>done #</em> is the completion order.</figcaption>\n</figure>\n\n"
-            f'???+ example "What {ran} prints for this task"\n\n'
+            f'??? example "What {ran} prints for this task"\n\n'
             f"    ```text\n"
             + "".join(f"    {line}\n" if line else "\n" for line in picture.output.splitlines())
             + "    ```\n"
         )
-    return "\n".join(parts)
+    return code_section(name) + "\n## The demos, run\n\n" + "\n".join(parts)
 
 
 def write_if_changed(path: Path, text: str) -> bool:

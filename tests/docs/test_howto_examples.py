@@ -1,0 +1,87 @@
+"""Every how-to guide's example runs, as a reader runs it: ``python docs/examples/howto_*.py``
+from the repository, in a process of its own, with no endpoint or key in its environment (an
+example that needs a server starts the loopback one itself). Each example checks what its guide
+says with its own asserts, so a run that exits 0 is a guide that holds. The guides include their
+example (``--8<--``) and never paste code."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "docs" / "examples").glob("howto_*.py"))
+GUIDES = sorted((ROOT / "docs" / "how-to").glob("*.md"))
+TIMEOUT = 300  # seconds: an example on virtual time takes well under one; processes a few
+INCLUDE = re.compile(r'--8<-- "(?P<path>docs/examples/howto_[a-z_]+\.py)(?::[^"]*)?"')
+FENCE = re.compile(
+    r"^(?P<indent> *)```(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)```$", re.DOTALL | re.MULTILINE
+)
+
+
+def clean_environment() -> dict[str, str]:
+    """This environment without any endpoint, key or proxy, the repository importable."""
+    kept = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OPENAI_", "OTEL_", "RAY_ADDRESS")) and "PROXY" not in key.upper()
+    }
+    kept["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+    kept["NO_PROXY"] = "127.0.0.1,localhost"
+    return kept
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])
+def test_the_example_runs_and_its_checks_hold(example: Path) -> None:
+    ran = subprocess.run(
+        [sys.executable, str(example.relative_to(ROOT))],
+        cwd=ROOT,
+        env=clean_environment(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert ran.returncode == 0, f"{example.name} exited {ran.returncode}:\n{ran.stderr[-3000:]}"
+    assert ran.stdout.strip(), f"{example.name} printed nothing: a guide shows what it prints"
+
+
+def included(guide: Path) -> set[str]:
+    return {match["path"] for match in INCLUDE.finditer(guide.read_text())}
+
+
+def test_there_are_how_to_examples_and_guides() -> None:
+    assert EXAMPLES, "docs/examples/ holds no howto_*.py"
+    assert GUIDES, "docs/how-to/ holds no guide"
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=[path.stem for path in EXAMPLES])
+def test_each_example_is_included_by_a_guide(example: Path) -> None:
+    path = example.relative_to(ROOT).as_posix()
+    assert any(path in included(guide) for guide in GUIDES), f"no how-to guide includes {path}"
+
+
+@pytest.mark.parametrize("guide", GUIDES, ids=[path.stem for path in GUIDES])
+def test_a_guide_includes_real_files_and_pastes_no_python(guide: Path) -> None:
+    for path in included(guide):
+        assert (ROOT / path).is_file(), f"{guide.name} includes {path}, which does not exist"
+    for fence in FENCE.finditer(guide.read_text()):
+        if fence["info"].split()[:1] in (["python"], ["py"], ["pycon"]):
+            lines = [line for line in fence["body"].splitlines() if line.strip()]
+            pasted = [line for line in lines if "--8<--" not in line]
+            assert lines, f"{guide.name} has an empty Python block"
+            assert not pasted, f"{guide.name} pastes Python ({pasted[0]!r}): include the example"
+
+
+def test_the_include_pattern_finds_an_include_and_the_fence_pattern_a_pasted_block() -> None:
+    text = (
+        '```python title="x"\n--8<-- "docs/examples/howto_x.py"\n```\n\n```python\nprint(1)\n```\n'
+    )
+    assert [match["path"] for match in INCLUDE.finditer(text)] == ["docs/examples/howto_x.py"]
+    bodies = [fence["body"] for fence in FENCE.finditer(text)]
+    assert bodies == ['--8<-- "docs/examples/howto_x.py"\n', "print(1)\n"]
