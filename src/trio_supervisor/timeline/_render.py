@@ -26,6 +26,7 @@ ENDINGS: dict[Status | None, tuple[str, str]] = {
     Status.CANCELLED: ("⊘", "magenta"),
     Status.AWAITING_APPROVAL: ("?", "cyan"),
     Status.REJECTED: ("⊗", "red"),
+    Status.OVER_BUDGET: ("$", "yellow"),
     None: ("…", "bright_black"),
 }
 
@@ -223,6 +224,7 @@ def legend(rows: Sequence[Row]) -> list[tuple[str, str]]:
         (Status.CANCELLED, "cancelled"),
         (Status.AWAITING_APPROVAL, "awaiting approval"),
         (Status.REJECTED, "rejected"),
+        (Status.OVER_BUDGET, "over budget"),
     ):
         if ENDINGS[status] in endings:
             said.append((ENDINGS[status][0], words))
