@@ -16,13 +16,13 @@ charged its whole reservation, the one figure that is sure not to be too low.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import trio
-from trio.lowlevel import ParkingLot
 
 from . import _validate
 
@@ -136,6 +136,17 @@ class OverBudget(Exception):
         self.budget = budget
 
 
+class _Waiter:
+    """An attempt waiting in line for its reservation."""
+
+    __slots__ = ("outcome", "served", "wanted")
+
+    def __init__(self, wanted: Usage) -> None:
+        self.wanted = wanted
+        self.served = trio.Event()
+        self.outcome: Hold | OverBudget | None = None  # None: still waiting
+
+
 class Hold:
     """One attempt's reservation, settled exactly once."""
 
@@ -220,7 +231,8 @@ class Budget:
         """How many reservations were made."""
         self.settlements = 0
         """How many were settled (each exactly once)."""
-        self._settled = ParkingLot()  # attempts waiting for a reservation to fit
+        # the attempts waiting for their reservation to fit, in the order they asked
+        self._queue: deque[_Waiter] = deque()
         self._by_task: dict[trio.lowlevel.Task, Hold] = {}  # acquire()'s holds
 
     @property
@@ -290,26 +302,72 @@ class Budget:
 
     async def reserve(self, subtask: Any, worker: Any = None) -> Hold:
         """Reserve the worst case of one attempt of ``subtask`` (a cancellation point): at
-        once when it fits, after running attempts settled when it will, never when it cannot.
+        once when it fits and nobody waits, else in turn, once running attempts settled enough;
+        never when it cannot fit.
+
+        Attempts that wait are served in the order they asked: a large worst case at the head
+        holds back the smaller ones behind it, so none waits for ever.
 
         Raises:
           OverBudget: if it does not fit even if every running attempt gave back all it holds.
         """
         wanted = self.worst_case(subtask, worker)
         await trio.lowlevel.checkpoint_if_cancelled()
-        while True:
+        if not self._queue:
             lacking = self._lacks(wanted, held=False)
             if lacking is not None:
                 raise OverBudget(f"budget {self.name!r} is spent: {lacking}", self)
             if self._lacks(wanted, held=True) is None:
-                break
-            await self._settled.park()  # a running attempt settles, then this one looks again
+                return self._take(wanted)
+        waiter = _Waiter(wanted)
+        self._queue.append(waiter)
+        try:
+            await waiter.served.wait()
+        except BaseException:  # cancelled while it waited: out of the line, nothing held
+            if waiter.outcome is None:
+                self._queue.remove(waiter)
+            elif isinstance(waiter.outcome, Hold):
+                self._give_back(waiter.outcome.reserved)
+                self.reservations -= 1
+            self._serve()
+            raise
+        outcome = waiter.outcome
+        if isinstance(outcome, OverBudget):
+            raise outcome
+        assert outcome is not None
+        return outcome
+
+    def _take(self, wanted: Usage) -> Hold:
         self._held[0] += wanted.calls
         self._held[1] += wanted.tokens
         self._held[2] += wanted.cost
         self._holds += 1
         self.reservations += 1
         return Hold(wanted)
+
+    def _give_back(self, reserved: Usage) -> None:
+        self._holds -= 1
+        if self._holds == 0:
+            self._held = [0, 0, 0.0]  # exact again, whatever float rounding gathered
+        else:
+            self._held[0] -= reserved.calls
+            self._held[1] -= reserved.tokens
+            self._held[2] -= reserved.cost
+
+    def _serve(self) -> None:
+        """Serve the waiting attempts, in turn, as far as their reservations fit now."""
+        queue = self._queue
+        while queue:
+            head = queue[0]
+            lacking = self._lacks(head.wanted, held=False)
+            if lacking is not None:
+                head.outcome = OverBudget(f"budget {self.name!r} is spent: {lacking}", self)
+            elif self._lacks(head.wanted, held=True) is None:
+                head.outcome = self._take(head.wanted)
+            else:
+                return
+            queue.popleft()
+            head.served.set()
 
     def settle(self, hold: Hold, used: Usage | None) -> None:
         """Settle ``hold``, the reservation of an attempt that ended: charge ``used`` (None:
@@ -321,19 +379,11 @@ class Budget:
         if hold.settled:
             raise RuntimeError(f"budget {self.name!r}: a reservation is settled once")
         hold.settled = True
-        reserved = hold.reserved
-        charged = reserved if used is None else used
-        self._holds -= 1
-        if self._holds == 0:
-            self._held = [0, 0, 0.0]  # exact again, whatever float rounding gathered
-        else:
-            self._held[0] -= reserved.calls
-            self._held[1] -= reserved.tokens
-            self._held[2] -= reserved.cost
-        self._spent = self._spent + charged
+        self._give_back(hold.reserved)
+        self._spent = self._spent + (hold.reserved if used is None else used)
         self.settlements += 1
-        if self._settled:
-            self._settled.unpark_all()
+        if self._queue:
+            self._serve()
 
     async def acquire(self) -> None:
         """As a plain [`Meter`][trio_supervisor.Meter] outside a supervisor: reserve one call
