@@ -100,7 +100,9 @@ class Supervisor(Generic[S, T]):
         system. The process-wide ``random`` module is never used, so a run is reproducible
         from its seed.
       meters: what each attempt waits on before it starts, besides a free worker (see
-        [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]).
+        [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]); a
+        [`Budget`][trio_supervisor.Budget] among them reserves each attempt's worst case, after
+        the others, and settles what it used.
       capacity: a [`Capacity`][trio_supervisor.Capacity] shared with other supervisors: each of
         this supervisor's workers holds one of its places too while it runs slots, so the
         supervisors that share it run at most ``capacity.limit`` workers together.
@@ -113,8 +115,9 @@ class Supervisor(Generic[S, T]):
     Raises:
       TypeError: if ``worker`` is not callable or cannot be called with one subtask, or an
         option has the wrong type.
-      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive, or
-        ``capacity`` is also one of the ``meters``.
+      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
+        ``capacity`` is also one of the ``meters``, or a ``Budget`` of tokens cannot know an
+        attempt's worst case (no ``reserve=``, and a worker without ``worst_case``).
     """
 
     __slots__ = (
