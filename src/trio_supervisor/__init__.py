@@ -7,6 +7,7 @@ plan order as they finish (``stream``). Drawing a recorded run lives in
 ``trio_supervisor.timeline``, stand-in sub-agents for tests in ``trio_supervisor.testing``.
 """
 
+from ._budget import Budget, OverBudget, Usage, report_usage
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
 from ._journal import (
@@ -38,12 +39,14 @@ __all__ = [
     "AwaitingApproval",
     "Backoff",
     "Batch",
+    "Budget",
     "Capacity",
     "Done",
     "Entry",
     "Journal",
     "Ledger",
     "Meter",
+    "OverBudget",
     "Planner",
     "RateLimit",
     "Rejected",
@@ -57,11 +60,13 @@ __all__ = [
     "SubResult",
     "Supervisor",
     "Trace",
+    "Usage",
     "Worker",
     "__version__",
     "approval",
     "attempt_key",
     "decompose",
+    "report_usage",
 ]
 
 fixup_module_metadata(__name__, globals())

@@ -20,11 +20,13 @@ class Status(enum.Enum):
     ``OK`` returned an output; ``FAILED`` raised an `Exception`; ``TIMED_OUT`` ran past its
     own timeout; ``CANCELLED`` was stopped, or never started, because the whole run was cut short;
     ``AWAITING_APPROVAL`` asked a question ([`approval`][trio_supervisor.approval]) nobody has
-    answered yet (a resume runs it again); ``REJECTED`` was answered no.
+    answered yet (a resume runs it again); ``REJECTED`` was answered no; ``OVER_BUDGET`` could
+    not reserve its worst case from a [`Budget`][trio_supervisor.Budget], so its worker was not
+    called (again).
 
     ```pycon
     >>> [status.value for status in Status]
-    ['ok', 'failed', 'timed out', 'cancelled', 'awaiting approval', 'rejected']
+    ['ok', 'failed', 'timed out', 'cancelled', 'awaiting approval', 'rejected', 'over budget']
 
     ```
     """
@@ -35,6 +37,7 @@ class Status(enum.Enum):
     CANCELLED = "cancelled"
     AWAITING_APPROVAL = "awaiting approval"
     REJECTED = "rejected"
+    OVER_BUDGET = "over budget"
 
 
 def describe(exc: BaseException) -> str:
@@ -304,20 +307,31 @@ class Aggregate(Generic[S, T]):
     Args:
       results: one [`SubResult`][trio_supervisor.SubResult] per slot, in plan order wherever
         the supervisor keeps it.
-      gave_up: why the run gave up (past its restart intensity), or None: what a parent
-        supervisor escalates, even when no slot was left unfinished to say it.
+      gave_up: why the run gave up (past its restart intensity, or short of the successes
+        it needed), or None: what a parent supervisor escalates, even when no slot was left
+        unfinished to say it.
+      need: how many successes the run needed (``run(..., need=k)``), or None for every slot.
     """
 
-    __slots__ = ("_gave_up", "_results")
+    __slots__ = ("_gave_up", "_need", "_results")
 
-    def __init__(self, results: list[SubResult[S, T]], gave_up: str | None = None) -> None:
+    def __init__(
+        self, results: list[SubResult[S, T]], gave_up: str | None = None, need: int | None = None
+    ) -> None:
         self._results = results
         self._gave_up = gave_up
+        self._need = need
 
     @property
     def gave_up(self) -> str | None:
-        """Why the run gave up (``gave up: more than R restarts within Ts``), or None."""
+        """Why the run gave up (``gave up: more than R restarts within Ts``, or ``needed k
+        successes, ...``), or None."""
         return self._gave_up
+
+    @property
+    def need(self) -> int | None:
+        """How many successes the run needed, or None: every slot's."""
+        return self._need
 
     @property
     def results(self) -> list[SubResult[S, T]]:
@@ -350,9 +364,10 @@ class Aggregate(Generic[S, T]):
     __hash__ = None  # type: ignore[assignment]  # it holds a list
 
     def __repr__(self) -> str:
+        more = "" if self._need is None else f", need={self._need}"
         if self._gave_up is not None:
-            return f"Aggregate(results={self._results!r}, gave_up={self._gave_up!r})"
-        return f"Aggregate(results={self._results!r})"
+            more = f", gave_up={self._gave_up!r}{more}"
+        return f"Aggregate(results={self._results!r}{more})"
 
     @property
     def succeeded(self) -> int:
@@ -366,5 +381,8 @@ class Aggregate(Generic[S, T]):
 
     @property
     def degraded(self) -> bool:
-        """True when some slot has no output: an answer built from this aggregate is partial."""
+        """True when some slot has no output: an answer built from this aggregate is partial;
+        for a run that needed ``k`` successes, when it has fewer than ``k``."""
+        if self._need is not None:
+            return self.succeeded < self._need
         return self.failed > 0

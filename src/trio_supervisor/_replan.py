@@ -35,8 +35,9 @@ from ._trace import Trace
 S = TypeVar("S")
 T = TypeVar("T")
 
-Budget = Literal["max_rounds", "max_subtasks", "max_stalls", "deadline"]
-"""The budgets that can end a run before its planner is done."""
+Budget = Literal["max_rounds", "max_subtasks", "max_stalls", "deadline", "budget"]
+"""The budgets that can end a run before its planner is done (``"budget"``: a
+[`Budget`][trio_supervisor.Budget] among the supervisor's meters, named in the reason)."""
 
 
 @dataclass(frozen=True)
@@ -605,6 +606,10 @@ async def replan(
                 str(result.error).removeprefix("AwaitingApproval: ") for result in parked
             )
             return end(None, f"round {number} waits for approval: {questions}")
+        spent = [result for result in results if result.status is Status.OVER_BUDGET]
+        if spent:  # a Budget could not afford a subtask: no further round could either
+            said = str(spent[0].error).removeprefix("OverBudget: ")
+            return end("budget", f"round {number}: {said}")
         if held_back:
             return end(
                 "max_subtasks",

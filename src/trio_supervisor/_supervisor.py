@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar, overload
 import trio
 
 from . import _validate
+from ._budget import check_budgets
 from ._contract import Aggregate, Status, SubResult
 from ._engine.attempt import CUT_SHORT, Engine, Timer
 from ._engine.lanes import Waiting, lane
@@ -100,7 +101,9 @@ class Supervisor(Generic[S, T]):
         system. The process-wide ``random`` module is never used, so a run is reproducible
         from its seed.
       meters: what each attempt waits on before it starts, besides a free worker (see
-        [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]).
+        [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]); a
+        [`Budget`][trio_supervisor.Budget] among them reserves each attempt's worst case, after
+        the others, and settles what it used.
       capacity: a [`Capacity`][trio_supervisor.Capacity] shared with other supervisors: each of
         this supervisor's workers holds one of its places too while it runs slots, so the
         supervisors that share it run at most ``capacity.limit`` workers together.
@@ -116,8 +119,9 @@ class Supervisor(Generic[S, T]):
     Raises:
       TypeError: if ``worker`` is not callable or cannot be called with one subtask, or an
         option has the wrong type.
-      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive, or
-        ``capacity`` is also one of the ``meters``.
+      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
+        ``capacity`` is also one of the ``meters``, or a ``Budget`` of tokens cannot know an
+        attempt's worst case (no ``reserve=``, and a worker without ``worst_case``).
     """
 
     __slots__ = (
@@ -158,6 +162,7 @@ class Supervisor(Generic[S, T]):
         generator = _validate.seed(seed)
         self._seed = seed
         self._meters = check_meters(meters)
+        check_budgets(self._meters, worker)
         self._capacity = check_capacity(capacity, self._meters)
         if restarts is not None and not isinstance(restarts, Restarts):
             raise TypeError(
@@ -270,6 +275,7 @@ class Supervisor(Generic[S, T]):
         journal: Journal | None = None,
         run_id: str | None = None,
         round: int = 0,
+        need: int | None = None,
     ) -> Aggregate[str, T]: ...
 
     @overload
@@ -282,6 +288,7 @@ class Supervisor(Generic[S, T]):
         journal: Journal | None = None,
         run_id: str | None = None,
         round: int = 0,
+        need: int | None = None,
     ) -> Aggregate[S, T]: ...
 
     async def run(
@@ -293,6 +300,7 @@ class Supervisor(Generic[S, T]):
         journal: Journal | None = None,
         run_id: str | None = None,
         round: int = 0,
+        need: int | None = None,
     ) -> Aggregate[Any, T]:
         """Run every subtask of ``task`` and return their results, in plan order.
 
@@ -321,6 +329,12 @@ class Supervisor(Generic[S, T]):
             attempt's [`attempt_key`][trio_supervisor.attempt_key].
           round: the round of a re-planning run this batch is (``replan`` sets it), the second
             part of the journal's key and of each attempt's key.
+          need: return as soon as this many slots succeeded (the first ``k`` of ``n``: a
+            quorum, "ask three models, take the first two answers"), cancelling the rest: their
+            slots end ``CANCELLED`` with the attempts they made, their error saying they were
+            not needed. As soon as fewer than ``need`` can still succeed, the rest are cancelled
+            too, and the aggregate is degraded, its ``gave_up`` saying so. The results are in
+            plan order. None: every slot runs to its end.
 
         Returns:
           An [`Aggregate`][trio_supervisor.Aggregate] with one
@@ -331,12 +345,16 @@ class Supervisor(Generic[S, T]):
             [`stream`][trio_supervisor.Supervisor.stream] for an async one), ``trace`` is not a
             [`Trace`][trio_supervisor.Trace], or a worker's call returns something that cannot
             be awaited (the message names the fix).
-          ValueError: if ``deadline`` is not positive, ``trace`` was made for another plan or
+          ValueError: if ``need`` is not between 1 and the plan's length (or is given with
+            counted or grouped ``restarts``), ``deadline`` is not positive, ``trace`` was made
+            for another plan or
             already recorded a run, or ``run_id`` was journaled with another plan (naming the
             first slot that differs), before any work.
           KeyboardInterrupt: if a worker raised it (likewise `SystemExit`), bare.
         """
         plan = _validate.plan(task)
+        if need is not None:
+            _check_need(need, len(plan), self._restarting_by() is not None)
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
         run = check_journal(journal, run_id, round)
@@ -358,11 +376,14 @@ class Supervisor(Generic[S, T]):
         expired = False
         gave_up: str | None = None
         restarts = self._restarting_by()
+        quorum = None if need is None else Quorum(need, len(plan), results)
         try:
             try:
                 with trio.move_on_after(limit if limit is not None else math.inf) as scope:
-                    if restarts is None:
-                        await self._fan_out(plan, results, cuts, trace, run, journal)
+                    if quorum is not None and quorum.decided:
+                        pass  # the journal holds enough successes (or too many failures)
+                    elif restarts is None:
+                        await self._fan_out(plan, results, cuts, trace, run, journal, quorum)
                     else:
                         kept = [result is not None for result in results]
                         try:
@@ -384,10 +405,16 @@ class Supervisor(Generic[S, T]):
             if trace is not None:
                 trace.end_open()
                 trace.close()
-        _fill(plan, results, cuts, limit if expired else None)
+        if quorum is not None and quorum.decided:
+            _fill(plan, results, cuts, None, quorum.words())
+            gave_up = quorum.gave_up()
+        else:
+            _fill(plan, results, cuts, limit if expired else None)
+            if quorum is not None:
+                gave_up = quorum.gave_up()
         if journal is not None:
             await journal.committed()
-        return Aggregate(results, gave_up)  # type: ignore[arg-type]  # _fill left no None
+        return Aggregate(results, gave_up, need)  # type: ignore[arg-type]  # _fill left no None
 
     async def _fan_out(
         self,
@@ -397,10 +424,12 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None,
         run: tuple[str, int] | None = None,
         journal: Journal | None = None,
+        quorum: Quorum | None = None,
     ) -> None:
         """The admission loop: ``min(max_workers, len(plan))`` lanes share one feed over the
         plan, so each free lane admits the next slot, in plan order (the slots without a
-        result yet: those of a journal are not run again)."""
+        result yet: those of a journal are not run again). With a ``quorum``, the lanes are
+        cancelled the instant it is decided."""
         engine = self._engine
         timer = engine.timer()
         feed = RunFeed(plan, results, cuts, trace, timer, engine.run_key(), run, journal)
@@ -409,6 +438,8 @@ class Supervisor(Generic[S, T]):
                 timing.start_soon(timer.watch)
             try:
                 async with trio.open_nursery() as nursery:
+                    if quorum is not None:
+                        quorum.watch(feed, nursery.cancel_scope)
                     for _ in range(min(self._max_workers, feed.left)):
                         nursery.start_soon(lane, engine, feed)
             finally:  # cut short: a slot still waiting to retry got as far as its last attempt
@@ -675,16 +706,92 @@ class RunFeed:
         return False
 
 
+def _check_need(need: object, slots: int, restarting: bool) -> None:
+    """``run(..., need=)``: a whole number of successes the plan can give, on the lanes."""
+    if isinstance(need, bool) or not isinstance(need, int):
+        raise TypeError(f"need must be an int or None, got {type(need).__name__} {need!r}")
+    if not 1 <= need <= slots:
+        raise ValueError(
+            f"need must be between 1 and the plan's {slots} subtasks (successes it can have), "
+            f"got {need}"
+        )
+    if restarting:
+        raise ValueError(
+            "need= ends a run at its k-th success, which a counted or grouped restart could "
+            "take back: use a Supervisor without such restarts= for need="
+        )
+
+
+class Quorum:
+    """A run that needs ``need`` of its ``slots`` to succeed: it counts the final results as
+    they are put, and cuts the run short the instant it has them, or can no longer have them."""
+
+    __slots__ = ("decided", "failed", "need", "slots", "succeeded")
+
+    def __init__(self, need: int, slots: int, results: list[SubResult[Any, Any] | None]) -> None:
+        self.need = need
+        self.slots = slots
+        done = [result for result in results if result is not None]  # from a journal
+        self.succeeded = sum(1 for result in done if result.status is Status.OK)
+        self.failed = len(done) - self.succeeded
+        self.decided = self._reached() or self._out_of_reach()
+
+    def _reached(self) -> bool:
+        return self.succeeded >= self.need
+
+    def _out_of_reach(self) -> bool:
+        return self.slots - self.failed < self.need
+
+    def watch(self, feed: RunFeed, scope: trio.CancelScope) -> None:
+        """Count each result ``feed`` puts, and cancel ``scope`` once the quorum is decided."""
+        put = feed.put
+
+        def counted(slot: int, result: SubResult[Any, Any]) -> None:
+            put(slot, result)
+            if result.status is Status.OK:
+                self.succeeded += 1
+            else:
+                self.failed += 1
+            if not self.decided and (self._reached() or self._out_of_reach()):
+                self.decided = True
+                scope.cancel()
+
+        feed.put = counted
+
+    def words(self) -> tuple[str, str]:
+        """Why a slot was cancelled before it started, and before it finished."""
+        if self._reached():
+            why = f"Cancelled: not needed, the run had the {self.need} successes it needed"
+        else:
+            why = (
+                f"Cancelled: the run needed {self.need} successes and could no longer have them "
+                f"({self.failed} of {self.slots} slots failed)"
+            )
+        return f"{why} before this slot started", f"{why} before this slot finished"
+
+    def gave_up(self) -> str | None:
+        """Why the run is short of its quorum, or None."""
+        if self._reached():
+            return None
+        return (
+            f"needed {self.need} successes of {self.slots} slots, got {self.succeeded} "
+            f"({self.failed} failed)"
+        )
+
+
 def _fill(
     plan: list[Any],
     results: list[SubResult[Any, Any] | None],
     cuts: dict[int, SubResult[Any, Any]],
     deadline: float | None,
+    words: tuple[str, str] | None = None,
 ) -> None:
     """Give every slot a result: a slot never started, or cut short, is ``CANCELLED``."""
     if all(result is not None for result in results):
         return
-    if deadline is not None:
+    if words is not None:
+        never, unfinished = words
+    elif deadline is not None:
         never = f"Cancelled: the run's deadline of {deadline:g}s expired before it started"
         unfinished = f"Cancelled: the run's deadline of {deadline:g}s expired before it finished"
     else:

@@ -9,6 +9,7 @@ from typing import Any
 
 import trio
 
+from ._budget import Usage
 from ._contract import Status, describe
 
 
@@ -25,7 +26,9 @@ class Span:
 
     A failed attempt keeps what its failure said (``error``) and the wait it asked for before
     another attempt (``retry_after``, in seconds: a rate-limited endpoint's ``Retry-After``), so
-    that a timeline can show why each retry came when it did.
+    that a timeline can show why each retry came when it did. ``usage`` is what its worker
+    reported through [`report_usage`][trio_supervisor.report_usage] (a ``ChatAgent``'s prompt
+    and completion tokens), None when it reported nothing.
     """
 
     start: float
@@ -33,6 +36,7 @@ class Span:
     status: Status | None = None
     error: str | None = None
     retry_after: float | None = None
+    usage: Usage | None = None
 
 
 @dataclass
@@ -206,6 +210,17 @@ class Trace:
                 span.retry_after = float(asked)
         self._completions.append(slot)
 
+    def over_budget(self, slot: int, subtask: Any, failure: BaseException) -> None:
+        """Slot ``slot`` could not reserve its next attempt from a budget: a span of no length,
+        ``Status.OVER_BUDGET``, its worker not called."""
+        self.started(slot, subtask)
+        self.ended(slot, Status.OVER_BUDGET, failure)
+
+    def used(self, slot: int, usage: Usage) -> None:
+        """The latest attempt of slot ``slot`` reported ``usage`` (see
+        [`report_usage`][trio_supervisor.report_usage])."""
+        self.slots[slot].spans[-1].usage = usage
+
     def nest(self, subtask: Any) -> Trace:
         """A fresh trace for a run that the worker of ``subtask``'s slot makes as a supervisor
         itself (a supervision tree): record the child run into it, and it is drawn under its
@@ -351,6 +366,18 @@ class Trace:
                             "status": None if span.status is None else span.status.value,
                             "error": span.error,
                             "retry_after": span.retry_after,
+                            **(
+                                {}
+                                if span.usage is None
+                                else {
+                                    "usage": {
+                                        "calls": span.usage.calls,
+                                        "input_tokens": span.usage.input_tokens,
+                                        "output_tokens": span.usage.output_tokens,
+                                        "cost": span.usage.cost,
+                                    }
+                                }
+                            ),
                         }
                         for span in slot.spans
                     ],

@@ -29,6 +29,7 @@ from typing import Any, Generic, TypeVar
 import trio
 from trio.lowlevel import ParkingLot
 
+from .._budget import NOTHING_USED, TALLY, Hold, OverBudget, Tally, is_budget
 from .._contract import Status, SubResult, describe, failed_result
 from .._journal import AwaitingApproval, Rejected
 from .._retry import Backoff
@@ -195,6 +196,8 @@ def failure_status(failure: Exception) -> Status:
         return Status.AWAITING_APPROVAL
     if isinstance(failure, Rejected):
         return Status.REJECTED
+    if isinstance(failure, OverBudget):
+        return Status.OVER_BUDGET
     return Status.FAILED
 
 
@@ -303,6 +306,8 @@ class Engine(Generic[S, T]):
       seed: draws each run's retry jitter key (see ``run_key``).
       meters: waited on before each attempt, released after it; those with an ``observe``
         method are told each attempt's outcome (its failure, or None), after the release.
+        Those that reserve per subtask (``reserve`` and ``settle``, as a ``Budget``) reserve
+        after every other meter was acquired, and settle before any is released.
       places: the capacity bound every worker of every run and stream holds a place of.
     """
 
@@ -311,6 +316,8 @@ class Engine(Generic[S, T]):
         "_no_wait",
         "attempts",
         "backoff",
+        "budgets",
+        "gates",
         "meters",
         "observers",
         "places",
@@ -342,6 +349,9 @@ class Engine(Generic[S, T]):
         self._no_wait = backoff.maximum <= 0  # every retry starts at once
         self._any_failure = retryable(Exception("any"))  # every failure may be retried
         self.observers = tuple(m for m in meters if callable(getattr(m, "observe", None)))
+        # the meters that reserve per subtask (budgets), and the others (acquire, release)
+        self.budgets = tuple(m for m in meters if is_budget(m))
+        self.gates = tuple(m for m in meters if not is_budget(m)) if self.budgets else meters
 
     def run_key(self) -> int:
         """A key for one run's retry jitter, drawn from the supervisor's generator."""
@@ -378,8 +388,15 @@ class Engine(Generic[S, T]):
         """
         meters = self.meters
         worker = self.worker
+        holds: list[Hold] | None = None
+        tally: Tally | None = None
         if meters:
-            await acquire(meters)
+            if self.budgets:
+                holds = await self.reserve(running, trace)
+                if holds is None:  # over budget: the worker is not called
+                    return
+            else:
+                await acquire(meters)
         try:
             running.attempts += 1
             started = now()
@@ -393,6 +410,9 @@ class Engine(Generic[S, T]):
             failure: Exception | None = None
             output: Any = None
             returned: Any = NOTHING
+            if holds is not None or trace is not None:  # what the worker reports: counted
+                tally = Tally()
+                reported = TALLY.set(tally)
             try:
                 try:
                     returned = worker(running.subtask)
@@ -405,13 +425,22 @@ class Engine(Generic[S, T]):
             except* Exception as group:
                 drop_own_frame(group)
                 running.mixed = forget_frames(group)
+            finally:
+                if tally is not None:
+                    TALLY.reset(reported)
             if returned is not NOTHING:
                 raise not_awaitable(worker, returned)
         finally:
             running.serial += 1  # the attempt ended: the timer lets it be
             if meters:
-                for meter in reversed(meters):
+                if holds is not None:  # each exactly once, cancelled or timed out too
+                    used = None if tally is None else tally.usage
+                    for budget, hold in zip(reversed(self.budgets), reversed(holds), strict=True):
+                        budget.settle(hold, used)
+                for meter in reversed(self.gates):
                     meter.release()
+            if tally is not None and tally.usage is not None and trace is not None:
+                trace.used(running.slot, tally.usage)  # type: ignore[arg-type]
         if timer is not None:
             scope = running.scope
             assert scope is not None
@@ -435,6 +464,35 @@ class Engine(Generic[S, T]):
                 trace.ended(slot, Status.OK)  # type: ignore[arg-type]
             else:
                 trace.ended(slot, failure_status(failure), failure)  # type: ignore[arg-type]
+
+    async def reserve(self, running: Running, trace: Trace | None) -> list[Hold] | None:
+        """Acquire the meters and reserve ``running``'s worst case from each budget, for one
+        attempt; None when a budget cannot afford it (``running.failure`` is its `OverBudget`,
+        final), with every meter given back and every reservation made settled as unused."""
+        gates = self.gates
+        await acquire(gates)
+        holds: list[Hold] = []
+        over: OverBudget | None = None
+        try:
+            for budget in self.budgets:
+                holds.append(await budget.reserve(running.subtask, self.worker))
+        except OverBudget as exc:
+            over = exc
+        finally:
+            if over is not None or len(holds) < len(self.budgets):  # no attempt starts
+                made = self.budgets[: len(holds)]
+                for budget, hold in zip(reversed(made), reversed(holds), strict=True):
+                    budget.settle(hold, NOTHING_USED)
+                for meter in reversed(gates):
+                    meter.release()
+        if over is None:
+            return holds
+        running.timed_out = False
+        running.failure = over
+        running.failures += 1
+        if trace is not None:
+            trace.over_budget(running.slot, running.subtask, over)  # type: ignore[arg-type]
+        return None
 
     def timed_out(self, running: Running, trace: Trace | None) -> None:
         """``running``'s attempt ran past its timeout: its failure is a `trio.TooSlowError`."""
@@ -465,7 +523,7 @@ class Engine(Generic[S, T]):
         failures = running.failures
         if failure is None or failures >= self.attempts:
             return None
-        if isinstance(failure, AwaitingApproval | Rejected):  # a human's word: not retried
+        if isinstance(failure, AwaitingApproval | Rejected | OverBudget):  # final: not retried
             return None
         if not (self._any_failure or self.retryable(failure)):
             return None

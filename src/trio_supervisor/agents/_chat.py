@@ -32,7 +32,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
         "pip install 'trio-supervisor[agents]'"
     ) from error
 
-from .. import _validate, attempt_key
+from .. import Usage, _validate, attempt_key, report_usage
 from .._spans import ChatCall, chat_spans
 
 Messages = Callable[[Any], "list[ChatCompletionMessageParam]"]
@@ -223,6 +223,18 @@ class ChatAgent:
         supervisor's ``timeout``.
       transport: an ``httpx2`` async transport to send requests through instead of the
         network (a fake endpoint in tests); the pool's limits then are the transport's.
+      max_tokens: the request's ``max_tokens`` (the most its reply may hold), or None to send
+        none. With it, the agent knows each attempt's worst case
+        ([`worst_case`][trio_supervisor.agents.ChatAgent.worst_case]), which a
+        [`Budget`][trio_supervisor.Budget] reserves.
+      price: the cost of one prompt token and of one completion token, or None: what each
+        attempt's usage costs, for a budget of cost.
+
+    Each reply's ``usage`` (prompt and completion tokens, priced by ``price``) is reported
+    through [`report_usage`][trio_supervisor.report_usage]: a budget settles the attempt with
+    it, and a trace keeps it on the attempt's span. An error answer reports no tokens (the
+    server generated none); a request cut off before its answer reports nothing, so a budget
+    charges it its whole reservation.
 
     Raises:
       ValueError: if there is no API key (none given, ``OPENAI_API_KEY`` unset or empty).
@@ -240,6 +252,8 @@ class ChatAgent:
         max_connections: int = 100,
         request_timeout: float | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        max_tokens: int | None = None,
+        price: tuple[float, float] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise TypeError(f"model must be a non-empty str, got {type(model).__name__}")
@@ -249,6 +263,18 @@ class ChatAgent:
                 "ChatAgent needs an API key: pass api_key=..., or set OPENAI_API_KEY "
                 "(any non-empty value for an endpoint that checks none)"
             )
+        self.max_tokens = None if max_tokens is None else _validate.count("max_tokens", max_tokens)
+        if price is not None:
+            if not isinstance(price, tuple) or len(price) != 2:
+                raise TypeError(
+                    "price must be (cost of a prompt token, cost of a completion token) or "
+                    f"None, got {type(price).__name__} {price!r}"
+                )
+            price = (
+                _validate.number("price", price[0], strictly=False),
+                _validate.number("price", price[1], strictly=False),
+            )
+        self.price = price
         self.model = model
         self.system = system
         self.max_connections = _validate.count("max_connections", max_connections)
@@ -288,6 +314,31 @@ class ChatAgent:
             found.append({"role": "system", "content": self.system})
         found.append({"role": "user", "content": str(subtask)})
         return found
+
+    def worst_case(self, subtask: Any) -> Usage | None:
+        """The most one attempt of ``subtask`` may use, for a budget to reserve: its prompt's
+        estimate plus ``max_tokens``, at ``price``; None without ``max_tokens`` (unbounded).
+
+        The estimate counts a token per character of the messages, and 4 per message: a
+        token holds at least one character, so the estimate never falls below what a server
+        counts (and what it reserves beyond is given back when the attempt settles).
+
+        Args:
+          subtask: the subtask, made into messages by ``messages``.
+
+        Returns:
+          A [`Usage`][trio_supervisor.Usage], or None.
+        """
+        if self.max_tokens is None:
+            return None
+        messages = self.messages(subtask)
+        prompt = sum(4 + len(str(message.get("content") or "")) for message in messages)
+        return Usage(1, prompt, self.max_tokens, self._cost(prompt, self.max_tokens))
+
+    def _cost(self, prompt: int, completion: int) -> float:
+        if self.price is None:
+            return 0.0
+        return prompt * self.price[0] + completion * self.price[1]
 
     async def __call__(self, subtask: Any) -> str:
         """Ask the endpoint to do ``subtask``.
@@ -336,6 +387,8 @@ class ChatAgent:
         call: ChatCall | None,
     ) -> str:
         options: dict[str, Any] = {}
+        if self.max_tokens is not None:
+            options["max_tokens"] = self.max_tokens
         if response_format is not None:
             options["response_format"] = response_format
         key = attempt_key()
@@ -348,16 +401,33 @@ class ChatAgent:
             )
             body = raw.http_response.text
         except openai.APIStatusError as exc:
+            report_usage()  # an error answer: a call, no tokens generated
             failure = self._status_error(exc.status_code, exc.response)
         except openai.APITimeoutError:
             failure = TransientError(f"the request to {self.base_url} timed out")
         except openai.APIConnectionError as exc:
             failure = TransientError(f"could not reach {self.base_url}: {self._mask(_root(exc))}")
         else:
+            self._report(body)
             if call is not None:
                 call.reply(self._mask(body))  # what it records is masked too
             return _reply_text(body, self._mask)
         raise failure  # outside the except blocks: no chain back to the SDK's error
+
+    def _report(self, body: str) -> None:
+        """Report what the reply's ``usage`` says it used (a call of no tokens without one)."""
+        prompt = completion = 0
+        try:
+            usage = json.loads(body).get("usage")
+        except (ValueError, AttributeError):
+            usage = None
+        if isinstance(usage, dict):
+            found = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            if all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in found):
+                prompt, completion = found  # type: ignore[assignment]
+        report_usage(
+            input_tokens=prompt, output_tokens=completion, cost=self._cost(prompt, completion)
+        )
 
     def _status_error(self, status: int, response: httpx2.Response) -> AgentError:
         """The error a non-2xx answer raises: its class from the status and ``x-should-retry``

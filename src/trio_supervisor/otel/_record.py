@@ -542,6 +542,22 @@ class Recorder(Trace):
         elif status is Status.CANCELLED:
             self._end_slot(record, now)
 
+    def used(self, slot: int, usage: Any) -> None:
+        if self._inner is not None:
+            self._inner.used(slot, usage)
+        record = self._slots.get(slot)
+        if record is None or not record.open:
+            return
+        span = record.open[-1][0]  # the attempt that reported it, still open
+        span.set_attributes(
+            {
+                "trio_supervisor.usage.calls": usage.calls,
+                "trio_supervisor.usage.input_tokens": usage.input_tokens,
+                "trio_supervisor.usage.output_tokens": usage.output_tokens,
+                "trio_supervisor.usage.cost": usage.cost,
+            }
+        )
+
     def end_open_slot(self, slot: int, status: Status) -> None:
         if self._inner is not None:
             self._inner.end_open_slot(slot, status)

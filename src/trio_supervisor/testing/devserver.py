@@ -21,7 +21,8 @@ status and headers (``Retry-After``, ``x-should-retry``), how many of its first 
 whether it hangs, echoes the key or refuses). Beyond ``concurrency`` requests at once, or past its
 ``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and ``retry-after``. ``GET /stats``
 counts requests, answers by status, the peak of requests in flight, and the disconnects seen (a
-client that went before its answer).
+client that went before its answer). Each reply carries a ``usage`` as a real server's does, its
+tokens counted in words: the prompt's, and the reply's, cut to the request's ``max_tokens``.
 
 It also plays the planner model of a [`ChatPlanner`][trio_supervisor.agents.ChatPlanner]: a
 request whose system prompt is the planner's is answered at once with the decision its
@@ -409,14 +410,31 @@ class _Endpoint:
         if "[malformed]" in prompt:
             return self._answer(200, PlainTextResponse("{not json", media_type="application/json"))
         if scripted.refusal is not None:
-            return self._reply(model, None, refusal=scripted.refusal)
+            return self._reply(model, None, refusal=scripted.refusal, body=body)
         text = f"answer to: {prompt}" if scripted.reply is None else scripted.reply
         if scripted.echo_key:
             text = f"{text} (you sent {token})"
-        return self._reply(model, text)
+        return self._reply(model, text, body=body)
 
-    def _reply(self, model: str, content: str | None, *, refusal: str | None = None) -> Response:
-        """A 200: a chat completion whose message is ``content`` (or a ``refusal``)."""
+    def _reply(
+        self,
+        model: str,
+        content: str | None,
+        *,
+        refusal: str | None = None,
+        body: dict[str, Any] | None = None,
+    ) -> Response:
+        """A 200: a chat completion whose message is ``content`` (or a ``refusal``), and its
+        ``usage`` counted in words: the request's messages' (``body``), and the reply's, cut
+        to the request's ``max_tokens`` words (``finish_reason`` then ``length``)."""
+        finish = "stop"
+        prompt_tokens = _words(body)
+        said = (content or refusal or "").split()
+        limit = None if body is None else body.get("max_tokens")
+        if isinstance(limit, int) and not isinstance(limit, bool) and 0 < limit < len(said):
+            said = said[:limit]
+            content = None if content is None else " ".join(said)
+            finish = "length"
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if refusal is not None:
             message["refusal"] = refusal
@@ -425,8 +443,12 @@ class _Endpoint:
             "object": "chat.completion",
             "created": 0,
             "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": len(said),
+                "total_tokens": prompt_tokens + len(said),
+            },
         }
         return self._answer(200, JSONResponse(completion))
 
@@ -466,6 +488,21 @@ class _Endpoint:
                 Route("/stats", self.report, methods=["GET"]),
             ]
         )
+
+
+def _words(body: dict[str, Any] | None) -> int:
+    """A request's prompt tokens, as the loopback server counts them: the words of its
+    messages' text."""
+    if body is None:
+        return 0
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return 0
+    return sum(
+        len(message["content"].split())
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), str)
+    )
 
 
 def _asks_planner(body: Any) -> bool:

@@ -93,6 +93,16 @@ ENDINGS: dict[str, Ending] = {
         ),
         Ending("rejected", "⊗", "bright_magenta", "#bf3989", "#99286e", "#db61a2", "rejected"),
         Ending(
+            "over budget",
+            "$",
+            "dark_goldenrod",
+            "#9a6700",
+            "#6f4a00",
+            "#e3b341",
+            "over budget (its worst case did not fit what was left)",
+            fault=True,
+        ),
+        Ending(
             "journaled",
             "↺",
             "blue",
@@ -113,6 +123,7 @@ _BY_STATUS = {
     Status.CANCELLED: ENDINGS["cancelled"],
     Status.AWAITING_APPROVAL: ENDINGS["awaiting approval"],
     Status.REJECTED: ENDINGS["rejected"],
+    Status.OVER_BUDGET: ENDINGS["over budget"],
     None: ENDINGS["running"],
 }
 
