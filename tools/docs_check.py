@@ -138,9 +138,13 @@ class Result:
 
 
 def pages(site: Path) -> list[str]:
-    """Every page of the built site, as a path relative to its root ("" for the home page)."""
+    """Every page of the built site, as a path relative to its root ("" for the home page); a
+    page that only sends the reader on to another (an old address, ``http-equiv="refresh"``)
+    is not one: its target is."""
     found = []
     for index in sorted(site.rglob("index.html")):
+        if 'http-equiv="refresh"' in index.read_text(encoding="utf-8")[:2000]:
+            continue
         relative = index.parent.relative_to(site).as_posix()
         found.append("" if relative == "." else relative + "/")
     return found
