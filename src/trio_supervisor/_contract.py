@@ -79,11 +79,14 @@ class SubResult(Generic[S, T]):
       output: the worker's result, when it returned one.
       error: the exception's type and message, when it did not.
       status: how the slot ended; ``OK`` goes with an output, every other status with an error.
-      attempts: how many times the worker was called for this slot (0: never started).
+      attempts: how many times the worker was called for this slot (0: never started), its
+        hedges included.
       started: trio time the first attempt started, None where the slot never ran.
       finished: trio time the slot ended, None where it never ran.
       exception: the exception itself, when there was one (not compared, not shown in repr); its
         traceback keeps no worker's local variables.
+      hedges: how many of the ``attempts`` were hedges: extra attempts started while another
+        attempt of the slot ran (see [`Hedge`][trio_supervisor.Hedge]).
 
     Raises:
       ValueError: if both ``output`` and ``error`` are given, or ``status`` disagrees with them.
@@ -97,6 +100,7 @@ class SubResult(Generic[S, T]):
         "_error",
         "_exception",
         "_finished",
+        "_hedges",
         "_output",
         "_started",
         "_status",
@@ -113,6 +117,8 @@ class SubResult(Generic[S, T]):
         started: float | None = None,
         finished: float | None = None,
         exception: BaseException | None = None,
+        *,
+        hedges: int = 0,
     ) -> None:
         if error is not None and output is not None:
             raise ValueError(
@@ -137,6 +143,7 @@ class SubResult(Generic[S, T]):
         self._started = started
         self._finished = finished
         self._exception = exception
+        self._hedges = hedges
 
     @classmethod
     def from_exception(
@@ -195,6 +202,12 @@ class SubResult(Generic[S, T]):
         return self._attempts
 
     @property
+    def hedges(self) -> int:
+        """How many of the ``attempts`` were hedges (extra attempts started while another
+        attempt of the slot ran); 0 without ``hedge=``."""
+        return self._hedges
+
+    @property
     def started(self) -> float | None:
         """Trio time the first attempt started; None where the slot never ran."""
         return self._started
@@ -223,6 +236,7 @@ class SubResult(Generic[S, T]):
             self._attempts,
             self._started,
             self._finished,
+            self._hedges,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -234,22 +248,28 @@ class SubResult(Generic[S, T]):
         return hash(self._key())
 
     def __repr__(self) -> str:
+        hedges = f", hedges={self._hedges!r}" if self._hedges else ""
         return (
             f"SubResult(subtask={self._subtask!r}, output={self._output!r}, "
             f"error={self.error!r}, status={self._status}, attempts={self._attempts!r}, "
-            f"started={self._started!r}, finished={self._finished!r})"
+            f"started={self._started!r}, finished={self._finished!r}{hedges})"
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (*self._key(), self._exception))
+        return (_rebuild, (*self._key()[:7], self._exception, self._hedges))
 
 
 def _rebuild(*fields: Any) -> SubResult[Any, Any]:
-    return SubResult(*fields)
+    return SubResult(*fields[:8], hedges=fields[8] if len(fields) > 8 else 0)
 
 
 def ok_result(
-    subtask: Any, output: Any, attempts: int, started: float, finished: float
+    subtask: Any,
+    output: Any,
+    attempts: int,
+    started: float,
+    finished: float,
+    hedges: int = 0,
 ) -> SubResult[Any, Any]:
     """A successful slot's result, built without checks: the supervisor's fast path."""
     result: SubResult[Any, Any] = _new(SubResult)
@@ -261,6 +281,7 @@ def ok_result(
     result._started = started
     result._finished = finished
     result._exception = None
+    result._hedges = hedges
     return result
 
 
@@ -272,6 +293,7 @@ def failed_result(
     started: float | None,
     finished: float,
     exception: BaseException,
+    hedges: int = 0,
 ) -> SubResult[Any, Any]:
     """A failed slot's result, built without checks: the supervisor's path for failures.
     ``error`` None: the exception's description, made when it is read."""
@@ -284,6 +306,7 @@ def failed_result(
     result._started = started
     result._finished = finished
     result._exception = exception
+    result._hedges = hedges
     return result
 
 

@@ -14,9 +14,11 @@ import trio
 from . import _validate
 from ._contract import Aggregate, Status, SubResult
 from ._engine.attempt import CUT_SHORT, Engine, Timer
+from ._engine.hedging import Hedging
 from ._engine.lanes import Waiting, lane
 from ._engine.places import Places
 from ._engine.restarting import restarting_run
+from ._hedge import Hedge, check_hedge
 from ._journal import Journal, check_journal
 from ._meters import Capacity, Meter, check_capacity, check_meters
 from ._replan import Answer, Planner, replan
@@ -108,18 +110,24 @@ class Supervisor(Generic[S, T]):
         that depend on each other). None (or ``Restarts()``): no bound, each slot alone. With a
         bound or a strategy other than ``"one_for_one"``, a slot waiting to restart holds no
         place, and ``stream`` is refused.
+      hedge: a [`Hedge`][trio_supervisor.Hedge]: an attempt still running after a delay (fixed,
+        or a percentile of this supervisor's recent attempt durations) gets a second attempt of
+        the same slot, the first to succeed wins and the other is cancelled; seconds (or a
+        ``"pNN"`` percentile) mean ``Hedge(after=...)``; None never hedges.
 
     Raises:
       TypeError: if ``worker`` is not callable or cannot be called with one subtask, or an
         option has the wrong type.
-      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive, or
-        ``capacity`` is also one of the ``meters``.
+      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
+        ``capacity`` is also one of the ``meters``, or ``hedge`` breaks a rule of
+        [`Hedge`][trio_supervisor.Hedge].
     """
 
     __slots__ = (
         "_backoff",
         "_capacity",
         "_engine",
+        "_hedge",
         "_max_workers",
         "_meters",
         "_restarts",
@@ -140,6 +148,7 @@ class Supervisor(Generic[S, T]):
         meters: Sequence[Meter] = (),
         capacity: Capacity | None = None,
         restarts: Restarts | None = None,
+        hedge: Hedge | float | str | None = None,
     ) -> None:
         _validate.worker(worker)
         self._max_workers = _validate.count("max_workers", max_workers)
@@ -159,6 +168,7 @@ class Supervisor(Generic[S, T]):
                 f"or None, got {type(restarts).__name__} {restarts!r}"
             )
         self._restarts = restarts
+        self._hedge = check_hedge(hedge)
         # invariant: every run and stream of this supervisor runs its slots through _engine
         self._engine: Engine[S, T] = Engine(
             worker,
@@ -169,6 +179,7 @@ class Supervisor(Generic[S, T]):
             generator,
             self._meters,
             Places(self._max_workers, None if capacity is None else capacity.limiter),
+            None if self._hedge is None else Hedging(self._hedge),
         )
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -229,6 +240,11 @@ class Supervisor(Generic[S, T]):
         """How a run restarts its slots, or None."""
         return self._restarts
 
+    @property
+    def hedge(self) -> Hedge | None:
+        """When an attempt gets a hedge, or None."""
+        return self._hedge
+
     def _restarting_by(self) -> Restarts | None:
         """The restarts that need the restarting path, or None for the lanes."""
         restarts = self._restarts
@@ -239,11 +255,12 @@ class Supervisor(Generic[S, T]):
         name = getattr(worker, "__qualname__", None) or repr(worker)
         names = [cls.__name__ for cls in self._retry_on]
         retry_on = f"{names[0]}," if len(names) == 1 else ", ".join(names)
+        hedge = "" if self._hedge is None else f", hedge={self._hedge!r}"
         return (
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
             f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
             f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r}, "
-            f"restarts={self._restarts!r})"
+            f"restarts={self._restarts!r}{hedge})"
         )
 
     @overload

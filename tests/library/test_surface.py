@@ -137,6 +137,7 @@ PUBLIC = {
     "Capacity",
     "Done",
     "Entry",
+    "Hedge",
     "Journal",
     "Ledger",
     "Meter",

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
 from types import CoroutineType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import trio
 from trio.lowlevel import ParkingLot
@@ -35,6 +35,9 @@ from .._retry import Backoff
 from .._trace import Trace
 from .._validate import not_awaitable
 from .places import Places
+
+if TYPE_CHECKING:
+    from .hedging import Hedging
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -57,6 +60,7 @@ class Running:
         "attempts",
         "failure",
         "failures",
+        "hedges",
         "mixed",
         "output",
         "placed",
@@ -74,6 +78,7 @@ class Running:
         self.subtask: Any = None
         self.attempts = 0  # every call of the worker for this slot
         self.failures = 0  # its own failed attempts, timeouts included: what `attempts=` bounds
+        self.hedges = 0  # how many of its attempts were hedges (reset by hedging.py, if it hedges)
         self.started: float | None = None
         self.output: Any = None  # the last attempt's output, after a success
         self.failure: Exception | None = None  # the last attempt's failure, None after success
@@ -111,6 +116,7 @@ class Running:
             self.failure,
             self.timed_out,
             self.mixed,
+            self.hedges,
         )
 
     def resume(self, parked: tuple[Any, ...]) -> None:
@@ -126,6 +132,7 @@ class Running:
             self.failure,
             self.timed_out,
             self.mixed,
+            self.hedges,
         ) = parked
 
     def carry(self, previous: Running | None) -> None:
@@ -135,6 +142,7 @@ class Running:
             self.attempts = previous.attempts
             self.failures = previous.failures
             self.started = previous.started
+            self.hedges = previous.hedges
 
 
 def forget_frames(exc: BaseException) -> BaseException:
@@ -304,6 +312,7 @@ class Engine(Generic[S, T]):
       meters: waited on before each attempt, released after it; those with an ``observe``
         method are told each attempt's outcome (its failure, or None), after the release.
       places: the capacity bound every worker of every run and stream holds a place of.
+      hedging: the supervisor's hedging (``hedging.py``), or None: each attempt is then one call.
     """
 
     __slots__ = (
@@ -311,6 +320,7 @@ class Engine(Generic[S, T]):
         "_no_wait",
         "attempts",
         "backoff",
+        "hedging",
         "meters",
         "observers",
         "places",
@@ -330,8 +340,10 @@ class Engine(Generic[S, T]):
         seed: random.Random,
         meters: tuple[Any, ...],
         places: Places,
+        hedging: Hedging | None = None,
     ) -> None:
         self.worker = worker
+        self.hedging = hedging
         self.places = places
         self.timeout = timeout
         self.attempts = attempts
@@ -375,7 +387,13 @@ class Engine(Generic[S, T]):
         at the very instant the timeout fell. When the timer's ``Cancelled`` does come through,
         it propagates to the caller's scope, which then calls
         [`timed_out`][trio_supervisor._engine.attempt.Engine.timed_out].
+
+        With ``hedging``, the attempt is a race of the same slot's attempts (``hedging.py``),
+        which keeps every promise above for the race as a whole.
         """
+        if self.hedging is not None:
+            await self.hedging.race(self, running, trace, timer, now)
+            return
         meters = self.meters
         worker = self.worker
         if meters:
@@ -501,6 +519,7 @@ class Engine(Generic[S, T]):
             running.started,
             finished,
             forget_frames(failure),
+            running.hedges,
         )
 
     @staticmethod
@@ -515,4 +534,5 @@ class Engine(Generic[S, T]):
             started=running.started,
             finished=trio.current_time() if running.attempts else None,
             exception=running.mixed,
+            hedges=running.hedges if running.attempts else 0,
         )

@@ -41,6 +41,9 @@ CRASH_KIND = "WorkerCrashed"
 #: How a slot whose result came from a journal is marked (a resumed run did not run it again).
 JOURNALED = "↺"
 
+#: How a hedge is drawn in the terminal: its own line under its slot's row, in this glyph.
+HEDGE = "▓"
+
 
 def crashed(error: str | None) -> bool:
     """Whether an attempt's ``error`` (as a trace records it) says its worker process died:
@@ -72,6 +75,8 @@ class Bar:
     kind: str  # "waiting", "running", "asked" (a wait the failure asked for), or "held"
     status: Status | None  # how a running bar ended; None while running or for waiting
     note: str | None = None  # a failed attempt's error; the wait an "asked" bar was asked for
+    hedge: int = 0  # a running bar's: k for its attempt's k-th hedge, 0 for the attempt itself
+    lost: bool = False  # a running bar cancelled because another attempt of its slot won
 
     @property
     def crashed(self) -> bool:
@@ -141,8 +146,16 @@ def _rows_of(
         bars: list[Bar] = []
         waiting_from = slot.planned - trace.origin
         asked = 0.0  # the wait the previous attempt's failure asked for (Retry-After)
+        hedge = 0  # the hedge number of the span, within its attempt
         for span in slot.spans:
             start = span.start - trace.origin
+            if span.hedge:  # drawn on a line of its own: no wait before it
+                hedge += 1
+                end = right if span.end is None else span.end - trace.origin
+                bars.append(Bar(start, end, "running", span.status, span.error, hedge, span.lost))
+                waiting_from = max(waiting_from, end)
+                continue
+            hedge = 0
             if asked > 0 and start > waiting_from:
                 told = min(start, waiting_from + asked)
                 bars.append(Bar(waiting_from, told, "asked", None, f"{asked:g}s"))
@@ -150,7 +163,7 @@ def _rows_of(
             if start > waiting_from:
                 bars.append(Bar(waiting_from, start, "waiting", None))
             end = right if span.end is None else span.end - trace.origin
-            bars.append(Bar(start, end, "running", span.status, span.error))
+            bars.append(Bar(start, end, "running", span.status, span.error, lost=span.lost))
             waiting_from = end
             asked = span.retry_after or 0.0
         if (
@@ -186,7 +199,9 @@ def _ending(row: Row) -> str:
             f"{glyph} never ran" if row.status is None else f"{glyph} {row.status.value}, never ran"
         )
     label = "running" if row.status is None else "crashed" if row.crashed else row.status.value
-    return f"{glyph} {label} {_seconds(running[-1].end)}"
+    kept = [bar.end for bar in running if not bar.lost]  # a hedge that lost ended no slot
+    end = max(kept) if kept else running[-1].end
+    return f"{glyph} {label} {_seconds(end)}"
 
 
 def legend(rows: Sequence[Row]) -> list[tuple[str, str]]:
@@ -212,6 +227,8 @@ def legend(rows: Sequence[Row]) -> list[tuple[str, str]]:
         said.append(("█", "running (coloured by its end)"))
     if "held" in kinds:
         said.append(("░", "done, held for plan order"))
+    if any(bar.hedge for bar in bars):
+        said.append((HEDGE, "hedge: another attempt of the slot, on the line under it"))
     pulled = any(row.bars and row.bars[0].start > 0 for row in rows)
     said.append(("blank", "not planned yet, or over" if pulled else "over"))
     endings = {row.drawn for row in rows if not row.journaled or row.bars}
@@ -265,33 +282,42 @@ def render_timeline(
             label, _, text = sections[row.slot].partition(": ")
             text = text if len(text) <= width else text[: width - 1] + "…"
             table.add_row("", Text(label, style="bold"), Text(text, style="bold"), "", "")
-        cells = [" "] * width
-        styles = [""] * width
+        # a hedge has a line of its own under the row's (the k-th hedge of an attempt, line k)
+        lines = 1 + max((bar.hedge for bar in row.bars), default=0)
+        cells = [[" "] * width for _ in range(lines)]
+        styles = [[""] * width for _ in range(lines)]
         last_run = max((bar.end for bar in row.bars if bar.kind == "running"), default=None)
-        marks = []  # (column, glyph): where each attempt that another followed ended, and how
+        marks = []  # (line, column, glyph): where each attempt that another followed ended, how
         for bar in row.bars:
             first = min(width - 1, int(bar.start / right * width))
             last = max(first + 1, min(width, round(bar.end / right * width)))
+            at, shade = cells[bar.hedge], styles[bar.hedge]
             for column in range(first, last):
                 if bar.kind == "waiting":
-                    cells[column], styles[column] = "·", "bright_black"
+                    at[column], shade[column] = "·", "bright_black"
                 elif bar.kind == "held":
-                    cells[column], styles[column] = "░", "bright_black"
+                    at[column], shade[column] = "░", "bright_black"
                 elif bar.kind == "asked":
-                    cells[column], styles[column] = "╌", "yellow"
+                    at[column], shade[column] = "╌", "yellow"
                 else:
-                    cells[column], styles[column] = "█", bar.drawn[1]
-            if bar.kind == "running" and bar.end != last_run and bar.status is not None:
-                marks.append((last - 1, bar.drawn[0]))
-        for column, glyph in marks:  # drawn over the bars, so that no later bar hides one
-            cells[column] = glyph
+                    at[column], shade[column] = HEDGE if bar.hedge else "█", bar.drawn[1]
+            ended = bar.kind == "running" and bar.status is not None
+            if ended and (bar.end != last_run or bar.lost or bar.hedge):
+                marks.append((bar.hedge, last - 1, bar.drawn[0]))
+        for index, column, glyph in marks:  # drawn over the bars, so that no later bar hides one
+            cells[index][column] = glyph
         line = Text()
-        for cell, style in zip(cells, styles, strict=True):
-            line.append(cell, style=style)
-        end = Text(_ending(row), style=row.drawn[1])
-        table.add_row(
-            str(row.slot), Text(row.label), line, end, "" if row.rank is None else str(row.rank)
+        for index in range(lines):
+            if index:
+                line.append("\n")
+            for cell, style in zip(cells[index], styles[index], strict=True):
+                line.append(cell, style=style)
+        named = Text(
+            row.label
+            + "".join(f"\n└ hedge{f' {index}' if index > 1 else ''}" for index in range(1, lines))
         )
+        end = Text(_ending(row), style=row.drawn[1])
+        table.add_row(str(row.slot), named, line, end, "" if row.rank is None else str(row.rank))
     axis = Text("0s".ljust(width - len(_seconds(right))) + _seconds(right), style="bright_black")
     table.add_row("", "", axis, "", "")
     return table
@@ -310,6 +336,7 @@ _SVG_STYLE = (
     ".ts-chart .ts-axis{stroke:var(--md-default-fg-color--light,#57606a);stroke-width:1}"
     ".ts-chart .ts-wall{stroke:var(--md-default-fg-color--light,#57606a);stroke-dasharray:3 3}"
     ".ts-chart rect.ts-waiting{fill:var(--md-default-fg-color--lighter,#8c959f)}"
+    ".ts-chart rect.ts-hedge{fill:#57606a;stroke:#1f2328;stroke-width:1;stroke-dasharray:2 1}"
     ".ts-chart .ts-band{fill:#d1242f;fill-opacity:.12}"
     # an ending's words: dark enough to read on white (contrast >= 4.5); a dark scheme sets
     # the --ts-*-text variables to lighter ones (the site's stylesheet does)
@@ -370,6 +397,8 @@ def _legend_keys(rows: Sequence[Row]) -> list[tuple[str, str]]:
         keys.append(("ts-asked", "told to wait (Retry-After)"))
     if any(bar.kind == "held" for bar in bars):
         keys.append(("ts-held", "done, held for plan order"))
+    if any(bar.hedge for bar in bars):
+        keys.append(("ts-hedge", "hedge: another attempt of the slot (lower bar)"))
     pulled = any(row.bars and row.bars[0].start > 0 for row in rows)
     keys.append(("ts-blank", "blank: not planned yet, or over" if pulled else "blank: over"))
     return keys
@@ -503,6 +532,7 @@ def render_svg(
             f'<text class="ts-label{marked}" x="{_n(x_label)}" y="{text_y}">'
             f"<title>{escape(row.subtask)}</title>{escape(_cut(row.label))}</text>"
         )
+        lanes = 1 + max((bar.hedge for bar in row.bars), default=0)  # a hedge: a lower bar
         for bar in row.bars:
             x, w = x_of(bar.start), max(1.0, (bar.end - bar.start) / right * width)
             span = f"{bar.start:.2f}s to {bar.end:.2f}s"
@@ -531,9 +561,18 @@ def render_svg(
                 if bar.note is not None:
                     ending = f"{ending}, {bar.note}"
                 css = "ts-crashed" if bar.crashed else _css_class(bar.status)
+                top_y, tall = middle - _BAR / 2, _BAR
+                if lanes > 1:  # the attempt on top, each hedge under it
+                    tall = _BAR / lanes
+                    top_y += bar.hedge * tall
+                    if bar.hedge:
+                        css = f"ts-hedge {css}"
+                        ending = f"hedge {bar.hedge}, {ending}"
+                    if bar.lost:
+                        ending = f"{ending}: lost, another attempt won"
                 out.append(
                     f'<rect class="ts-bar {css}" x="{_n(x)}" '
-                    f'y="{_n(middle - _BAR / 2)}" width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
+                    f'y="{_n(top_y)}" width="{_n(w)}" height="{_n(tall)}" rx="2">'
                     f"<title>running {span}: {escape(ending)}</title></rect>"
                 )
         ran = any(bar.kind == "running" for bar in row.bars)
