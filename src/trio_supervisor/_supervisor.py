@@ -703,4 +703,5 @@ def _fill(
             started=where.started,
             finished=where.finished,
             exception=where.exception,
+            hedges=where.hedges,
         )

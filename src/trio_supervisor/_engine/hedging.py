@@ -16,8 +16,9 @@ one the throttle allows), each attempt in a task of its own:
 - The first to succeed wins: it cancels the others at once (their worker sees ``Cancelled`` at
   its next checkpoint, at the same instant), and their spans end ``CANCELLED``, ``lost``. A
   failure ends only its own attempt; when the last attempt still running fails, the race has
-  failed with that failure, and the retry policy goes on as after any failed attempt (the race
-  counts as one failure).
+  failed with that failure (a hedge still waiting for a place or a meter is not sent then: it
+  might wait for the very place its slot's lane holds), and the retry policy goes on as after
+  any failed attempt (the race counts as one failure).
 - The run's timer times the race as a whole from its first attempt's start: it cancels
   ``running.scope``, which holds every attempt of the race.
 - Each attempt has its own number in ``attempt_key()`` (``running.attempts`` counts every call
@@ -72,6 +73,7 @@ class Race:
 
     __slots__ = (
         "begun",
+        "calling",
         "failure",
         "final",
         "first",
@@ -79,6 +81,7 @@ class Race:
         "late",
         "live",
         "output",
+        "over",
         "scopes",
         "won",
     )
@@ -93,6 +96,8 @@ class Race:
         self.hedger = trio.CancelScope()  # what starts the hedges; cancelled when it is over
         self.late = False  # the outcome came at or after the timeout: the race timed out
         self.live = 0  # attempts started (or waiting to start) and not yet ended
+        self.calling = 0  # attempts whose worker runs now
+        self.over = False  # decided: no attempt calls the worker any more
         self.scopes: dict[int, trio.CancelScope] = {}  # each attempt's: cancelled if it lost
 
 
@@ -260,6 +265,8 @@ class Hedging:
                 if meters:
                     await acquire(meters)
                 try:
+                    if race.over:  # decided while this one waited: no call
+                        return
                     if hedge and not self.allowed():
                         return  # the throttle filled up while this hedge waited: not sent
                     self.started(hedge)
@@ -281,6 +288,7 @@ class Hedging:
                     failure: Exception | None = None
                     output: Any = None
                     returned: Any = NOTHING
+                    race.calling += 1
                     try:
                         try:
                             returned = worker(running.subtask)
@@ -294,6 +302,7 @@ class Hedging:
                         drop_own_frame(group)
                         if race.won is None:  # not a loser's, cancelled as it lost
                             running.mixed = forget_frames(group)
+                    race.calling -= 1
                     if returned is not NOTHING:
                         raise not_awaitable(worker, returned)
                 finally:
@@ -333,14 +342,19 @@ class Hedging:
             if trace is not None and span is not None:
                 trace.lost(slot, span)
             return
-        last = failure is None or race.live == 1  # what it says is the race's outcome
-        if failure is None:
-            race.won = number
-            race.output = output
+        # what it says is the race's outcome: a success, or a failure while no other attempt's
+        # worker runs (a hedge still waiting for a place or a meter is not sent then: it might
+        # wait for the very place this attempt's lane holds)
+        last = failure is None or not race.calling
+        if last:
+            race.over = True
             race.hedger.cancel()
             for other, scope in race.scopes.items():
                 if other != number:
                     scope.cancel()
+        if failure is None:
+            race.won = number
+            race.output = output
         else:
             race.failure = failure
         if not last:  # a failure while another attempt goes on: it ends alone
