@@ -122,17 +122,22 @@ def simulated(runs: int, seed: int, hedge: Hedge | None) -> tuple[list[float], i
 # --- loopback, on real time --------------------------------------------------------------------
 
 
+retried = [0]  # the loopback section's retries of dropped connections, of the last contender
+
+
 def loopback_runs(
     runs: int, seed: int, hedge: Hedge | None, budget: float
 ) -> tuple[list[float], int, int]:
     """``runs`` runs against the loopback server on 127.0.0.1, each request of a prompt drawing
     its own latency (scaled by REAL_SCALE); no run starts once ``budget`` seconds have passed."""
-    from trio_supervisor.agents import ChatAgent
+    from trio_supervisor import Backoff
+    from trio_supervisor.agents import ChatAgent, TransientError
     from trio_supervisor.testing.devserver import Script, loopback
 
     makespans: list[float] = []
     counts = [0, 0]
     current = [0]
+    retried[0] = 0
     seen: dict[str, int] = {}
 
     def script(prompt: str) -> Script:
@@ -152,7 +157,16 @@ def loopback_runs(
                 max_connections=2 * SLOTS,
             ) as agent,
         ):
-            supervisor = Supervisor(agent, max_workers=SLOTS, hedge=hedge, timeout=30)
+            # a connection the busy server drops is retried at once (both contenders alike)
+            supervisor = Supervisor(
+                agent,
+                max_workers=SLOTS,
+                hedge=hedge,
+                timeout=30,
+                attempts=3,
+                retry_on=TransientError,
+                backoff=Backoff(initial=0, maximum=0),
+            )
             warm = await supervisor.run([f"warm {slot}" for slot in range(SLOTS)])
             assert warm.succeeded == SLOTS
             for run in range(runs):
@@ -167,6 +181,7 @@ def loopback_runs(
                 makespans.append(trio.current_time() - start)
                 counts[0] += len(aggregate)
                 counts[1] += sum(result.hedges for result in aggregate)
+                retried[0] += sum(r.attempts - 1 - r.hedges for r in aggregate)
                 assert aggregate.succeeded == SLOTS, [r.error for r in aggregate if not r.ok][:3]
 
     trio.run(main)
@@ -235,9 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--runs", type=int, default=1000, help="simulated runs per contender (1000)")
     p.add_argument("--real-runs", type=int, default=40, help="loopback runs per contender (40)")
-    p.add_argument(
-        "--real-budget", type=float, default=60.0, help="seconds per loopback contender"
-    )
+    p.add_argument("--real-budget", type=float, default=60.0, help="seconds per loopback contender")
     p.add_argument("--seed", type=int, default=2013)
     p.add_argument("--no-real", action="store_true", help="skip the loopback section")
     p.add_argument("--quick", action="store_true", help="a smoke run: few runs, no JSON written")
@@ -268,8 +281,12 @@ def main(argv: list[str] | None = None) -> int:
             makespans, first, hedges = loopback_runs(
                 args.real_runs, args.seed, policy, args.real_budget
             )
-            section.append(summary(name, "loopback", makespans, first, hedges))
+            row = summary(name, "loopback", makespans, first, hedges)
+            row["retries"] = retried[0]
+            section.append(row)
         table(section, lambda seconds: f"{seconds * 1000:.0f} ms")
+        dropped = ", ".join(f"{row['contender']} {row['retries']}" for row in section)
+        print(f"connections the server dropped, retried at once: {dropped}\n")
         targets.append(judged(*section))
         rows += section
     budget = budget_rows()

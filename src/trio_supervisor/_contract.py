@@ -56,6 +56,8 @@ def describe(exc: BaseException) -> str:
 
 
 _new = object.__new__
+HEDGES = 32  # a result's hedges are kept in its attempts' field, from this bit up
+_CALLS = (1 << HEDGES) - 1
 
 
 @final
@@ -95,12 +97,13 @@ class SubResult(Generic[S, T]):
     # Slots behind read-only properties: building one is a few attribute stores, which matters
     # when a run makes one per subtask (a frozen dataclass costs about eight times as much).
     # Every public field is a property without a setter, so ``result.output = x`` raises.
+    # ``_attempts`` holds the hedges too, above bit HEDGES (0 without hedge=): one slot more
+    # would cost every result 16 bytes (pymalloc's size class), hedged or not.
     __slots__ = (
         "_attempts",
         "_error",
         "_exception",
         "_finished",
-        "_hedges",
         "_output",
         "_started",
         "_status",
@@ -139,11 +142,10 @@ class SubResult(Generic[S, T]):
         self._output = output
         self._error = error
         self._status = status
-        self._attempts = attempts
+        self._attempts = attempts | (hedges << HEDGES) if hedges else attempts
         self._started = started
         self._finished = finished
         self._exception = exception
-        self._hedges = hedges
 
     @classmethod
     def from_exception(
@@ -199,13 +201,13 @@ class SubResult(Generic[S, T]):
     @property
     def attempts(self) -> int:
         """How many times the worker was called for this slot (0: never started)."""
-        return self._attempts
+        return self._attempts & _CALLS
 
     @property
     def hedges(self) -> int:
         """How many of the ``attempts`` were hedges (extra attempts started while another
         attempt of the slot ran); 0 without ``hedge=``."""
-        return self._hedges
+        return self._attempts >> HEDGES
 
     @property
     def started(self) -> float | None:
@@ -236,7 +238,6 @@ class SubResult(Generic[S, T]):
             self._attempts,
             self._started,
             self._finished,
-            self._hedges,
         )
 
     def __eq__(self, other: object) -> bool:
@@ -248,15 +249,16 @@ class SubResult(Generic[S, T]):
         return hash(self._key())
 
     def __repr__(self) -> str:
-        hedges = f", hedges={self._hedges!r}" if self._hedges else ""
+        hedges = f", hedges={self.hedges!r}" if self.hedges else ""
         return (
             f"SubResult(subtask={self._subtask!r}, output={self._output!r}, "
-            f"error={self.error!r}, status={self._status}, attempts={self._attempts!r}, "
+            f"error={self.error!r}, status={self._status}, attempts={self.attempts!r}, "
             f"started={self._started!r}, finished={self._finished!r}{hedges})"
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (*self._key()[:7], self._exception, self._hedges))
+        fields = self._key()
+        return (_rebuild, (*fields[:4], self.attempts, *fields[5:], self._exception, self.hedges))
 
 
 def _rebuild(*fields: Any) -> SubResult[Any, Any]:
@@ -277,11 +279,10 @@ def ok_result(
     result._output = output
     result._error = None
     result._status = Status.OK
-    result._attempts = attempts
+    result._attempts = attempts | (hedges << HEDGES) if hedges else attempts
     result._started = started
     result._finished = finished
     result._exception = None
-    result._hedges = hedges
     return result
 
 
@@ -302,11 +303,10 @@ def failed_result(
     result._output = None
     result._error = error
     result._status = status
-    result._attempts = attempts
+    result._attempts = attempts | (hedges << HEDGES) if hedges else attempts
     result._started = started
     result._finished = finished
     result._exception = exception
-    result._hedges = hedges
     return result
 
 
