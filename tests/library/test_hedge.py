@@ -387,7 +387,8 @@ def test_a_stream_hedges() -> None:
             scripted({3: [(10.0, False), (1.0, False)]}), max_workers=20, hedge=Hedge(2.0)
         )
         async with supervisor.stream(range(10)) as results:
-            return [result async for result in results]
+            got = [result async for result in results]
+        return got
 
     results = run_virtual(main)
     assert (results[3].hedges, results[3].finished) == (1, 3.0)
@@ -496,3 +497,32 @@ def test_a_worker_whose_call_returns_no_awaitable_is_refused_bare_when_hedged() 
 
     with pytest.raises(TypeError, match="must return an awaitable"):
         trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+# --- the tail benchmark, at a tiny size (nothing timed) ---------------------------------------
+
+
+def test_the_tail_benchmark_measures_both_contenders_on_the_same_draws() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "tail.py"
+    spec = importlib.util.spec_from_file_location("benchmarks_tail", path)
+    assert spec is not None
+    assert spec.loader is not None
+    tail = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tail)
+    plain, first, hedges = tail.simulated(8, 1, None)
+    hedged, first_hedged, extra = tail.simulated(8, 1, tail.HEDGE)
+    assert len(plain) == len(hedged) == 8
+    assert first == first_hedged == 8 * tail.SLOTS
+    assert hedges == 0 < extra <= 0.1 * (first_hedged + extra)
+    assert max(hedged) < max(plain)  # a straggler in eight runs, overtaken
+    assert tail.latency(1, 0, 3, 0) == tail.latency(1, 0, 3, 0)  # the same draw for each
+    rows = [
+        tail.summary(name, "s", spans, first, n)
+        for name, spans, n in (("no hedge", plain, 0), ("hedge", hedged, extra))
+    ]
+    target = tail.judged(*rows)
+    assert target["p99_cut"] == 1 - rows[1]["p99"] / rows[0]["p99"]
+    assert isinstance(tail.budget_rows(), list)
