@@ -10,6 +10,7 @@ plan order as they finish (``stream``). Drawing a recorded run lives in
 from ._budget import Budget, OverBudget, Usage, report_usage
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
+from ._hedge import Hedge
 from ._journal import (
     Approved,
     AttemptKey,
@@ -43,6 +44,7 @@ __all__ = [
     "Capacity",
     "Done",
     "Entry",
+    "Hedge",
     "Journal",
     "Ledger",
     "Meter",

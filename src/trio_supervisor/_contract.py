@@ -59,6 +59,8 @@ def describe(exc: BaseException) -> str:
 
 
 _new = object.__new__
+HEDGES = 32  # a result's hedges are kept in its attempts' field, from this bit up
+_CALLS = (1 << HEDGES) - 1
 
 
 @final
@@ -82,11 +84,14 @@ class SubResult(Generic[S, T]):
       output: the worker's result, when it returned one.
       error: the exception's type and message, when it did not.
       status: how the slot ended; ``OK`` goes with an output, every other status with an error.
-      attempts: how many times the worker was called for this slot (0: never started).
+      attempts: how many times the worker was called for this slot (0: never started), its
+        hedges included.
       started: trio time the first attempt started, None where the slot never ran.
       finished: trio time the slot ended, None where it never ran.
       exception: the exception itself, when there was one (not compared, not shown in repr); its
         traceback keeps no worker's local variables.
+      hedges: how many of the ``attempts`` were hedges: extra attempts started while another
+        attempt of the slot ran (see [`Hedge`][trio_supervisor.Hedge]).
 
     Raises:
       ValueError: if both ``output`` and ``error`` are given, or ``status`` disagrees with them.
@@ -95,6 +100,8 @@ class SubResult(Generic[S, T]):
     # Slots behind read-only properties: building one is a few attribute stores, which matters
     # when a run makes one per subtask (a frozen dataclass costs about eight times as much).
     # Every public field is a property without a setter, so ``result.output = x`` raises.
+    # ``_attempts`` holds the hedges too, above bit HEDGES (0 without hedge=): one slot more
+    # would cost every result 16 bytes (pymalloc's size class), hedged or not.
     __slots__ = (
         "_attempts",
         "_error",
@@ -116,6 +123,8 @@ class SubResult(Generic[S, T]):
         started: float | None = None,
         finished: float | None = None,
         exception: BaseException | None = None,
+        *,
+        hedges: int = 0,
     ) -> None:
         if error is not None and output is not None:
             raise ValueError(
@@ -136,7 +145,7 @@ class SubResult(Generic[S, T]):
         self._output = output
         self._error = error
         self._status = status
-        self._attempts = attempts
+        self._attempts = attempts | (hedges << HEDGES) if hedges else attempts
         self._started = started
         self._finished = finished
         self._exception = exception
@@ -195,7 +204,13 @@ class SubResult(Generic[S, T]):
     @property
     def attempts(self) -> int:
         """How many times the worker was called for this slot (0: never started)."""
-        return self._attempts
+        return self._attempts & _CALLS
+
+    @property
+    def hedges(self) -> int:
+        """How many of the ``attempts`` were hedges (extra attempts started while another
+        attempt of the slot ran); 0 without ``hedge=``."""
+        return self._attempts >> HEDGES
 
     @property
     def started(self) -> float | None:
@@ -237,22 +252,29 @@ class SubResult(Generic[S, T]):
         return hash(self._key())
 
     def __repr__(self) -> str:
+        hedges = f", hedges={self.hedges!r}" if self.hedges else ""
         return (
             f"SubResult(subtask={self._subtask!r}, output={self._output!r}, "
-            f"error={self.error!r}, status={self._status}, attempts={self._attempts!r}, "
-            f"started={self._started!r}, finished={self._finished!r})"
+            f"error={self.error!r}, status={self._status}, attempts={self.attempts!r}, "
+            f"started={self._started!r}, finished={self._finished!r}{hedges})"
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (*self._key(), self._exception))
+        fields = self._key()
+        return (_rebuild, (*fields[:4], self.attempts, *fields[5:], self._exception, self.hedges))
 
 
 def _rebuild(*fields: Any) -> SubResult[Any, Any]:
-    return SubResult(*fields)
+    return SubResult(*fields[:8], hedges=fields[8] if len(fields) > 8 else 0)
 
 
 def ok_result(
-    subtask: Any, output: Any, attempts: int, started: float, finished: float
+    subtask: Any,
+    output: Any,
+    attempts: int,
+    started: float,
+    finished: float,
+    hedges: int = 0,
 ) -> SubResult[Any, Any]:
     """A successful slot's result, built without checks: the supervisor's fast path."""
     result: SubResult[Any, Any] = _new(SubResult)
@@ -260,7 +282,7 @@ def ok_result(
     result._output = output
     result._error = None
     result._status = Status.OK
-    result._attempts = attempts
+    result._attempts = attempts | (hedges << HEDGES) if hedges else attempts
     result._started = started
     result._finished = finished
     result._exception = None
@@ -275,6 +297,7 @@ def failed_result(
     started: float | None,
     finished: float,
     exception: BaseException,
+    hedges: int = 0,
 ) -> SubResult[Any, Any]:
     """A failed slot's result, built without checks: the supervisor's path for failures.
     ``error`` None: the exception's description, made when it is read."""
@@ -283,7 +306,7 @@ def failed_result(
     result._output = None
     result._error = error
     result._status = status
-    result._attempts = attempts
+    result._attempts = attempts | (hedges << HEDGES) if hedges else attempts
     result._started = started
     result._finished = finished
     result._exception = exception

@@ -136,6 +136,15 @@ def planner_asks(run_id: str, number: int, journal: Journal) -> Iterator[None]:
         _current.reset(token)
 
 
+def bind_attempt(attempt: Any) -> None:
+    """The calling task runs one of several attempts of a slot at once (a hedge): its
+    ``attempt_key()`` reads ``attempt`` (its ``slot`` and its own ``attempts`` number) in the
+    run the task's lane bound, if any."""
+    bound = _current.get()
+    if bound is not None:
+        _current.set((bound[0], attempt, bound[2]))
+
+
 def attempt_key() -> AttemptKey | None:
     """The key of the attempt the calling worker runs in, or None outside one, or in a run
     given no ``run_id``.

@@ -15,9 +15,11 @@ from . import _validate
 from ._budget import check_budgets
 from ._contract import Aggregate, Status, SubResult
 from ._engine.attempt import CUT_SHORT, Engine, Timer
+from ._engine.hedging import Hedging
 from ._engine.lanes import Waiting, lane
 from ._engine.places import Places
 from ._engine.restarting import restarting_run
+from ._hedge import Hedge, check_hedge
 from ._journal import Journal, check_journal
 from ._meters import Capacity, Meter, check_capacity, check_meters
 from ._replan import Answer, Planner, replan
@@ -115,19 +117,25 @@ class Supervisor(Generic[S, T]):
       spans: a [`Spans`][trio_supervisor.otel.Spans] to emit OpenTelemetry spans of every run,
         stream and re-planning run (a span per run, per slot, per attempt); None emits none and
         costs nothing.
+      hedge: a [`Hedge`][trio_supervisor.Hedge]: an attempt still running after a delay (fixed,
+        or a percentile of this supervisor's recent attempt durations) gets a second attempt of
+        the same slot, the first to succeed wins and the other is cancelled; seconds (or a
+        ``"pNN"`` percentile) mean ``Hedge(after=...)``; None never hedges.
 
     Raises:
       TypeError: if ``worker`` is not callable or cannot be called with one subtask, or an
         option has the wrong type.
       ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
-        ``capacity`` is also one of the ``meters``, or a ``Budget`` of tokens cannot know an
-        attempt's worst case (no ``reserve=``, and a worker without ``worst_case``).
+        ``capacity`` is also one of the ``meters``, a ``Budget`` of tokens cannot know an
+        attempt's worst case (no ``reserve=``, and a worker without ``worst_case``), or
+        ``hedge`` breaks a rule of [`Hedge`][trio_supervisor.Hedge].
     """
 
     __slots__ = (
         "_backoff",
         "_capacity",
         "_engine",
+        "_hedge",
         "_max_workers",
         "_meters",
         "_restarts",
@@ -150,6 +158,7 @@ class Supervisor(Generic[S, T]):
         capacity: Capacity | None = None,
         restarts: Restarts | None = None,
         spans: Spans | None = None,
+        hedge: Hedge | float | str | None = None,
     ) -> None:
         _validate.worker(worker)
         self._max_workers = _validate.count("max_workers", max_workers)
@@ -171,6 +180,7 @@ class Supervisor(Generic[S, T]):
             )
         self._restarts = restarts
         self._spans = check_spans(spans)
+        self._hedge = check_hedge(hedge)
         # invariant: every run and stream of this supervisor runs its slots through _engine
         self._engine: Engine[S, T] = Engine(
             worker,
@@ -181,6 +191,7 @@ class Supervisor(Generic[S, T]):
             generator,
             self._meters,
             Places(self._max_workers, None if capacity is None else capacity.limiter),
+            None if self._hedge is None else Hedging(self._hedge),
         )
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -246,6 +257,11 @@ class Supervisor(Generic[S, T]):
         """What records each run's spans, or None."""
         return self._spans
 
+    @property
+    def hedge(self) -> Hedge | None:
+        """When an attempt gets a hedge, or None."""
+        return self._hedge
+
     def _restarting_by(self) -> Restarts | None:
         """The restarts that need the restarting path, or None for the lanes."""
         restarts = self._restarts
@@ -256,11 +272,12 @@ class Supervisor(Generic[S, T]):
         name = getattr(worker, "__qualname__", None) or repr(worker)
         names = [cls.__name__ for cls in self._retry_on]
         retry_on = f"{names[0]}," if len(names) == 1 else ", ".join(names)
+        hedge = "" if self._hedge is None else f", hedge={self._hedge!r}"
         return (
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
             f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
             f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r}, "
-            f"restarts={self._restarts!r}"
+            f"restarts={self._restarts!r}{hedge}"
             + ("" if self._spans is None else f", spans={self._spans!r}")
             + ")"
         )
@@ -813,4 +830,5 @@ def _fill(
             started=where.started,
             finished=where.finished,
             exception=where.exception,
+            hedges=where.hedges,
         )

@@ -29,6 +29,11 @@ class Span:
     that a timeline can show why each retry came when it did. ``usage`` is what its worker
     reported through [`report_usage`][trio_supervisor.report_usage] (a ``ChatAgent``'s prompt
     and completion tokens), None when it reported nothing.
+    that a timeline can show why each retry came when it did.
+
+    A supervisor given ``hedge=`` marks an extra attempt it started while another attempt of the
+    same slot ran as a ``hedge`` (see [`Hedge`][trio_supervisor.Hedge]); an attempt cancelled
+    because another attempt of its slot succeeded first ends ``CANCELLED`` and ``lost``.
     """
 
     start: float
@@ -37,6 +42,8 @@ class Span:
     error: str | None = None
     retry_after: float | None = None
     usage: Usage | None = None
+    hedge: bool = False
+    lost: bool = False
 
 
 @dataclass
@@ -84,12 +91,36 @@ class SlotTrace:
     @property
     def ended(self) -> float | None:
         """When the last attempt ended, None if the slot never ran or is still running."""
-        return self.spans[-1].end if self.spans else None
+        last = self.deciding
+        return None if last is None else last.end
 
     @property
     def status(self) -> Status | None:
         """How the last attempt ended, None if the slot never ran or is still running."""
-        return self.spans[-1].status if self.spans else None
+        last = self.deciding
+        return None if last is None else last.status
+
+    @property
+    def deciding(self) -> Span | None:
+        """The span that says how the slot ended: its last attempt's; when that attempt was
+        hedged (its spans, from the last one not a ``hedge`` on), a span still open if any,
+        else the one that succeeded, else the one that ended last."""
+        spans = self.spans
+        if not spans:
+            return None
+        index = len(spans) - 1
+        if not spans[index].hedge:
+            return spans[index]
+        while index > 0 and spans[index].hedge:
+            index -= 1
+        race = spans[index:]
+        for span in race:
+            if span.end is None:
+                return span
+        for span in race:
+            if span.status is Status.OK and not span.lost:
+                return span
+        return max(reversed(race), key=lambda span: span.end or 0.0)
 
 
 class Trace:
@@ -164,17 +195,31 @@ class Trace:
 
     def end_open_slot(self, slot: int, status: Status) -> None:
         """End slot ``slot``'s attempt with ``status`` if it is still open (called by the
-        engine, for an attempt a timeout or a cancellation cut)."""
+        engine, for an attempt a timeout or a cancellation cut); a hedged attempt's spans
+        still open all end so."""
         spans = self.slots[slot].spans if slot < len(self.slots) else None
-        if spans and spans[-1].end is None:
+        if not spans:
+            return
+        last = spans[-1]
+        if last.end is None:
             self.ended(slot, status)
+        if last.hedge:
+            self._end_hedged(slot, spans, status)
+
+    def _end_hedged(self, slot: int, spans: list[Span], status: Status) -> None:
+        """End the spans of slot ``slot``'s hedged attempt still open, before its last one."""
+        index = len(spans) - 1
+        while index > 0 and spans[index].hedge:
+            index -= 1
+            if spans[index].end is None:
+                self.ended(slot, status, span=spans[index])
 
     def end_open(self, status: Status = Status.CANCELLED) -> None:
         """End every span still open with ``status`` (called by the engine as a run ends: the
         run was cut short around them)."""
         for index, slot in enumerate(self.slots):  # by place: a part's slots are numbered on
-            if slot.spans and slot.spans[-1].end is None:
-                self.ended(index, status)
+            if slot.spans and (slot.spans[-1].end is None or slot.spans[-1].hedge):
+                self.end_open_slot(index, status)
 
     def pulled(self, slot: int, subtask: Any = None) -> None:
         """Slot ``slot`` was pulled from a lazy input: it is planned from now on."""
@@ -192,15 +237,37 @@ class Trace:
         """Slot ``slot`` got its place under the capacity bound."""
         self._slot(slot, subtask).admitted = trio.current_time()
 
-    def started(self, slot: int, subtask: Any = None) -> None:
-        """An attempt of slot ``slot`` started running its worker."""
-        self._slot(slot, subtask).spans.append(Span(trio.current_time()))
+    def started(self, slot: int, subtask: Any = None, *, hedge: bool = False) -> Span:
+        """An attempt of slot ``slot`` started running its worker; ``hedge``: an extra attempt
+        started while another attempt of the slot runs (see [`Hedge`][trio_supervisor.Hedge]).
+        Returns its span, for [`ended`][trio_supervisor.Trace.ended] or
+        [`lost`][trio_supervisor.Trace.lost] when several attempts of the slot run at once."""
+        span = Span(trio.current_time(), hedge=hedge)
+        self._slot(slot, subtask).spans.append(span)
+        return span
 
-    def ended(self, slot: int, status: Status, failure: BaseException | None = None) -> None:
+    def lost(self, slot: int, span: Span) -> None:
+        """``span``, an attempt of slot ``slot``, was cancelled because another attempt of the
+        slot succeeded first: it ends ``CANCELLED``, marked ``lost``."""
+        span.end = trio.current_time()
+        span.status = Status.CANCELLED
+        span.lost = True
+
+    def ended(
+        self,
+        slot: int,
+        status: Status,
+        failure: BaseException | None = None,
+        *,
+        span: Span | None = None,
+    ) -> None:
         """The running attempt of slot ``slot`` ended with ``status``; ``failure``, if it failed,
         is kept as its span's ``error`` text and ``retry_after`` (the failure's own attribute,
-        when it has a number there)."""
-        span = self.slots[slot].spans[-1]
+        when it has a number there). ``span`` is the attempt's span when several of the slot
+        run at once (a hedge, see [`started`][trio_supervisor.Trace.started]); by default the
+        latest."""
+        if span is None:
+            span = self.slots[slot].spans[-1]
         span.end = trio.current_time()
         span.status = status
         if failure is not None:
@@ -378,6 +445,8 @@ class Trace:
                                     }
                                 }
                             ),
+                            **({"hedge": True} if span.hedge else {}),
+                            **({"lost": True} if span.lost else {}),
                         }
                         for span in slot.spans
                     ],
@@ -421,8 +490,15 @@ class _Part(Trace):
             whole._unhashable.append(slot.slot)
         return slot
 
-    def ended(self, slot: int, status: Status, failure: BaseException | None = None) -> None:
-        super().ended(slot, status, failure)
+    def ended(
+        self,
+        slot: int,
+        status: Status,
+        failure: BaseException | None = None,
+        *,
+        span: Span | None = None,
+    ) -> None:
+        super().ended(slot, status, failure, span=span)
         self._whole._completions.append(self.slots[slot].slot)
 
 

@@ -138,6 +138,7 @@ PUBLIC = {
     "Capacity",
     "Done",
     "Entry",
+    "Hedge",
     "Journal",
     "Ledger",
     "Meter",

@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
 from types import CoroutineType
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import trio
 from trio.lowlevel import ParkingLot
@@ -36,6 +36,9 @@ from .._retry import Backoff
 from .._trace import Trace
 from .._validate import not_awaitable
 from .places import Places
+
+if TYPE_CHECKING:
+    from .hedging import Hedging
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -58,6 +61,7 @@ class Running:
         "attempts",
         "failure",
         "failures",
+        "hedges",
         "mixed",
         "output",
         "placed",
@@ -75,6 +79,7 @@ class Running:
         self.subtask: Any = None
         self.attempts = 0  # every call of the worker for this slot
         self.failures = 0  # its own failed attempts, timeouts included: what `attempts=` bounds
+        self.hedges = 0  # how many of its attempts were hedges (reset by hedging.py, if it hedges)
         self.started: float | None = None
         self.output: Any = None  # the last attempt's output, after a success
         self.failure: Exception | None = None  # the last attempt's failure, None after success
@@ -112,6 +117,7 @@ class Running:
             self.failure,
             self.timed_out,
             self.mixed,
+            self.hedges,
         )
 
     def resume(self, parked: tuple[Any, ...]) -> None:
@@ -127,6 +133,7 @@ class Running:
             self.failure,
             self.timed_out,
             self.mixed,
+            self.hedges,
         ) = parked
 
     def carry(self, previous: Running | None) -> None:
@@ -136,6 +143,7 @@ class Running:
             self.attempts = previous.attempts
             self.failures = previous.failures
             self.started = previous.started
+            self.hedges = previous.hedges
 
 
 def forget_frames(exc: BaseException) -> BaseException:
@@ -309,6 +317,7 @@ class Engine(Generic[S, T]):
         Those that reserve per subtask (``reserve`` and ``settle``, as a ``Budget``) reserve
         after every other meter was acquired, and settle before any is released.
       places: the capacity bound every worker of every run and stream holds a place of.
+      hedging: the supervisor's hedging (``hedging.py``), or None: each attempt is then one call.
     """
 
     __slots__ = (
@@ -318,6 +327,7 @@ class Engine(Generic[S, T]):
         "backoff",
         "budgets",
         "gates",
+        "hedging",
         "meters",
         "observers",
         "places",
@@ -337,8 +347,10 @@ class Engine(Generic[S, T]):
         seed: random.Random,
         meters: tuple[Any, ...],
         places: Places,
+        hedging: Hedging | None = None,
     ) -> None:
         self.worker = worker
+        self.hedging = hedging
         self.places = places
         self.timeout = timeout
         self.attempts = attempts
@@ -385,7 +397,13 @@ class Engine(Generic[S, T]):
         at the very instant the timeout fell. When the timer's ``Cancelled`` does come through,
         it propagates to the caller's scope, which then calls
         [`timed_out`][trio_supervisor._engine.attempt.Engine.timed_out].
+
+        With ``hedging``, the attempt is a race of the same slot's attempts (``hedging.py``),
+        which keeps every promise above for the race as a whole.
         """
+        if self.hedging is not None:
+            await self.hedging.race(self, running, trace, timer, now)
+            return
         meters = self.meters
         worker = self.worker
         holds: list[Hold] | None = None
@@ -432,12 +450,10 @@ class Engine(Generic[S, T]):
                 raise not_awaitable(worker, returned)
         finally:
             running.serial += 1  # the attempt ended: the timer lets it be
-            if meters:
-                if holds is not None:  # each exactly once, cancelled or timed out too
-                    used = None if tally is None else tally.usage
-                    for budget, hold in zip(reversed(self.budgets), reversed(holds), strict=True):
-                        budget.settle(hold, used)
-                for meter in reversed(self.gates):
+            if holds is not None:  # each exactly once, cancelled or timed out too
+                self.unhold(holds, None if tally is None else tally.usage)
+            elif meters:
+                for meter in reversed(meters):
                     meter.release()
             if tally is not None and tally.usage is not None and trace is not None:
                 trace.used(running.slot, tally.usage)  # type: ignore[arg-type]
@@ -465,34 +481,46 @@ class Engine(Generic[S, T]):
             else:
                 trace.ended(slot, failure_status(failure), failure)  # type: ignore[arg-type]
 
-    async def reserve(self, running: Running, trace: Trace | None) -> list[Hold] | None:
-        """Acquire the meters and reserve ``running``'s worst case from each budget, for one
-        attempt; None when a budget cannot afford it (``running.failure`` is its `OverBudget`,
-        final), with every meter given back and every reservation made settled as unused."""
+    async def hold(self, subtask: Any) -> list[Hold]:
+        """Acquire the meters and reserve ``subtask``'s worst case from each budget, for one
+        attempt: what ``unhold`` gives back after it.
+
+        Raises:
+          OverBudget: when a budget cannot afford it; every meter is then given back and every
+            reservation made settled as unused.
+        """
         gates = self.gates
         await acquire(gates)
         holds: list[Hold] = []
-        over: OverBudget | None = None
         try:
             for budget in self.budgets:
-                holds.append(await budget.reserve(running.subtask, self.worker))
-        except OverBudget as exc:
-            over = exc
+                holds.append(await budget.reserve(subtask, self.worker))
         finally:
-            if over is not None or len(holds) < len(self.budgets):  # no attempt starts
-                made = self.budgets[: len(holds)]
-                for budget, hold in zip(reversed(made), reversed(holds), strict=True):
-                    budget.settle(hold, NOTHING_USED)
-                for meter in reversed(gates):
-                    meter.release()
-        if over is None:
-            return holds
-        running.timed_out = False
-        running.failure = over
-        running.failures += 1
-        if trace is not None:
-            trace.over_budget(running.slot, running.subtask, over)  # type: ignore[arg-type]
-        return None
+            if len(holds) < len(self.budgets):  # over budget, or cancelled: no attempt starts
+                self.unhold(holds, NOTHING_USED)
+        return holds
+
+    def unhold(self, holds: list[Hold], used: Any) -> None:
+        """Settle the reservations ``holds`` (of the first budgets) with ``used`` and release
+        the other meters, in the reverse order of ``hold``: each exactly once."""
+        made = self.budgets[: len(holds)]
+        for budget, hold in zip(reversed(made), reversed(holds), strict=True):
+            budget.settle(hold, used)
+        for meter in reversed(self.gates):
+            meter.release()
+
+    async def reserve(self, running: Running, trace: Trace | None) -> list[Hold] | None:
+        """``hold`` for ``running``'s next attempt; None when a budget cannot afford it
+        (``running.failure`` is its `OverBudget`, final, recorded in ``trace``)."""
+        try:
+            return await self.hold(running.subtask)
+        except OverBudget as over:
+            running.timed_out = False
+            running.failure = over
+            running.failures += 1
+            if trace is not None:
+                trace.over_budget(running.slot, running.subtask, over)  # type: ignore[arg-type]
+            return None
 
     def timed_out(self, running: Running, trace: Trace | None) -> None:
         """``running``'s attempt ran past its timeout: its failure is a `trio.TooSlowError`."""
@@ -559,6 +587,7 @@ class Engine(Generic[S, T]):
             running.started,
             finished,
             forget_frames(failure),
+            running.hedges,
         )
 
     @staticmethod
@@ -573,4 +602,5 @@ class Engine(Generic[S, T]):
             started=running.started,
             finished=trio.current_time() if running.attempts else None,
             exception=running.mixed,
+            hedges=running.hedges if running.attempts else 0,
         )

@@ -251,7 +251,12 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
             await attempt(running, trace, timer, now)
             if running.failure is None:
                 started: float = running.started  # type: ignore[assignment]  # set by attempt
-                put(slot, ok_result(subtask, running.output, running.attempts, started, now()))
+                put(
+                    slot,
+                    ok_result(
+                        subtask, running.output, running.attempts, started, now(), running.hedges
+                    ),
+                )
                 running.slot = None
                 if running.spent:
                     return False  # the worker swallowed the timer's cancellation: scope spent

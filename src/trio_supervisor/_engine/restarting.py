@@ -153,7 +153,8 @@ async def restarting_run(
         state.stop = None
         if running.failure is None:
             started: float = running.started  # type: ignore[assignment]  # set by the attempt
-            settle(slot, ok_result(running.subtask, running.output, running.attempts, started, now))
+            output, attempts, hedges = running.output, running.attempts, running.hedges
+            settle(slot, ok_result(running.subtask, output, attempts, started, now, hedges))
             return
         wait = engine.next_wait(running, key)
         if wait is None:  # final: no attempts left, not retryable, or past the deadline
@@ -284,6 +285,7 @@ def settle_all(
                 attempts=calls,
                 started=None if running is None else running.started,
                 finished=now if calls else None,
+                hedges=0 if running is None else running.hedges,
             )
         results[slot] = result
         if result is None and running is not None and calls:

@@ -34,6 +34,7 @@ import trio
 from .. import __version__
 from .._contract import Status, describe
 from .._spans import chat_spans
+from .._trace import Span as TraceSpan
 from .._trace import Trace
 
 SEMCONV_VERSION = "1.37.0"
@@ -51,6 +52,7 @@ RESTART = "trio_supervisor.restart"  # how many times the slot was restarted aft
 JOURNALED = "trio_supervisor.journaled"  # the result came from a journal: not run again
 HEDGE = "trio_supervisor.hedge"  # an attempt started while another of its slot still ran
 HEDGES = "trio_supervisor.hedges"  # on a slot: how many such attempts it made
+HEDGE_LOST = "trio_supervisor.hedge.lost"  # cancelled: another attempt of its slot won first
 BUDGET = "trio_supervisor.budget"  # on a run: .spent and .limit of a budget meter, when it has one
 ROUND = "trio_supervisor.round"  # on a round: the n-th batch a re-planning run dispatched
 KIND = "trio_supervisor.kind"  # run, stream, replan or round
@@ -263,7 +265,8 @@ class _Slot:
         self.attempts = 0
         self.hedges = 0
         self.restarts = restarts
-        self.open: list[tuple[Span, object, trio.lowlevel.Task]] = []
+        # the attempts running, each with its context token, its task and the engine's span
+        self.open: list[tuple[Span, object, trio.lowlevel.Task, TraceSpan]] = []
         self.ended: int | None = None  # when its last attempt ended, in ns
         self.status: Status | None = None  # how its last attempt ended
         self.failure: BaseException | None = None
@@ -478,10 +481,13 @@ class Recorder(Trace):
         elif record.done:  # ended while a hedge of it ran on
             self._new_slot(slot, subtask, self._spans.ns(), record.restarts + 1)
 
-    def started(self, slot: int, subtask: Any = None) -> None:
+    def started(self, slot: int, subtask: Any = None, *, hedge: bool = False) -> TraceSpan:
+        mark = None
         if self._inner is not None:
-            self._inner.started(slot, subtask)
+            mark = self._inner.started(slot, subtask, hedge=hedge)
         now = self._spans.ns()
+        if mark is None:  # the attempt as the engine knows it: what it names in ended/lost
+            mark = TraceSpan(trio.current_time(), hedge=hedge)
         record = self._slots.get(slot)
         if record is None:  # new, or it ended and runs again: restarted for a sibling
             record = self._new_slot(slot, subtask, now, self._done.pop(slot, -1) + 1)
@@ -489,7 +495,7 @@ class Recorder(Trace):
             record = self._new_slot(slot, subtask, now, record.restarts + 1)
         record.attempts += 1
         attributes: dict[str, Any] = {SLOT: self._offset + slot, ATTEMPT: record.attempts}
-        if record.open:
+        if hedge or record.open:
             attributes[HEDGE] = True
             record.hedges += 1
         elif record.ended is not None:
@@ -500,18 +506,55 @@ class Recorder(Trace):
             "attempt", context=record.context, attributes=attributes, start_time=now
         )
         token = otel_context.attach(otel_trace.set_span_in_context(span, record.context))
-        record.open.append((span, token, trio.lowlevel.current_task()))
+        record.open.append((span, token, trio.lowlevel.current_task(), mark))
+        return mark
 
-    def ended(self, slot: int, status: Status, failure: BaseException | None = None) -> None:
+    def ended(
+        self,
+        slot: int,
+        status: Status,
+        failure: BaseException | None = None,
+        *,
+        span: TraceSpan | None = None,
+    ) -> None:
         if self._inner is not None:
-            self._inner.ended(slot, status, failure)
-        self._ended(slot, status, failure)
+            self._inner.ended(slot, status, failure, span=span)
+        elif span is not None:
+            span.end, span.status = trio.current_time(), status
+        self._ended(slot, status, failure, span)
 
-    def _ended(self, slot: int, status: Status, failure: BaseException | None = None) -> None:
+    def lost(self, slot: int, span: TraceSpan) -> None:
+        if self._inner is not None:
+            self._inner.lost(slot, span)
+        else:
+            span.end, span.status, span.lost = trio.current_time(), Status.CANCELLED, True
+        record = self._slots.get(slot)
+        if record is None:
+            return
+        entry = _taken(record, span)
+        if entry is None:
+            return
+        attempt, token, task, _ = entry
+        if task is trio.lowlevel.current_task():
+            otel_context.detach(token)  # type: ignore[arg-type]  # attach's own token
+        # another attempt of its slot succeeded first: cancelled, and not an error
+        attempt.set_attributes({STATUS: "cancelled", HEDGE_LOST: True})
+        attempt.end(end_time=self._spans.ns())
+
+    def _ended(
+        self,
+        slot: int,
+        status: Status,
+        failure: BaseException | None = None,
+        mark: TraceSpan | None = None,
+    ) -> None:
         record = self._slots.get(slot)
         if record is None or not record.open:
             return
-        span, token, task = record.open.pop()
+        entry = record.open.pop() if mark is None else _taken(record, mark)
+        if entry is None:
+            return
+        span, token, task, _ = entry
         if task is trio.lowlevel.current_task():
             otel_context.detach(token)  # type: ignore[arg-type]  # attach's own token
         now = self._spans.ns()
@@ -607,6 +650,16 @@ class Recorder(Trace):
                 "trace= (a child supervisor with spans= nests its spans by itself)"
             )
         return self._inner.nest(subtask)
+
+
+def _taken(
+    record: _Slot, mark: TraceSpan
+) -> tuple[Span, object, trio.lowlevel.Task, TraceSpan] | None:
+    """The open attempt of ``record`` the engine knows as ``mark``, taken out; None if none."""
+    for index, entry in enumerate(record.open):
+        if entry[3] is mark:
+            return record.open.pop(index)
+    return None
 
 
 def _kind(status: Status | None, failure: BaseException | None) -> str:

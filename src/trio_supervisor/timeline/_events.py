@@ -117,6 +117,9 @@ def _slot_events(
         events.append(instant("admitted", slot.admitted, waited=slot.admitted - slot.planned))
     previous_end: float | None = None
     for attempt, span in enumerate(slot.spans, start=1):
+        if span.hedge:  # another attempt while one runs: no retry, a slice of its own
+            events.append(_slice(trace, slot, span, attempt, pid, said))
+            continue
         if previous_end is not None:
             events.append(
                 instant("retry", span.start, attempt=attempt, after=span.start - previous_end)
@@ -147,3 +150,22 @@ def _slot_events(
     if slot.delivered is not None:
         events.append(instant("handed over", slot.delivered))
     return events
+
+
+def _slice(
+    trace: Trace, slot: SlotTrace, span: Any, attempt: int, pid: int, said: dict[str, Any]
+) -> dict[str, Any]:
+    """A hedge's slice, named ``hedge K`` (its attempt's number), marked ``lost`` if it lost."""
+    origin = trace.origin
+    end = span.end if span.end is not None else origin + trace.wall
+    status = "running" if span.status is None else span.status.value
+    return {
+        "name": f"hedge {attempt}",
+        "cat": "attempt",
+        "ph": "X",
+        "ts": _micros(span.start - origin),
+        "dur": _micros(end - span.start),
+        "pid": pid,
+        "tid": slot.slot + 1,
+        "args": {**said, "attempt": attempt, "status": status, "hedge": True, "lost": span.lost},
+    }
