@@ -35,7 +35,8 @@ class SimulatedAgent:
     [`SubAgentError`][trio_supervisor.testing.SubAgentError]) when its text contains ``panic`` or
     ``fail``, or when it is named in ``fail``; it never returns when its text contains ``hang`` or
     it is named in ``hang``; it fails its first ``flaky[s]`` calls and then succeeds. A subtask
-    named in ``latencies`` takes that long instead. It answers ``findings on <subtask>``, or
+    named in ``latencies`` takes that long instead; one named in ``straggle`` takes that long on
+    its first call only (a straggler, the tail a second call of it does not meet). It answers ``findings on <subtask>``, or
     what ``outputs`` gives for the subtask.
 
     Args:
@@ -44,6 +45,7 @@ class SimulatedAgent:
       hang: subtasks that never return.
       flaky: subtask -> how many of its first calls fail.
       latencies: subtask -> its latency in seconds, instead of the one the seed picks.
+      straggle: subtask -> the latency of its first call, in seconds.
       outputs: subtask -> its answer, instead of ``findings on <subtask>``.
       min_latency: shortest latency, in seconds.
       max_latency: longest latency, in seconds.
@@ -62,6 +64,7 @@ class SimulatedAgent:
         flaky: Mapping[str, int] | None = None,
         latencies: Mapping[str, float] | None = None,
         outputs: Mapping[str, str] | None = None,
+        straggle: Mapping[str, float] | None = None,
         min_latency: float = 0.25,
         max_latency: float = 1.0,
     ) -> None:
@@ -70,7 +73,7 @@ class SimulatedAgent:
                 "latencies must satisfy 0 <= min_latency <= max_latency, "
                 f"got min_latency={min_latency}, max_latency={max_latency}"
             )
-        for subtask, latency in (latencies or {}).items():
+        for subtask, latency in {**(latencies or {}), **(straggle or {})}.items():
             if not latency >= 0:
                 raise ValueError(f"latencies must be >= 0, got {latency} for {subtask!r}")
         self.seed = seed
@@ -79,6 +82,7 @@ class SimulatedAgent:
         self.flaky = dict(flaky or {})
         self.latencies = dict(latencies or {})
         self.outputs = dict(outputs or {})
+        self.straggle = dict(straggle or {})
         self.min_latency = min_latency
         self.max_latency = max_latency
         self.calls: Counter[str] = Counter()
@@ -105,7 +109,8 @@ class SimulatedAgent:
         self.calls[subtask] += 1
         if self.hangs(subtask):
             await trio.sleep_forever()
-        await trio.sleep(self.latency(subtask))
+        first = self.calls[subtask] == 1 and subtask in self.straggle
+        await trio.sleep(self.straggle[subtask] if first else self.latency(subtask))
         if self.fails(subtask):
             raise SubAgentError(f"sub-agent failed on {subtask!r}")
         if self.calls[subtask] <= self.flaky.get(subtask, 0):

@@ -138,6 +138,9 @@ class Script:
 
     Args:
       latency: seconds it takes to answer, or None for the one the seed draws.
+      straggle: seconds the prompt's first request takes instead (a straggler: the tail of an
+        endpoint's latency, which a second request of the same prompt does not meet); None:
+        the first takes what the others do.
       fail: every request is answered with a failure (``status``).
       flaky: the prompt's first ``flaky`` requests are answered with a failure, the later ones
         as usual.
@@ -158,6 +161,7 @@ class Script:
     """
 
     latency: float | None = None
+    straggle: float | None = None
     fail: bool = False
     flaky: int = 0
     hang: bool = False
@@ -172,6 +176,8 @@ class Script:
     def __post_init__(self) -> None:
         if self.latency is not None:
             _validate.number("Script latency", self.latency, strictly=False)
+        if self.straggle is not None:
+            _validate.number("Script straggle", self.straggle, strictly=False)
         if isinstance(self.flaky, bool) or not isinstance(self.flaky, int) or self.flaky < 0:
             raise ValueError(f"Script flaky must be an int >= 0, got {self.flaky!r}")
         if (
@@ -379,6 +385,8 @@ class _Endpoint:
             delay = drawn_latency(prompt, seed=self.seed, latency=self.latency)
             if scripted.latency is not None:
                 delay = scripted.latency
+            if scripted.straggle is not None and nth == 0:  # the tail, met once
+                delay = scripted.straggle
             async with trio.open_nursery() as nursery:
 
                 async def watch() -> None:
@@ -723,12 +731,13 @@ async def serve(
 
 def mimic(simulated: SimulatedAgent) -> Callable[[str], Script]:
     """The ``script`` that makes the server do with each prompt what ``simulated`` does with it
-    as a subtask: take its latency, always fail (a 500), fail its first ``flaky`` requests, or
-    hang, and answer as it answers (``findings on <prompt>`` unless told otherwise)."""
+    as a subtask: take its latency (its first request its ``straggle``), always fail (a 500),
+    fail its first ``flaky`` requests, or hang, and answer as it answers (``findings on <prompt>`` unless told otherwise)."""
 
     def script(prompt: str) -> Script:
         return Script(
             latency=simulated.latency(prompt),
+            straggle=simulated.straggle.get(prompt),
             fail=simulated.fails(prompt),
             flaky=simulated.flaky.get(prompt, 0),
             hang=simulated.hangs(prompt),
