@@ -104,6 +104,28 @@ def _pair(
     return pair
 
 
+def _hedge(text: str) -> float | str:
+    """``--hedge``: seconds after which a leaf gets a second request, or a percentile ``pNN``
+    of the recent attempts' durations, as the library's ``Hedge(after=...)`` takes it."""
+    from trio_supervisor import Hedge
+
+    try:
+        after: float | str = float(text)
+    except ValueError:
+        after = text
+    try:
+        Hedge(after=after)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"must be seconds > 0 or a percentile such as p95, got {text!r}"
+        ) from None
+    if isinstance(after, float) and not after > 0:
+        raise argparse.ArgumentTypeError(
+            f"must be seconds > 0 or a percentile such as p95, got {text!r}"
+        )
+    return after
+
+
 def _rate(text: str) -> float:
     try:
         value = float(text)
@@ -222,6 +244,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", metavar="ID", help="the run's name in --journal (23-)")
     p.add_argument(
         "--resume", action="store_true", help="resume --run-id from --journal, no kill (23-)"
+    )
+    p.add_argument(
+        "--hedge", type=_hedge, metavar="S|pNN", help="a second request after S or pNN (25-)"
+    )
+    p.add_argument(
+        "--need", type=_at_least(1), metavar="K", help="a company's first K leaves (25-)"
     )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")

@@ -34,6 +34,8 @@ class Demo:
     against: int | None = None  # the step before, whose flaw this demo shows: the docs run both
     killed_at: float | None = None  # the supervisor is killed then, and resumed (23): seconds
     answers: str | None = None  # "approve" or "reject": its questions answered, resumed (24)
+    # a leaf (by its text: a tree's leaves are no slots of the plan) -> its first call's latency
+    straggle: Mapping[str, float] = field(default_factory=dict, hash=False)
 
     def agent(self, seed: int) -> SimulatedAgent:
         """The simulated sub-agent for this demo, its latencies picked by ``seed``."""
@@ -45,6 +47,7 @@ class Demo:
             flaky={plan[slot]: calls for slot, calls in self.flaky.items()},
             latencies={plan[slot]: latency for slot, latency in self.slow.items()},
             outputs={plan[slot]: output for slot, output in self.outputs.items()},
+            straggle=self.straggle,
         )
 
 
@@ -333,6 +336,24 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             killed_at=2.0,
         ),
     ),
+    25: (  # the step before runs each too: the straggler holds its answer, all three run
+        Demo(
+            "a straggling request is hedged: its second request answers while the first still "
+            "waits, and the first is cancelled",
+            TREE.replace(" failing", ""),
+            straggle={"globex reviews": 12.0},
+            options={"hedge": 1.5},
+            against=24,
+        ),
+        Demo(
+            "the first two of three: a company keeps the first two leaves that answer and "
+            "cancels the third",
+            "acme: pricing, reviews, news",
+            straggle={"acme news": 12.0},
+            options={"need": 2},
+            against=24,
+        ),
+    ),
     24: (  # the answer given in this process, as `python -m lessons approve` gives it
         Demo(
             "a refund over $100 waits for a yes; a second command approves it; the resume "
@@ -377,6 +398,8 @@ OPTIONS = {
     "planner": "planner",
     "endpoint": "endpoint",
     "model": "model",
+    "hedge": "hedge",
+    "need": "need",
 }
 """Keyword option of a step's ``supervise`` -> the command-line option that sets it."""
 

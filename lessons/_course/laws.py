@@ -1446,7 +1446,7 @@ def _answers_by_its_deadline(
 
 ANSWERS_BY_ITS_DEADLINE = Law(
     "a re-planning run with a hung sub-agent answers by its deadline, degraded, naming it",
-    (18, 19, 20, 21, 22, 23, 24),
+    (18, 19, 20, 21, 22, 23, 24, 25),
     _answers_by_its_deadline,
     {
         "workers": st.integers(1, 4),
@@ -1478,7 +1478,7 @@ def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed:
 AN_LLM_PLANS_AS_THE_RULES_DO = Law(
     "planner='llm' asks a chat model over HTTP; the loopback model, playing the rules, makes "
     "the scripted planner's ledger",
-    (19, 20, 21, 22, 23, 24),
+    (19, 20, 21, 22, 23, 24, 25),
     _an_llm_plans_as_the_rules_do,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -1524,7 +1524,7 @@ def _a_company_is_a_child_supervisor(
 A_COMPANY_IS_A_CHILD_SUPERVISOR = Law(
     "a company 'c: a, b' is a child supervisor: the worker gets its leaves, at most K at once "
     "in the whole tree, and its slot the child's digest",
-    (20, 21, 22, 23, 24),
+    (20, 21, 22, 23, 24, 25),
     _a_company_is_a_child_supervisor,
     {"task": companies(), "workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
@@ -1553,7 +1553,7 @@ def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, o
 
 A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
     "a child past its restart intensity fails its parent's slot with Escalated and its reason",
-    (21, 22, 23, 24),
+    (21, 22, 23, 24, 25),
     _a_child_that_gives_up_escalates,
     {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
@@ -1581,7 +1581,7 @@ def _a_crash_fails_its_leaf_alone(step: Subject, seen: Seen, crashed: int, seed:
 
 A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
     "a leaf whose body crashes its process fails its own slot; its siblings get their results",
-    (22, 23, 24),
+    (22, 23, 24, 25),
     _a_crash_fails_its_leaf_alone,
     {"crashed": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -1648,7 +1648,7 @@ def _resume_after_a_crash_equals_a_run(
 RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
     "a journaled run whose supervisor is killed at any instant, resumed under its run_id, ends "
     "with the ledger and the answer of a run never killed",
-    (23, 24),
+    (23, 24, 25),
     _resume_after_a_crash_equals_a_run,
     {
         "workers": st.integers(1, 4),
@@ -1703,7 +1703,7 @@ def _a_parked_slot_is_finished_by_its_approval(
 A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
     "a refund over the threshold is parked, the run degraded naming its question; the resume "
     "after an answer finishes it: done if approved, missing if rejected",
-    (24,),
+    (24, 25),
     _a_parked_slot_is_finished_by_its_approval,
     {
         "dollars": st.integers(101, 10_000),
@@ -1714,6 +1714,100 @@ A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
     flaw=(23, "step 23's flaw: a refund runs as soon as it can, asking nobody"),
 )
 
+
+# --- Part II: hedged requests and the first k of n ---------------------------------------------
+
+STRAGGLES = 30.0
+"""Seconds a straggling leaf's first request takes: far past any leaf's normal latency."""
+
+
+def _leaves(n: int) -> str:
+    """A company of ``n`` leaves, ``acme: l0, l1, ...``."""
+    return "acme: " + ", ".join(f"source {index}" for index in range(n))
+
+
+def _a_straggler_is_answered_by_its_hedge(
+    step: Subject, seen: Seen, leaves: int, straggler: int, after: float, seed: int
+) -> None:
+    task = _leaves(leaves)
+    slow = f"acme source {straggler % leaves}"
+
+    async def main() -> tuple[Any, float]:
+        agent = SimulatedAgent(seed, straggle={slow: STRAGGLES})
+        async with step.module.open_worker(agent, virtual=True, max_workers=2) as worker:
+            started = trio.current_time()
+            answer = await step.supervise(task, worker, max_workers=2, hedge=after)
+            return answer, trio.current_time() - started
+
+    answer, took = seen.virtual(main)
+    seen.fact(
+        "the answer took", secs(took), f"less than the straggler's {STRAGGLES:g}s", took < STRAGGLES
+    )
+    assert took < STRAGGLES, "the straggler's first request held the answer: no hedge answered it"
+    said = f"findings on {slow}"
+    seen.fact("the straggler's leaf", said in answer.text, True, said in answer.text)
+    assert said in answer.text, "the straggling leaf has no answer of its own"
+    assert not answer.degraded
+
+
+A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE = Law(
+    "a leaf whose first request straggles is answered by its hedge, a second request of the "
+    "same subtask: the answer comes long before the straggler would have, whole",
+    (25,),
+    _a_straggler_is_answered_by_its_hedge,
+    {
+        "leaves": st.integers(1, 4),
+        "straggler": st.integers(0, 3),
+        "after": st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=10, deadline=None, phases=NO_SHRINK),
+    flaw=(24, "step 24's flaw: a straggler holds its company's answer; it takes no hedge"),
+    raises=TypeError,
+)
+
+
+def _the_first_k_leaves_answer(
+    step: Subject, seen: Seen, leaves: int, straggler: int, seed: int
+) -> None:
+    task = _leaves(leaves)
+    slow = f"acme source {straggler % leaves}"
+    need = leaves - 1
+
+    async def main() -> tuple[Any, float]:
+        agent = SimulatedAgent(seed, straggle={slow: STRAGGLES})
+        async with step.module.open_worker(agent, virtual=True, max_workers=2) as worker:
+            started = trio.current_time()
+            answer = await step.supervise(task, worker, max_workers=2, need=need)
+            return answer, trio.current_time() - started
+
+    answer, took = seen.virtual(main)
+    seen.fact(
+        "the answer took", secs(took), f"less than the straggler's {STRAGGLES:g}s", took < STRAGGLES
+    )
+    assert took < STRAGGLES, "the run waited for a leaf it did not need"
+    kept = [f"findings on acme source {i}" for i in range(leaves) if f"acme source {i}" != slow]
+    whole = all(part in answer.text for part in kept)
+    seen.fact("the first k leaves' answers", whole, True, whole)
+    assert whole, "a leaf that answered in time is missing from the company's answer"
+    assert f"findings on {slow}" not in answer.text, "the leaf not needed is in the answer"
+    assert not answer.degraded
+
+
+THE_FIRST_K_LEAVES_ANSWER = Law(
+    "with need=k, a company's child run returns at its k-th leaf's success: the slower leaf is "
+    "cancelled and left out, the answer whole",
+    (25,),
+    _the_first_k_leaves_answer,
+    {
+        "leaves": st.integers(2, 4),
+        "straggler": st.integers(0, 3),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=10, deadline=None, phases=NO_SHRINK),
+    flaw=(24, "step 24's flaw: a company waits for every leaf; it takes no need"),
+    raises=TypeError,
+)
 
 LAWS = (
     PLAN_ORDER,
@@ -1751,6 +1845,9 @@ LAWS = (
     # Part II: durable runs and an approval gate
     RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
     A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL,
+    # Part II: hedged requests and the first k of n
+    A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE,
+    THE_FIRST_K_LEAVES_ANSWER,
 )
 """Every law of the course, in the order of the steps that bring them."""
 

@@ -296,6 +296,23 @@ STEPS: dict[int, Step] = {
             hook=_HTTP | {"crash"},
             check_task="check_task",
         ),
+        Step(
+            25,
+            "step25_hedging",
+            "hedged requests and the first k of n",
+            options={
+                **_PLANNED,
+                "strategy": "one_for_one",
+                "hedge": None,
+                "need": None,
+                "journal": None,
+                "run_id": None,
+            },
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
     )
 }
 """Every step of the course, by number."""

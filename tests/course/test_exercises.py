@@ -548,16 +548,15 @@ def test_check_watch_runs_the_check_then_waits_for_a_save(
 
 
 @pytest.mark.parametrize("number", PART_ONE)
-def test_each_part_one_page_opens_its_code_with_try_it_first(number: int) -> None:
+def test_each_part_one_page_offers_its_exercise_with_its_commands(number: int) -> None:
     page = (ROOT / "docs" / "steps" / f"{KNOWN[number]}.md").read_text()
-    code = page.split("\n## The code\n", 1)[1].split("\n## ", 1)[0]
-    tip = code.split('!!! tip "Try it first"\n', 1)[1].split("\n--8<--", 1)[0]
+    section = page.split("\n## Write it yourself\n", 1)[1].split("\n## ", 1)[0]
+    tip = section.split('!!! tip "Write this step yourself"\n', 1)[1]
     for command in ("exercise", "check"):
         assert f"$ python -m lessons {command} {number}\n" in tip
     for option in ("--watch", "--hint"):
         assert f"$ python -m lessons check {number} {option}\n" in tip
     assert f"the exercise is step {number - 1}'s code" in " ".join(tip.split())
-    assert code.index("!!! tip") < code.index("--8<--")
 
 
 def test_the_exercises_page_names_watch_and_limit() -> None:
