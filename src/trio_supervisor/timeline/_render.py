@@ -482,6 +482,9 @@ def render_timeline(
     next attempt (a 429's ``Retry-After``) is drawn ``╌``; the ending glyph, when it ended and its
     completion rank, over a time axis from 0 to the wall time. A running bar followed by another
     (a retry) ends in its own ending glyph, so that how each attempt ended shows without colour.
+    A hedge (another attempt of a slot, racing the one it hedges) is drawn ``▓`` on a line of its
+    own under its slot's row (``└ hedge``; the k-th hedge of an attempt on line k), ending in its
+    own glyph; the end label says how the slot's deciding attempt ended (the race's winner).
     ``sections`` (slot -> a heading ``label: text``) puts a line above a slot's row, its label
     where the subtasks are and its text on the timeline: the rounds of a re-planning run, each
     headed by the planner's decision (the top run's slots only, never a child run's)."""
@@ -649,10 +652,12 @@ def render_svg(
     connectors): its waiting bar (a thin line) then its running bars (one per attempt, coloured
     by how it ended, apart by a gap when one follows another at once) on a time axis from 0 to
     the wall time, then the ending (glyph, word and when it ended, in its ending's colour) and
-    the slot's completion rank. The row of a slot that failed, timed out, gave up or crashed is
-    tinted. The label column is as wide as its longest label, up to `LABEL` characters (a longer
-    one is cut, its full name on hover); the legend lists the marks and endings drawn, no
-    other. Two renders of the same trace are byte-identical.
+    the slot's completion rank; a hedge is a lower bar in its slot's row (the row's bar height
+    split: the attempt on top, its k-th hedge k lanes under it), in its own ending's colour, the
+    end label the deciding attempt's (the race's winner). The row of a slot that failed, timed
+    out, gave up or crashed is tinted. The label column is as wide as its longest label, up to
+    `LABEL` characters (a longer one is cut, its full name on hover); the legend lists the marks
+    and endings drawn, no other. Two renders of the same trace are byte-identical.
 
     Args:
       trace: the recorded run (closed, for a fixed right edge).
