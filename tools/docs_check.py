@@ -75,6 +75,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from lessons._course.steps import step_path, steps
 from tools.docs import pages as step_pages
 from tools.docs import tests_page
+from tools.docs.dispatch import deciding
 from trio_supervisor import decompose
 from trio_supervisor.timeline import crashed
 
@@ -294,13 +295,15 @@ def expected_player(run: dict[str, Any]) -> dict[str, Any]:
     cards = []
     for slot in run["trace"]["slots"]:
         spans = slot["spans"]
-        if spans and spans[-1]["end"] is None:  # a hung worker, still running when it stopped
-            again = f"attempt {len(spans)}, " if len(spans) > 1 else ""
-            when = f"{again}from {_seconds(spans[-1]['start'])} · still running"
+        # a hung worker, still running when it stopped (the latest such of a hedged slot's)
+        hung = [index for index, span in enumerate(spans) if span["end"] is None][-1:]
+        if hung:
+            again = f"attempt {hung[0] + 1}, " if hung[0] > 0 else ""
+            when = f"{again}from {_seconds(spans[hung[0]]['start'])} · still running"
             state = "running"
-        elif spans:
+        elif spans:  # how the deciding attempt ended: a hedged slot's last may have lost
             when = f"{_seconds(slot['started'])} → {_seconds(slot['finished'])}"
-            state = shown_status(slot["status"], spans[-1]["error"])
+            state = shown_status(slot["status"], spans[deciding(spans) or 0]["error"])
         elif slot.get("journaled"):  # a resumed run took it from the journal
             when, state = "↺ from the journal, not run again", slot["status"] or "ok"
         else:

@@ -44,10 +44,26 @@
     return node;
   }
 
+  /* The index of the span that says how a slot ended, as the library's SlotTrace.deciding
+   * picks it: the last attempt's; of a hedged race (the spans from the last one not a hedge
+   * on) one still open if any, else the one that succeeded, else the one that ended last. */
+  function deciding(spans) {
+    if (!spans.length) return null;
+    let first = spans.length - 1;
+    while (first > 0 && spans[first].hedge) first -= 1;
+    const race = [...spans.keys()].slice(first);
+    const open = race.find((index) => spans[index].end === null);
+    if (open !== undefined) return open;
+    const won = race.find((index) => spans[index].status === "ok" && !spans[index].lost);
+    if (won !== undefined) return won;
+    return race.reduce((best, index) => (spans[index].end >= spans[best].end ? index : best));
+  }
+
   /* What a slot is at virtual time t of a run that ends at `end`: its card's state (idle,
-   * running, ok, failed, crashed, timed out, cancelled) and a few words on its times. The last attempt's
-   * ending is the slot's status as the run reported it (a timeout, not the cancellation the
-   * worker saw); an attempt a retry followed is shown as it ended. */
+   * running, ok, failed, crashed, timed out, cancelled) and a few words on its times. Its
+   * deciding attempt's ending is the slot's status as the run reported it (a timeout, not the
+   * cancellation the worker saw), shown once the slot is over; an attempt a retry followed is
+   * shown as it ended; while any attempt runs (a hedged slot runs several), the slot runs. */
   function slotAt(slot, t, end) {
     const spans = slot.spans;
     if (slot.journaled && !spans.length) {  /* a resumed run took it from the journal */
@@ -55,20 +71,29 @@
     }
     for (let index = spans.length - 1; index >= 0; index -= 1) {
       const span = spans[index];
-      if (span.start > t) continue;
-      if (span.end === null || t < span.end) {
+      if (span.start <= t && (span.end === null || t < span.end)) {
         const attempt = index > 0 ? `attempt ${index + 1}, ` : "";
         const when = t >= end ? "still running" : `running ${seconds(t - span.start)}`;
         return { state: "running", when: `${attempt}from ${seconds(span.start)} · ${when}` };
       }
-      if (index < spans.length - 1) {
-        const state = shownStatus(span.status, span.error);
-        return { state, when: `attempt ${index + 1} ${state}, to retry` };
-      }
+    }
+    const decided = deciding(spans);
+    if (decided !== null && slot.finished !== null && t >= slot.finished) {
+      const span = spans[decided];
       return {
         state: shownStatus(slot.status || span.status, span.error),
-        when: `${seconds(slot.started)} → ${seconds(span.end)}`,
+        when: `${seconds(slot.started)} → ${seconds(slot.finished)}`,
       };
+    }
+    let ended = null; /* the attempt that ended last by t: a retry follows it */
+    spans.forEach((span, index) => {
+      if (span.end !== null && span.end <= t && (ended === null || span.end >= spans[ended].end)) {
+        ended = index;
+      }
+    });
+    if (ended !== null) {
+      const state = shownStatus(spans[ended].status, spans[ended].error);
+      return { state, when: `attempt ${ended + 1} ${state}, to retry` };
     }
     if (t >= end) return { state: slot.status || "idle", when: "never ran" };
     return { state: "idle", when: t < slot.planned ? "not pulled yet" : "waiting for a worker" };
@@ -107,9 +132,10 @@
 
   /* The timeline at virtual time t, as SVG markup, from the run's drawing (the rows the site's
    * SVG timelines are drawn from: a tree's child runs under their parents, each bar's class its
-   * ending's or its mark's): every stretch clipped to t, an attempt still running at t drawn
-   * as running, then the grid, the ticks and the clock's line. `endings` is the file's table:
-   * each bar is filled with its ending's colour. */
+   * ending's or its mark's, a hedge's bar its number k after it): every stretch clipped to t,
+   * an attempt still running at t drawn as running, a hedged row's k-th hedge as a lower bar
+   * (the row's bar height split in lanes, the attempt on top), then the grid, the ticks and the
+   * clock's line. `endings` is the file's table: each bar is filled with its ending's colour. */
   function timeline(drawing, t, wall, endings) {
     const rows = drawing.rows;
     const right = Math.max(wall, 0.01);
@@ -135,9 +161,12 @@
       parts.push(`<text class="dt-label" x="4" y="${y + 16}" xml:space="preserve">` +
         `<title>${escape(drawn.title)}</title>${escape(`${drawn.slot}`.padStart(3))}  ` +
         `${escape(drawn.label)}</text>`);
-      let after = -Infinity; /* the right edge of the attempt before: two never touch */
-      for (const [start, end, css] of drawn.bars) {
-        if (start > t) break;
+      const lanes = 1 + Math.max(0, ...drawn.bars.map((bar) => bar[3] || 0));
+      const tall = 14 / lanes;
+      /* each lane's right edge of the attempt before: two never touch */
+      const after = Array(lanes).fill(-Infinity);
+      for (const [start, end, css, hedge = 0] of drawn.bars) {
+        if (start > t) continue;
         const from = x(start);
         if (css === "ts-waiting" || css === "ts-asked") {
           const thick = css === "ts-waiting" ? 2 : 4;
@@ -147,12 +176,13 @@
           parts.push(`<rect class="dt-held" x="${from}" y="${y + 5}" ` +
             `width="${Math.max(x(end) - from, 0)}" height="14"/>`);
         } else {
-          const start_x = Math.max(from, after + 2);
+          const start_x = Math.max(from, after[hedge] + 2);
           const w = Math.max(x(end) - start_x, 2);
-          after = start_x + w;
+          after[hedge] = start_x + w;
           const shown = end <= t ? css : "ts-running";
-          parts.push(`<rect class="dt-bar ${shown}" fill="${fill(shown)}" x="${start_x}" ` +
-            `y="${y + 5}" width="${w}" height="14" rx="2"/>`);
+          const lane = hedge ? " dt-hedge" : "";
+          parts.push(`<rect class="dt-bar ${shown}${lane}" fill="${fill(shown)}" ` +
+            `x="${start_x}" y="${y + 5 + hedge * tall}" width="${w}" height="${tall}" rx="2"/>`);
         }
       }
     });

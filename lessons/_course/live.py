@@ -37,15 +37,16 @@ STYLES = {
 
 def state(slot: SlotTrace, timeout: float | None = None) -> str:
     """A slot's state now: ``idle`` before its first attempt, ``running`` during one, else how
-    its last attempt ended (``failed`` between a failed attempt and its retry).
+    its deciding attempt ended (``failed`` between a failed attempt and its retry; a hedged
+    slot's is the attempt that won its race, not the last one started, which may have lost).
 
     A worker watched by a trace sees its timeout as a cancellation; an attempt cancelled once it
     had run for the step's ``timeout`` (trio cancels at the deadline, never before) timed out.
     """
     if not slot.spans:
         return "idle"
-    last = slot.spans[-1]
-    if last.end is None or last.status is None:
+    last = slot.deciding
+    if last is None or last.end is None or last.status is None:
         return "running"
     if last.status is Status.CANCELLED and timeout is not None and last.end - last.start >= timeout:
         return Status.TIMED_OUT.value
@@ -53,23 +54,23 @@ def state(slot: SlotTrace, timeout: float | None = None) -> str:
 
 
 def elapsed(slot: SlotTrace, now: float) -> float | None:
-    """Seconds since the slot's first attempt started, to its last one's end (or to ``now``
-    while one runs); None before its first attempt."""
+    """Seconds since the slot's first attempt started, to its deciding one's end (or to
+    ``now`` while one runs); None before its first attempt."""
     if slot.started is None:
         return None
-    end = slot.spans[-1].end
+    end = slot.ended
     return (now if end is None else end) - slot.started
 
 
 def handed_over(trace: Trace, streaming: bool) -> list[SlotTrace]:
     """The slots whose results the caller has, in plan order: a stream's are the ones it handed
-    over; otherwise the longest run of slots from the first whose last attempt has ended (a
-    supervisor returns them in plan order; a failed one may yet be retried)."""
+    over; otherwise the longest run of slots from the first whose deciding attempt has ended
+    (a supervisor returns them in plan order; a failed one may yet be retried)."""
     if streaming:
         return [slot for slot in trace.slots if slot.delivered is not None]
     done = []
     for slot in trace.slots:
-        if not slot.spans or slot.spans[-1].end is None:
+        if slot.ended is None:
             break
         done.append(slot)
     return done

@@ -161,3 +161,29 @@ def test_a_virtual_run_in_a_terminal_prints_no_frame() -> None:
     assert status == 0
     assert "sub-agents at" not in out.getvalue()
     assert "wall " in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("script", "ended"),
+    [
+        ({3: [(2.5, False), (5.0, False)]}, 2.5),  # the first attempt wins; its hedge lost
+        ({3: [(10.0, False), (1.0, True)]}, 10.0),  # the hedge fails; the first attempt wins
+    ],
+)
+def test_a_hedged_slot_shows_how_its_deciding_attempt_ended_not_its_last(
+    script: dict[int, list[tuple[float, bool]]], ended: float
+) -> None:
+    """A hedged slot's last span may be a hedge that lost or failed while the first attempt
+    went on to win: the live view says ok, for as long as the slot ran, and hands it over."""
+    from lessons._course import live
+    from tests.library.test_hedge import ten
+    from trio_supervisor import Hedge
+
+    _, trace, _ = ten(script, hedge=Hedge(2.0, throttle=1.0))
+    slot = trace.slots[3]
+    assert slot.spans[-1].hedge
+    assert slot.spans[-1].status is not None
+    assert slot.spans[-1].status.value != "ok"
+    assert live.state(slot) == "ok"
+    assert live.elapsed(slot, trace.origin + 99) == ended
+    assert slot in live.handed_over(trace, streaming=False)

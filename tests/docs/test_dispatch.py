@@ -24,8 +24,8 @@ from lessons._course.recording import run_dict
 from lessons._course.steps import part_two, step, steps
 from tools.docs import dispatch
 from tools.docs import hook as docs_hook
-from trio_supervisor import Status
-from trio_supervisor.timeline import ENDINGS, LABEL
+from trio_supervisor import Hedge, Status, Trace
+from trio_supervisor.timeline import ENDINGS, LABEL, MARKS
 
 STEPS = list(steps().values())
 STATUSES = {status.value for status in Status}
@@ -560,3 +560,125 @@ def test_the_player_shows_a_resumed_run_with_what_came_from_the_journal(tmp_path
     assert [shown["cards"][slot] for slot in kept] == ["ok"] * len(kept)
     assert f"killed at {dispatch.KILLED_AT:.2f}s" in shown["outcome"]
     assert f"{len(kept)} slot" in shown["outcome"]
+
+
+# --- a hedged slot: the player draws its hedges as the site's timelines do ------------------
+
+#: Hedged races of slot 3 among ten: the hedge wins; the first attempt wins; the hedge fails
+#: while the first attempt runs on to win; both fail; three hedges, the last one winning.
+RACES = {
+    "hedge-wins": ({3: [(10.0, False), (1.0, False)]}, 1),
+    "first-wins": ({3: [(2.5, False), (5.0, False)]}, 1),
+    "hedge-fails-first": ({3: [(10.0, False), (1.0, True)]}, 1),
+    "both-fail": ({3: [(3.0, True), (2.0, True)]}, 1),
+    "three-hedges": ({3: [(10.0, False), (10.0, False), (10.0, False), (1.0, False)]}, 3),
+}
+
+
+def _hedged(race: str) -> tuple[Trace, dict[str, Any]]:
+    """Race ``race`` run, and the player's data of it: the trace's slots as the runner's JSON
+    holds them (with each slot's status, start and finish), its drawing, and the endings."""
+    from tests.library.test_hedge import ten
+
+    script, extra = RACES[race]
+    _, trace, _ = ten(script, hedge=Hedge(2.0, max_extra=extra, throttle=1.0))
+    slots = trace.to_dict()["slots"]
+    for slot, traced in zip(slots, trace.slots, strict=True):
+        slot["status"] = None if traced.status is None else traced.status.value
+        slot["started"] = None if traced.started is None else traced.started - trace.origin
+        slot["finished"] = None if traced.ended is None else traced.ended - trace.origin
+    run = {"trace": {"wall": trace.wall, "slots": slots}}
+    data = {"run": run, "drawing": dispatch.trace_drawing(trace), "endings": dispatch.endings()}
+    return trace, json.loads(dispatch.to_json(data))
+
+
+@pytest.mark.parametrize("race", RACES)
+def test_the_players_drawing_of_a_hedged_slot_numbers_its_hedges_and_lists_them(
+    race: str,
+) -> None:
+    trace, data = _hedged(race)
+    row = data["drawing"]["rows"][3]
+    running = [bar for bar in row["bars"] if bar[2] not in ("ts-waiting", "ts-asked", "ts-held")]
+    spans = trace.slots[3].spans
+    assert [bar[3] if len(bar) > 3 else 0 for bar in running] == [
+        0 if not span.hedge else index for index, span in enumerate(spans)
+    ]
+    assert ["ts-hedge", MARKS["hedge"].pictured] in data["drawing"]["legend"]
+    assert data["endings"]["ts-hedge"]["fill"] == MARKS["hedge"].fill
+    deciding = trace.slots[3].deciding
+    assert deciding is not None
+    assert dispatch.deciding(data["run"]["trace"]["slots"][3]["spans"]) == spans.index(deciding)
+    assert row["ending"] == f"ts-{deciding.status.value.replace(' ', '-')}"  # type: ignore[union-attr]
+    assert not any(len(bar) > 3 for other in data["drawing"]["rows"][:3] for bar in other["bars"])
+
+
+HEDGE_HARNESS = """
+const fs = require("fs");
+let source = fs.readFileSync(process.argv[2], "utf8");
+source = source.replace(/  const all = \\(\\) =>[\\s\\S]*\\}\\)\\(\\);\\s*$/,
+  "  globalThis.player = { slotAt, timeline, deciding };\\n})();\\n");
+eval(source);
+const { run, drawing, endings, times } = JSON.parse(fs.readFileSync(0, "utf8"));
+const { slotAt, timeline, deciding } = globalThis.player;
+const end = run.trace.wall;
+const slot = run.trace.slots[3];
+const markup = timeline(drawing, end, end, endings).markup;
+const label = markup.indexOf(">  3  3<");
+const row = markup.slice(label, markup.indexOf('class="dt-label"', label + 1));
+console.log(JSON.stringify({
+  cards: times.map((t) => slotAt(slot, t, end)),
+  deciding: deciding(slot.spans),
+  bars: [...row.matchAll(new RegExp('class="dt-bar ([a-z -]+)" fill="([^"]*)" x="[^"]*" ' +
+    'y="([^"]*)" width="[^"]*" height="([^"]*)"', "g"))]
+    .map((m) => [m[1], m[2], Number(m[3]), Number(m[4])]),
+}));
+"""
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node to run the player's script")
+@pytest.mark.parametrize("race", RACES)
+def test_the_player_draws_a_hedge_as_a_lower_bar_and_its_card_follows_the_deciding_attempt(
+    race: str, tmp_path: Path
+) -> None:
+    """The player's own functions, run by node on a hedged race: each hedge a bar of its own,
+    under its attempt's, in its ending's colour; the card running while any attempt runs, then
+    how the deciding attempt ended (not the last one drawn, which may have lost)."""
+    trace, data = _hedged(race)
+    slot = trace.slots[3]
+    assert slot.ended is not None
+    assert slot.status is not None
+    origin = trace.origin
+    times = sorted({span.start - origin + 0.25 for span in slot.spans} | {trace.wall})
+    harness = tmp_path / "harness.cjs"
+    harness.write_text(HEDGE_HARNESS)
+    script = Path(__file__).resolve().parents[2] / "docs" / "javascripts" / "dispatch.js"
+    done = subprocess.run(
+        ["node", str(harness), str(script)],
+        input=json.dumps({**data, "times": times}),
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    shown = json.loads(done.stdout)
+    assert shown["deciding"] == slot.spans.index(slot.deciding)  # type: ignore[arg-type]
+    bars = shown["bars"]
+    assert len(bars) == len(slot.spans), "one bar per attempt, hedges apart"
+    lanes = 1 + max(index for index, span in enumerate(slot.spans) if span.hedge)
+    for index, (span, (css, fill, y, height)) in enumerate(zip(slot.spans, bars, strict=True)):
+        ending = css.split()[0]
+        assert ("dt-hedge" in css) == span.hedge
+        assert ending == f"ts-{span.status.value.replace(' ', '-')}"  # type: ignore[union-attr]
+        assert fill == data["endings"][ending]["fill"]
+        assert height == pytest.approx(14 / lanes)
+        assert y == pytest.approx(bars[0][2] + (index if span.hedge else 0) * 14 / lanes)
+    for t, card in zip(times, shown["cards"], strict=True):
+        running = any(
+            span.start - origin <= t < (math.inf if span.end is None else span.end - origin)
+            for span in slot.spans
+        )
+        if running:
+            assert card["state"] == "running", (t, card)
+        elif t >= slot.ended - origin:
+            assert card["state"] == slot.status.value, (t, card)
+            assert card["when"] == f"0.00s → {slot.ended - origin:.2f}s"

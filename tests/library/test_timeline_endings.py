@@ -17,13 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from trio_supervisor import SlotTrace, Span, Status, Trace
+from trio_supervisor import Backoff, Hedge, SlotTrace, Span, Status, Supervisor, Trace
 from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
     MARKS,
     endings_used,
     legend,
+    legend_keys,
+    marks_used,
     render_svg,
     render_timeline,
     timeline_rows,
@@ -119,11 +121,18 @@ def test_a_bar_and_its_rows_end_label_agree_and_the_legend_lists_what_is_drawn(
     status, or the run's when the run cut it short); each attempt is a bar of its own, apart
     from the one before; and the legend lists exactly the endings the bars and labels use."""
     trace, final = made_up(slots)
+    agree(trace, final)
+
+
+def agree(trace: Trace, final: dict[int, Status]) -> None:
+    """The property's checks, on one trace: see its test."""
     rows = timeline_rows(trace, final)
     svg = render_svg(trace, final)
     drawn_rows = groups(svg, "ts-row")
     assert len(drawn_rows) == len(rows)
-    used: set[str] = set()
+    used: set[str] = set()  # the endings' classes the picture uses
+    marked: set[str] = set()  # the marks' classes its bars use (a hedge's)
+    endings = {drawn.css for drawn in ENDINGS.values()}
     for row, group in zip(rows, drawn_rows, strict=True):
         ending = row.ending
         assert group.get("data-ending") == ending.word
@@ -135,20 +144,26 @@ def test_a_bar_and_its_rows_end_label_agree_and_the_legend_lists_what_is_drawn(
         assert len(bars) == len(running), "one bar per attempt"
         if bars:
             assert ending.css in classes(end), "an end label in its ending's colour"
-        for before, after in itertools.pairwise(bars):
-            edge = float(before.get("x", "nan")) + float(before.get("width", "nan"))
-            gap = float(after.get("x", "nan")) - edge
-            assert gap >= 1.99 - 1e-6, "two attempts merged into one"
-        if running and running[-1].status is row.status:
-            assert ending.css in classes(bars[-1]), "the last bar disagrees with its end label"
+        lanes = sorted({bar.get("y", "") for bar in bars}, key=float)  # a hedge: a lane lower
+        for lane in lanes:
+            along = [bar for bar in bars if bar.get("y") == lane]
+            for before, after in itertools.pairwise(along):
+                edge = float(before.get("x", "nan")) + float(before.get("width", "nan"))
+                gap = float(after.get("x", "nan")) - edge
+                assert gap >= 1.99 - 1e-6, "two attempts merged into one"
+        deciding = row.deciding
+        if deciding is not None and deciding.status is row.status:
+            drawn = bars[running.index(deciding)]
+            assert ending.css in classes(drawn), "the deciding bar disagrees with its end label"
         for rect in bars:
-            used |= {css for css in classes(rect) if css != "ts-bar"}
+            used |= classes(rect) & endings
+            marked |= classes(rect) - endings - {"ts-bar"}
         used |= {css for css in classes(end) if css not in ("ts-end", "ts-never")}
     keys = groups(svg, "ts-legend")[0]
     swatches = {css for r in keys.iter(f"{SVG}rect") for css in classes(r)}
-    endings = {drawn.css for drawn in ENDINGS.values()}
     assert swatches & endings == used | {drawn.css for drawn in endings_used(rows)}
     assert used <= swatches, "the legend misses an ending the picture uses"
+    assert marked <= swatches, "the legend misses a mark the picture uses"
     said = {mark for mark, _ in legend(rows)}
     assert {drawn.glyph for drawn in endings_used(rows)} <= said
 
@@ -268,3 +283,83 @@ def test_no_glyph_a_picture_draws_is_missing_from_its_font() -> None:
     missing = [glyph for glyph in [*drawn, *CONNECTORS] if ord(glyph) not in cmap]
     assert not missing, f"glyphs the font lacks: {missing}"
     assert ord("⏱") not in cmap  # the check can fail: the glyph the issue found boxed
+
+
+#: A hedged slot's calls, ``(latency, fails)``, in the order its worker gets them.
+CALLS = st.lists(
+    st.tuples(st.sampled_from([0.5, 1.5, 2.5, 4.0]), st.booleans()), min_size=1, max_size=4
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(CALLS, min_size=1, max_size=3),
+    st.integers(min_value=1, max_value=2),
+    st.integers(min_value=1, max_value=2),
+)
+def test_a_hedged_slots_hedges_are_bars_of_their_own_and_its_end_label_the_deciding_attempts(
+    script: list[list[tuple[float, bool]]], max_extra: int, attempts: int
+) -> None:
+    """Real hedged runs (a hedge after 1s): everything the property above holds, and each
+    hedge a bar of its own, lower in its slot's row than the attempt it hedges, on a line of
+    its own in the terminal; the legends list the hedge exactly when one is drawn; and the end
+    label says how the slot's deciding attempt ended (`SlotTrace.deciding`, which need not be
+    the last drawn: a hedge that lost, or failed while the first attempt won), and when."""
+    from tests.library.test_hedge import scripted
+
+    async def main() -> Trace:
+        trace = Trace()
+        supervisor = Supervisor(
+            scripted(dict(enumerate(script))),
+            max_workers=4,
+            hedge=Hedge(1.0, max_extra=max_extra, throttle=1.0),
+            attempts=attempts,
+            backoff=Backoff(initial=0, maximum=0),
+        )
+        await supervisor.run(range(len(script)), trace=trace)
+        return trace
+
+    trace = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    agree(trace, {})
+    rows = timeline_rows(trace)
+    svg = render_svg(trace)
+    hedged = any(span.hedge for slot in trace.slots for span in slot.spans)
+    assert ("hedge" in {mark.kind for mark in marks_used(rows)}) == hedged
+    assert (MARKS["hedge"].legend in dict(legend(rows)).values()) == hedged
+    assert (MARKS["hedge"].pictured in {text for _, text in legend_keys(rows)}) == hedged
+    out = io.StringIO()
+    Console(file=out, width=120, color_system=None).print(render_timeline(trace))
+    lines = out.getvalue().splitlines()
+    for row, slot, group in zip(rows, trace.slots, groups(svg, "ts-row"), strict=True):
+        deciding = slot.deciding
+        assert deciding is not None
+        assert deciding.end is not None
+        bar = row.deciding
+        assert bar is not None
+        assert (bar.start, bar.end, bar.hedge > 0) == (
+            deciding.start - trace.origin,
+            deciding.end - trace.origin,
+            deciding.hedge,
+        )
+        end = next(t for t in group.iter(f"{SVG}text") if "ts-end" in classes(t))
+        when = deciding.end - trace.origin  # the slot ended when its deciding attempt did
+        assert text_of(end) == f"{row.ending.glyph} {row.ending.word} {when:.2f}s"
+        assert row.ending is bar.ending, "the end label is the deciding attempt's"
+        rects = [r for r in group.iter(f"{SVG}rect") if "ts-bar" in classes(r)]
+        running = [b for b in row.bars if b.kind == "running"]
+        numbers: list[int] = []
+        number = 0  # a hedge's number: k for its attempt's k-th, 0 for the attempt
+        for span in slot.spans:
+            number = number + 1 if span.hedge else 0
+            numbers.append(number)
+        assert [b.hedge for b in running] == numbers
+        assert ["ts-hedge" in classes(r) for r in rects] == [span.hedge for span in slot.spans]
+        for drawn, rect in zip(running, rects, strict=True):
+            assert bar.ending.css in classes(rects[running.index(bar)])
+            assert drawn.ending.css in classes(rect), "a bar in its own ending's colour"
+            if drawn.hedge:  # lower than the attempt it hedges (or than its row's top lane)
+                assert float(rect.get("y", "nan")) > float(rects[0].get("y", "nan"))
+        at = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{row.slot} "))
+        below = lines[at + 1 : at + 1 + max(b.hedge for b in running)]
+        assert all("└ hedge" in line and "▓" in line for line in below)
+        assert "└ hedge" not in lines[at + 1 + len(below)]

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +39,7 @@ from lessons._course.demos import FIVE, TREE, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.steps import part_two, step, step_number
+from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
@@ -226,23 +228,52 @@ def endings() -> dict[str, dict[str, str]]:
         for drawn in ENDINGS.values()
     }
     for mark in MARKS.values():  # an attempt's own mark is drawn in its ending's colour
-        table.setdefault(mark.css, {"word": mark.kind, "legend": mark.legend})
+        said = {"word": mark.kind, "legend": mark.pictured or mark.legend}
+        table.setdefault(mark.css, said if mark.fill is None else {**said, "fill": mark.fill})
     return table
+
+
+def deciding(spans: list[dict[str, Any]]) -> int | None:
+    """The index of the span, of a slot's spans as the runner's JSON holds them, that says how
+    the slot ended: `trio_supervisor.SlotTrace.deciding`'s choice (the last attempt's; of a
+    hedged race, one still open, else the one that succeeded, else the one that ended last),
+    which the player's ``deciding`` makes too. None for a slot that never ran."""
+    if not spans:
+        return None
+    first = len(spans) - 1
+    while first > 0 and spans[first].get("hedge"):
+        first -= 1
+    race = range(first, len(spans))
+    for index in race:
+        if spans[index]["end"] is None:
+            return index
+    for index in race:
+        if spans[index]["status"] == "ok" and not spans[index].get("lost"):
+            return index
+    return max(reversed(race), key=lambda index: spans[index]["end"])
 
 
 def drawing(run: Run) -> dict[str, Any]:
     """A run's timeline as the player draws it: the rows of
     `trio_supervisor.timeline.timeline_rows` (a tree's child runs under their parents, with
     its connectors), each bar ``[start, end, class]`` (an attempt's class its ending's, another
-    stretch's its mark's), each row's ending class and end label; the legend's keys; the axis
-    ticks. Labels longer than `trio_supervisor.timeline.LABEL` characters are cut, the full
+    stretch's its mark's; a hedge's ``[start, end, class, k]``, for its attempt's k-th hedge,
+    which the player draws as a lower bar), each row's ending class; the legend's keys; the
+    axis ticks. Labels longer than `trio_supervisor.timeline.LABEL` characters are cut, the full
     one kept for the hover title."""
     assert run.trace is not None
-    rows = timeline_rows(run.trace, final_statuses(run))
+    return trace_drawing(run.trace, final_statuses(run))
+
+
+def trace_drawing(trace: Trace, final: Mapping[int, Status] | None = None) -> dict[str, Any]:
+    """The player's drawing of ``trace`` (see `drawing`), ``final`` the statuses the run
+    reported, as `trio_supervisor.timeline.timeline_rows` takes them."""
+    rows = timeline_rows(trace, final)
     drawn = []
     for row in rows:
-        bars = [
+        bars: list[list[Any]] = [
             [bar.start, bar.end, bar.ending.css if bar.kind == "running" else MARKS[bar.kind].css]
+            + ([bar.hedge] if bar.hedge else [])
             for bar in row.bars
         ]
         label = row.label if len(row.label) <= LABEL else row.label[: LABEL - 1] + "…"
@@ -259,7 +290,7 @@ def drawing(run: Run) -> dict[str, Any]:
     return {
         "rows": drawn,
         "legend": [list(key) for key in legend_keys(rows)],
-        "ticks": ticks(run.trace.wall or 1.0),
+        "ticks": ticks(trace.wall or 1.0),
     }
 
 

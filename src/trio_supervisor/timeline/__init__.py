@@ -4,8 +4,8 @@ for Perfetto's UI.
 Kept apart from the core so that `import trio_supervisor` loads no rendering library: a program
 that supervises and never draws pays nothing for drawing. Every picture takes how it draws each
 ending from one table, ``ENDINGS`` (an [`Ending`][trio_supervisor.timeline.Ending] per word; each
-stretch that is not an attempt from ``MARKS``): the terminal, the SVG and the docs' player agree,
-and a new ending is one more record there.
+stretch that is not an attempt, and a hedge, from ``MARKS``): the terminal, the SVG and the
+docs' player agree, and a new ending is one more record there.
 """
 
 from .._util import fixup_module_metadata
@@ -13,6 +13,7 @@ from ._events import trace_events
 from ._render import (
     ENDINGS,
     LABEL,
+    LOST,
     MARKS,
     Bar,
     Ending,
@@ -34,6 +35,7 @@ from ._render import (
 __all__ = [
     "ENDINGS",
     "LABEL",
+    "LOST",
     "MARKS",
     "Bar",
     "Ending",

@@ -18,7 +18,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
     ) from error
 
 from .._contract import Status
-from .._trace import Trace
+from .._trace import Span, Trace
 
 
 @dataclass(frozen=True)
@@ -130,13 +130,19 @@ _BY_STATUS = {
 
 @dataclass(frozen=True)
 class Mark:
-    """How a stretch of a row that is not an attempt is drawn: its terminal ``glyph`` and rich
-    ``style``, its class in the SVG and the player, and what the legend says of it."""
+    """How a stretch of a row is drawn apart from an attempt's ending: its terminal ``glyph``
+    and rich ``style``, its class in the SVG and the player, and what the legend says of it;
+    ``pictured`` what the SVG's and the player's legends say instead, where they draw it
+    otherwise than the terminal (a hedge: a lower bar, not a line of its own); ``fill`` its
+    swatch's colour in those legends, for a mark the SVG's stylesheet does not otherwise colour.
+    """
 
     kind: str
     glyph: str
     style: str
     legend: str
+    pictured: str | None = None
+    fill: str | None = None
 
     @property
     def css(self) -> str:
@@ -145,16 +151,29 @@ class Mark:
 
 
 #: Every stretch that is not an attempt, in the order a legend lists them (``running`` is the
-#: attempts' own mark in the terminal, coloured by their endings).
+#: attempts' own mark in the terminal, coloured by their endings; ``hedge`` an extra attempt of a
+#: hedged slot, coloured by its ending too, on a line of its own under its slot's row).
 MARKS: dict[str, Mark] = {
     mark.kind: mark
     for mark in (
         Mark("waiting", "·", "bright_black", "waiting (for a worker, or a retry)"),
         Mark("asked", "╌", "yellow", "told to wait (Retry-After)"),
         Mark("running", "█", "", "running (coloured by its end)"),
+        Mark(
+            "hedge",
+            "▓",
+            "",
+            "hedge: another attempt of the slot, on the line under it",
+            pictured="hedge: another attempt of the slot (lower bar)",
+            fill="#57606a",
+        ),
         Mark("held", "░", "bright_black", "done, held for plan order"),
     )
 }
+
+#: What the SVG says of an attempt cancelled because another attempt of its slot won (a hedged
+#: race's loser): its ending is ``cancelled``.
+LOST = "lost, another attempt won"
 
 #: The error kind a crashed attempt records: the process pool's exception, by its name (a trace
 #: keeps an error as text, ``WorkerCrashed: the worker process died: ...``).
@@ -193,6 +212,9 @@ class Bar:
     status: Status | None  # how a running bar ended; None while running or for waiting
     note: str | None = None  # a failed attempt's error; the wait an "asked" bar was asked for
     cut: bool = False  # the run cut this attempt short: its status is what the run reported
+    hedge: int = 0  # a running bar's: k for its attempt's k-th hedge, 0 for the attempt itself
+    lost: bool = False  # a running bar cancelled because another attempt of its slot won
+    deciding: bool = False  # the attempt that says how its slot ended (`SlotTrace.deciding`)
 
     @property
     def crashed(self) -> bool:
@@ -236,20 +258,28 @@ class Row:
 
     @property
     def crashed(self) -> bool:
-        """Whether the slot failed because the process of its last attempt died."""
+        """Whether the slot failed because the process of its deciding attempt died."""
         return self.ending.word == "crashed"
 
     @property
-    def ending(self) -> Ending:
-        """How the slot ended, as its end label says it and its last bar is coloured: the last
-        attempt's own ending when it is the slot's status; ``gave up`` for a slot that failed
-        though no attempt of it failed (the run gave up past its restart intensity); from the
-        journal for a slot a resumed run did not run."""
+    def deciding(self) -> Bar | None:
+        """The running bar of the attempt that says how the slot ended: its last attempt's, or
+        of a hedged race the one `SlotTrace.deciding` names (not always the last drawn); None
+        for a slot that never ran."""
         running = [bar for bar in self.bars if bar.kind == "running"]
-        if self.journaled and not running:
+        return next((bar for bar in running if bar.deciding), running[-1] if running else None)
+
+    @property
+    def ending(self) -> Ending:
+        """How the slot ended, as its end label says it and its deciding bar is coloured: the
+        deciding attempt's own ending when it is the slot's status; ``gave up`` for a slot that
+        failed though no attempt of it failed (the run gave up past its restart intensity);
+        from the journal for a slot a resumed run did not run."""
+        deciding = self.deciding
+        if self.journaled and deciding is None:
             return ENDINGS["journaled"]
-        if running and running[-1].status is self.status:
-            return running[-1].ending
+        if deciding is not None and deciding.status is self.status:
+            return deciding.ending
         if self.status is Status.FAILED:  # failed, and not by an attempt of its own
             return ENDINGS["gave up"]
         return _BY_STATUS[self.status]
@@ -307,16 +337,24 @@ def _rows_of(
         bars: list[Bar] = []
         waiting_from = slot.planned - trace.origin
         asked = 0.0  # the wait the previous attempt's failure asked for (Retry-After)
+        hedge = 0  # the hedge number of the span, within its attempt
+        deciding = slot.deciding
         for span in slot.spans:
             start = span.start - trace.origin
+            end = right if span.end is None else span.end - trace.origin
+            if span.hedge:  # drawn on a line of its own: no wait before it
+                hedge += 1
+                bars.append(_attempt(start, end, span, span is deciding, hedge))
+                waiting_from = max(waiting_from, end)
+                continue
+            hedge = 0
             if asked > 0 and start > waiting_from:
                 told = min(start, waiting_from + asked)
                 bars.append(Bar(waiting_from, told, "asked", None, f"{asked:g}s"))
                 waiting_from = told
             if start > waiting_from:
                 bars.append(Bar(waiting_from, start, "waiting", None))
-            end = right if span.end is None else span.end - trace.origin
-            bars.append(Bar(start, end, "running", span.status, span.error))
+            bars.append(_attempt(start, end, span, span is deciding))
             waiting_from = end
             asked = span.retry_after or 0.0
         if (
@@ -353,16 +391,27 @@ def _rows_of(
             _rows_of(child, {}, right, depth + 1, rows, below, lasts, shown)
 
 
+def _attempt(start: float, end: float, span: Span, deciding: bool, hedge: int = 0) -> Bar:
+    """The running bar of one attempt's ``span``, from ``start`` to ``end``."""
+    return Bar(start, end, "running", span.status, span.error, False, hedge, span.lost, deciding)
+
+
 def _cut_attempt(bars: list[Bar], status: Status | None) -> None:
-    """Give the last attempt the slot's final ``status`` when the run cut it short (its trace
-    says cancelled, or it is still open) and reported another, other than ok: its bar then
-    says how the slot ended, as its end label does."""
+    """Give the deciding attempt the slot's final ``status`` when the run cut it short (its
+    trace says cancelled, or it is still open) and reported another, other than ok: its bar
+    then says how the slot ended, as its end label does. (A hedged race's other attempts cut
+    at the same instant, and not lost to a winner, are cut the same way.)"""
     running = [index for index, bar in enumerate(bars) if bar.kind == "running"]
     if not running or status is None or status is Status.OK:
         return
-    last = bars[running[-1]]
-    if last.status in (None, Status.CANCELLED) and last.status is not status:
-        bars[running[-1]] = dataclasses.replace(last, status=status, cut=True)
+    chosen = next((index for index in running if bars[index].deciding), running[-1])
+    decided = bars[chosen]
+    for index in running:
+        bar = bars[index]
+        same = index == chosen or (bar.end == decided.end and (bar.hedge or decided.hedge))
+        cut = same and not bar.lost and bar.status in (None, Status.CANCELLED)
+        if cut and bar.status is not status:
+            bars[index] = dataclasses.replace(bar, status=status, cut=True)
 
 
 def _seconds(value: float) -> str:
@@ -372,14 +421,14 @@ def _seconds(value: float) -> str:
 def _ending(row: Row) -> str:
     """How a row ended, as both pictures say it: ``✓ ok 0.88s``, ``⊘ cancelled, never ran``."""
     drawn = row.ending
-    running = [bar for bar in row.bars if bar.kind == "running"]
-    if row.journaled and not running:
+    deciding = row.deciding
+    if row.journaled and deciding is None:
         status = "" if row.status is None else row.status.value + ", "
         return f"{drawn.glyph} {status}journaled"
-    if not running:
+    if deciding is None:
         said = "" if row.status is None else f"{drawn.word}, "
         return f"{drawn.glyph} {said}never ran"
-    return f"{drawn.glyph} {drawn.word} {_seconds(running[-1].end)}"
+    return f"{drawn.glyph} {drawn.word} {_seconds(deciding.end)}"
 
 
 def endings_used(rows: Sequence[Row]) -> list[Ending]:
@@ -393,6 +442,8 @@ def endings_used(rows: Sequence[Row]) -> list[Ending]:
 def marks_used(rows: Sequence[Row]) -> list[Mark]:
     """The stretches other than attempts that a timeline of ``rows`` draws, in `MARKS` order."""
     kinds = {bar.kind for row in rows for bar in row.bars}
+    if any(bar.hedge for row in rows for bar in row.bars):
+        kinds.add("hedge")
     return [mark for kind, mark in MARKS.items() if kind in kinds]
 
 
@@ -431,13 +482,17 @@ def render_timeline(
     next attempt (a 429's ``Retry-After``) is drawn ``╌``; the ending glyph, when it ended and its
     completion rank, over a time axis from 0 to the wall time. A running bar followed by another
     (a retry) ends in its own ending glyph, so that how each attempt ended shows without colour.
+    A hedge (another attempt of a slot, racing the one it hedges) is drawn ``▓`` on a line of its
+    own under its slot's row (``└ hedge``; the k-th hedge of an attempt on line k), ending in its
+    own glyph; the end label says how the slot's deciding attempt ended (the race's winner).
     ``sections`` (slot -> a heading ``label: text``) puts a line above a slot's row, its label
     where the subtasks are and its text on the timeline: the rounds of a re-planning run, each
     headed by the planner's decision (the top run's slots only, never a child run's)."""
     sections = sections or {}
     right = trace.wall or 1.0
     rows = timeline_rows(trace, final)
-    widest = max((len(row.label) for row in rows), default=0)
+    hedges = max((bar.hedge for row in rows for bar in row.bars), default=0)
+    widest = max([len(row.label) for row in rows] + [len(_hedge_line(hedges))], default=0)
     table = Table(box=None, pad_edge=False, show_edge=False, title_justify="left")
     table.add_column("slot", justify="right", no_wrap=True, min_width=4)
     # a terminal has no hover to show a cut name: the column stays narrow enough to leave the
@@ -455,31 +510,46 @@ def render_timeline(
             label, _, text = sections[row.slot].partition(": ")
             text = text if len(text) <= width else text[: width - 1] + "…"
             table.add_row("", Text(label, style="bold"), Text(text, style="bold"), "", "")
-        cells = [" "] * width
-        styles = [""] * width
+        # a hedge has a line of its own under the row's (the k-th hedge of an attempt, line k)
+        lines = 1 + max((bar.hedge for bar in row.bars), default=0)
+        cells = [[" "] * width for _ in range(lines)]
+        styles = [[""] * width for _ in range(lines)]
         last_run = max((bar.end for bar in row.bars if bar.kind == "running"), default=None)
-        marks = []  # (column, glyph): where each attempt that another followed ended, and how
+        marks = []  # (line, column, glyph): where each attempt ended that is not the row's end
         for bar in row.bars:
             first = min(width - 1, int(bar.start / right * width))
             last = max(first + 1, min(width, round(bar.end / right * width)))
-            mark = MARKS[bar.kind]
+            mark = MARKS["hedge" if bar.hedge else bar.kind]
             style = bar.ending.style if bar.kind == "running" else mark.style
             for column in range(first, last):
-                cells[column], styles[column] = mark.glyph, style
-            if bar.kind == "running" and bar.end != last_run and bar.status is not None:
-                marks.append((last - 1, bar.drawn[0]))
-        for column, glyph in marks:  # drawn over the bars, so that no later bar hides one
-            cells[column] = glyph
+                cells[bar.hedge][column], styles[bar.hedge][column] = mark.glyph, style
+            if bar.kind != "running" or bar.status is None:
+                continue
+            # a hedge's line has no end label: it ends in its glyph; so does any attempt but the
+            # deciding one, unless it ends the row (the end label says how)
+            if bar.hedge or (not bar.deciding and (bar.lost or bar.end != last_run)):
+                marks.append((bar.hedge, last - 1, bar.drawn[0]))
+        for index, column, glyph in marks:  # drawn over the bars, so that no later bar hides one
+            cells[index][column] = glyph
         line = Text()
-        for cell, style in zip(cells, styles, strict=True):
-            line.append(cell, style=style)
+        for index in range(lines):
+            if index:
+                line.append("\n")
+            for cell, style in zip(cells[index], styles[index], strict=True):
+                line.append(cell, style=style)
+        named = row.label + "".join(f"\n{_hedge_line(index)}" for index in range(1, lines))
         end = Text(_ending(row), style=row.ending.style)
         table.add_row(
-            str(row.slot), Text(row.label), line, end, "" if row.rank is None else str(row.rank)
+            str(row.slot), Text(named), line, end, "" if row.rank is None else str(row.rank)
         )
     axis = Text("0s".ljust(width - len(_seconds(right))) + _seconds(right), style="bright_black")
     table.add_row("", "", axis, "", "")
     return table
+
+
+def _hedge_line(hedge: int) -> str:
+    """The subtask column of a row's line of its ``hedge``-th hedge (none for 0)."""
+    return "" if not hedge else "└ hedge" + (f" {hedge}" if hedge > 1 else "")
 
 
 # The SVG picture: the same rows as the terminal table, drawn on a shared time axis. Its text and
@@ -506,6 +576,9 @@ def svg_style() -> str:
     """The SVG's stylesheet: its frame, then each ending's bar and words from `ENDINGS` (an
     ending's words dark enough to read on white; on the site's dark scheme, its ``night``)."""
     parts = [_SVG_BASE]
+    for mark in MARKS.values():  # before the endings': a hedge's bar takes its ending's fill
+        if mark.fill is not None:
+            parts.append(f".ts-chart rect.{mark.css}{{fill:{mark.fill}}}")
     for drawn in ENDINGS.values():
         variable = f"--{drawn.css}-text"
         parts.append(
@@ -551,7 +624,11 @@ def ticks(right: float) -> list[float]:
 def legend_keys(rows: Sequence[Row]) -> list[tuple[str, str]]:
     """The SVG legend's keys, ``(css class, text)``, for what ``rows`` draw: the terminal's
     `legend` in the picture's own swatches, each ending's glyph before its words."""
-    keys = [(mark.css, mark.legend) for mark in marks_used(rows) if mark.kind != "running"]
+    keys = [
+        (mark.css, mark.pictured or mark.legend)
+        for mark in marks_used(rows)
+        if mark.kind != "running"
+    ]
     keys.append(("ts-blank", f"blank: {_blank(rows)}"))
     return keys + [(drawn.css, f"{drawn.glyph} {drawn.legend}") for drawn in endings_used(rows)]
 
@@ -575,10 +652,12 @@ def render_svg(
     connectors): its waiting bar (a thin line) then its running bars (one per attempt, coloured
     by how it ended, apart by a gap when one follows another at once) on a time axis from 0 to
     the wall time, then the ending (glyph, word and when it ended, in its ending's colour) and
-    the slot's completion rank. The row of a slot that failed, timed out, gave up or crashed is
-    tinted. The label column is as wide as its longest label, up to `LABEL` characters (a longer
-    one is cut, its full name on hover); the legend lists the marks and endings drawn, no
-    other. Two renders of the same trace are byte-identical.
+    the slot's completion rank; a hedge is a lower bar in its slot's row (the row's bar height
+    split: the attempt on top, its k-th hedge k lanes under it), in its own ending's colour, the
+    end label the deciding attempt's (the race's winner). The row of a slot that failed, timed
+    out, gave up or crashed is tinted. The label column is as wide as its longest label, up to
+    `LABEL` characters (a longer one is cut, its full name on hover); the legend lists the marks
+    and endings drawn, no other. Two renders of the same trace are byte-identical.
 
     Args:
       trace: the recorded run (closed, for a fixed right edge).
@@ -733,6 +812,8 @@ def render_svg(
         swatch_y, swatch_h = (legend_y - 9, 10)
         if css in ("ts-waiting", "ts-asked"):
             swatch_y, swatch_h = (legend_y - 6, 3 if css == "ts-waiting" else 5)
+        elif css == MARKS["hedge"].css:  # a lower bar
+            swatch_y, swatch_h = (legend_y - 4, 5)
         if css != "ts-blank":  # a blank stretch is drawn as nothing: its key has no swatch
             out.append(
                 f'<rect class="{css}" x="{_n(legend_x)}" y="{_n(swatch_y)}" width="16" '
@@ -749,9 +830,13 @@ def render_svg(
 
 def _svg_bars(row: Row, middle: float, x_of: Callable[[float], float], scale: float) -> list[str]:
     """The SVG shapes of one row's bars: ``scale`` is pixels a second. An attempt that starts
-    where the one before it ended starts a gap later: two attempts are never drawn as one."""
+    where the one before it ended starts a gap later: two attempts are never drawn as one. A row
+    with hedges splits its bar's height: the attempt on top, its k-th hedge k lanes under it."""
     out = []
-    attempt, after = 0, -math.inf  # the attempts so far, and the right edge of the last one
+    lanes = 1 + max((bar.hedge for bar in row.bars), default=0)
+    tall = _BAR / lanes
+    attempt = 0  # the attempts so far
+    after = [-math.inf] * lanes  # the right edge of each lane's last attempt
     for bar in row.bars:
         x, w = x_of(bar.start), max(1.0, (bar.end - bar.start) * scale)
         span = f"{bar.start:.2f}s to {bar.end:.2f}s"
@@ -776,16 +861,21 @@ def _svg_bars(row: Row, middle: float, x_of: Callable[[float], float], scale: fl
         else:
             attempt += 1
             right = x + (bar.end - bar.start) * scale
-            x = max(x, after + _GAP)
+            x = max(x, after[bar.hedge] + _GAP)
             w = max(_SLIVER, right - x)
-            after = x + w
+            after[bar.hedge] = x + w
             drawn = bar.ending
             said = "still running" if bar.status is None else drawn.legend
             if bar.note is not None:
                 said = f"{said}, {bar.note}"
+            if bar.lost:
+                said = f"{said}: {LOST}"
+            css = f"{MARKS['hedge'].css} {drawn.css}" if bar.hedge else drawn.css
+            which = f"attempt {attempt}" + (f" (hedge {bar.hedge})" if bar.hedge else "")
             out.append(
-                f'<rect class="ts-bar {drawn.css}" data-attempt="{attempt}" x="{_n(x)}" '
-                f'y="{_n(middle - _BAR / 2)}" width="{_n(w)}" height="{_n(_BAR)}" rx="2">'
-                f"<title>attempt {attempt}, running {span}: {escape(said)}</title></rect>"
+                f'<rect class="ts-bar {css}" data-attempt="{attempt}" x="{_n(x)}" '
+                f'y="{_n(middle - _BAR / 2 + bar.hedge * tall)}" width="{_n(w)}" '
+                f'height="{_n(tall)}" rx="2">'
+                f"<title>{which}, running {span}: {escape(said)}</title></rect>"
             )
     return out
