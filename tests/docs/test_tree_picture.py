@@ -53,8 +53,10 @@ def test_the_tree_draws_every_node_of_the_run_by_its_own_outcome(name: str) -> N
     assert listed <= {drawn.css for drawn in ENDINGS.values()}
 
 
-def test_the_trees_step_page_includes_its_picture_near_the_top() -> None:
+def test_the_trees_step_page_includes_its_picture_before_its_walk_through() -> None:
     page = (ROOT / "docs" / "steps" / "step20_trees.md").read_text()
     include = '--8<-- "docs/generated/steps/step20_trees.tree.md"'
     assert include in page
-    assert page.index(include) < page.index("## The code")
+    # after the page's opening (before and after, the player, the code), before the prose
+    assert page.index('--8<-- "docs/generated/steps/step20_trees.md"') < page.index(include)
+    assert page.index(include) < page.index("## The change, walked through")

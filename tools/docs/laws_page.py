@@ -49,6 +49,8 @@ ANCHORS = {
     "A_CRASH_FAILS_ITS_LEAF_ALONE": "crash-contained",
     "RESUME_AFTER_A_CRASH_EQUALS_A_RUN": "resume-after-a-crash",
     "A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL": "approval-gate",
+    "A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE": "hedged-requests",
+    "THE_FIRST_K_LEAVES_ANSWER": "first-k-of-n",
 }
 
 

@@ -36,8 +36,8 @@ class SimulatedAgent:
     ``fail``, or when it is named in ``fail``; it never returns when its text contains ``hang`` or
     it is named in ``hang``; it fails its first ``flaky[s]`` calls and then succeeds. A subtask
     named in ``latencies`` takes that long instead; one named in ``straggle`` takes that long on
-    its first call only (a straggler, the tail a second call of it does not meet). It answers ``findings on <subtask>``, or
-    what ``outputs`` gives for the subtask.
+    its first call only (a straggler, the tail a second call of it does not meet). It answers
+    ``findings on <subtask>``, or what ``outputs`` gives for the subtask.
 
     Args:
       seed: picks the latencies.

@@ -732,7 +732,8 @@ async def serve(
 def mimic(simulated: SimulatedAgent) -> Callable[[str], Script]:
     """The ``script`` that makes the server do with each prompt what ``simulated`` does with it
     as a subtask: take its latency (its first request its ``straggle``), always fail (a 500),
-    fail its first ``flaky`` requests, or hang, and answer as it answers (``findings on <prompt>`` unless told otherwise)."""
+    fail its first ``flaky`` requests, or hang, and answer as it answers (``findings on
+    <prompt>`` unless told otherwise)."""
 
     def script(prompt: str) -> Script:
         return Script(
