@@ -5,7 +5,8 @@
   same law catches it.
 - Every reservation is settled exactly once, with what its attempt reported or, when it
   reported nothing, its whole reservation: for attempts that succeed, fail, time out, are
-  retried or are cut short by the deadline, on both paths a run takes.
+  retried, hedged (the winner and the loser each) or are cut short by the deadline, on both
+  paths a run takes.
 - One budget shared by two supervisors at once and by a ``replan`` holds for all of them, and
   the replan's answer names it when it ended the run.
 """
@@ -26,7 +27,17 @@ from hypothesis import strategies as st
 
 from tests.library.scripted_worker import PATHS
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Batch, Budget, Done, Ledger, Status, Supervisor, Usage, report_usage
+from trio_supervisor import (
+    Batch,
+    Budget,
+    Done,
+    Hedge,
+    Ledger,
+    Status,
+    Supervisor,
+    Usage,
+    report_usage,
+)
 
 R = TypeVar("R")
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -188,6 +199,8 @@ def troubled_runs(draw: st.DrawFn) -> dict[str, Any]:
         "deadline": draw(st.sampled_from([None, 37 / 64, 101 / 64, 301 / 64])),
         "limit": draw(st.integers(slots, 6 * slots)),
         "path": draw(st.sampled_from(sorted(PATHS))),
+        # a hedge: a second attempt of a slow one, reserving and settling as any attempt does
+        "hedge": draw(st.sampled_from([None, Hedge(1 / 8, max_extra=2, throttle=1.0)])),
     }
 
 
@@ -217,6 +230,7 @@ def test_every_reservation_is_settled_exactly_once(case: dict[str, Any]) -> None
             timeout=33 / 64,
             attempts=case["attempts"],
             meters=[budget],
+            hedge=case["hedge"],
             **PATHS[case["path"]],
         )
         aggregate = await supervisor.run(range(len(kinds)), deadline=case["deadline"])
