@@ -123,7 +123,18 @@ def test_scenarios_are_offered_only_where_the_step_can_tell_them_apart() -> None
         assert scenario.run("step04_ordered_slots").options == {"max_workers": scenario.workers}
 
 
-OWN = ("gives-up", "left", "window", "lazy", "rate", "adaptive", "tree", "crashes", "killed")
+OWN = (
+    "gives-up",
+    "left",
+    "window",
+    "lazy",
+    "rate",
+    "adaptive",
+    "tree",
+    "crashes",
+    "killed",
+    "hedged",
+)
 """The keys of the scenarios built on a step's own ideas, in the order a menu lists them."""
 
 
@@ -144,6 +155,7 @@ def offered(name: str) -> list[str]:
         "tree": record.records_trace and record.check_task is not None,
         "crashes": record.takes_crash,
         "killed": record.journals,
+        "hedged": record.takes("hedge"),
     }
     return [key for key in OWN if takes[key]]
 
@@ -177,6 +189,20 @@ def test_a_step_gets_a_scenario_of_an_idea_exactly_when_its_record_takes_it(name
     keys = [s.key for s in dispatch.scenarios(name)]
     assert [key for key in keys if key in OWN] == offered(name)
     assert keys[-len(offered(name)) :] == offered(name) or not offered(name)
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "hedged" in offered(name)])
+def test_the_hedge_scenario_draws_the_hedge_that_won(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    run = _item(recorded[name], "hedged")
+    company = next(s for s in run["trace"]["slots"] if s["subtask"].startswith("globex"))
+    spans = next(s for s in company["child"]["slots"] if s["subtask"] == dispatch.STRAGGLER)[
+        "spans"
+    ]
+    assert [span.get("hedge", False) for span in spans][-2:] == [False, True]
+    assert spans[-2].get("lost")  # the straggling first request, cancelled as its hedge won
+    assert run["trace"]["wall"] < 12
 
 
 def _item(recorded: dict[str, Any], key: str) -> dict[str, Any]:
@@ -342,7 +368,7 @@ def test_the_players_drawing_has_every_row_and_a_legend_of_what_it_draws(
         drawing = item["drawing"]
         assert len(drawing["rows"]) == _rows(item["run"]["trace"]), item["key"]
         used = {row["ending"] for row in drawing["rows"]}
-        used |= {css for row in drawing["rows"] for _, _, css in row["bars"] if css in endings}
+        used |= {bar[2] for row in drawing["rows"] for bar in row["bars"] if bar[2] in endings}
         listed = {css for css, _ in drawing["legend"]}
         assert listed & endings == used, item["key"]
         assert len(drawing["ticks"]) >= 3, item["key"]

@@ -139,6 +139,11 @@ def scenarios(name: str) -> list[Scenario]:
     return chosen
 
 
+HEDGE_AFTER = 1.5  # seconds a leaf runs before its hedge starts
+STRAGGLING = "acme: pricing, reviews; globex: pricing, reviews"
+STRAGGLER = "globex reviews"  # its first request takes 12 seconds, its hedge does not
+
+
 def own_scenarios(name: str, crowd: str) -> list[Scenario]:
     """The scenarios built on step ``name``'s own ideas, each where its record takes it (see
     the module's doc); ``crowd`` says the workers in a label."""
@@ -210,6 +215,10 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         title = f"the supervisor killed at {KILLED_AT:g}s, then resumed{crowd}"
         killed = Demo(title, FIVE, fail=frozenset({FAILING}), slow=LATENCIES, killed_at=KILLED_AT)
         chosen.append(Scenario("killed", killed.title, killed, TROUBLE_WORKERS))
+    if record.takes("hedge"):  # a straggling first request, and the second that wins
+        title = f"a leaf's first request straggles, hedge={HEDGE_AFTER:g}s{crowd}: its hedge wins"
+        hedged = Demo(title, STRAGGLING, straggle={STRAGGLER: 12.0}, options={"hedge": HEDGE_AFTER})
+        chosen.append(Scenario("hedged", hedged.title, hedged, WORKERS[-1]))
     return chosen
 
 
