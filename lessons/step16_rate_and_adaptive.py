@@ -30,10 +30,12 @@ def supervisor(
     max_workers: int,
     rate: float | None = None,
     adaptive: bool = False,
+    meters: Iterable[Meter] = (),
     **knobs: Any,
 ) -> Supervisor[str, str]:
-    """Step 15's supervisor, each attempt waiting on the meters asked for as well."""
-    meters: list[Meter] = []
+    """Step 15's supervisor, each attempt waiting on the meters asked for as well (and on
+    ``meters``, those a later step brings)."""
+    meters = list(meters)
     if rate is not None:  # at most `rate` attempts start a second, in turn
         meters.append(RateLimit(rate))
     if adaptive:  # the workers allowed: cut on a 429, grown back one at a time

@@ -9,9 +9,11 @@ makes each company's child run return at its k-th leaf's success, cancelling the
 three sources, take the first two answers); a company that cannot have them escalates. Both are
 one concurrency idea: start more than you need, keep the first, cancel the others.
 
-What is still wrong: every attempt is a call someone pays for, and a hedge is one more. Calls
-checked against a shared limit before they start overshoot it by the width of the fan-out;
-the library's ``Budget`` reserves each call's worst case first (see the budgets how-to).
+``budget_tokens`` caps the tokens the tree's leaves spend, hedges included, with one ``Budget``
+that reserves each request's worst case before it is sent and settles what its reply used.
+
+What is still wrong: a reply's worst case is a guess (``REPLY_TOKENS``) unless the request
+bounds it (``max_tokens``), and the run itself is one process's, on one machine.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from trio_supervisor import (
     Aggregate,
     Answer,
     AwaitingApproval,
+    Budget,
     Capacity,
     Hedge,
     Journal,
@@ -32,10 +35,18 @@ from trio_supervisor import (
     Status,
     Strategy,
     Trace,
+    Usage,
     Worker,
 )
 
 THROTTLE = 0.5  # step 25: hedges are at most this fraction of a child's attempts
+REPLY_TOKENS = 64  # the tokens a leaf's reply may take, at most, as a budget reserves them
+
+
+def worst_case(leaf: str) -> Usage:
+    """What a leaf's request may spend at worst, reserved before it is sent: its prompt (a token
+    a character, the most it can be) and a reply of ``REPLY_TOKENS``."""
+    return Usage(input_tokens=len(leaf) + 4, output_tokens=REPLY_TOKENS)
 
 
 async def supervise(
@@ -61,6 +72,7 @@ async def supervise(
     strategy: Strategy = "one_for_one",
     hedge: float | str | None = None,
     need: int | None = None,
+    budget_tokens: int | None = None,
     journal: Journal | None = None,
     run_id: str | None = None,
     trace: Trace | None = None,
@@ -69,6 +81,7 @@ async def supervise(
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
     restarts, within = (None, None) if intensity is None else intensity
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
+    budget = None if budget_tokens is None else Budget(tokens=budget_tokens, reserve=worst_case)
 
     async def research(company: str) -> str:
         child = supervisor(  # a child supervisor, as the chain builds one
@@ -83,6 +96,7 @@ async def supervise(
             capacity=leaves,  # a leaf holds a place while it works
             restarts=bound,  # the child's own intensity and strategy
             hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),  # step 25
+            meters=() if budget is None else (budget,),  # one budget for the tree's leaves
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
         name = None if run_id is None else f"{run_id}/{company}"  # step 23: the child's own

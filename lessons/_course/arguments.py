@@ -251,6 +251,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--need", type=_at_least(1), metavar="K", help="a company's first K leaves (25-)"
     )
+    p.add_argument(
+        "--budget-tokens",
+        type=_at_least(1),
+        metavar="N",
+        help="tokens the leaves may spend, reserved before each request (25-)",
+    )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     p.add_argument(

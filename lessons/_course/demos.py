@@ -400,6 +400,7 @@ OPTIONS = {
     "model": "model",
     "hedge": "hedge",
     "need": "need",
+    "budget_tokens": "budget_tokens",
 }
 """Keyword option of a step's ``supervise`` -> the command-line option that sets it."""
 

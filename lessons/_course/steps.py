@@ -305,6 +305,7 @@ STEPS: dict[int, Step] = {
                 "strategy": "one_for_one",
                 "hedge": None,
                 "need": None,
+                "budget_tokens": None,
                 "journal": None,
                 "run_id": None,
             },

@@ -66,3 +66,31 @@ def test_the_runner_refuses_a_bad_hedge_or_need_in_one_line(
 def test_the_runner_passes_hedge_and_need_to_the_step() -> None:
     (run,) = run_json(25, "--task", "acme: pricing, reviews, news", "--need", "2")
     assert run["options"]["need"] == 2
+
+
+def test_a_token_budget_is_never_overshot_and_ends_the_slots_it_cannot_afford() -> None:
+    task = "acme: pricing, reviews, news; globex: pricing, reviews"
+    (run,) = run_json(25, "--task", task, "--budget-tokens", "100")
+    spans = [
+        span
+        for company in run["trace"]["slots"]
+        for leaf in company["child"]["slots"]
+        for span in leaf["spans"]
+    ]
+    spent = sum(
+        span["usage"]["input_tokens"] + span["usage"]["output_tokens"]
+        for span in spans
+        if "usage" in span
+    )
+    assert 0 < spent <= 100
+    assert any(span["status"] == "over budget" for span in spans)
+    assert run["options"]["budget_tokens"] == 100
+
+
+def test_the_runner_refuses_a_budget_of_no_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["25", "--budget-tokens=0", "--virtual"], console=Console(file=io.StringIO()))
+    assert exit_.value.code == 2
+    assert (
+        capsys.readouterr().err.strip().endswith("--budget-tokens: must be an integer >= 1, got 0")
+    )
