@@ -46,7 +46,6 @@ class OptionalPart:
     name: str  # a module (trio_supervisor.otel) or a public name (trio_supervisor.Hedge)
     title: str
     line: str
-    also: tuple[str, ...] = ()  # the names that go with it, documented on its page after it
 
     def exists(self) -> bool:
         module, _, attribute = self.name.rpartition(".")
@@ -61,9 +60,7 @@ class OptionalPart:
             return False
 
     def content(self) -> str:
-        return f"# {self.title}\n\n{self.line}\n\n" + "".join(
-            f"::: {name}\n" for name in (self.name, *self.also)
-        )
+        return f"# {self.title}\n\n{self.line}\n\n::: {self.name}\n"
 
 
 OPTIONAL = (
@@ -73,7 +70,6 @@ OPTIONAL = (
         "Budget",
         "A meter that reserves what an attempt may spend before it starts and settles what it "
         "spent after it.",
-        ("trio_supervisor.Usage", "trio_supervisor.report_usage", "trio_supervisor.OverBudget"),
     ),
     OptionalPart(
         "reference/hedge.md",
