@@ -116,7 +116,5 @@ def test_no_part_of_the_page_holds_a_markdown_table_in_a_code_fence() -> None:
     readme = (ROOT / "benchmarks" / "README.md").read_text()
     parts = [page, *performance.parts(performance.load()).fragments.values()]
     for section in re.findall(r'--8<-- "benchmarks/README\.md:(\w+)"', page):
-        if section == "processes":  # written beside benchmarks/processes.py, by its own change
-            continue
         parts.append(readme.split(f"[start:{section}]")[1].split(f"[end:{section}]")[0])
     assert [found for part in parts for found in fenced_tables(part)] == []

@@ -451,6 +451,33 @@ def journal(result: Result) -> tuple[str, list[Chart]]:
     return measured(result) + "\n" + table(rows), []
 
 
+def processes(result: Result) -> tuple[str, list[Chart]]:
+    """``processes.py``: per function, a table of its contenders (time per subtask and the
+    ratio to a plain call), then each pool's cold start and the run's load average."""
+    data = result.data
+    parts = [measured(result)]
+    groups: dict[tuple[str, Any], list[Mapping[str, Any]]] = {}
+    for row in result.rows:
+        groups.setdefault((str(row.get("function", "")), row.get("n")), []).append(row)
+    for (function, n), rows in groups.items():
+        parts.append(f"**`{function}`**, N = {cell(n)}, K = {cell(data.get('k'))}\n")
+        parts.append(
+            table(
+                rows,
+                columns=("contender", "us_per_subtask", "vs_plain_call"),
+                headers={"vs_plain_call": "/ plain call"},
+            )
+        )
+    cold = data.get("cold_start_s") or {}
+    if cold:
+        said = ", ".join(f"`{name}` {cell(seconds)} s" for name, seconds in cold.items())
+        parts.append(f"Cold start (new worker processes answering once): {said}.\n")
+    load = data.get("load_average")
+    if load:
+        parts.append(f"Load average during the run: {', '.join(str(x) for x in load)}.\n")
+    return "\n".join(parts), []
+
+
 # -- the page's parts -------------------------------------------------------------------------
 
 
@@ -475,7 +502,7 @@ def parts(results: Mapping[str, Result]) -> Parts:
         "overhead": overhead,
         "stream_memory": stream_memory,
         "journal": journal,
-        "processes": lambda result: (generic(result), []),
+        "processes": processes,
     }
     for name, render in renderers.items():
         if name in results:
