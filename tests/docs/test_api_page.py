@@ -18,6 +18,8 @@ import pytest
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
+from tools.docs import site
+
 ROOT = Path(__file__).resolve().parents[2]
 # a role as written (:func:`x`) or as markdown renders its backticks (:func:<code>x</code>)
 ROLE = re.compile(r":(?:func|class|meth|attr|data|exc|mod|obj|const):(?:`|<code>)")
@@ -40,6 +42,14 @@ def build_api_page(root: Path, out: Path) -> tuple[str, list[str]]:
     warnings the build logged."""
     docs = out / "docs"
     (docs / "reference").mkdir(parents=True)
+    # the index's rows of the optional parts, which the site's hook writes before a build
+    generated = ROOT / "docs" / "generated"
+    generated.mkdir(parents=True, exist_ok=True)
+    rows = site.reference_rows(root / "docs")
+    if not (generated / "reference-rows.md").is_file() or (
+        (generated / "reference-rows.md").read_text() != rows
+    ):
+        (generated / "reference-rows.md").write_text(rows)
     pages = sorted((root / "docs" / "reference").glob("*.md"))
     for page in pages:
         (docs / "reference" / page.name).write_text(page.read_text())
