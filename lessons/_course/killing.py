@@ -20,6 +20,7 @@ from typing import Any
 
 import trio
 
+from lessons._course.hooks import worker_of
 from lessons._course.steps import load_step
 from trio_supervisor import Journal
 from trio_supervisor.testing import SimulatedAgent
@@ -73,8 +74,6 @@ async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) 
 
 async def child(step: str, run: Any, agent: SimulatedAgent, path: str) -> None:
     """The child's run: the demo, journaled in ``path``, committing each result."""
-    from lessons._course.running import worker_of
-
     module = load_step(step)
     async with worker_of(module, run, agent) as worker:
         with Journal(path, flush="each") as journal:

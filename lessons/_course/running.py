@@ -26,7 +26,6 @@ import math
 import sqlite3
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +36,7 @@ import trio.testing
 
 from lessons._course.demos import ENDLESS, ENDLESS_EVERY, NEVER_RETURNS, NO_TIMEOUT, OPTIONS, Demo
 from lessons._course.errors import describe
+from lessons._course.hooks import worker_of
 from lessons._course.killing import kill_part_way
 from lessons._course.steps import Step, load_step, step, step_number
 from trio_supervisor import (
@@ -137,29 +137,6 @@ async def endlessly(plan: Sequence[str], trace: Trace, pulled: list[str]) -> Asy
         trace.pulled(slot, subtask)
         pulled.append(subtask)
         yield subtask
-
-
-@asynccontextmanager
-async def worker_of(
-    module: ModuleType, run: Run, agent: SimulatedAgent
-) -> AsyncIterator[Callable[[Any], Any]]:
-    """The worker of a run of step ``module``: what its ``open_worker`` yields, made from
-    ``agent``, or ``agent`` itself for a step without one."""
-    hook = step(module.__name__).hook
-    if hook is None:
-        yield agent
-        return
-    given = {
-        "virtual": isinstance(trio.lowlevel.current_clock(), trio.testing.MockClock),
-        "max_workers": run.options.get("max_workers", 1),
-        "endpoint": run.endpoint,
-        "model": run.model,
-        "plan": list(run.plan),
-        "crash": {run.plan[slot] for slot in run.demo.crash},
-    }
-    chosen = {name: value for name, value in given.items() if name in hook}
-    async with module.open_worker(agent, **chosen) as worker:
-        yield worker
 
 
 async def run_step(

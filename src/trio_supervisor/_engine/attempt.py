@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import trio
 from trio.lowlevel import ParkingLot
@@ -36,9 +36,6 @@ from .._retry import Backoff
 from .._trace import Trace
 from .._validate import not_awaitable
 from .places import Places
-
-if TYPE_CHECKING:
-    from .hedging import Hedging
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -300,6 +297,16 @@ class Timer:
             await self._idle.park()
 
 
+class Racing(Protocol):
+    """What runs an attempt as a race of a slot's attempts (``hedging.Hedging``): the engine
+    knows it by this alone, so that it imports nothing of the module that races. ``race``
+    takes the engine and ``attempt``'s arguments and, on return, has ``running`` say how the
+    race went, as after ``Engine.attempt``."""
+
+    @property
+    def race(self) -> Callable[..., Awaitable[None]]: ...
+
+
 class Engine(Generic[S, T]):
     """How every slot of a supervisor is attempted: the worker, the timeout of each attempt, the
     retry policy, the meters and the capacity bound. Immutable; shared by every run and stream
@@ -347,7 +354,7 @@ class Engine(Generic[S, T]):
         seed: random.Random,
         meters: tuple[Any, ...],
         places: Places,
-        hedging: Hedging | None = None,
+        hedging: Racing | None = None,
     ) -> None:
         self.worker = worker
         self.hedging = hedging
