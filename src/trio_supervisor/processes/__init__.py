@@ -13,7 +13,8 @@ core ``trio_supervisor`` does not import it.
 """
 
 from .._util import fixup_module_metadata
-from ._worker import ProcessWorker, UnpicklableError, WorkerCrashed, crash_reason
+from ._sending import UnpicklableError, WorkerCrashed
+from ._worker import ProcessWorker, crash_reason
 
 __all__ = ["ProcessWorker", "UnpicklableError", "WorkerCrashed", "crash_reason"]
 

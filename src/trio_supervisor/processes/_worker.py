@@ -33,6 +33,15 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
         "pip install 'trio-supervisor[processes]'"
     ) from error
 
+from ._sending import (
+    PROCESS,
+    UnpicklableError,
+    WorkerCrashed,
+    called,
+    name_of,
+    sent_back,
+)
+
 S = TypeVar("S")
 T = TypeVar("T")
 
@@ -55,39 +64,6 @@ def _serializer() -> Callable[[Any], bytes]:
 
 
 _dumps = _serializer()
-
-
-class WorkerCrashed(Exception):
-    """The worker process running a call ended before the call returned or raised: it exited,
-    or a signal killed it (a segfault, ``SIGKILL`` from the kernel's out-of-memory killer or an
-    operator), or the function called ``sys.exit``.
-
-    Args:
-      message: what happened, as ``str()`` shows it.
-      exitcode: the process's exit code (a signal is its negated number, as
-        `multiprocessing.Process.exitcode` gives it), or the code given to ``sys.exit``; None
-        where it is not known.
-    """
-
-    def __init__(self, message: str, exitcode: int | None = None) -> None:
-        super().__init__(message, exitcode)
-        self.exitcode = exitcode
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class UnpicklableError(Exception):
-    """What a call in a worker process raised or returned could not be pickled back to the
-    supervisor's process; the message names it (its type, and an exception's message, taken in
-    the worker process) and says why pickle refused it.
-
-    Args:
-      message: what could not be sent back, and why, as ``str()`` shows it.
-    """
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
 
 
 def crash_reason(exitcode: int | None) -> str:
@@ -115,80 +91,8 @@ def crash_reason(exitcode: int | None) -> str:
 
 
 def _in_worker_process(function: Callable[[S], T], memory_limit: int | None, subtask: S) -> bytes:
-    """What runs in the worker process: ``function(subtask)``, its output pickled here (the
-    parent unpickles it); an exception goes back as itself if it can be pickled, else as an
-    ``UnpicklableError`` that names it."""
-    try:
-        output = _limited(function, memory_limit, subtask)
-    except Exception as error:
-        failure = _sendable(error)
-    else:
-        try:
-            return _dumps(output)
-        except Exception as error:
-            failure = UnpicklableError(
-                f"the worker returned a {_type_name(output)}, which could not be sent back "
-                f"from its process: {error}"
-            )
-    raise failure  # raised outside the handler: it carries no context that cannot go back
-
-
-def _sendable(error: Exception) -> Exception:
-    """``error`` if it survives a pickle round trip, else an UnpicklableError naming it; a chained
-    exception that does not is cut off first, and a note on ``error`` says what it was."""
-    for link in reversed(_chain(error)):  # the deepest first: it is pickled with those above
-        try:
-            _round_trip(link)
-        except Exception as why:
-            error.__cause__ = error.__context__ = None
-            error.add_note(
-                f"an exception chained to it, {_described(link)}, could not be sent back from "
-                f"its process ({why}): the chain was cut off"
-            )
-            break
-    try:
-        _round_trip(error)
-    except Exception as why:
-        return UnpicklableError(
-            f"the worker raised {_described(error)}, which could not be sent back from its "
-            f"process: {why}"
-        )
-    return error
-
-
-def _round_trip(error: BaseException) -> None:
-    """Pickle ``error`` and load it again, as it will be sent: an exception whose ``__init__``
-    does not take its ``args`` fails only when it is loaded."""
-    pickle.loads(_dumps(error))
-
-
-def _chain(error: BaseException) -> list[BaseException]:
-    """Every exception ``error`` is chained to (its cause, its context, theirs...), once each."""
-    seen = {id(error)}
-    links: list[BaseException] = []
-    todo = [error.__cause__, error.__context__]
-    while todo:
-        link = todo.pop(0)
-        if link is None or id(link) in seen:
-            continue
-        seen.add(id(link))
-        links.append(link)
-        todo += [link.__cause__, link.__context__]
-    return links
-
-
-def _described(error: BaseException) -> str:
-    try:
-        message = str(error)
-    except Exception:
-        message = "(its message cannot be shown)"
-    return f"{_type_name(error)}: {message}" if message else _type_name(error)
-
-
-def _type_name(value: object) -> str:
-    kind = type(value)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    """What runs in the worker process: ``function(subtask)``, sent back (see ``sent_back``)."""
+    return sent_back(functools.partial(_limited, function, memory_limit, subtask), _dumps, PROCESS)
 
 
 def _loaded(function: object) -> None:
@@ -199,12 +103,12 @@ def _limited(function: Callable[[S], T], memory_limit: int | None, subtask: S) -
     """``function(subtask)``, under the memory limit if there is one (and with the process's
     own limit put back after it, for the pool's next call)."""
     if memory_limit is None:
-        return _call(function, subtask)
+        return called(function, subtask, "its worker process")
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     limit = memory_limit if hard == resource.RLIM_INFINITY else min(memory_limit, hard)
     resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     try:
-        return _call(function, subtask)
+        return called(function, subtask, "its worker process")
     except MemoryError as error:
         raise MemoryError(
             f"the call needed more memory than its worker process may have: address space "
@@ -212,19 +116,6 @@ def _limited(function: Callable[[S], T], memory_limit: int | None, subtask: S) -
         ) from error
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-def _call(function: Callable[[S], T], subtask: S) -> T:
-    try:
-        return function(subtask)
-    except SystemExit as exiting:
-        # The function meant its own process to end. Sent back as it is, the SystemExit would
-        # be raised in the supervisor's process and end the caller's program: it is a crash of
-        # that call instead. (No trio runs here: there is no cancellation to pass through.)
-        code = exiting.code if isinstance(exiting.code, int) else None
-        raise WorkerCrashed(
-            f"the function called sys.exit({exiting.code!r}) in its worker process", code
-        ) from None
 
 
 class ProcessWorker(Generic[S, T]):
@@ -303,7 +194,7 @@ class ProcessWorker(Generic[S, T]):
         ):
             raise TypeError(
                 f"ProcessWorker runs a sync function in a worker process, and "
-                f"{_name(function)} is async: make it a plain def, or use it as the "
+                f"{name_of(function)} is async: make it a plain def, or use it as the "
                 "supervisor's worker directly"
             )
         try:
@@ -311,7 +202,7 @@ class ProcessWorker(Generic[S, T]):
         except Exception as error:
             raise TypeError(
                 f"function must be picklable to reach a worker process (a module-level "
-                f"function, or a functools.partial of one), and {_name(function)} is not: "
+                f"function, or a functools.partial of one), and {name_of(function)} is not: "
                 f"{error}"
             ) from None
         if memory_limit is not None:
@@ -347,7 +238,7 @@ class ProcessWorker(Generic[S, T]):
 
     def __repr__(self) -> str:
         return (
-            f"ProcessWorker({_name(self._function)}, memory_limit={self._memory_limit!r}, "
+            f"ProcessWorker({name_of(self._function)}, memory_limit={self._memory_limit!r}, "
             f"limiter={self._limiter!r})"
         )
 
@@ -452,7 +343,3 @@ def _died(error: trio_parallel.BrokenWorkerError) -> BaseException:
             'run there again: put the code that starts the run under if __name__ == "__main__":'
         )
     return WorkerCrashed(crash_reason(exitcode), exitcode)
-
-
-def _name(function: object) -> str:
-    return str(getattr(function, "__qualname__", None) or repr(function))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import functools
 import importlib
 import inspect
 import os
@@ -36,6 +37,7 @@ except ImportError as error:  # pragma: no cover - the extra is installed where 
     ) from error
 
 from ..processes import UnpicklableError, WorkerCrashed
+from ..processes._sending import called, name_of, sent_back
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -53,6 +55,7 @@ _DIED: tuple[type[Exception], ...] = (
 # no cluster (the environment reaches the processes it starts; the constant, this process).
 _LOCAL_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
 _LOOPBACK = "127.0.0.1"
+RAY_TASK = "its Ray task"  # where a call runs, as the messages say it
 
 
 _pickled: Callable[..., bytes] = cloudpickle.dumps  # Ray's own, which sends the task
@@ -63,60 +66,8 @@ def _dumps(value: object) -> bytes:
 
 
 def _in_ray_task(function: Callable[[S], T], subtask: S) -> bytes:
-    """What runs in the Ray task: ``function(subtask)``, its output pickled here (the caller
-    unpickles it); an exception goes back as itself if it can be pickled, else as an
-    ``UnpicklableError`` that names it."""
-    try:
-        output = _call(function, subtask)
-    except Exception as error:
-        failure = _sendable(error)
-    else:
-        try:
-            return _dumps(output)
-        except Exception as error:
-            failure = UnpicklableError(
-                f"the worker returned a {_type_name(output)}, which could not be sent back "
-                f"from its Ray task: {error}"
-            )
-    raise failure  # raised outside the handler: it carries no context that cannot go back
-
-
-def _call(function: Callable[[S], T], subtask: S) -> T:
-    try:
-        return function(subtask)
-    except SystemExit as exiting:
-        # The function meant its process to end; Ray would end the task's worker process and
-        # report only that it died. It is a crash of this call, said as such.
-        code = exiting.code if isinstance(exiting.code, int) else None
-        raise WorkerCrashed(
-            f"the function called sys.exit({exiting.code!r}) in its Ray task", code
-        ) from None
-
-
-def _sendable(error: Exception) -> Exception:
-    """``error`` if it survives a pickle round trip, else an UnpicklableError naming it."""
-    try:
-        pickle.loads(_dumps(error))
-    except Exception as why:
-        return UnpicklableError(
-            f"the worker raised {_described(error)}, which could not be sent back from its "
-            f"Ray task: {why}"
-        )
-    return error
-
-
-def _described(error: BaseException) -> str:
-    try:
-        message = str(error)
-    except Exception:
-        message = "(its message cannot be shown)"
-    return f"{_type_name(error)}: {message}" if message else _type_name(error)
-
-
-def _type_name(value: object) -> str:
-    kind = type(value)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    """What runs in the Ray task: ``function(subtask)``, sent back (see ``sent_back``)."""
+    return sent_back(functools.partial(called, function, subtask, RAY_TASK), _dumps, RAY_TASK)
 
 
 def _first_line(error: BaseException) -> str:
@@ -325,7 +276,7 @@ class RayWorker(Generic[S, T]):
             getattr(function, "__call__", None)  # noqa: B004  # an object's async __call__
         ):
             raise TypeError(
-                f"RayWorker runs a sync function as a Ray task, and {_name(function)} is "
+                f"RayWorker runs a sync function as a Ray task, and {name_of(function)} is "
                 "async: make it a plain def, or use it as the supervisor's worker directly"
             )
         try:
@@ -333,14 +284,14 @@ class RayWorker(Generic[S, T]):
         except Exception as error:
             raise TypeError(
                 f"function must be picklable to reach a Ray worker process (a module-level "
-                f"function, or a functools.partial of one), and {_name(function)} is not: "
+                f"function, or a functools.partial of one), and {name_of(function)} is not: "
                 f"{error}"
             ) from None
         if address is not None and not isinstance(address, str):
             raise TypeError(
                 f"address must be a str or None, got {type(address).__name__} {address!r}"
             )
-        options: dict[str, Any] = {"name": _name(function), "max_retries": 0}
+        options: dict[str, Any] = {"name": name_of(function), "max_retries": 0}
         if num_cpus is not None:
             options["num_cpus"] = num_cpus
         if memory is not None:
@@ -372,7 +323,7 @@ class RayWorker(Generic[S, T]):
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{key}={value!r}" for key, value in self._options.items())
-        return f"RayWorker({_name(self._function)}, address={self._address!r}, {shown})"
+        return f"RayWorker({name_of(self._function)}, address={self._address!r}, {shown})"
 
     async def connect(self) -> None:
         """Connect this process to the cluster now (starting a local one if ``address`` is
@@ -444,7 +395,3 @@ def _outcome(future: concurrent.futures.Future[Any]) -> Any:
                 f"what the worker returned could not be loaded in this process: {error}"
             ) from error
     raise failure  # outside the handler: Ray's wrapper is not its context
-
-
-def _name(function: object) -> str:
-    return str(getattr(function, "__qualname__", None) or repr(function))

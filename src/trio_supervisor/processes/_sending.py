@@ -1,0 +1,146 @@
+"""What a call sent to another process sends back, for both workers that send calls away
+(``ProcessWorker`` and ``trio_supervisor.ray.RayWorker``), written once.
+
+A call's output, or its exception, crosses back pickled. An exception goes back as itself when
+it survives a pickle round trip; a chained exception that does not is cut off first, with a
+note; one that cannot go back at all becomes an `UnpicklableError` naming it. A function that
+calls ``sys.exit`` meant its process to end: that is a crash of its call, `WorkerCrashed`. This
+module imports no pool and no cluster, so that either worker can use it alone.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from typing import TypeVar
+
+S = TypeVar("S")
+T = TypeVar("T")
+
+PROCESS = "its process"
+"""Where a ``ProcessWorker``'s call runs, as the messages say it."""
+
+
+class WorkerCrashed(Exception):
+    """The worker process running a call ended before the call returned or raised: it exited,
+    or a signal killed it (a segfault, ``SIGKILL`` from the kernel's out-of-memory killer or an
+    operator), or the function called ``sys.exit``.
+
+    Args:
+      message: what happened, as ``str()`` shows it.
+      exitcode: the process's exit code (a signal is its negated number, as
+        `multiprocessing.Process.exitcode` gives it), or the code given to ``sys.exit``; None
+        where it is not known.
+    """
+
+    def __init__(self, message: str, exitcode: int | None = None) -> None:
+        super().__init__(message, exitcode)
+        self.exitcode = exitcode
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class UnpicklableError(Exception):
+    """What a call in a worker process raised or returned could not be pickled back to the
+    supervisor's process; the message names it (its type, and an exception's message, taken in
+    the worker process) and says why pickle refused it.
+
+    Args:
+      message: what could not be sent back, and why, as ``str()`` shows it.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+def sent_back(call: Callable[[], object], dumps: Callable[[object], bytes], where: str) -> bytes:
+    """What runs away from the supervisor: ``call()``, its output pickled by ``dumps`` there
+    (the caller unpickles it); an exception goes back as itself if it can be pickled, else as
+    an `UnpicklableError` that names it, saying it could not be sent back from ``where``."""
+    try:
+        output = call()
+    except Exception as error:
+        failure = sendable(error, dumps, where)
+    else:
+        try:
+            return dumps(output)
+        except Exception as error:
+            failure = UnpicklableError(
+                f"the worker returned a {type_name(output)}, which could not be sent back "
+                f"from {where}: {error}"
+            )
+    raise failure  # raised outside the handler: it carries no context that cannot go back
+
+
+def sendable(error: Exception, dumps: Callable[[object], bytes], where: str) -> Exception:
+    """``error`` if it survives a pickle round trip, else an UnpicklableError naming it; a chained
+    exception that does not is cut off first, and a note on ``error`` says what it was."""
+    for link in reversed(_chain(error)):  # the deepest first: it is pickled with those above
+        try:
+            pickle.loads(dumps(link))
+        except Exception as why:
+            error.__cause__ = error.__context__ = None
+            error.add_note(
+                f"an exception chained to it, {described(link)}, could not be sent back from "
+                f"{where} ({why}): the chain was cut off"
+            )
+            break
+    try:  # loaded again, as it will be: an exception whose __init__ refuses its args fails here
+        pickle.loads(dumps(error))
+    except Exception as why:
+        return UnpicklableError(
+            f"the worker raised {described(error)}, which could not be sent back from "
+            f"{where}: {why}"
+        )
+    return error
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """Every exception ``error`` is chained to (its cause, its context, theirs...), once each."""
+    seen = {id(error)}
+    links: list[BaseException] = []
+    todo = [error.__cause__, error.__context__]
+    while todo:
+        link = todo.pop(0)
+        if link is None or id(link) in seen:
+            continue
+        seen.add(id(link))
+        links.append(link)
+        todo += [link.__cause__, link.__context__]
+    return links
+
+
+def called(function: Callable[[S], T], subtask: S, inside: str) -> T:
+    """``function(subtask)``, run ``inside`` a process of its own (``"its worker process"``):
+    a ``sys.exit`` there is a crash of this call, `WorkerCrashed`, not the end of the caller's
+    program, where the ``SystemExit`` would otherwise be raised again. (No trio runs there:
+    there is no cancellation to pass through.)"""
+    try:
+        return function(subtask)
+    except SystemExit as exiting:
+        code = exiting.code if isinstance(exiting.code, int) else None
+        raise WorkerCrashed(
+            f"the function called sys.exit({exiting.code!r}) in {inside}", code
+        ) from None
+
+
+def described(error: BaseException) -> str:
+    """``error``'s type (with its module, unless a builtin) and message, never failing."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "(its message cannot be shown)"
+    return f"{type_name(error)}: {message}" if message else type_name(error)
+
+
+def type_name(value: object) -> str:
+    """``value``'s type, with its module unless a builtin: ``mylib.Parsed``."""
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+
+
+def name_of(function: object) -> str:
+    """A function as messages name it: its qualified name, or its repr."""
+    return str(getattr(function, "__qualname__", None) or repr(function))
