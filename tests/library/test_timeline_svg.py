@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import itertools
 import sys
 import xml.etree.ElementTree as ET
 
@@ -13,7 +14,14 @@ import trio.testing
 from rich.console import Console
 
 from trio_supervisor import Status, Trace
-from trio_supervisor.timeline import crashed, legend, render_svg, render_timeline, timeline_rows
+from trio_supervisor.timeline import (
+    crashed,
+    legend,
+    legend_keys,
+    render_svg,
+    render_timeline,
+    timeline_rows,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 # a 0-16/32 s; b 0-8/32 s, fails; c waits for b's place (K=2), then 8/32-32/32 s: wall 1 s
@@ -416,3 +424,89 @@ async def test_a_legend_too_long_for_one_line_wraps_and_the_picture_grows_to_hol
     for text in texts:
         assert float(text.get("x", "nan")) + 7.3 * len(text.text or "") <= total
     assert float(root.get("height", "nan")) >= max(float(t.get("y", "0")) for t in texts)
+
+
+# -- the compact picture: two side by side -------------------------------------------------------
+
+
+def picture_width(svg: str) -> float:
+    return float(ET.fromstring(svg).get("width", "nan"))
+
+
+def texts_of(svg: str, css: str) -> list[str]:
+    root = ET.fromstring(svg)
+    return [
+        "".join(text.itertext()) if text.find(f"{SVG}title") is None else text[0].tail or ""
+        for text in root.iter(f"{SVG}text")
+        if css in classes(text)
+    ]
+
+
+def test_a_compact_picture_cuts_long_labels_keeps_them_on_hover_and_drops_the_end_times() -> None:
+    from trio_supervisor.timeline import COMPACT_LABEL
+
+    long = "a subtask with a name much longer than the column"
+    LATENCY[long] = 4 / 32
+    try:
+        trace = traced(("a", long, "b"))
+    finally:
+        del LATENCY[long]
+    full, compact = render_svg(trace, width=120), render_svg(trace, width=120, compact=True)
+    assert picture_width(compact) < picture_width(full)
+    (cut,) = [label for label in texts_of(compact, "ts-label") if label.endswith("…")]
+    assert len(cut) == COMPACT_LABEL
+    assert long.startswith(cut[:-1])
+    titles = [t.text for t in ET.fromstring(compact).iter(f"{SVG}title")]
+    assert long in titles  # the full name, on hover
+    assert texts_of(compact, "ts-end") == ["✓ ok", "✓ ok", "✗ failed"]
+    assert all(end.endswith("s") for end in texts_of(full, "ts-end"))  # with their times
+
+    # the bars, and so the times, are the same in both
+    def bars(svg: str) -> list[list[str | None]]:
+        return [
+            [bar.get("width") for bar in row.iter(f"{SVG}rect") if "ts-bar" in classes(bar)]
+            for row in rows_of(svg)
+        ]
+
+    assert bars(compact) == bars(full)
+
+
+def test_a_legend_key_wider_than_the_picture_wraps_instead_of_widening_it() -> None:
+    trace = traced()
+    svg = render_svg(trace, width=100, compact=True)
+    root = ET.fromstring(svg)
+    (legend_group,) = [g for g in root.iter(f"{SVG}g") if g.get("class") == "ts-legend"]
+    width = picture_width(svg)
+    for text in legend_group.iter(f"{SVG}text"):
+        right = float(text.get("x", "nan")) + len(text.text or "") * 7.3
+        assert right <= width, (text.text, right, width)
+    lines = [text.text or "" for text in legend_group.iter(f"{SVG}text")]
+    keys = legend_keys(timeline_rows(trace))
+    assert len(lines) > len(keys)  # a key went on to a next line
+    assert " ".join(lines).split() == " ".join(text for _, text in keys).split()  # all of it
+
+
+def test_tick_labels_on_a_narrow_axis_keep_apart_and_off_the_wall_label() -> None:
+    root = ET.fromstring(render_svg(traced(), width=60, compact=True))
+    placed = sorted(
+        float(text.get("x", "nan"))
+        for text in root.iter(f"{SVG}text")
+        if "ts-wall-label" in classes(text)
+        or ("ts-tick" in classes(text) and text.get("text-anchor") == "middle")
+    )
+    assert len(placed) >= 2
+    assert all(b - a >= 6 * 7.3 - 1e-6 for a, b in itertools.pairwise(placed))
+
+
+def test_a_run_of_no_time_draws_its_wall_at_the_start_of_the_axis() -> None:
+    async def main() -> Trace:
+        trace = Trace(["a"])
+        trace.close()
+        return trace
+
+    trace = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert trace.wall == 0
+    svg = render_svg(trace)
+    root = ET.fromstring(svg)
+    (wall,) = [line for line in root.iter(f"{SVG}line") if line.get("class") == "ts-wall"]
+    assert float(wall.get("x1", "nan")) == axis_origin(svg)

@@ -11,6 +11,7 @@ docs' player agree, and a new ending is one more record there.
 from .._util import fixup_module_metadata
 from ._events import trace_events
 from ._render import (
+    COMPACT_LABEL,
     ENDINGS,
     LABEL,
     LOST,
@@ -33,6 +34,7 @@ from ._render import (
 )
 
 __all__ = [
+    "COMPACT_LABEL",
     "ENDINGS",
     "LABEL",
     "LOST",

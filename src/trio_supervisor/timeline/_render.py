@@ -418,16 +418,19 @@ def _seconds(value: float) -> str:
     return f"{value:.2f}s"
 
 
-def _ending(row: Row) -> str:
-    """How a row ended, as both pictures say it: ``✓ ok 0.88s``, ``⊘ cancelled, never ran``."""
+def _ending(row: Row, *, timed: bool = True) -> str:
+    """How a row ended, as both pictures say it: ``✓ ok 0.88s``, ``⊘ cancelled, never ran``;
+    short unless ``timed``: ``✓ ok``, ``⊘ never ran`` (the glyph and colour say the rest)."""
     drawn = row.ending
     deciding = row.deciding
     if row.journaled and deciding is None:
         status = "" if row.status is None else row.status.value + ", "
         return f"{drawn.glyph} {status}journaled"
     if deciding is None:
-        said = "" if row.status is None else f"{drawn.word}, "
+        said = "" if row.status is None or not timed else f"{drawn.word}, "
         return f"{drawn.glyph} {said}never ran"
+    if not timed:
+        return f"{drawn.glyph} {drawn.word}"
     return f"{drawn.glyph} {drawn.word} {_seconds(deciding.end)}"
 
 
@@ -600,6 +603,9 @@ TERMINAL_LABEL = 22
 #: Characters of a subtask shown before it is cut with an ellipsis (its full name on hover);
 #: the label column is as wide as its longest label up to this.
 LABEL = 40
+#: The same, in a compact picture (`render_svg`'s ``compact``).
+COMPACT_LABEL = 18
+_TIMELINE_HEAD = "timeline (plan order, top to bottom)"
 
 
 def _n(value: float) -> str:
@@ -633,6 +639,18 @@ def legend_keys(rows: Sequence[Row]) -> list[tuple[str, str]]:
     return keys + [(drawn.css, f"{drawn.glyph} {drawn.legend}") for drawn in endings_used(rows)]
 
 
+def _wrapped(text: str, fits: int) -> list[str]:
+    """``text`` in lines of at most ``fits`` characters, broken between words (a word longer
+    than that is a line of its own)."""
+    lines = [""]
+    for word in text.split(" "):
+        if lines[-1] and len(lines[-1]) + 1 + len(word) > fits:
+            lines.append(word)
+        else:
+            lines[-1] = f"{lines[-1]} {word}" if lines[-1] else word
+    return lines
+
+
 def _cut(text: str, fits: int = LABEL) -> str:
     return text if len(text) <= fits else text[: fits - 1] + "…"
 
@@ -644,6 +662,7 @@ def render_svg(
     title: str | None = None,
     width: float = 320.0,
     sections: Mapping[int, str] | None = None,
+    compact: bool = False,
 ) -> str:
     """The run as an SVG picture, built on the same
     [`timeline_rows`][trio_supervisor.timeline.timeline_rows] as the terminal table.
@@ -667,6 +686,9 @@ def render_svg(
       width: the width of the time axis, in pixels.
       sections: slot -> a heading drawn on a line of its own above that slot's row (the rounds
         of a re-planning run, each headed by the planner's decision); the top run's slots only.
+      compact: the narrow form, for two pictures side by side: labels cut at `COMPACT_LABEL`
+        characters, short end labels (no times, which a bar's hover still has; a slot that never
+        ran says only that), and narrow slot and rank columns under short headings.
 
     Raises:
       ValueError: if ``width`` is not positive.
@@ -675,13 +697,18 @@ def render_svg(
         raise ValueError(f"width must be > 0, got {width}")
     rows = timeline_rows(trace, final)
     right = trace.wall or 1.0
-    labels = max(7, min(LABEL, max((len(row.label) for row in rows), default=0)))
-    ends = [_ending(row) for row in rows]
-    x_slot = 5 * _CHAR  # right edge of the slot numbers
-    x_label = x_slot + 2 * _CHAR
-    x_axis = x_label + (labels + 2) * _CHAR
-    x_end = x_axis + width + 2 * _CHAR
-    x_rank = x_end + (max(3, *map(len, ends), 0) + 2) * _CHAR + 6 * _CHAR  # ranks' right edge
+    most = COMPACT_LABEL if compact else LABEL
+    labels = max(7, min(most, max((len(row.label) for row in rows), default=0)))
+    ends = [_ending(row, timed=not compact) for row in rows]
+    # the columns' headings, each as wide as the column under it or narrower
+    heads = ("slot", "timeline", "#") if compact else ("slot", _TIMELINE_HEAD, "done #")
+    gap = 1 if compact else 2  # characters between two columns
+    x_slot = (4 if compact else 5) * _CHAR  # right edge of the slot numbers
+    x_label = x_slot + gap * _CHAR
+    x_axis = x_label + (labels + gap) * _CHAR
+    x_end = x_axis + width + gap * _CHAR
+    ranks = max((len(str(row.rank)) for row in rows if row.rank is not None), default=1)
+    x_rank = x_end + (max(3, *map(len, ends), 0) + gap + max(ranks, len(heads[2]))) * _CHAR
     total_width = x_rank + _CHAR
     top = _ROW  # the header takes one row
     sections = sections or {}
@@ -693,14 +720,21 @@ def render_svg(
         ys.append(top + _ROW * (len(ys) + len(headings)))
     bottom = top + _ROW * (len(rows) + len(headings))
     keys = legend_keys(rows)
-    placed: list[tuple[float, int, str, str]] = []  # (x, line, css, text) of each legend key
+    # (x, line, css, text) of each legend key; css None for a key's words wrapped to a next line
+    placed: list[tuple[float, int, str | None, str]] = []
     legend_x, line = _CHAR, 0
     for css, text in keys:
         wide = 20 + (len(text) + 3) * _CHAR
         if legend_x + wide > total_width and legend_x > _CHAR:  # on to the legend's next line
             legend_x, line = _CHAR, line + 1
-        placed.append((legend_x, line, css, text))
-        legend_x += wide
+        # a key wider than the picture wraps at its words, under its first line's text
+        fits = max(1, int((total_width - legend_x - 20) / _CHAR) - 1)
+        parts = _wrapped(text, fits)
+        placed.append((legend_x, line, css, parts[0]))
+        for part in parts[1:]:
+            line += 1
+            placed.append((legend_x, line, None, part))
+        legend_x += 20 + (max(map(len, parts)) + 3) * _CHAR
     # a key wider than the picture on a line of its own widens the picture: never clipped
     total_width = max(total_width, *(x + 20 + (len(text) + 1) * _CHAR for x, _, _, text in placed))
     height = bottom + 52 + 16 * line  # the axis, its labels and the legend's lines
@@ -719,12 +753,11 @@ def render_svg(
     head_y = _n(top - 8)
     out.append(
         f'<g class="ts-head">'
-        f'<text class="ts-head" x="{_n(x_slot)}" y="{head_y}" text-anchor="end">slot</text>'
+        f'<text class="ts-head" x="{_n(x_slot)}" y="{head_y}" text-anchor="end">{heads[0]}</text>'
         f'<text class="ts-head" x="{_n(x_label)}" y="{head_y}">subtask</text>'
-        f'<text class="ts-head" x="{_n(x_axis)}" y="{head_y}">timeline (plan order, top to '
-        f"bottom)</text>"
+        f'<text class="ts-head" x="{_n(x_axis)}" y="{head_y}">{heads[1]}</text>'
         f'<text class="ts-head" x="{_n(x_end)}" y="{head_y}">end</text>'
-        f'<text class="ts-head" x="{_n(x_rank)}" y="{head_y}" text-anchor="end">done #</text>'
+        f'<text class="ts-head" x="{_n(x_rank)}" y="{head_y}" text-anchor="end">{heads[2]}</text>'
         f"</g>"
     )
     marks = ticks(right)
@@ -785,18 +818,20 @@ def render_svg(
         f'<line class="ts-axis" x1="{_n(x_axis)}" y1="{_n(axis_y)}" '
         f'x2="{_n(x_axis + width)}" y2="{_n(axis_y)}"/>'
     )
-    wall_x = _n(x_axis + width)
+    wall_x = _n(x_of(trace.wall))  # the axis's right end, or its left for a run of no time
     out.append(
         f'<line class="ts-wall" x1="{wall_x}" y1="{_n(top)}" x2="{wall_x}" y2="{_n(axis_y)}"/>'
     )
-    room = 6 * _CHAR  # no tick label this close to the wall time's label
+    room = 6 * _CHAR  # no tick label this close to the wall time's label, nor to the last one
+    labelled = -math.inf  # where the last tick label was drawn
     for tick in marks:
         x = x_of(tick)
         out.append(
             f'<line class="ts-axis" x1="{_n(x)}" y1="{_n(axis_y)}" '
             f'x2="{_n(x)}" y2="{_n(axis_y + 4)}"/>'
         )
-        if x_axis + width - x >= room:
+        if abs(x_of(trace.wall) - x) >= room and x - labelled >= room:
+            labelled = x
             out.append(
                 f'<text class="ts-tick" x="{_n(x)}" y="{_n(axis_y + 16)}" '
                 f'text-anchor="middle">{tick:g}s</text>'
@@ -807,16 +842,17 @@ def render_svg(
     )
     out.append("</g>")
     out.append('<g class="ts-legend">')
-    for legend_x, line, css, text in placed:
+    for legend_x, line, kind, text in placed:
         legend_y = axis_y + 36 + 16 * line
         swatch_y, swatch_h = (legend_y - 9, 10)
-        if css in ("ts-waiting", "ts-asked"):
-            swatch_y, swatch_h = (legend_y - 6, 3 if css == "ts-waiting" else 5)
-        elif css == MARKS["hedge"].css:  # a lower bar
+        if kind in ("ts-waiting", "ts-asked"):
+            swatch_y, swatch_h = (legend_y - 6, 3 if kind == "ts-waiting" else 5)
+        elif kind == MARKS["hedge"].css:  # a lower bar
             swatch_y, swatch_h = (legend_y - 4, 5)
-        if css != "ts-blank":  # a blank stretch is drawn as nothing: its key has no swatch
+        # a blank stretch is drawn as nothing: its key has no swatch, nor has a wrapped line
+        if kind is not None and kind != "ts-blank":
             out.append(
-                f'<rect class="{css}" x="{_n(legend_x)}" y="{_n(swatch_y)}" width="16" '
+                f'<rect class="{kind}" x="{_n(legend_x)}" y="{_n(swatch_y)}" width="16" '
                 f'height="{swatch_h}"/>'
             )
         out.append(
