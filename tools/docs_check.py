@@ -9,7 +9,9 @@ page in Debian's Chromium (driven by Playwright, which downloads no browser here
 - on the tests page: it is at most ``TESTS_PAGE_MAX_PX_PER_TEST`` a test tall, every test's
   code folded, every test is a closed block whose code opens with its summary, and a link to a
   test (as the laws page makes them) opens that test's block;
-- on every step page: its step's file is included whole in its code block, the block highlights
+- on every step page: it opens with the step before and this step side by side at 1280 px,
+  each timeline whole (neither under the other, neither scrolling inside its figure); its
+  step's file is included whole in its code block, the block highlights
   as many lines as the step changed, no code block on the page (the file, the diff, the sample
   outputs) scrolls sideways at the viewport's 1280 px, and each demo's timeline SVG is displayed
   with one row per subtask, its text readable (contrast >= 4.5) in the light and in the dark
@@ -565,6 +567,32 @@ def check_order(page: Page, name: str, result: Result) -> None:
         box = compared.nth(index).locator("svg.ts-chart").bounding_box()
         if box is None or box["width"] < 300:
             result.problems.append(f"the opening timeline {index + 1} is not displayed ({box})")
+    if wanted == 2:
+        result.problems.extend(apart(page))
+
+
+def apart(page: Page) -> list[str]:
+    """What keeps a step page's two opening timelines from standing side by side at this width,
+    each whole: one under the other, or one scrolling sideways inside its figure."""
+    found: list[str] = page.evaluate(
+        """() => {
+            const figures = [...document.querySelectorAll("figure.timeline[data-compare]")];
+            const boxes = figures.map((figure) => figure.getBoundingClientRect());
+            const out = [];
+            if (Math.abs(boxes[0].top - boxes[1].top) > 1 || boxes[1].left < boxes[0].right) {
+                out.push(`the step before and this step are not side by side (tops ${
+                    Math.round(boxes[0].top)} and ${Math.round(boxes[1].top)})`);
+            }
+            figures.forEach((figure, index) => {
+                if (figure.scrollWidth > figure.clientWidth + 1) {
+                    out.push(`opening timeline ${index + 1} scrolls: ${
+                        figure.scrollWidth}px in ${figure.clientWidth}px`);
+                }
+            });
+            return out;
+        }"""
+    )
+    return found
 
 
 def check_tests_page(page: Page, base: str, result: Result) -> None:

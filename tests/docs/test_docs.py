@@ -94,6 +94,35 @@ def test_a_page_opens_with_the_step_before_and_this_step_on_one_task() -> None:
     assert len(step_pages.compared(STEPS[0])) == 1, "the first step has no step before"
 
 
+@pytest.mark.parametrize("name", STEPS)
+def test_the_opening_pictures_are_narrow_enough_to_stand_side_by_side(name: str) -> None:
+    """Each is drawn compact, no wider than `COMPARED_WIDTH`, so that the step before and this
+    step fit the column side by side (the browser check sees them so at 1280 px)."""
+    markdown = step_pages.comparison(name)
+    widths = [float(w) for w in re.findall(r'<svg [^>]*viewBox="0 0 ([\d.]+) ', markdown)]
+    assert len(widths) == (1 if step_pages.previous_step(name) is None else 2)
+    assert all(width <= step_pages.COMPARED_WIDTH for width in widths), widths
+    assert "done #" not in markdown  # the compact form
+    assert ">#</text>" in markdown
+
+
+def test_a_step_with_an_exercise_offers_it_before_its_code() -> None:
+    """The exercise before its answer: the tip comes ahead of the code on every step that has
+    an exercise, and nowhere else."""
+    from lessons._course import exercises
+
+    for name in STEPS:
+        section = step_pages.code_section(name)
+        number = step_number(name)
+        if number in exercises.exercisable():
+            assert f"$ python -m lessons exercise {number}\n" in section
+            assert section.index("Write it yourself") < section.index("## The code")
+        else:
+            assert "Write it yourself" not in section
+        page = (PAGES / f"{name}.md").read_text()
+        assert "Write it yourself" not in page, "the tip is generated, once, before the code"
+
+
 def test_a_run_the_guard_stopped_is_said_to_never_return_not_to_raise() -> None:
     made = step_pages.compared(STEPS[5])
     stopped = made[0].run

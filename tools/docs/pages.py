@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from lessons._course import exercises
 from lessons._course.arguments import parser
 from lessons._course.demos import Demo, demos
 from lessons._course.running import Run, final_statuses, run_demo
@@ -275,7 +276,11 @@ def outcome(run: Run) -> str:
         return f"The run raised `{run.error}`."
     if run.replanned is not None:
         rounds = len(run.replanned.ledger.rounds)
-        return f"The run answered after {rounds} rounds: {run.replanned.reason}."
+        reason = run.replanned.reason
+        if "round" in reason:  # the reason counts them itself
+            return f"The run answered: {reason}."
+        after = f"{rounds} round" if rounds == 1 else f"{rounds} rounds"
+        return f"The run answered after {after}: {reason}."
     assert run.aggregate is not None
     return f"The run returned {len(run.aggregate.results)} results."
 
@@ -316,6 +321,41 @@ def compared(name: str) -> list[Picture]:
     return first
 
 
+#: The widest an opening picture may be, in pixels: two of them side by side, and the gap
+#: between them, fit the content column of a page at 1280 px.
+COMPARED_WIDTH = 404
+#: The narrowest time axis of an opening picture, in pixels: narrower, it is drawn wider than
+#: `COMPARED_WIDTH` and the page puts the two pictures one above the other.
+COMPARED_AXIS = (80, 150)
+
+
+def side_by_side(shown: Picture) -> str:
+    """``shown``'s run as a compact timeline (`render_svg`'s ``compact``) no wider than
+    `COMPARED_WIDTH`, its time axis as wide as that leaves, within `COMPARED_AXIS`."""
+    run = shown.run
+    trace = run.trace
+    assert trace is not None
+    narrowest, widest = COMPARED_AXIS
+
+    def drawn(axis: float) -> tuple[str, float]:
+        svg = render_svg(
+            trace,
+            final_statuses(run),
+            title=f"{run.step} · {shown.demo.title}: one row per slot, on virtual time",
+            sections=round_sections(run),
+            width=axis,
+            compact=True,
+        )
+        found = re.search(r'viewBox="0 0 ([\d.]+) ', svg)
+        assert found is not None
+        return svg, float(found.group(1))
+
+    svg, wide = drawn(widest)
+    if wide > COMPARED_WIDTH:
+        svg, wide = drawn(max(narrowest, widest - (wide - COMPARED_WIDTH)))
+    return svg
+
+
 def comparison(name: str) -> str:
     """The markdown of a step page's first picture: the same demo on the step before and on this
     step, side by side where the page is wide enough for both, one above the other where not."""
@@ -336,6 +376,7 @@ def comparison(name: str) -> str:
         ran = shown.run
         assert ran.trace is not None
         which = "before" if ran.step != name else "after"
+        svg = side_by_side(shown)
         figures.append(
             f'<figure class="timeline" data-compare="{which}" data-step="{ran.step}" '
             f'data-demo="{slug(demo)}">\n'
@@ -343,7 +384,7 @@ def comparison(name: str) -> str:
             f"(<code>{ran.step}</code>): wall time {ran.trace.wall:.2f}s. "
             + re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(outcome(ran), quote=False))
             + "</figcaption>\n"
-            f"{shown.svg}</figure>\n"
+            f"{svg}</figure>\n"
         )
     return (
         "## The idea, run\n\n"
@@ -376,6 +417,31 @@ def demo_does(demo: Demo) -> str:
     return sentence
 
 
+def exercise_tip(name: str) -> str:
+    """The markdown of a step's exercise, put before its code (the exercise before its answer):
+    how to start it and check it. Nothing for a step without one."""
+    number = step_number(name)
+    if number not in exercises.exercisable():
+        return ""
+    before = step_number(previous_step(name) or name)
+    commands = (
+        "".join(
+            f"    $ python -m lessons {command}\n"
+            for command in (f"exercise {number}", f"check {number}", f"check {number} --watch")
+        )
+        + f"    $ python -m lessons check {number} --hint\n"
+    )
+    return (
+        "## Write it yourself\n\n"
+        '!!! tip "Write this step yourself"\n\n'
+        f"    Try it before you read the code below: the exercise is step {before}'s code with "
+        f"the places\n    where step {number} changes it marked, and the check grades your code "
+        "by this step's laws (see\n    [Exercises](../exercises.md)); with `--watch` it checks "
+        "again each time you save the file.\n\n"
+        "    ```console\n" + commands + "    ```\n\n"
+    )
+
+
 def code_section(name: str) -> str:
     """The markdown of a step page's code, after its player: the diff against the step before
     (the changed code), then the whole file folded, its changed lines highlighted; the first
@@ -394,7 +460,7 @@ def code_section(name: str) -> str:
     number = step_number(before)
     indented = "\n".join(f"    {line}" if line else "" for line in code.splitlines())
     return (
-        "## The code that changed\n\n"
+        exercise_tip(name) + "## The code that changed\n\n"
         f"`{path}` against [step {number}]({before}.md), as a diff of their code (the "
         "docstrings are the prose above). The whole file is folded below it, the same lines "
         "highlighted.\n\n"
