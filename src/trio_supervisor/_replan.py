@@ -363,7 +363,7 @@ class Answer(Generic[S, T]):
     ...     return f"notes on {subtask}"
     >>> answer = trio.run(Supervisor(research, max_workers=2).replan, "the market", OneRound())
     >>> answer.degraded, answer.ended_by, answer.reason
-    (False, None, 'the planner is done after 1 rounds: read both')
+    (False, None, 'the planner is done after 1 round: read both')
     >>> print(answer.text)  # synthesized from the ledger: Done gave no answer of its own
     pricing: notes on pricing
     reviews: notes on reviews
@@ -546,7 +546,8 @@ async def replan(
         if isinstance(decision, Done):
             said = f": {decision.note}" if decision.note else ""
             rounds = len(ledger._rounds)
-            return end(None, f"the planner is done after {rounds} rounds{said}", decision.answer)
+            after = f"{rounds} round" if rounds == 1 else f"{rounds} rounds"
+            return end(None, f"the planner is done after {after}{said}", decision.answer)
         if isinstance(decision, _Failed):
             failure = decision.text
         if len(ledger._rounds) >= max_rounds:
