@@ -387,7 +387,11 @@
         item.classList.toggle("dispatch-hole", !shown[index]);
       });
       const { markup, height, width } = timeline(this.drawing, t, end, this.endings);
+      // drawn at its own size, one unit a pixel: its 12 px text stays 12 px at any width of
+      // the page (a narrow one scrolls it sideways, as every timeline)
       this.chart.setAttribute("viewBox", `0 0 ${width} ${height}`);
+      this.chart.setAttribute("width", width);
+      this.chart.setAttribute("height", height);
       this.chart.setAttribute("aria-label", `timeline of the run at ${seconds(t)}`);
       this.chart.innerHTML = markup;
       const said = state === "done" ? outcome(run) : SAID[state];
