@@ -27,7 +27,14 @@ if TYPE_CHECKING:
 
 
 class PlannedSubtask(BaseModel):
-    """One subtask of the next batch, as the reply gives it."""
+    """One subtask of the next batch, as the reply gives it.
+
+    ```pycon
+    >>> PlannedSubtask.model_validate({"subtask": "reviews, from app stores", "replaces": [1, 0]})
+    PlannedSubtask(subtask='reviews, from app stores', replaces=(1, 0))
+
+    ```
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -38,7 +45,21 @@ class PlannedSubtask(BaseModel):
 
 
 class PlannerReply(BaseModel):
-    """The reply a planner model must give: done (with an answer), or the next batch."""
+    """The reply a planner model must give: done (with an answer), or the next batch.
+
+    ```pycon
+    >>> reply = PlannerReply.model_validate_json('{"done": false, "batch": [{"subtask": "a"}]}')
+    >>> reply.done, [planned.subtask for planned in reply.batch], reply.progress
+    (False, ['a'], True)
+    >>> PlannerReply.model_validate_json('{"done": true, "answr": "42"}')  # no unknown keys
+    Traceback (most recent call last):
+      ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for PlannerReply
+    answr
+      Extra inputs are not permitted ...
+
+    ```
+    """
 
     # in the schema sent as response_format every field is required (strict structured
     # outputs ask for that); a reply that leaves one out still validates, with its default
@@ -77,7 +98,21 @@ _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 
 class UnusableReply(AgentError):
-    """A planner model answered, but never with a decision the schema allows."""
+    """A planner model answered, but never with a decision the schema allows.
+
+    ```pycon
+    >>> async def main():  # the loopback server answers a task holding [garbled] with no JSON
+    ...     server = httpx2.ASGITransport(app=devserver.app())
+    ...     async with ChatPlanner("m", base_url="http://x/v1", api_key="k", transport=server,
+    ...                            attempts=2) as planner:
+    ...         await planner.first("[garbled] the market")
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    Traceback (most recent call last):
+      ...
+    trio_supervisor.agents.UnusableReply: 2 replies from m, none a decision the schema allows; ...
+
+    ```
+    """
 
 
 def request_text(task: str, ledger: Ledger[Any, Any], fresh: bool) -> str:
