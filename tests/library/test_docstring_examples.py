@@ -1,5 +1,5 @@
 """Every public class and function the reference renders opens with a short example (its idea
-first, then the example, before any ``Args:``), and the example runs as shown.
+first, one paragraph, then the example, before any ``Args:``), and the example runs as shown.
 
 The names are found, not listed: every class and function in the ``__all__`` of each module the
 reference documents. An example is a doctest (``>>>``, run with ``ELLIPSIS``), or a ``python``
@@ -70,7 +70,7 @@ DOCUMENTED = {name: obj for module in MODULES for name, obj in public(module).it
 
 
 def check_opens_with_an_example(name: str, documented: object) -> None:
-    """The idea (some text), then an example, before any ``Args:``, ``Raises:`` or
+    """The idea (one paragraph), then an example, before any ``Args:``, ``Raises:`` or
     ``Returns:`` section: what the reference shows first."""
     doc = inspect.cleandoc(documented.__doc__ or "")
     starts = [found.start() for found in (DOCTEST.search(doc), PYTHON.search(doc)) if found]
@@ -82,6 +82,7 @@ def check_opens_with_an_example(name: str, documented: object) -> None:
     assert section is None or example < section.start(), (
         f"{name}'s example comes after its {section.group(1)}: section"
     )
+    assert "\n\n" not in idea, f"{name}'s idea before its example is more than one paragraph"
 
 
 def namespace(name: str) -> dict[str, Any]:
@@ -165,6 +166,16 @@ def example_late() -> None:
     """
 
 
+def example_after_two_paragraphs() -> None:
+    """A function that says what it does.
+
+    And then says more, before its example.
+
+    >>> 1 + 1
+    2
+    """
+
+
 def example_wrong() -> None:
     """A function whose example prints something else.
 
@@ -178,6 +189,8 @@ def test_a_name_without_an_example_is_reported_by_name() -> None:
         check_opens_with_an_example("trio_supervisor.fake", without_example)
     with pytest.raises(AssertionError, match=r"example comes after its Args: section"):
         check_opens_with_an_example("trio_supervisor.fake", example_late)
+    with pytest.raises(AssertionError, match=r"more than one paragraph"):
+        check_opens_with_an_example("trio_supervisor.fake", example_after_two_paragraphs)
 
 
 def test_an_example_that_prints_otherwise_fails() -> None:

@@ -226,6 +226,13 @@ def parse_reply(text: str) -> PlannerReply:
 class ChatPlanner:
     """A [`Planner`][trio_supervisor.Planner] that asks a chat model for each decision.
 
+    ```python
+    server = httpx2.ASGITransport(app=devserver.app())  # plays the model by ScriptedPlanner
+    async with ChatPlanner("m", base_url="http://x/v1", api_key="k", transport=server) as planner:
+        answer = await Supervisor(SimulatedAgent(0), max_workers=2).replan("a; b", planner)
+    assert answer.text == "a: findings on a\\nb: findings on b"
+    ```
+
     Each decision is a chat completion request: the system prompt
     ([`SYSTEM`][trio_supervisor.agents.PLANNER_SYSTEM]) says what to decide and carries the
     reply's JSON schema, the user message holds the task and the ledger as JSON, and the
@@ -241,13 +248,6 @@ class ChatPlanner:
     failure that asks for a wait (a 429 or a 503 with ``Retry-After``): the planner sleeps
     what the server asked and asks again, at most ``max_waits`` times a decision, and never
     past the run's deadline (it fails at once when the wait would end after it).
-
-    ```python
-    server = httpx2.ASGITransport(app=devserver.app())  # plays the model by ScriptedPlanner
-    async with ChatPlanner("m", base_url="http://x/v1", api_key="k", transport=server) as planner:
-        answer = await Supervisor(SimulatedAgent(0), max_workers=2).replan("a; b", planner)
-    assert answer.text == "a: findings on a\\nb: findings on b"
-    ```
 
     Args:
       model: the model to ask.

@@ -714,9 +714,6 @@ async def serve(
 ) -> None:
     """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
 
-    Use it as ``url = await nursery.start(serve)``: ``url`` is the base URL to give a
-    [`ChatAgent`][trio_supervisor.agents.ChatAgent] (``http://127.0.0.1:PORT/v1``).
-
     ```pycon
     >>> from functools import partial
     >>> async def main():  # on real time: a real socket, answered at once
@@ -730,6 +727,9 @@ async def serve(
     (True, 'answer to: hello')
 
     ```
+
+    Use it as ``url = await nursery.start(serve)``: ``url`` is the base URL to give a
+    [`ChatAgent`][trio_supervisor.agents.ChatAgent] (``http://127.0.0.1:PORT/v1``).
 
     Args:
       port: the port; 0 for any free one.

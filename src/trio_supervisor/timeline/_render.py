@@ -581,14 +581,7 @@ def render_timeline(
     """A rich table of the run: per slot, waiting (``·``) then running (``█``) bars, then held
     (``░``: done, waiting to be handed over in order); a wait a failure asked for before the
     next attempt (a 429's ``Retry-After``) is drawn ``╌``; the ending glyph, when it ended and its
-    completion rank, over a time axis from 0 to the wall time. A running bar followed by another
-    (a retry) ends in its own ending glyph, so that how each attempt ended shows without colour.
-    A hedge (another attempt of a slot, racing the one it hedges) is drawn ``▓`` on a line of its
-    own under its slot's row (``└ hedge``; the k-th hedge of an attempt on line k), ending in its
-    own glyph; the end label says how the slot's deciding attempt ended (the race's winner).
-    ``sections`` (slot -> a heading ``label: text``) puts a line above a slot's row, its label
-    where the subtasks are and its text on the timeline: the rounds of a re-planning run, each
-    headed by the planner's decision (the top run's slots only, never a child run's).
+    completion rank, over a time axis from 0 to the wall time.
 
     ```pycon
     >>> agent = SimulatedAgent(0, fail={"reviews"}, latencies={"pricing": 1, "reviews": 0.5})
@@ -606,6 +599,15 @@ def render_timeline(
                    0s             1.00s
 
     ```
+
+    A running bar followed by another (a retry) ends in its own ending glyph, so that how each
+    attempt ended shows without colour. A hedge (another attempt of a slot, racing the one it
+    hedges) is drawn ``▓`` on a line of its own under its slot's row (``└ hedge``; the k-th
+    hedge of an attempt on line k), ending in its own glyph; the end label says how the slot's
+    deciding attempt ended (the race's winner). ``sections`` (slot -> a heading
+    ``label: text``) puts a line above a slot's row, its label where the subtasks are and its
+    text on the timeline: the rounds of a re-planning run, each headed by the planner's decision
+    (the top run's slots only, never a child run's).
     """
     sections = sections or {}
     right = trace.wall or 1.0
