@@ -92,7 +92,7 @@ def report_usage(
     ...     report_usage(input_tokens=len(prompt.split()), output_tokens=2)
     ...     return "two words"
     >>> async def main():
-    ...     budget = Budget(tokens=100)
+    ...     budget = Budget(tokens=100, reserve=lambda prompt: Usage(output_tokens=10))
     ...     await Supervisor(worker, max_workers=2, meters=[budget]).run(["a b c", "d"])
     ...     return budget.spent.tokens
     >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
@@ -127,6 +127,17 @@ def report_usage(
 class OverBudget(Exception):
     """An attempt's worst case no longer fits its budget, even if every running attempt gave
     back all it holds: the slot ends ``Status.OVER_BUDGET``, its worker not called.
+
+    ```pycon
+    >>> async def work(subtask):
+    ...     return subtask
+    >>> budget = Budget(calls=1, name="calls")
+    >>> aggregate = trio.run(Supervisor(work, max_workers=1, meters=[budget]).run, ["a", "b"])
+    >>> late = aggregate[1]
+    >>> late.status, isinstance(late.exception, OverBudget), late.exception.budget is budget
+    (<Status.OVER_BUDGET: 'over budget'>, True, True)
+
+    ```
 
     ``budget`` is the budget, by its ``name`` in the message.
     """
@@ -164,11 +175,14 @@ class Budget:
     """A limit on calls, tokens and/or cost that parallel attempts never overshoot.
 
     ```python
-    budget = Budget(tokens=50_000, name="tokens")
-    agent = ChatAgent("m", max_tokens=256, ...)  # its worst case: the prompt + 256 tokens
-    aggregate = await Supervisor(agent, max_workers=64, meters=[budget]).run(plan)
-    assert budget.spent.tokens <= 50_000  # at any width; the slots it could not afford are
-    # OVER_BUDGET, the rest in plan order
+    budget = Budget(tokens=110, name="tokens")
+    server = httpx2.ASGITransport(app=devserver.app(latency=(0, 0)))  # the loopback server
+    async with ChatAgent(
+        "m", base_url="http://x/v1", api_key="k", transport=server, max_tokens=100
+    ) as agent:  # its worst case: the prompt's estimate (5) + 100 tokens
+        aggregate = await Supervisor(agent, max_workers=8, meters=[budget]).run(["a", "b", "c"])
+    assert [r.status.value for r in aggregate] == ["ok", "ok", "over budget"]
+    assert budget.spent.tokens == 8  # 4 a reply; what is left no longer fits a worst case
     ```
 
     Give it as a meter (``meters=[budget]``). Before each attempt (a retry included) starts,

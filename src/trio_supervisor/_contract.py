@@ -17,18 +17,18 @@ in production). ``Worker[str, str]`` for text in, text out."""
 class Status(enum.Enum):
     """How a slot ended.
 
+    ```pycon
+    >>> [status.value for status in Status]
+    ['ok', 'failed', 'timed out', 'cancelled', 'awaiting approval', 'rejected', 'over budget']
+
+    ```
+
     ``OK`` returned an output; ``FAILED`` raised an `Exception`; ``TIMED_OUT`` ran past its
     own timeout; ``CANCELLED`` was stopped, or never started, because the whole run was cut short;
     ``AWAITING_APPROVAL`` asked a question ([`approval`][trio_supervisor.approval]) nobody has
     answered yet (a resume runs it again); ``REJECTED`` was answered no; ``OVER_BUDGET`` could
     not reserve its worst case from a [`Budget`][trio_supervisor.Budget], so its worker was not
     called (again).
-
-    ```pycon
-    >>> [status.value for status in Status]
-    ['ok', 'failed', 'timed out', 'cancelled', 'awaiting approval', 'rejected', 'over budget']
-
-    ```
     """
 
     OK = "ok"

@@ -900,11 +900,22 @@ class Approved(NamedTuple):
 async def approval(question: str, *, wait: float | None = None) -> Approved:
     """Ask a human to approve what the calling worker is about to do, on durable state.
 
-    ```python
-    async def refund(order):
-        if order.amount > 100:
-            await approval(f"refund ${order.amount} to order {order.id}")
-        return await payments.refund(order)  # reached only once approved
+    ```pycon
+    >>> import pathlib, tempfile
+    >>> from functools import partial
+    >>> journal = Journal(pathlib.Path(tempfile.mkdtemp()) / "runs.db")
+    >>> async def refund(amount):
+    ...     if amount > 100:
+    ...         await approval(f"refund ${amount}?")
+    ...     return f"refunded ${amount}"  # reached only once approved
+    >>> run = partial(Supervisor(refund, max_workers=2).run, journal=journal, run_id="refunds")
+    >>> [r.status.value for r in trio.run(run, [20, 500])]
+    ['ok', 'awaiting approval']
+    >>> journal.approve("refunds", 1, by="ana")  # or: python -m trio_supervisor.journal approve
+    >>> [r.output for r in trio.run(run, [20, 500])]  # the resume: slot 0 from the journal
+    ['refunded $20', 'refunded $500']
+    >>> journal.close()
+
     ```
 
     The question is journaled, once, under the run, round and slot of the attempt. Without an

@@ -29,7 +29,6 @@ class Span:
     that a timeline can show why each retry came when it did. ``usage`` is what its worker
     reported through [`report_usage`][trio_supervisor.report_usage] (a ``ChatAgent``'s prompt
     and completion tokens), None when it reported nothing.
-    that a timeline can show why each retry came when it did.
 
     A supervisor given ``hedge=`` marks an extra attempt it started while another attempt of the
     same slot ran as a ``hedge`` (see [`Hedge`][trio_supervisor.Hedge]); an attempt cancelled

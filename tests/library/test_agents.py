@@ -6,9 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import re
 import sys
-import textwrap
 import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from datetime import UTC, datetime
@@ -26,7 +24,6 @@ from trio_supervisor import Adaptive, Backoff, RateLimit, Status, Supervisor, Tr
 from trio_supervisor.agents import (
     TRANSIENT,
     ChatAgent,
-    ChatPlanner,
     MalformedReply,
     PermanentError,
     RateLimited,
@@ -35,7 +32,7 @@ from trio_supervisor.agents import (
     parse_retry_after,
 )
 from trio_supervisor.agents._chat import mask
-from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent, devserver
+from trio_supervisor.testing import devserver
 
 KEY = "sk-SENTINEL-3f9c2a7e51d04b8c"
 URL = "http://127.0.0.1:9/v1"
@@ -616,41 +613,6 @@ async def test_a_loopback_server_that_echoes_the_key_never_shows_it(
     ]
     assert isinstance(aggregate.results[2].exception, Refused)
     assert aggregate.results[2].exception.refusal == "I will not"
-
-
-# -- the docstrings' examples run ----------------------------------------------------------------
-
-
-def example_of(documented: object) -> str:
-    """The ``python`` code block of ``documented``'s docstring, as an async function's body."""
-    found = re.search(r"```python\n(.*?)```", documented.__doc__ or "", re.DOTALL)
-    assert found is not None, f"{documented!r} shows no example"
-    body = textwrap.indent(textwrap.dedent(found.group(1)), "    ")
-    return f"async def example() -> None:\n{body}"
-
-
-EXAMPLES = [ChatAgent, ChatPlanner, devserver.Script, devserver.app, ScriptedPlanner, Adaptive]
-
-
-@pytest.mark.parametrize("documented", EXAMPLES, ids=lambda d: d.__qualname__)
-def test_each_docstrings_example_runs(documented: object) -> None:
-    names: dict[str, Any] = {
-        "httpx2": httpx2,
-        "trio": trio,
-        "devserver": devserver,
-        "app": devserver.app,
-        "Script": devserver.Script,
-        "ChatAgent": ChatAgent,
-        "ChatPlanner": ChatPlanner,
-        "Supervisor": Supervisor,
-        "TRANSIENT": TRANSIENT,
-        "SimulatedAgent": SimulatedAgent,
-        "ScriptedPlanner": ScriptedPlanner,
-        "Adaptive": Adaptive,
-        "agent": SimulatedAgent(0),
-    }
-    exec(compile(example_of(documented), f"<example of {documented!r}>", "exec"), names)
-    trio.run(names["example"], clock=trio.testing.MockClock(autojump_threshold=0))
 
 
 async def test_an_attempt_sends_its_key_as_an_idempotency_key_header(

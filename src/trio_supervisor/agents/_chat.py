@@ -40,7 +40,21 @@ Messages = Callable[[Any], "list[ChatCompletionMessageParam]"]
 
 
 class AgentError(Exception):
-    """A chat endpoint's call failed.
+    """A chat endpoint's call failed: every failure a
+    [`ChatAgent`][trio_supervisor.agents.ChatAgent] raises is one, classified by its subclass.
+
+    ```pycon
+    >>> script = {"down": devserver.Script(fail=True, status=503, retry_after=1)}.get
+    >>> async def main():
+    ...     via = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=script))
+    ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
+    ...         return await Supervisor(agent, max_workers=1).run(["down"])
+    >>> (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> error = result.exception
+    >>> isinstance(error, AgentError), error.status, error.retry_after
+    (True, 503, 1.0)
+
+    ```
 
     ``status`` is the HTTP status when there was one; ``retry_after`` the wait the server
     asked for before another request, in seconds (its ``Retry-After``), or None. A supervisor
@@ -56,7 +70,21 @@ class AgentError(Exception):
 
 
 class RateLimited(AgentError):
-    """The endpoint answered 429: over its rate or concurrency limit.
+    """The endpoint answered 429: over its rate or concurrency limit. Retried with
+    [`TRANSIENT`][trio_supervisor.agents.TRANSIENT], never sooner than it asked.
+
+    ```pycon
+    >>> script = {"busy": devserver.Script(flaky=1, status=429, retry_after=2)}.get
+    >>> async def main():
+    ...     via = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=script))
+    ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
+    ...         supervisor = Supervisor(agent, max_workers=1, attempts=2, retry_on=TRANSIENT)
+    ...         return await supervisor.run(["busy"])
+    >>> (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> result.status, result.attempts, result.finished >= 2  # the second, 2 s later
+    (<Status.OK: 'ok'>, 2, True)
+
+    ```
 
     ``retry_after`` is the wait it asked for (from ``retry-after-ms`` or ``retry-after``), or
     None when it gave none.
@@ -68,22 +96,74 @@ class RateLimited(AgentError):
 
 class TransientError(AgentError):
     """A failure worth retrying: a 5xx, a 408 or 409, any status the server marks
-    ``x-should-retry: true``, a refused or dropped connection, a timeout. A 503 that asks
-    for a wait (``Retry-After``) carries it in ``retry_after``."""
+    ``x-should-retry: true``, a refused or dropped connection, a timeout.
+
+    ```pycon
+    >>> script = {"down": devserver.Script(fail=True, status=502)}.get
+    >>> async def main():
+    ...     via = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=script))
+    ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
+    ...         return await Supervisor(agent, max_workers=1).run(["down"])
+    >>> (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> result.status, isinstance(result.exception, TransientError), result.error
+    (<Status.FAILED: 'failed'>, True, 'TransientError: ...502...')
+
+    ```
+
+    A 503 that asks for a wait (``Retry-After``) carries it in ``retry_after``."""
 
 
 class PermanentError(AgentError):
     """A failure the same request would meet again, so not retried by default: a 4xx other
     than 408, 409 and 429 (a bad request, a wrong key, an unknown model), or any status the
-    server marks ``x-should-retry: false``."""
+    server marks ``x-should-retry: false``.
+
+    ```pycon
+    >>> script = {"bad": devserver.Script(fail=True, status=400)}.get
+    >>> async def main():
+    ...     via = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=script))
+    ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
+    ...         supervisor = Supervisor(agent, max_workers=1, attempts=3, retry_on=TRANSIENT)
+    ...         return await supervisor.run(["bad"])
+    >>> (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> isinstance(result.exception, PermanentError), result.exception.status, result.attempts
+    (True, 400, 1)
+
+    ```
+    """
 
 
 class MalformedReply(AgentError):
-    """The endpoint answered 200 with something that is not a chat completion's JSON."""
+    """The endpoint answered 200 with something that is not a chat completion's JSON.
+
+    ```pycon
+    >>> script = None  # the loopback server answers a prompt holding [malformed] with no JSON
+    >>> async def main():
+    ...     via = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=script))
+    ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
+    ...         return await Supervisor(agent, max_workers=1).run(["[malformed] a"])
+    >>> (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> result.status, isinstance(result.exception, MalformedReply)
+    (<Status.FAILED: 'failed'>, True)
+
+    ```
+    """
 
 
 class Refused(AgentError):
     """The model declined: its reply holds a ``refusal`` instead of content.
+
+    ```pycon
+    >>> script = {"hack it": devserver.Script(refusal="I can't help with that")}.get
+    >>> async def main():
+    ...     via = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=script))
+    ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
+    ...         return await Supervisor(agent, max_workers=1).run(["hack it"])
+    >>> (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> isinstance(result.exception, Refused), result.exception.refusal
+    (True, "I can't help with that")
+
+    ```
 
     ``refusal`` is the model's own words (the key masked). Not retried by default: the same
     request is likely declined again.
@@ -100,6 +180,16 @@ TRANSIENT: tuple[type[Exception], ...] = (RateLimited, TransientError)
 
 def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
     """The wait a response asks for, in seconds, from its headers.
+
+    ```pycon
+    >>> parse_retry_after({"retry-after-ms": "1500"})
+    1.5
+    >>> parse_retry_after({"retry-after": "2", "retry-after-ms": "500"})  # the longer wait
+    2.0
+    >>> parse_retry_after({"retry-after": "soon"}) is None
+    True
+
+    ```
 
     ``retry-after-ms`` is milliseconds (as OpenAI-compatible servers send); ``retry-after`` is
     seconds or an HTTP date, and a date in the past is a wait of 0. Where both hold a usable

@@ -27,7 +27,14 @@ if TYPE_CHECKING:
 
 
 class PlannedSubtask(BaseModel):
-    """One subtask of the next batch, as the reply gives it."""
+    """One subtask of the next batch, as the reply gives it.
+
+    ```pycon
+    >>> PlannedSubtask.model_validate({"subtask": "reviews, from app stores", "replaces": [1, 0]})
+    PlannedSubtask(subtask='reviews, from app stores', replaces=(1, 0))
+
+    ```
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -38,7 +45,21 @@ class PlannedSubtask(BaseModel):
 
 
 class PlannerReply(BaseModel):
-    """The reply a planner model must give: done (with an answer), or the next batch."""
+    """The reply a planner model must give: done (with an answer), or the next batch.
+
+    ```pycon
+    >>> reply = PlannerReply.model_validate_json('{"done": false, "batch": [{"subtask": "a"}]}')
+    >>> reply.done, [planned.subtask for planned in reply.batch], reply.progress
+    (False, ['a'], True)
+    >>> PlannerReply.model_validate_json('{"done": true, "answr": "42"}')  # no unknown keys
+    Traceback (most recent call last):
+      ...
+    pydantic_core._pydantic_core.ValidationError: 1 validation error for PlannerReply
+    answr
+      Extra inputs are not permitted ...
+
+    ```
+    """
 
     # in the schema sent as response_format every field is required (strict structured
     # outputs ask for that); a reply that leaves one out still validates, with its default
@@ -77,7 +98,21 @@ _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 
 class UnusableReply(AgentError):
-    """A planner model answered, but never with a decision the schema allows."""
+    """A planner model answered, but never with a decision the schema allows.
+
+    ```pycon
+    >>> async def main():  # the loopback server answers a task holding [garbled] with no JSON
+    ...     server = httpx2.ASGITransport(app=devserver.app())
+    ...     async with ChatPlanner("m", base_url="http://x/v1", api_key="k", transport=server,
+    ...                            attempts=2) as planner:
+    ...         await planner.first("[garbled] the market")
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    Traceback (most recent call last):
+      ...
+    trio_supervisor.agents.UnusableReply: 2 replies from m, none a decision the schema allows; ...
+
+    ```
+    """
 
 
 def request_text(task: str, ledger: Ledger[Any, Any], fresh: bool) -> str:
@@ -191,6 +226,13 @@ def parse_reply(text: str) -> PlannerReply:
 class ChatPlanner:
     """A [`Planner`][trio_supervisor.Planner] that asks a chat model for each decision.
 
+    ```python
+    server = httpx2.ASGITransport(app=devserver.app())  # plays the model by ScriptedPlanner
+    async with ChatPlanner("m", base_url="http://x/v1", api_key="k", transport=server) as planner:
+        answer = await Supervisor(SimulatedAgent(0), max_workers=2).replan("a; b", planner)
+    assert answer.text == "a: findings on a\\nb: findings on b"
+    ```
+
     Each decision is a chat completion request: the system prompt
     ([`SYSTEM`][trio_supervisor.agents.PLANNER_SYSTEM]) says what to decide and carries the
     reply's JSON schema, the user message holds the task and the ledger as JSON, and the
@@ -206,13 +248,6 @@ class ChatPlanner:
     failure that asks for a wait (a 429 or a 503 with ``Retry-After``): the planner sleeps
     what the server asked and asks again, at most ``max_waits`` times a decision, and never
     past the run's deadline (it fails at once when the wait would end after it).
-
-    ```python
-    server = httpx2.ASGITransport(app=devserver.app())  # plays the model by ScriptedPlanner
-    async with ChatPlanner("m", base_url="http://x/v1", api_key="k", transport=server) as planner:
-        answer = await Supervisor(SimulatedAgent(0), max_workers=2).replan("a; b", planner)
-    assert answer.text == "a: findings on a\\nb: findings on b"
-    ```
 
     Args:
       model: the model to ask.

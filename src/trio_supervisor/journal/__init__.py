@@ -21,7 +21,30 @@ __all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line on ``argv`` (``sys.argv[1:]`` when None); the exit status."""
+    """Run the command line on ``argv`` (``sys.argv[1:]`` when None); the exit status.
+
+    ```pycon
+    >>> import pathlib, tempfile
+    >>> path = str(pathlib.Path(tempfile.mkdtemp()) / "runs.db")
+    >>> async def refund(order):
+    ...     return (await approval(f"refund order {order}?")).by
+    >>> supervisor = Supervisor(refund, max_workers=1)
+    >>> async def run():
+    ...     with Journal(path) as journal:
+    ...         return await supervisor.run([7], journal=journal, run_id="r1")
+    >>> trio.run(run)[0].status
+    <Status.AWAITING_APPROVAL: 'awaiting approval'>
+    >>> main(["pending", path, "r1"])  # python -m trio_supervisor.journal pending runs.db r1
+    round 0 slot 0: refund order 7?
+    0
+    >>> main(["approve", path, "r1", "0", "--by", "ana"])
+    r1 slot 0: approved
+    0
+    >>> trio.run(run)[0].output  # resumed: the slot runs again, and is approved
+    'ana'
+
+    ```
+    """
     parser = argparse.ArgumentParser(
         prog="python -m trio_supervisor.journal",
         description="Answer the questions a journaled run's workers asked (approval()).",

@@ -67,7 +67,17 @@ NOTHING: Any = object()
 
 
 def error_type(failure: BaseException) -> str:
-    """An exception's ``error.type``: its class's qualified name (without ``builtins.``)."""
+    """An exception's ``error.type``: its class's qualified name (without ``builtins.``), as a
+    failed attempt's span records it.
+
+    ```pycon
+    >>> error_type(KeyError("pricing"))
+    'KeyError'
+    >>> error_type(RateLimited("429", retry_after=2.0))
+    'trio_supervisor.agents.RateLimited'
+
+    ```
+    """
     cls = type(failure)
     module = cls.__module__
     name = cls.__qualname__
@@ -99,11 +109,22 @@ line up with its parent's on virtual time too."""
 class Spans:
     """Emits OpenTelemetry spans of every run of the supervisors it is given to.
 
-    ```python
-    provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    supervisor = Supervisor(agent, max_workers=8, spans=Spans(provider.get_tracer("app")))
+    ```pycon
+    >>> from opentelemetry.sdk.trace import TracerProvider
+    >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    >>> from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    >>> provider, exported = TracerProvider(), InMemorySpanExporter()
+    >>> provider.add_span_processor(SimpleSpanProcessor(exported))  # an OTLP exporter, in an app
+    >>> spans = Spans(provider.get_tracer("app"))
+    >>> run = Supervisor(SimulatedAgent(0), max_workers=2, spans=spans).run
+    >>> aggregate = trio.run(run, ["a"], clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> [span.name for span in exported.get_finished_spans()]
+    ['attempt', 'slot', 'run SimulatedAgent']
+
     ```
+
+    An application gives its provider a ``BatchSpanProcessor(OTLPSpanExporter())`` instead, to
+    send the spans to a collector.
 
     The spans of one run: ``run {worker}`` (``stream {worker}``, ``replan {worker}``) under the
     span current when the run starts; ``slot`` for each slot under it (in a re-planning run,

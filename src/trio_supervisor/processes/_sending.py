@@ -24,7 +24,20 @@ PROCESS = "its process"
 class WorkerCrashed(Exception):
     """The worker process running a call ended before the call returned or raised: it exited,
     or a signal killed it (a segfault, ``SIGKILL`` from the kernel's out-of-memory killer or an
-    operator), or the function called ``sys.exit``.
+    operator), or the function called ``sys.exit``. Only its slot fails; the pool replaces the
+    process.
+
+    ```pycon
+    >>> import os
+    >>> async def main():  # os._exit(3) ends the process that runs it
+    ...     return await Supervisor(ProcessWorker(os._exit), max_workers=1).run([3])
+    >>> (result,) = trio.run(main)
+    >>> result.status, isinstance(result.exception, WorkerCrashed), result.exception.exitcode
+    (<Status.FAILED: 'failed'>, True, 3)
+    >>> result.error
+    'WorkerCrashed: the worker process died: it exited with code 3'
+
+    ```
 
     Args:
       message: what happened, as ``str()`` shows it.
@@ -45,6 +58,18 @@ class UnpicklableError(Exception):
     """What a call in a worker process raised or returned could not be pickled back to the
     supervisor's process; the message names it (its type, and an exception's message, taken in
     the worker process) and says why pickle refused it.
+
+    ```pycon
+    >>> import os
+    >>> async def main():  # open() returns a file, which pickle cannot send back
+    ...     return await Supervisor(ProcessWorker(open), max_workers=1).run([os.devnull])
+    >>> (result,) = trio.run(main)
+    >>> result.status, isinstance(result.exception, UnpicklableError)
+    (<Status.FAILED: 'failed'>, True)
+    >>> print(result.error)
+    UnpicklableError: the worker returned a _io.TextIOWrapper, which could not be sent back ...
+
+    ```
 
     Args:
       message: what could not be sent back, and why, as ``str()`` shows it.

@@ -70,6 +70,16 @@ def crash_reason(exitcode: int | None) -> str:
     """What [`WorkerCrashed`][trio_supervisor.processes.WorkerCrashed] says of a process that
     ended with ``exitcode`` (negative: killed by that signal).
 
+    ```pycon
+    >>> crash_reason(-9)
+    'the worker process died: killed by SIGKILL (Killed)'
+    >>> crash_reason(3)
+    'the worker process died: it exited with code 3'
+    >>> crash_reason(None)
+    'the worker process died: its exit code is not known'
+
+    ```
+
     Args:
       exitcode: as `multiprocessing.Process.exitcode` gives it, None where it is not known.
 

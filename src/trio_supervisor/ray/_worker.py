@@ -152,6 +152,12 @@ def start_local(num_cpus: int | None = None) -> None:
     """Start a Ray cluster on this machine and connect this process to it, as a
     [`RayWorker`][trio_supervisor.ray.RayWorker] without an ``address`` does on its first call.
 
+    ```python
+    start_local(num_cpus=4)  # before the run: the cluster's start is in none of its timeouts
+    worker = RayWorker(len)  # no address: the cluster this process is connected to
+    aggregate = await Supervisor(worker, max_workers=4, timeout=60).run(["a", "bb"])
+    ```
+
     The cluster listens on loopback (127.0.0.1) only, starts no dashboard and sends no usage
     statistics; it ends with this process, or with ``ray.shutdown()``.
 

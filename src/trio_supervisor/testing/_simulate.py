@@ -12,7 +12,16 @@ _GRID = 32  # latencies are whole 1/32 s: exact in binary, so virtual times add 
 
 
 class SubAgentError(RuntimeError):
-    """What the simulated sub-agent raises when it is told to fail: an ordinary exception."""
+    """What the simulated sub-agent raises when it is told to fail: an ordinary exception.
+
+    ```pycon
+    >>> run = Supervisor(SimulatedAgent(0, fail={"reviews"}), max_workers=1).run
+    >>> (result,) = trio.run(run, ["reviews"], clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> result.status, isinstance(result.exception, SubAgentError), result.error
+    (<Status.FAILED: 'failed'>, True, "SubAgentError: sub-agent failed on 'reviews'")
+
+    ```
+    """
 
 
 class SimulatedAgent:

@@ -87,12 +87,40 @@ _TURN = 1e-7  # seconds a request waits for its instant's turn to be decided (se
 
 
 class DevServerError(OSError):
-    """The server could not listen where it was asked to."""
+    """The server could not listen where it was asked to: before it serves anything, so a
+    port in use is one line, not a half-started server.
+
+    ```pycon
+    >>> import socket
+    >>> with socket.socket() as taken:  # a port another program holds
+    ...     taken.bind(("127.0.0.1", 0))
+    ...     port = taken.getsockname()[1]
+    ...     trio.run(lambda: serve(port=port))
+    Traceback (most recent call last):
+      ...
+    trio_supervisor.testing.devserver.DevServerError: cannot listen on 127.0.0.1:...: ...
+
+    ```
+    """
 
 
 @dataclass
 class Stats:
-    """What the server has seen so far (``GET /stats`` returns it as JSON)."""
+    """What the server has seen so far (``GET /stats`` returns it as JSON).
+
+    ```pycon
+    >>> async def main():
+    ...     via = httpx2.ASGITransport(app=app(latency=(1, 1), concurrency=1))
+    ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
+    ...         await Supervisor(agent, max_workers=2).run(["a", "b"])  # one too many at once
+    ...     async with httpx2.AsyncClient(transport=via, base_url="http://x") as client:
+    ...         return (await client.get("/stats")).json()
+    >>> stats = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> stats["requests"], stats["ok"], stats["rate_limited"], stats["peak_in_flight"]
+    (2, 1, 1, 1)
+
+    ```
+    """
 
     requests: int = 0
     """Chat completion requests received, whatever their answer."""
@@ -222,7 +250,16 @@ def drawn_latency(
     prompt: str, *, seed: int = 0, latency: tuple[float, float] = (0.05, 0.2)
 ) -> float:
     """The latency a server made with ``seed`` and ``latency`` draws for ``prompt``, in
-    seconds (what a benchmark needs to know the server's capacity)."""
+    seconds (what a benchmark needs to know the server's capacity).
+
+    ```pycon
+    >>> round(drawn_latency("pricing"), 3), round(drawn_latency("pricing", seed=1), 3)
+    (0.144, 0.118)
+    >>> drawn_latency("pricing", latency=(1, 1))  # a range of one value: that value
+    1.0
+
+    ```
+    """
     low, high = latency
     return low + (high - low) * _unit(seed, "latency", prompt)
 
@@ -677,6 +714,20 @@ async def serve(
 ) -> None:
     """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
 
+    ```pycon
+    >>> from functools import partial
+    >>> async def main():  # on real time: a real socket, answered at once
+    ...     async with trio.open_nursery() as nursery:
+    ...         url = await nursery.start(partial(serve, latency=(0, 0)))  # port 0: a free one
+    ...         async with ChatAgent("m", base_url=url, api_key="k") as agent:
+    ...             said = await agent("hello")
+    ...         nursery.cancel_scope.cancel()
+    ...     return url.startswith("http://127.0.0.1:"), said
+    >>> trio.run(main)
+    (True, 'answer to: hello')
+
+    ```
+
     Use it as ``url = await nursery.start(serve)``: ``url`` is the base URL to give a
     [`ChatAgent`][trio_supervisor.agents.ChatAgent] (``http://127.0.0.1:PORT/v1``).
 
@@ -733,7 +784,19 @@ def mimic(simulated: SimulatedAgent) -> Callable[[str], Script]:
     """The ``script`` that makes the server do with each prompt what ``simulated`` does with it
     as a subtask: take its latency (its first request its ``straggle``), always fail (a 500),
     fail its first ``flaky`` requests, or hang, and answer as it answers (``findings on
-    <prompt>`` unless told otherwise)."""
+    <prompt>`` unless told otherwise).
+
+    ```pycon
+    >>> script = mimic(SimulatedAgent(0, fail={"reviews"}, latencies={"pricing": 0.5}))
+    >>> script("pricing").latency, script("pricing").reply, script("reviews").fail
+    (0.5, 'findings on pricing', True)
+
+    ```
+
+    Give it to [`app`][trio_supervisor.testing.devserver.app] or
+    [`serve`][trio_supervisor.testing.devserver.serve] as ``script=`` (with the agent's latency
+    range), or let [`loopback`][trio_supervisor.testing.devserver.loopback] do both.
+    """
 
     def script(prompt: str) -> Script:
         return Script(
@@ -752,7 +815,19 @@ def mimic(simulated: SimulatedAgent) -> Callable[[str], Script]:
 class Loopback:
     """Where a client finds the server [`loopback`][trio_supervisor.testing.devserver.loopback]
     serves: the three settings a [`ChatAgent`][trio_supervisor.agents.ChatAgent] or
-    [`ChatPlanner`][trio_supervisor.agents.ChatPlanner] needs to reach it."""
+    [`ChatPlanner`][trio_supervisor.agents.ChatPlanner] needs to reach it.
+
+    ```pycon
+    >>> async def main():
+    ...     async with loopback(latency=(0, 0)) as server:
+    ...         async with ChatAgent("m", base_url=server.base_url, api_key=server.api_key,
+    ...                              transport=server.transport) as agent:
+    ...             return server.base_url, await agent("hello")
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    ('http://loopback/v1', 'answer to: hello')
+
+    ```
+    """
 
     base_url: str
     """The base URL (``.../v1``)."""

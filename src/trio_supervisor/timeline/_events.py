@@ -37,6 +37,21 @@ def trace_events(
 ) -> list[dict[str, Any]]:
     """The run as trace events: one process, a track (thread) per slot, a slice per attempt.
 
+    ```pycon
+    >>> agent = SimulatedAgent(0, fail={"reviews"}, latencies={"pricing": 1, "reviews": 0.5})
+    >>> async def record():
+    ...     trace = Trace()
+    ...     await Supervisor(agent, max_workers=2).run(["pricing", "reviews"], trace=trace)
+    ...     return trace
+    >>> trace = trio.run(record, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> events = trace_events(trace)
+    >>> [(e["name"], e["tid"], e["dur"], e["args"]["status"]) for e in events if e["ph"] == "X"]
+    [('attempt 1', 1, 1000000.0, 'ok'), ('attempt 1', 2, 500000.0, 'failed')]
+    >>> import json
+    >>> perfetto = json.dumps({"traceEvents": events})  # in a file, Perfetto's UI opens it
+
+    ```
+
     Every slot's track is named ``slot N: <subtask>`` and sorted by slot. Each attempt is a
     complete slice (``ph: "X"``) named ``attempt K`` from its start to its end (to the right edge
     of the run while it is still running), its ``status`` in ``args``. Instant events

@@ -27,6 +27,15 @@ class Ending:
     the terminal table, the SVG, and the docs' player (which reads this table from the data it
     replays). One record per ending, in `ENDINGS`: a new ending is one more record there.
 
+    ```pycon
+    >>> ok = ENDINGS["ok"]
+    >>> ok.glyph, ok.style, ok.css
+    ('✓', 'green', 'ts-ok')
+    >>> ENDINGS["timed out"].legend, ENDINGS["timed out"].fault  # a fault: its row is tinted
+    ('timed out (its own timeout)', True)
+
+    ```
+
     ``word`` is what the end label says (``ok``, ``timed out``); ``glyph`` its mark before the
     word, a character the pictures' monospace font (DejaVu Sans Mono) has and no emoji; ``style``
     its rich colour; ``fill`` the colour of its bar; ``ink`` the colour of its words on a light
@@ -135,6 +144,13 @@ class Mark:
     ``pictured`` what the SVG's and the player's legends say instead, where they draw it
     otherwise than the terminal (a hedge: a lower bar, not a line of its own); ``fill`` its
     swatch's colour in those legends, for a mark the SVG's stylesheet does not otherwise colour.
+
+    ```pycon
+    >>> waiting = MARKS["waiting"]
+    >>> waiting.glyph, waiting.css, waiting.legend
+    ('·', 'ts-waiting', 'waiting (for a worker, or a retry)')
+
+    ```
     """
 
     kind: str
@@ -185,6 +201,16 @@ def crashed(error: str | None) -> bool:
     its kind is ``WorkerCrashed``, or the failure it reports was one (a parent slot whose child
     escalated a crash: ``Escalated: nothing found: WorkerCrashed: ...``).
 
+    ```pycon
+    >>> crashed("WorkerCrashed: the worker process died: killed by SIGKILL (Killed)")
+    True
+    >>> crashed("Escalated: nothing found: WorkerCrashed: the worker process died: ...")
+    True
+    >>> crashed("KeyError: 'WorkerCrashed'"), crashed(None)
+    (False, False)
+
+    ```
+
     Args:
       error: the error text of a span or a result, None for none.
     """
@@ -195,6 +221,12 @@ def ending(status: Status | None) -> tuple[str, str]:
     """The glyph a timeline draws after a slot that ended ``status`` (None: it has not ended),
     and its rich colour: ``("✓", "green")`` for ``Status.OK``.
 
+    ```pycon
+    >>> ending(Status.OK), ending(Status.TIMED_OUT), ending(None)
+    (('✓', 'green'), ('◷', 'yellow'), ('…', 'bright_black'))
+
+    ```
+
     Args:
       status: how the slot ended, or None while it runs.
     """
@@ -204,7 +236,18 @@ def ending(status: Status | None) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class Bar:
-    """A stretch of one row, in seconds since the trace's origin."""
+    """A stretch of one row, in seconds since the trace's origin: a wait, an attempt (``kind``
+    ``running``, coloured by how it ended), a wait a failure asked for, or a result held for
+    plan order.
+
+    ```pycon
+    >>> died = Bar(0, 0.5, "running", Status.FAILED, note="WorkerCrashed: the process died")
+    >>> retry = Bar(0.5, 1.5, "running", Status.OK)
+    >>> died.crashed, died.ending.word, retry.drawn
+    (True, 'crashed', ('✓', 'green'))
+
+    ```
+    """
 
     start: float
     end: float
@@ -244,7 +287,16 @@ class Row:
     child run drawn under its parent's slot, and so on); ``prefix`` the tree's connectors drawn
     before its subtask (``├ `` before a slot a sibling follows, ``└ `` before the last, ``│ ``
     under an ancestor a sibling follows); ``attempt`` the parent's attempt whose child run it
-    belongs to, when the parent ran child runs in more than one attempt."""
+    belongs to, when the parent ran child runs in more than one attempt.
+
+    ```pycon
+    >>> bars = (Bar(0, 1, "waiting", None), Bar(1, 2, "running", Status.TIMED_OUT))
+    >>> row = Row(0, "pricing", bars, Status.TIMED_OUT, rank=1)
+    >>> row.ending.word, row.drawn, row.deciding.end
+    ('timed out', ('◷', 'yellow'), 2)
+
+    ```
+    """
 
     slot: int
     subtask: str
@@ -299,6 +351,20 @@ class Row:
 
 def timeline_rows(trace: Trace, final: Mapping[int, Status] | None = None) -> list[Row]:
     """Turn a trace into rows: what every picture of a run (terminal or SVG) is drawn from.
+
+    ```pycon
+    >>> agent = SimulatedAgent(0, fail={"reviews"}, latencies={"pricing": 1, "reviews": 0.5})
+    >>> async def record():
+    ...     trace = Trace()
+    ...     await Supervisor(agent, max_workers=2).run(["pricing", "reviews"], trace=trace)
+    ...     return trace
+    >>> trace = trio.run(record, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> for row in timeline_rows(trace):
+    ...     print(row.slot, row.subtask, [(bar.kind, bar.end) for bar in row.bars], row.ending.word)
+    0 pricing [('running', 1.0)] ok
+    1 reviews [('running', 0.5)] failed
+
+    ```
 
     A slot whose worker ran child supervisors (see [`Trace.nest`][trio_supervisor.Trace.nest])
     is followed by every child run's rows (each attempt's, in order), one level deeper, on the
@@ -436,14 +502,34 @@ def _ending(row: Row, *, timed: bool = True) -> str:
 
 def endings_used(rows: Sequence[Row]) -> list[Ending]:
     """The endings a timeline of ``rows`` draws, on its bars and its end labels, in the order
-    of `ENDINGS`: what its legend lists, no more and no fewer."""
+    of `ENDINGS`: what its legend lists, no more and no fewer.
+
+    ```pycon
+    >>> tried = (Bar(0, 1, "running", Status.FAILED), Bar(1, 2, "running", Status.OK))
+    >>> waits = (Bar(0, 2, "waiting", None),)
+    >>> rows = [Row(0, "a", tried, Status.OK, 1), Row(1, "b", waits, None, None)]
+    >>> [drawn.word for drawn in endings_used(rows)]  # "b" has not ended: it is running
+    ['ok', 'failed', 'running']
+
+    ```
+    """
     used = {row.ending.word for row in rows}
     used |= {bar.ending.word for row in rows for bar in row.bars if bar.kind == "running"}
     return [drawn for word, drawn in ENDINGS.items() if word in used]
 
 
 def marks_used(rows: Sequence[Row]) -> list[Mark]:
-    """The stretches other than attempts that a timeline of ``rows`` draws, in `MARKS` order."""
+    """The stretches other than attempts that a timeline of ``rows`` draws, in `MARKS` order.
+
+    ```pycon
+    >>> tried = (Bar(0, 1, "running", Status.FAILED), Bar(1, 2, "running", Status.OK))
+    >>> waits = (Bar(0, 2, "waiting", None),)
+    >>> rows = [Row(0, "a", tried, Status.OK, 1), Row(1, "b", waits, None, None)]
+    >>> [mark.kind for mark in marks_used(rows)]
+    ['waiting', 'running']
+
+    ```
+    """
     kinds = {bar.kind for row in rows for bar in row.bars}
     if any(bar.hedge for row in rows for bar in row.bars):
         kinds.add("hedge")
@@ -460,6 +546,21 @@ def legend(rows: Sequence[Row]) -> list[tuple[str, str]]:
     """What each mark of a timeline of ``rows`` means, for the marks it has: ``(mark, meaning)``
     pairs, in the order a row draws them, then the endings; the terminal prints them in a line
     under the table, and the SVG's legend says the same.
+
+    ```pycon
+    >>> tried = (Bar(0, 1, "running", Status.FAILED), Bar(1, 2, "running", Status.OK))
+    >>> waits = (Bar(0, 2, "waiting", None),)
+    >>> rows = [Row(0, "a", tried, Status.OK, 1), Row(1, "b", waits, None, None)]
+    >>> for mark, meaning in legend(rows):
+    ...     print(mark, meaning)
+    · waiting (for a worker, or a retry)
+    █ running (coloured by its end)
+    blank over
+    ✓ ok
+    ✗ failed
+    … running, or never ran
+
+    ```
 
     A blank stretch of a row is time in which its slot was neither waiting nor running: before
     it was planned (a slot pulled later from a lazy input, or a child run's), and after it was
@@ -483,14 +584,34 @@ def render_timeline(
     """A rich table of the run: per slot, waiting (``·``) then running (``█``) bars, then held
     (``░``: done, waiting to be handed over in order); a wait a failure asked for before the
     next attempt (a 429's ``Retry-After``) is drawn ``╌``; the ending glyph, when it ended and its
-    completion rank, over a time axis from 0 to the wall time. A running bar followed by another
-    (a retry) ends in its own ending glyph, so that how each attempt ended shows without colour.
-    A hedge (another attempt of a slot, racing the one it hedges) is drawn ``▓`` on a line of its
-    own under its slot's row (``└ hedge``; the k-th hedge of an attempt on line k), ending in its
-    own glyph; the end label says how the slot's deciding attempt ended (the race's winner).
-    ``sections`` (slot -> a heading ``label: text``) puts a line above a slot's row, its label
-    where the subtasks are and its text on the timeline: the rounds of a re-planning run, each
-    headed by the planner's decision (the top run's slots only, never a child run's)."""
+    completion rank, over a time axis from 0 to the wall time.
+
+    ```pycon
+    >>> agent = SimulatedAgent(0, fail={"reviews"}, latencies={"pricing": 1, "reviews": 0.5})
+    >>> async def record():
+    ...     trace = Trace()
+    ...     await Supervisor(agent, max_workers=2).run(["pricing", "reviews"], trace=trace)
+    ...     return trace
+    >>> trace = trio.run(record, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> from rich.console import Console
+    >>> console = Console(width=64)  # a terminal, or whatever rich draws on
+    >>> console.print(render_timeline(trace, width=20))  # doctest: +NORMALIZE_WHITESPACE
+    slot  subtask  timeline              end             done #
+       0  pricing  ████████████████████  ✓ ok 1.00s           2
+       1  reviews  ██████████            ✗ failed 0.50s       1
+                   0s             1.00s
+
+    ```
+
+    A running bar followed by another (a retry) ends in its own ending glyph, so that how each
+    attempt ended shows without colour. A hedge (another attempt of a slot, racing the one it
+    hedges) is drawn ``▓`` on a line of its own under its slot's row (``└ hedge``; the k-th
+    hedge of an attempt on line k), ending in its own glyph; the end label says how the slot's
+    deciding attempt ended (the race's winner). ``sections`` (slot -> a heading
+    ``label: text``) puts a line above a slot's row, its label where the subtasks are and its
+    text on the timeline: the rounds of a re-planning run, each headed by the planner's decision
+    (the top run's slots only, never a child run's).
+    """
     sections = sections or {}
     right = trace.wall or 1.0
     rows = timeline_rows(trace, final)
@@ -577,7 +698,15 @@ _SVG_BASE = (
 
 def svg_style() -> str:
     """The SVG's stylesheet: its frame, then each ending's bar and words from `ENDINGS` (an
-    ending's words dark enough to read on white; on the site's dark scheme, its ``night``)."""
+    ending's words dark enough to read on white; on the site's dark scheme, its ``night``).
+
+    ```pycon
+    >>> style = svg_style()
+    >>> ".ts-chart rect.ts-ok{fill:#2da44e}" in style, "[data-md-color-scheme=slate]" in style
+    (True, True)
+
+    ```
+    """
     parts = [_SVG_BASE]
     for mark in MARKS.values():  # before the endings': a hedge's bar takes its ending's fill
         if mark.fill is not None:
@@ -616,7 +745,16 @@ def _n(value: float) -> str:
 
 def ticks(right: float) -> list[float]:
     """Round times for the axis: the finest step of 1, 2 or 5 x 10^k with at most 8 intervals
-    (the player's timeline takes the same)."""
+    (the player's timeline takes the same).
+
+    ```pycon
+    >>> ticks(2.5)
+    [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]
+    >>> ticks(10)
+    [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+
+    ```
+    """
     exponent = -2
     while True:
         for mantissa in (1, 2, 5):
@@ -629,7 +767,22 @@ def ticks(right: float) -> list[float]:
 
 def legend_keys(rows: Sequence[Row]) -> list[tuple[str, str]]:
     """The SVG legend's keys, ``(css class, text)``, for what ``rows`` draw: the terminal's
-    `legend` in the picture's own swatches, each ending's glyph before its words."""
+    `legend` in the picture's own swatches, each ending's glyph before its words.
+
+    ```pycon
+    >>> tried = (Bar(0, 1, "running", Status.FAILED), Bar(1, 2, "running", Status.OK))
+    >>> waits = (Bar(0, 2, "waiting", None),)
+    >>> rows = [Row(0, "a", tried, Status.OK, 1), Row(1, "b", waits, None, None)]
+    >>> for css, text in legend_keys(rows):
+    ...     print(css, text)
+    ts-waiting waiting (for a worker, or a retry)
+    ts-blank blank: over
+    ts-ok ✓ ok
+    ts-failed ✗ failed
+    ts-running … running, or never ran
+
+    ```
+    """
     keys = [
         (mark.css, mark.pictured or mark.legend)
         for mark in marks_used(rows)
@@ -666,6 +819,21 @@ def render_svg(
 ) -> str:
     """The run as an SVG picture, built on the same
     [`timeline_rows`][trio_supervisor.timeline.timeline_rows] as the terminal table.
+
+    ```pycon
+    >>> agent = SimulatedAgent(0, fail={"reviews"}, latencies={"pricing": 1, "reviews": 0.5})
+    >>> async def record():
+    ...     trace = Trace()
+    ...     await Supervisor(agent, max_workers=2).run(["pricing", "reviews"], trace=trace)
+    ...     return trace
+    >>> trace = trio.run(record, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> svg = render_svg(trace, title="two sources")
+    >>> svg.startswith("<svg"), svg.count('<g class="ts-row"')  # a row for each slot
+    (True, 2)
+    >>> svg == render_svg(trace, title="two sources")  # the same trace: the same bytes
+    True
+
+    ```
 
     One row per slot in plan order (a tree's child runs under their parent's, with its
     connectors): its waiting bar (a thin line) then its running bars (one per attempt, coloured
