@@ -109,7 +109,7 @@ def run_example(name: str, documented: object) -> None:
     doc = documented.__doc__ or ""
     if DOCTEST.search(doc):
         (test,) = doctest.DocTestFinder(recurse=False).find(documented, name, globs=globs)
-        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+        runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         runner.run(test)
         assert runner.failures == 0, f"{name}'s example does not print what it shows"
         return

@@ -595,7 +595,7 @@ def render_timeline(
     >>> trace = trio.run(record, clock=trio.testing.MockClock(autojump_threshold=0))
     >>> from rich.console import Console
     >>> console = Console(width=64)  # a terminal, or whatever rich draws on
-    >>> console.print(render_timeline(trace, width=20))  # doctest: +NORMALIZE_WHITESPACE
+    >>> console.print(render_timeline(trace, width=20))
     slot  subtask  timeline              end             done #
        0  pricing  ████████████████████  ✓ ok 1.00s           2
        1  reviews  ██████████            ✗ failed 0.50s       1
