@@ -15,7 +15,7 @@ from rich.console import Console
 
 from lessons._course import laws
 from lessons._course.arguments import parser
-from lessons._course.demos import LARGE, RESEARCH, demos
+from lessons._course.demos import LARGE, RESEARCH, STEP_DEMOS, demos
 from lessons._course.runner import main
 from lessons._course.steps import step_number, step_path, steps
 from tools.docs import hook as docs_hook
@@ -517,15 +517,18 @@ PARTICIPANT = re.compile(
 )
 
 
-@pytest.mark.parametrize("number", range(3, 8))
+@pytest.mark.parametrize("number", [*range(3, 8), 21])
 def test_a_diagram_names_each_slot_as_the_demos_plan_does(number: int) -> None:
-    """Steps 3-7 draw their sequence diagrams on a demo's plan: the research task (pricing,
-    reviews, inventory) or the dozen; each worker or slot a diagram names is that slot of the
-    plan (``worker 0: pricing`` for ``competitor pricing``), never another."""
+    """Steps 3-7 and 21 draw their sequence diagrams on a demo's plan: the research task
+    (pricing, reviews, inventory), the dozen, or one of the step's own demos (step 21's two
+    companies); each worker or slot a diagram names is that slot of the plan (``worker 0:
+    pricing`` for ``competitor pricing``, ``slot 1: globex`` for globex's company), never
+    another."""
     page = (PAGES / f"{steps()[number]}.md").read_text()
     named = [(int(m["slot"]), m["name"].split(" (")[0].strip()) for m in PARTICIPANT.finditer(page)]
     assert named, "the page has a diagram naming its slots"
     plans = [decompose(RESEARCH.task), decompose(LARGE.task)]
+    plans += [decompose(demo.task) for demo in STEP_DEMOS.get(number, ())]
     assert any(
         all(slot < len(plan) and name in plan[slot] for slot, name in named) for plan in plans
     ), named

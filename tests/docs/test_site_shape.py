@@ -1,13 +1,17 @@
 """The site's shape: the laws page's grid holds every law of the catalogue and links each to
-its entry; the nav keeps a how-to guide or an optional reference page only once it exists."""
+its entry; the nav keeps a how-to guide or an optional reference page only once it exists; every
+step page carries a picture of its own idea."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import pytest
+
 from lessons._course.laws import LAWS
-from tools.docs import laws_page, site
+from lessons._course.steps import steps
+from tools.docs import laws_page, site, tree
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,3 +77,13 @@ def test_an_optional_reference_page_is_made_only_for_a_name_that_exists(tmp_path
     (tmp_path / "reference").mkdir()
     made = site.optional_references(tmp_path)
     assert set(made) == {part.page for part in site.OPTIONAL if part.exists()}
+
+
+@pytest.mark.parametrize("name", list(steps().values()))
+def test_every_step_page_carries_a_picture_of_its_own_idea(name: str) -> None:
+    """A step page draws its idea: a mermaid diagram in its prose, or a picture generated from
+    its own run (a tree step's tree of supervisors), included by the page itself."""
+    page = (ROOT / "docs" / "steps" / f"{name}.md").read_text()
+    diagram = re.search(r"^```mermaid$", page, re.MULTILINE) is not None
+    drawn = f'--8<-- "docs/generated/steps/{name}.{tree.FILE}"' in page
+    assert diagram or drawn, f"docs/steps/{name}.md has no picture of its idea"
