@@ -5,7 +5,8 @@ page in Debian's Chromium (driven by Playwright, which downloads no browser here
 
 - on every page: the console shows no error, no request fails, and nothing is fetched from
   anywhere but the local server (no CDN: mermaid and the theme's assets are in the site);
-- on every page with mermaid diagrams: each one was rendered to an SVG with text in it;
+- on every page with mermaid diagrams: each one was rendered to an SVG with text in it, and at
+  1280 px it fits the column (drawn at its own size, it would otherwise scroll);
 - on the tests page: it is at most ``TESTS_PAGE_MAX_PX_PER_TEST`` a test tall, every test's
   code folded, every test is a closed block whose code opens with its summary, and a link to a
   test (as the laws page makes them) opens that test's block;
@@ -1053,6 +1054,15 @@ def open_page(
     return context, page, errors, expected
 
 
+def diagram_widths(page: Page) -> list[tuple[int, int]]:
+    """Each mermaid diagram's drawn width and the width of the column it is in, in px."""
+    found: list[tuple[int, int]] = page.evaluate(
+        """() => [...document.querySelectorAll(".md-content .mermaid")]
+            .map((box) => [box.scrollWidth, box.clientWidth])"""
+    )
+    return found
+
+
 def check_page(browser: Browser, base: str, path: str, shots: Path, fonts: Fonts) -> Result:
     """Load one page in the light and the dark scheme at 1280 px and in the light one at 390 px,
     check it, and screenshot it each time."""
@@ -1088,6 +1098,12 @@ def check_page(browser: Browser, base: str, path: str, shots: Path, fonts: Fonts
                     errors.append(f"mermaid diagram {number} shows a syntax error")
             if diagrams:
                 result.notes.append(f"{len(diagrams)} mermaid SVGs")
+            errors.extend(
+                f"mermaid diagram {number} scrolls sideways at {viewport['width']}px: "
+                f"{scroll}px in {width}px"
+                for number, (scroll, width) in enumerate(diagram_widths(page), start=1)
+                if scroll > width + 1
+            )
             if step is not None:
                 check_step(page, step, result)
             if path == "tests/":
