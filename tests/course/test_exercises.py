@@ -547,16 +547,21 @@ def test_check_watch_runs_the_check_then_waits_for_a_save(
     assert capsys.readouterr().err == "interrupted\n"
 
 
-@pytest.mark.parametrize("number", PART_ONE)
-def test_each_part_one_page_offers_its_exercise_with_its_commands(number: int) -> None:
-    page = (ROOT / "docs" / "steps" / f"{KNOWN[number]}.md").read_text()
-    section = page.split("\n## Write it yourself\n", 1)[1].split("\n## ", 1)[0]
+@pytest.mark.parametrize("number", sorted(exercises.exercisable()))
+def test_each_step_page_offers_its_exercise_with_its_commands_before_its_code(number: int) -> None:
+    """The page's generated part (what follows its player) offers the exercise, then the code
+    that answers it."""
+    from tools.docs import pages
+
+    part = pages.code_section(KNOWN[number])
+    section = part.split("## Write it yourself\n", 1)[1].split("\n## ", 1)[0]
     tip = section.split('!!! tip "Write this step yourself"\n', 1)[1]
     for command in ("exercise", "check"):
         assert f"$ python -m lessons {command} {number}\n" in tip
     for option in ("--watch", "--hint"):
         assert f"$ python -m lessons check {number} {option}\n" in tip
     assert f"the exercise is step {number - 1}'s code" in " ".join(tip.split())
+    assert part.index("## Write it yourself") < part.index("## The code that changed")
 
 
 def test_the_exercises_page_names_watch_and_limit() -> None:
