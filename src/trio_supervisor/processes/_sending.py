@@ -10,6 +10,7 @@ module imports no pool and no cluster, so that either worker can use it alone.
 
 from __future__ import annotations
 
+import inspect
 import pickle
 from collections.abc import Callable
 from typing import TypeVar
@@ -169,3 +170,33 @@ def type_name(value: object) -> str:
 def name_of(function: object) -> str:
     """A function as messages name it: its qualified name, or its repr."""
     return str(getattr(function, "__qualname__", None) or repr(function))
+
+
+def check_function(
+    function: object, dumps: Callable[[object], bytes], worker: str, runs: str, reaches: str
+) -> None:
+    """Refuse a ``function`` that a worker sending its calls away cannot run: one that is not
+    callable, is async, or cannot be pickled with ``dumps`` (the messages name ``worker``, what it
+    ``runs`` a call as, and where the function must ``reach``).
+
+    Raises:
+      TypeError: naming which, and what to give instead.
+    """
+    if not callable(function):
+        raise TypeError(
+            f"function must be a sync callable, got {type(function).__name__} {function!r}"
+        )
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        getattr(function, "__call__", None)  # noqa: B004  # an object's async __call__
+    ):
+        raise TypeError(
+            f"{worker} runs a sync function {runs}, and {name_of(function)} is async: make it "
+            "a plain def, or use it as the supervisor's worker directly"
+        )
+    try:
+        dumps(function)
+    except Exception as error:
+        raise TypeError(
+            f"function must be picklable to reach {reaches} (a module-level function, or a "
+            f"functools.partial of one), and {name_of(function)} is not: {error}"
+        ) from None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
-import inspect
 import os
 import pickle
 import resource
@@ -38,6 +37,7 @@ from ._sending import (
     UnpicklableError,
     WorkerCrashed,
     called,
+    check_function,
     name_of,
     sent_back,
 )
@@ -195,26 +195,9 @@ class ProcessWorker(Generic[S, T]):
         memory_limit: int | None = None,
         limiter: trio.CapacityLimiter | None = None,
     ) -> None:
-        if not callable(function):
-            raise TypeError(
-                f"function must be a sync callable, got {type(function).__name__} {function!r}"
-            )
-        if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-            getattr(function, "__call__", None)  # noqa: B004  # an object's async __call__
-        ):
-            raise TypeError(
-                f"ProcessWorker runs a sync function in a worker process, and "
-                f"{name_of(function)} is async: make it a plain def, or use it as the "
-                "supervisor's worker directly"
-            )
-        try:
-            _serializer()(function)
-        except Exception as error:
-            raise TypeError(
-                f"function must be picklable to reach a worker process (a module-level "
-                f"function, or a functools.partial of one), and {name_of(function)} is not: "
-                f"{error}"
-            ) from None
+        check_function(
+            function, _serializer(), "ProcessWorker", "in a worker process", "a worker process"
+        )
         if memory_limit is not None:
             if isinstance(memory_limit, bool) or not isinstance(memory_limit, int):
                 raise TypeError(

@@ -14,7 +14,6 @@ import concurrent.futures
 import contextlib
 import functools
 import importlib
-import inspect
 import os
 import pickle
 import queue
@@ -37,7 +36,7 @@ except ImportError as error:  # pragma: no cover - the extra is installed where 
     ) from error
 
 from ..processes import UnpicklableError, WorkerCrashed
-from ..processes._sending import called, name_of, sent_back
+from ..processes._sending import called, check_function, name_of, sent_back
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -274,25 +273,7 @@ class RayWorker(Generic[S, T]):
         memory: int | None = None,
         **ray_options: Any,
     ) -> None:
-        if not callable(function):
-            raise TypeError(
-                f"function must be a sync callable, got {type(function).__name__} {function!r}"
-            )
-        if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-            getattr(function, "__call__", None)  # noqa: B004  # an object's async __call__
-        ):
-            raise TypeError(
-                f"RayWorker runs a sync function as a Ray task, and {name_of(function)} is "
-                "async: make it a plain def, or use it as the supervisor's worker directly"
-            )
-        try:
-            _dumps(function)
-        except Exception as error:
-            raise TypeError(
-                f"function must be picklable to reach a Ray worker process (a module-level "
-                f"function, or a functools.partial of one), and {name_of(function)} is not: "
-                f"{error}"
-            ) from None
+        check_function(function, _dumps, "RayWorker", "as a Ray task", "a Ray worker process")
         if address is not None and not isinstance(address, str):
             raise TypeError(
                 f"address must be a str or None, got {type(address).__name__} {address!r}"
