@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import tempfile
@@ -31,6 +30,7 @@ from typing import Any
 
 import trio
 import trio.lowlevel
+from _machine import machine
 
 from trio_supervisor import Journal, Supervisor
 
@@ -105,29 +105,13 @@ def measure(n: int, each_n: int, slow_n: int, reps: int) -> dict[str, float]:
     }
 
 
-def cpu() -> str:
-    """The processor's model name, as /proc/cpuinfo gives it (where there is one)."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            names = [
-                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
-            ]
-    except OSError:
-        names = []
-    return names[0] if names else platform.machine()
-
-
 def write_results(path: Path, figures: dict[str, float]) -> None:
     """The figures as data, the docs site's performance page draws from: when and where they
     were measured, and one row of every figure."""
-    machine = (
-        f"{cpu()}, nproc {os.cpu_count()}, "
-        f"Python {platform.python_version()}, trio {trio.__version__}, "
-        f"{platform.system()} {platform.release()}, load average {os.getloadavg()[0]:.1f}"
-    )
+    where = f"{machine()}, load average {os.getloadavg()[0]:.1f}"
     data = {
         "measured": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine,
+        "machine": where,
         "benchmark": "journal.py",
         "command": "python benchmarks/journal.py",
         "rows": [figures],

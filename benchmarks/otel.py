@@ -26,7 +26,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from _machine import machine
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
@@ -173,22 +173,6 @@ def off_path(baseline: Path, n: int, k: int, reps: int) -> dict[str, Any]:
         "now_us_per_slot": round(now, 2),
         "ratio": round(now / before, 3),
     }
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"{cpu}, nproc {os.cpu_count()}, Python {platform.python_version()}, "
-        f"trio {trio.__version__}, {platform.system()} {platform.release()}"
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

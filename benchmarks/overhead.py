@@ -23,8 +23,6 @@ import asyncio
 import functools
 import gc
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -36,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from _machine import machine
 
 from trio_supervisor import Aggregate, Backoff, Status, SubResult, Supervisor
 
@@ -373,22 +372,6 @@ def failure_cost(n: int, k: int, reps: int) -> dict[str, Footprint]:
         )
         for name, runs in samples.items()
     }
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"{cpu}, nproc {os.cpu_count()}, Python {platform.python_version()}, "
-        f"trio {trio.__version__}, {platform.system()} {platform.release()}"
-    )
 
 
 def flatness(k: int, sizes: list[int], rounds: int) -> dict[int, float]:

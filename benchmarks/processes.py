@@ -31,7 +31,6 @@ import datetime
 import importlib.metadata
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import _machine
 import trio
 import trio_parallel
 
@@ -49,6 +49,14 @@ from trio_supervisor.ray import RayWorker, start_local
 
 K = os.cpu_count() or 1
 RESULTS = Path(__file__).resolve().parent / "results" / "processes.json"
+
+
+def machine() -> str:
+    """This machine, with the versions of the pool and the cluster the benchmark measures."""
+    return _machine.machine(
+        f"trio-parallel {importlib.metadata.version('trio-parallel')}",
+        f"ray {importlib.metadata.version('ray')}",
+    )
 
 
 def nothing(i: int) -> int:
@@ -168,24 +176,6 @@ def figures(sizes: dict[str, int], reps: int, k: int) -> dict[str, dict[str, flo
                 samples[name].append(measure(name, function, n, k) / n * 1e6)
         result[function] = {name: statistics.median(values) for name, values in samples.items()}
     return result
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"{cpu}, nproc {os.cpu_count()}, Python {platform.python_version()}, "
-        f"trio {trio.__version__}, trio-parallel {importlib.metadata.version('trio-parallel')}, "
-        f"ray {importlib.metadata.version('ray')}, "
-        f"{platform.system()} {platform.release()}"
-    )
 
 
 def rows(table: dict[str, dict[str, float]], sizes: dict[str, int]) -> list[dict[str, Any]]:

@@ -32,7 +32,6 @@ import argparse
 import functools
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -49,6 +48,7 @@ import httpx2
 import openai
 import trio
 import trio.testing
+from _machine import machine
 
 from trio_supervisor import Adaptive, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
@@ -336,18 +336,6 @@ def main(argv: list[str] | None = None) -> list[Figures]:
     return results
 
 
-def cpu() -> str:
-    """The processor's model name, as /proc/cpuinfo gives it (where there is one)."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            names = [
-                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
-            ]
-    except OSError:
-        names = []
-    return names[0] if names else platform.machine()
-
-
 def write_results(
     path: Path, args: argparse.Namespace, most: float, results: list[Figures]
 ) -> None:
@@ -356,8 +344,7 @@ def write_results(
     where = "in process, virtual time" if args.virtual else "client and server in two processes"
     data = {
         "measured": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": f"{cpu()}, nproc {os.cpu_count()}, "
-        f"Python {platform.python_version()}, {platform.system()} {platform.release()}; {where}",
+        "machine": f"{machine()}; {where}",
         "benchmark": "rate_limited.py",
         "command": "python benchmarks/rate_limited.py" + (" --virtual" if args.virtual else ""),
         "server": {

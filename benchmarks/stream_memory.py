@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
 from collections.abc import Iterator
@@ -22,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import trio
+from _machine import machine
 
 from trio_supervisor import Supervisor
 
@@ -94,29 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def cpu() -> str:
-    """The processor's model name, as /proc/cpuinfo gives it (where there is one)."""
-    try:
-        with open("/proc/cpuinfo") as info:
-            names = [
-                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
-            ]
-    except OSError:
-        names = []
-    return names[0] if names else platform.machine()
-
-
 def write_results(path: Path, rows: list[dict[str, float]], seconds: float) -> None:
     """The figures as data, the docs site's performance page draws from: when and where they
     were measured, and the peak RSS after each tenth of the results (0: before the run)."""
-    machine = (
-        f"{cpu()}, nproc {os.cpu_count()}, "
-        f"Python {platform.python_version()}, trio {trio.__version__}, "
-        f"{platform.system()} {platform.release()}"
-    )
     data = {
         "measured": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine,
+        "machine": machine(),
         "benchmark": "stream_memory.py",
         "command": "python benchmarks/stream_memory.py",
         "seconds": seconds,

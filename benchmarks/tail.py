@@ -31,8 +31,6 @@ import datetime
 import importlib.util
 import json
 import math
-import os
-import platform
 import random
 import statistics
 import sys
@@ -43,6 +41,7 @@ from typing import Any
 
 import trio
 import trio.testing
+from _machine import machine
 
 from trio_supervisor import Hedge, Supervisor
 
@@ -206,21 +205,6 @@ def budget_rows() -> list[dict[str, Any]]:
     spec.loader.exec_module(module)
     rows: list[dict[str, Any]] = list(module.overshoot_rows())
     return [{"section": "budget", **row} for row in rows]
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{cpu}, nproc {os.cpu_count()}, Python {platform.python_version()}, "
-        f"trio {trio.__version__}, {platform.system()} {platform.release()}"
-    )
 
 
 def table(rows: list[dict[str, Any]], unit: Callable[[float], str]) -> None:

@@ -13,11 +13,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from types import ModuleType
 from typing import Any, TypeVar
 
 import pytest
@@ -25,6 +21,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.library.benchmark_scripts import load
 from tests.library.scripted_worker import PATHS
 from tests.library.virtual_time import run_virtual
 from trio_supervisor import (
@@ -40,17 +37,6 @@ from trio_supervisor import (
 )
 
 R = TypeVar("R")
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
-
-def load_benchmark() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmarks_budget", BENCHMARKS / "budget.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def bounded(main: Callable[[], Awaitable[R]]) -> R:
@@ -148,7 +134,7 @@ def test_a_budget_that_affords_everything_runs_everything_at_full_width() -> Non
 
 
 def test_check_then_spend_overshoots_and_the_law_catches_it() -> None:
-    bench = load_benchmark()
+    bench = load("budget")
     calls = bench.workload(8)
     limit = 150 * 8
     naive_spent, _ = run_virtual(bench.naive_run, 8, calls, limit)
@@ -158,7 +144,7 @@ def test_check_then_spend_overshoots_and_the_law_catches_it() -> None:
 
 
 def test_the_benchmark_rows_show_overshoot_only_for_check_then_spend() -> None:
-    rows = load_benchmark().overshoot_rows(widths=(8, 32))
+    rows = load("budget").overshoot_rows(widths=(8, 32))
     assert [row["width"] for row in rows] == [8, 32]
     for row in rows:
         assert row["reserved_overshoot"] == 0

@@ -503,15 +503,9 @@ def test_a_worker_whose_call_returns_no_awaitable_is_refused_bare_when_hedged() 
 
 
 def test_the_tail_benchmark_measures_both_contenders_on_the_same_draws() -> None:
-    import importlib.util
-    from pathlib import Path
+    from tests.library.benchmark_scripts import load
 
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "tail.py"
-    spec = importlib.util.spec_from_file_location("benchmarks_tail", path)
-    assert spec is not None
-    assert spec.loader is not None
-    tail = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tail)
+    tail = load("tail")
     plain, first, hedges = tail.simulated(8, 1, None)
     hedged, first_hedged, extra = tail.simulated(8, 1, tail.HEDGE)
     assert len(plain) == len(hedged) == 8
