@@ -358,10 +358,10 @@ def test_the_throttle_law_fails_without_a_throttle() -> None:
 
 
 def test_the_cancellation_law_fails_when_the_loser_runs_on() -> None:
-    def never_cancel(self: Any, engine: Any, race: Any, running: Any, *rest: Any) -> None:
+    def never_cancel(self: Any, race: Any, *rest: Any) -> None:
         scopes, race.scopes = race.scopes, {}  # the winner cancels nobody
         try:
-            original_decide(self, engine, race, running, *rest)
+            original_decide(self, race, *rest)
         finally:
             race.scopes = scopes
 
@@ -386,11 +386,17 @@ def test_the_capacity_law_fails_when_a_hedge_takes_no_place() -> None:
 
     original = hedging.Hedging._contend
 
-    async def free(self: Any, engine: Any, *rest: Any) -> None:
-        fake = type("E", (), {})()
-        fake.__dict__.update({name: getattr(engine, name) for name in engine.__slots__})
-        fake.places = NoPlaces(engine.places)
-        await original(self, fake, *rest)
+    class Placeless:
+        """The race's engine, but for its places."""
+
+    async def free(self: Any, race: Any, *rest: Any) -> None:
+        engine = race.engine
+        if not isinstance(engine, Placeless):  # the race's first attempt to start
+            fake = Placeless()
+            fake.__dict__.update({name: getattr(engine, name) for name in engine.__slots__})
+            fake.places = NoPlaces(engine.places)  # type: ignore[attr-defined]
+            race.engine = fake  # the race's attempts take their places from it
+        await original(self, race, *rest)
 
     loose = Scenario(**{**crowded.__dict__, "throttle": 1.0})
     with broken("_contend", free), pytest.raises(AssertionError):
@@ -413,8 +419,8 @@ def test_the_same_results_law_fails_when_the_race_forgets_the_output() -> None:
     flaky = Scenario(**{**STRAGGLER.__dict__, "throttle": 1.0})
     original = hedging.Hedging._decide
 
-    def last_wins(self: Any, engine: Any, race: Any, running: Any, *rest: Any) -> None:
-        original(self, engine, race, running, *rest)
+    def last_wins(self: Any, race: Any, *rest: Any) -> None:
+        original(self, race, *rest)
         race.output = None  # a broken race that forgets the winner's output
 
     with broken("_decide", last_wins), pytest.raises(AssertionError):

@@ -75,19 +75,37 @@ class Race:
     __slots__ = (
         "begun",
         "calling",
+        "engine",
         "failure",
         "final",
         "first",
         "hedger",
         "late",
         "live",
+        "now",
         "output",
         "over",
+        "running",
         "scopes",
+        "timer",
+        "trace",
         "won",
     )
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        engine: Engine[Any, Any],
+        running: Running,
+        trace: Trace | None,
+        timer: Timer | None,
+        now: Callable[[], float],
+    ) -> None:
+        # the attempt it is, as Engine.attempt was given it
+        self.engine = engine
+        self.running = running
+        self.trace = trace
+        self.timer = timer
+        self.now = now
         self.won: int | None = None  # the attempt that succeeded first (0: the first attempt)
         self.output: Any = None
         self.failure: Exception | None = None  # the latest failure
@@ -181,21 +199,19 @@ class Hedging:
         [`Engine.attempt`][trio_supervisor._engine.attempt.Engine.attempt]."""
         if running.attempts == 0:  # the slot's first attempt: no hedge yet
             running.hedges = 0
-        race = Race()
+        race = Race(engine, running, trace, timer, now)
         delay = self.delay()
         left = self.hedge.max_extra - running.hedges
         try:
             async with trio.open_nursery() as nursery:
-                self._enter(nursery, engine, race, running, trace, timer, now, 0)
+                self._enter(nursery, race, 0)
                 if delay is not None and left > 0:
                     with race.hedger:
                         await race.begun.wait()
                         for number in range(1, left + 1):
                             await trio.sleep_until(race.first + number * delay)
                             if self.allowed():  # checked again as it starts
-                                self._enter(
-                                    nursery, engine, race, running, trace, timer, now, number
-                                )
+                                self._enter(nursery, race, number)
         finally:
             running.serial += 1  # the race ended: the timer lets it be
         slot: int = running.slot  # type: ignore[assignment]  # a slot is being attempted
@@ -222,35 +238,22 @@ class Hedging:
         if trace is not None and final is not None:
             trace.ended(slot, failure_status(failure), failure, span=final)
 
-    def _enter(
-        self,
-        nursery: trio.Nursery,
-        engine: Engine[Any, Any],
-        race: Race,
-        running: Running,
-        trace: Trace | None,
-        timer: Timer | None,
-        now: Callable[[], float],
-        number: int,
-    ) -> None:
+    def _enter(self, nursery: trio.Nursery, race: Race, number: int) -> None:
         """Start attempt ``number`` of the race (0: the first, then its hedges)."""
         race.live += 1
         scope = race.scopes[number] = trio.CancelScope()
-        nursery.start_soon(self._contend, engine, race, running, trace, timer, now, number, scope)
+        nursery.start_soon(self._contend, race, number, scope)
 
-    async def _contend(
-        self,
-        engine: Engine[Any, Any],
-        race: Race,
-        running: Running,
-        trace: Trace | None,
-        timer: Timer | None,
-        now: Callable[[], float],
-        number: int,
-        scope: trio.CancelScope,
-    ) -> None:
+    async def _contend(self, race: Race, number: int, scope: trio.CancelScope) -> None:
         """Attempt ``number`` of the race, in its own task, inside ``scope`` (which the winner
         cancels): a place of its own (a hedge), the meters, the worker's call, its outcome."""
+        engine, running, trace, timer, now = (
+            race.engine,
+            race.running,
+            race.trace,
+            race.timer,
+            race.now,
+        )
         places = engine.places
         meters = engine.meters
         slot = running.slot
@@ -334,7 +337,7 @@ class Hedging:
                     if span is not None and tally is not None and tally.usage is not None:
                         span.usage = tally.usage  # this attempt's own span, among the race's
                 outcome = (span, started, failure, output)
-                self._decide(engine, race, running, trace, timer, now, number, *outcome)
+                self._decide(race, number, *outcome)
             lost = scope.cancelled_caught and span is not None and span.end is None
             if lost and trace is not None:  # cancelled in its worker, as it lost
                 trace.lost(slot, span)  # type: ignore[arg-type]  # a slot is being attempted
@@ -347,12 +350,7 @@ class Hedging:
 
     def _decide(
         self,
-        engine: Engine[Any, Any],
         race: Race,
-        running: Running,
-        trace: Trace | None,
-        timer: Timer | None,
-        now: Callable[[], float],
         number: int,
         span: Span | None,
         started: float,
@@ -361,6 +359,13 @@ class Hedging:
     ) -> None:
         """What attempt ``number``'s outcome makes of the race, in its own task (where the
         meters are told of it)."""
+        engine, running, trace, timer, now = (
+            race.engine,
+            race.running,
+            race.trace,
+            race.timer,
+            race.now,
+        )
         slot: int = running.slot  # type: ignore[assignment]  # a slot is being attempted
         if race.won is not None:  # another attempt succeeded first: this one lost
             if trace is not None and span is not None:
