@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._contract import Status
-from .._trace import SlotTrace, Trace
+from .._trace import SlotTrace, Span, Trace
 
 
 def _micros(seconds: float) -> float:
@@ -127,60 +127,45 @@ def _slot_events(
             "args": {**said, **args},
         }
 
+    def slice_of(name: str, span: Span, end: float, **args: Any) -> dict[str, Any]:
+        return {
+            "name": name,
+            "cat": "attempt",
+            "ph": "X",
+            "ts": _micros(span.start - origin),
+            "dur": _micros(end - span.start),
+            "pid": pid,
+            "tid": slot.slot + 1,
+            "args": {**said, **args},
+        }
+
     events = []
     if slot.admitted is not None:
         events.append(instant("admitted", slot.admitted, waited=slot.admitted - slot.planned))
     previous_end: float | None = None
     for attempt, span in enumerate(slot.spans, start=1):
+        end = span.end if span.end is not None else origin + trace.wall
         if span.hedge:  # another attempt while one runs: no retry, a slice of its own
-            events.append(_slice(trace, slot, span, attempt, pid, said))
+            hedged = "running" if span.status is None else span.status.value
+            name = f"hedge {attempt}"
+            events.append(
+                slice_of(
+                    name, span, end, attempt=attempt, status=hedged, hedge=True, lost=span.lost
+                )
+            )
             continue
         if previous_end is not None:
             events.append(
                 instant("retry", span.start, attempt=attempt, after=span.start - previous_end)
             )
-        end = span.end if span.end is not None else origin + trace.wall
-        status = span.status
+        ended = span.status
         if attempt == len(slot.spans) and final is not None:
-            status = final
-        events.append(
-            {
-                "name": f"attempt {attempt}",
-                "cat": "attempt",
-                "ph": "X",
-                "ts": _micros(span.start - origin),
-                "dur": _micros(end - span.start),
-                "pid": pid,
-                "tid": slot.slot + 1,
-                "args": {
-                    **said,
-                    "attempt": attempt,
-                    "status": "running" if status is None else status.value,
-                },
-            }
-        )
+            ended = final
+        status = "running" if ended is None else ended.value
+        events.append(slice_of(f"attempt {attempt}", span, end, attempt=attempt, status=status))
         previous_end = end
     if not slot.spans and final is not None:
         events.append(instant("never ran", origin + trace.wall, status=final.value))
     if slot.delivered is not None:
         events.append(instant("handed over", slot.delivered))
     return events
-
-
-def _slice(
-    trace: Trace, slot: SlotTrace, span: Any, attempt: int, pid: int, said: dict[str, Any]
-) -> dict[str, Any]:
-    """A hedge's slice, named ``hedge K`` (its attempt's number), marked ``lost`` if it lost."""
-    origin = trace.origin
-    end = span.end if span.end is not None else origin + trace.wall
-    status = "running" if span.status is None else span.status.value
-    return {
-        "name": f"hedge {attempt}",
-        "cat": "attempt",
-        "ph": "X",
-        "ts": _micros(span.start - origin),
-        "dur": _micros(end - span.start),
-        "pid": pid,
-        "tid": slot.slot + 1,
-        "args": {**said, "attempt": attempt, "status": status, "hedge": True, "lost": span.lost},
-    }
