@@ -20,9 +20,12 @@ from trio_supervisor import Hedge, Supervisor
 
 # --8<-- [start:agent]
 def agent_for(seed: int) -> Callable[[int], Awaitable[str]]:  # a sub-agent with a long tail
-    draw = random.Random(seed)
+    calls: dict[int, int] = {}
 
     async def agent(question: int) -> str:
+        calls[question] = calls.get(question, 0) + 1
+        # drawn per question and call, not in the order trio happens to run the calls in
+        draw = random.Random(f"{seed}/{question}/{calls[question]}")
         seconds = math.exp(draw.gauss(0.0, 0.25))  # about a second...
         if draw.random() < 0.01:
             seconds *= 10  # ...and one call in a hundred a straggler
