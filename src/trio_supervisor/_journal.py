@@ -11,6 +11,7 @@ the class's docstring, where the API reference shows it; ``SCHEMA`` is what make
 
 from __future__ import annotations
 
+import ast
 import atexit
 import contextlib
 import contextvars
@@ -22,7 +23,7 @@ import time
 import weakref
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from os import PathLike
 from typing import Any, ClassVar, NamedTuple, Protocol
 
@@ -177,21 +178,111 @@ def attempt_key() -> AttemptKey | None:
     return AttemptKey(run, round_, running.slot, running.attempts)
 
 
+def subtask_text(subtask: Any) -> str:
+    """How the journal writes a subtask: its repr, in the ``results`` table, in a plan's digest
+    and in a re-planning run's decisions (where it must read back, see
+    [`subtask_texts`][trio_supervisor._journal.subtask_texts])."""
+    return repr(subtask)
+
+
+def subtask_texts(subtasks: Iterable[Any]) -> list[str]:
+    """The text of each of ``subtasks``, for a decision the journal gives back as it was made.
+
+    ```pycon
+    >>> batch = [("acme", "pricing"), ["eu", ("uk", 2)]]
+    >>> subtask_texts(batch)
+    ["('acme', 'pricing')", "['eu', ('uk', 2)]"]
+    >>> read_subtasks(subtask_texts(batch)) == batch
+    True
+
+    ```
+
+    Raises:
+      TypeError: if a subtask's text does not read back as the subtask (an object of a class
+        of its own, a NaN, an empty set), naming it and the rule.
+    """
+    texts = []
+    for subtask in subtasks:
+        text = subtask_text(subtask)
+        try:
+            back = subtask_text(ast.literal_eval(text))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            back = None
+        if back != text:
+            raise TypeError(
+                f"the subtask {text} does not read back from its repr, which is how the journal "
+                "keeps a re-planning run's subtasks: give subtasks of str, numbers, tuples, lists, "
+                "dicts, True, False and None"
+            )
+        texts.append(text)
+    return texts
+
+
+def read_subtasks(texts: Iterable[str]) -> list[Any]:
+    """The subtasks [`subtask_texts`][trio_supervisor._journal.subtask_texts] wrote, as they
+    were: tuples as tuples, at any depth."""
+    return [ast.literal_eval(text) for text in texts]
+
+
+class PlanDigest:
+    """The fingerprint of a plan and its subtasks' texts, as the ``runs`` table keeps them,
+    made one subtask at a time (so a lazy stream's input is digested as it is pulled)."""
+
+    __slots__ = ("_hash", "_pack", "_packed", "count")
+
+    def __init__(self) -> None:
+        self._hash = hashlib.blake2b(digest_size=16)
+        self._pack = zlib.compressobj(1)
+        self._packed: list[bytes] = []
+        self.count = 0
+
+    def add(self, text: str) -> None:
+        """The next subtask's text (NUL-separated from the one before)."""
+        data = (f"\x00{text}" if self.count else text).encode("utf-8", "backslashreplace")
+        self._hash.update(data)
+        self._packed.append(self._pack.compress(data))
+        self.count += 1
+
+    def done(self) -> tuple[str, bytes]:
+        """The fingerprint and the compressed texts of the subtasks added."""
+        self._packed.append(self._pack.flush())
+        return self._hash.hexdigest(), b"".join(self._packed)
+
+
 def digest_plan(plan: Sequence[Any]) -> tuple[str, bytes]:
-    """The fingerprint of ``plan`` and its reprs, as the ``runs`` table keeps them."""
-    joined = "\x00".join(map(repr, plan)).encode("utf-8", "backslashreplace")
-    return hashlib.blake2b(joined, digest_size=16).hexdigest(), zlib.compress(joined, 1)
+    """The fingerprint of ``plan`` and its subtasks' texts, as the ``runs`` table keeps them."""
+    digest = PlanDigest()
+    for subtask in plan:
+        digest.add(subtask_text(subtask))
+    return digest.done()
+
+
+def plan_texts(packed: bytes) -> list[str]:
+    """The subtasks' texts of a plan ``digest_plan`` packed."""
+    text = zlib.decompress(packed).decode("utf-8", "backslashreplace")
+    return text.split("\x00") if text else []
 
 
 def first_difference(kept: bytes, plan: Sequence[Any]) -> str:
     """Where ``plan`` differs from the plan journaled as ``kept``, said in words."""
-    text = zlib.decompress(kept).decode("utf-8", "backslashreplace")
-    before = text.split("\x00") if text else []
+    before = plan_texts(kept)
     for slot, (old, subtask) in enumerate(zip(before, plan, strict=False)):
-        new = repr(subtask)
+        new = subtask_text(subtask)
         if old != new:
             return f"slot {slot} was {old}, now {new}"
     return f"it had {len(before)} slots, now {len(plan)}"
+
+
+def unlike(rows: list[tuple[Any, ...]], texts: Sequence[str]) -> str | None:
+    """Where a plan of ``texts`` differs from the slots journaled as ``rows`` (a plan that was
+    never digested: a lazy stream's, cut short), said in words; None if it does not."""
+    for row in rows:
+        slot, text = row[0], row[1]
+        if slot >= len(texts):
+            return f"it had at least {rows[-1][0] + 1} slots, now {len(texts)}"
+        if texts[slot] != text:
+            return f"slot {slot} was {text}, now {texts[slot]}"
+    return None
 
 
 PLANNER = -1
@@ -504,7 +595,7 @@ class Journal:
                 run[0],
                 run[1],
                 slot,
-                repr(result.subtask),
+                subtask_text(result.subtask),
                 status.value,
                 data,
                 error_type,
@@ -546,27 +637,77 @@ class Journal:
         self._urgent.set()
 
     async def begin(
-        self, run: tuple[str, int], plan: Sequence[Any] | None
+        self, run: tuple[str, int], plan: Sequence[Any]
     ) -> dict[int, SubResult[Any, Any]]:
-        """Journal the start of ``run`` over ``plan`` (None: a lazy stream's, not known yet),
-        or, when it was journaled before, check the plan is the same and return the results
-        kept: every OK one, and with ``keep_failed`` the failed and timed-out ones too.
+        """Journal the start of ``run`` over ``plan``, or, when it was journaled before, check
+        the plan is the same and return the results kept: every OK one, and with
+        ``keep_failed`` the failed and timed-out ones too. A plan journaled without its digest
+        (a lazy stream's, cut short) is checked against the subtask of each slot journaled.
 
         Raises:
-          ValueError: if ``run`` was journaled with another plan, naming the first difference.
+          ValueError: if ``run`` was journaled with another plan, naming the first difference,
+            or by a re-planning run.
         """
-        fingerprint, packed = (None, None) if plan is None else digest_plan(plan)
-        rows = await self._run(lambda conn: _begin(conn, run, fingerprint, packed))
-        if rows is None:
-            return {}
-        kept_fingerprint, kept_plan, results = rows
-        if plan is not None and kept_fingerprint is not None and kept_fingerprint != fingerprint:
-            raise ValueError(
-                f"run {run[0]!r} was journaled with another plan "
-                f"({first_difference(kept_plan, plan)}): give this plan "
-                "a run_id of its own, or the plan it was journaled with"
+        fingerprint, packed = digest_plan(plan)
+        texts = [subtask_text(subtask) for subtask in plan]
+        refused, _, rows = await self._run(
+            lambda conn: _begin(conn, run, (fingerprint, packed, texts), plan)
+        )
+        if refused is not None:
+            raise ValueError(refused)
+        return self._restore(rows, plan, self.keep_failed)
+
+    async def begin_input(
+        self, run: tuple[str, int]
+    ) -> tuple[dict[int, SubResult[Any, Any]], InputCheck]:
+        """Journal the start of a lazy stream's ``run`` (its input not known yet), or return
+        the results kept when it was journaled before (as ``begin`` does, each subtask its
+        repr), and what its input is checked against as it is pulled.
+
+        Raises:
+          ValueError: if ``run`` was journaled by a re-planning run.
+        """
+        refused, packed, rows = await self._run(lambda conn: _begin(conn, run, None, None))
+        if refused is not None:
+            raise ValueError(refused)
+        check = InputCheck(run[0], None if packed is None else plan_texts(packed), rows)
+        return self._restore(rows, None, self.keep_failed), check
+
+    async def ended(self, run: tuple[str, int], digest: tuple[str, bytes]) -> None:
+        """Journal the plan a lazy stream pulled to its end as ``run``'s (``digest``), unless
+        one was journaled already."""
+        await self._run(
+            lambda conn: conn.execute(
+                "UPDATE runs SET fingerprint = ?, plan = ? WHERE run_id = ? AND round = ? "
+                "AND fingerprint IS NULL",
+                (*digest, *run),
             )
-        return self._restore(results, plan, self.keep_failed)
+        )
+
+    async def replanning(self, run_id: str) -> Any:
+        """The first decision journaled for re-planning run ``run_id``, decoded (None if none).
+
+        Raises:
+          ValueError: if ``run_id`` was journaled by a run (or a stream) of its own plan.
+        """
+
+        def read(conn: sqlite3.Connection) -> tuple[str | None, Any]:
+            if conn.execute(
+                "SELECT 1 FROM runs WHERE run_id = ? AND round = 0", (run_id,)
+            ).fetchone():
+                return (
+                    f"run {run_id!r} was journaled by a run of its own plan (Supervisor.run or "
+                    "stream), not a re-planning one: give this task a run_id of its own"
+                ), None
+            found = conn.execute(
+                "SELECT decision FROM decisions WHERE run_id = ? AND number = 0", (run_id,)
+            ).fetchone()
+            return None, None if found is None else found[0]
+
+        refused, data = await self._run(read)
+        if refused is not None:
+            raise ValueError(refused)
+        return None if data is None else self.codec.decode(data)
 
     def _restore(
         self, rows: list[tuple[Any, ...]], plan: Sequence[Any] | None, failed: bool
@@ -809,23 +950,119 @@ def _rows(conn: sqlite3.Connection, run: tuple[str, int]) -> list[tuple[Any, ...
 
 
 def _begin(
-    conn: sqlite3.Connection, run: tuple[str, int], fingerprint: str | None, packed: bytes | None
-) -> tuple[str | None, bytes | None, list[tuple[Any, ...]]] | None:
-    found = conn.execute(
-        "SELECT fingerprint, plan FROM runs WHERE run_id = ? AND round = ?", run
-    ).fetchone()
-    if found is None:
-        conn.execute(
-            "INSERT INTO runs (run_id, round, fingerprint, plan, started) VALUES (?, ?, ?, ?, ?)",
-            (*run, fingerprint, packed, time.time()),
-        )
+    conn: sqlite3.Connection,
+    run: tuple[str, int],
+    digest: tuple[str, bytes, list[str]] | None,
+    plan: Sequence[Any] | None,
+) -> tuple[str | None, bytes | None, list[tuple[Any, ...]]]:
+    """``run`` journaled over ``plan`` (``digest``: its fingerprint, packed texts and texts; None
+    for a lazy stream's), or checked against what was: why it is refused (or None), the plan
+    journaled (packed; None if unknown) and the rows of its slots."""
+    run_id, round_ = run
+    conn.execute("BEGIN IMMEDIATE")  # checked and journaled at once, whoever else opens the file
+    try:
+        if (
+            round_ == 0
+            and conn.execute(
+                "SELECT 1 FROM decisions WHERE run_id = ? UNION ALL SELECT 1 FROM approvals "
+                "WHERE run_id = ? AND slot = ? LIMIT 1",
+                (run_id, run_id, PLANNER),
+            ).fetchone()
+        ):
+            said = "plan" if plan is not None else "input"
+            return (
+                (
+                    f"run {run_id!r} was journaled by a re-planning run (Supervisor.replan): give "
+                    f"this {said} a run_id of its own"
+                ),
+                None,
+                [],
+            )
+        fingerprint, packed = (None, None) if digest is None else digest[:2]
+        found = conn.execute(
+            "SELECT fingerprint, plan FROM runs WHERE run_id = ? AND round = ?", run
+        ).fetchone()
+        if found is None:
+            conn.execute(
+                "INSERT INTO runs (run_id, round, fingerprint, plan, started) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (*run, fingerprint, packed, time.time()),
+            )
+            return None, None, []
+        rows = _rows(conn, run)
+        if digest is None or plan is None:
+            return None, found[1], rows
+        if found[0] is not None:
+            difference = None if found[0] == fingerprint else first_difference(found[1], plan)
+        else:  # a lazy stream's, cut short: its slots are all that is known of its input
+            difference = unlike(rows, digest[2])
+        if difference is not None:
+            return (
+                (
+                    f"run {run_id!r} was journaled with another plan ({difference}): give this plan "
+                    "a run_id of its own, or the plan it was journaled with"
+                ),
+                None,
+                [],
+            )
+        if found[0] is None:
+            conn.execute(
+                "UPDATE runs SET fingerprint = ?, plan = ? WHERE run_id = ? AND round = ?",
+                (fingerprint, packed, *run),
+            )
+        return None, packed, rows
+    finally:
+        conn.execute("COMMIT")
+
+
+class InputCheck:
+    """What a lazy stream's input is checked against as it is pulled: the plan journaled under
+    its ``run_id`` (by a run, a stream of a list, or a lazy stream that pulled its input to the
+    end), or, when none was, the subtask of each slot journaled. An input pulled to its end
+    with no plan journaled is digested as it goes, to be journaled as the plan
+    ([`Journal.ended`][trio_supervisor.Journal.ended])."""
+
+    __slots__ = ("_digest", "_plan", "_seen", "_stop", "run_id")
+
+    def __init__(self, run_id: str, plan: list[str] | None, rows: list[tuple[Any, ...]]) -> None:
+        self.run_id = run_id
+        self._plan = plan
+        self._seen: dict[int, str] = {row[0]: row[1] for row in rows}
+        # the slots an input must reach: all the plan's, or past every slot journaled
+        self._stop = len(plan) if plan is not None else max(self._seen, default=-1) + 1
+        self._digest = PlanDigest() if plan is None else None
+
+    def pulled(self, slot: int, subtask: Any) -> str | None:
+        """Why the input's ``subtask`` at ``slot`` (pulled in slot order) is refused, or None."""
+        text = subtask_text(subtask)
+        if self._digest is not None:
+            self._digest.add(text)
+        if self._plan is not None:
+            if slot >= len(self._plan):
+                return self._refused(f"it had {slot} slots, now at least {slot + 1}")
+            old: str | None = self._plan[slot]
+        else:
+            old = self._seen.get(slot)
+        if old is not None and old != text:
+            return self._refused(f"slot {slot} was {old}, now {text}")
         return None
-    if found[0] is None and fingerprint is not None:  # a stream's, journaled before its plan
-        conn.execute(
-            "UPDATE runs SET fingerprint = ?, plan = ? WHERE run_id = ? AND round = ?",
-            (fingerprint, packed, *run),
+
+    def ended(self, count: int) -> str | None:
+        """Why an input that ended after ``count`` subtasks is refused, or None."""
+        if count >= self._stop:
+            return None
+        at_least = "" if self._plan is not None else "at least "
+        return self._refused(f"it had {at_least}{self._stop} slots, now {count}")
+
+    def digest(self) -> tuple[str, bytes] | None:
+        """The digest of an input pulled to its end, when no plan was journaled; else None."""
+        return None if self._digest is None else self._digest.done()
+
+    def _refused(self, difference: str) -> str:
+        return (
+            f"run {self.run_id!r} was journaled with another input ({difference}): give this "
+            "input a run_id of its own, or the input it was journaled with"
         )
-    return found[0], found[1], _rows(conn, run)
 
 
 def check_journal(journal: object, run_id: object, round: int = 0) -> tuple[str, int] | None:

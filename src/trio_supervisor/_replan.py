@@ -29,7 +29,14 @@ import trio
 
 from . import _validate
 from ._contract import Aggregate, Status, SubResult, describe
-from ._journal import AwaitingApproval, Journal, check_journal, planner_asks
+from ._journal import (
+    AwaitingApproval,
+    Journal,
+    check_journal,
+    planner_asks,
+    read_subtasks,
+    subtask_texts,
+)
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -466,7 +473,7 @@ async def replan(
     check_journal(journal, run_id)
     if journal is not None:
         assert run_id is not None
-        first = await journal.decision(run_id, 0)
+        first = await journal.replanning(run_id)
         if first is not None and first.get("task") != task:
             raise ValueError(
                 f"run {run_id!r} was journaled for another task ({first.get('task')!r}): give "
@@ -655,7 +662,7 @@ def _encoded(decision: Batch[Any] | Done | _Failed, task: str) -> dict[str, Any]
         return {
             "task": task,
             "kind": "batch",
-            "subtasks": list(decision.subtasks),
+            "texts": subtask_texts(decision.subtasks),  # read back exactly, tuples as tuples
             "note": decision.note,
             "replaces": [[index, *key] for index, key in decision.replaces.items()],
             "progress": decision.progress,
@@ -668,8 +675,10 @@ def _encoded(decision: Batch[Any] | Done | _Failed, task: str) -> dict[str, Any]
 def _decoded(data: dict[str, Any]) -> Batch[Any] | Done | _Failed:
     """A journaled decision, as the planner made it."""
     if data["kind"] == "batch":
+        # (a journal of an older version kept the subtasks as its codec gave them back)
+        subtasks = read_subtasks(data["texts"]) if "texts" in data else data["subtasks"]
         return Batch(
-            tuple(data["subtasks"]),
+            tuple(subtasks),
             note=data["note"],
             replaces={index: (number, at) for index, number, at in data["replaces"]},
             progress=data["progress"],

@@ -13,7 +13,7 @@ from trio.lowlevel import ParkingLot, checkpoint, current_task
 from ._contract import SubResult
 from ._engine.attempt import Engine, Timer, cancelled
 from ._engine.lanes import Waiting, lane
-from ._journal import Journal, with_subtask
+from ._journal import InputCheck, Journal, with_subtask
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -117,6 +117,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._journal = journal
         self._run = run
         self._kept: dict[int, SubResult[Any, T]] = {}  # journaled results not yet pulled
+        self._check: InputCheck | None = None  # what a lazy input is checked against, journaled
         self._trace = trace
         self._max_workers = max_workers
         self._window = window
@@ -157,7 +158,10 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._entered = True
         if self._journal is not None:
             assert self._run is not None
-            self._kept = await self._journal.begin(self._run, self._planned)
+            if self._planned is not None:
+                self._kept = await self._journal.begin(self._run, self._planned)
+            else:
+                self._kept, self._check = await self._journal.begin_input(self._run)
         if self._trace is not None:
             self._trace.begin(self._planned or ())
         self._manager = trio.open_nursery()
@@ -261,25 +265,24 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                     else:
                         subtask = next(self._input)  # type: ignore[arg-type]
                 except (StopIteration, StopAsyncIteration):
+                    if self._check is not None:
+                        await self._input_ended(self._check)
                     return
                 except Exception as exc:
                     self._input_error = exc
                     return
                 slot = self._tail
+                if self._check is not None:  # a lazy input resumed: it is the one journaled
+                    refused = self._check.pulled(slot, subtask)
+                    if refused is not None:  # the input ends before this slot, with the error
+                        self._input_error = ValueError(refused)
+                        return
                 self._tail += 1
                 if self._trace is not None:
                     self._trace.pulled(slot, subtask)
                 if self._kept:
                     kept = self._kept.pop(slot, None)
                     if kept is not None:  # journaled: delivered as it was, not run again
-                        if self._planned is None and kept.subtask != repr(subtask):
-                            self._input_error = ValueError(
-                                f"run {self._run[0]!r} was journaled with another input "  # type: ignore[index]
-                                f"(slot {slot} was {kept.subtask}, now {subtask!r}): give "
-                                "this input a run_id of its own, or the input it was "
-                                "journaled with"
-                            )
-                            return
                         if self._trace is not None:
                             self._trace.journaled(slot)
                         self._deliver(slot, with_subtask(kept, subtask))
@@ -304,6 +307,19 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             # around it in between (so the close is not shielded: a generator whose cleanup
             # awaits sees the cancellation that ended the stream, as it would anywhere in trio)
             await self._close_input()
+
+    async def _input_ended(self, check: InputCheck) -> None:
+        """A lazy input journaled ended: refused if shorter than the one journaled, else its
+        plan journaled (unless one was)."""
+        refused = check.ended(self._tail)
+        if refused is not None:
+            self._input_error = ValueError(refused)
+            return
+        digest = check.digest()
+        if digest is not None:
+            assert self._journal is not None
+            assert self._run is not None
+            await self._journal.ended(self._run, digest)
 
     def _take(self) -> tuple[int, Any] | None:
         return self._queue.popleft() if self._queue else None
