@@ -2,7 +2,8 @@
 
 What it adds: a leaf whose subtask is a refund (``refund $500 to order 1234``) of more than
 ``THRESHOLD`` dollars asks the library's ``approval`` before it does it. The question is
-journaled under the run, round and slot; without an answer the slot is parked (``awaiting
+journaled under the run, round and slot, in its own words (an answer is for that question only);
+without an answer the slot is parked (``awaiting
 approval``), and so is its company's, while the other slots run on, and the run returns degraded,
 naming the question. Anyone who can open the journal answers it, another process included:
 ``python -m lessons approve FILE RUN SLOT`` (or ``reject``), or the library's

@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS decisions (
 CREATE TABLE IF NOT EXISTS approvals (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, question TEXT NOT NULL,
   status TEXT NOT NULL, by TEXT, note TEXT, asked REAL NOT NULL, decided REAL,
-  PRIMARY KEY (run_id, round, slot)
+  PRIMARY KEY (run_id, round, slot, question)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS results (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
@@ -320,7 +320,12 @@ class Journal:
     with a final OK record from the journal (their original attempts and times, marked
     ``journaled`` in the trace) and runs only the others. A different plan under the same
     ``run_id`` is refused before any work, naming the first slot that differs (a subtask is
-    known by its ``repr``: give subtasks whose repr is stable, as str, numbers and tuples).
+    known by its ``repr``: give subtasks whose repr is stable, as str, numbers and tuples),
+    whatever journaled it first: a run, a stream, or a re-planning run (whose ``run_id`` no run
+    or stream may take, nor it theirs). A lazy stream's input (not a list or a tuple) is checked
+    as it is pulled, against the plan journaled, or the slots journaled by a lazy stream cut
+    short: one that differs, or ends sooner, ends the stream with the error, after the results
+    before it; a lazy stream pulled to its end journals its input as the plan.
 
     Writes never block the trio loop: a result is appended to a buffer that one thread of the
     journal's own commits, in groups, at most ``interval`` seconds and ``count`` results apart;
@@ -341,7 +346,8 @@ class Journal:
     CREATE TABLE runs (         -- one row per run and round: what was planned, and when
       run_id      TEXT NOT NULL,
       round       INTEGER NOT NULL,
-      fingerprint TEXT,         -- blake2b of the plan's subtasks' reprs; NULL for a lazy stream
+      fingerprint TEXT,         -- blake2b of the plan's subtasks' reprs; NULL for a lazy
+                                -- stream's until it pulls its input to the end
       plan        BLOB,         -- the reprs, NUL-separated and zlib-compressed (names a change)
       started     REAL NOT NULL,-- unix time the run was first journaled
       PRIMARY KEY (run_id, round)
@@ -363,7 +369,8 @@ class Journal:
     CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
       run_id   TEXT NOT NULL,
       number   INTEGER NOT NULL,-- 0: the first decision; then one per time the planner was asked
-      decision BLOB NOT NULL,   -- the codec's encoding of the decision (its batch, or done)
+      decision BLOB NOT NULL,   -- the codec's encoding of the decision (its batch, or done;
+                                -- a batch's subtasks as their reprs, which read back exactly)
       decided  REAL NOT NULL,   -- unix time it was journaled
       PRIMARY KEY (run_id, number)
     ) WITHOUT ROWID;
@@ -371,13 +378,13 @@ class Journal:
       run_id   TEXT NOT NULL,
       round    INTEGER NOT NULL,-- a worker's round; the planner's: the decision's number
       slot     INTEGER NOT NULL,-- a worker's slot; -1: the planner, for the batch it decides
-      question TEXT NOT NULL,
+      question TEXT NOT NULL,   -- a slot's questions are answered one by one
       status   TEXT NOT NULL,   -- 'pending', 'approved' or 'rejected'
       by       TEXT,            -- who answered
       note     TEXT,            -- what they said
       asked    REAL NOT NULL,   -- unix time the question was asked
       decided  REAL,            -- unix time it was answered
-      PRIMARY KEY (run_id, round, slot)
+      PRIMARY KEY (run_id, round, slot, question) -- each question of a slot answered alone
     ) WITHOUT ROWID;
     ```
 
@@ -817,21 +824,25 @@ class Journal:
         ]
 
     def approve(self, run_id: str, slot: int, *, by: str, note: str = "", round: int = 0) -> None:
-        """Approve the question slot ``slot`` of run ``run_id`` asked: its worker, called again
-        by a resume (or waiting for the answer), gets it from
-        [`approval`][trio_supervisor.approval]. Any process that opens the journal may answer;
-        blocks while it writes. A re-planning run's planner asked as slot ``PLANNER`` (-1) of
-        round ``round``, the number of its decision (``pending`` lists both kinds).
+        """Approve the question slot ``slot`` of run ``run_id`` waits on (the last it asked, as
+        ``pending`` shows it): its worker, called again by a resume (or waiting for the answer),
+        gets it from [`approval`][trio_supervisor.approval]; a further question of the worker's
+        parks the slot again, to be answered in turn. Any process that opens the journal may
+        answer; blocks while it writes. A re-planning run's planner asked as slot ``PLANNER``
+        (-1) of round ``round``, the number of its decision (``pending`` lists both kinds).
 
         Raises:
-          ValueError: if that slot asked nothing, or was answered already (naming the answer,
-            who gave it and when).
+          ValueError: if that slot asked nothing, or its last question was answered already
+            (naming the answer, who gave it and when).
         """
         self._answer(run_id, round, slot, "approved", by, note)
 
     def reject(self, run_id: str, slot: int, *, by: str, note: str = "", round: int = 0) -> None:
-        """Reject the question slot ``slot`` of run ``run_id`` asked: a resume ends the slot
-        ``Status.REJECTED``, with the note. As for [`approve`][trio_supervisor.Journal.approve].
+        """Reject the question slot ``slot`` of run ``run_id`` waits on: its worker's
+        ``approval`` of it raises [`Rejected`][trio_supervisor.Rejected] on resume, and the slot
+        ends ``Status.REJECTED``, with the note, unless the worker catches it (then asks
+        something else, say: a question of its own). As for
+        [`approve`][trio_supervisor.Journal.approve].
         """
         self._answer(run_id, round, slot, "rejected", by, note)
 
@@ -853,24 +864,28 @@ class Journal:
         def write(conn: sqlite3.Connection) -> str | None:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                # the question the slot waits on: the last it asked (one asked before and
+                # answered is answered once; it is named when nothing is left to answer)
                 found = conn.execute(
-                    "SELECT status, by, note, decided FROM approvals "
-                    "WHERE run_id = ? AND round = ? AND slot = ?",
+                    "SELECT question, status, by, note, decided FROM approvals "
+                    "WHERE run_id = ? AND round = ? AND slot = ? "
+                    "ORDER BY status = 'pending' DESC, asked DESC LIMIT 1",
                     (run_id, round, slot),
                 ).fetchone()
                 if found is None:
                     return f"run {run_id!r} has no question at {asker(round, slot)}"
-                if found[0] != "pending":
-                    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(found[3]))
-                    said = f" ({found[2]})" if found[2] else ""
+                question, was, who, said, decided = found
+                if was != "pending":
+                    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(decided))
+                    said = f" ({said})" if said else ""
                     return (
-                        f"run {run_id!r} {asker(round, slot, False)} was {found[0]} already, by "
-                        f"{found[1]} at {when} UTC{said}: a question is answered once"
+                        f"run {run_id!r} {asker(round, slot, False)} was {was} already, by "
+                        f"{who} at {when} UTC{said}: a question is answered once"
                     )
                 conn.execute(
                     "UPDATE approvals SET status = ?, by = ?, note = ?, decided = ? "
-                    "WHERE run_id = ? AND round = ? AND slot = ?",
-                    (status, by, note, time.time(), run_id, round, slot),
+                    "WHERE run_id = ? AND round = ? AND slot = ? AND question = ?",
+                    (status, by, note, time.time(), run_id, round, slot, question),
                 )
                 return None
             finally:
@@ -883,22 +898,29 @@ class Journal:
     async def _ask(
         self, run: tuple[str, int], slot: int, question: str
     ) -> tuple[str, str | None, str | None]:
-        """Slot ``slot``'s question: journaled as pending the first time; its answer."""
+        """Slot ``slot``'s ``question``: journaled as pending the first time it is asked; its
+        answer (each question of a slot has its own: a yes to one approves no other)."""
 
-        def ask(conn: sqlite3.Connection) -> tuple[str, str | None, str | None]:
+        def ask(conn: sqlite3.Connection) -> tuple[str, str | None, str | None] | None:
             conn.execute(
                 "INSERT INTO approvals (run_id, round, slot, question, status, asked) "
                 "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING",
                 (*run, slot, question, time.time()),
             )
-            found: tuple[str, str | None, str | None] = conn.execute(
+            found: tuple[str, str | None, str | None] | None = conn.execute(
                 "SELECT status, by, note FROM approvals WHERE run_id = ? AND round = ? "
-                "AND slot = ?",
-                (*run, slot),
+                "AND slot = ? AND question = ?",
+                (*run, slot, question),
             ).fetchone()
             return found
 
-        answer: tuple[str, str | None, str | None] = await self._run(ask)
+        answer = await self._run(ask)
+        if answer is None:  # a file whose approvals table keys one question per slot
+            raise RuntimeError(
+                f"the journal {self.path} keeps one question per slot (an older schema), and "
+                f"{asker(run[1], slot)} asked another: answer its questions, then journal new "
+                "runs in a new file"
+            )
         return answer
 
     def close(self, *, flush: bool = True) -> None:
@@ -955,26 +977,17 @@ def _begin(
     digest: tuple[str, bytes, list[str]] | None,
     plan: Sequence[Any] | None,
 ) -> tuple[str | None, bytes | None, list[tuple[Any, ...]]]:
-    """``run`` journaled over ``plan`` (``digest``: its fingerprint, packed texts and texts; None
-    for a lazy stream's), or checked against what was: why it is refused (or None), the plan
-    journaled (packed; None if unknown) and the rows of its slots."""
+    """``run`` journaled over ``plan`` (``digest``: its fingerprint, packed texts and texts; both
+    None for a lazy stream's), or checked against what was: why it is refused (or None), the
+    plan journaled (packed; None if unknown) and the rows of its slots."""
     run_id, round_ = run
     conn.execute("BEGIN IMMEDIATE")  # checked and journaled at once, whoever else opens the file
     try:
-        if (
-            round_ == 0
-            and conn.execute(
-                "SELECT 1 FROM decisions WHERE run_id = ? UNION ALL SELECT 1 FROM approvals "
-                "WHERE run_id = ? AND slot = ? LIMIT 1",
-                (run_id, run_id, PLANNER),
-            ).fetchone()
-        ):
-            said = "plan" if plan is not None else "input"
+        if round_ == 0 and _replanned(conn, run_id):
+            said = "input" if plan is None else "plan"
+            why = "by a re-planning run (Supervisor.replan)"
             return (
-                (
-                    f"run {run_id!r} was journaled by a re-planning run (Supervisor.replan): give "
-                    f"this {said} a run_id of its own"
-                ),
+                f"run {run_id!r} was journaled {why}: give this {said} a run_id of its own",
                 None,
                 [],
             )
@@ -992,27 +1005,35 @@ def _begin(
         rows = _rows(conn, run)
         if digest is None or plan is None:
             return None, found[1], rows
-        if found[0] is not None:
-            difference = None if found[0] == fingerprint else first_difference(found[1], plan)
-        else:  # a lazy stream's, cut short: its slots are all that is known of its input
+        if found[0] is None:  # a lazy stream's, cut short: its slots are all that is known
             difference = unlike(rows, digest[2])
+        elif found[0] != fingerprint:
+            difference = first_difference(found[1], plan)
+        else:
+            return None, packed, rows
         if difference is not None:
-            return (
-                (
-                    f"run {run_id!r} was journaled with another plan ({difference}): give this plan "
-                    "a run_id of its own, or the plan it was journaled with"
-                ),
-                None,
-                [],
+            refused = (
+                f"run {run_id!r} was journaled with another plan ({difference}): give this "
+                "plan a run_id of its own, or the plan it was journaled with"
             )
-        if found[0] is None:
-            conn.execute(
-                "UPDATE runs SET fingerprint = ?, plan = ? WHERE run_id = ? AND round = ?",
-                (fingerprint, packed, *run),
-            )
+            return refused, None, []
+        conn.execute(
+            "UPDATE runs SET fingerprint = ?, plan = ? WHERE run_id = ? AND round = ?",
+            (fingerprint, packed, *run),
+        )
         return None, packed, rows
     finally:
         conn.execute("COMMIT")
+
+
+def _replanned(conn: sqlite3.Connection, run_id: str) -> bool:
+    """Whether a re-planning run journaled ``run_id`` (a decision, or its planner's question)."""
+    found = conn.execute(
+        "SELECT 1 FROM decisions WHERE run_id = ? UNION ALL SELECT 1 FROM approvals "
+        "WHERE run_id = ? AND slot = ? LIMIT 1",
+        (run_id, run_id, PLANNER),
+    ).fetchone()
+    return found is not None
 
 
 class InputCheck:
@@ -1155,14 +1176,17 @@ async def approval(question: str, *, wait: float | None = None) -> Approved:
 
     ```
 
-    The question is journaled, once, under the run, round and slot of the attempt. Without an
-    answer the worker raises [`AwaitingApproval`][trio_supervisor.AwaitingApproval]: its slot
-    is parked (``Status.AWAITING_APPROVAL``, the question its error), the run goes on with the
-    other slots and returns degraded. Anyone who opens the journal answers, another process
-    included (``Journal.approve``, ``Journal.reject``, or ``python -m trio_supervisor.journal
-    approve FILE RUN SLOT``); a resume of the run calls the slot's worker again, and this call
-    returns the approval at once (or raises [`Rejected`][trio_supervisor.Rejected]: the slot
-    ends ``Status.REJECTED`` with the note). Finished slots are never run again.
+    The question is journaled, once, under the run, round and slot of the attempt, and its own
+    words: an answer is for that question only, so a worker that asks a second one (``close the
+    account?`` after ``refund?``) parks its slot again, and a resume shows that one pending.
+    Without an answer the worker raises
+    [`AwaitingApproval`][trio_supervisor.AwaitingApproval]: its slot is parked
+    (``Status.AWAITING_APPROVAL``, the question its error), the run goes on with the other slots
+    and returns degraded. Anyone who opens the journal answers, another process included
+    (``Journal.approve``, ``Journal.reject``, or ``python -m trio_supervisor.journal approve FILE
+    RUN SLOT``); a resume of the run calls the slot's worker again, and this call returns the
+    approval at once (or raises [`Rejected`][trio_supervisor.Rejected]: the slot ends
+    ``Status.REJECTED`` with the note). Finished slots are never run again.
 
     A re-planning run's planner may ask too, for the batch it is about to return (its question
     is slot ``planner``, round the decision's number): without an answer the run ends there,
