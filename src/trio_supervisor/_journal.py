@@ -914,7 +914,7 @@ class Journal:
             ).fetchone()
             return found
 
-        answer = await self._run(ask)
+        answer: tuple[str, str | None, str | None] | None = await self._run(ask)
         if answer is None:  # a file whose approvals table keys one question per slot
             raise RuntimeError(
                 f"the journal {self.path} keeps one question per slot (an older schema), and "

@@ -366,7 +366,7 @@ class Supervisor(Generic[S, T]):
             counted or grouped ``restarts``), ``deadline`` is not positive, ``trace`` was made
             for another plan or
             already recorded a run, or ``run_id`` was journaled with another plan (naming the
-            first slot that differs), before any work.
+            first slot that differs) or by a re-planning run, before any work.
           KeyboardInterrupt: if a worker raised it (likewise `SystemExit`), bare.
         """
         plan = _validate.plan(task)
@@ -527,10 +527,13 @@ class Supervisor(Generic[S, T]):
 
         Raises:
           TypeError: if ``task`` is not a str, ``planner`` has no ``first`` and ``next``, a
-            budget is not an int, or ``trace`` is not a [`Trace`][trio_supervisor.Trace].
+            budget is not an int, ``trace`` is not a [`Trace`][trio_supervisor.Trace], or,
+            journaled, a batch holds a subtask whose repr does not read back (str, numbers,
+            tuples, lists, dicts, True, False and None do), naming it.
           ValueError: if ``max_rounds`` or ``max_subtasks`` is < 1, ``max_stalls`` or
-            ``max_resets`` < 0, ``deadline`` is not positive, or ``trace`` is not empty or
-            already recorded a run.
+            ``max_resets`` < 0, ``deadline`` is not positive, ``trace`` is not empty or
+            already recorded a run, or ``run_id`` was journaled for another task or by a run (or
+            a stream) of its own plan, before any work.
         """
         check_trace(trace, [])
         if self._spans is not None:
@@ -621,7 +624,10 @@ class Supervisor(Generic[S, T]):
           journal: a [`Journal`][trio_supervisor.Journal], as for
             [`run`][trio_supervisor.Supervisor.run]: each result is journaled as it is done;
             resumed under the same ``run_id``, the stream yields, still in plan order, each
-            journaled result as its slot is pulled, without running it again.
+            journaled result as its slot is pulled, without running it again. A list or tuple
+            is checked before any work, as ``run``'s plan is; a lazy input as it is pulled: one
+            that differs from the input journaled (or ends sooner) ends the iteration with a
+            `ValueError` naming the slot, after the results before it.
           run_id: the stream's name in the journal (needed with one), as for ``run``.
 
         Returns:

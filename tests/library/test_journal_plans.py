@@ -284,3 +284,17 @@ class Point:
 def test_a_subtask_whose_text_does_not_read_back_is_refused_with_the_rule(subtask: Any) -> None:
     with pytest.raises(TypeError, match="give subtasks of str, numbers, tuples"):
         subtask_texts(["fine", subtask])
+
+
+def test_a_journaled_replan_refuses_a_batch_that_would_not_resume_before_dispatching_it(
+    tmp_path: Path,
+) -> None:
+    worker = Worker()
+
+    async def main() -> None:
+        refused = pytest.raises(TypeError, match=r"the subtask Point\(1, 2\) does not read back")
+        with Journal(tmp_path / "runs.db", writer="inline") as journal, refused:
+            await replanned(journal, Planner([["fine", Point()]]), worker)
+
+    virtual(main)
+    assert not worker.calls
