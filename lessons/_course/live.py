@@ -20,7 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from trio_supervisor import SlotTrace, Status, Trace
-from trio_supervisor.timeline import ending
+from trio_supervisor.timeline import ending, printable
 
 REFRESH = 0.1
 """Seconds between two frames."""
@@ -95,7 +95,7 @@ def frame(trace: Trace, streaming: bool = False, timeout: float | None = None) -
         seconds = elapsed(slot, now)
         table.add_row(
             str(slot.slot),
-            escape(str(slot.subtask)),
+            escape(printable(slot.subtask)),
             Text(said, style=STYLES[said]),
             str(len(slot.spans)),
             "" if seconds is None else f"{seconds:.2f}s",

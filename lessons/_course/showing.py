@@ -19,7 +19,7 @@ from lessons._course.live import show_live
 from lessons._course.running import Run, final_statuses, result_slots
 from lessons._course.steps import load_step, step
 from trio_supervisor import Answer, Status, SubResult, Trace
-from trio_supervisor.timeline import Row, legend, render_timeline, timeline_rows
+from trio_supervisor.timeline import Row, legend, printable, render_timeline, timeline_rows
 
 
 class ConsoleWatch:
@@ -36,7 +36,7 @@ class ConsoleWatch:
         options = "".join(f", {name}={value}" for name, value in run.options.items())
         if run.endpoint is not None:
             options += f", against {run.endpoint} ({run.model})"
-        self.console.print(f"[bold]{run.step}[/bold] · {escape(run.demo.title)}{escape(options)}")
+        self.console.print(f"[bold]{run.step}[/bold] · {drawn(run.demo.title + options)}")
         self.console.file.flush()
 
     def streaming(self) -> None:
@@ -48,7 +48,8 @@ class ConsoleWatch:
         assert run.trace is not None
         shown = result.status.value if result.ok else result.error
         self.console.print(
-            f"  {run.trace.wall:6.2f}s  slot {slot:>2}  {result.subtask}  {shown}",
+            f"  {run.trace.wall:6.2f}s  slot {slot:>2}  {printable(result.subtask)}  "
+            f"{printable(shown)}",
             markup=False,
             highlight=False,
         )
@@ -99,15 +100,15 @@ def show(console: Console, run: Run) -> None:
             style = "green" if result.ok else "red"
             table.add_row(
                 str(slot),
-                escape(str(result.subtask)),
+                drawn(result.subtask),
                 f"[{style}]{result.status.value}[/{style}]",
-                escape(str(shown)),
+                drawn(shown),
                 str(ranks.get(slot, "")),
             )
         console.print(table)
     if run.answer is not None:
         console.print("[bold]answer[/bold]")
-        console.print(run.answer, markup=False, highlight=False)
+        console.print(printable(run.answer, lines=True), markup=False, highlight=False)
     serial = "never (a subtask hangs)" if run.serial is None else f"{run.serial:.2f}s"
     summary = f"wall {run.trace.wall:.2f}s · serial would take {serial}"
     if run.aggregate is not None:
@@ -125,7 +126,7 @@ def show(console: Console, run: Run) -> None:
         )
     for question in run.answered:
         console.print(
-            f"the first run parked, waiting for approval: {question}; it was "
+            f"the first run parked, waiting for approval: {printable(question)}; it was "
             f"{'approved' if run.demo.answers == 'approve' else 'rejected'} by a second command "
             "(given in this process, as `python -m lessons approve FILE RUN SLOT` gives it from "
             "another); the run above is its resume, under the same run id",
@@ -136,8 +137,8 @@ def show(console: Console, run: Run) -> None:
     for name, round_, slot, question in run.parked:
         where = "" if run.journal is None else f" {run.journal}"
         console.print(
-            f"waiting for approval: {question}; answer it with: python -m lessons approve"
-            f"{where or ' FILE'} {shlex.quote(name)} {slot}"
+            f"waiting for approval: {printable(question)}; answer it with: python -m lessons "
+            f"approve{printable(where or ' FILE')} {printable(shlex.quote(name))} {slot}"
             f"{'' if round_ == 0 else f' --round {round_}'} (or reject), then run it again with "
             "--resume" + ("" if where else " (give --journal FILE to keep the journal)"),
             highlight=False,
@@ -145,12 +146,21 @@ def show(console: Console, run: Run) -> None:
             soft_wrap=True,
         )
     if run.stopped is not None:
-        console.print(f"{run.error}; stopped at {run.stopped:.2f}s", highlight=False, markup=False)
+        console.print(
+            f"{printable(run.error)}; stopped at {run.stopped:.2f}s", highlight=False, markup=False
+        )
     elif run.error is not None:
         console.print(
-            f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
+            f"[red]the run raised {drawn(run.error)}[/red]", highlight=False, soft_wrap=True
         )
     console.print()
+
+
+def drawn(text: object) -> str:
+    """``text`` from a run (a subtask, an output, an error: a model's or a server's words) as
+    rich markup that draws it: nothing in it acts on the terminal (see ``printable``), and no
+    ``[...]`` in it is taken for a style."""
+    return escape(printable(text))
 
 
 def plural(count: int, noun: str) -> str:
@@ -227,9 +237,9 @@ def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
         table.add_row(
             str(entry.round),
             str(entry.index),
-            escape(str(result.subtask)),
+            drawn(result.subtask),
             f"[{style}]{result.status.value}[/{style}]",
-            escape(str(result.output if result.ok else result.error)),
+            drawn(result.output if result.ok else result.error),
             replaces,
         )
     console.print(table)
@@ -240,12 +250,13 @@ def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
         fresh = "a fresh plan: " if done.fresh else ""
         stalled = " (then judged a stall)" if done.stalled else ""
         console.print(
-            f"  {done.planned - origin:6.2f}s  round {done.number}: {fresh}{said}{stalled}",
+            f"  {done.planned - origin:6.2f}s  round {done.number}: {fresh}{printable(said)}"
+            f"{stalled}",
             markup=False,
             highlight=False,
         )
     end = run.trace.wall if run.trace is not None else 0.0
-    console.print(f"  {end:6.2f}s  {answer.reason}", markup=False, highlight=False)
+    console.print(f"  {end:6.2f}s  {printable(answer.reason)}", markup=False, highlight=False)
 
 
 def show_retries(console: Console, trace: Trace) -> None:
@@ -263,7 +274,7 @@ def show_retries(console: Console, trace: Trace) -> None:
             why = why.split(" from ", 1)[0]  # the status, without the server's address
             asked = "" if span.retry_after is None else f" · Retry-After {span.retry_after:g}s"
             lines.append(
-                f"  {span.end - origin:6.3f}s  slot {slot.slot:>2}  {why}{asked}"
+                f"  {span.end - origin:6.3f}s  slot {slot.slot:>2}  {printable(why)}{asked}"
                 f" · retried at {retry.start - origin:.3f}s"
             )
     if not lines:

@@ -187,3 +187,13 @@ def test_a_hedged_slot_shows_how_its_deciding_attempt_ended_not_its_last(
     assert live.state(slot) == "ok"
     assert live.elapsed(slot, trace.origin + 99) == ended
     assert slot in live.handed_over(trace, streaming=False)
+
+
+def test_a_frame_draws_the_control_characters_of_a_subtask_as_escapes() -> None:
+    from tests.course.test_runner_demos import HOSTILE, acting
+
+    frames, _, _ = live_frames(5, extra=("--task", HOSTILE))
+    assert frames
+    for frame in frames:
+        assert acting(frame) == set()
+    assert "a\\x1b[2Jb" in frames[-1]
