@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from lessons._course.live import show_live
+from lessons._course.recording import endpoint_shown
 from lessons._course.running import Run, final_statuses, result_slots
 from lessons._course.steps import load_step, step
 from trio_supervisor import Answer, Status, SubResult, Trace
@@ -35,7 +36,7 @@ class ConsoleWatch:
         """Print which step runs on which task, with which options."""
         options = "".join(f", {name}={value}" for name, value in run.options.items())
         if run.endpoint is not None:
-            options += f", against {run.endpoint} ({run.model})"
+            options += f", against {endpoint_shown(run.endpoint)} ({run.model})"
         self.console.print(f"[bold]{run.step}[/bold] · {drawn(run.demo.title + options)}")
         self.console.file.flush()
 
