@@ -7,7 +7,7 @@ from __future__ import annotations
 import errno
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich import box
 from rich.cells import cell_len
@@ -113,7 +113,7 @@ def show(console: Console, run: Run) -> None:
     serial = "never (a subtask hangs)" if run.serial is None else f"{run.serial:.2f}s"
     summary = f"wall {run.trace.wall:.2f}s · serial would take {serial}"
     if run.aggregate is not None:
-        summary += f" · {run.aggregate.succeeded} ok, {run.aggregate.failed} failed"
+        summary += f" · {tally(run.aggregate.results)}"
     console.print(summary, highlight=False)
     if run.killed is not None and run.demo.killed_at is not None:
         console.print(
@@ -155,6 +155,16 @@ def show(console: Console, run: Run) -> None:
             f"[red]the run raised {drawn(run.error)}[/red]", highlight=False, soft_wrap=True
         )
     console.print()
+
+
+def tally(results: Sequence[SubResult[str, str]]) -> str:
+    """How the slots of ``results`` ended, for the summary line: ``2 ok, 1 failed``, and the
+    slots parked on a question apart, as they are not failed (a resume finishes them): ``1 ok,
+    0 failed, 1 parked (waiting for approval)``."""
+    ok = sum(result.ok for result in results)
+    parked = sum(result.status is Status.AWAITING_APPROVAL for result in results)
+    said = f"{ok} ok, {len(results) - ok - parked} failed"
+    return said + (f", {parked} parked (waiting for approval)" if parked else "")
 
 
 def drawn(text: object) -> str:
