@@ -14,6 +14,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from lessons._course.live import show_live
 from lessons._course.recording import endpoint_shown
@@ -306,9 +307,20 @@ def list_steps(console: Console, known: Mapping[int, str], as_json: bool = False
         title, _, idea = summary.removeprefix(f"Step {number}: ").partition(". ")
         listed.append({"number": number, "name": name, "title": title, "idea": idea})
         if not as_json:
-            console.print(f"{number:>2}  {name:<26} {summary}", markup=False, soft_wrap=True)
+            console.print(
+                Text(f"{number:>2}  {name:<26} ").append_text(plain(summary)), soft_wrap=True
+            )
     if as_json:
         print(json.dumps({"steps": listed}, indent=2))
+
+
+def plain(rest: str) -> Text:
+    """A docstring's line as the terminal shows it: each reST literal (two backticks either
+    side) without its backticks, in bold."""
+    shown = Text()
+    for index, part in enumerate(rest.split("``")):
+        shown.append(part, style="bold" if index % 2 else "")
+    return shown
 
 
 class PipeConsole(Console):
