@@ -51,8 +51,8 @@ def test_git_ignores_what_the_readme_commands_write() -> None:
         for line in (README.parent / ".gitignore").read_text().splitlines()
         if line and not line.startswith("#")
     ]
-    text = README.read_text()
-    written = set(re.findall(r"--(?:journal|trace-out) (\S+)", text))
+    commands = "".join(blocks("sh"))
+    written = set(re.findall(r"--(?:journal|trace-out) (\S+)", commands))
     assert written == {"runs.db", "runs.json"}
     for name in [*written, "runs.db-wal", "runs.db-shm"]:
         assert any(fnmatch.fnmatch(name, pattern) for pattern in ignored), name
