@@ -115,8 +115,8 @@ def results_line(trace: Trace, said: dict[int, str], have: set[int], width: int 
     results = Text("results, in plan order: ")
     if width is not None and len(results) + 2 * len(trace.slots) + 16 > width:
         ended: dict[str, int] = {}
-        for slot in sorted(have):
-            ended[said[slot]] = ended.get(said[slot], 0) + 1
+        for number in sorted(have):
+            ended[said[number]] = ended.get(said[number], 0) + 1
         for word, count in ended.items():
             glyph, style = ending(Status(word))
             results.append(f"{glyph} {count}  ", style=style)
