@@ -143,8 +143,10 @@ def _endpoint(text: str) -> str:
     except ValueError:
         url = None
     if url is None or url.scheme not in ("http", "https") or not url.hostname:
+        from trio_supervisor.agents import mask  # a password in the URL is never shown
+
         raise argparse.ArgumentTypeError(
-            f"must be an http(s) base URL such as http://127.0.0.1:8000/v1, got {text!r}"
+            f"must be an http(s) base URL such as http://127.0.0.1:8000/v1, got {mask(text)!r}"
         )
     return text
 
@@ -397,6 +399,8 @@ def unreachable(url: str, timeout: float = REACH) -> str | None:
     """Why ``url``'s server cannot be reached (a TCP connection to its host and port, within
     ``timeout`` seconds), in one line, or None: found before any demo runs, rather than as
     every slot's retried connection error."""
+    from trio_supervisor.agents import mask  # a password in the URL is never shown
+
     parts = urllib.parse.urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
@@ -404,4 +408,6 @@ def unreachable(url: str, timeout: float = REACH) -> str | None:
             return None
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
-        return f"cannot reach {url}: {why} (is a server listening on {parts.hostname}:{port}?)"
+        return (
+            f"cannot reach {mask(url)}: {why} (is a server listening on {parts.hostname}:{port}?)"
+        )

@@ -24,7 +24,8 @@ def run_dict(run: Run) -> dict[str, Any]:
     results and in the trace, carries its ``status``, ``attempts`` (the worker's calls),
     ``started`` (its first attempt's start) and ``finished`` (its last attempt's end), in
     seconds since the trace's origin. ``endpoint`` and ``model`` say where a step that takes
-    ``--endpoint`` sent its requests (null otherwise, as for the loopback server).
+    ``--endpoint`` sent its requests (null otherwise, as for the loopback server), a password in
+    the URL masked (see `endpoint_shown`).
     """
     slots = slot_facts(run)
     aggregate = None
@@ -60,12 +61,20 @@ def run_dict(run: Run) -> dict[str, Any]:
         "answer": run.answer,
         "serial": run.serial,
         "stopped": run.stopped,
-        "endpoint": run.endpoint,
+        "endpoint": None if run.endpoint is None else endpoint_shown(run.endpoint),
         "model": run.model,
         "trace": trace,
         "replan": None if run.replanned is None else replan_dict(run.replanned, run.trace),
         **journal_dict(run),
     }
+
+
+def endpoint_shown(url: str) -> str:
+    """``--endpoint`` as the runner shows it: a password in it masked as the API key is, by the
+    agents' one helper (``http://ana:***@host/v1``)."""
+    from trio_supervisor.agents import mask  # loads the SDK: only for a run given --endpoint
+
+    return mask(url)
 
 
 def journal_dict(run: Run) -> dict[str, Any]:

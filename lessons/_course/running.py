@@ -259,11 +259,27 @@ async def kill(at: float, scope: trio.CancelScope) -> None:
 
 
 def committed(path: Path, run_id: str) -> int:
-    """How many final results journal ``path`` holds of run ``run_id`` and its child runs."""
+    """How many final results journal ``path`` holds of run ``run_id`` and its child runs, as
+    its resume takes them: a child run's (``{run}/{subtask}``) only when its parent slot has
+    none, since the parent's result comes back whole, its child run's with it. The same count
+    as the slots the resume's timeline draws from the journal."""
     with Journal(path, writer="inline") as journal:
-        return sum(
-            len(journal.results(name, round_)) for name, round_ in journal_runs(journal, run_id)
+        kept = {
+            (name, round_): journal.results(name, round_)
+            for name, round_ in journal_runs(journal, run_id)
+        }
+    subtasks: dict[str, set[str]] = {}  # run -> the subtasks it has results of (their reprs)
+    for (name, _), results in kept.items():
+        subtasks.setdefault(name, set()).update(str(result.subtask) for result in results)
+
+    def covered(name: str) -> bool:  # a child run whose parent slot (or an ancestor's) is kept
+        return any(
+            name.startswith(f"{parent}/")
+            and (repr(name[len(parent) + 1 :]) in said or covered(parent))
+            for parent, said in subtasks.items()
         )
+
+    return sum(len(results) for (name, _), results in kept.items() if not covered(name))
 
 
 def journal_runs(journal: Journal, run_id: str) -> list[tuple[str, int]]:

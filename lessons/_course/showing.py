@@ -7,19 +7,21 @@ from __future__ import annotations
 import errno
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rich import box
 from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from lessons._course.live import show_live
+from lessons._course.recording import endpoint_shown
 from lessons._course.running import Run, final_statuses, result_slots
 from lessons._course.steps import load_step, step
 from trio_supervisor import Answer, Status, SubResult, Trace
-from trio_supervisor.timeline import Row, legend, render_timeline, timeline_rows
+from trio_supervisor.timeline import Row, legend, printable, render_timeline, timeline_rows
 
 
 class ConsoleWatch:
@@ -35,8 +37,8 @@ class ConsoleWatch:
         """Print which step runs on which task, with which options."""
         options = "".join(f", {name}={value}" for name, value in run.options.items())
         if run.endpoint is not None:
-            options += f", against {run.endpoint} ({run.model})"
-        self.console.print(f"[bold]{run.step}[/bold] · {escape(run.demo.title)}{escape(options)}")
+            options += f", against {endpoint_shown(run.endpoint)} ({run.model})"
+        self.console.print(f"[bold]{run.step}[/bold] · {drawn(run.demo.title + options)}")
         self.console.file.flush()
 
     def streaming(self) -> None:
@@ -48,7 +50,8 @@ class ConsoleWatch:
         assert run.trace is not None
         shown = result.status.value if result.ok else result.error
         self.console.print(
-            f"  {run.trace.wall:6.2f}s  slot {slot:>2}  {result.subtask}  {shown}",
+            f"  {run.trace.wall:6.2f}s  slot {slot:>2}  {printable(result.subtask)}  "
+            f"{printable(shown)}",
             markup=False,
             highlight=False,
         )
@@ -99,19 +102,19 @@ def show(console: Console, run: Run) -> None:
             style = "green" if result.ok else "red"
             table.add_row(
                 str(slot),
-                escape(str(result.subtask)),
+                drawn(result.subtask),
                 f"[{style}]{result.status.value}[/{style}]",
-                escape(str(shown)),
+                drawn(shown),
                 str(ranks.get(slot, "")),
             )
         console.print(table)
     if run.answer is not None:
         console.print("[bold]answer[/bold]")
-        console.print(run.answer, markup=False, highlight=False)
+        console.print(printable(run.answer, lines=True), markup=False, highlight=False)
     serial = "never (a subtask hangs)" if run.serial is None else f"{run.serial:.2f}s"
     summary = f"wall {run.trace.wall:.2f}s · serial would take {serial}"
     if run.aggregate is not None:
-        summary += f" · {run.aggregate.succeeded} ok, {run.aggregate.failed} failed"
+        summary += f" · {tally(run.aggregate.results)}"
     console.print(summary, highlight=False)
     if run.killed is not None and run.demo.killed_at is not None:
         console.print(
@@ -125,7 +128,7 @@ def show(console: Console, run: Run) -> None:
         )
     for question in run.answered:
         console.print(
-            f"the first run parked, waiting for approval: {question}; it was "
+            f"the first run parked, waiting for approval: {printable(question)}; it was "
             f"{'approved' if run.demo.answers == 'approve' else 'rejected'} by a second command "
             "(given in this process, as `python -m lessons approve FILE RUN SLOT` gives it from "
             "another); the run above is its resume, under the same run id",
@@ -136,8 +139,8 @@ def show(console: Console, run: Run) -> None:
     for name, round_, slot, question in run.parked:
         where = "" if run.journal is None else f" {run.journal}"
         console.print(
-            f"waiting for approval: {question}; answer it with: python -m lessons approve"
-            f"{where or ' FILE'} {shlex.quote(name)} {slot}"
+            f"waiting for approval: {printable(question)}; answer it with: python -m lessons "
+            f"approve{printable(where or ' FILE')} {printable(shlex.quote(name))} {slot}"
             f"{'' if round_ == 0 else f' --round {round_}'} (or reject), then run it again with "
             "--resume" + ("" if where else " (give --journal FILE to keep the journal)"),
             highlight=False,
@@ -145,12 +148,31 @@ def show(console: Console, run: Run) -> None:
             soft_wrap=True,
         )
     if run.stopped is not None:
-        console.print(f"{run.error}; stopped at {run.stopped:.2f}s", highlight=False, markup=False)
+        console.print(
+            f"{printable(run.error)}; stopped at {run.stopped:.2f}s", highlight=False, markup=False
+        )
     elif run.error is not None:
         console.print(
-            f"[red]the run raised {escape(run.error)}[/red]", highlight=False, soft_wrap=True
+            f"[red]the run raised {drawn(run.error)}[/red]", highlight=False, soft_wrap=True
         )
     console.print()
+
+
+def tally(results: Sequence[SubResult[str, str]]) -> str:
+    """How the slots of ``results`` ended, for the summary line: ``2 ok, 1 failed``, and the
+    slots parked on a question apart, as they are not failed (a resume finishes them): ``1 ok,
+    0 failed, 1 parked (waiting for approval)``."""
+    ok = sum(result.ok for result in results)
+    parked = sum(result.status is Status.AWAITING_APPROVAL for result in results)
+    said = f"{ok} ok, {len(results) - ok - parked} failed"
+    return said + (f", {parked} parked (waiting for approval)" if parked else "")
+
+
+def drawn(text: object) -> str:
+    """``text`` from a run (a subtask, an output, an error: a model's or a server's words) as
+    rich markup that draws it: nothing in it acts on the terminal (see ``printable``), and no
+    ``[...]`` in it is taken for a style."""
+    return escape(printable(text))
 
 
 def plural(count: int, noun: str) -> str:
@@ -227,9 +249,9 @@ def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
         table.add_row(
             str(entry.round),
             str(entry.index),
-            escape(str(result.subtask)),
+            drawn(result.subtask),
             f"[{style}]{result.status.value}[/{style}]",
-            escape(str(result.output if result.ok else result.error)),
+            drawn(result.output if result.ok else result.error),
             replaces,
         )
     console.print(table)
@@ -240,12 +262,13 @@ def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
         fresh = "a fresh plan: " if done.fresh else ""
         stalled = " (then judged a stall)" if done.stalled else ""
         console.print(
-            f"  {done.planned - origin:6.2f}s  round {done.number}: {fresh}{said}{stalled}",
+            f"  {done.planned - origin:6.2f}s  round {done.number}: {fresh}{printable(said)}"
+            f"{stalled}",
             markup=False,
             highlight=False,
         )
     end = run.trace.wall if run.trace is not None else 0.0
-    console.print(f"  {end:6.2f}s  {answer.reason}", markup=False, highlight=False)
+    console.print(f"  {end:6.2f}s  {printable(answer.reason)}", markup=False, highlight=False)
 
 
 def show_retries(console: Console, trace: Trace) -> None:
@@ -263,7 +286,7 @@ def show_retries(console: Console, trace: Trace) -> None:
             why = why.split(" from ", 1)[0]  # the status, without the server's address
             asked = "" if span.retry_after is None else f" · Retry-After {span.retry_after:g}s"
             lines.append(
-                f"  {span.end - origin:6.3f}s  slot {slot.slot:>2}  {why}{asked}"
+                f"  {span.end - origin:6.3f}s  slot {slot.slot:>2}  {printable(why)}{asked}"
                 f" · retried at {retry.start - origin:.3f}s"
             )
     if not lines:
@@ -284,9 +307,20 @@ def list_steps(console: Console, known: Mapping[int, str], as_json: bool = False
         title, _, idea = summary.removeprefix(f"Step {number}: ").partition(". ")
         listed.append({"number": number, "name": name, "title": title, "idea": idea})
         if not as_json:
-            console.print(f"{number:>2}  {name:<26} {summary}", markup=False, soft_wrap=True)
+            console.print(
+                Text(f"{number:>2}  {name:<26} ").append_text(plain(summary)), soft_wrap=True
+            )
     if as_json:
         print(json.dumps({"steps": listed}, indent=2))
+
+
+def plain(rest: str) -> Text:
+    """A docstring's line as the terminal shows it: each reST literal (two backticks either
+    side) without its backticks, in bold."""
+    shown = Text()
+    for index, part in enumerate(rest.split("``")):
+        shown.append(part, style="bold" if index % 2 else "")
+    return shown
 
 
 class PipeConsole(Console):

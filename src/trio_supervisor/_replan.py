@@ -594,6 +594,8 @@ async def replan(
                 results = (
                     await supervisor.run(subtasks, deadline=left, trace=part, **named)
                 ).results
+                if left is not None and limit is not None:
+                    results = _cut_by(results, left, limit)
         dispatched += len(subtasks)
         number = len(ledger._rounds) + 1
         entries = tuple(
@@ -647,6 +649,37 @@ async def replan(
             planned = trio.current_time()
             decision = await ask(True)
             fresh = True
+
+
+def deadline_words(deadline: float) -> tuple[str, str]:
+    """Why a slot was cancelled when its run's ``deadline`` (seconds) expired: before it
+    started, and before it finished."""
+    said = f"Cancelled: the run's deadline of {deadline:g}s expired"
+    return f"{said} before it started", f"{said} before it finished"
+
+
+def _cut_by(results: list[SubResult[S, T]], left: float, limit: float) -> list[SubResult[S, T]]:
+    """A round's ``results``, the slots its deadline cut saying the re-planning run's deadline
+    (``limit``), as the answer does, rather than the round's own (``left``: what was left of it
+    when the round started)."""
+    renamed = dict(zip(deadline_words(left), deadline_words(limit), strict=True))
+    kept = []
+    for result in results:
+        error = result.error or ""
+        for said, meant in renamed.items():
+            if result.status is Status.CANCELLED and error.startswith(said):
+                result = SubResult(
+                    result.subtask,
+                    error=meant + error[len(said) :],
+                    status=Status.CANCELLED,
+                    attempts=result.attempts,
+                    started=result.started,
+                    finished=result.finished,
+                    exception=result.exception,
+                    hedges=result.hedges,
+                )
+        kept.append(result)
+    return kept
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from ._engine.restarting import restarting_run
 from ._hedge import Hedge, check_hedge
 from ._journal import Journal, check_journal
 from ._meters import Capacity, Meter, check_capacity, check_meters
-from ._replan import Answer, Planner, replan
+from ._replan import Answer, Planner, deadline_words, replan
 from ._restarts import Restarts
 from ._retry import Backoff, RetryOn, retryable
 from ._spans import Spans, check_spans
@@ -815,8 +815,7 @@ def _fill(
     if words is not None:
         never, unfinished = words
     elif deadline is not None:
-        never = f"Cancelled: the run's deadline of {deadline:g}s expired before it started"
-        unfinished = f"Cancelled: the run's deadline of {deadline:g}s expired before it finished"
+        never, unfinished = deadline_words(deadline)
     else:
         never = "Cancelled: the run was cut short before this slot started"
         unfinished = CUT_SHORT

@@ -11,6 +11,7 @@ import math
 import os
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -452,3 +453,35 @@ def test_a_caller_that_raises_after_n_results_raises_from_its_own_block() -> Non
     assert [slot.delivered is not None for slot in bare.trace.slots].count(True) == 4
     assert changed_title(raising).endswith("the caller raises after 4 results")
     assert changed_title(FLAWS[0]).endswith("fed endlessly")
+
+
+# --- text from a run is drawn, never obeyed ------------------------------------------------------
+
+HOSTILE = "a\x1b[2Jb; c\x9b31m\x07d; e\u202ef\x08g"
+"""Subtasks a model could name: ESC (clear the screen), the 8-bit CSI, BEL, a right-to-left
+override, BS."""
+
+
+def acting(text: str) -> set[str]:
+    """The characters of ``text`` that a terminal acts on rather than draws (a newline aside)."""
+    return {
+        char
+        for char in text
+        if char != "\n" and unicodedata.category(char) in ("Cc", "Cf", "Cs", "Zl", "Zp")
+    }
+
+
+@pytest.mark.parametrize("step", ["5", "10", "18"])
+def test_no_subtask_output_or_error_reaches_the_terminal_as_a_control_character(
+    step: str,
+) -> None:
+    """Every place a run's text is printed (the header, the timeline, a stream's lines, the
+    results or the ledger, the answer, the summary) shows a control character as its escape."""
+    out = io.StringIO()
+    console = Console(file=out, width=120, color_system=None)
+    assert main([step, "--virtual", "--task", HOSTILE, "--fail", "0"], console=console) == 0
+    printed = out.getvalue()
+    assert acting(printed) == set()
+    assert "a\\x1b[2Jb" in printed  # drawn, as its escape
+    assert "c\\x9b31m\\x07d" in printed
+    assert "e\\u202ef\\x08g" in printed

@@ -26,10 +26,11 @@ CURSOR = re.compile(r"\x1b\[(?:\?25[lh]|2K|1A)")  # hide/show the cursor, erase 
 
 
 def live_frames(
-    number: int, demo: int = 0, extra: tuple[str, ...] = ()
+    number: int, demo: int = 0, extra: tuple[str, ...] = (), height: int = 25
 ) -> tuple[list[str], Run, str]:
-    """Run step ``number``'s demo ``demo`` on virtual time with the live view on a terminal:
-    the frames it drew (as text), the run, and everything the console printed."""
+    """Run step ``number``'s demo ``demo`` on virtual time with the live view on a terminal
+    of ``height`` lines: the frames it drew (as text), the run, and everything the console
+    printed."""
     name = steps()[number]
     args = parser().parse_args([name, *extra])
     chosen = demos(args, number)[demo]
@@ -39,7 +40,7 @@ def live_frames(
     agent = chosen.agent(args.seed)
     run.guard = guard_after(step(name), run, agent)
     out = io.StringIO()
-    console = Console(file=out, force_terminal=True, width=100, color_system=None)
+    console = Console(file=out, force_terminal=True, width=100, height=height, color_system=None)
     clock = trio.testing.MockClock(autojump_threshold=0)
     trio.run(run_guarded, module, run, agent, ConsoleWatch(console, True), clock=clock)
     text = out.getvalue()
@@ -187,3 +188,29 @@ def test_a_hedged_slot_shows_how_its_deciding_attempt_ended_not_its_last(
     assert live.state(slot) == "ok"
     assert live.elapsed(slot, trace.origin + 99) == ended
     assert slot in live.handed_over(trace, streaming=False)
+
+
+def test_a_frame_draws_the_control_characters_of_a_subtask_as_escapes() -> None:
+    from tests.course.test_runner_demos import HOSTILE, acting
+
+    frames, _, _ = live_frames(5, extra=("--task", HOSTILE))
+    assert frames
+    for frame in frames:
+        assert acting(frame) == set()
+    assert "a\\x1b[2Jb" in frames[-1]
+
+
+def test_rows_that_do_not_fit_leave_room_for_what_is_running() -> None:
+    """200 subtasks on a terminal of 20 lines: every frame fits it, shows each slot at work
+    (never only the first rows, long finished), and counts the rows it leaves out."""
+    task = "; ".join(f"subtask {number:03}" for number in range(200))
+    frames, _, _ = live_frames(3, extra=("--task", task, "--workers", "4"), height=20)
+    assert len(frames) > 10
+    for frame in frames[1:-1]:  # the first is before any slot starts, the last after all end
+        assert len(frame.strip("\n").splitlines()) <= 20
+        shown = states(frame)
+        running = [state for state, _ in shown.values()].count("running")
+        assert running == 4 if "idle" in frame else running >= 1, frame  # 4 workers at work
+        assert re.search(r"… \d+ more slots not shown: ", frame), frame
+    late = states(frames[-2])
+    assert any(slot >= 190 and state == "running" for slot, (state, _) in late.items())

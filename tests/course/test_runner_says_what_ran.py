@@ -358,3 +358,32 @@ def test_a_closed_stdout_while_a_stream_hands_results_over_ends_quietly(number: 
     assert line.startswith(STEPS[number].encode())
     assert done.stderr == b""
     assert done.returncode == 1
+
+
+def test_a_password_in_the_endpoint_is_masked_as_the_key_is() -> None:
+    """``--endpoint http://user:secret@host/v1``: the header of every demo and ``--json`` show
+    the URL with its password masked, and so does the line that says it cannot be reached."""
+    import io
+    import socket
+
+    from rich.console import Console
+
+    from lessons._course.arguments import unreachable
+    from lessons._course.demos import DEMOS
+    from lessons._course.recording import run_dict
+    from lessons._course.running import Run
+    from lessons._course.showing import ConsoleWatch
+
+    url = "http://ana:s3cret@127.0.0.1:9/v1"
+    run = Run("step15_http_subagents", DEMOS[0], [], {"max_workers": 4}, endpoint=url, model="m")
+    out = io.StringIO()
+    ConsoleWatch(Console(file=out, width=200, color_system=None)).starting(run)
+    assert "against http://ana:***@127.0.0.1:9/v1 (m)" in out.getvalue()
+    assert run_dict(run)["endpoint"] == "http://ana:***@127.0.0.1:9/v1"
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    said = unreachable(f"http://ana:s3cret@127.0.0.1:{port}/v1", timeout=1.0)
+    assert said is not None
+    assert "s3cret" not in said
+    assert "http://ana:***@127.0.0.1" in said

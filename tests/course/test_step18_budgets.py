@@ -59,3 +59,16 @@ def test_each_budget_reaches_the_run_from_the_command_line_and_names_its_end(
     (run,) = run_json(18, "--task", "a; b failing; c", *argv)
     assert (run["replan"]["ended_by"], run["replan"]["reason"]) == (ended_by, reason)
     assert run["answer"].endswith(f"(degraded: {reason})")
+
+
+def test_a_slot_the_deadline_cut_in_a_later_round_names_the_runs_deadline_as_the_answer_does() -> (
+    None
+):
+    """Round 2 starts at 4.1 s of a 4.5 s deadline: its slots are cut when the run's deadline
+    expires, and each says the figure the answer says, not what was left of it (0.4 s)."""
+    task = "competitor pricing; customer reviews; inventory"
+    (run,) = run_json(18, "--task", task, "--fail", "1", "--deadline", "4.5")
+    assert run["replan"]["reason"] == "the run's deadline of 4.5s expired during round 2"
+    cut = [entry["error"] for entry in run["replan"]["ledger"] if entry["status"] == "cancelled"]
+    assert cut
+    assert all(error.startswith("Cancelled: the run's deadline of 4.5s expired") for error in cut)

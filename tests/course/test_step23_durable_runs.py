@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -163,3 +164,16 @@ def test_the_timeline_draws_a_slot_from_the_journal_as_such() -> None:
     assert "↺ ok, journaled" in text
     assert "↺ from the journal (a resumed run did not run it again)" in text  # the legend
     assert "the supervisor was killed at 1.00s (simulated in this process" in text
+
+
+def test_the_kill_and_the_resume_count_the_same_results() -> None:
+    """What the kill left committed is what the resume takes from the journal (its timeline's
+    ↺ rows): a company's result counts once, not once more for each of its leaves."""
+    out = io.StringIO()
+    assert main(["23", "--virtual"], console=Console(file=out, width=400, color_system=None)) == 0
+    said = [line for line in out.getvalue().splitlines() if "killed at" in line]
+    assert len(said) == 2
+    for line in said:
+        match = re.search(r"with (\d+) results? committed.*: (\d+) slots? from the journal", line)
+        assert match is not None, line
+        assert match[1] == match[2], line

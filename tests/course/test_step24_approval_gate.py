@@ -4,12 +4,16 @@ finishes it. The step before does the refund at once, asking nobody."""
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
 from types import ModuleType
 
 import pytest
+from rich.console import Console
 
 from lessons import step24_approval_gate as step24
 from lessons._course import laws
+from lessons._course.runner import main
 from tests.course.step_laws import cases
 from tests.course.test_step17_rounds import run_json
 
@@ -42,3 +46,13 @@ def test_the_demos_approve_and_reject_the_parked_refund_and_resume() -> None:
     leaves = rejected["trace"]["slots"][0]["child"]["slots"]
     assert [leaf.get("journaled", False) for leaf in leaves] == [True, False]  # pricing kept
     assert leaves[1]["spans"][-1]["status"] == "rejected"
+
+
+def test_the_summary_counts_a_parked_slot_as_parked_not_failed(tmp_path: Path) -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    task = "acme: refund $500 to order 1; globex: pricing"
+    argv = ["24", "--virtual", "--task", task, "--journal", str(tmp_path / "runs.db")]
+    assert main(argv, console=console) == 0
+    (summary,) = [line for line in out.getvalue().splitlines() if line.startswith("wall ")]
+    assert summary.endswith("· 1 ok, 0 failed, 1 parked (waiting for approval)")

@@ -199,3 +199,19 @@ def test_cancellation_passes_through_every_step_that_isolates_failures(step: Mod
 def test_plan_of_helpers_agree() -> None:
     assert plan_of(3) == ["s0", "s1", "s2"]
     assert list_schedule([3.0, 1.0, 1.0, 1.0], 2).makespan == 3.0
+
+
+def test_the_list_of_steps_shows_no_rest_markup() -> None:
+    """``python -m lessons``: each step's line is text, its literals in the terminal's style,
+    never the docstring's reST (two backticks)."""
+    import io
+
+    from rich.console import Console
+
+    from lessons._course.runner import main
+
+    out = io.StringIO()
+    assert main([], console=Console(file=out, width=200, color_system=None)) == 0
+    listed = out.getvalue()
+    assert "`" not in listed
+    assert "Step 3: a capacity limiter. At most max_workers workers run at once." in listed

@@ -39,3 +39,32 @@ def test_the_readme_names_every_public_name() -> None:
     named = set(re.findall(r"`(\w+)`", paragraph))
     missing = sorted(set(trio_supervisor.__all__) - {"__version__"} - named)
     assert missing == [], f"README.md's list of public names lacks {missing}"
+
+
+def test_git_ignores_what_the_readme_commands_write() -> None:
+    """The README's commands write ``runs.db`` (SQLite's ``-wal`` and ``-shm`` files beside it)
+    and ``runs.json`` in the repository: none of them shows up as untracked."""
+    import fnmatch
+
+    ignored = [
+        line.lstrip("/")
+        for line in (README.parent / ".gitignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    commands = "".join(blocks("sh"))
+    written = set(re.findall(r"--(?:journal|trace-out) (\S+)", commands))
+    assert written == {"runs.db", "runs.json"}
+    for name in [*written, "runs.db-wal", "runs.db-shm"]:
+        assert any(fnmatch.fnmatch(name, pattern) for pattern in ignored), name
+
+
+def test_the_readme_gives_each_port_one_purpose_and_names_what_the_set_up_needs() -> None:
+    text = README.read_text()
+    served = set(re.findall(r"^make docs .*127\.0\.0\.1:(\d+)", text, re.M))
+    asked = set(re.findall(r"--endpoint http://127\.0\.0\.1:(\d+)", text))
+    assert served
+    assert asked
+    assert not served & asked, "make docs and the --endpoint example share a port"
+    setup = text.split("## The course")[0]
+    for needed in ("npm", "Chromium", "apt-get", "root", "minutes"):
+        assert needed in setup, needed

@@ -514,6 +514,30 @@ def test_a_short_key_is_masked_where_it_stands_alone_and_ordinary_text_survives(
     assert mask(f"x{KEY}y", KEY) == "x***y"  # a real key: inside a longer word too
 
 
+async def test_a_password_in_the_base_url_never_shows(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The endpoint's URL may carry a password (``user:secret@``): the agent shows its URL (in
+    ``repr``, an error's message, a span) with it masked, as it masks the key."""
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        if prompt_of(request) == "500":
+            return httpx2.Response(500)
+        raise httpx2.ConnectError("refused")
+
+    url = "http://ana:s3cret-pass@127.0.0.1:9/v1"
+    transport = httpx2.MockTransport(handler)
+    async with ChatAgent("m", base_url=url, api_key=KEY, transport=transport) as worker:
+        aggregate = await Supervisor(worker, max_workers=2).run(["500", "down"])
+        shown = [repr(worker), worker.base_url, *(str(r.error) for r in aggregate)]
+    assert [text for text in shown if "s3cret" in text] == []
+    assert "http://ana:***@127.0.0.1:9/v1" in repr(worker)
+    assert (
+        mask("a token as the user: https://tok123@host/v1")
+        == "a token as the user: https://***@host/v1"
+    )
+
+
 # -- Retry-After and x-should-retry from the loopback server, in process ------------------------
 
 

@@ -31,6 +31,7 @@ from ._chat import (
     RateLimited,
     Refused,
     TransientError,
+    mask,
     parse_retry_after,
 )
 from ._planner import SYSTEM as PLANNER_SYSTEM
@@ -50,6 +51,7 @@ __all__ = [
     "Refused",
     "TransientError",
     "UnusableReply",
+    "mask",
     "parse_retry_after",
 ]
 

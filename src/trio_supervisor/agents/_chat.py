@@ -243,18 +243,30 @@ def _seconds(text: str | None, now: datetime | None) -> float | None:
 
 
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]+=*")  # RFC 6750's b64token
+# a URL's credentials (RFC 3986's userinfo): a user and a password, or a token as the user alone
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)(?:([^\s/?#@:]*):)?([^\s/?#@]+)@")
 
 
-def mask(text: str, key: str | None) -> str:
-    """``text`` with ``key`` and any ``Bearer ...`` token in it replaced by ``***``.
+def mask(text: str, key: str | None = None) -> str:
+    """``text`` with ``key``, any ``Bearer ...`` token and any URL's password in it replaced by
+    ``***``.
+
+    ```pycon
+    >>> mask("could not reach http://ana:s3cret@127.0.0.1:8000/v1, key sk-12345678", "sk-12345678")
+    'could not reach http://ana:***@127.0.0.1:8000/v1, key ***'
+
+    ```
 
     A key of 8 characters or more is masked wherever it appears; a shorter one (a test
     endpoint's ``"k"``) only where it stands as a word of its own, so that ordinary text
-    survives. Every text the agents keep from a server's words (an error's message, a reply) goes
-    through it, whatever the server echoes.
+    survives. A URL's password (``user:password@``) is masked, its user kept; a URL with a user
+    alone (``token@``) has it masked, as some servers take a token there. Every text the agents
+    keep from a server's words (an error's message, a reply) goes through it, whatever the server
+    echoes, and so does the base URL they show; the course's runner shows ``--endpoint`` through
+    it.
 
     Args:
-      text: what the server said.
+      text: what the server said, or a URL.
       key: the API key to hide, or None.
 
     Returns:
@@ -264,6 +276,7 @@ def mask(text: str, key: str | None) -> str:
         text = text.replace(key, "***")
     elif key:  # a short one (a loopback server's "k"): only where it stands alone
         text = re.sub(rf"(?<![\w-]){re.escape(key)}(?![\w-])", "***", text)
+    text = _USERINFO.sub(lambda m: f"{m[1]}{'' if m[2] is None else m[2] + ':'}***@", text)
     return _BEARER.sub("Bearer ***", text)
 
 
@@ -381,7 +394,7 @@ class ChatAgent:
             timeout=_validate.seconds("request_timeout", request_timeout),
             http_client=self._http,
         )
-        self.base_url = str(self._client.base_url)
+        self.base_url = mask(str(self._client.base_url))  # shown: its password masked
         # The SDK reads the platform (for its headers) in a worker thread on a client's first
         # request; read it now, once, so that no attempt waits on a thread (under a MockClock,
         # the clock would jump while it did).

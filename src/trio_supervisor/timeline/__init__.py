@@ -10,6 +10,7 @@ docs' player agree, and a new ending is one more record there.
 
 from .._util import fixup_module_metadata
 from ._events import trace_events
+from ._printable import printable
 from ._render import (
     COMPACT_LABEL,
     ENDINGS,
@@ -49,6 +50,7 @@ __all__ = [
     "legend",
     "legend_keys",
     "marks_used",
+    "printable",
     "render_svg",
     "render_timeline",
     "svg_style",

@@ -19,6 +19,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 
 from .._contract import Status
 from .._trace import Span, Trace
+from ._printable import printable
 
 
 @dataclass(frozen=True)
@@ -344,9 +345,10 @@ class Row:
     @property
     def label(self) -> str:
         """The subtask as drawn: after the tree's connectors, and the parent's attempt when
-        its child runs came from more than one."""
+        its child runs came from more than one; nothing in it acts on a terminal (see
+        [`printable`][trio_supervisor.timeline.printable])."""
         tried = "" if self.attempt is None else f" (attempt {self.attempt})"
-        return f"{self.prefix}{self.subtask}{tried}"
+        return printable(f"{self.prefix}{self.subtask}{tried}")
 
 
 def timeline_rows(trace: Trace, final: Mapping[int, Status] | None = None) -> list[Row]:
@@ -631,7 +633,7 @@ def render_timeline(
         # a heading is the top run's (a child's slot numbers are its own), cut to the timeline's
         # width: it must not widen the column
         if not row.depth and row.slot in sections:
-            label, _, text = sections[row.slot].partition(": ")
+            label, _, text = printable(sections[row.slot]).partition(": ")
             text = text if len(text) <= width else text[: width - 1] + "…"
             table.add_row("", Text(label, style="bold"), Text(text, style="bold"), "", "")
         # a hedge has a line of its own under the row's (the k-th hedge of an attempt, line k)
@@ -884,7 +886,7 @@ def render_svg(
     headings: list[tuple[float, str]] = []
     for row in rows:
         if not row.depth and row.slot in sections:
-            headings.append((top + _ROW * (len(ys) + len(headings)), sections[row.slot]))
+            headings.append((top + _ROW * (len(ys) + len(headings)), printable(sections[row.slot])))
         ys.append(top + _ROW * (len(ys) + len(headings)))
     bottom = top + _ROW * (len(rows) + len(headings))
     keys = legend_keys(rows)
@@ -916,7 +918,7 @@ def render_svg(
         f'width="{_n(total_width)}" height="{_n(height)}">'
     ]
     if title is not None:
-        out.append(f"<title>{escape(title)}</title>")
+        out.append(f"<title>{_xml(title)}</title>")
     out.append(f"<style>{svg_style()}</style>")
     head_y = _n(top - 8)
     out.append(
@@ -1032,6 +1034,11 @@ def render_svg(
     return "\n".join(out) + "\n"
 
 
+def _xml(text: str) -> str:
+    """``text`` as SVG text: nothing in it that XML forbids or a viewer acts on, then escaped."""
+    return escape(printable(text))
+
+
 def _svg_bars(row: Row, middle: float, x_of: Callable[[float], float], scale: float) -> list[str]:
     """The SVG shapes of one row's bars: ``scale`` is pixels a second. An attempt that starts
     where the one before it ended starts a gap later: two attempts are never drawn as one. A row
@@ -1053,7 +1060,7 @@ def _svg_bars(row: Row, middle: float, x_of: Callable[[float], float], scale: fl
             out.append(
                 f'<rect class="ts-asked" x="{_n(x)}" y="{_n(middle - 2.5)}" '
                 f'width="{_n(w)}" height="5"><title>told to wait {span}: the failure asked '
-                f"for {escape(bar.note or '')} before a retry</title></rect>"
+                f"for {_xml(bar.note or '')} before a retry</title></rect>"
             )
         elif bar.kind == "held":
             out.append(
@@ -1080,6 +1087,6 @@ def _svg_bars(row: Row, middle: float, x_of: Callable[[float], float], scale: fl
                 f'<rect class="ts-bar {css}" data-attempt="{attempt}" x="{_n(x)}" '
                 f'y="{_n(middle - _BAR / 2 + bar.hedge * tall)}" width="{_n(w)}" '
                 f'height="{_n(tall)}" rx="2">'
-                f"<title>{which}, running {span}: {escape(said)}</title></rect>"
+                f"<title>{which}, running {span}: {_xml(said)}</title></rect>"
             )
     return out
