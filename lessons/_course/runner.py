@@ -136,7 +136,7 @@ def answer(argv: Sequence[str]) -> int:
     errors one line with exit status 2 as the runner's are."""
     from trio_supervisor.journal import main as journal_main
 
-    status = journal_main(list(argv))
+    status = journal_main(list(argv), prog="python -m lessons")
     return 2 if status == 1 else status
 
 

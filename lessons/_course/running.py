@@ -18,6 +18,7 @@ Nothing here prints: what a run shows while it goes on is a ``Watch``'s job
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import dataclasses
 import itertools
@@ -284,7 +285,7 @@ def committed(path: Path, run_id: str) -> int:
 
 def journal_runs(journal: Journal, run_id: str) -> list[tuple[str, int]]:
     """Every (run, round) journal holds of ``run_id``: its rounds, and its children's runs."""
-    with sqlite3.connect(f"file:{journal.path}?mode=ro", uri=True) as conn:
+    with contextlib.closing(sqlite3.connect(f"file:{journal.path}?mode=ro", uri=True)) as conn:
         rows = conn.execute(
             "SELECT run_id, round FROM runs WHERE run_id = ? OR run_id LIKE ? ORDER BY 1, 2",
             (run_id, f"{run_id}/%"),
@@ -440,7 +441,7 @@ def journal_problem(record: Step, demo: Demo, args: argparse.Namespace) -> str |
         return None
     run_id = getattr(args, "run_id", None) or run_id_of(record, demo, args)
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
             rows = conn.execute("SELECT run_id, decision FROM decisions WHERE number = 0")
             tasks = {str(name): json.loads(data).get("task") for name, data in rows}
     except (sqlite3.Error, ValueError) as exc:

@@ -15,8 +15,10 @@ import ast
 import atexit
 import contextlib
 import contextvars
+import functools
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -25,6 +27,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from os import PathLike
+from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol
 
 import trio
@@ -48,18 +51,23 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE TABLE IF NOT EXISTS results (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
   status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
-  started REAL, finished REAL, PRIMARY KEY (run_id, round, slot)
+  started REAL, finished REAL, hedges INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, round, slot)
 ) WITHOUT ROWID;
 """
 
+ADDED = {("results", "hedges"): "ALTER TABLE results ADD COLUMN hedges INTEGER NOT NULL DEFAULT 0"}
+"""The columns a journal of an earlier version lacks, and what adds each when it is opened."""
+
 INSERT = (
     "INSERT INTO results (run_id, round, slot, subtask, status, output, error_type, error, "
-    "attempts, started, finished) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "attempts, started, finished, hedges) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id, round, slot) DO UPDATE SET subtask = excluded.subtask, "
     "status = excluded.status, output = excluded.output, error_type = excluded.error_type, "
     "error = excluded.error, attempts = excluded.attempts, started = excluded.started, "
-    "finished = excluded.finished WHERE results.status != 'ok'"
+    "finished = excluded.finished, hedges = excluded.hedges WHERE results.status != 'ok'"
 )
+BUSY = 10.0  # seconds a connection waits for another's lock before it gives up
 
 
 class Codec(Protocol):
@@ -73,13 +81,18 @@ class Codec(Protocol):
 
 
 class JsonCodec:
-    """The default codec: JSON text (a tuple comes back as a list)."""
+    """The default codec: JSON text (a tuple comes back as a list). Text SQLite cannot hold (a
+    lone surrogate, as a file name that is not UTF-8 decodes to) is kept escaped, ``\\udce9``,
+    which decodes back to the same str."""
 
     name = "JSON"
 
     def __init__(self) -> None:
         self.encode: Callable[[Any], str] = json.JSONEncoder(
             ensure_ascii=False, allow_nan=True, check_circular=False
+        ).encode
+        self.escaped: Callable[[Any], str] = json.JSONEncoder(
+            ensure_ascii=True, allow_nan=True, check_circular=False
         ).encode
         self.decode: Callable[[str | bytes], Any] = json.loads
 
@@ -277,7 +290,7 @@ def unlike(rows: list[tuple[Any, ...]], texts: Sequence[str]) -> str | None:
     """Where a plan of ``texts`` differs from the slots journaled as ``rows`` (a plan that was
     never digested: a lazy stream's, cut short), said in words; None if it does not."""
     for row in rows:
-        slot, text = row[0], row[1]
+        slot, text = row[0], _text(row[1])
         if slot >= len(texts):
             return f"it had at least {rows[-1][0] + 1} slots, now {len(texts)}"
         if texts[slot] != text:
@@ -364,6 +377,7 @@ class Journal:
       attempts   INTEGER NOT NULL,
       started    REAL,          -- trio time of the first attempt, as the run recorded it
       finished   REAL,          -- trio time the slot ended
+      hedges     INTEGER NOT NULL DEFAULT 0, -- how many of the attempts were hedges
       PRIMARY KEY (run_id, round, slot)
     ) WITHOUT ROWID;
     CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
@@ -390,16 +404,28 @@ class Journal:
 
     A final OK row is written once: a second write of the slot is a no-op (``ON CONFLICT``). A
     failed or timed-out row is replaced only by the result of the resume that ran its slot again.
+    Every field of a result comes back as it was (its ``exception`` aside: its ``error`` says
+    it), text SQLite cannot hold included: a lone surrogate, as a file name that is not UTF-8
+    decodes to, is kept escaped in an output's JSON, and an error or a subtask holding one is
+    kept as a BLOB of its bytes, surrogates and all. A journal of an earlier version of this
+    module is opened as it is, given what it lacks (the ``hedges`` column, a table): its results
+    come back too.
 
     Open it once per process and share it (making one opens the file and starts its writer: a
-    short blocking call); ``close()`` (or leaving its ``with`` block) commits what is left.
-    Another process may open the same file (SQLite's WAL lets readers in while one writes).
+    short blocking call); ``close()`` (or leaving its ``with`` block) commits what is left, and
+    moves it into the main file (a checkpoint of the WAL): a closed journal's file, copied
+    alone, holds every result. Another process may open the same file at the same time, a new
+    one included (SQLite's WAL lets readers in while one writes), and run the same ``run_id``:
+    each slot is journaled once, though both may run it.
 
     Args:
-      path: the database file, made if missing.
+      path: the database file, made if missing (in a folder that exists). A file is checked
+        before anything is written to it: one that is not SQLite, or holds tables of another
+        schema, is refused and left as it was.
       codec: encodes outputs (``encode(value) -> str | bytes``, ``decode(data)``); JSON when
-        None. An output it cannot encode fails the run with a `TypeError` naming the slot, the
-        output's type and the fix; what was journaled before stays.
+        None. An output it cannot encode, or encodes as text SQLite cannot hold, fails the run
+        with a `TypeError` naming the slot, the output's type and the fix; what was journaled
+        before stays, and the journal stays open.
       flush: ``"group"`` (commit in groups) or ``"each"`` (commit every result before going on).
       interval: seconds a result may wait in the buffer before its group is committed.
       count: results a group holds at most: a full buffer is committed at once.
@@ -408,11 +434,18 @@ class Journal:
       writer: ``"thread"`` (the writer thread) or ``"inline"``: commits in the calling thread,
         ``interval`` read on trio's clock, blocking trio while it writes; for tests on virtual
         time (``trio.testing.MockClock``), where a commit must happen at a virtual instant.
+      create: False: refuse a file that is not a journal yet (missing, or an empty database)
+        instead of making it one, as the command line does.
 
     Raises:
+      TypeError: if ``path`` is neither a str nor a path.
       ValueError: if ``flush`` is neither ``"group"`` nor ``"each"``, ``interval`` is not
-        positive, ``count`` is < 1, or ``writer`` is neither ``"thread"`` nor ``"inline"``.
-      sqlite3.Error: if the file cannot be opened as a database.
+        positive, ``count`` is < 1, or ``writer`` is neither ``"thread"`` nor ``"inline"``; if
+        the file is not a journal (not SQLite; tables of another schema, named with what they
+        lack), before anything is written to it.
+      IsADirectoryError: if ``path`` is a directory.
+      FileNotFoundError: if its folder does not exist; with ``create=False``, if it does not.
+      sqlite3.Error: if SQLite cannot open or write the file (read-only, say), naming it.
     """
 
     PLANNER: ClassVar[int] = PLANNER
@@ -428,7 +461,13 @@ class Journal:
         count: int = 1000,
         keep_failed: bool = False,
         writer: str = "thread",
+        create: bool = True,
     ) -> None:
+        if not isinstance(path, str | PathLike) or not isinstance(os.fspath(path), str):
+            raise TypeError(
+                f"path must be a str or a path, got {type(path).__name__} {path!r}: the name of "
+                "the journal's file"
+            )
         if flush not in FLUSH:
             raise ValueError(f'flush must be "group" or "each", got {flush!r}')
         if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
@@ -437,7 +476,8 @@ class Journal:
             raise ValueError(f"count must be an int >= 1, got {count!r}")
         if writer not in WRITERS:
             raise ValueError(f'writer must be "thread" or "inline", got {writer!r}')
-        self.path = str(path)
+        self.path = os.fspath(path)
+        self.create = create
         self.codec: Codec = codec if codec is not None else JsonCodec()
         self.flush = flush
         self.interval = float(interval)
@@ -454,13 +494,13 @@ class Journal:
         self._urgent = threading.Event()  # commit now: full, flushed, each, closing
         self._done = threading.Condition()  # _committed moved, or a call was answered
         self._stopping: bool | None = None  # True: commit then stop; False: drop and stop
-        self._failure: BaseException | None = None
+        self._failure: BaseException | None = None  # a row lost since the last wait
         self.writer = writer
         self._inline: sqlite3.Connection | None = None
         self._first = 0.0  # inline: trio time of the oldest row in the buffer
         atexit.register(_close_at_exit, weakref.ref(self))
         if writer == "inline":
-            self._inline = _connect(self.path)
+            self._inline = _connect(self.path, create)
             return
         ready: list[BaseException | None] = []
         self._thread = threading.Thread(
@@ -488,7 +528,7 @@ class Journal:
 
     def _serve(self, ready: list[BaseException | None]) -> None:
         try:
-            conn = _connect(self.path)
+            conn = _connect(self.path, self.create)
         except BaseException as exc:
             with self._done:
                 ready.append(exc)
@@ -519,29 +559,50 @@ class Journal:
                 if self._stopping is not None and not self._buffer:
                     break
         finally:
-            conn.close()
+            _close(conn)
             with self._done:
                 self._stopping = False if self._stopping is None else self._stopping
                 self._done.notify_all()
 
     def _commit(self, conn: sqlite3.Connection) -> None:
+        """Commit what the buffer holds, in groups of ``count``. A group the database refuses
+        is committed again row by row: a row refused alone is lost (its slot runs again on
+        resume), said by the next wait for the commit; the rows beside it, and the journal, go
+        on."""
         buffer = self._buffer
         while buffer:
             rows: list[tuple[Any, ...]] = []
             while buffer and len(rows) < self.count:
                 rows.append(buffer.popleft())
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                conn.executemany(INSERT, rows)
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                self._failure = exc
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                _write(conn, rows)
+            except Exception:
+                for row in rows:
+                    try:
+                        _write(conn, [row])
+                    except Exception as exc:
+                        self._lost(row, exc)
             with self._done:
                 self._committed += len(rows)
                 self._done.notify_all()
+
+    def _lost(self, row: tuple[Any, ...], exc: Exception) -> None:
+        """Row ``row`` could not be committed: the first such since the last wait says so."""
+        with self._done:
+            if self._failure is None:
+                self._failure = RuntimeError(
+                    f"slot {row[2]} of run {_text(row[0])!r} round {row[1]} could not be "
+                    f"journaled in {self.path} ({type(exc).__name__}: {exc}): it runs again on "
+                    "resume"
+                )
+                self._failure.__cause__ = exc
+
+    def _raise_lost(self) -> None:
+        """Raise the failure of a row lost since the last wait, if any (once)."""
+        with self._done:
+            failure, self._failure = self._failure, None
+        if failure is not None:
+            raise failure
 
     def _call(self, call: Callable[[sqlite3.Connection], Any]) -> Any:
         """Run ``call`` on the writer's connection, after what the buffer holds; blocks."""
@@ -566,8 +627,7 @@ class Journal:
     def _wait_committed(self, upto: int) -> None:
         with self._done:
             self._done.wait_for(lambda: self._committed >= upto or self._stopping is not None)
-        if self._failure is not None:
-            raise RuntimeError(f"the journal {self.path} could not commit") from self._failure
+        self._raise_lost()
 
     # -- what runs call -----------------------------------------------------------------------
 
@@ -578,31 +638,23 @@ class Journal:
         if self._stopping is not None:
             raise RuntimeError(f"the journal {self.path} is closed: open another to go on")
         status = result.status
+        error_type: str | bytes | None
+        error: str | bytes | None
         if status is Status.OK:
-            output = result.output
-            try:
-                data: str | bytes | None = self.codec.encode(output)
-            except (TypeError, ValueError) as exc:
-                self._urgent.set()  # what came before is committed all the same
-                raise TypeError(
-                    f"slot {slot}'s output, a {type(output).__name__}, cannot be encoded by the "
-                    f"journal's codec ({getattr(self.codec, 'name', type(self.codec).__name__)}:"
-                    f" {exc}): return values the codec encodes, or give Journal(codec=...) one "
-                    "that encodes it"
-                ) from None
+            data = self._encode(slot, result.output)
             error_type = error = None
         else:
             data = None
             exception = result.exception
-            error_type = None if exception is None else type(exception).__name__
-            error = result.error
+            error_type = None if exception is None else _stored(type(exception).__name__)
+            error = None if result.error is None else _stored(result.error)
         buffer = self._buffer
         buffer.append(
             (
                 run[0],
                 run[1],
                 slot,
-                subtask_text(result.subtask),
+                _stored(subtask_text(result.subtask)),
                 status.value,
                 data,
                 error_type,
@@ -610,6 +662,7 @@ class Journal:
                 result.attempts,
                 result.started,
                 result.finished,
+                result.hedges,
             )
         )
         self._appended += 1
@@ -626,13 +679,52 @@ class Journal:
         if self.each or size >= self.count:
             self._urgent.set()
 
+    def _encode(self, slot: int, output: Any) -> str | bytes:
+        """Slot ``slot``'s output as the codec encodes it, which SQLite holds.
+
+        Raises:
+          TypeError: if the codec cannot encode it, or gives what SQLite cannot hold.
+        """
+        codec = self.codec
+        try:
+            data = codec.encode(output)
+        except (TypeError, ValueError) as exc:
+            raise self._unencodable(slot, output, str(exc)) from None
+        if type(data) is str:
+            if data.isascii() or _stored(data) is data:
+                return data
+            if isinstance(codec, JsonCodec):
+                return codec.escaped(output)
+            why = "its text holds a lone surrogate, which SQLite cannot hold"
+            raise self._unencodable(slot, output, why)
+        if not isinstance(data, bytes):
+            why = f"it gave a {type(data).__name__}, not str or bytes"
+            raise self._unencodable(slot, output, why)
+        return data
+
+    def _unencodable(self, slot: int, output: Any, why: str) -> TypeError:
+        """The error of slot ``slot``, whose ``output`` the journal cannot keep, for ``why``."""
+        self._urgent.set()  # what came before is committed all the same
+        codec = self.codec
+        return TypeError(
+            f"slot {slot}'s output, a {type(output).__name__}, cannot be encoded by the "
+            f"journal's codec ({getattr(codec, 'name', type(codec).__name__)}: {why}): "
+            "return values the codec encodes, or give Journal(codec=...) one that encodes it"
+        )
+
     async def committed(self) -> None:
-        """Wait until every result appended so far is committed, without blocking trio."""
+        """Wait until every result appended so far is committed, without blocking trio.
+
+        Raises:
+          RuntimeError: if a result could not be committed (naming its slot); the others are.
+        """
         upto = self._appended
         if self._committed >= upto:
+            self._raise_lost()
             return
         if self._inline is not None:
             self._commit(self._inline)
+            self._raise_lost()
             return
         self._arrived.set()
         self._urgent.set()
@@ -721,33 +813,41 @@ class Journal:
     ) -> dict[int, SubResult[Any, Any]]:
         """The results of ``rows`` by slot (the failed ones too when ``failed``), each for its
         subtask of ``plan`` (its repr when ``plan`` is None)."""
-        decode = self.codec.decode
         kept: dict[int, SubResult[Any, Any]] = {}
-        for slot, subtask, status, data, error, attempts, started, finished in rows:
+        for row in rows:
+            slot, subtask, status = row[:3]
             if status != "ok" and (not failed or status == PARKED):
                 continue  # a parked slot runs again: its worker asks for its answer
             if plan is not None:
                 if slot >= len(plan):
                     continue
                 subtask = plan[slot]
-            if status == "ok":
-                kept[slot] = SubResult(
-                    subtask,
-                    output=None if data is None else decode(data),
-                    attempts=attempts,
-                    started=started,
-                    finished=finished,
-                )
             else:
-                kept[slot] = SubResult(
-                    subtask,
-                    error=error or status,
-                    status=Status(status),
-                    attempts=attempts,
-                    started=started,
-                    finished=finished,
-                )
+                subtask = _text(subtask)
+            kept[slot] = self._result(subtask, row)
         return kept
+
+    def _result(self, subtask: Any, row: tuple[Any, ...]) -> SubResult[Any, Any]:
+        """The result journaled as ``row`` (as ``_rows`` reads it), for ``subtask``."""
+        _, _, status, data, error, attempts, started, finished, hedges = row
+        if status == "ok":
+            return SubResult(
+                subtask,
+                output=None if data is None else self.codec.decode(data),
+                attempts=attempts,
+                started=started,
+                finished=finished,
+                hedges=hedges,
+            )
+        return SubResult(
+            subtask,
+            error=_text(error) if error is not None else status,
+            status=Status(status),
+            attempts=attempts,
+            started=started,
+            finished=finished,
+            hedges=hedges,
+        )
 
     async def finished(
         self, run: tuple[str, int], plan: Sequence[Any]
@@ -802,26 +902,7 @@ class Journal:
         """The results journaled for ``run_id``'s round ``round``, in slot order (the subtask of
         each is its repr); blocks while it reads, so call it outside a trio run or in a thread."""
         rows = self._call(lambda conn: _rows(conn, (run_id, round)))
-        decode = self.codec.decode
-        return [
-            SubResult(
-                subtask,
-                output=None if data is None else decode(data),
-                attempts=attempts,
-                started=started,
-                finished=finished,
-            )
-            if status == "ok"
-            else SubResult(
-                subtask,
-                error=error or status,
-                status=Status(status),
-                attempts=attempts,
-                started=started,
-                finished=finished,
-            )
-            for _, subtask, status, data, error, attempts, started, finished in rows
-        ]
+        return [self._result(_text(row[1]), row) for row in rows]
 
     def approve(self, run_id: str, slot: int, *, by: str, note: str = "", round: int = 0) -> None:
         """Approve the question slot ``slot`` of run ``run_id`` waits on (the last it asked, as
@@ -856,6 +937,22 @@ class Journal:
             ).fetchall()
         )
         return rows
+
+    def runs(self) -> list[str]:
+        """The run_ids the journal holds (a run begun, a decision or a question), sorted; blocks
+        while it reads."""
+
+        def read(conn: sqlite3.Connection) -> list[str]:
+            return [
+                _text(name)
+                for (name,) in conn.execute(
+                    "SELECT run_id FROM runs UNION SELECT run_id FROM decisions "
+                    "UNION SELECT run_id FROM approvals ORDER BY 1"
+                )
+            ]
+
+        found: list[str] = self._call(read)
+        return found
 
     def _answer(self, run_id: str, round: int, slot: int, status: str, by: str, note: str) -> None:
         if not isinstance(by, str) or not by:
@@ -932,7 +1029,7 @@ class Journal:
                 if flush:
                     self._commit(self._inline)
                 self._buffer.clear()
-                self._inline.close()
+                _close(self._inline)
             return
         if self._stopping is None:
             self._stopping = flush
@@ -948,13 +1045,178 @@ def asker(round: int, slot: int, whole: bool = True) -> str:
     return f"round {round} slot {slot}" if whole else f"slot {slot}"
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=10000")
-    conn.executescript(SCHEMA)
+def _connect(path: str, create: bool) -> sqlite3.Connection:
+    """A connection to the journal at ``path`` (in WAL mode), its schema checked before
+    anything is written, and made where the file is new (unless not ``create``).
+
+    Raises:
+      IsADirectoryError, FileNotFoundError: if ``path`` is a directory, is in a folder that does
+        not exist, or (not ``create``) is no file.
+      ValueError: if the file is not a journal: not SQLite, or of another schema.
+      sqlite3.Error: if SQLite cannot open or write it (naming the file).
+    """
+    where = Path(path)
+    if where.is_dir():
+        raise IsADirectoryError(
+            f"the journal {path} is a directory: give a file, such as {where / 'runs.db'}"
+        )
+    if not create and not where.is_file():
+        raise FileNotFoundError(f"no journal at {path}")
+    if not where.absolute().parent.is_dir():
+        raise FileNotFoundError(
+            f"the journal {path} cannot be made: its folder {where.parent} does not exist"
+        )
+    # never made by a journal that must not create: SQLite's read-write mode, not create
+    name = path if create else where.absolute().as_uri() + "?mode=rw"
+    try:
+        # the busy timeout is set by connect, before the first statement waits on a lock
+        conn = sqlite3.connect(
+            name, timeout=BUSY, isolation_level=None, check_same_thread=False, uri=not create
+        )
+    except sqlite3.Error as exc:
+        raise type(exc)(f"cannot open the journal {path}: {exc}") from None
+    try:
+        _make_schema(conn, path, create)
+        _wal(conn)
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.Error as exc:
+        conn.close()
+        raise type(exc)(f"cannot open the journal {path}: {exc}") from None
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def _make_schema(conn: sqlite3.Connection, path: str, create: bool) -> None:
+    """Make what the journal at ``path`` lacks of the schema (every table, in a new file; a
+    column or a table added since, in a journal of an earlier version), in one transaction.
+
+    Raises:
+      ValueError: if the file is not a journal, before anything is written.
+    """
+    if not _lacking(conn, path, create):
+        return
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _lacking(conn, path, create):  # again: another may have made it since
+            conn.execute(statement)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode. Switching it is refused at once (``database is locked``), not
+    after the busy timeout, while another connection switches it or reads it: so it tries again,
+    a little later each time, until the timeout."""
+    until = time.monotonic() + BUSY
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorname != "SQLITE_BUSY" or time.monotonic() >= until:
+                raise
+        else:
+            return
+        time.sleep(pause)
+        pause = min(2 * pause, 0.05)
+
+
+@functools.cache
+def _tables() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Each table of ``SCHEMA``: the statement that makes it, and its columns."""
+    made: dict[str, tuple[str, tuple[str, ...]]] = {}
+    with contextlib.closing(sqlite3.connect(":memory:")) as conn:
+        for statement in filter(str.strip, SCHEMA.split(";")):
+            name = statement.split("EXISTS", 1)[1].split("(", 1)[0].strip()
+            conn.execute(statement)
+            columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({name})"))
+            made[name] = (statement, columns)
+    return made
+
+
+def _lacking(conn: sqlite3.Connection, path: str, create: bool) -> list[str]:
+    """The statements that make what the journal at ``path`` lacks of the schema.
+
+    Raises:
+      ValueError: if the file is not SQLite; holds tables and none of a journal's; holds a
+        journal's table without its columns; or holds nothing and not ``create``.
+    """
+    try:
+        found = {
+            name: tuple(row[1] for row in conn.execute(f"PRAGMA table_info({name!r})"))
+            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+    except sqlite3.DatabaseError as exc:
+        if type(exc) is not sqlite3.DatabaseError:  # locked, or unreadable: not its content
+            raise
+        raise ValueError(f"{path} is not a journal: not a SQLite database ({exc})") from None
+    tables = _tables()
+    if not found.keys() & tables.keys():
+        if found:
+            raise ValueError(
+                f"{path} is not a journal: it holds tables of another schema "
+                f"({', '.join(sorted(found))}) and none of a journal's: give the journal a file "
+                "of its own"
+            )
+        if not create:
+            raise ValueError(
+                f"{path} is not a journal: it holds no table (an empty database): give the file "
+                "a journaled run made"
+            )
+    lacking: list[str] = []
+    for name, (statement, columns) in tables.items():
+        if name not in found:
+            lacking.append(statement)
+            continue
+        missing = [column for column in columns if column not in found[name]]
+        strange = [column for column in missing if (name, column) not in ADDED]
+        if strange:
+            raise ValueError(
+                f"{path} is not a journal: its table {name} lacks the columns "
+                f"{', '.join(strange)}: give the journal a file of its own"
+            )
+        lacking.extend(ADDED[name, column] for column in missing)
+    return lacking
+
+
+def _write(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Commit ``rows`` to the results, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.executemany(INSERT, rows)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _close(conn: sqlite3.Connection) -> None:
+    """Close ``conn``, what the WAL holds moved into the main file first (and the WAL emptied):
+    the file a command leaves holds its data, and a copy of it takes the journal whole."""
+    with contextlib.suppress(sqlite3.Error):  # another process is in the file: its close does it
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def _stored(text: str) -> str | bytes:
+    """``text`` as SQLite holds it: itself, or where it holds a lone surrogate (which UTF-8
+    cannot say), its bytes, surrogates kept (``_text`` makes it the same str again)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def _text(value: str | bytes) -> str:
+    """The str ``_stored`` kept as ``value``."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
 def _close_at_exit(ref: weakref.ref[Journal]) -> None:
@@ -965,8 +1227,8 @@ def _close_at_exit(ref: weakref.ref[Journal]) -> None:
 
 def _rows(conn: sqlite3.Connection, run: tuple[str, int]) -> list[tuple[Any, ...]]:
     return conn.execute(
-        "SELECT slot, subtask, status, output, error, attempts, started, finished FROM results "
-        "WHERE run_id = ? AND round = ? ORDER BY slot",
+        "SELECT slot, subtask, status, output, error, attempts, started, finished, hedges "
+        "FROM results WHERE run_id = ? AND round = ? ORDER BY slot",
         run,
     ).fetchall()
 
@@ -1048,7 +1310,7 @@ class InputCheck:
     def __init__(self, run_id: str, plan: list[str] | None, rows: list[tuple[Any, ...]]) -> None:
         self.run_id = run_id
         self._plan = plan
-        self._seen: dict[int, str] = {row[0]: row[1] for row in rows}
+        self._seen: dict[int, str] = {row[0]: _text(row[1]) for row in rows}
         # the slots an input must reach: all the plan's, or past every slot journaled
         self._stop = len(plan) if plan is not None else max(self._seen, default=-1) + 1
         self._digest = PlanDigest() if plan is None else None
@@ -1092,6 +1354,11 @@ def check_journal(journal: object, run_id: object, round: int = 0) -> tuple[str,
         raise TypeError(f"journal must be a Journal, got {type(journal).__name__} {journal!r}")
     if run_id is not None and (not isinstance(run_id, str) or not run_id):
         raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
+    if isinstance(run_id, str) and _stored(run_id) is not run_id:
+        raise ValueError(
+            f"run_id must be text SQLite holds, got {run_id!r} (a lone surrogate): name the run "
+            "in text that UTF-8 says"
+        )
     if journal is not None and run_id is None:
         raise ValueError("a journaled run needs a run_id: the name it is resumed by")
     if isinstance(round, bool) or not isinstance(round, int) or round < 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +116,18 @@ def test_approve_answers_once_and_a_second_answer_is_refused_in_one_line(
     assert "no journal at" in capsys.readouterr().err
 
 
+def test_approve_names_itself_as_the_user_typed_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["approve", str(tmp_path / "runs.db"), "r", "first"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: python -m lessons approve ")
+    assert "python -m lessons approve: error: argument slot: a slot is a number" in err
+    assert "trio_supervisor" not in err
+
+
 REFUNDS = "acme: pricing, refund $500 to order 1234; globex: refund $40 to order 77"
 
 
@@ -134,6 +147,18 @@ def test_a_parked_refund_is_approved_by_a_second_command_and_the_resume_finishes
     assert done["parked"] == []
     assert not done["replan"]["degraded"]
     assert "acme refund $500 to order 1234: findings" in done["answer"]
+
+
+def test_the_runners_journal_holds_its_data_in_its_main_file_when_it_ends(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    (parked,) = run_json("24", "--task", REFUNDS, "--journal", str(path))
+    assert not Path(f"{path}-wal").exists()
+    copy = tmp_path / "copy" / "runs.db"
+    copy.parent.mkdir()
+    shutil.copy(path, copy)  # the main file only: what a copy to another machine takes
+    (question,) = parked["parked"]
+    with Journal(copy) as journal:
+        assert [q[2] for q in journal.pending(question["run_id"])] == [question["question"]]
 
 
 def test_on_real_time_the_first_run_is_a_child_python_killed_with_sigkill(tmp_path: Path) -> None:

@@ -262,4 +262,4 @@ def test_the_command_line_names_the_rule_for_a_slot(tmp_path: Path) -> None:
     refund(path, Refunds())
     bad = command("approve", str(path), "refunds", "first")
     assert bad.returncode == 2
-    assert "a slot is a number from 0, or 'planner', not 'first'" in bad.stderr
+    assert "a slot is a number from 0 to 2**63-1, or 'planner', not 'first'" in bad.stderr

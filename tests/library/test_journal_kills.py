@@ -89,3 +89,58 @@ def test_a_run_killed_at_random_instants_and_resumed_equals_the_run_never_killed
     assert kills >= 10
     assert json.loads(out.read_text()) == expected()
     assert len(ok_slots(db)) == sum(1 for row in expected() if row[1] == "ok")
+
+
+def test_two_processes_starting_one_new_run_on_one_new_file_both_open_and_finish(
+    tmp_path: Path,
+) -> None:
+    """The durable laws with two processes: each pair starts the same new run on a new file at
+    one instant (each child waits for a line before it opens the journal, and before it runs).
+    Both open it, both finish with the uninterrupted run's outcome (the work may be done twice),
+    no error; the journal holds each slot once."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    want = expected()
+    for pair in range(10):
+        db = tmp_path / f"journal-{pair}.db"
+        children = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.library.journal_child",
+                    str(db),
+                    str(tmp_path / f"calls-{pair}-{n}.log"),
+                    str(tmp_path / f"out-{pair}-{n}.json"),
+                    "--together",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n in range(2)
+        ]
+        try:
+            for said in ("ready", "opened"):
+                for child in children:
+                    assert child.stdout is not None
+                    assert child.stdout.readline().strip() == said
+                for child in children:
+                    assert child.stdin is not None
+                    child.stdin.write("go\n")
+                    child.stdin.flush()
+            ends = [child.communicate(timeout=60) for child in children]
+        finally:
+            for child in children:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait(timeout=10)
+        for n, (child, (_, err)) in enumerate(zip(children, ends, strict=True)):
+            assert (child.returncode, err) == (0, ""), f"pair {pair} child {n}: {err}"
+            assert json.loads((tmp_path / f"out-{pair}-{n}.json").read_text()) == want
+        with sqlite3.connect(db) as conn:
+            kept = conn.execute("SELECT slot, status FROM results ORDER BY slot").fetchall()
+        conn.close()
+        assert kept == [(slot, row[1]) for slot, row in enumerate(want)]

@@ -3,25 +3,32 @@
 ``python -m trio_supervisor.journal approve FILE RUN SLOT [--by NAME] [--note TEXT]``, and
 ``reject`` alike; ``pending FILE RUN`` lists the questions without an answer. A re-planning
 run's planner asks for its batch as slot ``planner``, its ``--round`` the decision's number (as
-``pending`` says it). Each error is one line (a missing file, a slot that asked nothing, a
-question answered already), exit status 1.
+``pending`` says it). Each error is one line on stderr, exit status 1: a file that is missing, or
+is not a journal (it is never made one), a run the file does not hold, a slot that asked nothing,
+a question answered already, an empty ``--by``. A command that does not parse (a slot or a round
+that is no number from 0 to 2**63-1) gets its usage and exit status 2, as every command line.
 """
 
 from __future__ import annotations
 
 import argparse
 import getpass
+import sqlite3
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from .._journal import PLANNER, Journal, asker
 
 __all__ = ["main"]
 
+LARGEST = 2**63 - 1  # the largest integer SQLite holds
+SHOWN = 10  # the runs an unknown run's error names at most
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line on ``argv`` (``sys.argv[1:]`` when None); the exit status.
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervisor.journal") -> int:
+    """Run the command line on ``argv`` (``sys.argv[1:]`` when None); the exit status. Its usage
+    and errors call it ``prog``: how the user typed it (a program that passes its own commands
+    on gives its own name).
 
     ```pycon
     >>> import pathlib, tempfile
@@ -46,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ```
     """
     parser = argparse.ArgumentParser(
-        prog="python -m trio_supervisor.journal",
+        prog=prog,
         description="Answer the questions a journaled run's workers asked (approval()).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -59,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         command.add_argument(
             "--round",
-            type=int,
+            type=_round,
             default=0,
             help="its round (replan), from 1; the planner's: its decision",
         )
@@ -69,41 +76,75 @@ def main(argv: Sequence[str] | None = None) -> int:
     listing.add_argument("file", help="the journal's database file")
     listing.add_argument("run", help="the run's run_id")
     options = parser.parse_args(argv)
-    if not Path(options.file).is_file():
-        print(f"error: no journal at {options.file}", file=sys.stderr)
+    try:
+        said = _command(options)
+    except (OSError, ValueError, RuntimeError, sqlite3.Error) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
-    with Journal(options.file) as journal:
-        if options.command == "pending":
-            for round_, slot, question in journal.pending(options.run):
-                print(f"{asker(round_, slot)}: {question}")
-            return 0
-        answer = journal.approve if options.command == "approve" else journal.reject
-        try:
-            answer(
-                options.run,
-                options.slot,
-                by=options.by or getpass.getuser(),
-                note=options.note,
-                round=options.round,
-            )
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-    done = "approved" if options.command == "approve" else "rejected"
-    print(f"{options.run} {asker(options.round, options.slot, False)}: {done}")
+    print(said, end="")
     return 0
+
+
+def _command(options: argparse.Namespace) -> str:
+    """What the command of ``options`` says on stdout, once done.
+
+    Raises:
+      OSError, ValueError, RuntimeError, sqlite3.Error: what it refuses, in one line.
+    """
+    asking = options.command == "pending"
+    by = "" if asking else options.by if options.by is not None else _login()
+    with Journal(options.file, writer="inline", create=False) as journal:
+        if asking:
+            runs = journal.runs()
+            if options.run not in runs:
+                shown = ", ".join(runs[:SHOWN]) + (", ..." if len(runs) > SHOWN else "")
+                raise ValueError(
+                    f"no run {options.run!r} in {options.file} (its runs: {shown or 'none'})"
+                )
+            return "".join(
+                f"{asker(round_, slot)}: {question}\n"
+                for round_, slot, question in journal.pending(options.run)
+            )
+        answer = journal.approve if options.command == "approve" else journal.reject
+        answer(options.run, options.slot, by=by, note=options.note, round=options.round)
+    done = "approved" if options.command == "approve" else "rejected"
+    return f"{options.run} {asker(options.round, options.slot, False)}: {done}\n"
+
+
+def _login() -> str:
+    """Who answers when ``--by`` is not given: the login name.
+
+    Raises:
+      ValueError: if there is none (a container's user without a name, say).
+    """
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        raise ValueError("no login name to answer by: say who answers with --by NAME") from None
 
 
 def _slot(text: str) -> int:
     """A slot on the command line: a number, or ``planner``."""
     if text == "planner":
         return PLANNER
+    return _number(text, "a slot is a number from 0 to 2**63-1, or 'planner'")
+
+
+def _round(text: str) -> int:
+    """A round on the command line: a number."""
+    return _number(text, "a round is a number from 0 to 2**63-1")
+
+
+def _number(text: str, rule: str) -> int:
+    """``text`` as a number SQLite holds, from 0.
+
+    Raises:
+      argparse.ArgumentTypeError: stating ``rule``, if it is none.
+    """
     try:
-        slot = int(text)
+        number = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"a slot is a number from 0, or 'planner', not {text!r}"
-        ) from None
-    if slot < 0:
-        raise argparse.ArgumentTypeError(f"a slot is a number from 0, or 'planner', not {text!r}")
-    return slot
+        number = -1
+    if not 0 <= number <= LARGEST:
+        raise argparse.ArgumentTypeError(f"{rule}, not {text!r}")
+    return number
