@@ -13,16 +13,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.library.secrets_shown import places_holding
 from tests.library.virtual_time import run_virtual
 from trio_supervisor import Adaptive, Backoff, RateLimit, Status, Supervisor, Trace
 from trio_supervisor.agents import (
     TRANSIENT,
+    AgentError,
     ChatAgent,
     MalformedReply,
     PermanentError,
@@ -507,6 +510,84 @@ async def test_the_key_never_shows_whatever_the_server_echoes(
     assert [r.ok for r in aggregate] == [False, False, False, False, True, False]
     assert aggregate.results[4].output == "your key is ***; Bearer ***"
     assert aggregate.results[5].error == "Refused: the model refused: no, ***"
+
+
+def raising(failure: Callable[[httpx2.Request], Exception]) -> Handler:
+    """A handler whose transport fails with ``failure(request)``: it carries the request, and
+    so its ``Authorization`` header."""
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        raise failure(request)
+
+    return handler
+
+
+def answering(response: httpx2.Response) -> Handler:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return response
+
+    return handler
+
+
+ECHOED = f"Authorization: Bearer {KEY}"
+FAILURES: dict[str, tuple[Handler, type[Exception]]] = {
+    "a 200 that is not JSON": (
+        answering(echoing(200, f"<p>{ECHOED}</p>".encode())),
+        MalformedReply,
+    ),
+    "a 200 of JSON that is not an object": (
+        answering(httpx2.Response(200, json=[ECHOED])),
+        MalformedReply,
+    ),
+    "a 200 without choices": (
+        answering(httpx2.Response(200, json={"echo": ECHOED})),
+        MalformedReply,
+    ),
+    "a 200 without text": (
+        answering(httpx2.Response(200, json={"choices": [{"message": {"content": [ECHOED]}}]})),
+        MalformedReply,
+    ),
+    "a refusal": (
+        answering(httpx2.Response(200, json={"choices": [{"message": {"refusal": ECHOED}}]})),
+        Refused,
+    ),
+    "a 400 of JSON": (
+        answering(httpx2.Response(400, json={"error": {"message": ECHOED}})),
+        PermanentError,
+    ),
+    "a 400 of text": (answering(echoing(400, ECHOED.encode())), PermanentError),
+    "a 401": (answering(echoing(401, ECHOED.encode())), PermanentError),
+    "a 404 of HTML": (answering(echoing(404, f"<h1>{ECHOED}</h1>".encode())), PermanentError),
+    "a 429": (
+        answering(echoing(429, ECHOED.encode(), **{"retry-after": "1"})),
+        RateLimited,
+    ),
+    "a 500": (answering(echoing(500, ECHOED.encode())), TransientError),
+    "a refused connection": (
+        raising(lambda request: httpx2.ConnectError(f"refused {ECHOED}", request=request)),
+        TransientError,
+    ),
+    "a timeout": (
+        raising(lambda request: httpx2.ReadTimeout(f"timed out {ECHOED}", request=request)),
+        TransientError,
+    ),
+    "an SDK error of another kind": (
+        raising(lambda request: openai.APIError(f"odd: {ECHOED}", request, body={"k": KEY})),
+        AgentError,
+    ),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+async def test_no_error_holds_the_key_anywhere_in_its_chain(failure: str) -> None:
+    """Whatever the server answers (or the transport raises, the request and its headers in
+    hand), the error the agent raises holds the key nowhere: not in its message, its
+    attributes, its cause or context (nor theirs), nor its traceback."""
+    handler, kind = FAILURES[failure]
+    async with agent(handler) as worker:
+        with pytest.raises(kind) as caught:
+            await worker("a")
+    assert places_holding(caught.value, KEY) == []
 
 
 def test_a_short_key_is_masked_where_it_stands_alone_and_ordinary_text_survives() -> None:

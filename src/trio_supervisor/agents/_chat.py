@@ -445,6 +445,7 @@ class ChatAgent:
           PermanentError: on any other 4xx.
           MalformedReply: if the reply is not a chat completion with a text message.
           Refused: if the reply is the model's refusal.
+          AgentError: on any other failure the SDK raises (not retried by ``TRANSIENT``).
         """
         return await self.complete(self.messages(subtask))
 
@@ -496,21 +497,23 @@ class ChatAgent:
         except openai.APITimeoutError:
             failure = TransientError(f"the request to {self.base_url} timed out")
         except openai.APIConnectionError as exc:
-            failure = TransientError(f"could not reach {self.base_url}: {self._mask(_root(exc))}")
+            failure = TransientError(f"could not reach {self.base_url}: {self.masked(_root(exc))}")
+        except openai.OpenAIError as exc:  # any other the SDK raises, which may hold the request
+            failure = AgentError(
+                f"the request to {self.base_url} failed: {self.masked(_named(exc))}"
+            )
         else:
             self._report(body)
             if call is not None:
-                call.reply(self._mask(body))  # what it records is masked too
-            return _reply_text(body, self._mask)
+                call.reply(self.masked(body))  # what it records is masked too
+            return _reply_text(body, self.masked)
         raise failure  # outside the except blocks: no chain back to the SDK's error
 
     def _report(self, body: str) -> None:
         """Report what the reply's ``usage`` says it used (a call of no tokens without one)."""
         prompt = completion = 0
-        try:
-            usage = json.loads(body).get("usage")
-        except (ValueError, AttributeError):
-            usage = None
+        data = _json(body)
+        usage = data.get("usage") if isinstance(data, dict) else None
         if isinstance(usage, dict):
             found = usage.get("prompt_tokens"), usage.get("completion_tokens")
             if all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in found):
@@ -522,12 +525,12 @@ class ChatAgent:
     def _status_error(self, status: int, response: httpx2.Response) -> AgentError:
         """The error a non-2xx answer raises: its class from the status and ``x-should-retry``
         (as the openai SDK decides whether to retry), its wait from ``Retry-After``."""
-        phrase = self._mask(" ".join((response.reason_phrase or _phrase(status)).split()))
+        phrase = self.masked(" ".join((response.reason_phrase or _phrase(status)).split()))
         where = f"{status} {phrase} from {self.base_url}".replace("  ", " ")
         if status in (401, 403):  # a server may echo part of the key: say nothing of it
             message = f"{where}: check the API key"
         else:
-            said = self._mask(_server_message(response))
+            said = self.masked(_server_message(response))
             message = f"{where}: {said}" if said else where
         wait = parse_retry_after(response.headers)
         retried = status == 429 or status >= 500 or status in (408, 409)
@@ -544,7 +547,16 @@ class ChatAgent:
             message = f"{message} (Retry-After {wait:g}s)"
         return TransientError(message, status=status, retry_after=wait)
 
-    def _mask(self, text: str) -> str:
+    def masked(self, text: str) -> str:
+        """``text`` with this agent's key, and any ``Bearer`` token, replaced by ``***`` (see
+        `mask`): for any text a caller keeps from what the server said.
+
+        Args:
+          text: what the server said.
+
+        Returns:
+          The text, masked.
+        """
         return mask(text, self._key)
 
     async def aclose(self) -> None:
@@ -577,6 +589,11 @@ def _root(exc: BaseException) -> str:
     while exc.__cause__ is not None and seen < 16:
         exc = exc.__cause__
         seen += 1
+    return _named(exc)
+
+
+def _named(exc: BaseException) -> str:
+    """``exc`` as ``Type: message``, or its type alone when it has no message."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -587,10 +604,7 @@ def _server_message(response: httpx2.Response) -> str:
         text = response.text
     except Exception:
         return ""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
+    data = _json(text)
     if isinstance(data, dict):
         error = data.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
@@ -601,14 +615,25 @@ def _server_message(response: httpx2.Response) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
+_NOT_JSON = object()
+
+
+def _json(text: str) -> Any:
+    """The JSON value ``text`` holds, or ``_NOT_JSON``."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _NOT_JSON
+
+
 def _reply_text(body: str, masked: Callable[[str], str]) -> str:
     """The text of a chat completion's first choice (masked), or a `MalformedReply` or a
     `Refused` saying what is wrong."""
-    try:
-        data = json.loads(body)
-    except ValueError:
+    data = _json(body)
+    if data is _NOT_JSON:  # raised here, not in an except block: the JSON error (which holds
+        # the whole body, the key a server echoed and all) is not its context
         shown = masked(" ".join(body.split()))[:60]
-        raise MalformedReply(f"the reply is not JSON: {shown!r}") from None
+        raise MalformedReply(f"the reply is not JSON: {shown!r}")
     if not isinstance(data, dict):
         raise MalformedReply(f"the reply is JSON but not an object: {type(data).__name__}")
     choices = data.get("choices")

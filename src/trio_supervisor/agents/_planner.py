@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -296,9 +297,13 @@ class ChatPlanner:
         for _ in range(self.attempts):
             text, waits = await self._ask(_messages((prompt, problem)), waits)
             try:
-                return decision_of(parse_reply(text))
+                reply = parse_reply(text)
             except ValidationError as error:
-                problem = _problem(error)
+                # the reply's text was masked, but JSON may spell the key in escapes: what
+                # pydantic decoded from it (a field's name in an error's place) is masked again
+                problem = self._agent.masked(_problem(error))
+            else:
+                return decision_of(_masked(reply, self._agent.masked))
         raise UnusableReply(
             f"{self.attempts} replies from {self._agent.model}, none a decision the schema "
             f"allows; the last: {problem}"
@@ -341,6 +346,19 @@ class ChatPlanner:
             f"ChatPlanner(model={self._agent.model!r}, base_url={self._agent.base_url!r}, "
             f"attempts={self.attempts}, max_waits={self.max_waits})"
         )
+
+
+def _masked(reply: PlannerReply, masked: Callable[[str], str]) -> PlannerReply:
+    """``reply`` with each of its texts masked (as decoded from the JSON, escapes and all)."""
+    return reply.model_copy(
+        update={
+            "note": masked(reply.note),
+            "answer": None if reply.answer is None else masked(reply.answer),
+            "batch": [
+                item.model_copy(update={"subtask": masked(item.subtask)}) for item in reply.batch
+            ],
+        }
+    )
 
 
 def _messages(asked: tuple[str, str | None]) -> list[ChatCompletionMessageParam]:
