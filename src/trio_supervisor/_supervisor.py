@@ -359,7 +359,9 @@ class Supervisor(Generic[S, T]):
 
         Raises:
           TypeError: if ``task`` is not a str or a sync iterable (use
-            [`stream`][trio_supervisor.Supervisor.stream] for an async one), ``trace`` is not a
+            [`stream`][trio_supervisor.Supervisor.stream] for an async one), or is one that
+            iterates but not as a plan (bytes, whose items are numbers; a mapping, its keys
+            alone; a set, in no order; the message says what to pass), ``trace`` is not a
             [`Trace`][trio_supervisor.Trace], or a worker's call returns something that cannot
             be awaited (the message names the fix).
           ValueError: if ``need`` is not between 1 and the plan's length (or is given with
@@ -628,7 +630,8 @@ class Supervisor(Generic[S, T]):
           A [`Stream`][trio_supervisor.Stream]: enter it with ``async with``, then iterate it.
 
         Raises:
-          TypeError: if ``subtasks`` is not a str or an iterable, or ``window`` is not an int.
+          TypeError: if ``subtasks`` is not a str or an iterable, or is bytes, a mapping or a
+            set (as for ``run``), or ``window`` is not an int.
           ValueError: if ``window < max_workers``, a str holds no subtask, or ``trace`` was
             made for another plan or already recorded a run.
         """

@@ -11,7 +11,7 @@ import trio
 
 from tests.library.scripted_worker import Script, ok
 from trio_supervisor import Supervisor
-from trio_supervisor.testing import SimulatedAgent
+from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
 
 SCRIPT = Script([ok(1)])
 
@@ -116,6 +116,55 @@ async def test_a_bad_task_is_refused_before_any_work(
     assert not script.calls
     if hasattr(task, "aclose"):
         await task.aclose()
+
+
+WHOLE_PLANS = {
+    "bytes": (
+        b"a;b",
+        r"a plan of subtasks is a str or an iterable of subtasks, not bytes, whose items are "
+        r"numbers \(b'a;b' would run 97, 59, 98\): decode it \(\.decode\(\)\) for a str to "
+        r"split into subtasks, or pass a list of subtasks",
+    ),
+    "bytearray": (bytearray(b"a;b"), r"a plan of subtasks is a str .*, not bytearray, "),
+    "memoryview": (memoryview(b"a;b"), r"a plan of subtasks is a str .*, not memoryview, "),
+    "dict": (
+        {"a": 1, "b": 2},
+        r"a plan of subtasks is an iterable of subtasks, not a dict, whose iteration gives its "
+        r"keys alone: pass list\(d\), list\(d\.values\(\)\) or list\(d\.items\(\)\)",
+    ),
+    "set": (
+        {"a", "b"},
+        r"a plan of subtasks is an ordered iterable of subtasks, not a set, which has no "
+        r"order: results come back in plan order, so pass a list \(sorted\(s\), say\)",
+    ),
+    "frozenset": (frozenset("ab"), r"a plan of subtasks is an ordered .*, not a frozenset"),
+}
+
+
+@pytest.mark.parametrize("kind", list(WHOLE_PLANS))
+async def test_a_plan_that_iterates_but_not_as_subtasks_is_refused_naming_what_to_pass(
+    kind: str,
+) -> None:
+    """Bytes iterate as numbers, a dict as its keys alone, a set in no order: each is refused
+    by run and stream, before any work, with what to pass instead."""
+    task, message = WHOLE_PLANS[kind]
+    script = Script([ok(1)])
+    supervisor = Supervisor(script, max_workers=1)
+    with pytest.raises(TypeError, match=f"^{message}"):
+        await supervisor.run(task)
+    with pytest.raises(TypeError, match=f"^{message}"):
+        supervisor.stream(task)
+    with pytest.raises(TypeError, match=r"^task must be a str \(what the planner reads\)"):
+        await supervisor.replan(task, ScriptedPlanner())
+    assert not script.calls
+
+
+async def test_a_dicts_ordered_views_are_plans(autojump_clock: object) -> None:
+    table = {"a": 1, "b": 2}
+    supervisor = Supervisor(SimulatedAgent(0), max_workers=2)
+    for view in (table.keys(), table.values(), table.items()):
+        aggregate = await supervisor.run(view)
+        assert [result.subtask for result in aggregate] == list(view)
 
 
 @pytest.mark.parametrize("task", [[], (), "", " ; ", "\n;\n"])
