@@ -67,7 +67,10 @@ def retry_on(value: object) -> tuple[type[Exception], ...]:
     """``value`` as a tuple of `Exception` subclasses, or a clear error."""
     classes = value if isinstance(value, tuple) else (value,)
     if not classes:
-        raise TypeError("retry_on must be an Exception subclass or a non-empty tuple of them")
+        raise ValueError(
+            "retry_on must be an Exception subclass or a non-empty tuple of them, got (): "
+            "give the classes to retry, or leave retry_on out to retry every Exception"
+        )
     for cls in classes:
         if not (isinstance(cls, type) and issubclass(cls, Exception)):
             raise TypeError(

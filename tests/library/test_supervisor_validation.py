@@ -52,6 +52,12 @@ class SyncCallable:
             r"KeyboardInterrupt are never retried\), got 'KeyError'",
         ),
         ({"backoff": 0.5}, TypeError, r"backoff must be a Backoff, got float"),
+        (
+            {"retry_on": ()},
+            ValueError,
+            r"retry_on must be an Exception subclass or a non-empty tuple of them, got \(\): "
+            r"give the classes to retry, or leave retry_on out to retry every Exception",
+        ),
     ],
 )
 def test_bad_options_are_refused_with_the_rule(
@@ -181,6 +187,24 @@ async def test_a_plan_with_no_subtask_returns_an_empty_aggregate_at_once(
         assert [result async for result in results] == []
     assert not script.calls
     assert trio.current_time() == 0
+
+
+@pytest.mark.parametrize(
+    ("round", "error", "message"),
+    [
+        (1.5, TypeError, r"round must be an int >= 0, got float 1\.5"),
+        ("1", TypeError, r"round must be an int >= 0, got str '1'"),
+        (True, TypeError, r"round must be an int >= 0, got bool True"),
+        (-1, ValueError, r"round must be >= 0, got -1"),
+    ],
+)
+async def test_a_bad_round_is_refused_a_wrong_type_as_a_type_error(
+    round: Any, error: type[Exception], message: str
+) -> None:
+    script = Script([ok(1)])
+    with pytest.raises(error, match=f"^{message}$"):
+        await Supervisor(script, max_workers=1).run([0], round=round)
+    assert not script.calls
 
 
 async def test_a_bad_trace_is_refused() -> None:
