@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Callable, Coroutine, Iterator
@@ -27,6 +28,7 @@ from trio_supervisor.agents import (
     TRANSIENT,
     AgentError,
     ChatAgent,
+    ChatPlanner,
     MalformedReply,
     PermanentError,
     RateLimited,
@@ -121,6 +123,61 @@ def test_the_key_defaults_to_openai_api_key_and_is_required(
         match=r"^ChatAgent needs an API key: pass api_key=\.\.\., or set OPENAI_API_KEY ",
     ):
         ChatAgent("m", base_url=URL)
+
+
+BAD_ARGUMENTS: list[tuple[dict[str, Any], type[Exception], str]] = [
+    ({"api_key": 123}, TypeError, "api_key must be a str or None, got int"),
+    ({"system": 123}, TypeError, "system must be a str or None, got int"),
+    ({"base_url": 123}, TypeError, "base_url must be a str or None, got int"),
+    (
+        {"messages": "be brief"},
+        TypeError,
+        "messages must be a callable that makes a subtask's messages, or None, got str",
+    ),
+    (
+        {"transport": "http"},
+        TypeError,
+        "transport must be an httpx2.AsyncBaseTransport or None, got str",
+    ),
+    *(
+        (
+            {"base_url": url},
+            ValueError,
+            "base_url must be an http or https URL with a host, such as "
+            f"http://127.0.0.1:8000/v1, got {url!r}",
+        )
+        for url in (
+            "notaurl",
+            "ftp://127.0.0.1/v1",
+            "http:///v1",
+            "127.0.0.1:8000/v1",
+            "http://[::1/v1",
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("made", "options", "error", "message"),
+    [
+        (made, *bad)
+        for made in (ChatAgent, ChatPlanner)
+        for bad in BAD_ARGUMENTS
+        if made is ChatAgent or not set(bad[0]) & {"system", "messages"}  # a planner's own
+    ],
+)
+def test_bad_arguments_are_refused_when_an_agent_or_planner_is_made(
+    made: Callable[..., object], options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    arguments = {"base_url": URL, "api_key": KEY, **options}
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        made("m", **arguments)
+
+
+def test_a_bad_base_url_from_the_environment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "notaurl")
+    with pytest.raises(ValueError, match=r"^the base URL from OPENAI_BASE_URL must be an http "):
+        ChatAgent("m", api_key=KEY)
 
 
 def test_importing_the_worker_without_openai_names_the_extra(

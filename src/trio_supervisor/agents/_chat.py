@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import urlsplit
 
 try:
     import httpx2
@@ -327,8 +328,11 @@ class ChatAgent:
     charges it its whole reservation.
 
     Raises:
-      ValueError: if there is no API key (none given, ``OPENAI_API_KEY`` unset or empty).
-      TypeError: if ``max_connections`` is not an int.
+      ValueError: if there is no API key (none given, ``OPENAI_API_KEY`` unset or empty), or
+        the base URL (given, or ``OPENAI_BASE_URL``) is not an http or https URL with a host.
+      TypeError: if ``model``, ``api_key``, ``system`` or ``base_url`` is not a str (the last
+        three may be None), ``messages`` is not callable, ``transport`` is not an
+        ``httpx2.AsyncBaseTransport``, or ``max_connections`` is not an int.
     """
 
     def __init__(
@@ -347,6 +351,22 @@ class ChatAgent:
     ) -> None:
         if not isinstance(model, str) or not model:
             raise TypeError(f"model must be a non-empty str, got {type(model).__name__}")
+        if api_key is not None and not isinstance(api_key, str):  # its value is never shown
+            raise TypeError(f"api_key must be a str or None, got {type(api_key).__name__}")
+        if system is not None and not isinstance(system, str):
+            raise TypeError(f"system must be a str or None, got {type(system).__name__}")
+        if messages is not None and not callable(messages):
+            raise TypeError(
+                "messages must be a callable that makes a subtask's messages, or None, got "
+                f"{type(messages).__name__}"
+            )
+        if transport is not None and not isinstance(transport, httpx2.AsyncBaseTransport):
+            raise TypeError(
+                f"transport must be an httpx2.AsyncBaseTransport or None, got "
+                f"{type(transport).__name__}"
+            )
+        if base_url is not None:
+            _check_url(base_url, "base_url")
         key = os.environ.get("OPENAI_API_KEY") if api_key is None else api_key
         if not key:
             raise ValueError(
@@ -382,6 +402,8 @@ class ChatAgent:
             http_client=self._http,
         )
         self.base_url = str(self._client.base_url)
+        if base_url is None:  # the SDK's: OPENAI_BASE_URL, or the provider's own
+            _check_url(self.base_url, "the base URL from OPENAI_BASE_URL")
         # The SDK reads the platform (for its headers) in a worker thread on a client's first
         # request; read it now, once, so that no attempt waits on a thread (under a MockClock,
         # the clock would jump while it did).
@@ -573,6 +595,23 @@ class ChatAgent:
         return (
             f"ChatAgent(model={self.model!r}, base_url={self.base_url!r}, "
             f"max_connections={self.max_connections})"
+        )
+
+
+def _check_url(url: object, name: str) -> None:
+    """Refuse a base URL that is not an http or https URL with a host, before any request
+    (which would fail, and be retried, as a connection error)."""
+    if not isinstance(url, str):
+        raise TypeError(f"{name} must be a str or None, got {type(url).__name__}")
+    try:
+        parts = urlsplit(url)
+        scheme, host = parts.scheme, parts.hostname
+    except ValueError:  # an unbalanced [ in the host, say
+        scheme, host = "", None
+    if scheme not in ("http", "https") or not host:
+        raise ValueError(
+            f"{name} must be an http or https URL with a host, such as "
+            f"http://127.0.0.1:8000/v1, got {url!r}"
         )
 
 

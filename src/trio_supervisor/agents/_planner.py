@@ -259,7 +259,10 @@ class ChatPlanner:
       transport: an ``httpx2`` async transport instead of the network (an in-process server).
 
     Raises:
-      ValueError: if ``attempts`` < 1, ``max_waits`` < 0, or there is no API key.
+      ValueError: if ``attempts`` < 1, ``max_waits`` < 0, there is no API key, or the base URL
+        is not an http or https URL with a host.
+      TypeError: if an argument has the wrong type (as for
+        [`ChatAgent`][trio_supervisor.agents.ChatAgent]).
     """
 
     def __init__(
