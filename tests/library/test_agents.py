@@ -36,7 +36,7 @@ from trio_supervisor.agents import (
     TransientError,
     parse_retry_after,
 )
-from trio_supervisor.agents._chat import mask
+from trio_supervisor.agents._chat import REQUEST_TIMEOUT, mask
 from trio_supervisor.testing import devserver
 
 KEY = "sk-SENTINEL-3f9c2a7e51d04b8c"
@@ -769,3 +769,57 @@ async def test_an_attempt_sends_its_key_as_an_idempotency_key_header(
         stats = (await client.get("/stats")).json()
     assert stats["requests"] == 4
     assert stats["idempotency_keys"] == ["order-7/0/0/1", "order-7/0/1/1", "order-7/0/1/2"]
+
+
+# -- an endpoint that never answers -------------------------------------------------------------
+
+
+async def silent(request: httpx2.Request) -> httpx2.Response:
+    """An endpoint that takes the request and never answers it."""
+    await trio.sleep_forever()
+    raise AssertionError("never")
+
+
+async def test_a_request_an_endpoint_never_answers_fails_after_the_default_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """By default a request is bounded (``REQUEST_TIMEOUT``, a minute), whatever the transport:
+    the attempt fails as transient, and a supervisor with no timeout of its own still ends."""
+    assert REQUEST_TIMEOUT == 60.0
+    with trio.fail_after(10 * REQUEST_TIMEOUT):  # the run would hang without the bound
+        async with agent(silent) as worker:
+            begin = trio.current_time()
+            with pytest.raises(TransientError) as caught:
+                await worker("a")
+            assert trio.current_time() - begin == REQUEST_TIMEOUT
+            sup = Supervisor(worker, max_workers=1, attempts=2, retry_on=TRANSIENT)
+            (result,) = (await sup.run(["a"])).results
+        async with ChatPlanner(
+            "m", base_url=URL, api_key=KEY, transport=httpx2.MockTransport(silent)
+        ) as planner:
+            with pytest.raises(TransientError):
+                await planner.first("t")
+    assert str(caught.value) == f"the request to {URL}/ timed out after 60s (request_timeout)"
+    assert (result.status, result.attempts) == (Status.FAILED, 2)
+    assert caught.value.__context__ is None
+
+
+async def test_a_loopback_server_that_accepts_and_never_answers_is_cut_at_the_timeout() -> None:
+    """Over a real socket, on real time (bounded): the server on 127.0.0.1 accepts the
+    connection and reads the request, and never answers."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+
+    async def hold(stream: trio.SocketStream) -> None:
+        async with stream:
+            while await stream.receive_some():  # take what it sends, answer nothing
+                pass
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.serve_listeners, hold, listeners)
+            base = f"http://127.0.0.1:{port}/v1"
+            async with ChatAgent("m", base_url=base, api_key=KEY, request_timeout=0.5) as worker:
+                with pytest.raises(TransientError, match=r"^the request to .* timed out"):
+                    await worker("a")
+            nursery.cancel_scope.cancel()

@@ -21,6 +21,8 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+import trio
+
 try:
     import httpx2
     import openai
@@ -178,6 +180,12 @@ class Refused(AgentError):
 TRANSIENT: tuple[type[Exception], ...] = (RateLimited, TransientError)
 """The failures worth retrying, for ``Supervisor(..., retry_on=TRANSIENT)``."""
 
+REQUEST_TIMEOUT = 60.0
+"""Seconds one request may take by default, from sending it to the reply's last byte: longer
+than a chat completion of a few thousand tokens takes on a live endpoint, and short enough that
+an endpoint that accepts a request and never answers fails the attempt (a `TransientError`,
+retried) instead of holding its slot, and a run without a ``timeout`` of its own, forever."""
+
 
 def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
     """The wait a response asks for, in seconds, from its headers.
@@ -310,8 +318,10 @@ class ChatAgent:
       messages: how a subtask becomes the request's messages; by default the system prompt
         (if any) and the subtask, as text, as the user's message.
       max_connections: the size of the connection pool.
-      request_timeout: seconds the SDK lets one request take, or None to leave timing to the
-        supervisor's ``timeout``.
+      request_timeout: seconds one request may take, from sending it to the reply's last byte
+        (a request past it fails as a [`TransientError`][trio_supervisor.agents.TransientError]):
+        a minute by default (``REQUEST_TIMEOUT``), so that an endpoint that never answers
+        cannot hold a slot forever; None to leave timing to the supervisor's ``timeout``.
       transport: an ``httpx2`` async transport to send requests through instead of the
         network (a fake endpoint in tests); the pool's limits then are the transport's.
       max_tokens: the request's ``max_tokens`` (the most its reply may hold), or None to send
@@ -344,7 +354,7 @@ class ChatAgent:
         system: str | None = None,
         messages: Messages | None = None,
         max_connections: int = 100,
-        request_timeout: float | None = None,
+        request_timeout: float | None = REQUEST_TIMEOUT,
         transport: httpx2.AsyncBaseTransport | None = None,
         max_tokens: int | None = None,
         price: tuple[float, float] | None = None,
@@ -388,6 +398,7 @@ class ChatAgent:
         self.model = model
         self.system = system
         self.max_connections = _validate.count("max_connections", max_connections)
+        self.request_timeout = _validate.seconds("request_timeout", request_timeout)
         self._messages = messages
         self._key = key
         limits = httpx2.Limits(
@@ -398,7 +409,7 @@ class ChatAgent:
             api_key=key,
             base_url=base_url,
             max_retries=0,
-            timeout=_validate.seconds("request_timeout", request_timeout),
+            timeout=self.request_timeout,
             http_client=self._http,
         )
         self.base_url = str(self._client.base_url)
@@ -507,29 +518,38 @@ class ChatAgent:
         key = attempt_key()
         if key is not None:  # the server can tell this attempt, resumed, from a new one
             options["extra_headers"] = {"Idempotency-Key": str(key)}
-        failure: AgentError
-        try:
-            raw = await self._client.chat.completions.with_raw_response.create(
-                model=self.model, messages=messages, **options
+        failure: AgentError | None = None
+        body = ""
+        # the SDK's timeout bounds each wait on the network; this one, the whole request,
+        # through whatever transport (one that never answers included)
+        timeout = math.inf if self.request_timeout is None else self.request_timeout
+        with trio.move_on_after(timeout) as bound:
+            try:
+                raw = await self._client.chat.completions.with_raw_response.create(
+                    model=self.model, messages=messages, **options
+                )
+                body = raw.http_response.text
+            except openai.APIStatusError as exc:
+                report_usage()  # an error answer: a call, no tokens generated
+                failure = self._status_error(exc.status_code, exc.response)
+            except openai.APITimeoutError:
+                failure = TransientError(f"the request to {self.base_url} timed out")
+            except openai.APIConnectionError as exc:
+                said = self.masked(_root(exc))
+                failure = TransientError(f"could not reach {self.base_url}: {said}")
+            except openai.OpenAIError as exc:  # any other the SDK raises: it may hold the request
+                said = self.masked(_named(exc))
+                failure = AgentError(f"the request to {self.base_url} failed: {said}")
+        if bound.cancelled_caught:  # cut off before its answer: it reports nothing
+            failure = TransientError(
+                f"the request to {self.base_url} timed out after {timeout:g}s (request_timeout)"
             )
-            body = raw.http_response.text
-        except openai.APIStatusError as exc:
-            report_usage()  # an error answer: a call, no tokens generated
-            failure = self._status_error(exc.status_code, exc.response)
-        except openai.APITimeoutError:
-            failure = TransientError(f"the request to {self.base_url} timed out")
-        except openai.APIConnectionError as exc:
-            failure = TransientError(f"could not reach {self.base_url}: {self.masked(_root(exc))}")
-        except openai.OpenAIError as exc:  # any other the SDK raises, which may hold the request
-            failure = AgentError(
-                f"the request to {self.base_url} failed: {self.masked(_named(exc))}"
-            )
-        else:
-            self._report(body)
-            if call is not None:
-                call.reply(self.masked(body))  # what it records is masked too
-            return _reply_text(body, self.masked)
-        raise failure  # outside the except blocks: no chain back to the SDK's error
+        if failure is not None:
+            raise failure  # outside the except blocks: no chain back to the SDK's error
+        self._report(body)
+        if call is not None:
+            call.reply(self.masked(body))  # what it records is masked too
+        return _reply_text(body, self.masked)
 
     def _report(self, body: str) -> None:
         """Report what the reply's ``usage`` says it used (a call of no tokens without one)."""

@@ -248,7 +248,9 @@ class ChatPlanner:
     [`Refused`][trio_supervisor.agents.Refused]), which the run records as a stall, except a
     failure that asks for a wait (a 429 or a 503 with ``Retry-After``): the planner sleeps
     what the server asked and asks again, at most ``max_waits`` times a decision, and never
-    past the run's deadline (it fails at once when the wait would end after it).
+    past the run's deadline (it fails at once when the wait would end after it). A request the
+    server never answers fails as the agent's does, after
+    [`REQUEST_TIMEOUT`][trio_supervisor.agents.REQUEST_TIMEOUT] (a minute).
 
     Args:
       model: the model to ask.
