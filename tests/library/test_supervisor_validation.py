@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import pytest
@@ -153,9 +153,10 @@ async def test_a_plan_that_iterates_but_not_as_subtasks_is_refused_naming_what_t
 ) -> None:
     """Bytes iterate as numbers, a dict as its keys alone, a set in no order: each is refused
     by run and stream, before any work, with what to pass instead."""
+    task: Any
     task, message = WHOLE_PLANS[kind]
     script = Script([ok(1)])
-    supervisor = Supervisor(script, max_workers=1)
+    supervisor: Supervisor[Any, Any] = Supervisor(script, max_workers=1)
     with pytest.raises(TypeError, match=f"^{message}"):
         await supervisor.run(task)
     with pytest.raises(TypeError, match=f"^{message}"):
@@ -167,8 +168,9 @@ async def test_a_plan_that_iterates_but_not_as_subtasks_is_refused_naming_what_t
 
 async def test_a_dicts_ordered_views_are_plans(autojump_clock: object) -> None:
     table = {"a": 1, "b": 2}
-    supervisor = Supervisor(SimulatedAgent(0), max_workers=2)
-    for view in (table.keys(), table.values(), table.items()):
+    supervisor: Supervisor[Any, str] = Supervisor(SimulatedAgent(0), max_workers=2)
+    views: tuple[Iterable[Any], ...] = (table.keys(), table.values(), table.items())
+    for view in views:
         aggregate = await supervisor.run(view)
         assert [result.subtask for result in aggregate] == list(view)
 
