@@ -435,12 +435,21 @@ def check(
         if raised is None:
             passed += 1
             _say(console, f"passed  {law.rule}", 2, "green", hang=8)
-        elif isinstance(raised, Exception):  # the reader's code broke the law, or raised: tell it
+        elif _interrupted(raised):  # Ctrl-C: not the law's to tell
+            raise raised
+        else:  # the reader's code broke the law, or raised (a SystemExit too): tell it
             _say(console, f"FAILED  {law.rule}", 2, "red", hang=8)
             tell(console, law, seen[0] if seen else Seen(), raised)
-        else:  # Ctrl-C, or an exit: not the law's to tell
-            raise raised
     return passed, len(chosen)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ctrl-C (a ``KeyboardInterrupt``, bare or in a group), which stops the
+    check; any other exception the reader's code raises, a ``SystemExit`` included, fails the
+    law it ran in, told as any failure is."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(KeyboardInterrupt)[0] is not None
+    return isinstance(exc, KeyboardInterrupt)
 
 
 def _leave(status: int, console: Console) -> int:
@@ -589,7 +598,7 @@ def _grade(number: int, path: Path, console: Console, home: Path | None, limit: 
     0 when every law passed, 1 when one failed or the file does not import."""
     try:
         module = load(path, number)
-    except Exception as exc:  # the reader's file: its error is the answer, not a traceback
+    except (Exception, SystemExit) as exc:  # the reader's file: its error is the answer
         console.print(
             f"{_shown(path, home)} does not import: {describe(exc)}", markup=False, soft_wrap=True
         )

@@ -126,9 +126,9 @@ class Supervisor(Generic[S, T]):
       TypeError: if ``worker`` is not callable or cannot be called with one subtask, or an
         option has the wrong type.
       ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
-        ``capacity`` is also one of the ``meters``, a ``Budget`` of tokens cannot know an
-        attempt's worst case (no ``reserve=``, and a worker without ``worst_case``), or
-        ``hedge`` breaks a rule of [`Hedge`][trio_supervisor.Hedge].
+        ``retry_on`` is an empty tuple, ``capacity`` is also one of the ``meters``, a
+        ``Budget`` of tokens cannot know an attempt's worst case (no ``reserve=``, and a worker
+        without ``worst_case``), or ``hedge`` breaks a rule of [`Hedge`][trio_supervisor.Hedge].
     """
 
     __slots__ = (
@@ -359,14 +359,16 @@ class Supervisor(Generic[S, T]):
 
         Raises:
           TypeError: if ``task`` is not a str or a sync iterable (use
-            [`stream`][trio_supervisor.Supervisor.stream] for an async one), ``trace`` is not a
-            [`Trace`][trio_supervisor.Trace], or a worker's call returns something that cannot
-            be awaited (the message names the fix).
+            [`stream`][trio_supervisor.Supervisor.stream] for an async one), or is one that
+            iterates but not as a plan (bytes, whose items are numbers; a mapping, its keys
+            alone; a set, in no order; the message says what to pass), ``round`` or ``need``
+            is not an int, ``trace`` is not a [`Trace`][trio_supervisor.Trace], or a worker's
+            call returns something that cannot be awaited (the message names the fix).
           ValueError: if ``need`` is not between 1 and the plan's length (or is given with
-            counted or grouped ``restarts``), ``deadline`` is not positive, ``trace`` was made
-            for another plan or
-            already recorded a run, or ``run_id`` was journaled with another plan (naming the
-            first slot that differs) or by a re-planning run, before any work.
+            counted or grouped ``restarts``), ``round`` is < 0, ``deadline`` is not positive,
+            ``trace`` was made for another plan or already recorded a run, or ``run_id`` was
+            journaled with another plan (naming the first slot that differs) or by a re-planning
+            run, before any work.
           KeyboardInterrupt: if a worker raised it (likewise `SystemExit`), bare.
         """
         plan = _validate.plan(task)
@@ -374,7 +376,7 @@ class Supervisor(Generic[S, T]):
             _check_need(need, len(plan), self._restarting_by() is not None)
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
-        run = check_journal(journal, run_id, round)
+        run = check_journal(journal, run_id, _validate.budget("round", round))
         if self._spans is not None:  # the run records into a trace that emits its spans
             trace = self._spans.run(trace, plan, self)
         # invariant: results[i] is None until slot i has its final result; cuts[i] is where a
@@ -634,7 +636,8 @@ class Supervisor(Generic[S, T]):
           A [`Stream`][trio_supervisor.Stream]: enter it with ``async with``, then iterate it.
 
         Raises:
-          TypeError: if ``subtasks`` is not a str or an iterable, or ``window`` is not an int.
+          TypeError: if ``subtasks`` is not a str or an iterable, or is bytes, a mapping or a
+            set (as for ``run``), or ``window`` is not an int.
           ValueError: if ``window < max_workers``, a str holds no subtask, or ``trace`` was
             made for another plan or already recorded a run.
         """

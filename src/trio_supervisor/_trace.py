@@ -144,10 +144,20 @@ class Trace:
 
     Args:
       plan: the subtasks known at the start, one slot each, in plan order.
+
+    Raises:
+      RuntimeError: if it is made outside ``trio.run`` (where there is no clock to read),
+        naming the fix.
     """
 
     def __init__(self, plan: Iterable[Any] = ()) -> None:
-        self.origin = trio.current_time()
+        try:
+            self.origin = trio.current_time()
+        except RuntimeError:
+            raise RuntimeError(
+                "Trace() reads trio's clock, and there is none outside trio.run: make the "
+                "trace inside the async function that trio.run runs, as the run it records"
+            ) from None
         self.attempt: int | None = None
         """The attempt of its parent's slot that made this run (1 for the first), for a child
         run (see [`nest`][trio_supervisor.Trace.nest]); None for a run of its own."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import AsyncIterable, Iterable
+from collections.abc import AsyncIterable, ItemsView, Iterable, KeysView, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from ._decompose import decompose
@@ -66,7 +67,10 @@ def retry_on(value: object) -> tuple[type[Exception], ...]:
     """``value`` as a tuple of `Exception` subclasses, or a clear error."""
     classes = value if isinstance(value, tuple) else (value,)
     if not classes:
-        raise TypeError("retry_on must be an Exception subclass or a non-empty tuple of them")
+        raise ValueError(
+            "retry_on must be an Exception subclass or a non-empty tuple of them, got (): "
+            "give the classes to retry, or leave retry_on out to retry every Exception"
+        )
     for cls in classes:
         if not (isinstance(cls, type) and issubclass(cls, Exception)):
             raise TypeError(
@@ -125,11 +129,38 @@ def seed(value: object) -> random.Random:
     raise TypeError(f"seed must be an int, a random.Random or None, got {type(value).__name__}")
 
 
+def whole(task: object) -> None:
+    """Refuse what iterates, but not as a plan of subtasks: bytes (their items are numbers), a
+    mapping (its keys alone), a set (in no order, where results come back in plan order). A
+    dict's views are ordered, and taken."""
+    if isinstance(task, bytes | bytearray | memoryview):
+        example = bytes(task)[:12]
+        numbers = ", ".join(map(str, example))
+        raise TypeError(
+            "a plan of subtasks is a str or an iterable of subtasks, not "
+            f"{type(task).__name__}, whose items are numbers ({example!r} would run {numbers}): "
+            "decode it (.decode()) for a str to split into subtasks, or pass a list of subtasks"
+        )
+    if isinstance(task, Mapping):
+        raise TypeError(
+            f"a plan of subtasks is an iterable of subtasks, not a {type(task).__name__}, whose "
+            "iteration gives its keys alone: pass list(d), list(d.values()) or list(d.items())"
+        )
+    if isinstance(task, AbstractSet) and not isinstance(task, KeysView | ItemsView):
+        raise TypeError(
+            f"a plan of subtasks is an ordered iterable of subtasks, not a {type(task).__name__}, "
+            "which has no order: results come back in plan order, so pass a list "
+            "(sorted(s), say)"
+        )
+
+
 def plan(task: object) -> list[Any]:
     """A run's plan: a str split by [`decompose`][trio_supervisor.decompose] (one with no
-    subtask, as ``""``, is the empty plan, as ``[]`` is), or a sync iterable read in full."""
+    subtask, as ``""``, is the empty plan, as ``[]`` is), or a sync iterable read in full
+    (not bytes, a mapping or a set: see `whole`)."""
     if isinstance(task, str):
         return subtasks_of(task)
+    whole(task)
     if isinstance(task, AsyncIterable):
         raise TypeError(
             f"run() needs a str or a sync iterable of subtasks, got the async iterable "
@@ -166,6 +197,7 @@ def stream_input(value: object) -> Iterable[Any] | AsyncIterable[Any]:
     async iterable."""
     if isinstance(value, str):
         return subtasks_of(value)
+    whole(value)
     if not isinstance(value, Iterable | AsyncIterable):
         raise TypeError(
             "subtasks must be a str or a sync or async iterable of subtasks, "

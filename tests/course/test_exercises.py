@@ -568,3 +568,52 @@ def test_the_exercises_page_names_watch_and_limit() -> None:
     said = " ".join(PAGE.read_text().split())
     assert "python -m lessons check 4 --watch" in said
     assert "--limit" in said
+
+
+EXITS = """
+import sys
+
+import trio
+
+
+async def supervise(task, worker, *, max_workers=4):
+    async def exits(subtask):
+        await worker(subtask)
+        sys.exit(70)  # a worker of the reader's that ends the process, or means to
+
+    async with trio.open_nursery() as nursery:
+        for subtask in task.split(";"):
+            nursery.start_soon(exits, subtask.strip())
+    return []
+"""
+
+
+@pytest.mark.parametrize("where", ["in a worker", "bare"])
+def test_a_system_exit_from_the_readers_code_is_a_failed_law_and_the_check_goes_on(
+    tmp_path: Path, where: str
+) -> None:
+    """``SystemExit`` raised by the code checked (in a worker task, so inside an exception
+    group; or bare) is no Ctrl-C: each law it breaks is told as failed, naming it, and the check
+    goes on to its count and exit status 1, instead of ending silently with the reader's
+    status."""
+    source = {
+        "in a worker": EXITS,
+        "bare": "async def supervise(task, worker, *, max_workers=4):\n    raise SystemExit(70)\n",
+    }[where]
+    path = tmp_path / "exits.py"
+    path.write_text(source)
+    status, out = run("check", "2", str(path))
+    told = " ".join(out.split())
+    total = len(laws_of(2))
+    assert told.count("FAILED ") == total
+    assert "SystemExit: 70" in told
+    assert out.endswith(f"\n0 of {total} laws passed\n")
+    assert status == 1
+
+
+def test_a_file_that_exits_as_it_is_imported_is_told_as_not_importing(tmp_path: Path) -> None:
+    path = tmp_path / "exits.py"
+    path.write_text("raise SystemExit(70)\n")
+    status, out = run("check", "2", str(path))
+    assert status == 1
+    assert " ".join(out.split()).endswith("exits.py does not import: SystemExit: 70")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import re
 import sys
 import traceback
 from collections.abc import Callable, Coroutine, Iterator
@@ -13,17 +14,21 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 import trio
 import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.library.secrets_shown import places_holding
 from tests.library.virtual_time import run_virtual
 from trio_supervisor import Adaptive, Backoff, RateLimit, Status, Supervisor, Trace
 from trio_supervisor.agents import (
     TRANSIENT,
+    AgentError,
     ChatAgent,
+    ChatPlanner,
     MalformedReply,
     PermanentError,
     RateLimited,
@@ -31,7 +36,7 @@ from trio_supervisor.agents import (
     TransientError,
     parse_retry_after,
 )
-from trio_supervisor.agents._chat import mask
+from trio_supervisor.agents._chat import REQUEST_TIMEOUT, mask
 from trio_supervisor.testing import devserver
 
 KEY = "sk-SENTINEL-3f9c2a7e51d04b8c"
@@ -118,6 +123,61 @@ def test_the_key_defaults_to_openai_api_key_and_is_required(
         match=r"^ChatAgent needs an API key: pass api_key=\.\.\., or set OPENAI_API_KEY ",
     ):
         ChatAgent("m", base_url=URL)
+
+
+BAD_ARGUMENTS: list[tuple[dict[str, Any], type[Exception], str]] = [
+    ({"api_key": 123}, TypeError, "api_key must be a str or None, got int"),
+    ({"system": 123}, TypeError, "system must be a str or None, got int"),
+    ({"base_url": 123}, TypeError, "base_url must be a str or None, got int"),
+    (
+        {"messages": "be brief"},
+        TypeError,
+        "messages must be a callable that makes a subtask's messages, or None, got str",
+    ),
+    (
+        {"transport": "http"},
+        TypeError,
+        "transport must be an httpx2.AsyncBaseTransport or None, got str",
+    ),
+    *(
+        (
+            {"base_url": url},
+            ValueError,
+            "base_url must be an http or https URL with a host, such as "
+            f"http://127.0.0.1:8000/v1, got {url!r}",
+        )
+        for url in (
+            "notaurl",
+            "ftp://127.0.0.1/v1",
+            "http:///v1",
+            "127.0.0.1:8000/v1",
+            "http://[::1/v1",
+        )
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("made", "options", "error", "message"),
+    [
+        (made, *bad)
+        for made in (ChatAgent, ChatPlanner)
+        for bad in BAD_ARGUMENTS
+        if made is ChatAgent or not set(bad[0]) & {"system", "messages"}  # a planner's own
+    ],
+)
+def test_bad_arguments_are_refused_when_an_agent_or_planner_is_made(
+    made: Callable[..., object], options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    arguments = {"base_url": URL, "api_key": KEY, **options}
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        made("m", **arguments)
+
+
+def test_a_bad_base_url_from_the_environment_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "notaurl")
+    with pytest.raises(ValueError, match=r"^the base URL from OPENAI_BASE_URL must be an http "):
+        ChatAgent("m", api_key=KEY)
 
 
 def test_importing_the_worker_without_openai_names_the_extra(
@@ -509,6 +569,84 @@ async def test_the_key_never_shows_whatever_the_server_echoes(
     assert aggregate.results[5].error == "Refused: the model refused: no, ***"
 
 
+def raising(failure: Callable[[httpx2.Request], Exception]) -> Handler:
+    """A handler whose transport fails with ``failure(request)``: it carries the request, and
+    so its ``Authorization`` header."""
+
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        raise failure(request)
+
+    return handler
+
+
+def answering(response: httpx2.Response) -> Handler:
+    async def handler(request: httpx2.Request) -> httpx2.Response:
+        return response
+
+    return handler
+
+
+ECHOED = f"Authorization: Bearer {KEY}"
+FAILURES: dict[str, tuple[Handler, type[Exception]]] = {
+    "a 200 that is not JSON": (
+        answering(echoing(200, f"<p>{ECHOED}</p>".encode())),
+        MalformedReply,
+    ),
+    "a 200 of JSON that is not an object": (
+        answering(httpx2.Response(200, json=[ECHOED])),
+        MalformedReply,
+    ),
+    "a 200 without choices": (
+        answering(httpx2.Response(200, json={"echo": ECHOED})),
+        MalformedReply,
+    ),
+    "a 200 without text": (
+        answering(httpx2.Response(200, json={"choices": [{"message": {"content": [ECHOED]}}]})),
+        MalformedReply,
+    ),
+    "a refusal": (
+        answering(httpx2.Response(200, json={"choices": [{"message": {"refusal": ECHOED}}]})),
+        Refused,
+    ),
+    "a 400 of JSON": (
+        answering(httpx2.Response(400, json={"error": {"message": ECHOED}})),
+        PermanentError,
+    ),
+    "a 400 of text": (answering(echoing(400, ECHOED.encode())), PermanentError),
+    "a 401": (answering(echoing(401, ECHOED.encode())), PermanentError),
+    "a 404 of HTML": (answering(echoing(404, f"<h1>{ECHOED}</h1>".encode())), PermanentError),
+    "a 429": (
+        answering(echoing(429, ECHOED.encode(), **{"retry-after": "1"})),
+        RateLimited,
+    ),
+    "a 500": (answering(echoing(500, ECHOED.encode())), TransientError),
+    "a refused connection": (
+        raising(lambda request: httpx2.ConnectError(f"refused {ECHOED}", request=request)),
+        TransientError,
+    ),
+    "a timeout": (
+        raising(lambda request: httpx2.ReadTimeout(f"timed out {ECHOED}", request=request)),
+        TransientError,
+    ),
+    "an SDK error of another kind": (
+        raising(lambda request: openai.APIError(f"odd: {ECHOED}", request, body={"k": KEY})),
+        AgentError,
+    ),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+async def test_no_error_holds_the_key_anywhere_in_its_chain(failure: str) -> None:
+    """Whatever the server answers (or the transport raises, the request and its headers in
+    hand), the error the agent raises holds the key nowhere: not in its message, its
+    attributes, its cause or context (nor theirs), nor its traceback."""
+    handler, kind = FAILURES[failure]
+    async with agent(handler) as worker:
+        with pytest.raises(kind) as caught:
+            await worker("a")
+    assert places_holding(caught.value, KEY) == []
+
+
 def test_a_short_key_is_masked_where_it_stands_alone_and_ordinary_text_survives() -> None:
     assert mask("subtask k, key=k; Bearer abc", "k") == "subtask ***, key=***; Bearer ***"
     assert mask(f"x{KEY}y", KEY) == "x***y"  # a real key: inside a longer word too
@@ -655,3 +793,57 @@ async def test_an_attempt_sends_its_key_as_an_idempotency_key_header(
         stats = (await client.get("/stats")).json()
     assert stats["requests"] == 4
     assert stats["idempotency_keys"] == ["order-7/0/0/1", "order-7/0/1/1", "order-7/0/1/2"]
+
+
+# -- an endpoint that never answers -------------------------------------------------------------
+
+
+async def silent(request: httpx2.Request) -> httpx2.Response:
+    """An endpoint that takes the request and never answers it."""
+    await trio.sleep_forever()
+    raise AssertionError("never")
+
+
+async def test_a_request_an_endpoint_never_answers_fails_after_the_default_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """By default a request is bounded (``REQUEST_TIMEOUT``, a minute), whatever the transport:
+    the attempt fails as transient, and a supervisor with no timeout of its own still ends."""
+    assert REQUEST_TIMEOUT == 60.0
+    with trio.fail_after(10 * REQUEST_TIMEOUT):  # the run would hang without the bound
+        async with agent(silent) as worker:
+            begin = trio.current_time()
+            with pytest.raises(TransientError) as caught:
+                await worker("a")
+            assert trio.current_time() - begin == REQUEST_TIMEOUT
+            sup = Supervisor(worker, max_workers=1, attempts=2, retry_on=TRANSIENT)
+            (result,) = (await sup.run(["a"])).results
+        async with ChatPlanner(
+            "m", base_url=URL, api_key=KEY, transport=httpx2.MockTransport(silent)
+        ) as planner:
+            with pytest.raises(TransientError):
+                await planner.first("t")
+    assert str(caught.value) == f"the request to {URL}/ timed out after 60s (request_timeout)"
+    assert (result.status, result.attempts) == (Status.FAILED, 2)
+    assert caught.value.__context__ is None
+
+
+async def test_a_loopback_server_that_accepts_and_never_answers_is_cut_at_the_timeout() -> None:
+    """Over a real socket, on real time (bounded): the server on 127.0.0.1 accepts the
+    connection and reads the request, and never answers."""
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    port = listeners[0].socket.getsockname()[1]
+
+    async def hold(stream: trio.SocketStream) -> None:
+        async with stream:
+            while await stream.receive_some():  # take what it sends, answer nothing
+                pass
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(trio.serve_listeners, hold, listeners)
+            base = f"http://127.0.0.1:{port}/v1"
+            async with ChatAgent("m", base_url=base, api_key=KEY, request_timeout=0.5) as worker:
+                with pytest.raises(TransientError, match=r"^the request to .* timed out"):
+                    await worker("a")
+            nursery.cancel_scope.cancel()

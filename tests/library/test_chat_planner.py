@@ -14,8 +14,17 @@ import pytest
 import trio
 import trio.testing
 
+from tests.library.secrets_shown import places_holding
 from trio_supervisor import Batch, Done, Entry, Ledger, Round, Status, SubResult, Supervisor
-from trio_supervisor.agents import PLANNER_SYSTEM, ChatPlanner, PlannerReply
+from trio_supervisor.agents import (
+    PLANNER_SYSTEM,
+    ChatPlanner,
+    MalformedReply,
+    PermanentError,
+    PlannerReply,
+    RateLimited,
+    UnusableReply,
+)
 from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
 from trio_supervisor.testing.devserver import app, serve
 
@@ -344,3 +353,72 @@ async def test_the_loopback_planner_endpoint_can_be_rate_limited(
     assert trio.current_time() - begin >= 6
     assert (llm.text, llm.degraded) == (scripted.text, False)
     assert [done.error for done in llm.ledger.rounds] == [None, None]
+
+
+# -- the key ------------------------------------------------------------------------------------
+
+
+class Answering(httpx2.AsyncBaseTransport):
+    """A planner endpoint that gives ``answers`` in turn (the last one from then on)."""
+
+    def __init__(self, *answers: httpx2.Response) -> None:
+        self.answers = list(answers)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def replying(content: str) -> httpx2.Response:
+    """A chat completion whose text is ``content``."""
+    return httpx2.Response(200, json={"choices": [{"message": {"content": content}}]})
+
+
+ECHOED = f"Authorization: Bearer {KEY}"
+ESCAPED = "".join(f"\\u{ord(char):04x}" for char in KEY)  # the key, as JSON may spell it
+FAILURES: dict[str, tuple[list[httpx2.Response], type[Exception]]] = {
+    "replies with an unknown field named by the key": (
+        [replying(f'{{"done": true, "{KEY}": 1}}')],
+        UnusableReply,
+    ),
+    "replies with the key spelled in JSON escapes": (
+        [replying(f'{{"done": true, "{ESCAPED}": 1}}')],
+        UnusableReply,
+    ),
+    "a reply that is not JSON": ([httpx2.Response(200, text=ECHOED)], MalformedReply),
+    "a 400 echoing the key": (
+        [httpx2.Response(400, json={"error": {"message": ECHOED}})],
+        PermanentError,
+    ),
+    "a 400 refusing response_format, then text": (
+        [
+            httpx2.Response(400, json={"error": {"message": f"response_format: {ECHOED}"}}),
+            httpx2.Response(200, text=ECHOED),
+        ],
+        MalformedReply,
+    ),
+    "429s past max_waits": (
+        [httpx2.Response(429, text=ECHOED, headers={"retry-after": "1"})],
+        RateLimited,
+    ),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+async def test_no_error_of_the_planner_holds_the_key_anywhere_in_its_chain(
+    autojump_clock: trio.testing.MockClock, failure: str
+) -> None:
+    answers, kind = FAILURES[failure]
+    async with planner_of(Answering(*answers), max_waits=1) as planner:
+        with pytest.raises(kind) as caught:
+            await planner.first("t")
+    assert places_holding(caught.value, KEY) == []
+
+
+async def test_a_decision_spelling_the_key_in_json_escapes_holds_it_masked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    said = replying(
+        f'{{"done": false, "note": "{ESCAPED}", "batch": [{{"subtask": "use {ESCAPED}"}}]}}'
+    )
+    async with planner_of(Answering(said)) as planner:
+        assert await planner.first("t") == Batch(["use ***"], note="***")

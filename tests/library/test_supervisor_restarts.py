@@ -263,6 +263,59 @@ async def test_past_its_intensity_the_run_gives_up_and_fails_every_unfinished_sl
     assert trio.current_time() < 9.0  # it did not wait for the slow slot
 
 
+class Asks(Exception):
+    """A failure that asks for a wait before its slot is tried again."""
+
+    def __init__(self, wait: float) -> None:
+        super().__init__(f"wait {wait:g}s")
+        self.retry_after = wait
+
+
+@settings(max_examples=150)
+@given(
+    first=st.lists(
+        st.none() | st.tuples(st.integers(1, 32), st.integers(0, 64)), min_size=2, max_size=5
+    ),
+    workers=st.integers(1, 5),
+)
+def test_after_a_rest_for_one_restart_the_slots_taken_start_again_in_plan_order(
+    first: list[tuple[int, int] | None], workers: int
+) -> None:
+    """The law of ``rest_for_one``'s order: whichever restarts take them (failures at any
+    instants, asking any waits, one restart holding slots longer than another), the slots that
+    start at one instant start in plan order, as the first admission does, whatever order trio
+    runs their tasks in. A slot's first call fails after ``first[slot]``'s ticks asking its
+    wait (in 16ths of a second), or runs long; every later call runs long."""
+    calls: list[tuple[float, int]] = []
+
+    async def worker(slot: int) -> int:
+        calls.append((trio.current_time(), slot))
+        failing = first[slot]
+        if failing is not None and sum(1 for _, s in calls if s == slot) == 1:
+            await trio.sleep(failing[0] / 16)
+            raise Asks(failing[1] / 16)
+        await trio.sleep(100)
+        return slot
+
+    async def main() -> Aggregate[int, int]:
+        supervisor: Supervisor[int, int] = Supervisor(
+            worker,
+            max_workers=workers,
+            attempts=2,
+            retry_on=Asks,
+            restarts=Restarts(strategy="rest_for_one"),
+            backoff=NO_WAIT,
+        )
+        return await supervisor.run(range(len(first)))
+
+    aggregate = run_virtual(main)
+    assert all(result.ok for result in aggregate.results)
+    instants = sorted({when for when, _ in calls})
+    for instant in instants:
+        started = [slot for when, slot in calls if when == instant]
+        assert started == sorted(started), (instant, calls)
+
+
 async def test_a_deadline_cuts_a_restarting_run_short(autojump_clock: object) -> None:
     agent = SimulatedAgent(fail={"b"}, latencies={"a": 5.0, "b": 0.25, "c": 0.5})
     supervisor: Supervisor[str, str] = Supervisor(

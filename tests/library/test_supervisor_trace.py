@@ -121,3 +121,13 @@ async def test_a_traced_run_draws_its_timeline(autojump_clock: Any, path: str) -
     assert "✓ ok 0.50s" in text
     assert "◷ timed out 1.25s" in text
     assert trio.current_time() == trace.closed
+
+
+def test_a_trace_made_outside_a_run_says_where_to_make_it() -> None:
+    with pytest.raises(RuntimeError) as caught:
+        Trace()
+    assert str(caught.value) == (
+        "Trace() reads trio's clock, and there is none outside trio.run: make the trace inside "
+        "the async function that trio.run runs, as the run it records"
+    )
+    assert caught.value.__suppress_context__  # the one line, not trio's own before it

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import pytest
@@ -11,7 +11,7 @@ import trio
 
 from tests.library.scripted_worker import Script, ok
 from trio_supervisor import Supervisor
-from trio_supervisor.testing import SimulatedAgent
+from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
 
 SCRIPT = Script([ok(1)])
 
@@ -52,6 +52,12 @@ class SyncCallable:
             r"KeyboardInterrupt are never retried\), got 'KeyError'",
         ),
         ({"backoff": 0.5}, TypeError, r"backoff must be a Backoff, got float"),
+        (
+            {"retry_on": ()},
+            ValueError,
+            r"retry_on must be an Exception subclass or a non-empty tuple of them, got \(\): "
+            r"give the classes to retry, or leave retry_on out to retry every Exception",
+        ),
     ],
 )
 def test_bad_options_are_refused_with_the_rule(
@@ -118,6 +124,57 @@ async def test_a_bad_task_is_refused_before_any_work(
         await task.aclose()
 
 
+WHOLE_PLANS = {
+    "bytes": (
+        b"a;b",
+        r"a plan of subtasks is a str or an iterable of subtasks, not bytes, whose items are "
+        r"numbers \(b'a;b' would run 97, 59, 98\): decode it \(\.decode\(\)\) for a str to "
+        r"split into subtasks, or pass a list of subtasks",
+    ),
+    "bytearray": (bytearray(b"a;b"), r"a plan of subtasks is a str .*, not bytearray, "),
+    "memoryview": (memoryview(b"a;b"), r"a plan of subtasks is a str .*, not memoryview, "),
+    "dict": (
+        {"a": 1, "b": 2},
+        r"a plan of subtasks is an iterable of subtasks, not a dict, whose iteration gives its "
+        r"keys alone: pass list\(d\), list\(d\.values\(\)\) or list\(d\.items\(\)\)",
+    ),
+    "set": (
+        {"a", "b"},
+        r"a plan of subtasks is an ordered iterable of subtasks, not a set, which has no "
+        r"order: results come back in plan order, so pass a list \(sorted\(s\), say\)",
+    ),
+    "frozenset": (frozenset("ab"), r"a plan of subtasks is an ordered .*, not a frozenset"),
+}
+
+
+@pytest.mark.parametrize("kind", list(WHOLE_PLANS))
+async def test_a_plan_that_iterates_but_not_as_subtasks_is_refused_naming_what_to_pass(
+    kind: str,
+) -> None:
+    """Bytes iterate as numbers, a dict as its keys alone, a set in no order: each is refused
+    by run and stream, before any work, with what to pass instead."""
+    task: Any
+    task, message = WHOLE_PLANS[kind]
+    script = Script([ok(1)])
+    supervisor: Supervisor[Any, Any] = Supervisor(script, max_workers=1)
+    with pytest.raises(TypeError, match=f"^{message}"):
+        await supervisor.run(task)
+    with pytest.raises(TypeError, match=f"^{message}"):
+        supervisor.stream(task)
+    with pytest.raises(TypeError, match=r"^task must be a str \(what the planner reads\)"):
+        await supervisor.replan(task, ScriptedPlanner())
+    assert not script.calls
+
+
+async def test_a_dicts_ordered_views_are_plans(autojump_clock: object) -> None:
+    table = {"a": 1, "b": 2}
+    supervisor: Supervisor[Any, str] = Supervisor(SimulatedAgent(0), max_workers=2)
+    views: tuple[Iterable[Any], ...] = (table.keys(), table.values(), table.items())
+    for view in views:
+        aggregate = await supervisor.run(view)
+        assert [result.subtask for result in aggregate] == list(view)
+
+
 @pytest.mark.parametrize("task", [[], (), "", " ; ", "\n;\n"])
 async def test_a_plan_with_no_subtask_returns_an_empty_aggregate_at_once(
     task: Any, autojump_clock: object
@@ -132,6 +189,24 @@ async def test_a_plan_with_no_subtask_returns_an_empty_aggregate_at_once(
         assert [result async for result in results] == []
     assert not script.calls
     assert trio.current_time() == 0
+
+
+@pytest.mark.parametrize(
+    ("round", "error", "message"),
+    [
+        (1.5, TypeError, r"round must be an int >= 0, got float 1\.5"),
+        ("1", TypeError, r"round must be an int >= 0, got str '1'"),
+        (True, TypeError, r"round must be an int >= 0, got bool True"),
+        (-1, ValueError, r"round must be >= 0, got -1"),
+    ],
+)
+async def test_a_bad_round_is_refused_a_wrong_type_as_a_type_error(
+    round: Any, error: type[Exception], message: str
+) -> None:
+    script = Script([ok(1)])
+    with pytest.raises(error, match=f"^{message}$"):
+        await Supervisor(script, max_workers=1).run([0], round=round)
+    assert not script.calls
 
 
 async def test_a_bad_trace_is_refused() -> None:

@@ -14,10 +14,12 @@ a turn of the scheduler brings no other ending before it decides them (a result,
 restart, giving up). Until then no slot is admitted and no place given back, so a seeded run
 repeats exactly, ties included. The attempts are timed by their own scope's deadline rather
 than by the run's [`Timer`][trio_supervisor._engine.attempt.Timer] task, so that an attempt that
-times out ends in the same turn as a worker that ends at that instant. What trio's order still
-decides: an ending that follows only after a turn with none (a worker that waits on a sibling's
-ending) is decided after the others, and the attempts that start at one instant wait on a meter
-that cannot let them all through in the order trio runs them.
+times out ends in the same turn as a worker that ends at that instant. The slots admitted at one
+instant (the first admission, or the slots a restart takes, back after its wait) start one after
+the other: each attempt's task runs into its worker's call (or its wait on a meter) before the
+next slot is admitted, so they start in plan order whatever order trio would run their tasks in.
+What trio's order still decides: an ending that follows only after a turn with none (a worker
+that waits on a sibling's ending) is decided after the others.
 """
 
 from __future__ import annotations
@@ -202,7 +204,16 @@ async def restarting_run(
                 decide(ending)
             woken.set()
 
-    async def attempt(slot: int, borrower: object, stop: trio.CancelScope, generation: int) -> None:
+    async def attempt(
+        slot: int,
+        borrower: object,
+        stop: trio.CancelScope,
+        generation: int,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        # the admission waits for this: the task runs on, without a checkpoint, into the
+        # worker's call, so the slots admitted at one instant call their workers in plan order
+        task_status.started()
         state = slots[slot]
         if state.generation != generation:  # taken back before it began
             places.give_back(borrower)
@@ -253,7 +264,7 @@ async def restarting_run(
                     if trace is not None and (latest is None or latest.attempts == 0):
                         trace.admitted(slot, plan[slot])
                     stop = slots[slot].stop = trio.CancelScope()  # running: a restart stops it
-                    nursery.start_soon(attempt, slot, borrower, stop, slots[slot].generation)
+                    await nursery.start(attempt, slot, borrower, stop, slots[slot].generation)
     finally:
         for ending in sorted(endings, key=lambda ending: (ending[0], ending[1])):
             decide(ending, final=True)  # ended as the run did: its result stands

@@ -23,6 +23,7 @@ This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'`
 
 from .._util import fixup_module_metadata
 from ._chat import (
+    REQUEST_TIMEOUT,
     TRANSIENT,
     AgentError,
     ChatAgent,
@@ -39,6 +40,7 @@ from ._planner import ChatPlanner, PlannedSubtask, PlannerReply, UnusableReply
 
 __all__ = [
     "PLANNER_SYSTEM",
+    "REQUEST_TIMEOUT",
     "TRANSIENT",
     "AgentError",
     "ChatAgent",

@@ -19,6 +19,9 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import urlsplit
+
+import trio
 
 try:
     import httpx2
@@ -177,6 +180,12 @@ class Refused(AgentError):
 TRANSIENT: tuple[type[Exception], ...] = (RateLimited, TransientError)
 """The failures worth retrying, for ``Supervisor(..., retry_on=TRANSIENT)``."""
 
+REQUEST_TIMEOUT = 60.0
+"""Seconds one request may take by default, from sending it to the reply's last byte: longer
+than a chat completion of a few thousand tokens takes on a live endpoint, and short enough that
+an endpoint that accepts a request and never answers fails the attempt (a `TransientError`,
+retried) instead of holding its slot, and a run without a ``timeout`` of its own, forever."""
+
 
 def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
     """The wait a response asks for, in seconds, from its headers.
@@ -322,8 +331,10 @@ class ChatAgent:
       messages: how a subtask becomes the request's messages; by default the system prompt
         (if any) and the subtask, as text, as the user's message.
       max_connections: the size of the connection pool.
-      request_timeout: seconds the SDK lets one request take, or None to leave timing to the
-        supervisor's ``timeout``.
+      request_timeout: seconds one request may take, from sending it to the reply's last byte
+        (a request past it fails as a [`TransientError`][trio_supervisor.agents.TransientError]):
+        a minute by default (``REQUEST_TIMEOUT``), so that an endpoint that never answers
+        cannot hold a slot forever; None to leave timing to the supervisor's ``timeout``.
       transport: an ``httpx2`` async transport to send requests through instead of the
         network (a fake endpoint in tests); the pool's limits then are the transport's.
       max_tokens: the request's ``max_tokens`` (the most its reply may hold), or None to send
@@ -340,8 +351,11 @@ class ChatAgent:
     charges it its whole reservation.
 
     Raises:
-      ValueError: if there is no API key (none given, ``OPENAI_API_KEY`` unset or empty).
-      TypeError: if ``max_connections`` is not an int.
+      ValueError: if there is no API key (none given, ``OPENAI_API_KEY`` unset or empty), or
+        the base URL (given, or ``OPENAI_BASE_URL``) is not an http or https URL with a host.
+      TypeError: if ``model``, ``api_key``, ``system`` or ``base_url`` is not a str (the last
+        three may be None), ``messages`` is not callable, ``transport`` is not an
+        ``httpx2.AsyncBaseTransport``, or ``max_connections`` is not an int.
     """
 
     def __init__(
@@ -353,13 +367,29 @@ class ChatAgent:
         system: str | None = None,
         messages: Messages | None = None,
         max_connections: int = 100,
-        request_timeout: float | None = None,
+        request_timeout: float | None = REQUEST_TIMEOUT,
         transport: httpx2.AsyncBaseTransport | None = None,
         max_tokens: int | None = None,
         price: tuple[float, float] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise TypeError(f"model must be a non-empty str, got {type(model).__name__}")
+        if api_key is not None and not isinstance(api_key, str):  # its value is never shown
+            raise TypeError(f"api_key must be a str or None, got {type(api_key).__name__}")
+        if system is not None and not isinstance(system, str):
+            raise TypeError(f"system must be a str or None, got {type(system).__name__}")
+        if messages is not None and not callable(messages):
+            raise TypeError(
+                "messages must be a callable that makes a subtask's messages, or None, got "
+                f"{type(messages).__name__}"
+            )
+        if transport is not None and not isinstance(transport, httpx2.AsyncBaseTransport):
+            raise TypeError(
+                f"transport must be an httpx2.AsyncBaseTransport or None, got "
+                f"{type(transport).__name__}"
+            )
+        if base_url is not None:
+            _check_url(base_url, "base_url")
         key = os.environ.get("OPENAI_API_KEY") if api_key is None else api_key
         if not key:
             raise ValueError(
@@ -381,6 +411,7 @@ class ChatAgent:
         self.model = model
         self.system = system
         self.max_connections = _validate.count("max_connections", max_connections)
+        self.request_timeout = _validate.seconds("request_timeout", request_timeout)
         self._messages = messages
         self._key = key
         limits = httpx2.Limits(
@@ -391,9 +422,11 @@ class ChatAgent:
             api_key=key,
             base_url=base_url,
             max_retries=0,
-            timeout=_validate.seconds("request_timeout", request_timeout),
+            timeout=self.request_timeout,
             http_client=self._http,
         )
+        if base_url is None:  # the SDK's: OPENAI_BASE_URL, or the provider's own
+            _check_url(str(self._client.base_url), "the base URL from OPENAI_BASE_URL")
         self.base_url = mask(str(self._client.base_url))  # shown: its password masked
         # The SDK reads the platform (for its headers) in a worker thread on a client's first
         # request; read it now, once, so that no attempt waits on a thread (under a MockClock,
@@ -458,6 +491,7 @@ class ChatAgent:
           PermanentError: on any other 4xx.
           MalformedReply: if the reply is not a chat completion with a text message.
           Refused: if the reply is the model's refusal.
+          AgentError: on any other failure the SDK raises (not retried by ``TRANSIENT``).
         """
         return await self.complete(self.messages(subtask))
 
@@ -497,33 +531,44 @@ class ChatAgent:
         key = attempt_key()
         if key is not None:  # the server can tell this attempt, resumed, from a new one
             options["extra_headers"] = {"Idempotency-Key": str(key)}
-        failure: AgentError
-        try:
-            raw = await self._client.chat.completions.with_raw_response.create(
-                model=self.model, messages=messages, **options
+        failure: AgentError | None = None
+        body = ""
+        # the SDK's timeout bounds each wait on the network; this one, the whole request,
+        # through whatever transport (one that never answers included)
+        timeout = math.inf if self.request_timeout is None else self.request_timeout
+        with trio.move_on_after(timeout) as bound:
+            try:
+                raw = await self._client.chat.completions.with_raw_response.create(
+                    model=self.model, messages=messages, **options
+                )
+                body = raw.http_response.text
+            except openai.APIStatusError as exc:
+                report_usage()  # an error answer: a call, no tokens generated
+                failure = self._status_error(exc.status_code, exc.response)
+            except openai.APITimeoutError:
+                failure = TransientError(f"the request to {self.base_url} timed out")
+            except openai.APIConnectionError as exc:
+                said = self.masked(_root(exc))
+                failure = TransientError(f"could not reach {self.base_url}: {said}")
+            except openai.OpenAIError as exc:  # any other the SDK raises: it may hold the request
+                said = self.masked(_named(exc))
+                failure = AgentError(f"the request to {self.base_url} failed: {said}")
+        if bound.cancelled_caught:  # cut off before its answer: it reports nothing
+            failure = TransientError(
+                f"the request to {self.base_url} timed out after {timeout:g}s (request_timeout)"
             )
-            body = raw.http_response.text
-        except openai.APIStatusError as exc:
-            report_usage()  # an error answer: a call, no tokens generated
-            failure = self._status_error(exc.status_code, exc.response)
-        except openai.APITimeoutError:
-            failure = TransientError(f"the request to {self.base_url} timed out")
-        except openai.APIConnectionError as exc:
-            failure = TransientError(f"could not reach {self.base_url}: {self._mask(_root(exc))}")
-        else:
-            self._report(body)
-            if call is not None:
-                call.reply(self._mask(body))  # what it records is masked too
-            return _reply_text(body, self._mask)
-        raise failure  # outside the except blocks: no chain back to the SDK's error
+        if failure is not None:
+            raise failure  # outside the except blocks: no chain back to the SDK's error
+        self._report(body)
+        if call is not None:
+            call.reply(self.masked(body))  # what it records is masked too
+        return _reply_text(body, self.masked)
 
     def _report(self, body: str) -> None:
         """Report what the reply's ``usage`` says it used (a call of no tokens without one)."""
         prompt = completion = 0
-        try:
-            usage = json.loads(body).get("usage")
-        except (ValueError, AttributeError):
-            usage = None
+        data = _json(body)
+        usage = data.get("usage") if isinstance(data, dict) else None
         if isinstance(usage, dict):
             found = usage.get("prompt_tokens"), usage.get("completion_tokens")
             if all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in found):
@@ -535,12 +580,12 @@ class ChatAgent:
     def _status_error(self, status: int, response: httpx2.Response) -> AgentError:
         """The error a non-2xx answer raises: its class from the status and ``x-should-retry``
         (as the openai SDK decides whether to retry), its wait from ``Retry-After``."""
-        phrase = self._mask(" ".join((response.reason_phrase or _phrase(status)).split()))
+        phrase = self.masked(" ".join((response.reason_phrase or _phrase(status)).split()))
         where = f"{status} {phrase} from {self.base_url}".replace("  ", " ")
         if status in (401, 403):  # a server may echo part of the key: say nothing of it
             message = f"{where}: check the API key"
         else:
-            said = self._mask(_server_message(response))
+            said = self.masked(_server_message(response))
             message = f"{where}: {said}" if said else where
         wait = parse_retry_after(response.headers)
         retried = status == 429 or status >= 500 or status in (408, 409)
@@ -557,7 +602,16 @@ class ChatAgent:
             message = f"{message} (Retry-After {wait:g}s)"
         return TransientError(message, status=status, retry_after=wait)
 
-    def _mask(self, text: str) -> str:
+    def masked(self, text: str) -> str:
+        """``text`` with this agent's key, and any ``Bearer`` token, replaced by ``***`` (see
+        `mask`): for any text a caller keeps from what the server said.
+
+        Args:
+          text: what the server said.
+
+        Returns:
+          The text, masked.
+        """
         return mask(text, self._key)
 
     async def aclose(self) -> None:
@@ -577,6 +631,23 @@ class ChatAgent:
         )
 
 
+def _check_url(url: object, name: str) -> None:
+    """Refuse a base URL that is not an http or https URL with a host, before any request
+    (which would fail, and be retried, as a connection error)."""
+    if not isinstance(url, str):
+        raise TypeError(f"{name} must be a str or None, got {type(url).__name__}")
+    try:
+        parts = urlsplit(url)
+        scheme, host = parts.scheme, parts.hostname
+    except ValueError:  # an unbalanced [ in the host, say
+        scheme, host = "", None
+    if scheme not in ("http", "https") or not host:
+        raise ValueError(
+            f"{name} must be an http or https URL with a host, such as "
+            f"http://127.0.0.1:8000/v1, got {mask(url)!r}"
+        )
+
+
 def _phrase(status: int) -> str:
     try:
         return HTTPStatus(status).phrase
@@ -590,6 +661,11 @@ def _root(exc: BaseException) -> str:
     while exc.__cause__ is not None and seen < 16:
         exc = exc.__cause__
         seen += 1
+    return _named(exc)
+
+
+def _named(exc: BaseException) -> str:
+    """``exc`` as ``Type: message``, or its type alone when it has no message."""
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -600,10 +676,7 @@ def _server_message(response: httpx2.Response) -> str:
         text = response.text
     except Exception:
         return ""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        data = None
+    data = _json(text)
     if isinstance(data, dict):
         error = data.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
@@ -614,14 +687,25 @@ def _server_message(response: httpx2.Response) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
+_NOT_JSON = object()
+
+
+def _json(text: str) -> Any:
+    """The JSON value ``text`` holds, or ``_NOT_JSON``."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return _NOT_JSON
+
+
 def _reply_text(body: str, masked: Callable[[str], str]) -> str:
     """The text of a chat completion's first choice (masked), or a `MalformedReply` or a
     `Refused` saying what is wrong."""
-    try:
-        data = json.loads(body)
-    except ValueError:
+    data = _json(body)
+    if data is _NOT_JSON:  # raised here, not in an except block: the JSON error (which holds
+        # the whole body, the key a server echoed and all) is not its context
         shown = masked(" ".join(body.split()))[:60]
-        raise MalformedReply(f"the reply is not JSON: {shown!r}") from None
+        raise MalformedReply(f"the reply is not JSON: {shown!r}")
     if not isinstance(data, dict):
         raise MalformedReply(f"the reply is JSON but not an object: {type(data).__name__}")
     choices = data.get("choices")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -247,7 +248,9 @@ class ChatPlanner:
     [`Refused`][trio_supervisor.agents.Refused]), which the run records as a stall, except a
     failure that asks for a wait (a 429 or a 503 with ``Retry-After``): the planner sleeps
     what the server asked and asks again, at most ``max_waits`` times a decision, and never
-    past the run's deadline (it fails at once when the wait would end after it).
+    past the run's deadline (it fails at once when the wait would end after it). A request the
+    server never answers fails as the agent's does, after
+    [`REQUEST_TIMEOUT`][trio_supervisor.agents.REQUEST_TIMEOUT] (a minute).
 
     Args:
       model: the model to ask.
@@ -258,7 +261,10 @@ class ChatPlanner:
       transport: an ``httpx2`` async transport instead of the network (an in-process server).
 
     Raises:
-      ValueError: if ``attempts`` < 1, ``max_waits`` < 0, or there is no API key.
+      ValueError: if ``attempts`` < 1, ``max_waits`` < 0, there is no API key, or the base URL
+        is not an http or https URL with a host.
+      TypeError: if an argument has the wrong type (as for
+        [`ChatAgent`][trio_supervisor.agents.ChatAgent]).
     """
 
     def __init__(
@@ -296,9 +302,13 @@ class ChatPlanner:
         for _ in range(self.attempts):
             text, waits = await self._ask(_messages((prompt, problem)), waits)
             try:
-                return decision_of(parse_reply(text))
+                reply = parse_reply(text)
             except ValidationError as error:
-                problem = _problem(error)
+                # the reply's text was masked, but JSON may spell the key in escapes: what
+                # pydantic decoded from it (a field's name in an error's place) is masked again
+                problem = self._agent.masked(_problem(error))
+            else:
+                return decision_of(_masked(reply, self._agent.masked))
         raise UnusableReply(
             f"{self.attempts} replies from {self._agent.model}, none a decision the schema "
             f"allows; the last: {problem}"
@@ -341,6 +351,19 @@ class ChatPlanner:
             f"ChatPlanner(model={self._agent.model!r}, base_url={self._agent.base_url!r}, "
             f"attempts={self.attempts}, max_waits={self.max_waits})"
         )
+
+
+def _masked(reply: PlannerReply, masked: Callable[[str], str]) -> PlannerReply:
+    """``reply`` with each of its texts masked (as decoded from the JSON, escapes and all)."""
+    return reply.model_copy(
+        update={
+            "note": masked(reply.note),
+            "answer": None if reply.answer is None else masked(reply.answer),
+            "batch": [
+                item.model_copy(update={"subtask": masked(item.subtask)}) for item in reply.batch
+            ],
+        }
+    )
 
 
 def _messages(asked: tuple[str, str | None]) -> list[ChatCompletionMessageParam]:
