@@ -23,7 +23,6 @@ from typing import Any
 try:
     import httpx2
     import openai
-    from openai import _base_client
     from openai.types.chat import ChatCompletionMessageParam
 except ImportError as error:  # pragma: no cover - exercised by a test that hides the SDK
     missing = (error.name or "a module").split(".")[0]
@@ -34,6 +33,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 
 from .. import Usage, _validate, attempt_key, report_usage
 from .._spans import ChatCall, chat_spans
+from ._sdk import know_platform
 
 Messages = Callable[[Any], "list[ChatCompletionMessageParam]"]
 """How a subtask becomes the messages of a chat completion request."""
@@ -382,11 +382,7 @@ class ChatAgent:
             http_client=self._http,
         )
         self.base_url = str(self._client.base_url)
-        # The SDK reads the platform (for its headers) in a worker thread on a client's first
-        # request; read it now, once, so that no attempt waits on a thread (under a MockClock,
-        # the clock would jump while it did).
-        if getattr(self._client, "_platform", False) is None:
-            self._client._platform = _base_client.get_platform()
+        know_platform(self._client)
 
     def messages(self, subtask: Any) -> list[ChatCompletionMessageParam]:
         """The messages sent for ``subtask``.
