@@ -104,7 +104,8 @@ def reaches(where: str, code: str) -> list[str]:
             and node.func.attr == "import_module"
             and node.args
             and isinstance(node.args[0], ast.Constant)
-            and any(private(part) for part in str(node.args[0].value).split("."))
+            and isinstance(node.args[0].value, str)
+            and any(private(part) for part in node.args[0].value.split("."))
         ):
             return f"imports {node.args[0].value}"
         return None
