@@ -15,7 +15,7 @@ export PYTHONPATH := $(CURDIR)
 # mkdocs-material prints a banner about its successor on every build; once is enough
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: lessons test lint typecheck pytest docs-build docs docs-check phoenix-check clean
+.PHONY: lessons test lint dupcheck typecheck pytest docs-build docs docs-check phoenix-check clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,11 +26,15 @@ $(BIN)/.installed: pyproject.toml
 lessons: $(BIN)/.installed
 	$(BIN)/python -m lessons all
 
-test: lint typecheck pytest docs-build
+test: lint dupcheck typecheck pytest docs-build
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src lessons tests tools benchmarks docs/examples
 	$(BIN)/ruff format --check src lessons tests tools benchmarks docs/examples
+
+# no copied block of 6+ similar lines in the library (settings: [tool.pylint.*] in pyproject.toml)
+dupcheck: $(BIN)/.installed
+	$(BIN)/pylint --disable=all --enable=duplicate-code src/trio_supervisor
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy

@@ -308,6 +308,54 @@ class Ledger(Generic[S, T]):
         """Every round so far, in order."""
         return tuple(self._rounds)
 
+    def record(self, done: Round[S, T]) -> None:
+        """Add the round ``done``: the next one, or the latest one again with what was learnt
+        after it (its ``stalled``), with the same entries.
+
+        A run records each round as it ends; a planner that is sent the ledger (a chat
+        planner's request) rebuilds it round by round, and so does a test of a planner.
+
+        ```pycon
+        >>> ledger = Ledger("the market")
+        >>> ok = SubResult("pricing", output="notes on pricing")
+        >>> ledger.record(Round(1, "what to read first", (Entry(1, 0, ok),), 0, 0, 0))
+        >>> ledger
+        Ledger(task='the market', rounds=1, entries=1)
+        >>> ledger.record(Round(3, "", (), 0, 0, 0))
+        Traceback (most recent call last):
+          ...
+        ValueError: the ledger has 1 round: record round 2 (the next) or 1 (the latest again), not 3
+
+        ```
+
+        Args:
+          done: the round.
+
+        Raises:
+          TypeError: if ``done`` is not a Round.
+          ValueError: if its number is neither the next round's nor the latest's, or it records
+            the latest round again with other entries.
+        """
+        if not isinstance(done, Round):
+            raise TypeError(f"the ledger records a Round, got {type(done).__name__}")
+        rounds = self._rounds
+        if done.number == len(rounds) + 1:
+            rounds.append(done)
+        elif rounds and done.number == len(rounds):
+            if done.entries != rounds[-1].entries:
+                raise ValueError(
+                    f"round {done.number} is recorded again with other entries: a round's "
+                    "entries are final once recorded"
+                )
+            rounds[-1] = done
+        else:
+            said = f"{len(rounds)} round" if len(rounds) == 1 else f"{len(rounds)} rounds"
+            again = f" or {len(rounds)} (the latest again)" if rounds else ""
+            raise ValueError(
+                f"the ledger has {said}: record round {len(rounds) + 1} (the next){again}, "
+                f"not {done.number}"
+            )
+
     @property
     def entries(self) -> tuple[Entry[S, T], ...]:
         """Every dispatched subtask, by round, then by index in its batch."""
@@ -544,7 +592,7 @@ async def replan(
         if decision is None:
             return late("while the planner decided")
         if isinstance(decision, AwaitingApproval):  # the run ends here; a resume asks again
-            number = len(ledger._rounds) + 1
+            number = len(ledger.rounds) + 1
             return end(
                 None,
                 f"the planner's batch for round {number} waits for approval: {decision.question}",
@@ -552,12 +600,12 @@ async def replan(
             )
         if isinstance(decision, Done):
             said = f": {decision.note}" if decision.note else ""
-            rounds = len(ledger._rounds)
+            rounds = len(ledger.rounds)
             after = f"{rounds} round" if rounds == 1 else f"{rounds} rounds"
             return end(None, f"the planner is done after {after}{said}", decision.answer)
         if isinstance(decision, _Failed):
             failure = decision.text
-        if len(ledger._rounds) >= max_rounds:
+        if len(ledger.rounds) >= max_rounds:
             return end("max_rounds", f"max_rounds ({max_rounds}) reached, the planner wanted more")
         batch = decision if isinstance(decision, Batch) else Batch[S]((), note=decision.text)
         subtasks = list(batch.subtasks)
@@ -575,7 +623,7 @@ async def replan(
             if started >= until:
                 return late("before the round started")
             left = None if limit is None else until - started
-            number = len(ledger._rounds) + 1
+            number = len(ledger.rounds) + 1
             named: dict[str, Any] = {}
             kept = None
             if journal is not None:  # the round's results journaled, or taken from it
@@ -597,16 +645,14 @@ async def replan(
                 if left is not None and limit is not None:
                     results = _cut_by(results, left, limit)
         dispatched += len(subtasks)
-        number = len(ledger._rounds) + 1
+        number = len(ledger.rounds) + 1
         entries = tuple(
             Entry(number, index, result, batch.replaces.get(index))
             for index, result in enumerate(results)
         )
         error = decision.text if isinstance(decision, _Failed) else None
         finished = trio.current_time()
-        ledger._rounds.append(
-            Round(number, batch.note, entries, planned, started, finished, fresh, error)
-        )
+        ledger.record(Round(number, batch.note, entries, planned, started, finished, fresh, error))
         if finished >= until:
             return late(f"during round {number}")
         parked = [result for result in results if result.status is Status.AWAITING_APPROVAL]
@@ -633,7 +679,7 @@ async def replan(
         fresh = False
         if isinstance(decision, Batch) and not decision.progress:
             progress = False  # the planner's word
-        ledger._rounds[-1] = dataclasses.replace(ledger._rounds[-1], stalled=not progress)
+        ledger.record(dataclasses.replace(ledger.rounds[-1], stalled=not progress))
         stalls = max(0, stalls - 1) if progress else stalls + 1
         if stalls > max_stalls and isinstance(decision, Batch | _Failed):
             if resets >= max_resets:
@@ -740,7 +786,9 @@ def _checked(decision: object, ledger: Ledger[Any, Any]) -> Batch[Any] | Done | 
     if not isinstance(decision, Batch):
         return _Failed(f"the planner returned {type(decision).__name__}, not a Batch or a Done")
     for key in decision.replaces.values():
-        if ledger._find(key) is None:
+        try:
+            ledger.entry(key)
+        except (KeyError, TypeError, ValueError):
             return _Failed(
                 f"the planner's batch replaces {key!r}, which is no (round, index) of the ledger"
             )

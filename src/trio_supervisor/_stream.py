@@ -8,10 +8,10 @@ from types import TracebackType
 from typing import Any, Generic, NoReturn, TypeVar
 
 import trio
-from trio.lowlevel import ParkingLot, checkpoint, current_task
+from trio.lowlevel import ParkingLot, checkpoint_if_cancelled
 
 from ._contract import SubResult
-from ._engine.attempt import Engine, Timer, cancelled
+from ._engine.attempt import Engine, Timer
 from ._engine.lanes import Waiting, lane
 from ._journal import InputCheck, Journal, with_subtask
 from ._trace import Trace
@@ -224,8 +224,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         try:
             # A cancellation point always; a schedule point only when the next result is not
             # ready, so a consumer takes a burst of ready results (at most the window) at once.
-            if cancelled(current_task()):
-                await checkpoint()
+            await checkpoint_if_cancelled()
             done = self._done
             while self._head not in done:
                 if self._exhausted and self._head == self._tail:
@@ -251,14 +250,12 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         room, queued for the lanes in slot order; a lane is started for it while fewer than
         ``max_workers`` run and none is idle. It pulls ahead of the workers only within the
         window, so that a worker that finishes finds its next subtask waiting."""
-        task = current_task()
         try:
             while True:
                 while self._tail - self._head >= self._window:
                     self._pulling_parked = True  # cleared by the consumer as it unparks it
                     await self._room.park()
-                if cancelled(task):  # leaving the block: pull nothing more
-                    await checkpoint()
+                await checkpoint_if_cancelled()  # leaving the block: pull nothing more
                 try:
                     if self._async:
                         subtask = await anext(self._input)  # type: ignore[arg-type]

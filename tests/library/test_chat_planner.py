@@ -161,7 +161,7 @@ async def test_the_request_carries_the_ledger_and_the_reply_becomes_a_batch(
     recorder = Recorder([reply.model_dump_json()])
     ledger: Ledger[str, str] = Ledger("t")
     failed: SubResult[str, str] = SubResult("reviews", error="E: down", status=Status.FAILED)
-    ledger._rounds.append(Round(1, "first", (Entry(1, 0, failed),), 0.0, 0.0, 0.0))
+    ledger.record(Round(1, "first", (Entry(1, 0, failed),), 0.0, 0.0, 0.0))
     async with ChatPlanner("m", base_url="http://x/v1", api_key=KEY, transport=recorder) as planner:
         decision = await planner.next("t", ledger, fresh=True)
     assert decision == Batch(

@@ -264,7 +264,7 @@ def test_a_failure_is_settled_by_a_successful_replacement_even_down_a_chain() ->
     ]
     for number in (1, 2, 3):
         chosen = tuple(entry for entry in entries if entry.round == number)
-        ledger._rounds.append(Round(number, "", chosen, 0.0, 0.0, 0.0))
+        ledger.record(Round(number, "", chosen, 0.0, 0.0, 0.0))
     assert [ledger.settled(entry) for entry in ledger.entries] == [True, True, True, False]
     assert ledger.unsettled() == [entries[3]]
 
@@ -325,7 +325,7 @@ class Rerouting:
         return Batch([1])
 
     async def next(self, task: str, ledger: Ledger[int, str], *, fresh: bool) -> Any:
-        last = ledger._rounds[-1]
+        last = ledger.rounds[-1]
         if last.number >= self.rounds:
             return Done(note="rerouted to the end")
         key: Any = list(last.entries[0].key) if self.as_json else last.entries[0].key
@@ -388,7 +388,7 @@ def test_a_ledger_settles_a_chain_of_ten_thousand_entries_without_recursion() ->
     for number in range(1, 10_001):
         replaces = None if number == 1 else (number - 1, 0)
         result = failed if number < 10_000 else SubResult[int, str](number, output="Y")
-        ledger._rounds.append(Round(number, "", (Entry(number, 0, result, replaces),), 0, 0, 0))
+        ledger.record(Round(number, "", (Entry(number, 0, result, replaces),), 0, 0, 0))
     assert ledger.settled(ledger.entry((1, 0)))
     assert ledger.unsettled() == []
 
@@ -426,3 +426,25 @@ BUDGETS: dict[str, Any] = {
     "max_resets": 2,
     "deadline": None,
 }
+
+
+def test_a_ledger_records_the_next_round_or_the_latest_again_and_refuses_the_rest() -> None:
+    ledger: Ledger[str, str] = Ledger("t")
+    first = Round(1, "", (Entry(1, 0, SubResult[str, str]("a", output="A")),), 0.0, 0.0, 0.0)
+    with pytest.raises(
+        ValueError, match=r"^the ledger has 0 rounds: record round 1 \(the next\), not 2$"
+    ):
+        ledger.record(Round(2, "", (), 0.0, 0.0, 0.0))
+    ledger.record(first)
+    ledger.record(Round(1, "", first.entries, 0.0, 0.0, 0.0, stalled=True))  # learnt later
+    assert ledger.rounds[0].stalled is True
+    assert len(ledger) == 1  # its entries count once
+    with pytest.raises(ValueError, match=r"^round 1 is recorded again with other entries"):
+        ledger.record(Round(1, "", (), 0.0, 0.0, 0.0))
+    with pytest.raises(
+        ValueError, match=r"record round 2 \(the next\) or 1 \(the latest again\), not 5"
+    ):
+        ledger.record(Round(5, "", (), 0.0, 0.0, 0.0))
+    with pytest.raises(TypeError, match=r"^the ledger records a Round, got tuple$"):
+        ledger.record((2, "", (), 0.0, 0.0, 0.0))  # type: ignore[arg-type]
+    assert [done.number for done in ledger.rounds] == [1]

@@ -280,3 +280,20 @@ async def test_a_run_whose_slots_are_done_returns_at_once_beside_a_long_run(
         await trio.lowlevel.checkpoint()
         nursery.start_soon(supervisor.run, range(1, 101))
     assert returned == [script.spans[0][0][1]]  # when its one slot was done
+
+
+async def test_a_run_gives_a_full_shared_capacity_to_an_attempt_that_waits_for_it_as_a_meter(
+    autojump_clock: object,
+) -> None:
+    # the waiter is no lane of a supervisor's: the run's lane sees it only by asking the limiter
+    shared = Capacity(1)
+    spy = Spy(latency=1.0)
+    metered: Supervisor[object, object] = Supervisor(spy, max_workers=1, meters=[shared])
+    holding: Supervisor[object, object] = Supervisor(spy, max_workers=1, capacity=shared)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(holding.run, list(range(5)))
+        await trio.sleep(0.5)  # the run holds the one place, in its first slot
+        aggregate = await metered.run(["metered"])
+    assert aggregate.results[0].ok
+    assert spy.starts["metered"] == 1.0  # the place at the end of the run's first slot
+    assert spy.starts[1] == 2.0  # and the run's next slot after it

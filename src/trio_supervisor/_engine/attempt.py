@@ -206,16 +206,6 @@ def failure_status(failure: Exception) -> Status:
     return Status.FAILED
 
 
-def cancelled(task: trio.lowlevel.Task) -> bool:
-    """Whether ``task`` would be cancelled at its next checkpoint: ``await checkpoint()`` when
-    this is true makes a cancellation point of a path that otherwise does not yield, at the cost
-    of an attribute read (``trio.lowlevel.checkpoint_if_cancelled`` is a coroutine per call).
-    It reads the task's cancel status, which trio keeps for itself; where a trio version lacks
-    it, the answer is True, and the caller checkpoints every time: always right, only slower."""
-    status = getattr(task, "_cancel_status", None)
-    return status is None or bool(status.effectively_cancelled)
-
-
 async def acquire(meters: tuple[Any, ...]) -> None:
     """Wait on every meter, in order; on cancellation give back what was acquired."""
     acquired = 0

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import trio
-from trio.lowlevel import checkpoint, current_task
+from trio.lowlevel import checkpoint, checkpoint_if_cancelled, current_task
 
 from .._contract import Status, SubResult, ok_result
 from .._journal import Journal, bind_key
@@ -58,6 +58,11 @@ class Waiting:
     def due(self) -> float:
         """The instant the next retry may start (some slot waits)."""
         return self._heap[0][0]
+
+    def ready(self, now: float) -> bool:
+        """Whether some slot's wait is over at ``now``."""
+        heap = self._heap
+        return bool(heap) and heap[0][0] <= now
 
     def take(self, running: Running) -> None:
         """Go on with the next retry on ``running``'s lane (one is ready)."""
@@ -106,9 +111,16 @@ class Feed(Protocol):
         """How far slot ``slot`` got when it was cut short (the run decides the final words)."""
 
 
-def counts_points(task: trio.lowlevel.Task) -> bool:
-    """Whether ``task`` keeps the counters a lane's admission reads (see ``slots``)."""
-    return hasattr(task, "_schedule_points") and hasattr(task, "_cancel_status")
+# What a lane leaves in its task's ``custom_sleep_data`` at each admission: trio sets that
+# attribute to None whenever it reschedules the task (documented with
+# ``trio.lowlevel.wait_task_rescheduled``), so finding the mark still there at the next
+# admission means the lane has not yielded since the previous one.
+_ADMITTED = object()
+
+
+def _never(now: float) -> bool:
+    """A feed with no waiting retries has none whose wait is over."""
+    return False
 
 
 async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
@@ -163,28 +175,22 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
     key = feed.key
     commit = feed.commit
     waiting = feed.waiting
-    # the retries set aside (a run's); read here, so a slot's admission pays a list's truth test
-    parked: list[Any] = waiting._heap if waiting is not None else []
+    # whether a retry set aside (a run's) may start now
+    retry_ready = _never if waiting is None else waiting.ready
     resumed = False  # the slot on this lane is a retry taken up from `waiting`: its wait is over
     now = trio.lowlevel.current_clock().current_time
     task = current_task()
-    counted = counts_points(task)
-    last = -1  # the lane's schedule points after its previous admission
     while True:
         if running.slot is None:  # admit the next slot
             # The admission checkpoint: a cancelled run admits nothing more, and a lane
             # whose worker never awaits still lets other tasks run. It yields only when it
             # must: the run is cancelled, or the lane has not yielded since its previous
-            # admission. Telling these apart cheaply reads two counters trio keeps for
-            # trio.testing.assert_checkpoints; without them every admission is a full
-            # checkpoint, always right, only slower.
-            if not counted:
+            # admission (the mark it left in its task is still there: see _ADMITTED).
+            if task.custom_sleep_data is _ADMITTED:
                 await checkpoint()
-            elif task._cancel_status.effectively_cancelled or task._schedule_points == last:
-                await checkpoint()
-                last = task._schedule_points
             else:
-                last = task._schedule_points
+                await checkpoint_if_cancelled()
+            task.custom_sleep_data = _ADMITTED
             # a place under the capacity bound: kept from slot to slot, unless another lane
             # waits for one or a shared limit was lowered (then it queues behind: concurrent
             # runs take turns); a lane with nothing to take waits for no place
@@ -192,7 +198,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                 if running.placed:
                     running.placed = False
                     places.give_back(running)
-                if not feed.ready() and not (parked and parked[0][0] <= now()):
+                if not feed.ready() and not retry_ready(now()):
                     if waiting:  # nothing to take before the next retry may start
                         await trio.sleep_until(waiting.due())
                         continue
@@ -201,7 +207,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                     continue
                 await places.take(running)
                 running.placed = True
-            due = bool(parked) and parked[0][0] <= now()  # a retry first, then the plan
+            due = retry_ready(now())  # a retry first, then the plan
             item = None if due else take()
             if item is not None:
                 slot, subtask = item
@@ -246,8 +252,8 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                     break
                 if wait > 0:
                     await trio.sleep(wait)
-                elif not counted or task._cancel_status.effectively_cancelled:
-                    await checkpoint()  # a cancelled run calls no worker again
+                else:
+                    await checkpoint_if_cancelled()  # a cancelled run calls no worker again
             await attempt(running, trace, timer, now)
             if running.failure is None:
                 started: float = running.started  # type: ignore[assignment]  # set by attempt

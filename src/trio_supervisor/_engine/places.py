@@ -46,7 +46,7 @@ class Places:
         with other supervisors, or None.
     """
 
-    __slots__ = ("_idle", "_limiters", "_lots", "_shared")
+    __slots__ = ("_idle", "_limiters", "_shared", "_waiting")
 
     def __init__(self, max_workers: int, shared: trio.CapacityLimiter | None) -> None:
         own = trio.CapacityLimiter(max_workers)
@@ -54,14 +54,9 @@ class Places:
         self._limiters: tuple[trio.CapacityLimiter, ...] = (
             (own,) if shared is None else (own, shared)
         )
-        # the limiters' queues of waiters, read at each admission to tell whether a lane should
-        # give its places back: trio keeps them as a parking lot's `_parked` dict, whose truth is
-        # read without a call; where a version lacks it, statistics() is asked
-        self._lots: tuple[Any, ...] | None = tuple(
-            getattr(getattr(limiter, "_lot", None), "_parked", None) for limiter in self._limiters
-        )
-        if any(lot is None for lot in self._lots):
-            self._lots = None
+        # how many of its lanes wait in take() now: while none does, nobody waits for the
+        # supervisor's own places, and an admission asks its limiter nothing
+        self._waiting = 0
         self._idle = tuple(_IDLE.setdefault(limiter, {}) for limiter in self._limiters)
 
     async def take(self, borrower: object) -> None:
@@ -74,7 +69,11 @@ class Places:
                     try:
                         limiter.acquire_on_behalf_of_nowait(borrower)
                     except trio.WouldBlock:
-                        await _wait_for(limiter, borrower)
+                        self._waiting += 1
+                        try:
+                            await _wait_for(limiter, borrower)
+                        finally:
+                            self._waiting -= 1
                     # a Capacity whose limit was lowered meanwhile: wait for a place under it
                     if limiter.borrowed_tokens <= limiter.total_tokens:
                         break
@@ -106,18 +105,26 @@ class Places:
         """Whether a lane should give its places back before its next slot: another lane waits
         for one (the lanes that hold one take turns), or a shared budget's limit was lowered
         under what its lanes hold."""
-        if self._lots is not None:
-            if any(self._lots):
-                return True
-        elif any(limiter.statistics().tasks_waiting for limiter in self._limiters):
+        if self._waiting and _waited_for(self._limiters[0]):
             return True
         shared = self._shared
-        return shared is not None and shared.borrowed_tokens > shared.total_tokens
+        if shared is None:
+            return False
+        free = shared.total_tokens - shared.borrowed_tokens
+        # others than this supervisor's lanes may wait for a shared place (other supervisors,
+        # attempts given the Capacity as a meter), so its limiter is asked; only when no place
+        # is free, since a limiter hands a place given back to its first waiter at once
+        return free < 0 or (free == 0 and _waited_for(shared))
 
     @property
     def in_use(self) -> int:
         """How many of the supervisor's own places are held now."""
         return self._limiters[0].borrowed_tokens
+
+
+def _waited_for(limiter: trio.CapacityLimiter) -> bool:
+    """Whether some task waits for a place of ``limiter``."""
+    return limiter.statistics().tasks_waiting > 0
 
 
 async def _wait_for(limiter: trio.CapacityLimiter, borrower: object) -> None:

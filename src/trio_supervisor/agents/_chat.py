@@ -26,7 +26,6 @@ import trio
 try:
     import httpx2
     import openai
-    from openai import _base_client
     from openai.types.chat import ChatCompletionMessageParam
 except ImportError as error:  # pragma: no cover - exercised by a test that hides the SDK
     missing = (error.name or "a module").split(".")[0]
@@ -37,6 +36,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 
 from .. import Usage, _validate, attempt_key, report_usage
 from .._spans import ChatCall, chat_spans
+from ._sdk import know_platform
 
 Messages = Callable[[Any], "list[ChatCompletionMessageParam]"]
 """How a subtask becomes the messages of a chat completion request."""
@@ -428,11 +428,7 @@ class ChatAgent:
         if base_url is None:  # the SDK's: OPENAI_BASE_URL, or the provider's own
             _check_url(str(self._client.base_url), "the base URL from OPENAI_BASE_URL")
         self.base_url = mask(str(self._client.base_url))  # shown: its password masked
-        # The SDK reads the platform (for its headers) in a worker thread on a client's first
-        # request; read it now, once, so that no attempt waits on a thread (under a MockClock,
-        # the clock would jump while it did).
-        if getattr(self._client, "_platform", False) is None:
-            self._client._platform = _base_client.get_platform()
+        know_platform(self._client)
 
     def messages(self, subtask: Any) -> list[ChatCompletionMessageParam]:
         """The messages sent for ``subtask``.

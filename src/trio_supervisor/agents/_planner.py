@@ -161,7 +161,7 @@ def read_request(text: str) -> tuple[str, Ledger[str, str], bool]:
                 replaces = item["replaces"]
                 key = None if replaces is None else (int(replaces[0]), int(replaces[1]))
                 entries.append(Entry(done["round"], item["index"], result, key))
-            ledger._rounds.append(Round(done["round"], done["note"], tuple(entries), 0, 0, 0))
+            ledger.record(Round(done["round"], done["note"], tuple(entries), 0, 0, 0))
         return data["task"], ledger, bool(data["fresh"])
     except (KeyError, TypeError, IndexError) as exc:
         raise ValueError(f"not a planner's request: {exc!r}") from None

@@ -118,16 +118,24 @@ def _in_keeper(job: Callable[[], None]) -> None:
 def _no_cluster_address() -> Iterator[None]:
     """While ray.init starts a local cluster, tell Ray it runs no cluster: it then gives the
     node 127.0.0.1, and its servers listen there alone (an address of 127.0.0.1 passed to
-    ray.init is otherwise replaced by this machine's). Ray offers no public setting for it."""
-    constants: Any = importlib.import_module("ray._private.ray_constants")
+    ray.init is otherwise replaced by this machine's). Ray offers no public setting for it: this
+    sets its private ``ray._private.ray_constants.ENABLE_RAY_CLUSTER`` (read before the
+    environment, which Ray reads once, when it is imported). A Ray without it gets the
+    environment alone, which a Ray imported afterwards reads."""
+    try:
+        constants: Any = importlib.import_module("ray._private.ray_constants")
+    except ImportError:
+        constants = None
+    enabled = getattr(constants, "ENABLE_RAY_CLUSTER", None)
     saved = {name: os.environ.get(name) for name in _LOCAL_ENV}
-    enabled = constants.ENABLE_RAY_CLUSTER
     os.environ.update(_LOCAL_ENV)
-    constants.ENABLE_RAY_CLUSTER = False
+    if enabled is not None:
+        constants.ENABLE_RAY_CLUSTER = False
     try:
         yield
     finally:
-        constants.ENABLE_RAY_CLUSTER = enabled
+        if enabled is not None:
+            constants.ENABLE_RAY_CLUSTER = enabled
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
