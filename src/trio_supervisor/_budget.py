@@ -10,8 +10,9 @@ its slot ends ``Status.OVER_BUDGET``. So the spent total never exceeds the limit
 
 What an attempt really used comes from its worker, through
 [`report_usage`][trio_supervisor.report_usage] (``ChatAgent`` reports each reply's ``usage``);
-an attempt that reported nothing (a plain worker, a request cut off before its reply) is
-charged its whole reservation, the one figure that is sure not to be too low.
+an attempt that called its worker and reported nothing (a plain worker, a request cut off
+before its reply) is charged its whole reservation, the one figure that is sure not to be too
+low; an attempt that never called it (a hedge not sent after all) is charged nothing.
 """
 
 from __future__ import annotations
@@ -192,7 +193,8 @@ class Budget:
     waits until the reservation fits beside what is spent and what running attempts hold. After
     it ends (succeeded, failed, timed out or cancelled) the reservation is settled once, with
     what the worker reported through [`report_usage`][trio_supervisor.report_usage], or with
-    the whole reservation when it reported nothing; what it did not use is given back, and the
+    the whole reservation when it reported nothing (a hedge that was not sent after all, its
+    worker never called, is charged nothing); what it did not use is given back, and the
     waiting attempts look again. A worst case that does not fit even if every running attempt
     gave everything back ends its slot ``Status.OVER_BUDGET`` at once, its worker not called,
     the error naming the budget.
