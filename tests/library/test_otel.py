@@ -506,6 +506,13 @@ def test_spans_must_be_a_spans_or_none() -> None:
     assert "spans=Spans(" in repr(Supervisor(wait, max_workers=1, spans=Spans()))
 
 
+def test_spans_given_as_the_class_is_refused_naming_the_fix() -> None:
+    with pytest.raises(
+        TypeError, match=r"^spans must be a Spans instance, not the class: give spans=Spans\(\)"
+    ):
+        Supervisor(wait, max_workers=1, spans=Spans)  # type: ignore[arg-type]
+
+
 # -- journaled, hedged and budgeted slots -------------------------------------------------------
 
 
