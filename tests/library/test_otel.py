@@ -32,7 +32,8 @@ from trio_supervisor import (
     Trace,
 )
 from trio_supervisor.agents import TRANSIENT, ChatAgent
-from trio_supervisor.otel import SEMCONV_VERSION, Spans
+from trio_supervisor.otel import SEMCONV_VERSION, Spans, error_type
+from trio_supervisor.testing import devserver
 
 KEY = "sk-SENTINEL-0tel-5be1a2c9d7"
 SLOT_KEY = "trio_supervisor.slot"
@@ -473,6 +474,40 @@ async def test_a_failed_request_is_an_error_span_and_the_key_is_in_no_attribute(
     assert KEY not in everything
     assert "check the API key" in everything  # the failures are there, without the key
     assert recorded.all_ended()
+
+
+async def test_a_request_cut_short_in_process_is_cancelled_not_a_group(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    """An in-process transport (the loopback server's) lets a timeout's ``Cancelled`` out as a
+    group of only ``Cancelled``: the request was cut short, as any other."""
+    server = httpx2.ASGITransport(app=devserver.app(latency=(5, 5)))
+    async with ChatAgent("m", base_url="http://x/v1", api_key=KEY, transport=server) as worker:
+        aggregate = await Supervisor(worker, max_workers=1, timeout=1, spans=recorded.spans).run(
+            ["a"]
+        )
+    assert aggregate[0].status is Status.TIMED_OUT
+    (chat,) = recorded.named("chat m")
+    assert attrs(chat)["error.type"] == "cancelled"
+    assert recorded.all_ended()
+
+
+def test_error_type_of_a_cancellation() -> None:
+    async def main() -> None:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            try:
+                await trio.lowlevel.checkpoint()
+            except trio.Cancelled as cancelled:
+                only = BaseExceptionGroup("cut", [cancelled, BaseExceptionGroup("in", [cancelled])])
+                assert error_type(cancelled) == "cancelled"
+                assert error_type(only) == "cancelled"
+                assert error_type(BaseExceptionGroup("mixed", [cancelled, KeyError(1)])) == (
+                    "BaseExceptionGroup"
+                )
+                raise
+
+    trio.run(main)
 
 
 # -- off costs nothing; the core imports no tracing ------------------------------------------

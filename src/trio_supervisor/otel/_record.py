@@ -68,7 +68,8 @@ NOTHING: Any = object()
 
 def error_type(failure: BaseException) -> str:
     """An exception's ``error.type``: its class's qualified name (without ``builtins.``), as a
-    failed attempt's span records it.
+    failed attempt's span records it; ``cancelled`` for a ``trio.Cancelled``, or a group of
+    nothing but (an in-process transport's task group, cut short, raises one).
 
     ```pycon
     >>> error_type(KeyError("pricing"))
@@ -78,6 +79,10 @@ def error_type(failure: BaseException) -> str:
 
     ```
     """
+    if isinstance(failure, trio.Cancelled) or (
+        isinstance(failure, BaseExceptionGroup) and failure.split(trio.Cancelled)[1] is None
+    ):
+        return "cancelled"
     cls = type(failure)
     module = cls.__module__
     name = cls.__qualname__
@@ -207,8 +212,7 @@ class Spans:
         try:
             yield ChatRequest(span)
         except BaseException as exc:
-            cancelled = isinstance(exc, trio.Cancelled)
-            span.set_attribute(ERROR_TYPE, "cancelled" if cancelled else error_type(exc))
+            span.set_attribute(ERROR_TYPE, error_type(exc))
             if isinstance(exc, Exception):
                 span.record_exception(exc)
             span.set_status(StatusCode.ERROR, describe(exc))
