@@ -30,7 +30,10 @@ from trio_supervisor import (
     Status,
     Supervisor,
     Trace,
+    Usage,
+    report_usage,
 )
+from trio_supervisor import Budget as RealBudget
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.otel import SEMCONV_VERSION, Spans, error_type
 from trio_supervisor.testing import devserver
@@ -493,21 +496,24 @@ async def test_a_request_cut_short_in_process_is_cancelled_not_a_group(
 
 
 def test_error_type_of_a_cancellation() -> None:
+    caught: list[BaseException] = []
+
     async def main() -> None:
         with trio.CancelScope() as scope:
             scope.cancel()
             try:
                 await trio.lowlevel.checkpoint()
             except trio.Cancelled as cancelled:
-                only = BaseExceptionGroup("cut", [cancelled, BaseExceptionGroup("in", [cancelled])])
-                assert error_type(cancelled) == "cancelled"
-                assert error_type(only) == "cancelled"
-                assert error_type(BaseExceptionGroup("mixed", [cancelled, KeyError(1)])) == (
-                    "BaseExceptionGroup"
-                )
+                caught.append(cancelled)
                 raise
 
     trio.run(main)
+    (cancelled,) = caught
+    only = BaseExceptionGroup("cut", [cancelled, BaseExceptionGroup("in", [cancelled])])
+    assert error_type(cancelled) == "cancelled"
+    assert error_type(only) == "cancelled"
+    mixed = BaseExceptionGroup("mixed", [cancelled, KeyError(1)])
+    assert error_type(mixed) == "BaseExceptionGroup"
 
 
 # -- off costs nothing; the core imports no tracing ------------------------------------------
@@ -621,3 +627,25 @@ async def test_a_run_with_a_budget_meter_says_what_it_spent(
     (run,) = recorded.named("run wait")
     assert attrs(run)["trio_supervisor.budget.spent"] == 3
     assert attrs(run)["trio_supervisor.budget.limit"] == 10
+
+
+async def test_a_run_with_a_real_budget_says_what_it_spent_per_limited_dimension(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    async def work(n: int) -> int:
+        await trio.sleep(n)
+        report_usage(input_tokens=2, output_tokens=n, cost=0.25)
+        return n
+
+    budget = RealBudget(calls=10, tokens=100, reserve=lambda n: Usage(output_tokens=10))
+    supervisor = Supervisor(work, max_workers=2, meters=[budget], spans=recorded.spans)
+    await supervisor.run([1, 2, 3])
+    (run,) = recorded.named("run work")
+    said = {k: v for k, v in attrs(run).items() if k.startswith("trio_supervisor.budget.")}
+    assert said == {
+        "trio_supervisor.budget.calls.spent": 3,
+        "trio_supervisor.budget.calls.limit": 10,
+        "trio_supervisor.budget.tokens.spent": 12,
+        "trio_supervisor.budget.tokens.limit": 100,
+    }  # cost is not bounded: not said
+    assert budget.spent == Usage(calls=3, input_tokens=6, output_tokens=6, cost=0.75)

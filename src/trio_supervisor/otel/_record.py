@@ -32,6 +32,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 import trio
 
 from .. import __version__
+from .._budget import Budget
 from .._contract import Status, describe
 from .._spans import chat_spans
 from .._trace import Span as TraceSpan
@@ -53,7 +54,7 @@ JOURNALED = "trio_supervisor.journaled"  # the result came from a journal: not r
 HEDGE = "trio_supervisor.hedge"  # an attempt started while another of its slot still ran
 HEDGES = "trio_supervisor.hedges"  # on a slot: how many such attempts it made
 HEDGE_LOST = "trio_supervisor.hedge.lost"  # cancelled: another attempt of its slot won first
-BUDGET = "trio_supervisor.budget"  # on a run: .spent and .limit of a budget meter, when it has one
+BUDGET = "trio_supervisor.budget"  # on a run: .calls.spent, .calls.limit, ... of its Budgets
 ROUND = "trio_supervisor.round"  # on a round: the n-th batch a re-planning run dispatched
 KIND = "trio_supervisor.kind"  # run, stream, replan or round
 WORKER = "trio_supervisor.worker"
@@ -142,7 +143,11 @@ class Spans:
     [`Status`][trio_supervisor.Status]'s name, lower case: ``ok``, ``timed_out``, ...; a slot
     that never started is ``never_started``), ``retry.wait`` (seconds since the attempt
     before), ``retry.after`` (the wait a failure asked for), ``restart``, ``journaled``,
-    ``hedge``, ``budget.spent`` and ``budget.limit`` (a meter that has them), ``round``; and
+    ``hedge``, ``hedges``, ``hedge.lost``, ``budget.calls.spent`` and ``budget.calls.limit``
+    (and ``.tokens``, ``.cost``: on a run, for each dimension a
+    [`Budget`][trio_supervisor.Budget] among its meters bounds, the budget's total as the run
+    ends; a meter of one's own with numbers ``spent`` and ``limit`` gives ``budget.spent`` and
+    ``budget.limit``), ``round``; and
     the conventions' ``error.type``, ``gen_ai.operation.name``, ``gen_ai.provider.name``,
     ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.usage.input_tokens``,
     ``gen_ai.usage.output_tokens``, ``gen_ai.response.finish_reasons``, ``server.address``,
@@ -415,18 +420,32 @@ class Recorder(Trace):
         self._token = self._chat_token = None
 
     def _budget(self) -> dict[str, Any]:
-        """What a budget meter of the supervisor says it spent (``spent``, ``limit``)."""
+        """What the supervisor's budgets say was spent: for each dimension a
+        [`Budget`][trio_supervisor.Budget] bounds (the first that bounds it), its total and
+        its limit; else a meter's own ``spent`` and ``limit``, when they are numbers."""
         found: dict[str, Any] = {}
-        supervisor = self._supervisor
         if self._whole is not None:
             return found
-        candidates = [getattr(supervisor, "budget", None), *getattr(supervisor, "meters", ())]
-        for meter in candidates:
+        meters = getattr(self._supervisor, "meters", ())
+        for meter in meters:
+            if isinstance(meter, Budget):
+                spent = meter.spent
+                for dimension, limit, used in (
+                    ("calls", meter.calls, spent.calls),
+                    ("tokens", meter.tokens, spent.tokens),
+                    ("cost", meter.cost, spent.cost),
+                ):
+                    if limit is not None and f"{BUDGET}.{dimension}.spent" not in found:
+                        found[f"{BUDGET}.{dimension}.spent"] = used
+                        found[f"{BUDGET}.{dimension}.limit"] = limit
+        if found:
+            return found
+        for meter in meters:  # a meter of its own that counts against a limit
             spent = getattr(meter, "spent", None)
-            if isinstance(spent, int | float) and not isinstance(spent, bool):
+            if _is_number(spent):
                 found[f"{BUDGET}.spent"] = spent
                 limit = getattr(meter, "limit", None)
-                if isinstance(limit, int | float) and not isinstance(limit, bool):
+                if _is_number(limit):
                     found[f"{BUDGET}.limit"] = limit
                 break
         return found
@@ -685,6 +704,10 @@ def _taken(
         if entry[3] is mark:
             return record.open.pop(index)
     return None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _kind(status: Status | None, failure: BaseException | None) -> str:
