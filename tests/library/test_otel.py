@@ -649,3 +649,23 @@ async def test_a_run_with_a_real_budget_says_what_it_spent_per_limited_dimension
         "trio_supervisor.budget.tokens.limit": 100,
     }  # cost is not bounded: not said
     assert budget.spent == Usage(calls=3, input_tokens=6, output_tokens=6, cost=0.75)
+
+
+async def test_an_over_budget_slot_has_no_attempt_span(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    """Its worker was never called: its slot span says so, with the SubResult's count."""
+    budget = RealBudget(calls=1, name="calls")
+    supervisor = Supervisor(wait, max_workers=1, meters=[budget], spans=recorded.spans)
+    aggregate = await supervisor.run([1, 2])
+    assert [r.status for r in aggregate] == [Status.OK, Status.OVER_BUDGET]
+    assert [r.attempts for r in aggregate] == [1, 0]
+    slots = sorted(recorded.named("slot"), key=lambda s: attrs(s)[SLOT_KEY])
+    assert [len(recorded.children(s)) for s in slots] == [1, 0]
+    assert [attrs(s)["trio_supervisor.attempts"] for s in slots] == [1, 0]
+    assert attrs(slots[1])["trio_supervisor.status"] == "over_budget"
+    assert attrs(slots[1])["error.type"].endswith("OverBudget")
+    assert slots[1].status.status_code is StatusCode.ERROR
+    assert "budget 'calls' is spent" in (slots[1].status.description or "")
+    assert len(recorded.named("attempt")) == 1
+    assert recorded.all_ended()

@@ -519,11 +519,17 @@ class Recorder(Trace):
     def admitted(self, slot: int, subtask: Any = None) -> None:
         if self._inner is not None:
             self._inner.admitted(slot, subtask)
+        self._running(slot, subtask, self._spans.ns())  # new, or admitted again: restarted
+
+    def _running(self, slot: int, subtask: Any, now: int) -> _Slot:
+        """Slot ``slot``'s record, for an attempt of it: a new one when it is new, or ended and
+        runs again (restarted for a sibling, or ended while a hedge of it ran on)."""
         record = self._slots.get(slot)
-        if record is None:  # new, or admitted again after it ended: restarted
-            self._new_slot(slot, subtask, self._spans.ns(), self._done.pop(slot, -1) + 1)
-        elif record.done:  # ended while a hedge of it ran on
-            self._new_slot(slot, subtask, self._spans.ns(), record.restarts + 1)
+        if record is None:
+            return self._new_slot(slot, subtask, now, self._done.pop(slot, -1) + 1)
+        if record.done:
+            return self._new_slot(slot, subtask, now, record.restarts + 1)
+        return record
 
     def started(self, slot: int, subtask: Any = None, *, hedge: bool = False) -> TraceSpan:
         mark = None
@@ -532,11 +538,7 @@ class Recorder(Trace):
         now = self._spans.ns()
         if mark is None:  # the attempt as the engine knows it: what it names in ended/lost
             mark = TraceSpan(trio.current_time(), hedge=hedge)
-        record = self._slots.get(slot)
-        if record is None:  # new, or it ended and runs again: restarted for a sibling
-            record = self._new_slot(slot, subtask, now, self._done.pop(slot, -1) + 1)
-        elif record.done:  # ended while a hedge of it ran on
-            record = self._new_slot(slot, subtask, now, record.restarts + 1)
+        record = self._running(slot, subtask, now)
         record.attempts += 1
         attributes: dict[str, Any] = {SLOT: self._offset + slot, ATTEMPT: record.attempts}
         if hedge or record.open:
@@ -566,6 +568,17 @@ class Recorder(Trace):
         elif span is not None:
             span.end, span.status = trio.current_time(), status
         self._ended(slot, status, failure, span)
+
+    def over_budget(self, slot: int, subtask: Any, failure: BaseException) -> None:
+        """Its worker is not called: no attempt span, and its slot ends ``over_budget``."""
+        if self._inner is not None:
+            self._inner.over_budget(slot, subtask, failure)
+        now = self._spans.ns()
+        record = self._running(slot, subtask, now)
+        record.ended = now
+        record.status = Status.OVER_BUDGET
+        record.failure = failure
+        self._end_slot(record, now)
 
     def lost(self, slot: int, span: TraceSpan) -> None:
         if self._inner is not None:
