@@ -590,7 +590,7 @@ async def test_an_attempt_started_while_another_of_its_slot_runs_is_a_hedge(
     trace.admitted(0, "q")
     trace.started(0, "q")
     await trio.sleep(1)
-    trace.started(0, "q")  # the hedge
+    trace.started(0, "q", hedge=True)  # the hedge, as the engine says it is one
     await trio.sleep(1)
     trace.ended(0, Status.OK)
     trace.end_open()

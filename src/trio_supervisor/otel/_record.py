@@ -541,7 +541,7 @@ class Recorder(Trace):
         record = self._running(slot, subtask, now)
         record.attempts += 1
         attributes: dict[str, Any] = {SLOT: self._offset + slot, ATTEMPT: record.attempts}
-        if hedge or record.open:
+        if hedge:  # as the engine says: a retry that starts while a span is open is none
             attributes[HEDGE] = True
             record.hedges += 1
         elif record.ended is not None:
@@ -664,8 +664,9 @@ class Recorder(Trace):
         record = self._slots.get(slot)
         if record is None:
             return
-        if record.open:
-            self._ended(slot, status)
+        if record.open:  # every attempt still open is the slot's last one's: a race's, all
+            while record.open:
+                self._ended(slot, status)
         elif status is Status.CANCELLED:  # waiting to retry when the run was cut short
             self._end_slot(record, self._spans.ns(), Status.CANCELLED)
 
