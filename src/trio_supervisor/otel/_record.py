@@ -429,11 +429,11 @@ class Recorder(Trace):
         meters = getattr(self._supervisor, "meters", ())
         for meter in meters:
             if isinstance(meter, Budget):
-                spent = meter.spent
+                total = meter.spent
                 for dimension, limit, used in (
-                    ("calls", meter.calls, spent.calls),
-                    ("tokens", meter.tokens, spent.tokens),
-                    ("cost", meter.cost, spent.cost),
+                    ("calls", meter.calls, total.calls),
+                    ("tokens", meter.tokens, total.tokens),
+                    ("cost", meter.cost, total.cost),
                 ):
                     if limit is not None and f"{BUDGET}.{dimension}.spent" not in found:
                         found[f"{BUDGET}.{dimension}.spent"] = used
