@@ -36,7 +36,7 @@ from .._budget import Budget
 from .._contract import Status, describe
 from .._spans import chat_spans
 from .._trace import Span as TraceSpan
-from .._trace import Trace
+from .._trace import Trace, still_open
 
 SEMCONV_VERSION = "1.37.0"
 """The version of OpenTelemetry's semantic conventions the spans follow (the GenAI ones for
@@ -659,14 +659,16 @@ class Recorder(Trace):
         )
 
     def end_open_slot(self, slot: int, status: Status) -> None:
+        record = self._slots.get(slot)
+        # the attempts it ends, as a trace decides it (before the caller's trace ends them)
+        ending = [] if record is None else still_open([entry[3] for entry in record.open])
         if self._inner is not None:
             self._inner.end_open_slot(slot, status)
-        record = self._slots.get(slot)
         if record is None:
             return
-        if record.open:  # every attempt still open is the slot's last one's: a race's, all
-            while record.open:
-                self._ended(slot, status)
+        if record.open:
+            for mark in ending:
+                self._ended(slot, status, None, mark)
         elif status is Status.CANCELLED:  # waiting to retry when the run was cut short
             self._end_slot(record, self._spans.ns(), Status.CANCELLED)
 
