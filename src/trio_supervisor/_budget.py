@@ -10,12 +10,14 @@ its slot ends ``Status.OVER_BUDGET``. So the spent total never exceeds the limit
 
 What an attempt really used comes from its worker, through
 [`report_usage`][trio_supervisor.report_usage] (``ChatAgent`` reports each reply's ``usage``);
-an attempt that reported nothing (a plain worker, a request cut off before its reply) is
-charged its whole reservation, the one figure that is sure not to be too low.
+an attempt that called its worker and reported nothing (a plain worker, a request cut off
+before its reply) is charged its whole reservation, the one figure that is sure not to be too
+low; an attempt that never called it (a hedge not sent after all) is charged nothing.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
@@ -43,12 +45,26 @@ class Usage:
       input_tokens: prompt tokens.
       output_tokens: completion tokens.
       cost: their price, in whatever unit the budget counts.
+
+    Raises:
+      TypeError: if a count is not an int or ``cost`` not a number.
+      ValueError: if a count or ``cost`` is negative, or ``cost`` is not finite: a worst case
+        below zero would let a budget overshoot.
     """
 
     calls: int = 1
     input_tokens: int = 0
     output_tokens: int = 0
     cost: float = 0.0
+
+    def __post_init__(self) -> None:
+        _validate.budget("calls", self.calls)
+        _validate.budget("input_tokens", self.input_tokens)
+        _validate.budget("output_tokens", self.output_tokens)
+        cost = _validate.number("cost", self.cost, strictly=False)
+        if cost == math.inf:
+            raise ValueError(f"cost must be a number >= 0 and finite, got {self.cost!r}")
+        object.__setattr__(self, "cost", cost)  # frozen: set once, as a float
 
     @property
     def tokens(self) -> int:
@@ -111,14 +127,10 @@ def report_usage(
       calls: how many requests this report covers.
 
     Raises:
-      TypeError, ValueError: if a count is not an int >= 0 or ``cost`` not a number >= 0.
+      TypeError, ValueError: if a count is not an int >= 0 or ``cost`` not a finite number
+        >= 0 (as [`Usage`][trio_supervisor.Usage]).
     """
-    used = Usage(
-        _validate.budget("calls", calls),
-        _validate.budget("input_tokens", input_tokens),
-        _validate.budget("output_tokens", output_tokens),
-        _validate.number("cost", cost, strictly=False),
-    )
+    used = Usage(calls, input_tokens, output_tokens, cost)  # checks each figure
     tally = TALLY.get()
     if tally is not None:
         tally.usage = used if tally.usage is None else tally.usage + used
@@ -192,7 +204,8 @@ class Budget:
     waits until the reservation fits beside what is spent and what running attempts hold. After
     it ends (succeeded, failed, timed out or cancelled) the reservation is settled once, with
     what the worker reported through [`report_usage`][trio_supervisor.report_usage], or with
-    the whole reservation when it reported nothing; what it did not use is given back, and the
+    the whole reservation when it reported nothing (a hedge that was not sent after all, its
+    worker never called, is charged nothing); what it did not use is given back, and the
     waiting attempts look again. A worst case that does not fit even if every running attempt
     gave everything back ends its slot ``Status.OVER_BUDGET`` at once, its worker not called,
     the error naming the budget.
@@ -258,7 +271,7 @@ class Budget:
     def held(self) -> Usage:
         """What the attempts not yet settled have reserved."""
         calls, tokens, cost = self._held
-        return Usage(int(calls), int(tokens), 0, float(cost))
+        return Usage(int(calls), int(tokens), 0, max(0.0, float(cost)))  # no rounding below 0
 
     @property
     def outstanding(self) -> int:

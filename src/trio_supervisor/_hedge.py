@@ -59,7 +59,8 @@ class Hedge:
         the worker, hedges included), as gRPC's hedging throttle keeps a slow endpoint from
         being doubled: a hedge starts only if, counting it, at most ``throttle * n`` of the
         last ``n`` attempts are hedges, ``n`` being ``window`` (or every attempt so far, while
-        there are fewer). A hedge the throttle refuses is not sent. So of any ``window``
+        there are fewer). A hedge the throttle refuses is not sent (and a ``Budget`` charges
+        it nothing, its reservation given back). So of any ``window``
         consecutive attempts, and of all of them, at most that fraction are hedges.
       window: how many recent attempts the percentile and the throttle look at.
 

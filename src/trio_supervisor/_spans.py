@@ -58,12 +58,17 @@ chat_spans: ContextVar[ChatSpans | None] = ContextVar("trio_supervisor_chat_span
 
 def check_spans(value: object) -> Spans | None:
     """A supervisor's ``spans=``: None, or an object with ``run``, ``stream`` and ``replan``
-    (``trio_supervisor.otel.Spans``); anything else is refused with the rule."""
+    (``trio_supervisor.otel.Spans``), not a class; anything else is refused with the rule."""
     if value is None:
         return None
     if not all(callable(getattr(value, name, None)) for name in ("run", "stream", "replan")):
         raise TypeError(
             "spans must be a trio_supervisor.otel.Spans (Spans(tracer)) or None, got "
             f"{type(value).__name__}"
+        )
+    if isinstance(value, type):  # its methods are there, unbound: every run would fail
+        raise TypeError(
+            f"spans must be a {value.__name__} instance, not the class: give "
+            f"spans={value.__name__}() (or {value.__name__}(tracer))"
         )
     return value  # type: ignore[return-value]  # it has the protocol's methods

@@ -107,12 +107,9 @@ class SlotTrace:
         spans = self.spans
         if not spans:
             return None
-        index = len(spans) - 1
-        if not spans[index].hedge:
-            return spans[index]
-        while index > 0 and spans[index].hedge:
-            index -= 1
-        race = spans[index:]
+        if not spans[-1].hedge:
+            return spans[-1]
+        race = last_attempt(spans)
         for span in race:
             if span.end is None:
                 return span
@@ -206,22 +203,9 @@ class Trace:
         """End slot ``slot``'s attempt with ``status`` if it is still open (called by the
         engine, for an attempt a timeout or a cancellation cut); a hedged attempt's spans
         still open all end so."""
-        spans = self.slots[slot].spans if slot < len(self.slots) else None
-        if not spans:
-            return
-        last = spans[-1]
-        if last.end is None:
-            self.ended(slot, status)
-        if last.hedge:
-            self._end_hedged(slot, spans, status)
-
-    def _end_hedged(self, slot: int, spans: list[Span], status: Status) -> None:
-        """End the spans of slot ``slot``'s hedged attempt still open, before its last one."""
-        index = len(spans) - 1
-        while index > 0 and spans[index].hedge:
-            index -= 1
-            if spans[index].end is None:
-                self.ended(slot, status, span=spans[index])
+        if slot < len(self.slots):
+            for span in still_open(self.slots[slot].spans):
+                self.ended(slot, status, span=span)
 
     def end_open(self, status: Status = Status.CANCELLED) -> None:
         """End every span still open with ``status`` (called by the engine as a run ends: the
@@ -509,6 +493,22 @@ class _Part(Trace):
     ) -> None:
         super().ended(slot, status, failure, span=span)
         self._whole._completions.append(self.slots[slot].slot)
+
+
+def last_attempt(spans: Sequence[Span]) -> Sequence[Span]:
+    """The spans of a slot's last attempt: its last span, or, when that attempt was hedged, its
+    race (from its last span not a ``hedge`` on)."""
+    index = len(spans) - 1
+    while index > 0 and spans[index].hedge:
+        index -= 1
+    return spans[index:]
+
+
+def still_open(spans: Sequence[Span]) -> list[Span]:
+    """The spans of a slot's last attempt still open, the latest first: what a timeout or a
+    cancellation of the slot ends. A trace and a span recorder (``trio_supervisor.otel``) both
+    end these, so a hedged race's attempts end together in both."""
+    return [span for span in reversed(last_attempt(spans)) if span.end is None]
 
 
 def same_subtask(a: object, b: object) -> bool:

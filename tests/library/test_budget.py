@@ -3,6 +3,7 @@ server (which counts tokens in words, as a real server reports them)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx2
@@ -54,6 +55,48 @@ def test_report_usage_outside_an_attempt_does_nothing_and_checks_its_figures() -
         report_usage(output_tokens=-2)
     with pytest.raises(TypeError, match=r"^cost must be a number >= 0"):
         report_usage(cost="1")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("figures", "error", "message"),
+    [
+        ({"output_tokens": -25}, ValueError, "output_tokens must be >= 0, got -25"),
+        ({"calls": -1}, ValueError, "calls must be >= 0, got -1"),
+        ({"input_tokens": 2.5}, TypeError, "input_tokens must be an int >= 0, got float 2.5"),
+        ({"calls": True}, TypeError, "calls must be an int >= 0, got bool True"),
+        ({"cost": -0.5}, ValueError, "cost must be a number >= 0, got -0.5"),
+        ({"cost": float("inf")}, ValueError, "cost must be a number >= 0 and finite, got inf"),
+        ({"cost": "1"}, TypeError, "cost must be a number >= 0, got str '1'"),
+    ],
+)
+def test_a_usage_refuses_what_report_usage_refuses(
+    figures: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    """A worst case (from ``reserve=`` or a worker's ``worst_case``) below zero would let a budget
+    overshoot: a Usage refuses it as it is made, as ``report_usage`` refuses a report."""
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        Usage(**figures)
+    with pytest.raises(error, match=f"^{re.escape(message)}$"):
+        report_usage(**figures)
+
+
+def test_a_negative_worst_case_cannot_make_a_budget_overshoot() -> None:
+    async def work(n: int) -> int:
+        report_usage(output_tokens=5)
+        return n
+
+    async def main() -> Budget:
+        budget = Budget(tokens=10, reserve=lambda n: Usage(output_tokens=-25))
+        await Supervisor(work, max_workers=8, meters=[budget]).run(range(7))
+        return budget
+
+    with pytest.raises(ValueError, match=r"^output_tokens must be >= 0, got -25$"):
+        run_virtual(main)
+
+
+def test_usage_adds_up_and_a_cost_is_a_float() -> None:
+    assert Usage(cost=1) + Usage(2, 3, 4, 0.5) == Usage(3, 3, 4, 1.5)
+    assert isinstance(Usage(cost=1).cost, float)
 
 
 def test_a_calls_budget_ends_the_slots_it_cannot_afford_in_plan_order() -> None:

@@ -291,3 +291,93 @@ def test_one_budget_holds_across_two_supervisors_and_a_replan() -> None:
     assert "budget 'shared' is spent" in answer.reason
     ran = sum(r.ok for run in runs for r in run) + sum(e.result.ok for e in answer.ledger.entries)
     assert ran == 14
+
+
+@st.composite
+def hedged_runs(draw: st.DrawFn) -> dict[str, Any]:
+    slots = draw(st.integers(1, 16))
+    return {
+        # per slot, each call's latency in 1/8 s (the last repeats): stragglers get hedges
+        "latency": draw(
+            st.lists(
+                st.lists(st.integers(1, 40), min_size=1, max_size=3),
+                min_size=slots,
+                max_size=slots,
+            )
+        ),
+        "reports": draw(st.lists(st.booleans(), min_size=slots, max_size=slots)),
+        "width": draw(st.integers(1, 8)),
+        "attempts": draw(st.integers(1, 2)),
+        "timeout": draw(st.sampled_from([None, 3.0])),
+        # a tight budget: hedges wait for a reservation, and get one as their race is decided
+        "limit": draw(st.integers(0, 8 * slots)),
+        "hedge": Hedge(
+            draw(st.sampled_from([1 / 8, 1 / 2, 1.0])),
+            max_extra=draw(st.integers(1, 3)),
+            throttle=draw(st.sampled_from([0.1, 0.25, 1.0])),
+        ),
+        "path": draw(st.sampled_from(sorted(PATHS))),
+    }
+
+
+@settings(max_examples=80, deadline=None)
+@given(hedged_runs())
+def test_nothing_that_calls_no_worker_spends(case: dict[str, Any]) -> None:
+    """A budget's spent total is the sum over the attempts that called the worker (what each
+    reported, or its whole reservation): a hedge the throttle refused, or whose race was decided
+    while it waited, spends nothing."""
+    latency, reports = case["latency"], case["reports"]
+    calls: list[int] = []
+
+    async def work(slot: int) -> int:
+        call = calls.count(slot)
+        calls.append(slot)
+        if reports[slot]:
+            report_usage(input_tokens=1)
+        times = latency[slot]
+        await trio.sleep(times[min(call, len(times) - 1)] / 8)
+        return slot
+
+    async def main() -> tuple[Budget, list[Any]]:
+        budget = Budget(
+            tokens=case["limit"], calls=case["limit"], reserve=lambda slot: Usage(input_tokens=3)
+        )
+        supervisor = Supervisor(
+            work,
+            max_workers=case["width"],
+            attempts=case["attempts"],
+            timeout=case["timeout"],
+            meters=[budget],
+            hedge=case["hedge"],
+            **PATHS[case["path"]],
+        )
+        aggregate = await supervisor.run(range(len(latency)))
+        return budget, aggregate.results
+
+    budget, results = bounded(main)
+    assert budget.spent.calls == len(calls)
+    assert budget.spent.tokens == sum(1 if reports[slot] else 3 for slot in calls)
+    assert sum(result.attempts for result in results) == len(calls)
+    assert budget.outstanding == 0
+
+
+def test_a_hedge_the_throttle_refuses_spends_nothing() -> None:
+    """Eleven calls spend eleven: the three hedges the throttle refused as they were about to
+    start are not charged, and a shared token budget still has what they did not use."""
+    calls = 0
+
+    async def work(n: int) -> int:
+        nonlocal calls
+        calls += 1
+        await trio.sleep(10 if n % 3 == 0 else 1)
+        return n
+
+    async def main() -> Budget:
+        budget = Budget(calls=100)
+        hedge = Hedge(after=2.0, max_extra=2, throttle=0.1)
+        await Supervisor(work, max_workers=20, hedge=hedge, meters=[budget]).run(range(10))
+        return budget
+
+    budget = bounded(main)
+    assert calls == 11
+    assert budget.spent == Usage(calls=11)

@@ -30,9 +30,13 @@ from trio_supervisor import (
     Status,
     Supervisor,
     Trace,
+    Usage,
+    report_usage,
 )
+from trio_supervisor import Budget as RealBudget
 from trio_supervisor.agents import TRANSIENT, ChatAgent
-from trio_supervisor.otel import SEMCONV_VERSION, Spans
+from trio_supervisor.otel import SEMCONV_VERSION, Spans, error_type
+from trio_supervisor.testing import devserver
 
 KEY = "sk-SENTINEL-0tel-5be1a2c9d7"
 SLOT_KEY = "trio_supervisor.slot"
@@ -475,6 +479,43 @@ async def test_a_failed_request_is_an_error_span_and_the_key_is_in_no_attribute(
     assert recorded.all_ended()
 
 
+async def test_a_request_cut_short_in_process_is_cancelled_not_a_group(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    """An in-process transport (the loopback server's) lets a timeout's ``Cancelled`` out as a
+    group of only ``Cancelled``: the request was cut short, as any other."""
+    server = httpx2.ASGITransport(app=devserver.app(latency=(5, 5)))
+    async with ChatAgent("m", base_url="http://x/v1", api_key=KEY, transport=server) as worker:
+        aggregate = await Supervisor(worker, max_workers=1, timeout=1, spans=recorded.spans).run(
+            ["a"]
+        )
+    assert aggregate[0].status is Status.TIMED_OUT
+    (chat,) = recorded.named("chat m")
+    assert attrs(chat)["error.type"] == "cancelled"
+    assert recorded.all_ended()
+
+
+def test_error_type_of_a_cancellation() -> None:
+    caught: list[BaseException] = []
+
+    async def main() -> None:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            try:
+                await trio.lowlevel.checkpoint()
+            except trio.Cancelled as cancelled:
+                caught.append(cancelled)
+                raise
+
+    trio.run(main)
+    (cancelled,) = caught
+    only = BaseExceptionGroup("cut", [cancelled, BaseExceptionGroup("in", [cancelled])])
+    assert error_type(cancelled) == "cancelled"
+    assert error_type(only) == "cancelled"
+    mixed = BaseExceptionGroup("mixed", [cancelled, KeyError(1)])
+    assert error_type(mixed) == "BaseExceptionGroup"
+
+
 # -- off costs nothing; the core imports no tracing ------------------------------------------
 
 
@@ -504,6 +545,13 @@ def test_spans_must_be_a_spans_or_none() -> None:
     with pytest.raises(TypeError, match="tracer must be an opentelemetry Tracer"):
         Spans(object())  # type: ignore[arg-type]
     assert "spans=Spans(" in repr(Supervisor(wait, max_workers=1, spans=Spans()))
+
+
+def test_spans_given_as_the_class_is_refused_naming_the_fix() -> None:
+    with pytest.raises(
+        TypeError, match=r"^spans must be a Spans instance, not the class: give spans=Spans\(\)"
+    ):
+        Supervisor(wait, max_workers=1, spans=Spans)  # type: ignore[arg-type]
 
 
 # -- journaled, hedged and budgeted slots -------------------------------------------------------
@@ -542,7 +590,7 @@ async def test_an_attempt_started_while_another_of_its_slot_runs_is_a_hedge(
     trace.admitted(0, "q")
     trace.started(0, "q")
     await trio.sleep(1)
-    trace.started(0, "q")  # the hedge
+    trace.started(0, "q", hedge=True)  # the hedge, as the engine says it is one
     await trio.sleep(1)
     trace.ended(0, Status.OK)
     trace.end_open()
@@ -579,3 +627,45 @@ async def test_a_run_with_a_budget_meter_says_what_it_spent(
     (run,) = recorded.named("run wait")
     assert attrs(run)["trio_supervisor.budget.spent"] == 3
     assert attrs(run)["trio_supervisor.budget.limit"] == 10
+
+
+async def test_a_run_with_a_real_budget_says_what_it_spent_per_limited_dimension(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    async def work(n: int) -> int:
+        await trio.sleep(n)
+        report_usage(input_tokens=2, output_tokens=n, cost=0.25)
+        return n
+
+    budget = RealBudget(calls=10, tokens=100, reserve=lambda n: Usage(output_tokens=10))
+    supervisor = Supervisor(work, max_workers=2, meters=[budget], spans=recorded.spans)
+    await supervisor.run([1, 2, 3])
+    (run,) = recorded.named("run work")
+    said = {k: v for k, v in attrs(run).items() if k.startswith("trio_supervisor.budget.")}
+    assert said == {
+        "trio_supervisor.budget.calls.spent": 3,
+        "trio_supervisor.budget.calls.limit": 10,
+        "trio_supervisor.budget.tokens.spent": 12,
+        "trio_supervisor.budget.tokens.limit": 100,
+    }  # cost is not bounded: not said
+    assert budget.spent == Usage(calls=3, input_tokens=6, output_tokens=6, cost=0.75)
+
+
+async def test_an_over_budget_slot_has_no_attempt_span(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    """Its worker was never called: its slot span says so, with the SubResult's count."""
+    budget = RealBudget(calls=1, name="calls")
+    supervisor = Supervisor(wait, max_workers=1, meters=[budget], spans=recorded.spans)
+    aggregate = await supervisor.run([1, 2])
+    assert [r.status for r in aggregate] == [Status.OK, Status.OVER_BUDGET]
+    assert [r.attempts for r in aggregate] == [1, 0]
+    slots = sorted(recorded.named("slot"), key=lambda s: attrs(s)[SLOT_KEY])
+    assert [len(recorded.children(s)) for s in slots] == [1, 0]
+    assert [attrs(s)["trio_supervisor.attempts"] for s in slots] == [1, 0]
+    assert attrs(slots[1])["trio_supervisor.status"] == "over_budget"
+    assert attrs(slots[1])["error.type"].endswith("OverBudget")
+    assert slots[1].status.status_code is StatusCode.ERROR
+    assert "budget 'calls' is spent" in (slots[1].status.description or "")
+    assert len(recorded.named("attempt")) == 1
+    assert recorded.all_ended()

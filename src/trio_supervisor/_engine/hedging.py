@@ -41,7 +41,7 @@ from typing import Any
 
 import trio
 
-from .._budget import TALLY, Hold, OverBudget, Tally
+from .._budget import NOTHING_USED, TALLY, Hold, OverBudget, Tally
 from .._contract import Status
 from .._hedge import Hedge
 from .._journal import bind_attempt
@@ -306,7 +306,9 @@ class Hedging:
                     output: Any = None
                     returned: Any = NOTHING
                     race.calling += 1
-                    if holds is not None or trace is not None:  # what the worker reports
+                    # what the worker reports; with a budget, set just before the worker's
+                    # call, so that it says the worker was called
+                    if holds is not None or trace is not None:
                         tally = Tally()
                         reported = TALLY.set(tally)
                     try:
@@ -329,8 +331,9 @@ class Hedging:
                     if returned is not NOTHING:
                         raise not_awaitable(worker, returned)
                 finally:
-                    if holds is not None:  # each exactly once, a loser's too
-                        engine.unhold(holds, None if tally is None else tally.usage)
+                    if holds is not None:  # each exactly once, a loser's too; a hedge that
+                        # never called the worker (refused, or its race decided) spends nothing
+                        engine.unhold(holds, NOTHING_USED if tally is None else tally.usage)
                     elif meters:
                         for meter in reversed(meters):
                             meter.release()

@@ -32,10 +32,11 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 import trio
 
 from .. import __version__
+from .._budget import Budget
 from .._contract import Status, describe
 from .._spans import chat_spans
 from .._trace import Span as TraceSpan
-from .._trace import Trace
+from .._trace import Trace, still_open
 
 SEMCONV_VERSION = "1.37.0"
 """The version of OpenTelemetry's semantic conventions the spans follow (the GenAI ones for
@@ -53,7 +54,7 @@ JOURNALED = "trio_supervisor.journaled"  # the result came from a journal: not r
 HEDGE = "trio_supervisor.hedge"  # an attempt started while another of its slot still ran
 HEDGES = "trio_supervisor.hedges"  # on a slot: how many such attempts it made
 HEDGE_LOST = "trio_supervisor.hedge.lost"  # cancelled: another attempt of its slot won first
-BUDGET = "trio_supervisor.budget"  # on a run: .spent and .limit of a budget meter, when it has one
+BUDGET = "trio_supervisor.budget"  # on a run: .calls.spent, .calls.limit, ... of its Budgets
 ROUND = "trio_supervisor.round"  # on a round: the n-th batch a re-planning run dispatched
 KIND = "trio_supervisor.kind"  # run, stream, replan or round
 WORKER = "trio_supervisor.worker"
@@ -68,7 +69,8 @@ NOTHING: Any = object()
 
 def error_type(failure: BaseException) -> str:
     """An exception's ``error.type``: its class's qualified name (without ``builtins.``), as a
-    failed attempt's span records it.
+    failed attempt's span records it; ``cancelled`` for a ``trio.Cancelled``, or a group of
+    nothing but (an in-process transport's task group, cut short, raises one).
 
     ```pycon
     >>> error_type(KeyError("pricing"))
@@ -78,6 +80,10 @@ def error_type(failure: BaseException) -> str:
 
     ```
     """
+    if isinstance(failure, trio.Cancelled) or (
+        isinstance(failure, BaseExceptionGroup) and failure.split(trio.Cancelled)[1] is None
+    ):
+        return "cancelled"
     cls = type(failure)
     module = cls.__module__
     name = cls.__qualname__
@@ -137,7 +143,11 @@ class Spans:
     [`Status`][trio_supervisor.Status]'s name, lower case: ``ok``, ``timed_out``, ...; a slot
     that never started is ``never_started``), ``retry.wait`` (seconds since the attempt
     before), ``retry.after`` (the wait a failure asked for), ``restart``, ``journaled``,
-    ``hedge``, ``budget.spent`` and ``budget.limit`` (a meter that has them), ``round``; and
+    ``hedge``, ``hedges``, ``hedge.lost``, ``budget.calls.spent`` and ``budget.calls.limit``
+    (and ``.tokens``, ``.cost``: on a run, for each dimension a
+    [`Budget`][trio_supervisor.Budget] among its meters bounds, the budget's total as the run
+    ends; a meter of one's own with numbers ``spent`` and ``limit`` gives ``budget.spent`` and
+    ``budget.limit``), ``round``; and
     the conventions' ``error.type``, ``gen_ai.operation.name``, ``gen_ai.provider.name``,
     ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.usage.input_tokens``,
     ``gen_ai.usage.output_tokens``, ``gen_ai.response.finish_reasons``, ``server.address``,
@@ -207,8 +217,7 @@ class Spans:
         try:
             yield ChatRequest(span)
         except BaseException as exc:
-            cancelled = isinstance(exc, trio.Cancelled)
-            span.set_attribute(ERROR_TYPE, "cancelled" if cancelled else error_type(exc))
+            span.set_attribute(ERROR_TYPE, error_type(exc))
             if isinstance(exc, Exception):
                 span.record_exception(exc)
             span.set_status(StatusCode.ERROR, describe(exc))
@@ -411,18 +420,32 @@ class Recorder(Trace):
         self._token = self._chat_token = None
 
     def _budget(self) -> dict[str, Any]:
-        """What a budget meter of the supervisor says it spent (``spent``, ``limit``)."""
+        """What the supervisor's budgets say was spent: for each dimension a
+        [`Budget`][trio_supervisor.Budget] bounds (the first that bounds it), its total and
+        its limit; else a meter's own ``spent`` and ``limit``, when they are numbers."""
         found: dict[str, Any] = {}
-        supervisor = self._supervisor
         if self._whole is not None:
             return found
-        candidates = [getattr(supervisor, "budget", None), *getattr(supervisor, "meters", ())]
-        for meter in candidates:
+        meters = getattr(self._supervisor, "meters", ())
+        for meter in meters:
+            if isinstance(meter, Budget):
+                total = meter.spent
+                for dimension, limit, used in (
+                    ("calls", meter.calls, total.calls),
+                    ("tokens", meter.tokens, total.tokens),
+                    ("cost", meter.cost, total.cost),
+                ):
+                    if limit is not None and f"{BUDGET}.{dimension}.spent" not in found:
+                        found[f"{BUDGET}.{dimension}.spent"] = used
+                        found[f"{BUDGET}.{dimension}.limit"] = limit
+        if found:
+            return found
+        for meter in meters:  # a meter of its own that counts against a limit
             spent = getattr(meter, "spent", None)
-            if isinstance(spent, int | float) and not isinstance(spent, bool):
+            if _is_number(spent):
                 found[f"{BUDGET}.spent"] = spent
                 limit = getattr(meter, "limit", None)
-                if isinstance(limit, int | float) and not isinstance(limit, bool):
+                if _is_number(limit):
                     found[f"{BUDGET}.limit"] = limit
                 break
         return found
@@ -496,11 +519,17 @@ class Recorder(Trace):
     def admitted(self, slot: int, subtask: Any = None) -> None:
         if self._inner is not None:
             self._inner.admitted(slot, subtask)
+        self._running(slot, subtask, self._spans.ns())  # new, or admitted again: restarted
+
+    def _running(self, slot: int, subtask: Any, now: int) -> _Slot:
+        """Slot ``slot``'s record, for an attempt of it: a new one when it is new, or ended and
+        runs again (restarted for a sibling, or ended while a hedge of it ran on)."""
         record = self._slots.get(slot)
-        if record is None:  # new, or admitted again after it ended: restarted
-            self._new_slot(slot, subtask, self._spans.ns(), self._done.pop(slot, -1) + 1)
-        elif record.done:  # ended while a hedge of it ran on
-            self._new_slot(slot, subtask, self._spans.ns(), record.restarts + 1)
+        if record is None:
+            return self._new_slot(slot, subtask, now, self._done.pop(slot, -1) + 1)
+        if record.done:
+            return self._new_slot(slot, subtask, now, record.restarts + 1)
+        return record
 
     def started(self, slot: int, subtask: Any = None, *, hedge: bool = False) -> TraceSpan:
         mark = None
@@ -509,14 +538,10 @@ class Recorder(Trace):
         now = self._spans.ns()
         if mark is None:  # the attempt as the engine knows it: what it names in ended/lost
             mark = TraceSpan(trio.current_time(), hedge=hedge)
-        record = self._slots.get(slot)
-        if record is None:  # new, or it ended and runs again: restarted for a sibling
-            record = self._new_slot(slot, subtask, now, self._done.pop(slot, -1) + 1)
-        elif record.done:  # ended while a hedge of it ran on
-            record = self._new_slot(slot, subtask, now, record.restarts + 1)
+        record = self._running(slot, subtask, now)
         record.attempts += 1
         attributes: dict[str, Any] = {SLOT: self._offset + slot, ATTEMPT: record.attempts}
-        if hedge or record.open:
+        if hedge:  # as the engine says: a retry that starts while a span is open is none
             attributes[HEDGE] = True
             record.hedges += 1
         elif record.ended is not None:
@@ -543,6 +568,17 @@ class Recorder(Trace):
         elif span is not None:
             span.end, span.status = trio.current_time(), status
         self._ended(slot, status, failure, span)
+
+    def over_budget(self, slot: int, subtask: Any, failure: BaseException) -> None:
+        """Its worker is not called: no attempt span, and its slot ends ``over_budget``."""
+        if self._inner is not None:
+            self._inner.over_budget(slot, subtask, failure)
+        now = self._spans.ns()
+        record = self._running(slot, subtask, now)
+        record.ended = now
+        record.status = Status.OVER_BUDGET
+        record.failure = failure
+        self._end_slot(record, now)
 
     def lost(self, slot: int, span: TraceSpan) -> None:
         if self._inner is not None:
@@ -623,13 +659,16 @@ class Recorder(Trace):
         )
 
     def end_open_slot(self, slot: int, status: Status) -> None:
+        record = self._slots.get(slot)
+        # the attempts it ends, as a trace decides it (before the caller's trace ends them)
+        ending = [] if record is None else still_open([entry[3] for entry in record.open])
         if self._inner is not None:
             self._inner.end_open_slot(slot, status)
-        record = self._slots.get(slot)
         if record is None:
             return
         if record.open:
-            self._ended(slot, status)
+            for mark in ending:
+                self._ended(slot, status, None, mark)
         elif status is Status.CANCELLED:  # waiting to retry when the run was cut short
             self._end_slot(record, self._spans.ns(), Status.CANCELLED)
 
@@ -681,6 +720,10 @@ def _taken(
         if entry[3] is mark:
             return record.open.pop(index)
     return None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _kind(status: Status | None, failure: BaseException | None) -> str:
