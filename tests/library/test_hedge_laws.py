@@ -8,6 +8,7 @@ by accident.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -386,15 +387,11 @@ def test_the_capacity_law_fails_when_a_hedge_takes_no_place() -> None:
 
     original = hedging.Hedging._contend
 
-    class Placeless:
-        """The race's engine, but for its places."""
-
     async def free(self: Any, race: Any, *rest: Any) -> None:
         engine = race.engine
-        if not isinstance(engine, Placeless):  # the race's first attempt to start
-            fake = Placeless()
-            fake.__dict__.update({name: getattr(engine, name) for name in engine.__slots__})
-            fake.places = NoPlaces(engine.places)  # type: ignore[attr-defined]
+        if not isinstance(engine.places, NoPlaces):  # the race's first attempt to start
+            fake = copy.copy(engine)  # the race's engine, but for its places
+            fake.places = NoPlaces(engine.places)
             race.engine = fake  # the race's attempts take their places from it
         await original(self, race, *rest)
 

@@ -287,6 +287,40 @@ class Timer:
             await self._idle.park()
 
 
+class Call:
+    """What one call of the worker made (``Engine.call`` fills it in): its output or its
+    failure, the `Exception` part of a group it raised with ``trio.Cancelled``, and what it
+    reported using (None: nothing, or not tallied)."""
+
+    __slots__ = ("failure", "mixed", "output", "usage")
+
+    def __init__(self) -> None:
+        self.failure: Exception | None = None
+        self.mixed: BaseException | None = None
+        self.output: Any = None
+        self.usage: Any = None
+
+
+def late(
+    timer: Timer, running: Running, failed: bool, started: float, now: Callable[[], float]
+) -> bool:
+    """Whether an attempt of ``running``'s slot that started at ``started`` and ended (with a
+    failure, if ``failed``) timed out: the one judgement of a timeout, a race's included.
+
+    The timer fired and the worker let no ``Cancelled`` through but failed (or raised with
+    it); or it ended at the very instant its timeout fell, whichever of the two trio woke
+    first: the timeout wins, as it would with trio's own deadline. It notes in
+    ``running.spent`` whether the timer fired (its scope is then spent).
+    """
+    scope = running.scope
+    assert scope is not None
+    if scope.cancel_called:
+        running.spent = True
+        return failed or running.mixed is not None
+    running.spent = False
+    return now() >= started + timer.timeout
+
+
 class Racing(Protocol):
     """What runs an attempt as a race of a slot's attempts (``hedging.Hedging``): the engine
     knows it by this alone, so that it imports nothing of the module that races. ``race``
@@ -402,9 +436,7 @@ class Engine(Generic[S, T]):
             await self.hedging.race(self, running, trace, timer, now)
             return
         meters = self.meters
-        worker = self.worker
         holds: list[Hold] | None = None
-        tally: Tally | None = None
         if meters:
             if self.budgets:
                 holds = await self.reserve(running, trace)
@@ -412,6 +444,7 @@ class Engine(Generic[S, T]):
                     return
             else:
                 await acquire(meters)
+        call = Call()
         try:
             running.attempts += 1
             started = now()
@@ -422,52 +455,20 @@ class Engine(Generic[S, T]):
                 trace.started(slot, running.subtask)  # type: ignore[arg-type]
             if timer is not None:
                 timer.start(running, started)
-            failure: Exception | None = None
-            output: Any = None
-            returned: Any = NOTHING
-            if holds is not None or trace is not None:  # what the worker reports: counted
-                tally = Tally()
-                reported = TALLY.set(tally)
-            try:
-                try:
-                    returned = worker(running.subtask)
-                    if type(returned) is CoroutineType or isawaitable(returned):
-                        awaitable, returned = returned, NOTHING
-                        output = await awaitable
-                except Exception as exc:
-                    drop_own_frame(exc)  # its frames are forgotten if it is kept
-                    failure = exc
-            except* Exception as group:
-                drop_own_frame(group)
-                running.mixed = forget_frames(group)
-            finally:
-                if tally is not None:
-                    TALLY.reset(reported)
-            if returned is not NOTHING:
-                raise not_awaitable(worker, returned)
+            await self.call(running.subtask, holds, trace is not None, call)
         finally:
             running.serial += 1  # the attempt ended: the timer lets it be
-            if holds is not None:  # each exactly once, cancelled or timed out too
-                self.unhold(holds, None if tally is None else tally.usage)
-            elif meters:
-                for meter in reversed(meters):
-                    meter.release()
-            if tally is not None and tally.usage is not None and trace is not None:
-                trace.used(running.slot, tally.usage)  # type: ignore[arg-type]
-        if timer is not None:
-            scope = running.scope
-            assert scope is not None
-            spent = running.spent = scope.cancel_called
-            if spent:  # the timer fired, and the worker let no Cancelled through
-                late = failure is not None or running.mixed is not None
-            else:  # ended at the very instant its timeout fell: the timeout wins
-                late = now() >= started + timer.timeout
-            if late:
-                self.timed_out(running, trace)
-                return
+            if call.mixed is not None:
+                running.mixed = call.mixed
+            if call.usage is not None and trace is not None:
+                trace.used(running.slot, call.usage)  # type: ignore[arg-type]
+        failure = call.failure
+        if timer is not None and late(timer, running, failure is not None, started, now):
+            self.timed_out(running, trace)
+            return
         running.timed_out = False
         running.failure = failure
-        running.output = output
+        running.output = call.output
         if failure is not None:
             running.failures += 1
         for observer in self.observers:
@@ -477,6 +478,55 @@ class Engine(Generic[S, T]):
                 trace.ended(slot, Status.OK)  # type: ignore[arg-type]
             else:
                 trace.ended(slot, failure_status(failure), failure)  # type: ignore[arg-type]
+
+    async def call(self, subtask: Any, holds: list[Hold] | None, counted: bool, call: Call) -> None:
+        """Call the worker once on ``subtask``, the one place that does, for a plain attempt
+        and for each attempt of a hedged race alike; ``call`` is filled in as it goes.
+
+        The worker's `Exception` is ``call.failure`` (its frames forgotten past its own); the
+        `Exception` part of a group it raised together with ``trio.Cancelled`` is
+        ``call.mixed`` while the rest propagates; a call that returns no awaitable raises the
+        `TypeError` naming the fix. What it reported through ``report_usage`` is tallied
+        (``call.usage``) when ``holds`` or ``counted`` asks for it. Whatever happens, the
+        meters are given back once: ``holds`` settled with what it used (nothing, if the
+        worker was never called), or the gates released.
+        """
+        worker = self.worker
+        tally: Tally | None = None
+        returned: Any = NOTHING
+        try:
+            if holds is not None or counted:  # set just before the call: it says it was made
+                tally = Tally()
+                reported = TALLY.set(tally)
+            try:
+                try:
+                    returned = worker(subtask)
+                    if type(returned) is CoroutineType or isawaitable(returned):
+                        awaitable, returned = returned, NOTHING
+                        call.output = await awaitable
+                except Exception as exc:
+                    drop_own_frame(exc)  # its frames are forgotten if it is kept
+                    call.failure = exc
+            except* Exception as group:
+                drop_own_frame(group)
+                call.mixed = forget_frames(group)
+            finally:
+                if tally is not None:
+                    TALLY.reset(reported)
+                    call.usage = tally.usage
+            if returned is not NOTHING:
+                raise not_awaitable(worker, returned)
+        finally:  # each exactly once, cancelled or timed out too
+            self.give_back(holds, NOTHING_USED if tally is None else tally.usage)
+
+    def give_back(self, holds: list[Hold] | None, used: Any) -> None:
+        """Give back what one attempt held: settle ``holds`` with ``used`` (see ``unhold``), or,
+        without budgets, release every meter, in the reverse order they were acquired."""
+        if holds is not None:
+            self.unhold(holds, used)
+        elif self.meters:
+            for meter in reversed(self.meters):
+                meter.release()
 
     async def hold(self, subtask: Any) -> list[Hold]:
         """Acquire the meters and reserve ``subtask``'s worst case from each budget, for one

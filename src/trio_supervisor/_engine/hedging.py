@@ -35,28 +35,16 @@ import bisect
 import math
 from collections import deque
 from collections.abc import Callable
-from inspect import isawaitable
-from types import CoroutineType
 from typing import Any
 
 import trio
 
-from .._budget import NOTHING_USED, TALLY, Hold, OverBudget, Tally
+from .._budget import NOTHING_USED, Hold, OverBudget
 from .._contract import Status
 from .._hedge import Hedge
 from .._journal import bind_attempt
 from .._trace import Span, Trace
-from .._validate import not_awaitable
-from .attempt import (
-    NOTHING,
-    Engine,
-    Running,
-    Timer,
-    acquire,
-    drop_own_frame,
-    failure_status,
-    forget_frames,
-)
+from .attempt import Call, Engine, Running, Timer, acquire, failure_status, late
 
 
 class Called:
@@ -261,7 +249,7 @@ class Hedging:
         place: object | None = None
         span: Span | None = None
         holds: list[Hold] | None = None
-        tally: Tally | None = None
+        called = False
         try:
             with scope:
                 if hedge:
@@ -301,45 +289,21 @@ class Hedging:
                         race.begun.set()
                     if trace is not None:
                         span = trace.started(slot, running.subtask, hedge=hedge)  # type: ignore[arg-type]
-                    worker = engine.worker
-                    failure: Exception | None = None
-                    output: Any = None
-                    returned: Any = NOTHING
+                    call = Call()
                     race.calling += 1
-                    # what the worker reports; with a budget, set just before the worker's
-                    # call, so that it says the worker was called
-                    if holds is not None or trace is not None:
-                        tally = Tally()
-                        reported = TALLY.set(tally)
+                    called = True  # the call gives the meters back from here on
                     try:
-                        try:
-                            returned = worker(running.subtask)
-                            if type(returned) is CoroutineType or isawaitable(returned):
-                                awaitable, returned = returned, NOTHING
-                                output = await awaitable
-                        except Exception as exc:
-                            drop_own_frame(exc)
-                            failure = exc
-                    except* Exception as group:
-                        drop_own_frame(group)
-                        if race.won is None:  # not a loser's, cancelled as it lost
-                            running.mixed = forget_frames(group)
+                        await engine.call(running.subtask, holds, trace is not None, call)
                     finally:
-                        if tally is not None:
-                            TALLY.reset(reported)
+                        if call.mixed is not None and race.won is None:  # not a loser's
+                            running.mixed = call.mixed
                     race.calling -= 1
-                    if returned is not NOTHING:
-                        raise not_awaitable(worker, returned)
+                    if span is not None and call.usage is not None:
+                        span.usage = call.usage  # this attempt's own span, among the race's
                 finally:
-                    if holds is not None:  # each exactly once, a loser's too; a hedge that
-                        # never called the worker (refused, or its race decided) spends nothing
-                        engine.unhold(holds, NOTHING_USED if tally is None else tally.usage)
-                    elif meters:
-                        for meter in reversed(meters):
-                            meter.release()
-                    if span is not None and tally is not None and tally.usage is not None:
-                        span.usage = tally.usage  # this attempt's own span, among the race's
-                outcome = (span, started, failure, output)
+                    if not called:  # never sent (refused, or its race decided): spends nothing
+                        engine.give_back(holds, NOTHING_USED)
+                outcome = (span, started, call.failure, call.output)
                 self._decide(race, number, *outcome)
             lost = scope.cancelled_caught and span is not None and span.end is None
             if lost and trace is not None:  # cancelled in its worker, as it lost
@@ -397,12 +361,7 @@ class Hedging:
             return
         race.final = span
         if timer is not None:
-            timed = running.scope
-            assert timed is not None
-            if timed.cancel_called:  # the timer fired, and the worker let no Cancelled through
-                race.late = failure is not None or running.mixed is not None
-            else:  # ended at the very instant its timeout fell: the timeout wins
-                race.late = now() >= race.first + timer.timeout
+            race.late = late(timer, running, failure is not None, race.first, now)
             if race.late:
                 return
         if failure is None:
