@@ -29,6 +29,7 @@ from lessons._course import probes
 from lessons._course.errors import describe
 from lessons._course.probes import (
     HOUR,
+    NAMES,
     Probe,
     Spy,
     Subject,
@@ -36,6 +37,7 @@ from lessons._course.probes import (
     arrivals,
     exact_latencies,
     list_schedule,
+    named_plans,
     odd_fraction,
     plan_of,
     plans,
@@ -280,8 +282,11 @@ def out(plan: Iterable[str]) -> list[str]:
 # --- steps 1-5: plan order, wall time, the bound, failures ---------------------------------------
 
 
-def _plan_order(step: Subject, seen: Seen, latencies: list[float], k: int) -> None:
-    plan, spy = spy_for(latencies)
+def _plan_order(
+    step: Subject, seen: Seen, latencies: list[float], k: int, names: list[str]
+) -> None:
+    plan, spy = spy_for(latencies, names=names)
+    seen.drew["names"] = plan  # those the plan took
     seen.expect(out(plan))
     aggregate, _ = starts_like_spy(step, seen, plan, spy, k)
     assert [result.subtask for result in aggregate.results] == plan
@@ -292,9 +297,27 @@ PLAN_ORDER = Law(
     "results come back in plan order, whatever order the workers finish in",
     (1, 4, 5, 14),
     _plan_order,
-    {"latencies": exact_latencies(), "k": st.integers(1, 6)},
+    {"latencies": exact_latencies(), "k": st.integers(1, 6), "names": named_plans()},
     settings(max_examples=60, database=None, phases=NO_SHRINK, deadline=None),
     flaw=(3, "step 3's flaw: results come back in completion order"),
+)
+
+
+def _every_subtask_answered(step: Subject, seen: Seen, latencies: list[float]) -> None:
+    plan, spy = spy_for(latencies, names=NAMES)
+    aggregate, _ = starts_like_spy(step, seen, plan, spy, len(plan))
+    got = sorted(shown(result) for result in aggregate.results)
+    seen.expect(sorted(out(plan)))
+    seen.returned = got
+    assert got == sorted(out(plan)), "a subtask's result is missing, or came back twice"
+
+
+EVERY_SUBTASK_ANSWERED = Law(
+    "each subtask's result comes back once, its worker's output, in whatever order",
+    (2, 3),
+    _every_subtask_answered,
+    {"latencies": exact_latencies()},
+    settings(max_examples=20, database=None, deadline=None),
 )
 
 
@@ -670,26 +693,37 @@ DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK = Law(
 
 
 def _transient_failure_retried(step: Subject, seen: Seen) -> None:
-    agent = SimulatedAgent(flaky={"b": 2})
-    plan = ["a", "b", "c"]
-    seen.drew.update(plan=plan, flaky="b fails its first 2 calls", max_workers=3, attempts=3)
+    """b fails its first 2 calls, d's first call straggles past its timeout: each is tried
+    again, as a failure that may pass is (a timeout is one)."""
+    agent = SimulatedAgent(flaky={"b": 2}, straggle={"d": HOUR})
+    plan = ["a", "b", "c", "d"]
+    seen.drew.update(
+        plan=plan,
+        flaky="b fails its first 2 calls",
+        straggles="d's first call takes an hour",
+        max_workers=4,
+        attempts=3,
+        worker_timeout=2.0,
+    )
     seen.expect(f"{subtask}: ok, findings on {subtask}" for subtask in plan)
 
     async def main() -> None:
         worker = seen.watch(agent, plan)
         aggregate = await seen.run(
-            lambda: supervise(step, task_of(plan), worker, max_workers=3, attempts=3)
+            lambda: supervise(
+                step, task_of(plan), worker, max_workers=4, attempts=3, worker_timeout=2.0
+            )
         )
-        wanted = {"a": 1, "b": 3, "c": 1}
+        wanted = {"a": 1, "b": 3, "c": 1, "d": 2}
         seen.fact("calls per subtask", dict(agent.calls), wanted, agent.calls == wanted)
-        assert [result.status for result in aggregate.results] == [Status.OK] * 3
-        assert agent.calls == Counter({"a": 1, "b": 3, "c": 1})
+        assert [result.status for result in aggregate.results] == [Status.OK] * 4
+        assert agent.calls == Counter(wanted), "a failure or a timeout was not tried again"
 
     seen.virtual(main)
 
 
 TRANSIENT_FAILURE_RETRIED = Law(
-    "a transient failure is retried until it succeeds",
+    "a transient failure, or a timeout, is retried until it succeeds",
     (8, 9, 10, 11, 12, 13, 14),
     _transient_failure_retried,
     flaw=(7, "step 7's flaw: every failure is final"),
@@ -773,64 +807,81 @@ def bound(failures: int, first: float, most: float) -> float:
     return min(most, first * 2.0 ** (failures - 1))
 
 
-def _waits_are_seeded_draws(
-    step: Subject, seen: Seen, seed: int, first: float, doublings: int
-) -> None:
-    most = first * 2**doublings
-    attempts = 6
-    seen.drew.update(backoff=(first, most), attempts=attempts)
-    plan = ["a", "b", "c"]
+def _alike(these: list[list[float]], those: list[list[float]]) -> bool:
+    """Whether two runs' waits are the same draws: equal but for the rounding of times taken
+    at other instants of the clock."""
+    return len(these) == len(those) and all(
+        len(mine) == len(theirs)
+        and all(math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) for a, b in zip(mine, theirs))
+        for mine, theirs in zip(these, those)
+    )
 
-    async def main() -> None:
-        probe = Probe(SimulatedAgent(seed, fail={"b"}))
+
+def _waits_are_seeded_draws(
+    step: Subject, seen: Seen, seed: int, other: int, first: float, doublings: int
+) -> None:
+    """b and d fail every call: each wait before a retry is within full jitter's bound, the
+    same seed replays the same waits, and another seed draws others. How the step draws them
+    (one generator for the run, one per slot) is its own."""
+    most = first * 2**doublings
+    attempts = 5
+    other = other if other != seed else seed + 1
+    seen.drew.update(backoff=(first, most), attempts=attempts, other=other)
+    plan = ["a", "b", "c", "d"]
+
+    async def waits_of(chosen: int) -> list[list[float]]:
+        probe = Probe(SimulatedAgent(chosen, fail={"b", "d"}))
         worker = seen.watch(probe, plan)
         await seen.run(
             lambda: step.supervise(
                 task_of(plan),
                 worker,
-                max_workers=3,
+                max_workers=4,
                 attempts=attempts,
                 backoff=(first, most),
-                seed=seed,
+                seed=chosen,
             )
         )
-        calls = probe.of("b")
-        seen.fact("b's calls", len(calls), attempts, len(calls) == attempts)
-        assert len(calls) == attempts
         waits = []
-        for before, after in itertools.pairwise(calls):
-            assert before.end is not None
-            waits.append(after.start - before.end)
+        for subtask in ("b", "d"):
+            calls = probe.of(subtask)
+            seen.fact(f"{subtask}'s calls", len(calls), attempts, len(calls) == attempts)
+            assert len(calls) == attempts
+            waits.append([after.start - (before.end or math.inf) for before, after in itertools.pairwise(calls)])
+        return waits
 
-        def close(wait: float, drawn: float) -> bool:
-            return math.isclose(wait, drawn, rel_tol=1e-9, abs_tol=1e-12)
+    async def main() -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
+        return await waits_of(seed), await waits_of(other), await waits_of(seed)
 
-        draws = random.Random(seed)
-        wanted = [draws.uniform(0, bound(n, first, most)) for n in range(1, len(waits) + 1)]
-        seen.fact(
-            "waits before b's retries",
-            [f"{w:.4g}" for w in waits],
-            [f"{w:.4g}" for w in wanted],
-            all(map(close, waits, wanted)),
-        )
-        for failures, (wait, drawn) in enumerate(zip(waits, wanted, strict=True), start=1):
-            limit = bound(failures, first, most)
-            assert 0 <= wait <= limit + 1e-12
-            assert close(wait, drawn)
-
-    seen.virtual(main)
+    drawn, others, again = seen.virtual(main)
+    shown_waits = [[f"{wait:.4g}" for wait in waits] for waits in drawn]
+    limits = [[f"<= {bound(n, first, most):g}" for n in range(1, attempts)]] * 2
+    within = all(
+        0 <= wait <= bound(n, first, most) + 1e-12
+        for waits in drawn
+        for n, wait in enumerate(waits, start=1)
+    )
+    seen.fact("waits before b's and d's retries", shown_waits, limits, within)
+    assert within, "a wait is outside full jitter's bound"
+    replayed = _alike(again, drawn)
+    seen.fact(f"the waits again with seed {seed}", [[f"{w:.4g}" for w in ws] for ws in again], shown_waits, replayed)
+    assert replayed, "the same seed drew other waits: the run cannot be replayed"
+    differ = not _alike(others, drawn)
+    seen.fact(f"the waits with seed {other}", [[f"{w:.4g}" for w in ws] for ws in others], "other draws", differ)
+    assert differ, "another seed drew the same waits: the seed is not what draws them"
 
 
 WAITS_ARE_SEEDED_DRAWS = Law(
-    "each wait before a restart is a seeded draw within the backoff bound",
-    (8, 9, 10, 11, 12, 13),
+    "each wait before a retry is a draw within the backoff bound, replayed by the same seed",
+    (8, 9, 10, 11, 12, 13, 14),
     _waits_are_seeded_draws,
     {
         "seed": st.integers(0, 2**32),
+        "other": st.integers(0, 2**32),
         "first": st.integers(1, 64).map(lambda n: n / 32),
         "doublings": st.integers(0, 4),
     },
-    settings(max_examples=40, deadline=None),
+    settings(max_examples=20, deadline=None),
 )
 
 
@@ -957,6 +1008,52 @@ GIVES_UP_PAST_THE_INTENSITY = Law(
     _gives_up_past_the_intensity,
     {"restarts": st.integers(0, 5), "workers": st.integers(1, 3), "seed": st.integers(0, 2**16)},
     settings(max_examples=30, deadline=None),
+)
+
+
+def _old_restarts_are_forgotten(
+    step: Subject, seen: Seen, period: float, failures: int, seed: int
+) -> None:
+    """With an intensity of 1 restart in T, b fails its first calls, each taking longer than
+    T: no two restarts fall within T of each other, so b is restarted until it succeeds. A
+    window that never forgets its old restarts gives up at b's second failure."""
+    plan = ["pricing", "b", "reviews"]
+    slow = period + 1 / 32
+    agent = SimulatedAgent(seed, flaky={"b": failures}, latencies={"b": slow})
+    seen.drew["latencies"] = f"b takes {secs(slow)} a call"
+    seen.expect(f"{subtask}: ok, findings on {subtask}" for subtask in plan)
+
+    async def main() -> None:
+        worker = seen.watch(agent, plan)
+        aggregate = await seen.run(
+            lambda: supervise(
+                step,
+                task_of(plan),
+                worker,
+                max_workers=3,
+                attempts=failures + 1,
+                intensity=(1, period),
+                seed=seed,
+            )
+        )
+        calls = agent.calls["b"]
+        seen.fact("b's calls", calls, failures + 1, calls == failures + 1)
+        assert aggregate.results[1].ok, "a restart older than T still counted: the run gave up"
+        assert calls == failures + 1
+
+    seen.virtual(main)
+
+
+OLD_RESTARTS_ARE_FORGOTTEN = Law(
+    "a restart older than T no longer counts: restarts spaced wider than T never give up",
+    (9, 10, 11, 12, 13, 14),
+    _old_restarts_are_forgotten,
+    {
+        "period": odd_fraction(1, 40, 8),
+        "failures": st.integers(2, 4),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=15, deadline=None),
 )
 
 
@@ -1290,11 +1387,13 @@ THE_CALLERS_EXCEPTION_COMES_OUT_BARE = Law(
 def _only_transient_failures_are_retried(
     step: Subject, seen: Seen, kinds: list[str], attempts: int
 ) -> None:
-    """A subtask whose endpoint says 401 is called once; one answered 500 or 429 (every time)
-    is called ``attempts`` times; one that succeeds, once."""
+    """A subtask whose endpoint says 401 is called once; one answered 500 or 429, or never
+    answered within the timeout (every time), is called ``attempts`` times; one that succeeds,
+    once."""
     plan = [f"{kind} {slot}" for slot, kind in enumerate(kinds)]
     calls: Counter[str] = Counter()
-    expected = {s: attempts if s.split()[0] in ("transient", "429") else 1 for s in plan}
+    retried = ("transient", "429", "timeout")
+    expected = {s: attempts if s.split()[0] in retried else 1 for s in plan}
 
     async def endpoint(subtask: str) -> str:
         calls[subtask] += 1
@@ -1306,12 +1405,22 @@ def _only_transient_failures_are_retried(
             raise TransientError("500 Internal Server Error", status=500)
         if kind == "429":
             raise RateLimited("429 Too Many Requests", retry_after=0.5)
+        if kind == "timeout":
+            await trio.sleep_forever()
         return "found"
 
     async def main() -> None:
         worker = seen.watch(endpoint, plan)
         await seen.run(
-            lambda: supervise(step, task_of(plan), worker, max_workers=2, attempts=attempts, seed=1)
+            lambda: supervise(
+                step,
+                task_of(plan),
+                worker,
+                max_workers=2,
+                attempts=attempts,
+                seed=1,
+                worker_timeout=1.5,
+            )
         )
         seen.fact("calls per subtask", dict(calls), expected, dict(calls) == expected)
         assert dict(calls) == expected
@@ -1324,7 +1433,11 @@ ONLY_TRANSIENT_FAILURES_ARE_RETRIED = Law(
     (15, 16),
     _only_transient_failures_are_retried,
     {
-        "kinds": st.lists(st.sampled_from(["permanent", "transient", "429", "ok"]), min_size=1),
+        "kinds": st.lists(
+            st.sampled_from(["permanent", "transient", "429", "timeout", "ok"]),
+            min_size=1,
+            max_size=6,
+        ),
         "attempts": st.integers(2, 4),
     },
     settings(max_examples=30, deadline=None),
@@ -1332,7 +1445,7 @@ ONLY_TRANSIENT_FAILURES_ARE_RETRIED = Law(
 )
 
 
-def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: int) -> None:
+def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: float) -> None:
     """With ``rate`` r, the k-th attempt to start (retries included) starts no sooner than k/r
     seconds after the first: a token bucket of one token, refilled r times a second."""
     plan = plan_of(size)
@@ -1345,9 +1458,7 @@ def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: int)
 
     async def main() -> None:
         worker = seen.watch(quick, plan)
-        await seen.run(
-            lambda: supervise(step, task_of(plan), worker, max_workers=4, rate=float(rate))
-        )
+        await seen.run(lambda: supervise(step, task_of(plan), worker, max_workers=4, rate=rate))
         gaps = [secs(start - starts[0]) for start in starts]
         wanted = [f"at least {secs(k / rate)}" for k in range(len(starts))]
         spaced = all(start - starts[0] >= k / rate - 1e-9 for k, start in enumerate(starts))
@@ -1361,9 +1472,57 @@ ATTEMPTS_START_AT_THE_RATE = Law(
     "with a rate of r a second, the k-th attempt starts no sooner than k/r after the first",
     (16,),
     _attempts_start_at_the_rate,
-    {"size": st.integers(2, 8), "rate": st.sampled_from([1, 2, 4, 8])},
+    {"size": st.integers(2, 8), "rate": st.sampled_from([0.5, 1.5, 2.5, 10.0])},
     settings(max_examples=20, deadline=None),
     flaw=(15, "step 15's flaw: nothing spaces the requests, they all start at once"),
+)
+
+
+def _adaptive_ends_the_429s(step: Subject, seen: Seen, size: int, seed: int) -> None:
+    """Four workers, through an endpoint that takes two requests at once and answers 429 to
+    any beyond: with ``adaptive`` the first 429s cut the workers allowed, and at most one
+    more 429 follows them (the limit probing one place higher); every subtask succeeds."""
+    plan = [f"source {slot}" for slot in range(size)]
+    agent = SimulatedAgent(seed)
+    running = 0
+    refused: list[float] = []
+
+    async def limited(subtask: str) -> str:
+        nonlocal running
+        if running >= 2:
+            await trio.sleep(1 / 32)
+            refused.append(trio.current_time())
+            raise RateLimited("429 Too Many Requests", retry_after=0.25)
+        running += 1
+        try:
+            return await agent(subtask)
+        finally:
+            running -= 1
+
+    async def main() -> None:
+        worker = seen.watch(limited, plan)
+        start = trio.current_time()
+        aggregate = await seen.run(
+            lambda: supervise(
+                step, task_of(plan), worker, max_workers=4, attempts=12, seed=seed, adaptive=True
+            )
+        )
+        times = [secs(time - start) for time in refused]
+        first = refused[0] if refused else 0.0
+        later = [time for time in refused if time > first + 1.0]
+        seen.fact("429s after the first second of them", times, "at most one", len(later) <= 1)
+        assert aggregate.succeeded == size
+        assert len(later) <= 1, "the 429s went on: nothing cut the workers allowed"
+
+    seen.virtual(main)
+
+
+ADAPTIVE_ENDS_THE_429S = Law(
+    "with adaptive, the first 429s cut the workers allowed and the 429s all but end",
+    (16,),
+    _adaptive_ends_the_429s,
+    {"size": st.integers(10, 16), "seed": st.integers(0, 2**16)},
+    settings(max_examples=10, deadline=None),
 )
 
 
@@ -1813,6 +1972,7 @@ LAWS = (
     PLAN_ORDER,
     SERIAL_WALL_TIME,
     FAN_OUT_WALL_TIME,
+    EVERY_SUBTASK_ANSWERED,
     GREEDY_MAKESPAN,
     BOUNDED,
     FAILURES_ISOLATED,
@@ -1826,6 +1986,7 @@ LAWS = (
     A_WAITING_RETRY_HOLDS_NO_TOKEN,
     AT_MOST_R_RESTARTS_IN_T,
     GIVES_UP_PAST_THE_INTENSITY,
+    OLD_RESTARTS_ARE_FORGOTTEN,
     FIRST_RESULT_ARRIVES_WITH_SLOT_0,
     HANDED_OVER_AS_SOON_AS_POSSIBLE,
     LEAVING_EARLY_CANCELS_THE_REST,
@@ -1835,6 +1996,7 @@ LAWS = (
     THE_CALLERS_EXCEPTION_COMES_OUT_BARE,
     ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
     ATTEMPTS_START_AT_THE_RATE,
+    ADAPTIVE_ENDS_THE_429S,
     # Part II: rounds to processes
     ASKS_WHAT_THE_RESULTS_CALL_FOR,
     ANSWERS_BY_ITS_DEADLINE,
