@@ -1618,6 +1618,90 @@ ANSWERS_BY_ITS_DEADLINE = Law(
 )
 
 
+def _ends_by_the_budget_it_was_given(step: Subject, seen: Seen, seed: int) -> None:
+    """Two runs of "a; b failing; c": with ``max_subtasks=2`` the run dispatches two subtasks
+    and ends by that budget; with no stall allowed and no fresh plan, the stalled round ends it
+    by ``max_stalls``. Each answer is degraded and names the budget."""
+    task = "a; b failing; c"
+    seen.drew.update(task=task)
+
+    async def main() -> list[tuple[str | None, int]]:
+        ended = []
+        for budgets in ({"max_subtasks": 2}, {"max_stalls": 0, "max_resets": 0}):
+            agent = SimulatedAgent(seed, fail={"b failing"})
+            options = step.record.accepted(max_workers=2, **budgets)
+            answer = await step.supervise(task, seen.watch(agent), **options)
+            ended.append((answer.ended_by, len(answer.ledger.entries)))
+        return ended
+
+    (subtasks, dispatched), (stalls, _) = seen.virtual(main)
+    seen.fact("with max_subtasks=2, ended by", subtasks, "max_subtasks", subtasks == "max_subtasks")
+    seen.fact("subtasks dispatched", dispatched, "at most 2", dispatched <= 2)
+    seen.fact("with max_stalls=0, max_resets=0, ended by", stalls, "max_stalls", stalls == "max_stalls")
+    assert subtasks == "max_subtasks" and dispatched <= 2, "max_subtasks never reached the run"
+    assert stalls == "max_stalls", "max_stalls never reached the run"
+
+
+ENDS_BY_THE_BUDGET_IT_WAS_GIVEN = Law(
+    "a re-planning run ends by the budget it was given, max_subtasks or max_stalls, naming it",
+    (18, 19, 20, 21, 22, 23, 24, 25),
+    _ends_by_the_budget_it_was_given,
+    {"seed": st.integers(0, 2**16)},
+    settings(max_examples=3, deadline=None, phases=NO_SHRINK),
+)
+
+
+def _a_planner_that_fails_costs_rounds(step: Subject, seen: Seen, workers: int) -> None:
+    """``planner="llm"`` at an endpoint nothing answers (a loopback port no one listens on):
+    each decision fails, costs its round and is recorded; no subtask is dispatched, and the
+    answer is degraded, naming the planner's failure. A step that plans by its rules whatever
+    it is told asks its worker."""
+    import os
+    import socket
+
+    seen.drew.update(planner="llm", endpoint="a loopback port nobody listens on")
+    agent = researcher(0)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        key = os.environ.get("OPENAI_API_KEY")
+        os.environ["OPENAI_API_KEY"] = key or "loopback"  # the SDK needs one; nobody reads it
+        try:
+
+            async def main() -> Any:
+                return await step.supervise(
+                    RESEARCHED,
+                    seen.watch(agent),
+                    max_workers=workers,
+                    planner="llm",
+                    endpoint=endpoint,
+                    model="planner",
+                )
+
+            answer = seen.virtual(main)
+        finally:
+            if key is None:
+                del os.environ["OPENAI_API_KEY"]
+    calls = sum(agent.calls.values())
+    seen.fact("worker calls", calls, 0, calls == 0)
+    assert calls == 0, "the run planned without its chat model: planner='llm' used the rules"
+    errors = [round_.error for round_ in answer.ledger.rounds]
+    seen.fact("rounds with the planner's failure", len([e for e in errors if e]), len(errors), all(errors))
+    assert errors and all(errors), "a failed decision was not recorded in its round"
+    assert answer.degraded
+    assert "planner" in answer.reason
+
+
+A_PLANNER_THAT_FAILS_COSTS_ROUNDS = Law(
+    "planner='llm' asks its chat model: one that cannot be reached costs each round, never "
+    "the run, and the answer names it",
+    (19, 20, 21, 22, 23, 24, 25),
+    _a_planner_that_fails_costs_rounds,
+    {"workers": st.integers(1, 4)},
+    settings(max_examples=2, deadline=None, phases=NO_SHRINK),
+)
+
+
 def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed: int) -> None:
     async def ledger(planner: str) -> list[tuple[int, str, str]]:
         agent = researcher(seed)
@@ -1703,9 +1787,9 @@ def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, o
     given_up = first["c0"]
     seen.fact("c0's slot", given_up.status.value, "failed", not given_up.ok)
     assert not given_up.ok, "a child that gave up answered its parent"
-    assert given_up.error is not None
-    assert given_up.error.startswith("Escalated: c0: gave up")
-    assert f"more than {restarts} restart" in given_up.error
+    seen.fact("c0's error, of the kind", kind(given_up.error), "Escalated", same_kind(given_up.error, "Escalated"))
+    assert same_kind(given_up.error, "Escalated"), "the child's slot failed, but not with Escalated"
+    assert "c0" in str(given_up.error), "the escalation does not name the child that gave up"
     assert first["c1"].ok
     assert answer.degraded
 
@@ -1717,6 +1801,83 @@ A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
     {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
     flaw=(20, "step 20's flaw: a child that gave up still answers its parent"),
+)
+
+
+ASPECTS = ["a", "b", "c", "d"]
+
+
+class Board:
+    """Leaves that depend on each other: each publishes a note as it starts, and returns the
+    notes of the subtasks before it in its company's plan as it ends. A flaky leaf fails its
+    first call after publishing (a 500, which the chain retries): a note from a failed call is
+    stale."""
+
+    def __init__(self, latencies: dict[str, float], flaky: set[str]) -> None:
+        self.latencies = latencies
+        self.flaky = flaky
+        self.notes: dict[str, str] = {}
+        self.calls: Counter[str] = Counter()
+        self.stale: set[str] = set()
+
+    async def __call__(self, leaf: str) -> str:
+        self.calls[leaf] += 1
+        note = f"{leaf}#{self.calls[leaf]}"
+        self.notes[leaf] = note
+        await trio.sleep(self.latencies[leaf])
+        if leaf in self.flaky and self.calls[leaf] == 1:
+            self.stale.add(note)
+            raise TransientError(f"{leaf} failed", status=500)
+        company, aspect = leaf.split(" ")
+        earlier = [f"{company} {other}" for other in ASPECTS[: ASPECTS.index(aspect)]]
+        return ",".join(self.notes[other] for other in earlier if other in self.notes)
+
+
+def stale_reads(step: Subject, seen: Seen, task: str, board: Board, strategy: str, k: int) -> list[str]:
+    """The stale notes (from calls that then failed) in the company's answer."""
+
+    async def main() -> list[str]:
+        answer = await step.supervise(
+            task, seen.watch(board), max_workers=k, attempts=2, backoff=(0, 0), strategy=strategy
+        )
+        (entry,) = answer.ledger.entries
+        assert entry.result.ok
+        return sorted(note for note in board.stale if note in str(entry.result.output))
+
+    return seen.virtual(main)
+
+
+def _a_strategy_restarts_what_it_names(
+    step: Subject, seen: Seen, strategy: str, ticks: list[int], flaky: int, k: int
+) -> None:
+    """Leaves that read the notes of those before them: with ``rest_for_one`` or
+    ``one_for_all`` no answer keeps a note of a failed call; with ``one_for_one``, b keeps a's
+    (b read it, a failed, and nothing restarts b)."""
+    aspects = ASPECTS[: len(ticks)]
+    task = f"acme: {', '.join(aspects)}"
+    latencies = {f"acme {aspect}": tick / 32 for aspect, tick in zip(aspects, ticks, strict=True)}
+    board = Board(latencies, {f"acme {aspects[flaky % len(aspects)]}"})
+    stale = stale_reads(step, seen, task, board, strategy, k)
+    seen.fact(f"stale notes kept with {strategy}", stale, [], stale == [])
+    assert stale == [], f"{strategy} kept a note of a failed call: it restarted too little"
+    plain = Board({"acme a": 1.0, "acme b": 0.5}, {"acme a"})
+    kept = stale_reads(step, seen, "acme: a, b", plain, "one_for_one", 2)
+    seen.fact("stale notes kept with one_for_one", kept, ["acme a#1"], kept == ["acme a#1"])
+    assert kept == ["acme a#1"], "one_for_one restarted more than the failed leaf"
+
+
+A_STRATEGY_RESTARTS_WHAT_IT_NAMES = Law(
+    "children restarted with the one they depend on keep no stale work; one_for_one restarts "
+    "the failed leaf alone",
+    (21, 22, 23, 24, 25),
+    _a_strategy_restarts_what_it_names,
+    {
+        "strategy": st.sampled_from(["rest_for_one", "one_for_all"]),
+        "ticks": st.lists(st.integers(1, 64), min_size=2, max_size=4, unique=True),
+        "flaky": st.integers(0, 3),
+        "k": st.integers(1, 4),
+    },
+    settings(max_examples=10, deadline=None),
 )
 
 
@@ -1767,12 +1928,12 @@ def _resume_after_a_crash_equals_a_run(
 
     options = step.record.accepted(max_workers=workers)
 
-    async def main() -> tuple[Any, Any, tuple[int, int]]:
+    async def main() -> tuple[Any, Any, tuple[int, int], int]:
+        fresh = researcher(seed)
+        whole = await step.supervise(RESEARCHED, fresh, **options)  # never killed, no journal
         with tempfile.TemporaryDirectory() as scratch:
-            fresh = researcher(seed)
-            with Journal(Path(scratch) / "whole.db", writer="inline") as kept:
-                whole = await step.supervise(RESEARCHED, fresh, journal=kept, run_id="r", **options)
             crashed = Journal(Path(scratch) / "kill.db", writer="inline")
+            probe = Probe(researcher(seed))
             started = trio.current_time()
             async with trio.open_nursery() as nursery:  # the kill, at an instant of the run
 
@@ -1781,27 +1942,28 @@ def _resume_after_a_crash_equals_a_run(
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(killer)
-                await step.supervise(
-                    RESEARCHED, researcher(seed), journal=crashed, run_id="r", **options
-                )
+                await step.supervise(RESEARCHED, probe, journal=crashed, run_id="r", **options)
                 nursery.cancel_scope.cancel()
-            killed_at = trio.current_time() - started
+            killed_at = trio.current_time()
+            done = len([call for call in probe.calls if call.outcome == "ok" and call.end is not None and call.end < killed_at])
             crashed.close(flush=False)  # as a crash leaves it: what was not committed, lost
             with Journal(Path(scratch) / "kill.db", writer="inline") as journal:
                 agent = researcher(seed)
                 resumed = await step.supervise(
                     RESEARCHED, seen.watch(agent), journal=journal, run_id="r", **options
                 )
-            seen.drew["killed at"] = secs(killed_at)
-            return whole, resumed, (sum(agent.calls.values()), sum(fresh.calls.values()))
+            seen.drew["killed at"] = secs(killed_at - started)
+            seen.drew["leaves done before the kill"] = done
+            return whole, resumed, (sum(agent.calls.values()), sum(fresh.calls.values())), done
 
-    whole, resumed, (again, once) = seen.virtual(main)
+    whole, resumed, (again, once), done = seen.virtual(main)
     same = ledger_of(resumed) == ledger_of(whole)
     seen.fact("the resumed ledger", ledger_of(resumed), ledger_of(whole), same)
     assert same, "the resumed run differs from a run never killed"
     assert resumed.text == whole.text
-    seen.fact("calls after the kill", again, f"at most {once}, a whole run's", again <= once)
-    assert again <= once, "the resume ran more than a whole run: it ran finished slots again"
+    most = once - 1 if done else once
+    seen.fact("calls after the kill", again, f"at most {most}, fewer than a whole run's {once}" if done else f"at most {once}", again <= most)
+    assert again <= most, "the resume ran the leaves finished before the kill again"
 
 
 RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
@@ -1829,8 +1991,11 @@ def _a_parked_slot_is_finished_by_its_approval(
     task = f"acme: pricing, refund ${dollars} to order 1; globex: refund $40 to order 2"
     child = f"r/{decompose(task)[0]}"
 
+    agent = SimulatedAgent(seed)
+    leaf = f"acme {refund}"
+
     async def main() -> tuple[Any, list[tuple[int, int, str]], Any]:
-        hook = step.module.open_worker(SimulatedAgent(seed), virtual=True, max_workers=2)
+        hook = step.module.open_worker(agent, virtual=True, max_workers=2)
         async with hook as worker:
             with (
                 tempfile.TemporaryDirectory() as scratch,
@@ -1838,6 +2003,9 @@ def _a_parked_slot_is_finished_by_its_approval(
             ):
                 run = {"journal": journal, "run_id": "r", "max_workers": 2}
                 first = await step.supervise(task, worker, **run)
+                before = agent.calls[leaf]
+                seen.fact("refunds done before an answer", before, 0, before == 0)
+                assert before == 0, "the refund was done before anyone approved it"
                 asked = journal.pending(child)
                 for round_, slot, _ in asked:
                     answering = journal.approve if answer == "approve" else journal.reject
@@ -2000,9 +2168,12 @@ LAWS = (
     # Part II: rounds to processes
     ASKS_WHAT_THE_RESULTS_CALL_FOR,
     ANSWERS_BY_ITS_DEADLINE,
+    ENDS_BY_THE_BUDGET_IT_WAS_GIVEN,
     AN_LLM_PLANS_AS_THE_RULES_DO,
+    A_PLANNER_THAT_FAILS_COSTS_ROUNDS,
     A_COMPANY_IS_A_CHILD_SUPERVISOR,
     A_CHILD_THAT_GIVES_UP_ESCALATES,
+    A_STRATEGY_RESTARTS_WHAT_IT_NAMES,
     A_CRASH_FAILS_ITS_LEAF_ALONE,
     # Part II: durable runs and an approval gate
     RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
