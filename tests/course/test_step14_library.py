@@ -30,6 +30,8 @@ from trio_supervisor.testing import SimulatedAgent
 
 STEP14 = step14_library
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "steps" / "step14_library.md"
+
+
 def test_every_part_one_law_runs_on_step_14_but_one_the_library_keeps_in_its_own_form() -> None:
     """Every Part I law names step 14: the waits' law asks for draws within the bound that the
     seed replays, not step 13's exact sequence, so the library's generator per slot keeps it."""

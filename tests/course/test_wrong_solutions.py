@@ -15,7 +15,9 @@ from lessons._course.laws import Law
 from tests.course.test_exercises import PART_ONE, assert_told, run
 
 WRONG = Path(__file__).parent / "wrong"
-GRADED = PART_ONE  # every step of Part I with an exercise: 2 to the lazy input (Part II: at least one)
+GRADED = (
+    PART_ONE  # every step of Part I with an exercise: 2 to the lazy input (Part II: at least one)
+)
 
 CAUGHT_BY: dict[str, Law] = {
     "step02_awaits_each_worker": laws.FAN_OUT_WALL_TIME,
