@@ -313,7 +313,7 @@ def _every_subtask_answered(step: Subject, seen: Seen, latencies: list[float]) -
 
 EVERY_SUBTASK_ANSWERED = Law(
     "each subtask's result comes back once, its worker's output, in whatever order",
-    (2, 3),
+    (2, 3, 14),
     _every_subtask_answered,
     {"latencies": exact_latencies()},
     settings(max_examples=20, database=None, deadline=None),
@@ -822,9 +822,11 @@ def _alike(these: list[list[float]], those: list[list[float]]) -> bool:
 def _waits_are_seeded_draws(
     step: Subject, seen: Seen, seed: int, other: int, first: float, doublings: int
 ) -> None:
-    """b and d fail every call: each wait before a retry is within full jitter's bound, the
-    same seed replays the same waits, and another seed draws others. How the step draws them
-    (one generator for the run, one per slot) is its own."""
+    """b fails every call: each wait before its retries is within full jitter's bound, the same
+    seed replays the same waits, and another seed draws others. How the step draws them (one
+    generator for the run, one per slot) is its own. (One failing slot: trio runs the tasks of
+    one instant in an order of its own, so two slots drawing at one instant from one generator
+    could swap their draws from run to run.)"""
     most = first * 2**doublings
     attempts = 5
     other = other if other != seed else seed + 1
@@ -832,7 +834,7 @@ def _waits_are_seeded_draws(
     plan = ["a", "b", "c", "d"]
 
     async def waits_of(chosen: int) -> list[list[float]]:
-        probe = Probe(SimulatedAgent(chosen, fail={"b", "d"}))
+        probe = Probe(SimulatedAgent(chosen, fail={"b"}))
         worker = seen.watch(probe, plan)
         await seen.run(
             lambda: step.supervise(
@@ -845,7 +847,7 @@ def _waits_are_seeded_draws(
             )
         )
         waits = []
-        for subtask in ("b", "d"):
+        for subtask in ("b",):
             calls = probe.of(subtask)
             seen.fact(f"{subtask}'s calls", len(calls), attempts, len(calls) == attempts)
             assert len(calls) == attempts
@@ -857,18 +859,18 @@ def _waits_are_seeded_draws(
             )
         return waits
 
-    async def main() -> tuple[list[list[float]], list[list[float]], list[list[float]]]:
-        return await waits_of(seed), await waits_of(other), await waits_of(seed)
-
-    drawn, others, again = seen.virtual(main)
+    # each run on a clock of its own, from 0: a tie between two slots' failures falls alike
+    others = seen.virtual(lambda: waits_of(other))
+    again = seen.virtual(lambda: waits_of(seed))
+    drawn = seen.virtual(lambda: waits_of(seed))  # last: the run a failure draws
     shown_waits = [[f"{wait:.4g}" for wait in waits] for waits in drawn]
-    limits = [[f"<= {bound(n, first, most):g}" for n in range(1, attempts)]] * 2
+    limits = [[f"<= {bound(n, first, most):g}" for n in range(1, attempts)]]
     within = all(
         0 <= wait <= bound(n, first, most) + 1e-12
         for waits in drawn
         for n, wait in enumerate(waits, start=1)
     )
-    seen.fact("waits before b's and d's retries", shown_waits, limits, within)
+    seen.fact("waits before b's retries", shown_waits, limits, within)
     assert within, "a wait is outside full jitter's bound"
     replayed = _alike(again, drawn)
     seen.fact(
@@ -1664,7 +1666,8 @@ def _ends_by_the_budget_it_was_given(step: Subject, seen: Seen, seed: int) -> No
 
 ENDS_BY_THE_BUDGET_IT_WAS_GIVEN = Law(
     "a re-planning run ends by the budget it was given, max_subtasks or max_stalls, naming it",
-    (18, 19, 20, 21, 22, 23, 24, 25),
+    # not step 20: a failing leaf there is answered "missing", a success, so nothing stalls
+    (18, 19, 21, 22, 23, 24, 25),
     _ends_by_the_budget_it_was_given,
     {"seed": st.integers(0, 2**16)},
     settings(max_examples=3, deadline=None, phases=NO_SHRINK),
@@ -1959,6 +1962,8 @@ def _resume_after_a_crash_equals_a_run(
     options = step.record.accepted(max_workers=workers)
 
     async def main() -> tuple[Any, Any, tuple[int, int], int]:
+        if not step.record.takes("journal"):
+            raise TypeError("supervise() takes no journal: its run lives in memory only")
         fresh = researcher(seed)
         whole = await step.supervise(RESEARCHED, fresh, **options)  # never killed, no journal
         with tempfile.TemporaryDirectory() as scratch:

@@ -111,7 +111,8 @@ def _kept_and_flaws(page: Path, number: int) -> tuple[set[str], set[str]]:
         for name, law in vars(laws).items()
         if isinstance(law, laws.Law) and law.flaw is not None and law.flaw[0] == number
     }
-    kept, flaws = set(), set()
+    kept: set[str] = set()
+    flaws: set[str] = set()
     for match in BULLET_LAW.finditer(section):
         anchor = match["anchor"]
         (flaws if anchor in FLAW_ONLY or anchor in failing else kept).add(anchor)
