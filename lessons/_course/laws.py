@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 import re
 import tempfile
 from collections import Counter
@@ -29,6 +28,7 @@ from lessons._course import probes
 from lessons._course.errors import describe
 from lessons._course.probes import (
     HOUR,
+    NAMES,
     Probe,
     Spy,
     Subject,
@@ -36,6 +36,7 @@ from lessons._course.probes import (
     arrivals,
     exact_latencies,
     list_schedule,
+    named_plans,
     odd_fraction,
     plan_of,
     plans,
@@ -280,8 +281,11 @@ def out(plan: Iterable[str]) -> list[str]:
 # --- steps 1-5: plan order, wall time, the bound, failures ---------------------------------------
 
 
-def _plan_order(step: Subject, seen: Seen, latencies: list[float], k: int) -> None:
-    plan, spy = spy_for(latencies)
+def _plan_order(
+    step: Subject, seen: Seen, latencies: list[float], k: int, names: list[str]
+) -> None:
+    plan, spy = spy_for(latencies, names=names)
+    seen.drew["names"] = plan  # those the plan took
     seen.expect(out(plan))
     aggregate, _ = starts_like_spy(step, seen, plan, spy, k)
     assert [result.subtask for result in aggregate.results] == plan
@@ -292,9 +296,27 @@ PLAN_ORDER = Law(
     "results come back in plan order, whatever order the workers finish in",
     (1, 4, 5, 14),
     _plan_order,
-    {"latencies": exact_latencies(), "k": st.integers(1, 6)},
+    {"latencies": exact_latencies(), "k": st.integers(1, 6), "names": named_plans()},
     settings(max_examples=60, database=None, phases=NO_SHRINK, deadline=None),
     flaw=(3, "step 3's flaw: results come back in completion order"),
+)
+
+
+def _every_subtask_answered(step: Subject, seen: Seen, latencies: list[float]) -> None:
+    plan, spy = spy_for(latencies, names=NAMES)
+    aggregate, _ = starts_like_spy(step, seen, plan, spy, len(plan))
+    got = sorted(shown(result) for result in aggregate.results)
+    seen.expect(sorted(out(plan)))
+    seen.returned = got
+    assert got == sorted(out(plan)), "a subtask's result is missing, or came back twice"
+
+
+EVERY_SUBTASK_ANSWERED = Law(
+    "each subtask's result comes back once, its worker's output, in whatever order",
+    (2, 3, 14),
+    _every_subtask_answered,
+    {"latencies": exact_latencies()},
+    settings(max_examples=20, database=None, deadline=None),
 )
 
 
@@ -670,26 +692,37 @@ DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK = Law(
 
 
 def _transient_failure_retried(step: Subject, seen: Seen) -> None:
-    agent = SimulatedAgent(flaky={"b": 2})
-    plan = ["a", "b", "c"]
-    seen.drew.update(plan=plan, flaky="b fails its first 2 calls", max_workers=3, attempts=3)
+    """b fails its first 2 calls, d's first call straggles past its timeout: each is tried
+    again, as a failure that may pass is (a timeout is one)."""
+    agent = SimulatedAgent(flaky={"b": 2}, straggle={"d": HOUR})
+    plan = ["a", "b", "c", "d"]
+    seen.drew.update(
+        plan=plan,
+        flaky="b fails its first 2 calls",
+        straggles="d's first call takes an hour",
+        max_workers=4,
+        attempts=3,
+        worker_timeout=2.0,
+    )
     seen.expect(f"{subtask}: ok, findings on {subtask}" for subtask in plan)
 
     async def main() -> None:
         worker = seen.watch(agent, plan)
         aggregate = await seen.run(
-            lambda: supervise(step, task_of(plan), worker, max_workers=3, attempts=3)
+            lambda: supervise(
+                step, task_of(plan), worker, max_workers=4, attempts=3, worker_timeout=2.0
+            )
         )
-        wanted = {"a": 1, "b": 3, "c": 1}
+        wanted = {"a": 1, "b": 3, "c": 1, "d": 2}
         seen.fact("calls per subtask", dict(agent.calls), wanted, agent.calls == wanted)
-        assert [result.status for result in aggregate.results] == [Status.OK] * 3
-        assert agent.calls == Counter({"a": 1, "b": 3, "c": 1})
+        assert [result.status for result in aggregate.results] == [Status.OK] * 4
+        assert agent.calls == Counter(wanted), "a failure or a timeout was not tried again"
 
     seen.virtual(main)
 
 
 TRANSIENT_FAILURE_RETRIED = Law(
-    "a transient failure is retried until it succeeds",
+    "a transient failure, or a timeout, is retried until it succeeds",
     (8, 9, 10, 11, 12, 13, 14),
     _transient_failure_retried,
     flaw=(7, "step 7's flaw: every failure is final"),
@@ -773,64 +806,101 @@ def bound(failures: int, first: float, most: float) -> float:
     return min(most, first * 2.0 ** (failures - 1))
 
 
-def _waits_are_seeded_draws(
-    step: Subject, seen: Seen, seed: int, first: float, doublings: int
-) -> None:
-    most = first * 2**doublings
-    attempts = 6
-    seen.drew.update(backoff=(first, most), attempts=attempts)
-    plan = ["a", "b", "c"]
+def _alike(these: list[list[float]], those: list[list[float]]) -> bool:
+    """Whether two runs' waits are the same draws: equal but for the rounding of times taken
+    at other instants of the clock."""
+    return len(these) == len(those) and all(
+        len(mine) == len(theirs)
+        and all(
+            math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+            for a, b in zip(mine, theirs, strict=True)
+        )
+        for mine, theirs in zip(these, those, strict=True)
+    )
 
-    async def main() -> None:
-        probe = Probe(SimulatedAgent(seed, fail={"b"}))
+
+def _waits_are_seeded_draws(
+    step: Subject, seen: Seen, seed: int, other: int, first: float, doublings: int
+) -> None:
+    """b fails every call: each wait before its retries is within full jitter's bound, the same
+    seed replays the same waits, and another seed draws others. How the step draws them (one
+    generator for the run, one per slot) is its own. (One failing slot: trio runs the tasks of
+    one instant in an order of its own, so two slots drawing at one instant from one generator
+    could swap their draws from run to run.)"""
+    most = first * 2**doublings
+    attempts = 5
+    other = other if other != seed else seed + 1
+    seen.drew.update(backoff=(first, most), attempts=attempts, other=other)
+    plan = ["a", "b", "c", "d"]
+
+    async def waits_of(chosen: int) -> list[list[float]]:
+        probe = Probe(SimulatedAgent(chosen, fail={"b"}))
         worker = seen.watch(probe, plan)
         await seen.run(
             lambda: step.supervise(
                 task_of(plan),
                 worker,
-                max_workers=3,
+                max_workers=4,
                 attempts=attempts,
                 backoff=(first, most),
-                seed=seed,
+                seed=chosen,
             )
         )
-        calls = probe.of("b")
-        seen.fact("b's calls", len(calls), attempts, len(calls) == attempts)
-        assert len(calls) == attempts
         waits = []
-        for before, after in itertools.pairwise(calls):
-            assert before.end is not None
-            waits.append(after.start - before.end)
+        for subtask in ("b",):
+            calls = probe.of(subtask)
+            seen.fact(f"{subtask}'s calls", len(calls), attempts, len(calls) == attempts)
+            assert len(calls) == attempts
+            waits.append(
+                [
+                    after.start - (before.end or math.inf)
+                    for before, after in itertools.pairwise(calls)
+                ]
+            )
+        return waits
 
-        def close(wait: float, drawn: float) -> bool:
-            return math.isclose(wait, drawn, rel_tol=1e-9, abs_tol=1e-12)
-
-        draws = random.Random(seed)
-        wanted = [draws.uniform(0, bound(n, first, most)) for n in range(1, len(waits) + 1)]
-        seen.fact(
-            "waits before b's retries",
-            [f"{w:.4g}" for w in waits],
-            [f"{w:.4g}" for w in wanted],
-            all(map(close, waits, wanted)),
-        )
-        for failures, (wait, drawn) in enumerate(zip(waits, wanted, strict=True), start=1):
-            limit = bound(failures, first, most)
-            assert 0 <= wait <= limit + 1e-12
-            assert close(wait, drawn)
-
-    seen.virtual(main)
+    # each run on a clock of its own, from 0: a tie between two slots' failures falls alike
+    others = seen.virtual(lambda: waits_of(other))
+    again = seen.virtual(lambda: waits_of(seed))
+    drawn = seen.virtual(lambda: waits_of(seed))  # last: the run a failure draws
+    shown_waits = [[f"{wait:.4g}" for wait in waits] for waits in drawn]
+    limits = [[f"<= {bound(n, first, most):g}" for n in range(1, attempts)]]
+    within = all(
+        0 <= wait <= bound(n, first, most) + 1e-12
+        for waits in drawn
+        for n, wait in enumerate(waits, start=1)
+    )
+    seen.fact("waits before b's retries", shown_waits, limits, within)
+    assert within, "a wait is outside full jitter's bound"
+    replayed = _alike(again, drawn)
+    seen.fact(
+        f"the waits again with seed {seed}",
+        [[f"{w:.4g}" for w in ws] for ws in again],
+        shown_waits,
+        replayed,
+    )
+    assert replayed, "the same seed drew other waits: the run cannot be replayed"
+    differ = not _alike(others, drawn)
+    seen.fact(
+        f"the waits with seed {other}",
+        [[f"{w:.4g}" for w in ws] for ws in others],
+        "other draws",
+        differ,
+    )
+    assert differ, "another seed drew the same waits: the seed is not what draws them"
 
 
 WAITS_ARE_SEEDED_DRAWS = Law(
-    "each wait before a restart is a seeded draw within the backoff bound",
-    (8, 9, 10, 11, 12, 13),
+    "each wait before a retry is a draw within the backoff bound, replayed by the same seed",
+    (8, 9, 10, 11, 12, 13, 14),
     _waits_are_seeded_draws,
     {
         "seed": st.integers(0, 2**32),
+        "other": st.integers(0, 2**32),
         "first": st.integers(1, 64).map(lambda n: n / 32),
         "doublings": st.integers(0, 4),
     },
-    settings(max_examples=40, deadline=None),
+    settings(max_examples=20, deadline=None),
 )
 
 
@@ -957,6 +1027,52 @@ GIVES_UP_PAST_THE_INTENSITY = Law(
     _gives_up_past_the_intensity,
     {"restarts": st.integers(0, 5), "workers": st.integers(1, 3), "seed": st.integers(0, 2**16)},
     settings(max_examples=30, deadline=None),
+)
+
+
+def _old_restarts_are_forgotten(
+    step: Subject, seen: Seen, period: float, failures: int, seed: int
+) -> None:
+    """With an intensity of 1 restart in T, b fails its first calls, each taking longer than
+    T: no two restarts fall within T of each other, so b is restarted until it succeeds. A
+    window that never forgets its old restarts gives up at b's second failure."""
+    plan = ["pricing", "b", "reviews"]
+    slow = period + 1 / 32
+    agent = SimulatedAgent(seed, flaky={"b": failures}, latencies={"b": slow})
+    seen.drew["latencies"] = f"b takes {secs(slow)} a call"
+    seen.expect(f"{subtask}: ok, findings on {subtask}" for subtask in plan)
+
+    async def main() -> None:
+        worker = seen.watch(agent, plan)
+        aggregate = await seen.run(
+            lambda: supervise(
+                step,
+                task_of(plan),
+                worker,
+                max_workers=3,
+                attempts=failures + 1,
+                intensity=(1, period),
+                seed=seed,
+            )
+        )
+        calls = agent.calls["b"]
+        seen.fact("b's calls", calls, failures + 1, calls == failures + 1)
+        assert aggregate.results[1].ok, "a restart older than T still counted: the run gave up"
+        assert calls == failures + 1
+
+    seen.virtual(main)
+
+
+OLD_RESTARTS_ARE_FORGOTTEN = Law(
+    "a restart older than T no longer counts: restarts spaced wider than T never give up",
+    (9, 10, 11, 12, 13, 14),
+    _old_restarts_are_forgotten,
+    {
+        "period": odd_fraction(1, 40, 8),
+        "failures": st.integers(2, 4),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=15, deadline=None),
 )
 
 
@@ -1290,11 +1406,13 @@ THE_CALLERS_EXCEPTION_COMES_OUT_BARE = Law(
 def _only_transient_failures_are_retried(
     step: Subject, seen: Seen, kinds: list[str], attempts: int
 ) -> None:
-    """A subtask whose endpoint says 401 is called once; one answered 500 or 429 (every time)
-    is called ``attempts`` times; one that succeeds, once."""
+    """A subtask whose endpoint says 401 is called once; one answered 500 or 429, or never
+    answered within the timeout (every time), is called ``attempts`` times; one that succeeds,
+    once."""
     plan = [f"{kind} {slot}" for slot, kind in enumerate(kinds)]
     calls: Counter[str] = Counter()
-    expected = {s: attempts if s.split()[0] in ("transient", "429") else 1 for s in plan}
+    retried = ("transient", "429", "timeout")
+    expected = {s: attempts if s.split()[0] in retried else 1 for s in plan}
 
     async def endpoint(subtask: str) -> str:
         calls[subtask] += 1
@@ -1306,12 +1424,22 @@ def _only_transient_failures_are_retried(
             raise TransientError("500 Internal Server Error", status=500)
         if kind == "429":
             raise RateLimited("429 Too Many Requests", retry_after=0.5)
+        if kind == "timeout":
+            await trio.sleep_forever()
         return "found"
 
     async def main() -> None:
         worker = seen.watch(endpoint, plan)
         await seen.run(
-            lambda: supervise(step, task_of(plan), worker, max_workers=2, attempts=attempts, seed=1)
+            lambda: supervise(
+                step,
+                task_of(plan),
+                worker,
+                max_workers=2,
+                attempts=attempts,
+                seed=1,
+                worker_timeout=1.5,
+            )
         )
         seen.fact("calls per subtask", dict(calls), expected, dict(calls) == expected)
         assert dict(calls) == expected
@@ -1324,7 +1452,11 @@ ONLY_TRANSIENT_FAILURES_ARE_RETRIED = Law(
     (15, 16),
     _only_transient_failures_are_retried,
     {
-        "kinds": st.lists(st.sampled_from(["permanent", "transient", "429", "ok"]), min_size=1),
+        "kinds": st.lists(
+            st.sampled_from(["permanent", "transient", "429", "timeout", "ok"]),
+            min_size=1,
+            max_size=6,
+        ),
         "attempts": st.integers(2, 4),
     },
     settings(max_examples=30, deadline=None),
@@ -1332,7 +1464,7 @@ ONLY_TRANSIENT_FAILURES_ARE_RETRIED = Law(
 )
 
 
-def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: int) -> None:
+def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: float) -> None:
     """With ``rate`` r, the k-th attempt to start (retries included) starts no sooner than k/r
     seconds after the first: a token bucket of one token, refilled r times a second."""
     plan = plan_of(size)
@@ -1345,9 +1477,7 @@ def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: int)
 
     async def main() -> None:
         worker = seen.watch(quick, plan)
-        await seen.run(
-            lambda: supervise(step, task_of(plan), worker, max_workers=4, rate=float(rate))
-        )
+        await seen.run(lambda: supervise(step, task_of(plan), worker, max_workers=4, rate=rate))
         gaps = [secs(start - starts[0]) for start in starts]
         wanted = [f"at least {secs(k / rate)}" for k in range(len(starts))]
         spaced = all(start - starts[0] >= k / rate - 1e-9 for k, start in enumerate(starts))
@@ -1361,9 +1491,57 @@ ATTEMPTS_START_AT_THE_RATE = Law(
     "with a rate of r a second, the k-th attempt starts no sooner than k/r after the first",
     (16,),
     _attempts_start_at_the_rate,
-    {"size": st.integers(2, 8), "rate": st.sampled_from([1, 2, 4, 8])},
+    {"size": st.integers(2, 8), "rate": st.sampled_from([0.5, 1.5, 2.5, 10.0])},
     settings(max_examples=20, deadline=None),
     flaw=(15, "step 15's flaw: nothing spaces the requests, they all start at once"),
+)
+
+
+def _adaptive_ends_the_429s(step: Subject, seen: Seen, size: int, seed: int) -> None:
+    """Four workers, through an endpoint that takes two requests at once and answers 429 to
+    any beyond: with ``adaptive`` the first 429s cut the workers allowed, and at most one
+    more 429 follows them (the limit probing one place higher); every subtask succeeds."""
+    plan = [f"source {slot}" for slot in range(size)]
+    agent = SimulatedAgent(seed)
+    running = 0
+    refused: list[float] = []
+
+    async def limited(subtask: str) -> str:
+        nonlocal running
+        if running >= 2:
+            await trio.sleep(1 / 32)
+            refused.append(trio.current_time())
+            raise RateLimited("429 Too Many Requests", retry_after=0.25)
+        running += 1
+        try:
+            return await agent(subtask)
+        finally:
+            running -= 1
+
+    async def main() -> None:
+        worker = seen.watch(limited, plan)
+        start = trio.current_time()
+        aggregate = await seen.run(
+            lambda: supervise(
+                step, task_of(plan), worker, max_workers=4, attempts=12, seed=seed, adaptive=True
+            )
+        )
+        times = [secs(time - start) for time in refused]
+        first = refused[0] if refused else 0.0
+        later = [time for time in refused if time > first + 1.0]
+        seen.fact("429s after the first second of them", times, "at most one", len(later) <= 1)
+        assert aggregate.succeeded == size
+        assert len(later) <= 1, "the 429s went on: nothing cut the workers allowed"
+
+    seen.virtual(main)
+
+
+ADAPTIVE_ENDS_THE_429S = Law(
+    "with adaptive, the first 429s cut the workers allowed and the 429s all but end",
+    (16,),
+    _adaptive_ends_the_429s,
+    {"size": st.integers(10, 16), "seed": st.integers(0, 2**16)},
+    settings(max_examples=10, deadline=None),
 )
 
 
@@ -1459,6 +1637,97 @@ ANSWERS_BY_ITS_DEADLINE = Law(
 )
 
 
+def _ends_by_the_budget_it_was_given(step: Subject, seen: Seen, seed: int) -> None:
+    """Two runs of "a; b failing; c": with ``max_subtasks=2`` the run dispatches two subtasks
+    and ends by that budget; with no stall allowed and no fresh plan, the stalled round ends it
+    by ``max_stalls``. Each answer is degraded and names the budget."""
+    task = "a; b failing; c"
+    seen.drew.update(task=task)
+
+    async def main() -> list[tuple[str | None, int]]:
+        ended = []
+        for budgets in ({"max_subtasks": 2}, {"max_stalls": 0, "max_resets": 0}):
+            agent = SimulatedAgent(seed, fail={"b failing"})
+            options = step.record.accepted(max_workers=2, **budgets)
+            answer = await step.supervise(task, seen.watch(agent), **options)
+            ended.append((answer.ended_by, len(answer.ledger.entries)))
+        return ended
+
+    (subtasks, dispatched), (stalls, _) = seen.virtual(main)
+    seen.fact("with max_subtasks=2, ended by", subtasks, "max_subtasks", subtasks == "max_subtasks")
+    seen.fact("subtasks dispatched", dispatched, "at most 2", dispatched <= 2)
+    seen.fact(
+        "with max_stalls=0, max_resets=0, ended by", stalls, "max_stalls", stalls == "max_stalls"
+    )
+    assert subtasks == "max_subtasks", "max_subtasks never reached the run"
+    assert dispatched <= 2, "more subtasks dispatched than max_subtasks"
+    assert stalls == "max_stalls", "max_stalls never reached the run"
+
+
+ENDS_BY_THE_BUDGET_IT_WAS_GIVEN = Law(
+    "a re-planning run ends by the budget it was given, max_subtasks or max_stalls, naming it",
+    # not step 20: a failing leaf there is answered "missing", a success, so nothing stalls
+    (18, 19, 21, 22, 23, 24, 25),
+    _ends_by_the_budget_it_was_given,
+    {"seed": st.integers(0, 2**16)},
+    settings(max_examples=3, deadline=None, phases=NO_SHRINK),
+)
+
+
+def _a_planner_that_fails_costs_rounds(step: Subject, seen: Seen, workers: int) -> None:
+    """``planner="llm"`` at an endpoint nothing answers (a loopback port no one listens on):
+    each decision fails, costs its round and is recorded; no subtask is dispatched, and the
+    answer is degraded, naming the planner's failure. A step that plans by its rules whatever
+    it is told asks its worker."""
+    import os
+    import socket
+
+    seen.drew.update(planner="llm", endpoint="a loopback port nobody listens on")
+    agent = researcher(0)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        key = os.environ.get("OPENAI_API_KEY")
+        os.environ["OPENAI_API_KEY"] = key or "loopback"  # the SDK needs one; nobody reads it
+        try:
+
+            async def main() -> Any:
+                return await step.supervise(
+                    RESEARCHED,
+                    seen.watch(agent),
+                    max_workers=workers,
+                    planner="llm",
+                    endpoint=endpoint,
+                    model="planner",
+                )
+
+            answer = seen.virtual(main)
+        finally:
+            if key is None:
+                del os.environ["OPENAI_API_KEY"]
+    calls = sum(agent.calls.values())
+    seen.fact("worker calls", calls, 0, calls == 0)
+    assert calls == 0, "the run planned without its chat model: planner='llm' used the rules"
+    errors = [round_.error for round_ in answer.ledger.rounds]
+    seen.fact(
+        "rounds with the planner's failure", len([e for e in errors if e]), len(errors), all(errors)
+    )
+    assert errors, "no round was recorded"
+    assert all(errors), "a failed decision was not recorded in its round"
+    assert answer.degraded
+    assert "planner" in answer.reason
+
+
+A_PLANNER_THAT_FAILS_COSTS_ROUNDS = Law(
+    "planner='llm' asks its chat model: one that cannot be reached costs each round, never "
+    "the run, and the answer names it",
+    (19, 20, 21, 22, 23, 24, 25),
+    _a_planner_that_fails_costs_rounds,
+    {"workers": st.integers(1, 4)},
+    settings(max_examples=2, deadline=None, phases=NO_SHRINK),
+)
+
+
 def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed: int) -> None:
     async def ledger(planner: str) -> list[tuple[int, str, str]]:
         agent = researcher(seed)
@@ -1544,9 +1813,14 @@ def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, o
     given_up = first["c0"]
     seen.fact("c0's slot", given_up.status.value, "failed", not given_up.ok)
     assert not given_up.ok, "a child that gave up answered its parent"
-    assert given_up.error is not None
-    assert given_up.error.startswith("Escalated: c0: gave up")
-    assert f"more than {restarts} restart" in given_up.error
+    seen.fact(
+        "c0's error, of the kind",
+        kind(given_up.error),
+        "Escalated",
+        same_kind(given_up.error, "Escalated"),
+    )
+    assert same_kind(given_up.error, "Escalated"), "the child's slot failed, but not with Escalated"
+    assert "c0" in str(given_up.error), "the escalation does not name the child that gave up"
     assert first["c1"].ok
     assert answer.degraded
 
@@ -1558,6 +1832,85 @@ A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
     {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
     flaw=(20, "step 20's flaw: a child that gave up still answers its parent"),
+)
+
+
+ASPECTS = ["a", "b", "c", "d"]
+
+
+class Board:
+    """Leaves that depend on each other: each publishes a note as it starts, and returns the
+    notes of the subtasks before it in its company's plan as it ends. A flaky leaf fails its
+    first call after publishing (a 500, which the chain retries): a note from a failed call is
+    stale."""
+
+    def __init__(self, latencies: dict[str, float], flaky: set[str]) -> None:
+        self.latencies = latencies
+        self.flaky = flaky
+        self.notes: dict[str, str] = {}
+        self.calls: Counter[str] = Counter()
+        self.stale: set[str] = set()
+
+    async def __call__(self, leaf: str) -> str:
+        self.calls[leaf] += 1
+        note = f"{leaf}#{self.calls[leaf]}"
+        self.notes[leaf] = note
+        await trio.sleep(self.latencies[leaf])
+        if leaf in self.flaky and self.calls[leaf] == 1:
+            self.stale.add(note)
+            raise TransientError(f"{leaf} failed", status=500)
+        company, aspect = leaf.split(" ")
+        earlier = [f"{company} {other}" for other in ASPECTS[: ASPECTS.index(aspect)]]
+        return ",".join(self.notes[other] for other in earlier if other in self.notes)
+
+
+def stale_reads(
+    step: Subject, seen: Seen, task: str, board: Board, strategy: str, k: int
+) -> list[str]:
+    """The stale notes (from calls that then failed) in the company's answer."""
+
+    async def main() -> list[str]:
+        answer = await step.supervise(
+            task, seen.watch(board), max_workers=k, attempts=2, backoff=(0, 0), strategy=strategy
+        )
+        (entry,) = answer.ledger.entries
+        assert entry.result.ok
+        return sorted(note for note in board.stale if note in str(entry.result.output))
+
+    return seen.virtual(main)
+
+
+def _a_strategy_restarts_what_it_names(
+    step: Subject, seen: Seen, strategy: str, ticks: list[int], flaky: int, k: int
+) -> None:
+    """Leaves that read the notes of those before them: with ``rest_for_one`` or
+    ``one_for_all`` no answer keeps a note of a failed call; with ``one_for_one``, b keeps a's
+    (b read it, a failed, and nothing restarts b)."""
+    aspects = ASPECTS[: len(ticks)]
+    task = f"acme: {', '.join(aspects)}"
+    latencies = {f"acme {aspect}": tick / 32 for aspect, tick in zip(aspects, ticks, strict=True)}
+    board = Board(latencies, {f"acme {aspects[flaky % len(aspects)]}"})
+    stale = stale_reads(step, seen, task, board, strategy, k)
+    seen.fact(f"stale notes kept with {strategy}", stale, [], stale == [])
+    assert stale == [], f"{strategy} kept a note of a failed call: it restarted too little"
+    plain = Board({"acme a": 1.0, "acme b": 0.5}, {"acme a"})
+    kept = stale_reads(step, seen, "acme: a, b", plain, "one_for_one", 2)
+    seen.fact("stale notes kept with one_for_one", kept, ["acme a#1"], kept == ["acme a#1"])
+    assert kept == ["acme a#1"], "one_for_one restarted more than the failed leaf"
+
+
+A_STRATEGY_RESTARTS_WHAT_IT_NAMES = Law(
+    "children restarted with the one they depend on keep no stale work; one_for_one restarts "
+    "the failed leaf alone",
+    (21, 22, 23, 24, 25),
+    _a_strategy_restarts_what_it_names,
+    {
+        "strategy": st.sampled_from(["rest_for_one", "one_for_all"]),
+        "ticks": st.lists(st.integers(1, 64), min_size=2, max_size=4, unique=True),
+        "flaky": st.integers(0, 3),
+        "k": st.integers(1, 4),
+    },
+    settings(max_examples=10, deadline=None),
 )
 
 
@@ -1608,12 +1961,14 @@ def _resume_after_a_crash_equals_a_run(
 
     options = step.record.accepted(max_workers=workers)
 
-    async def main() -> tuple[Any, Any, tuple[int, int]]:
+    async def main() -> tuple[Any, Any, tuple[int, int], int]:
+        if not step.record.takes("journal"):
+            raise TypeError("supervise() takes no journal: its run lives in memory only")
+        fresh = researcher(seed)
+        whole = await step.supervise(RESEARCHED, fresh, **options)  # never killed, no journal
         with tempfile.TemporaryDirectory() as scratch:
-            fresh = researcher(seed)
-            with Journal(Path(scratch) / "whole.db", writer="inline") as kept:
-                whole = await step.supervise(RESEARCHED, fresh, journal=kept, run_id="r", **options)
             crashed = Journal(Path(scratch) / "kill.db", writer="inline")
+            probe = Probe(researcher(seed))
             started = trio.current_time()
             async with trio.open_nursery() as nursery:  # the kill, at an instant of the run
 
@@ -1622,27 +1977,39 @@ def _resume_after_a_crash_equals_a_run(
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(killer)
-                await step.supervise(
-                    RESEARCHED, researcher(seed), journal=crashed, run_id="r", **options
-                )
+                await step.supervise(RESEARCHED, probe, journal=crashed, run_id="r", **options)
                 nursery.cancel_scope.cancel()
-            killed_at = trio.current_time() - started
+            killed_at = trio.current_time()
+            done = len(
+                [
+                    call
+                    for call in probe.calls
+                    if call.outcome == "ok" and call.end is not None and call.end < killed_at
+                ]
+            )
             crashed.close(flush=False)  # as a crash leaves it: what was not committed, lost
             with Journal(Path(scratch) / "kill.db", writer="inline") as journal:
                 agent = researcher(seed)
                 resumed = await step.supervise(
                     RESEARCHED, seen.watch(agent), journal=journal, run_id="r", **options
                 )
-            seen.drew["killed at"] = secs(killed_at)
-            return whole, resumed, (sum(agent.calls.values()), sum(fresh.calls.values()))
+            seen.drew["killed at"] = secs(killed_at - started)
+            seen.drew["leaves done before the kill"] = done
+            return whole, resumed, (sum(agent.calls.values()), sum(fresh.calls.values())), done
 
-    whole, resumed, (again, once) = seen.virtual(main)
+    whole, resumed, (again, once), done = seen.virtual(main)
     same = ledger_of(resumed) == ledger_of(whole)
     seen.fact("the resumed ledger", ledger_of(resumed), ledger_of(whole), same)
     assert same, "the resumed run differs from a run never killed"
     assert resumed.text == whole.text
-    seen.fact("calls after the kill", again, f"at most {once}, a whole run's", again <= once)
-    assert again <= once, "the resume ran more than a whole run: it ran finished slots again"
+    most = once - 1 if done else once
+    seen.fact(
+        "calls after the kill",
+        again,
+        f"at most {most}, fewer than a whole run's {once}" if done else f"at most {once}",
+        again <= most,
+    )
+    assert again <= most, "the resume ran the leaves finished before the kill again"
 
 
 RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
@@ -1670,15 +2037,27 @@ def _a_parked_slot_is_finished_by_its_approval(
     task = f"acme: pricing, refund ${dollars} to order 1; globex: refund $40 to order 2"
     child = f"r/{decompose(task)[0]}"
 
+    agent = SimulatedAgent(seed)
+    leaf = refund  # the leaf, as its company names it
+
     async def main() -> tuple[Any, list[tuple[int, int, str]], Any]:
-        hook = step.module.open_worker(SimulatedAgent(seed), virtual=True, max_workers=2)
+        hook = step.module.open_worker(agent, virtual=True, max_workers=2)
         async with hook as worker:
             with (
                 tempfile.TemporaryDirectory() as scratch,
                 Journal(Path(scratch) / "runs.db", writer="inline") as journal,
             ):
                 run = {"journal": journal, "run_id": "r", "max_workers": 2}
-                first = await step.supervise(task, worker, **run)
+                probe = Probe(worker)
+                first = await step.supervise(task, probe, **run)
+                spent = [secs((call.end or call.start) - call.start) for call in probe.of(leaf)]
+                seen.fact(
+                    "the parked refund's calls took",
+                    spent,
+                    "0s each: nothing sent",
+                    set(spent) <= {"0s"},
+                )
+                assert set(spent) <= {"0s"}, "the refund was sent before anyone approved it"
                 asked = journal.pending(child)
                 for round_, slot, _ in asked:
                     answering = journal.approve if answer == "approve" else journal.reject
@@ -1813,6 +2192,7 @@ LAWS = (
     PLAN_ORDER,
     SERIAL_WALL_TIME,
     FAN_OUT_WALL_TIME,
+    EVERY_SUBTASK_ANSWERED,
     GREEDY_MAKESPAN,
     BOUNDED,
     FAILURES_ISOLATED,
@@ -1826,6 +2206,7 @@ LAWS = (
     A_WAITING_RETRY_HOLDS_NO_TOKEN,
     AT_MOST_R_RESTARTS_IN_T,
     GIVES_UP_PAST_THE_INTENSITY,
+    OLD_RESTARTS_ARE_FORGOTTEN,
     FIRST_RESULT_ARRIVES_WITH_SLOT_0,
     HANDED_OVER_AS_SOON_AS_POSSIBLE,
     LEAVING_EARLY_CANCELS_THE_REST,
@@ -1835,12 +2216,16 @@ LAWS = (
     THE_CALLERS_EXCEPTION_COMES_OUT_BARE,
     ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
     ATTEMPTS_START_AT_THE_RATE,
+    ADAPTIVE_ENDS_THE_429S,
     # Part II: rounds to processes
     ASKS_WHAT_THE_RESULTS_CALL_FOR,
     ANSWERS_BY_ITS_DEADLINE,
+    ENDS_BY_THE_BUDGET_IT_WAS_GIVEN,
     AN_LLM_PLANS_AS_THE_RULES_DO,
+    A_PLANNER_THAT_FAILS_COSTS_ROUNDS,
     A_COMPANY_IS_A_CHILD_SUPERVISOR,
     A_CHILD_THAT_GIVES_UP_ESCALATES,
+    A_STRATEGY_RESTARTS_WHAT_IT_NAMES,
     A_CRASH_FAILS_ITS_LEAF_ALONE,
     # Part II: durable runs and an approval gate
     RESUME_AFTER_A_CRASH_EQUALS_A_RUN,

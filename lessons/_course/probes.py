@@ -141,9 +141,33 @@ class Spy:
         return f"out:{subtask}"
 
 
-def spy_for(latencies: Sequence[float], fail: Iterable[int] = ()) -> tuple[list[str], Spy]:
-    """A plan s0, s1, ... with the given latencies, and a spy failing the slots in ``fail``."""
-    plan = plan_of(len(latencies))
+NAMES = (
+    "pricing",
+    "inventory",
+    "reviews",
+    "hiring",
+    "support",
+    "patents",
+    "logistics",
+    "returns",
+    "funding",
+    "press",
+)
+"""Subtasks as a real plan names them: in this order no two of them sort as they stand, so a
+result list sorted by name is not in plan order, whatever a law draws (and shrinks to)."""
+
+
+def named_plans() -> st.SearchStrategy[list[str]]:
+    """The `NAMES` shuffled: a law takes as many as it has subtasks, in the order drawn."""
+    return st.permutations(NAMES)
+
+
+def spy_for(
+    latencies: Sequence[float], fail: Iterable[int] = (), names: Sequence[str] | None = None
+) -> tuple[list[str], Spy]:
+    """A plan s0, s1, ... (or the first of ``names``) with the given latencies, and a spy
+    failing the slots in ``fail``."""
+    plan = plan_of(len(latencies)) if names is None else list(names[: len(latencies)])
     spy = Spy(dict(zip(plan, latencies, strict=True)), {plan[i] for i in fail})
     return plan, spy
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import inspect
 import pkgutil
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import lessons
+from lessons._course import laws
 from lessons._course.steps import STEPS, Step, load_step
 
 ENTRIES = ("supervise", "stream")
@@ -73,3 +75,59 @@ def test_a_record_that_differs_from_its_module_is_caught() -> None:
     wrong = Step(3, "step03_capacity_limiter", "a capacity limiter")  # it takes max_workers
     with pytest.raises(AssertionError):
         test_the_record_says_what_the_module_offers(wrong)
+
+
+# --- every law a step's page lists is in the one catalogue ---------------------------------------
+
+PAGES = Path(__file__).resolve().parents[2] / "docs" / "steps"
+BULLET_LAW = re.compile(r"^- \[[^\]]*\]\(\.\./laws\.md#(?P<anchor>[\w-]+)\)", re.M)
+FLAW_ONLY = {"order-leaks", "no-bound", "one-failure-sinks-the-batch", "tree-deadlock"}
+"""Entries of the laws page that tell a step's flaw, not a law it keeps: what the step shows
+going wrong (its law is the one of the step that fixes it)."""
+NOT_YET = {
+    "max-workers-refused": "a refusal, proven by test_steps.py on each step",
+    "timeout-placement": "a wrong placement, caught by the hung-worker law",
+    "head-of-line": "a bound the window law implies",
+    "retry-after": "proven by test_step15_http_subagents.py",
+    "through-a-server": "proven through the loopback server by test_step15_http_subagents.py",
+    "replan-ledger": "proven by test_replan_laws.py",
+    "replan-stalls": "proven by test_replan_laws.py",
+    "deadlines-flow-down": "proven by test_step20_trees.py",
+    "crash-contained": "proven on real processes by test_step22_processes.py",
+    "crash-killed": "proven on real processes by test_step22_processes.py",
+}
+"""Laws a page lists that the catalogue does not grade yet, and where they are proven: this
+list may only shrink."""
+
+
+def _kept_and_flaws(page: Path, number: int) -> tuple[set[str], set[str]]:
+    """The anchors of the laws the page's "Its laws" lists as kept by its step, and of those it
+    lists as the step's flaws (a flaw-only entry, or a law of the catalogue the step fails)."""
+    from tools.docs.laws_page import ANCHORS
+
+    section = page.read_text().split("\n## Its laws\n", 1)[1].split("\n## ", 1)[0]
+    failing = {
+        ANCHORS[name]
+        for name, law in vars(laws).items()
+        if isinstance(law, laws.Law) and law.flaw is not None and law.flaw[0] == number
+    }
+    kept: set[str] = set()
+    flaws: set[str] = set()
+    for match in BULLET_LAW.finditer(section):
+        anchor = match["anchor"]
+        (flaws if anchor in FLAW_ONLY or anchor in failing else kept).add(anchor)
+    return kept, flaws
+
+
+@pytest.mark.parametrize("step", STEPS.values(), ids=lambda step: step.name)
+def test_every_law_a_steps_page_lists_is_in_the_catalogue_and_checked_on_it(step: Step) -> None:
+    from tools.docs.laws_page import ANCHORS
+
+    kept, _ = _kept_and_flaws(PAGES / f"{step.name}.md", step.number)
+    graded = {
+        ANCHORS[name]
+        for name, law in vars(laws).items()
+        if isinstance(law, laws.Law) and step.number in law.steps
+    }
+    missing = sorted(kept - graded - set(NOT_YET))
+    assert missing == [], f"step {step.number}'s page lists laws its check never runs: {missing}"

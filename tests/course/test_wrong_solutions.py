@@ -12,10 +12,13 @@ import pytest
 
 from lessons._course import laws
 from lessons._course.laws import Law
+from lessons._course.steps import PART_TWO
 from tests.course.test_exercises import PART_ONE, assert_told, run
 
 WRONG = Path(__file__).parent / "wrong"
-GRADED = PART_ONE  # every step of Part I with an exercise: 2 to the lazy input
+GRADED = (
+    PART_ONE  # every step of Part I with an exercise: 2 to the lazy input (Part II: at least one)
+)
 
 CAUGHT_BY: dict[str, Law] = {
     "step02_awaits_each_worker": laws.FAN_OUT_WALL_TIME,
@@ -43,6 +46,19 @@ CAUGHT_BY: dict[str, Law] = {
     "step12_window_counts_only_running_workers": laws.HELD_TO_THE_WINDOW,
     "step13_pulls_before_the_window_has_room": laws.A_LAZY_MILLION_IS_HELD,
     "step13_reads_the_whole_input_first": laws.A_LAZY_MILLION_IS_HELD,
+    "step02_returns_before_the_results_come": laws.EVERY_SUBTASK_ANSWERED,
+    "step04_sorts_results_by_name": laws.PLAN_ORDER,
+    "step08_never_retries_a_timeout": laws.TRANSIENT_FAILURE_RETRIED,
+    "step09_never_forgets_a_restart": laws.OLD_RESTARTS_ARE_FORGOTTEN,
+    "step14_drops_the_seed": laws.WAITS_ARE_SEEDED_DRAWS,
+    "step15_never_retries_a_timeout": laws.ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
+    "step16_takes_adaptive_but_ignores_it": laws.ADAPTIVE_ENDS_THE_429S,
+    "step18_keeps_the_default_stalls_and_subtasks": laws.ENDS_BY_THE_BUDGET_IT_WAS_GIVEN,
+    "step19_llm_quietly_plans_by_the_rules": laws.A_PLANNER_THAT_FAILS_COSTS_ROUNDS,
+    "step21_ignores_the_strategy": laws.A_STRATEGY_RESTARTS_WHAT_IT_NAMES,
+    "step23_ignores_the_journal": laws.RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
+    "step23_children_share_the_run_id": laws.RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
+    "step24_refunds_then_asks": laws.A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL,
 }
 """Each wrong solution, and the law its mistake breaks (it may break others too)."""
 
@@ -60,5 +76,19 @@ def test_every_wrong_solution_is_tested_and_every_step_has_at_least_two() -> Non
 def test_check_fails_on_a_wrong_solution_and_tells_the_law_it_breaks(name: str) -> None:
     number = int(name[4:6])
     status, out = run("check", str(number), str(WRONG / f"{name}.py"))
-    assert_told(out, CAUGHT_BY[name])
+    assert_told(out, CAUGHT_BY[name], part_two=number >= PART_TWO)
     assert status == 1
+
+
+RIGHT = Path(__file__).parent / "right"
+
+
+@pytest.mark.parametrize("name", sorted(path.stem for path in RIGHT.glob("step*.py")))
+def test_check_passes_on_a_right_solution_the_course_words_or_builds_otherwise(name: str) -> None:
+    """A correct answer that is not the course's own (a generator per slot, an error worded
+    its own way) keeps every law: a law holds a step to its idea, not to one way of writing it."""
+    number = int(name[4:6])
+    status, out = run("check", str(number), str(RIGHT / f"{name}.py"))
+    assert out.splitlines()[-1].endswith(" laws passed"), out
+    assert "FAILED" not in out, out
+    assert status == 0
