@@ -210,7 +210,9 @@ def test_rows_that_do_not_fit_leave_room_for_what_is_running() -> None:
         assert len(frame.strip("\n").splitlines()) <= 20
         shown = states(frame)
         running = [state for state, _ in shown.values()].count("running")
-        assert running == 4 if "idle" in frame else running >= 1, frame  # 4 workers at work
+        # 4 workers at work; a frame drawn at the instant one slot ends may come before trio
+        # runs the start of the next (trio shuffles the tasks of one instant)
+        assert running >= 3 if "idle" in frame else running >= 1, frame
         assert re.search(r"… \d+ more slots not shown: ", frame), frame
     late = states(frames[-2])
     assert any(slot >= 190 and state == "running" for slot, (state, _) in late.items())
