@@ -174,8 +174,8 @@ def test_workers_seed_and_fail_reach_the_run() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["3", "--workers", "0"], "argument --workers: must be an integer >= 1, got 0"),
-        (["3", "--workers", "x"], "argument --workers: must be an integer >= 1, got 'x'"),
+        (["3", "--workers", "0"], "argument --workers: must be an integer from 1 to 100, got '0'"),
+        (["3", "--workers", "x"], "argument --workers: must be an integer from 1 to 100, got 'x'"),
         (["99"], "unknown step '99': choose a number 1-"),
         (["nope"], "unknown step 'nope': choose a number 1-"),
         (["3", "--task", ""], "--task: task must hold at least one non-blank subtask, got ''"),
@@ -198,7 +198,10 @@ def test_bad_input_prints_one_clear_line_and_exits_2(
     assert err.startswith(f"python -m lessons: error: {message}")
 
 
-INTENSITY_RULE = "must be R/T (at most R >= 0 restarts in T > 0 seconds), e.g. 3/5"
+INTENSITY_RULE = (
+    "must be R/T (at most R restarts, from 0 to 1000, in T seconds, above 0 and at most 300), "
+    "e.g. 3/5"
+)
 
 
 @pytest.mark.parametrize(
@@ -235,9 +238,8 @@ def test_an_option_is_still_no_value_of_the_option_before_it(
 def test_bad_input_from_the_shell_has_no_traceback() -> None:
     done = python_m("lessons", "--workers", "0", "3")
     assert done.returncode == 2
-    assert (
-        done.stderr
-        == "python -m lessons: error: argument --workers: must be an integer >= 1, got 0\n"
+    assert done.stderr == (
+        "python -m lessons: error: argument --workers: must be an integer from 1 to 100, got '0'\n"
     )
 
 
