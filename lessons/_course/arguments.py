@@ -7,6 +7,7 @@ import argparse
 import os
 import socket
 import sys
+import tempfile
 import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -436,6 +437,40 @@ def journal_refused(args: argparse.Namespace) -> str | None:
         return f"--journal: {journal.parent} is not a directory: give a FILE in one"
     if getattr(args, "resume", False) and not journal.is_file():
         return f"--resume: no journal at {journal}: run once without --resume to make it"
+    return None
+
+
+def writable_refused(args: argparse.Namespace) -> str | None:
+    """Why ``--trace-out`` or ``--journal`` cannot be written, found before any run rather than
+    after them all (or, for a journal, as every run's error), or None. A journal is a regular
+    file, where SQLite keeps its own files beside it."""
+    journal: Path | None = getattr(args, "journal", None)
+    if journal is not None and journal.exists() and not journal.is_file():
+        return f"--journal: {journal} is not a regular file: give a FILE, such as runs.db"
+    for option, path in (("--trace-out", args.trace_out), ("--journal", journal)):
+        problem = None if path is None else unwritable(path)
+        if problem is not None:
+            return f"{option}: cannot write {path}: {problem}"
+    if journal is not None:
+        try:
+            with tempfile.TemporaryFile(dir=journal.parent):
+                pass
+        except OSError as exc:
+            return f"--journal: cannot write beside {journal}, as SQLite does: {exc.strerror}"
+    return None
+
+
+def unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be opened to write, or None; it is left as it was (made and removed
+    at once, when it did not exist)."""
+    existed = path.exists()
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if not existed:
+        path.unlink(missing_ok=True)
     return None
 
 

@@ -135,3 +135,31 @@ def test_a_slot_given_the_same_option_twice_is_refused(
     assert refused(argv, monkeypatch, capsys) == (
         f"slot 1 is given {option} twice: give each slot once"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "company", "leaves"),
+    [
+        (["--need", "99"], "acme: pricing, reviews", 2),  # the first demo's companies have two
+        (["--need", "3"], "acme: pricing, reviews", 2),
+        (["--task", "acme: pricing, reviews, news; globex", "--need", "2"], "globex", 1),
+    ],
+)
+def test_need_past_a_company_s_leaves_is_refused_not_clamped(
+    argv: list[str],
+    company: str,
+    leaves: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    need = argv[argv.index("--need") + 1]
+    assert refused(["25", "--virtual", *argv], monkeypatch, capsys) == (
+        f"--need must be at most the leaves of each company (a company keeps its first K), "
+        f"and {company!r} has {leaves}, got {need}"
+    )
+
+
+def test_need_within_every_company_s_leaves_runs() -> None:
+    out = io.StringIO()
+    argv = ["25", "--virtual", "--task", "acme: pricing, reviews; globex: a, b, c", "--need", "2"]
+    assert main(argv, console=Console(file=out, width=100)) == 0
