@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -323,3 +325,83 @@ def test_an_interpreter_without_the_dependencies_is_told_which_to_use(argv: list
     assert done.stderr.startswith("python -m lessons needs the project's dependencies, and ")
     command = " ".join(argv).replace("a; b", "'a; b'")
     assert f"run `.venv/bin/python -m lessons {command}` instead" in done.stderr
+
+
+# --- an older Python is told which to use -------------------------------------------------------
+
+FRONT_DOOR = ROOT / "lessons" / "__main__.py"
+
+
+def older_pythons() -> list[str]:
+    """Interpreters older than the course's (3.8-3.10) that run: on the path, or pyenv's."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = [shutil.which(f"python3.{minor}") for minor in (8, 9, 10)]
+    found += [str(path) for path in sorted(pyenv.glob("3.[89]*/bin/python"))]
+    found += [str(path) for path in sorted(pyenv.glob("3.10*/bin/python"))]
+    running = []
+    for python in filter(None, found):
+        done = subprocess.run(
+            [python, "-c", "import sys; print(sys.version_info < (3, 11))"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+        if done.stdout.strip() == "True":
+            running.append(python)
+    return running[:1]  # one is enough: each compiles the same front door
+
+
+def test_the_front_door_compiles_on_python_3_8_and_checks_the_version_before_the_runner() -> None:
+    """``python3.8 -m lessons`` compiles ``lessons/__init__.py`` and ``lessons/__main__.py``
+    only: they use no newer syntax, and import the runner (``except*``) only inside ``main``,
+    after the version check."""
+    for path in (ROOT / "lessons" / "__init__.py", FRONT_DOOR):
+        ast.parse(path.read_text(), feature_version=(3, 8))
+    tree = ast.parse(FRONT_DOOR.read_text())
+    checks = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and "version_info" in ast.unparse(node)
+    ]
+    imports = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lessons")
+    ]
+    assert checks
+    assert imports
+    assert all(node not in tree.body for node in imports)
+    assert min(node.lineno for node in imports) > min(checks)
+
+
+def test_an_older_python_is_told_which_interpreter_to_use_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import lessons.__main__ as front_door
+
+    monkeypatch.setattr(sys, "version_info", (3, 10, 4, "final", 0))
+    monkeypatch.setattr(sys, "argv", ["lessons", "3", "--task", "a; b"])
+    assert front_door.main() == 1
+    assert capsys.readouterr().err == (
+        f"python -m lessons needs Python 3.11 or newer, and {sys.executable} is Python 3.10.4: "
+        "run `.venv/bin/python -m lessons 3 --task 'a; b'` instead (`make lessons` makes .venv)\n"
+    )
+
+
+def test_an_older_python_from_the_shell_gets_one_line_not_a_syntax_error() -> None:
+    pythons = older_pythons()
+    if not pythons:
+        pytest.skip("no Python 3.8-3.10 is installed")
+    done = subprocess.run(
+        [pythons[0], "-m", "lessons", "3"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("python -m lessons needs Python 3.11 or newer, and ")
