@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -257,6 +259,100 @@ def test_keyboard_interrupt_exits_130_without_a_traceback(
     monkeypatch.setattr(running, "run_step", interrupted)
     assert run_main("1", "--virtual")[0] == 130
     assert capsys.readouterr().err == "interrupted\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_ends_a_run_as_ctrl_c_does_with_status_143(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``SIGTERM`` (``kill``, a service manager) cancels the run as Ctrl-C does, where the
+    signal's default would end the process at once, its children and scratch files left."""
+
+    async def terminated(*args: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await trio.sleep_forever()  # the run goes on until the signal ends it
+
+    def unhandled(signum: int, frame: object) -> None:
+        raise AssertionError("the runner left SIGTERM to its default: the process would die")
+
+    monkeypatch.setattr(running, "run_step", terminated)
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        assert run_main("1", "--virtual")[0] == 143
+    finally:
+        assert signal.signal(signal.SIGTERM, previous) is unhandled  # the runner's is undone
+    assert capsys.readouterr().err == "terminated\n"
+
+
+def marked_processes(mark: str) -> dict[int, tuple[int, str]]:
+    """The live processes whose environment holds ``mark``: pid -> (parent's pid, command)."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or mark.encode() not in (proc / "environ").read_bytes():
+                continue
+            state, parent = (proc / "stat").read_text().rpartition(")")[2].split()[:2]
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:  # it ended as it was read, or is not ours to read
+            continue
+        if state != "Z":  # a zombie has ended: only its parent's wait is missing
+            found[int(proc.name)] = (int(parent), command)
+    return found
+
+
+def until(found: Callable[[], set[int]], what: str, within: float = 60.0) -> set[int]:
+    """What ``found`` finds first, looking every 20 ms (real processes: real time), for at most
+    ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not (seen := found()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} within {within:g}s")
+        time.sleep(0.02)
+    return seen
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads Linux's /proc")
+def test_sigterm_during_a_real_kill_ends_every_child_and_leaves_no_scratch_folder(
+    tmp_path: Path,
+) -> None:
+    """Step 23 on real time: its child Python (to be killed part way) runs with worker processes
+    of its own, and the runner has its workers too. ``SIGTERM`` to the runner ends it with
+    ``terminated``: the child and its workers at once, and by the time the runner has ended,
+    every process it started; its temporary folders are gone."""
+    name, mark = "LESSONS_TEST_MARK", uuid.uuid4().hex
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lessons", "23", "--task", "acme: pricing, reviews"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(scratch), name: mark},
+    )
+    try:
+
+        def child() -> set[int]:
+            return {
+                pid
+                for pid, (_, command) in marked_processes(mark).items()
+                if "lessons._course.killing" in command
+            }
+
+        def childs_workers() -> set[int]:
+            return {pid for pid, (parent, _) in marked_processes(mark).items() if parent in child()}
+
+        workers = until(childs_workers, "the child to be killed started no workers")
+        process.send_signal(signal.SIGTERM)
+        until(lambda: set() if child() else {0}, "the child was not killed")
+        time.sleep(0.2)  # at once: a worker left to find its parent gone takes seconds
+        assert workers.isdisjoint(marked_processes(mark)), "the child's workers outlived it"
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert (process.returncode, err) == (143, "terminated\n")
+    assert marked_processes(mark) == {}
+    assert list(scratch.iterdir()) == []
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
