@@ -319,7 +319,7 @@ def select(step: str, known: dict[int, str]) -> list[str]:
     """The module names a step argument names: a number, a name, or 'all'."""
     if step == "all":
         return list(known.values())
-    if step.isdigit() and int(step) in known:
+    if step.isascii() and step.isdigit() and len(step) <= 9 and int(step) in known:
         return [known[int(step)]]
     if step in known.values():
         return [step]
@@ -329,6 +329,22 @@ def select(step: str, known: dict[int, str]) -> list[str]:
 
 SUB_AGENT = ("fail", "hang", "flaky")  # what a slot may be given to do: one of these
 SLOT_OPTIONS = (*SUB_AGENT, "slow", "crash")  # the repeatable options, each naming a slot once
+
+
+def stepless(args: argparse.Namespace) -> str | None:
+    """Why the command line's options have nothing to change, or None: with no step named, it
+    lists the steps (``--json`` lists them as JSON), and an option for the runs would be
+    silently dropped."""
+    if args.step is not None:
+        return None
+    defaults = vars(parser().parse_args([]))
+    given = [
+        name for name, value in vars(args).items() if name != "json" and value != defaults[name]
+    ]
+    if not given:
+        return None
+    option = "--" + given[0].replace("_", "-")
+    return f"{option} is for a step's runs: name the step (such as 3), or 'all'"
 
 
 def conflicting(args: argparse.Namespace) -> str | None:
@@ -403,7 +419,7 @@ def endpoint_refused(args: argparse.Namespace) -> str | None:
 def refused(args: argparse.Namespace) -> str | None:
     """Why the command line cannot run as given (one line, stating the rule), or None: options
     that cannot hold together, and options whose values contradict each other."""
-    conflict = conflicting(args)
+    conflict = stepless(args) or conflicting(args)
     if conflict is not None:
         return conflict
     if args.window is not None and args.window < args.workers:

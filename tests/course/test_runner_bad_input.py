@@ -163,3 +163,25 @@ def test_need_within_every_company_s_leaves_runs() -> None:
     out = io.StringIO()
     argv = ["25", "--virtual", "--task", "acme: pricing, reviews; globex: a, b, c", "--need", "2"]
     assert main(argv, console=Console(file=out, width=100)) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["²"], "unknown step '²': choose a number 1-25, a step name, or 'all'"),
+        (["9" * 5000], f"unknown step '{'9' * 5000}': choose a number 1-25, a step name, or 'all'"),
+        (["--task", "a; b"], "--task is for a step's runs: name the step (such as 3), or 'all'"),
+        (["--virtual"], "--virtual is for a step's runs: name the step (such as 3), or 'all'"),
+        (
+            ["--json", "--workers", "2"],
+            "--workers is for a step's runs: name the step (such as 3), or 'all'",
+        ),
+    ],
+)
+def test_an_odd_command_line_is_refused_with_one_line(
+    argv: list[str],
+    message: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert refused(argv, monkeypatch, capsys) == message
