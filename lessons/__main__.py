@@ -41,6 +41,9 @@ def main() -> int:
                 raise
             return told("the project's dependencies", f"lacks {missing}")
         status: int = run()
+        from lessons._course.ending import leaving
+
+        leaving()  # Ctrl-C no longer breaks into the worker processes' end at exit
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -145,3 +145,13 @@ def terminations() -> Iterator[list[int]]:
         yield received
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def leaving() -> None:
+    """Say the command is done: what is left is the interpreter's exit, where worker processes
+    (step 22 on) end gracefully, a second or two that trio-parallel waits out in an exit
+    handler. Ctrl-C is ignored from here on: it would break into that wait with a traceback,
+    and leave the workers to end by themselves. For a process's entry point only (never a
+    call in a program that goes on)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -2,8 +2,9 @@
 
 Its jobs are in files of their own: the command line and its rules (``arguments``), what runs
 (``demos``), running (``running``), showing (``showing``, ``live``) and recording
-(``recording``: ``--json``, ``--trace-out``). ``exercise`` and ``check`` are the exercises'
-commands (``exercises``).
+(``recording``: ``--json``, ``--trace-out``), and how it ends early (``ending``: ``SIGTERM``, a
+stdout that takes no more). ``exercise`` and ``check`` are the exercises' commands
+(``exercises``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from lessons._course.ending import (
     OutputLost,
     Stdout,
     leaves,
+    leaving,
     output_lost,
     quieten,
     say,
@@ -229,7 +231,9 @@ def answer(argv: Sequence[str]) -> int:
 
 def main_for_step(path: str) -> NoReturn:
     """What ``python -m lessons.stepNN_<name>`` runs: that step, with the same options."""
-    sys.exit(main([Path(path).stem, *sys.argv[1:]]))
+    status = main([Path(path).stem, *sys.argv[1:]])
+    leaving()
+    sys.exit(status)
 
 
 def shows_live(console: Console | None, args: argparse.Namespace) -> bool:

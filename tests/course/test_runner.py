@@ -400,6 +400,32 @@ def test_ctrl_c_at_any_instant_start_up_included_ends_interrupted_without_a_trac
     assert process.returncode in (130, -signal.SIGINT)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_while_the_worker_processes_end_after_the_last_run_has_no_traceback() -> None:
+    """From step 22 on, the runner's worker processes end after its last run, in the
+    interpreter's exit (a second or two): a Ctrl-C then is let go, where it broke into that
+    wait with a traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lessons", "22", "--task", "acme: pricing"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    try:
+        for line in process.stdout:
+            if line.startswith("wall "):  # the run's last line: what is left is the exit
+                break
+        time.sleep(0.5)  # into the workers' end, which takes seconds (real processes)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert "Traceback" not in err
+    assert (process.returncode, err) in ((0, ""), (130, "interrupted\n"))  # late, or let go
+
+
 @pytest.mark.parametrize("argv", [["check", "4"], ["3", "--task", "a; b"]])
 def test_an_interpreter_without_the_dependencies_is_told_which_to_use(argv: list[str]) -> None:
     """The commands the course prints (``python -m lessons check 4``) run as printed: with an
