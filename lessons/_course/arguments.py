@@ -4,10 +4,10 @@ refused in one line (exit 2) before anything runs."""
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import socket
 import sys
+import tempfile
 import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -54,54 +54,82 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def _at_least(least: int) -> Callable[[str], int]:
-    """An option's type: an integer >= ``least``, or its rule."""
+SECONDS = 300.0
+"""The longest a timeout, deadline, latency, restart period or hedge delay may be: five minutes,
+ample for any demo, and short enough that a run on virtual time ends in seconds."""
+COUNT = 1000
+"""The most of anything counted: calls, rounds, subtasks, restarts, results."""
+WORKERS = 100
+"""The most ``--workers``: from step 22 on, each is a process started before the run."""
+ATTEMPTS = 100
+"""The most ``--attempts``: a slot that always fails is called this often, with backoff."""
+TOKENS = 10**9
+"""The most tokens ``--budget-tokens`` may give."""
+RATE = (0.01, 1000.0)
+"""The fewest and the most attempts a second ``--rate`` may allow."""
+
+
+def _integer(text: str, least: int, most: int) -> int | None:
+    """``text`` as an integer from ``least`` to ``most``, or None."""
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if least <= value <= most else None
+
+
+def _number(text: str, least: float, most: float, above: bool = False) -> float | None:
+    """``text`` as a finite number from ``least`` (above it, if ``above``) to ``most``, or None
+    (never ``nan`` or ``inf``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    low = value > least if above else value >= least
+    return value if low and value <= most else None
+
+
+def _integers(least: int, most: int = COUNT) -> Callable[[str], int]:
+    """An option's type: an integer from ``least`` to ``most``, or its rule."""
 
     def integer(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
+        value = _integer(text, least, most)
+        if value is None:
             raise argparse.ArgumentTypeError(
-                f"must be an integer >= {least}, got {text!r}"
-            ) from None
-        if value < least:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {value}")
+                f"must be an integer from {least} to {most}, got {text!r}"
+            )
         return value
 
     return integer
 
 
-_workers = _at_least(1)
-_count = _at_least(0)
+_workers = _integers(1, WORKERS)
+_positive = _integers(1)
+_count = _integers(0)
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    value = _number(text, 0, SECONDS, above=True)
+    if value is None:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds above 0 and at most {SECONDS:g}, got {text!r}"
+        )
     return value
 
 
 def _pair(
     text: str,
     separator: str,
-    second: Callable[[str], T],
-    valid: Callable[[int, T], bool],
+    parse: Callable[[str, str], tuple[int | None, T | None]],
     rule: str,
     default: str = "",
 ) -> tuple[int, T]:
-    """Parse ``A<separator>B`` into ``(int(A), second(B))``, or say the option's rule."""
+    """Parse ``A<separator>B`` with ``parse`` (each part or None), or say the option's rule."""
     first_text, _, second_text = text.partition(separator)
-    try:
-        pair = int(first_text), second(second_text or default)
-    except ValueError:
-        pair = None
-    if pair is None or not valid(*pair):
+    first, second = parse(first_text, second_text or default)
+    if first is None or second is None:
         raise argparse.ArgumentTypeError(f"must be {rule}, got {text!r}")
-    return pair
+    return first, second
 
 
 def _hedge(text: str) -> float | str:
@@ -109,30 +137,26 @@ def _hedge(text: str) -> float | str:
     of the recent attempts' durations, as the library's ``Hedge(after=...)`` takes it."""
     from trio_supervisor import Hedge
 
-    try:
-        after: float | str = float(text)
-    except ValueError:
-        after = text
-    try:
-        Hedge(after=after)
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(
-            f"must be seconds > 0 or a percentile such as p95, got {text!r}"
-        ) from None
-    if isinstance(after, float) and not after > 0:
-        raise argparse.ArgumentTypeError(
-            f"must be seconds > 0 or a percentile such as p95, got {text!r}"
-        )
+    rule = f"must be seconds above 0 and at most {SECONDS:g}, or a percentile such as p95"
+    if text.startswith("p"):
+        try:
+            Hedge(after=text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{rule}, got {text!r}") from None
+        return text
+    after = _number(text, 0, SECONDS, above=True)
+    if after is None:
+        raise argparse.ArgumentTypeError(f"{rule}, got {text!r}")
     return after
 
 
 def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"must be a number of attempts a second > 0, got {text!r}")
+    value = _number(text, *RATE)
+    if value is None:
+        least, most = RATE
+        raise argparse.ArgumentTypeError(
+            f"must be a number of attempts a second from {least:g} to {most:g}, got {text!r}"
+        )
     return value
 
 
@@ -151,19 +175,42 @@ def _endpoint(text: str) -> str:
     return text
 
 
+def _slot(text: str) -> int | None:
+    """``text`` as a slot, an integer >= 0 (the task's size bounds it once the task is known,
+    see ``demos.demos``), or None."""
+    return _integer(text, 0, sys.maxsize)
+
+
 def _flaky(text: str) -> tuple[int, int]:
-    rule = "a slot I or I:K (slot I fails its first K >= 1 calls)"
-    return _pair(text, ":", int, lambda slot, calls: slot >= 0 and calls >= 1, rule, default="1")
+    rule = f"a slot I or I:K (slot I fails its first K calls, K from 1 to {COUNT})"
+    return _pair(
+        text,
+        ":",
+        lambda slot, calls: (_slot(slot), _integer(calls, 1, COUNT)),
+        rule,
+        default="1",
+    )
 
 
 def _slow(text: str) -> tuple[int, float]:
-    rule = "I:S (slot I takes S >= 0 seconds), e.g. 1:3"
-    return _pair(text, ":", float, lambda slot, latency: slot >= 0 and latency >= 0, rule)
+    rule = f"I:S (slot I takes S seconds, from 0 to {SECONDS:g}), e.g. 1:3"
+    return _pair(text, ":", lambda slot, latency: (_slot(slot), _number(latency, 0, SECONDS)), rule)
 
 
 def _intensity(text: str) -> tuple[int, float]:
-    rule = "R/T (at most R >= 0 restarts in T > 0 seconds), e.g. 3/5"
-    return _pair(text, "/", float, lambda restarts, period: restarts >= 0 and period > 0, rule)
+    rule = (
+        f"R/T (at most R restarts, from 0 to {COUNT}, in T seconds, above 0 and at most "
+        f"{SECONDS:g}), e.g. 3/5"
+    )
+    return _pair(
+        text,
+        "/",
+        lambda restarts, period: (
+            _integer(restarts, 0, COUNT),
+            _number(period, 0, SECONDS, above=True),
+        ),
+        rule,
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -206,14 +253,16 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (7-)")
-    p.add_argument("--attempts", type=_workers, metavar="N", help="calls per slot at most (8-)")
+    p.add_argument(
+        "--attempts", type=_integers(1, ATTEMPTS), metavar="N", help="calls per slot at most (8-)"
+    )
     p.add_argument(
         "--intensity", type=_intensity, metavar="R/T", help="at most R restarts in T seconds (9-)"
     )
     p.add_argument(
-        "--window", type=_workers, metavar="N", help="slots started, not yet handed over (12-)"
+        "--window", type=_positive, metavar="N", help="slots started, not yet handed over (12-)"
     )
-    p.add_argument("--take", type=_workers, metavar="N", help="leave the stream after N (10-)")
+    p.add_argument("--take", type=_positive, metavar="N", help="leave the stream after N (10-)")
     p.add_argument(
         "--strategy",
         choices=("one_for_one", "one_for_all", "rest_for_one"),
@@ -229,9 +278,9 @@ def parser() -> argparse.ArgumentParser:
         help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (15-)",
     )
     p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (15-)")
-    p.add_argument("--max-rounds", type=_workers, metavar="N", help="rounds at most (17-)")
+    p.add_argument("--max-rounds", type=_positive, metavar="N", help="rounds at most (17-)")
     p.add_argument(
-        "--max-subtasks", type=_workers, metavar="N", help="subtasks at most, all rounds (18-)"
+        "--max-subtasks", type=_positive, metavar="N", help="subtasks at most, all rounds (18-)"
     )
     p.add_argument(
         "--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (18-)"
@@ -250,12 +299,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hedge", type=_hedge, metavar="S|pNN", help="a second request after S or pNN (25-)"
     )
-    p.add_argument(
-        "--need", type=_at_least(1), metavar="K", help="a company's first K leaves (25-)"
-    )
+    p.add_argument("--need", type=_positive, metavar="K", help="a company's first K leaves (25-)")
     p.add_argument(
         "--budget-tokens",
-        type=_at_least(1),
+        type=_integers(1, TOKENS),
         metavar="N",
         help="tokens the leaves may spend, reserved before each request (25-)",
     )
@@ -274,7 +321,7 @@ def select(step: str, known: dict[int, str]) -> list[str]:
     """The module names a step argument names: a number, a name, or 'all'."""
     if step == "all":
         return list(known.values())
-    if step.isdigit() and int(step) in known:
+    if step.isascii() and step.isdigit() and len(step) <= 9 and int(step) in known:
         return [known[int(step)]]
     if step in known.values():
         return [step]
@@ -283,6 +330,23 @@ def select(step: str, known: dict[int, str]) -> list[str]:
 
 
 SUB_AGENT = ("fail", "hang", "flaky")  # what a slot may be given to do: one of these
+SLOT_OPTIONS = (*SUB_AGENT, "slow", "crash")  # the repeatable options, each naming a slot once
+
+
+def stepless(args: argparse.Namespace) -> str | None:
+    """Why the command line's options have nothing to change, or None: with no step named, it
+    lists the steps (``--json`` lists them as JSON), and an option for the runs would be
+    silently dropped."""
+    if args.step is not None:
+        return None
+    defaults = vars(parser().parse_args([]))
+    given = [
+        name for name, value in vars(args).items() if name != "json" and value != defaults[name]
+    ]
+    if not given:
+        return None
+    option = "--" + given[0].replace("_", "-")
+    return f"{option} is for a step's runs: name the step (such as 3), or 'all'"
 
 
 def conflicting(args: argparse.Namespace) -> str | None:
@@ -290,36 +354,39 @@ def conflicting(args: argparse.Namespace) -> str | None:
 
     A slot does one of fail, hang and flaky; a slot that hangs never ends, so it takes no
     ``--slow`` latency; ``--flaky`` and ``--slow`` give a slot one value each. Refused rather
-    than letting one silently win.
+    than letting one silently win; so is a slot given the same option twice.
     """
+    for option in SLOT_OPTIONS:
+        slots = slots_of(args, option)
+        for slot in sorted(set(slots)):
+            if slots.count(slot) > 1:
+                return f"slot {slot} is given --{option} twice: give each slot once"
     given: dict[int, list[str]] = {}
     for option in SUB_AGENT:
-        for slot in {
-            value if isinstance(value, int) else value[0] for value in getattr(args, option) or ()
-        }:
+        for slot in slots_of(args, option):
             given.setdefault(slot, []).append(option)
     for slot, options in sorted(given.items()):
         if len(options) > 1:
             both = " and ".join(f"--{option}" for option in options)
             return f"slot {slot} is given both {both}: a slot does one of fail, hang, flaky"
-    for slot in sorted(set(getattr(args, "crash", None) or ())):
+    for slot in slots_of(args, "crash"):
         if slot in given:
             return (
                 f"slot {slot} is given both --crash and --{given[slot][0]}: a slot whose "
                 "process dies does nothing else"
             )
-    for slot, _ in args.slow or ():
-        if slot in (args.hang or ()):
+    for slot in slots_of(args, "slow"):
+        if slot in slots_of(args, "hang"):
             return (
                 f"slot {slot} is given both --hang and --slow: a slot that hangs never ends, "
                 "so it has no latency"
             )
-    for option in ("flaky", "slow"):
-        slots = [slot for slot, _ in getattr(args, option) or ()]
-        for slot in sorted(set(slots)):
-            if slots.count(slot) > 1:
-                return f"slot {slot} is given --{option} twice: give each slot once"
     return None
+
+
+def slots_of(args: argparse.Namespace, option: str) -> list[int]:
+    """The slots the command line gives ``--option`` (``--slow 1:3`` gives slot 1), in order."""
+    return [value if isinstance(value, int) else value[0] for value in getattr(args, option) or ()]
 
 
 def endpoint_refused(args: argparse.Namespace) -> str | None:
@@ -354,7 +421,7 @@ def endpoint_refused(args: argparse.Namespace) -> str | None:
 def refused(args: argparse.Namespace) -> str | None:
     """Why the command line cannot run as given (one line, stating the rule), or None: options
     that cannot hold together, and options whose values contradict each other."""
-    conflict = conflicting(args)
+    conflict = stepless(args) or conflicting(args)
     if conflict is not None:
         return conflict
     if args.window is not None and args.window < args.workers:
@@ -388,6 +455,40 @@ def journal_refused(args: argparse.Namespace) -> str | None:
         return f"--journal: {journal.parent} is not a directory: give a FILE in one"
     if getattr(args, "resume", False) and not journal.is_file():
         return f"--resume: no journal at {journal}: run once without --resume to make it"
+    return None
+
+
+def writable_refused(args: argparse.Namespace) -> str | None:
+    """Why ``--trace-out`` or ``--journal`` cannot be written, found before any run rather than
+    after them all (or, for a journal, as every run's error), or None. A journal is a regular
+    file, where SQLite keeps its own files beside it."""
+    journal: Path | None = getattr(args, "journal", None)
+    if journal is not None and journal.exists() and not journal.is_file():
+        return f"--journal: {journal} is not a regular file: give a FILE, such as runs.db"
+    for option, path in (("--trace-out", args.trace_out), ("--journal", journal)):
+        problem = None if path is None else unwritable(path)
+        if problem is not None:
+            return f"{option}: cannot write {path}: {problem}"
+    if journal is not None:
+        try:
+            with tempfile.TemporaryFile(dir=journal.parent):
+                pass
+        except OSError as exc:
+            return f"--journal: cannot write beside {journal}, as SQLite does: {exc.strerror}"
+    return None
+
+
+def unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be opened to write, or None; it is left as it was (made and removed
+    at once, when it did not exist)."""
+    existed = path.exists()
+    try:
+        with path.open("ab"):
+            pass
+    except OSError as exc:
+        return exc.strerror or type(exc).__name__
+    if not existed:
+        path.unlink(missing_ok=True)
     return None
 
 

@@ -4,15 +4,17 @@ with ``SIGKILL`` part way through, its journal left on disk as the kill leaves i
 The runner (``running.durably``) writes what the child needs to run the demo (the step, the
 run with its options, the simulated sub-agent) to a file, starts ``python -m
 lessons._course.killing FILE``, waits for the child to say its run has started (bounded),
-waits the demo's ``killed_at`` seconds and kills it: no ``finally`` of the child runs, no
-buffer is flushed, so what comes back on resume is exactly what the journal had committed. On
-virtual time (``--virtual``, the docs) the kill is simulated in one process instead, as a
-child's clock could not be the runner's.
+waits the demo's ``killed_at`` seconds and kills it, with the worker processes it started: no
+``finally`` of the child runs, no buffer is flushed, so what comes back on resume is exactly
+what the journal had committed. On virtual time (``--virtual``, the docs) the kill is simulated
+in one process instead, as a child's clock could not be the runner's.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -46,6 +48,7 @@ async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) 
             [sys.executable, "-m", "lessons._course.killing", str(spec)],
             stdout=-1,  # subprocess.PIPE: the child says when its run has started
             stderr=-1,
+            start_new_session=True,  # a group of its own: its worker processes die with it
         )
         try:
             assert process.stdout is not None
@@ -57,7 +60,7 @@ async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) 
                         break
                     said += chunk
             if READY not in said:
-                process.kill()
+                kill_all(process)
                 await process.wait()
                 assert process.stderr is not None
                 words = (await process.stderr.receive_some()).decode(errors="replace").strip()
@@ -67,9 +70,19 @@ async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) 
                 await process.wait()  # a run that ends before the kill just ends
         finally:
             if process.returncode is None:
-                process.kill()  # SIGKILL: nothing of the child's runs after it
+                kill_all(process)  # SIGKILL: nothing of the child's runs after it
             with trio.CancelScope(shield=True), trio.move_on_after(STARTING):
                 await process.wait()
+
+
+def kill_all(process: trio.Process) -> None:
+    """``SIGKILL`` the child ``process``, not yet waited for, and every process of its group
+    (its worker processes, step 22 on): a kill of the machine it runs on, which leaves no
+    worker to end only when it finds its parent gone."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # its group's id is its own (a new session)
+    except OSError:  # no process groups here, or the group is gone: the child alone
+        process.kill()
 
 
 async def child(step: str, run: Any, agent: SimulatedAgent, path: str) -> None:

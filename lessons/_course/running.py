@@ -36,6 +36,7 @@ import trio
 import trio.testing
 
 from lessons._course.demos import ENDLESS, ENDLESS_EVERY, NEVER_RETURNS, NO_TIMEOUT, OPTIONS, Demo
+from lessons._course.ending import OutputLost
 from lessons._course.errors import describe
 from lessons._course.hooks import worker_of
 from lessons._course.killing import kill_part_way
@@ -150,7 +151,8 @@ async def run_step(
     hands results over, each told to ``watch`` as it arrives; its results make the aggregate.
     A step that raises is part of the lesson (steps 1-4 do on a failure): its exception, a group
     or not, is recorded whole and shown. Cancellation and ``KeyboardInterrupt`` pass through, and
-    so does a ``BrokenPipeError`` (in a group or not): the runner's own output found stdout closed.
+    so does an `ending.OutputLost` (in a group or not): the runner's own output found stdout
+    closed or full.
     ``run.serial`` is then what the calls made take one after another (see ``serial_time``).
     """
     record = step(module.__name__)
@@ -426,10 +428,12 @@ def final_statuses(run: Run) -> dict[int, Status]:
 
 
 def stdout_closed(exc: BaseException) -> bool:
-    """Whether ``exc`` (or an exception in its group) says stdout was closed."""
+    """Whether ``exc`` (or an exception in its group) says stdout takes no more output
+    (`ending.OutputLost`; a ``BrokenPipeError`` from a stream not wrapped in `ending.Stdout`)."""
+    lost = (OutputLost, BrokenPipeError)
     if isinstance(exc, BaseExceptionGroup):
-        return exc.subgroup(BrokenPipeError) is not None
-    return isinstance(exc, BrokenPipeError)
+        return exc.subgroup(lost) is not None
+    return isinstance(exc, lost)
 
 
 def journal_problem(record: Step, demo: Demo, args: argparse.Namespace) -> str | None:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -174,8 +178,8 @@ def test_workers_seed_and_fail_reach_the_run() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["3", "--workers", "0"], "argument --workers: must be an integer >= 1, got 0"),
-        (["3", "--workers", "x"], "argument --workers: must be an integer >= 1, got 'x'"),
+        (["3", "--workers", "0"], "argument --workers: must be an integer from 1 to 100, got '0'"),
+        (["3", "--workers", "x"], "argument --workers: must be an integer from 1 to 100, got 'x'"),
         (["99"], "unknown step '99': choose a number 1-"),
         (["nope"], "unknown step 'nope': choose a number 1-"),
         (["3", "--task", ""], "--task: task must hold at least one non-blank subtask, got ''"),
@@ -198,7 +202,10 @@ def test_bad_input_prints_one_clear_line_and_exits_2(
     assert err.startswith(f"python -m lessons: error: {message}")
 
 
-INTENSITY_RULE = "must be R/T (at most R >= 0 restarts in T > 0 seconds), e.g. 3/5"
+INTENSITY_RULE = (
+    "must be R/T (at most R restarts, from 0 to 1000, in T seconds, above 0 and at most 300), "
+    "e.g. 3/5"
+)
 
 
 @pytest.mark.parametrize(
@@ -235,9 +242,8 @@ def test_an_option_is_still_no_value_of_the_option_before_it(
 def test_bad_input_from_the_shell_has_no_traceback() -> None:
     done = python_m("lessons", "--workers", "0", "3")
     assert done.returncode == 2
-    assert (
-        done.stderr
-        == "python -m lessons: error: argument --workers: must be an integer >= 1, got 0\n"
+    assert done.stderr == (
+        "python -m lessons: error: argument --workers: must be an integer from 1 to 100, got '0'\n"
     )
 
 
@@ -253,6 +259,100 @@ def test_keyboard_interrupt_exits_130_without_a_traceback(
     monkeypatch.setattr(running, "run_step", interrupted)
     assert run_main("1", "--virtual")[0] == 130
     assert capsys.readouterr().err == "interrupted\n"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_sigterm_ends_a_run_as_ctrl_c_does_with_status_143(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``SIGTERM`` (``kill``, a service manager) cancels the run as Ctrl-C does, where the
+    signal's default would end the process at once, its children and scratch files left."""
+
+    async def terminated(*args: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        await trio.sleep_forever()  # the run goes on until the signal ends it
+
+    def unhandled(signum: int, frame: object) -> None:
+        raise AssertionError("the runner left SIGTERM to its default: the process would die")
+
+    monkeypatch.setattr(running, "run_step", terminated)
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        assert run_main("1", "--virtual")[0] == 143
+    finally:
+        assert signal.signal(signal.SIGTERM, previous) is unhandled  # the runner's is undone
+    assert capsys.readouterr().err == "terminated\n"
+
+
+def marked_processes(mark: str) -> dict[int, tuple[int, str]]:
+    """The live processes whose environment holds ``mark``: pid -> (parent's pid, command)."""
+    found = {}
+    for proc in Path("/proc").iterdir():
+        try:
+            if not proc.name.isdigit() or mark.encode() not in (proc / "environ").read_bytes():
+                continue
+            state, parent = (proc / "stat").read_text().rpartition(")")[2].split()[:2]
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:  # it ended as it was read, or is not ours to read
+            continue
+        if state != "Z":  # a zombie has ended: only its parent's wait is missing
+            found[int(proc.name)] = (int(parent), command)
+    return found
+
+
+def until(found: Callable[[], set[int]], what: str, within: float = 60.0) -> set[int]:
+    """What ``found`` finds first, looking every 20 ms (real processes: real time), for at most
+    ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while not (seen := found()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} within {within:g}s")
+        time.sleep(0.02)
+    return seen
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads Linux's /proc")
+def test_sigterm_during_a_real_kill_ends_every_child_and_leaves_no_scratch_folder(
+    tmp_path: Path,
+) -> None:
+    """Step 23 on real time: its child Python (to be killed part way) runs with worker processes
+    of its own, and the runner has its workers too. ``SIGTERM`` to the runner ends it with
+    ``terminated``: the child and its workers at once, and by the time the runner has ended,
+    every process it started; its temporary folders are gone."""
+    name, mark = "LESSONS_TEST_MARK", uuid.uuid4().hex
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lessons", "23", "--task", "acme: pricing, reviews"],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(scratch), name: mark},
+    )
+    try:
+
+        def child() -> set[int]:
+            return {
+                pid
+                for pid, (_, command) in marked_processes(mark).items()
+                if "lessons._course.killing" in command
+            }
+
+        def childs_workers() -> set[int]:
+            return {pid for pid, (parent, _) in marked_processes(mark).items() if parent in child()}
+
+        workers = until(childs_workers, "the child to be killed started no workers")
+        process.send_signal(signal.SIGTERM)
+        until(lambda: set() if child() else {0}, "the child was not killed")
+        time.sleep(0.2)  # at once: a worker left to find its parent gone takes seconds
+        assert workers.isdisjoint(marked_processes(mark)), "the child's workers outlived it"
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert (process.returncode, err) == (143, "terminated\n")
+    assert marked_processes(mark) == {}
+    assert list(scratch.iterdir()) == []
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
@@ -300,6 +400,32 @@ def test_ctrl_c_at_any_instant_start_up_included_ends_interrupted_without_a_trac
     assert process.returncode in (130, -signal.SIGINT)
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+def test_ctrl_c_while_the_worker_processes_end_after_the_last_run_has_no_traceback() -> None:
+    """From step 22 on, the runner's worker processes end after its last run, in the
+    interpreter's exit (a second or two): a Ctrl-C then is let go, where it broke into that
+    wait with a traceback."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lessons", "22", "--task", "acme: pricing"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    try:
+        for line in process.stdout:
+            if line.startswith("wall "):  # the run's last line: what is left is the exit
+                break
+        time.sleep(0.5)  # into the workers' end, which takes seconds (real processes)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert "Traceback" not in err
+    assert (process.returncode, err) in ((0, ""), (130, "interrupted\n"))  # late, or let go
+
+
 @pytest.mark.parametrize("argv", [["check", "4"], ["3", "--task", "a; b"]])
 def test_an_interpreter_without_the_dependencies_is_told_which_to_use(argv: list[str]) -> None:
     """The commands the course prints (``python -m lessons check 4``) run as printed: with an
@@ -321,3 +447,83 @@ def test_an_interpreter_without_the_dependencies_is_told_which_to_use(argv: list
     assert done.stderr.startswith("python -m lessons needs the project's dependencies, and ")
     command = " ".join(argv).replace("a; b", "'a; b'")
     assert f"run `.venv/bin/python -m lessons {command}` instead" in done.stderr
+
+
+# --- an older Python is told which to use -------------------------------------------------------
+
+FRONT_DOOR = ROOT / "lessons" / "__main__.py"
+
+
+def older_pythons() -> list[str]:
+    """Interpreters older than the course's (3.8-3.10) that run: on the path, or pyenv's."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = [shutil.which(f"python3.{minor}") for minor in (8, 9, 10)]
+    found += [str(path) for path in sorted(pyenv.glob("3.[89]*/bin/python"))]
+    found += [str(path) for path in sorted(pyenv.glob("3.10*/bin/python"))]
+    running = []
+    for python in filter(None, found):
+        done = subprocess.run(
+            [python, "-c", "import sys; print(sys.version_info < (3, 11))"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=30,
+        )
+        if done.stdout.strip() == "True":
+            running.append(python)
+    return running[:1]  # one is enough: each compiles the same front door
+
+
+def test_the_front_door_compiles_on_python_3_8_and_checks_the_version_before_the_runner() -> None:
+    """``python3.8 -m lessons`` compiles ``lessons/__init__.py`` and ``lessons/__main__.py``
+    only: they use no newer syntax, and import the runner (``except*``) only inside ``main``,
+    after the version check."""
+    for path in (ROOT / "lessons" / "__init__.py", FRONT_DOOR):
+        ast.parse(path.read_text(), feature_version=(3, 8))
+    tree = ast.parse(FRONT_DOOR.read_text())
+    checks = [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Compare) and "version_info" in ast.unparse(node)
+    ]
+    imports = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lessons")
+    ]
+    assert checks
+    assert imports
+    assert all(node not in tree.body for node in imports)
+    assert min(node.lineno for node in imports) > min(checks)
+
+
+def test_an_older_python_is_told_which_interpreter_to_use_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import lessons.__main__ as front_door
+
+    monkeypatch.setattr(sys, "version_info", (3, 10, 4, "final", 0))
+    monkeypatch.setattr(sys, "argv", ["lessons", "3", "--task", "a; b"])
+    assert front_door.main() == 1
+    assert capsys.readouterr().err == (
+        f"python -m lessons needs Python 3.11 or newer, and {sys.executable} is Python 3.10.4: "
+        "run `.venv/bin/python -m lessons 3 --task 'a; b'` instead (`make lessons` makes .venv)\n"
+    )
+
+
+def test_an_older_python_from_the_shell_gets_one_line_not_a_syntax_error() -> None:
+    pythons = older_pythons()
+    if not pythons:
+        pytest.skip("no Python 3.8-3.10 is installed")
+    done = subprocess.run(
+        [pythons[0], "-m", "lessons", "3"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("python -m lessons needs Python 3.11 or newer, and ")

@@ -165,7 +165,7 @@ async def test_a_wrong_key_is_one_line_per_slot_and_the_key_never_shows(
             "--fail scripts the loopback server; an --endpoint does what it does: "
             "leave out --fail or --endpoint",
         ),
-        (["--rate", "0"], {}, "argument --rate: must be a number of attempts a second > 0"),
+        (["--rate", "0"], {}, "argument --rate: must be a number of attempts a second from 0.01"),
     ],
 )
 def test_an_endpoint_that_cannot_be_used_is_one_line_up_front_and_exit_2(

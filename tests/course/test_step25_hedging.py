@@ -48,9 +48,17 @@ def test_the_demos_hedge_the_straggler_and_keep_the_first_two() -> None:
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("--hedge=0", "--hedge: must be seconds > 0 or a percentile such as p95, got '0'"),
-        ("--hedge=p100", "--hedge: must be seconds > 0 or a percentile such as p95, got 'p100'"),
-        ("--need=0", "--need: must be an integer >= 1, got 0"),
+        (
+            "--hedge=0",
+            "--hedge: must be seconds above 0 and at most 300, or a percentile such as p95, "
+            "got '0'",
+        ),
+        (
+            "--hedge=p100",
+            "--hedge: must be seconds above 0 and at most 300, or a percentile such as p95, "
+            "got 'p100'",
+        ),
+        ("--need=0", "--need: must be an integer from 1 to 1000, got '0'"),
     ],
 )
 def test_the_runner_refuses_a_bad_hedge_or_need_in_one_line(
@@ -92,5 +100,7 @@ def test_the_runner_refuses_a_budget_of_no_tokens(capsys: pytest.CaptureFixture[
         main(["25", "--budget-tokens=0", "--virtual"], console=Console(file=io.StringIO()))
     assert exit_.value.code == 2
     assert (
-        capsys.readouterr().err.strip().endswith("--budget-tokens: must be an integer >= 1, got 0")
+        capsys.readouterr()
+        .err.strip()
+        .endswith("--budget-tokens: must be an integer from 1 to 1000000000, got '0'")
     )
