@@ -3,10 +3,10 @@
 ``python -m trio_supervisor.journal approve FILE RUN SLOT [--by NAME] [--note TEXT]``, and
 ``reject`` alike; ``pending FILE RUN`` lists the questions without an answer. A re-planning
 run's planner asks for its batch as slot ``planner``, its ``--round`` the decision's number (as
-``pending`` says it). Each error is one line on stderr, exit status 1: a file that is missing, or
-is not a journal (it is never made one), a run the file does not hold, a slot that asked nothing,
-a question answered already, an empty ``--by``. A command that does not parse (a slot or a round
-that is no number from 0 to 2**63-1) gets its usage and exit status 2, as every command line.
+``pending`` says it). Each error is one line on stderr, exit status 1: a command that does not
+parse (a missing argument, a slot or a round that is no number from 0 to 2**63-1), a file that is
+missing, or is not a journal (it is never made one), a run the file does not hold, a slot that
+asked nothing, a question answered already, an empty ``--by``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import getpass
 import sqlite3
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .._journal import PLANNER, Journal, asker
 
@@ -52,11 +53,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervis
 
     ```
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=prog,
         description="Answer the questions a journaled run's workers asked (approval()).",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in ("approve", "reject"):
         command = commands.add_parser(name, help=f"{name} the question a slot asked")
         command.add_argument("file", help="the journal's database file")
@@ -109,6 +110,14 @@ def _command(options: argparse.Namespace) -> str:
         answer(options.run, options.slot, by=by, note=options.note, round=options.round)
     done = "approved" if options.command == "approve" else "rejected"
     return f"{options.run} {asker(options.round, options.slot, False)}: {done}\n"
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser whose every error is one line on stderr, with the way to its usage, and exit
+    status 1, as the command's other errors."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _login() -> str:
