@@ -258,7 +258,7 @@ def report_latency(seconds: float) -> None:
     ...     await trio.sleep(2)  # a long reply: 2 s, of which the first token took 0.5
     ...     report_latency(0.5)
     ...     return prompt
-    >>> adaptive = Adaptive(64)
+    >>> adaptive = Adaptive(64, latency=True)
     >>> _ = trio.run(Supervisor(worker, max_workers=4, meters=[adaptive]).run, ["a"],
     ...              clock=trio.testing.MockClock(autojump_threshold=0))
     >>> adaptive.no_load
@@ -289,9 +289,9 @@ class Adaptive:
     answers, and from its refusals.
 
     ```pycon
-    >>> adaptive = Adaptive(128)  # at most 128, starting at 10: TCP's initial window
+    >>> adaptive = Adaptive(128, latency=True)  # at most 128, starting at 10
     >>> adaptive
-    Adaptive(limit=10, floor=1, ceiling=128, decrease=0.5)
+    Adaptive(limit=10, floor=1, ceiling=128, decrease=0.5, latency=True)
     >>> async def ask(prompt):  # an endpoint that takes 1 s whatever the load
     ...     await trio.sleep(1)
     ...     return prompt.upper()
@@ -349,7 +349,8 @@ class Adaptive:
     decreases it again, so one burst of refusals decreases it once. A refused slot sleeps its
     Retry-After with no place held. The limit never leaves ``[floor, ceiling]``.
 
-    With ``latency=False``, the refusals alone move it (the rule before latencies were read):
+    With ``latency=False``, the default for now, the refusals alone move it (the rule before
+    latencies were read):
 
     - **Slow start.** Until the first decrease, each success raises the limit by one, so it
       doubles with every round of attempts.
@@ -360,7 +361,7 @@ class Adaptive:
       of an attempt sent after the last decrease takes it down again, by one at least.
 
     ```python
-    adaptive = Adaptive(256)  # share one among the supervisors that call one endpoint
+    adaptive = Adaptive(256, latency=True)  # share one among the supervisors of one endpoint
     supervisor = Supervisor(agent, max_workers=256, meters=[adaptive])
     ```
 
@@ -379,8 +380,8 @@ class Adaptive:
         them; None for the default above.
       fit: True (the default) to fit the limit to the endpoint's bound from each refusal;
         False for plain AIMD.
-      latency: True (the default) to read each answer's latency as above; False for the
-        refusals alone.
+      latency: True to read each answer's latency as above; False (the default while the
+        latency rule is measured against more endpoints) for the refusals alone.
 
     Raises:
       TypeError: if a bound is not an int, ``shrink_on`` not exception classes, or ``fit``
@@ -416,7 +417,7 @@ class Adaptive:
         decrease: float = 0.5,
         shrink_on: type[Exception] | tuple[type[Exception], ...] | None = None,
         fit: bool = True,
-        latency: bool = True,
+        latency: bool = False,
     ) -> None:
         self.ceiling = _validate.count("ceiling", ceiling)
         self.floor = _validate.count("floor", floor)
@@ -678,7 +679,7 @@ class Adaptive:
 
     def __repr__(self) -> str:
         fit = "" if self.fit else ", fit=False"
-        latency = "" if self.latency else ", latency=False"
+        latency = ", latency=True" if self.latency else ""
         return (
             f"Adaptive(limit={self.limit}, floor={self.floor}, ceiling={self.ceiling}, "
             f"decrease={self.decrease:g}{fit}{latency})"

@@ -77,7 +77,7 @@ def test_against_a_queueing_endpoint_the_limit_settles_near_what_it_works_on(
 ) -> None:
     """Past the first rounds, the limit stays within [B / 2, 5 B] of an endpoint that works on
     B at once (clipped to the ceiling), and never leaves [floor, ceiling]."""
-    adaptive = Watched(ceiling)
+    adaptive = Watched(ceiling, latency=True)
     run(Queueing(slots), adaptive, 40 * max(slots, 8))
     assert all(1 <= limit <= ceiling for limit in adaptive.limits)
     late = adaptive.limits[len(adaptive.limits) // 2 :]
@@ -92,7 +92,7 @@ def test_against_an_endpoint_that_keeps_gaining_the_limit_reaches_the_ceiling(
 ) -> None:
     """Every request takes the same time however many run: the limit reaches the ceiling
     within three rounds of answers, however long an answer takes."""
-    adaptive = Watched(ceiling)
+    adaptive = Watched(ceiling, latency=True)
     took = run(Queueing(ceiling, latency), adaptive, 4 * ceiling)
     assert adaptive.limit == ceiling
     assert took <= 7 * latency
@@ -104,7 +104,7 @@ def test_a_refusal_always_decreases_the_limit(bound: int) -> None:
     """Against an endpoint that refuses past ``bound`` in flight, each refusal of an attempt
     let in since the last decrease lowers the limit (``Watched`` checks it never rises on
     one), and the limit ends at or under the bound."""
-    adaptive = Watched(64, start=64)
+    adaptive = Watched(64, start=64, latency=True)
     run(Queueing(bound, refuse=True), adaptive, 30 * bound)
     assert adaptive.decreases >= 1
     assert adaptive.limits[-1] <= bound * 2
@@ -114,7 +114,7 @@ def test_a_run_never_waits_on_the_limit_while_the_endpoint_is_idle() -> None:
     """While the endpoint has nothing in flight, no attempt waits for a place: the time both
     hold is nothing (the bound: zero, checked at every instant the run wakes)."""
     endpoint = Queueing(4)
-    adaptive = Adaptive(64)
+    adaptive = Adaptive(64, latency=True)
     idle_and_waiting = 0.0
 
     async def main() -> None:
@@ -144,7 +144,7 @@ def test_a_reported_latency_is_read_in_place_of_the_attempts_time() -> None:
         report_latency(0.25)
         return subtask
 
-    adaptive = Adaptive(8)
+    adaptive = Adaptive(8, latency=True)
     trio.run(
         Supervisor(worker, max_workers=8, meters=[adaptive]).run,
         [1, 2],
@@ -164,7 +164,7 @@ async def test_through_the_loopback_server_the_limit_finds_its_batch(
     autojump_clock: trio.testing.MockClock, serving: Serving, low: int, high: int
 ) -> None:
     via = httpx2.ASGITransport(app=app(latency=(0.5, 0.5), serving=serving))
-    adaptive = Adaptive(256)
+    adaptive = Adaptive(256, latency=True)
     async with ChatAgent(
         "m", base_url="http://x/v1", api_key="k", transport=via, request_timeout=None
     ) as agent:
