@@ -20,7 +20,7 @@ from ._journal import (
     approval,
     attempt_key,
 )
-from ._meters import Adaptive, Capacity, Meter, RateLimit
+from ._meters import Adaptive, Capacity, Meter, RateLimit, report_latency
 from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, Round
 from ._restarts import Restarts, Strategy
 from ._retry import Backoff
@@ -68,6 +68,7 @@ __all__ = [
     "approval",
     "attempt_key",
     "decompose",
+    "report_latency",
     "report_usage",
 ]
 

@@ -13,8 +13,11 @@ of two methods so that trio's own primitives fit it: ``trio.Semaphore`` is a met
 
 from __future__ import annotations
 
+import math
 import weakref
+from collections import deque
 from collections.abc import Iterable
+from contextvars import ContextVar, Token
 from typing import Any, Protocol, runtime_checkable
 
 import trio
@@ -238,52 +241,133 @@ def check_capacity(value: object, meters: tuple[Any, ...]) -> Capacity | None:
 
 
 _INF = float("inf")
+_ROOT2 = math.sqrt(2)
+
+
+_REPORTED: ContextVar[list[float] | None] = ContextVar("trio_supervisor_latency", default=None)
+"""The latencies the running attempt's worker reported (``report_latency``), for the
+``Adaptive`` meters it holds a place of: set by the first of them in ``acquire``."""
+
+
+def report_latency(seconds: float) -> None:
+    """Tell the running attempt's [`Adaptive`][trio_supervisor.Adaptive] meters the latency that
+    measures the endpoint's load, in place of the attempt's whole time.
+
+    ```pycon
+    >>> async def worker(prompt):
+    ...     await trio.sleep(2)  # a long reply: 2 s, of which the first token took 0.5
+    ...     report_latency(0.5)
+    ...     return prompt
+    >>> adaptive = Adaptive(64, latency=True)
+    >>> _ = trio.run(Supervisor(worker, max_workers=4, meters=[adaptive]).run, ["a"],
+    ...              clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> adaptive.no_load
+    0.5
+
+    ```
+
+    A worker that knows better than the attempt's time how long the server took to get to its
+    request gives it here: the time to the first token of a streamed reply, or the server's
+    own account (the time the request queued plus the time it took alone). It is read for
+    the attempt that succeeds; call it once, or again to correct it (the last one counts).
+    Outside an attempt that an ``Adaptive`` meters, it does nothing.
+
+    Args:
+      seconds: the latency, a number > 0.
+
+    Raises:
+      TypeError, ValueError: if ``seconds`` is not a positive number.
+    """
+    value = _validate.number("seconds", seconds)
+    reported = _REPORTED.get()
+    if reported is not None:
+        reported.append(value)
 
 
 class Adaptive:
-    """A concurrency limit that finds what an endpoint allows, from the 429s it answers.
+    """A concurrency limit that finds what an endpoint sustains: from the latency of its
+    answers, and from its refusals.
 
     ```pycon
-    >>> adaptive = Adaptive(128)  # at most 128, starting at 10: TCP's initial window
+    >>> adaptive = Adaptive(128, latency=True)  # at most 128, starting at 10
     >>> adaptive
-    Adaptive(limit=10, floor=1, ceiling=128, decrease=0.5)
-    >>> async def ask(prompt):
+    Adaptive(limit=10, floor=1, ceiling=128, decrease=0.5, latency=True)
+    >>> async def ask(prompt):  # an endpoint that takes 1 s whatever the load
+    ...     await trio.sleep(1)
     ...     return prompt.upper()
-    >>> run = trio.run(Supervisor(ask, max_workers=4, meters=[adaptive]).run, ["a", "b"])
-    >>> adaptive.limit  # slow start: each success raised it by one
-    12
+    >>> run = trio.run(Supervisor(ask, max_workers=128, meters=[adaptive]).run, ["a"] * 200,
+    ...                clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> adaptive.limit  # more in flight bought more answers a second each time: the ceiling
+    128
 
     ```
 
     It is a [`Capacity`][trio_supervisor.Capacity] whose limit it moves itself, from how each
-    attempt went (``observe``):
+    attempt went (``observe``): the principle of Netflix's ``concurrency-limits`` (Gradient2,
+    Vegas) and Envoy's adaptive concurrency, judged on throughput rather than on latency
+    alone, since a batching GPU server answers each request slower the more it is given and
+    still answers more a second. Answers are counted in rounds: a round ends when ``limit``
+    answers (at least ``ROUND``) of attempts let in since it began are in, and measures the
+    throughput at that limit (answers a second, from its first answer to its last). A
+    latency is an attempt's time from its place to its end, or what its worker reported with
+    [`report_latency`][trio_supervisor.report_latency] (a time to first token, a queue time);
+    the no-load estimate is the least of the last ``WINDOW``.
+
+    - **Start: grow while more in flight buys more throughput.** After the first round, if
+      its mean latency is within ``1 + TOLERANCE`` of the no-load estimate (nothing queued),
+      the limit is multiplied by ``GROWTH``; after each later one, again if the throughput
+      grew at least as ``(limit / previous) ** GAIN``. From 10, that is 80 after one round of
+      answers and 256 after two, however long an answer takes.
+    - **Stop, and shrink, when latency inflates without it.** A first round that queued (its
+      latency inflated, its throughput that of fewer in flight) sets the limit to what the
+      endpoint works on at once by Little's law: throughput times no-load latency (1 against
+      a server that answers one at a time). A later round that gained too little goes back
+      to the previous limit, unless it kept ``KNEE`` of its throughput. That limit is the
+      knee.
+    - **Re-probe now and then.** After a round at the knee, and then every ``PROBE`` rounds,
+      the level beside it (``sqrt(2)`` times it, down and up in turn) is tried for a round: a
+      level down is kept when it keeps ``KNEE`` of the throughput (the same answers with less
+      queued), a level up when it gains as above; a kept level is followed by the next one
+      the same way. So an endpoint that got faster or slower is met at its new bound.
+    - **Drop at once on a refusal.** A refused attempt was sent while ``n`` attempts held a
+      place: the endpoint holds fewer than ``n``, so the limit goes to ``n - 1``, never lower
+      than ``decrease`` times itself (``fit``), or to ``decrease`` times itself (plain AIMD,
+      ``fit=False``), and that is the knee from then on.
+
+    Why not start slow, as TCP does, or at the ceiling? A slow start doubles the limit each
+    round of answers, so against a GPU server whose answers take seconds it spends five rounds
+    going from 10 to 256, with no refusal to stop it early either way. Starting at the
+    ceiling costs a whole ceiling's queue against a server that works on one request at a
+    time. Multiplying by 8 a round reaches 256 in two rounds, and the first round (10 at
+    once) already tells a server that queues them from one that works on them together.
+
+    A refusal is a failure that says the endpoint is over its limit: by default one whose
+    ``retry_after`` is a number (the server asked for a wait: a 429, a 503 or 529 with
+    ``Retry-After``) or whose ``status`` is 429, as a
+    [`RateLimited`][trio_supervisor.agents.RateLimited]'s; other failures leave the limit as it
+    is and are no sample. Only the refusal of an attempt started after the last decrease
+    decreases it again, so one burst of refusals decreases it once. A refused slot sleeps its
+    Retry-After with no place held. The limit never leaves ``[floor, ceiling]``.
+
+    With ``latency=False``, the default for now, the refusals alone move it (the rule before
+    latencies were read):
 
     - **Slow start.** Until the first decrease, each success raises the limit by one, so it
-      doubles with every round of attempts. It begins at ``start``: 10 by default, TCP's
-      initial window.
+      doubles with every round of attempts.
     - **Increase.** After a decrease, the limit grows by one after every ``limit`` successes
       (one round), up to ``ceiling``; next to a count in flight that the endpoint refused, after
       ``PATIENCE`` rounds, so that a hard bound is probed rarely.
-    - **Decrease, fitted to the bound.** A refused attempt was sent while ``n`` attempts held
-      a place, itself included: the endpoint holds fewer than ``n``, so the limit goes to
-      ``n - 1``, never lower than ``decrease`` times itself. Against a hard bound the limit
-      settles at the bound instead of sawing below it; against a rate, which no count in
-      flight measures, each refusal of an attempt sent after the last decrease takes it down
-      again, by one at least.
-    - With ``fit=False``, plain AIMD (TCP's congestion control, Netflix's
-      ``concurrency-limits``): a refusal multiplies the limit by ``decrease``.
-
-    A refusal is a failure that says the endpoint is over its limit: by default one whose
-    ``retry_after`` is a number (the server asked for a wait) or whose ``status`` is 429, as a
-    [`RateLimited`][trio_supervisor.agents.RateLimited]'s; other failures leave the limit as it
-    is. Only the refusal of an attempt started after the last decrease decreases it again, so
-    one burst of 429s decreases it once. A refused slot sleeps its Retry-After with no place
-    held. The limit never leaves ``[floor, ceiling]``.
+    - **Decrease**, as above; against a rate, which no count in flight measures, each refusal
+      of an attempt sent after the last decrease takes it down again, by one at least.
 
     ```python
-    adaptive = Adaptive(128)  # share one among the supervisors that call one endpoint
-    supervisor = Supervisor(agent, max_workers=128, meters=[adaptive])
+    adaptive = Adaptive(256, latency=True)  # share one among the supervisors of one endpoint
+    supervisor = Supervisor(agent, max_workers=256, meters=[adaptive])
     ```
+
+    The latency is measured from the moment this meter gives the attempt its place: give it
+    before any meter that waits (a [`RateLimit`][trio_supervisor.RateLimit]) in ``meters``'s
+    order, or put it last, so that no other wait counts as the endpoint's.
 
     Args:
       ceiling: the largest limit (give the supervisor's ``max_workers``).
@@ -296,15 +380,33 @@ class Adaptive:
         them; None for the default above.
       fit: True (the default) to fit the limit to the endpoint's bound from each refusal;
         False for plain AIMD.
+      latency: True to read each answer's latency as above; False (the default while the
+        latency rule is measured against more endpoints) for the refusals alone.
 
     Raises:
       TypeError: if a bound is not an int, ``shrink_on`` not exception classes, or ``fit``
-        not a bool.
+        or ``latency`` not a bool.
       ValueError: unless ``1 <= floor <= start <= ceiling`` and ``0 < decrease < 1``.
     """
 
     PATIENCE = 4
-    """Rounds the limit waits, next to a count in flight that was refused, before trying it."""
+    """Rounds the limit waits, next to a count in flight that was refused, before trying it
+    (``latency=False``)."""
+    GAIN = 0.3
+    """The least growth of throughput worth more in flight: ``n ** GAIN`` for ``n`` times as
+    many, 23% a doubling."""
+    GROWTH = 8
+    """What the limit is multiplied by after a round that gained, until the knee is known."""
+    KNEE = 0.95
+    """A limit a level lower is taken when it keeps this share of the throughput."""
+    TOLERANCE = 0.25
+    """How far above the no-load estimate a round's mean latency still shows no queue."""
+    PROBE = 8
+    """Rounds at the knee between two probes of the levels beside it."""
+    ROUND = 8
+    """The fewest answers a round counts, whatever the limit."""
+    WINDOW = 64
+    """How many of the last successes the no-load estimate is the least latency of."""
 
     def __init__(
         self,
@@ -315,6 +417,7 @@ class Adaptive:
         decrease: float = 0.5,
         shrink_on: type[Exception] | tuple[type[Exception], ...] | None = None,
         fit: bool = True,
+        latency: bool = False,
     ) -> None:
         self.ceiling = _validate.count("ceiling", ceiling)
         self.floor = _validate.count("floor", floor)
@@ -330,9 +433,11 @@ class Adaptive:
         self.decrease = _validate.number("decrease", decrease)
         if not self.decrease < 1:
             raise ValueError(f"decrease must be < 1 (a factor that shrinks), got {decrease!r}")
-        if not isinstance(fit, bool):
-            raise TypeError(f"fit must be True or False, got {type(fit).__name__} {fit!r}")
+        for name, flag in (("fit", fit), ("latency", latency)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be True or False, got {type(flag).__name__} {flag!r}")
         self.fit = fit
+        self.latency = latency
         if shrink_on is None:
             self._shrinks = self._refused_by_default
         else:
@@ -342,10 +447,27 @@ class Adaptive:
         self._successes = 0
         self._epoch = 0  # how many decreases so far
         self._refused = 0  # the count in flight a 429 last refused, until a round passes it
-        # each running attempt's epoch when it started, and how many were in flight then
-        self._began: weakref.WeakKeyDictionary[trio.lowlevel.Task, tuple[int, int]] = (
+        # each running attempt's epoch when it started, how many were in flight then, when
+        # its place was given, and the latencies its worker reported
+        self._began: weakref.WeakKeyDictionary[
+            trio.lowlevel.Task, tuple[int, int, float, list[float]]
+        ] = weakref.WeakKeyDictionary()
+        self._tokens: weakref.WeakKeyDictionary[trio.lowlevel.Task, Token[list[float] | None]] = (
             weakref.WeakKeyDictionary()
         )
+        self._latencies: deque[float] = deque(maxlen=self.WINDOW)
+        # the round under way: since when, the area under the count in flight, the count now
+        # and when it last changed, the answers and their latencies so far
+        self._round_began = self._mark = self._first_answer = 0.0
+        self._area = 0.0
+        self._holding = 0
+        self._answers = 0
+        self._took = 0.0
+        self._first: tuple[int, float] | None = None  # the start's last round that gained
+        self._home: tuple[int, float] | None = None  # the knee: its limit and throughput
+        self._probing = 0  # the direction of the probe under way: +1 up, -1 down, 0 none
+        self._rounds = 0  # rounds at the knee since the last probe
+        self._next_probe = 1  # the direction of the next probe
         self.decreases = 0
         """How many times the limit was decreased."""
 
@@ -366,15 +488,40 @@ class Adaptive:
         """How many attempts hold a place now."""
         return self._capacity.in_use
 
+    @property
+    def no_load(self) -> float | None:
+        """The no-load latency estimate: the least latency of the last ``WINDOW`` successes, in
+        seconds; None before the first."""
+        return min(self._latencies) if self._latencies else None
+
     async def acquire(self) -> None:
         """Wait for a place under the current limit (a cancellation point)."""
         capacity = self._capacity
         await capacity.acquire()
-        self._began[trio.lowlevel.current_task()] = (self._epoch, capacity.in_use)
+        task = trio.lowlevel.current_task()
+        reported = _REPORTED.get()
+        if reported is None:  # the first Adaptive of this attempt: where its worker reports
+            reported = []
+            self._tokens[task] = _REPORTED.set(reported)
+        now = self._held(+1)
+        self._began[task] = (self._epoch, capacity.in_use, now, reported)
 
     def release(self) -> None:
         """Give back the place the current task holds."""
         self._capacity.release()
+        self._held(-1)
+        token = self._tokens.pop(trio.lowlevel.current_task(), None)
+        if token is not None:
+            _REPORTED.reset(token)
+
+    def _held(self, step: int) -> float:
+        """Count a place taken (``+1``) or given back (``-1``), adding the time since the last
+        change to the round's area under the count in flight; the time now."""
+        now = trio.current_time()
+        self._area += self._holding * (now - self._mark)
+        self._mark = now
+        self._holding += step
+        return now
 
     def observe(self, failure: Exception | None) -> None:
         """Learn from the outcome of the attempt the current task just ran.
@@ -382,26 +529,138 @@ class Adaptive:
         Args:
           failure: the attempt's failure, or None when it succeeded.
         """
-        began, in_flight = self._began.pop(trio.lowlevel.current_task(), (self._epoch, 0))
-        capacity = self._capacity
-        limit = capacity.limit
-        if failure is None:
-            if self._epoch == 0:  # slow start: one more per answer
-                if limit < self.ceiling:
-                    capacity.limit = limit + 1
-                return
-            self._successes += 1
-            rounds = 1
-            if self.fit and self._refused and limit + 1 >= self._refused:
-                rounds = self.PATIENCE
-            if self._successes >= limit * rounds:
-                self._successes = 0
-                if limit >= self._refused:
-                    self._refused = 0  # the count that was refused went well this time
-                if limit < self.ceiling:
-                    capacity.limit = limit + 1
-        elif began == self._epoch and self._shrinks(failure):
-            self._decrease(limit, in_flight)
+        began, in_flight, started, reported = self._began.pop(
+            trio.lowlevel.current_task(), (self._epoch, 0, None, [])
+        )
+        limit = self._capacity.limit
+        if failure is not None:
+            if began == self._epoch and self._shrinks(failure):
+                self._decrease(limit, in_flight)
+                self._new_round()
+            return
+        if not self.latency:
+            self._refusals_only(limit)
+        elif started is not None:  # an attempt this meter let in
+            took = reported[-1] if reported else trio.current_time() - started
+            self._latencies.append(took)
+            if started >= self._round_began:  # let in under this round's limit: counted
+                if not self._answers:
+                    self._first_answer = trio.current_time()
+                self._answers += 1
+                self._took += took
+                if self._answers >= max(limit, self.ROUND):
+                    self._end_round(limit)
+
+    def _refusals_only(self, limit: int) -> None:
+        """A success, under the rule of refusals alone (``latency=False``)."""
+        if self._epoch == 0:  # slow start: one more per answer
+            if limit < self.ceiling:
+                self._capacity.limit = limit + 1
+            return
+        self._successes += 1
+        rounds = 1
+        if self.fit and self._refused and limit + 1 >= self._refused:
+            rounds = self.PATIENCE
+        if self._successes >= limit * rounds:
+            self._successes = 0
+            if limit >= self._refused:
+                self._refused = 0  # the count that was refused went well this time
+            if limit < self.ceiling:
+                self._capacity.limit = limit + 1
+
+    def _new_round(self) -> None:
+        """Start counting a round from now."""
+        self._held(0)
+        self._round_began = self._mark
+        self._area = 0.0
+        self._answers = 0
+        self._took = 0.0
+
+    def _end_round(self, limit: int) -> None:
+        """A round of answers is in: its throughput decides the next limit."""
+        self._held(0)
+        spent = self._mark - self._round_began
+        if spent <= 0:
+            return  # a round of no time: nothing measured; let it go on
+        # answers a second from the round's first answer on (not the wait for it, which
+        # drains what earlier rounds left queued), or over the round if all came at once
+        answering = self._mark - self._first_answer
+        if self._answers > 1 and answering > 0:
+            rate = (self._answers - 1) / answering
+        else:
+            rate = self._answers / spent
+        took = self._took / self._answers
+        self._new_round()
+        home = self._home
+        if home is None:  # the start: grow while it gains, or find the knee
+            self._start(limit, rate, took)
+            return
+        at, best = home
+        if self._probing > 0:  # a level up: taken if it gained enough for its concurrency
+            if rate >= best * (limit / at) ** self.GAIN:
+                self._home = (limit, rate)
+                self._go(limit, up=True)
+            else:
+                self._settle(at, best)
+        elif self._probing < 0:  # a level down: taken if it kept nearly all the throughput
+            if rate >= best * self.KNEE:
+                self._home = (limit, rate)
+                self._go(limit, up=False)
+            else:
+                self._settle(at, best)
+        else:  # a round at the knee: its throughput now, and a probe every PROBE rounds
+            self._home = (at, rate)
+            self._rounds += 1
+            if self._rounds >= self.PROBE:
+                self._rounds = 0
+                self._go(at, up=self._next_probe > 0)
+                self._next_probe = -self._next_probe
+
+    def _start(self, limit: int, rate: float, took: float) -> None:
+        """The end of a round before the knee is known."""
+        first = self._first
+        if first is None:  # nothing to compare with: gained if it queued nothing
+            no_load = self.no_load
+            gained = no_load is not None and took <= no_load * (1 + self.TOLERANCE)
+        else:
+            at, best = first
+            gained = limit > at and rate >= best * (limit / at) ** self.GAIN
+        if gained and limit < self.ceiling:
+            self._first = (limit, rate)
+            self._capacity.limit = min(self.ceiling, limit * self.GROWTH)
+            return
+        if gained or first is None or rate >= first[1] * self.KNEE:
+            # the ceiling reached, or no round to go back to: the knee is here, or (a queue
+            # from the first round) what the endpoint works on at once, by Little's law
+            no_load = self.no_load or took
+            at = limit if gained or first is not None else round(rate * no_load)
+            self._home = (max(self.floor, min(limit, at)), rate)
+        else:
+            self._home = first
+        self._first = None
+        # the knee is at most here: measure a round there, then look one level down first
+        self._settle(*self._home)
+        self._rounds = self.PROBE - 1
+        self._next_probe = -1
+
+    def _go(self, limit: int, *, up: bool) -> None:
+        """Probe the level beside ``limit`` (``sqrt(2)`` up or down), or settle at ``limit``
+        when there is none within ``[floor, ceiling]``."""
+        step = math.ceil(limit * _ROOT2) if up else math.floor(limit / _ROOT2)
+        step = max(self.floor, min(self.ceiling, step))
+        if step == limit:
+            self._probing = 0
+            self._capacity.limit = limit
+            return
+        self._probing = 1 if up else -1
+        self._capacity.limit = step
+
+    def _settle(self, at: int, rate: float) -> None:
+        """The probe did not pay: back to the knee, ``at``."""
+        self._home = (at, rate)
+        self._probing = 0
+        self._rounds = 0
+        self._capacity.limit = at
 
     def _decrease(self, limit: int, in_flight: int) -> None:
         """A 429 refused an attempt sent with ``in_flight`` in flight, under ``limit``."""
@@ -412,10 +671,16 @@ class Adaptive:
         self._successes = 0
         self._refused = in_flight
         self._capacity.limit = max(self.floor, shrunk)
+        if self.latency:  # the bound is known: the knee is at most here
+            self._first = None
+            self._home = (self._capacity.limit, 0.0)
+            self._probing = 0
+            self._rounds = 0
 
     def __repr__(self) -> str:
         fit = "" if self.fit else ", fit=False"
+        latency = ", latency=True" if self.latency else ""
         return (
             f"Adaptive(limit={self.limit}, floor={self.floor}, ceiling={self.ceiling}, "
-            f"decrease={self.decrease:g}{fit})"
+            f"decrease={self.decrease:g}{fit}{latency})"
         )

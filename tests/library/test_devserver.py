@@ -19,7 +19,16 @@ import trio.testing
 from trio_supervisor import Status, Supervisor, Trace
 from trio_supervisor.agents import TRANSIENT, ChatAgent, PermanentError
 from trio_supervisor.testing import SimulatedAgent
-from trio_supervisor.testing.devserver import DevServerError, Script, loopback, mimic, serve
+from trio_supervisor.testing.devserver import (
+    SLOWDOWN,
+    DevServerError,
+    Script,
+    Serving,
+    app,
+    loopback,
+    mimic,
+    serve,
+)
 
 KEY = "sk-SENTINEL-e2e-77c1d0b4a9"
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -419,3 +428,149 @@ async def test_loopback_checks_its_settings_before_the_block_on_either_transport
         with pytest.raises(ValueError, match="concurrency"):
             async with loopback(in_process=in_process, concurrency=0):
                 pytest.fail("the block ran")
+
+
+async def times_of(client: httpx2.AsyncClient, prompts: list[str]) -> dict[str, tuple[int, float]]:
+    """Each prompt's status and when it was answered, all sent at the same instant."""
+    answered: dict[str, tuple[int, float]] = {}
+
+    async def post(prompt: str) -> None:
+        status = (await client.post("/v1/chat/completions", json=ask(prompt))).status_code
+        answered[prompt] = (status, trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        for prompt in prompts:
+            nursery.start_soon(post, prompt)
+    return answered
+
+
+async def test_a_batching_server_decodes_a_batch_together_slower_and_queues_the_rest(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Four requests at once on a batching server of two: two decode together, each taking
+    ``2 ** 0.37`` times its time alone, and two wait for them; ``/stats`` says so."""
+    _, client = in_process(latency=(1, 1), serving=Serving("batching", batch=2))
+    async with client:
+        answered = await times_of(client, ["a", "b", "c", "d"])
+        stats = (await client.get("/stats")).json()
+    pair = 2**SLOWDOWN
+    assert {p: t for p, (_, t) in answered.items()} == pytest.approx(
+        {"a": pair, "b": pair, "c": 2 * pair, "d": 2 * pair}, abs=1e-6
+    )
+    assert {status for status, _ in answered.values()} == {200}
+    assert (stats["peak_running"], stats["peak_queued"], stats["waited"]) == (2, 2, 2)
+    assert (stats["running"], stats["queued"], stats["in_flight"]) == (0, 0, 0)
+
+
+async def test_a_batch_speeds_up_as_its_requests_leave(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A request that needs 1 s alongside one that needs 4 s: both go at ``1 / 2 ** 0.37``
+    while together; once the short one is done, the long one goes at full pace."""
+
+    def script(prompt: str) -> Script:
+        return Script(latency=1.0 if prompt == "short" else 4.0)
+
+    _, client = in_process(script=script, serving=Serving("batching", batch=8))
+    async with client:
+        answered = await times_of(client, ["short", "long"])
+    pair = 2**SLOWDOWN
+    assert answered["short"][1] == pytest.approx(pair, abs=1e-6)
+    assert answered["long"][1] == pytest.approx(pair + 3, abs=1e-6)  # 3 s of work left, alone
+
+
+async def test_a_sequential_server_answers_one_at_a_time_and_latency_grows_with_the_queue(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    endpoint, client = in_process(latency=(0.5, 0.5), serving=Serving("sequential"))
+    async with client:
+        answered = await times_of(client, [f"q{i}" for i in range(5)])
+    assert sorted(t for _, t in answered.values()) == pytest.approx(
+        [0.5, 1.0, 1.5, 2.0, 2.5], abs=1e-6
+    )
+    assert [answered[f"q{i}"][1] for i in range(5)] == sorted(t for _, t in answered.values())
+    assert (endpoint.stats.peak_running, endpoint.stats.peak_queued) == (1, 4)
+
+
+async def test_past_its_queue_bound_the_server_answers_503_with_retry_after(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """One running, two queued: the fourth and fifth request are answered 503 at once with the
+    wait the server asks, and the others are served in turn."""
+    serving = Serving("sequential", queue=2, retry_after=3)
+    _, client = in_process(latency=(1, 1), serving=serving)
+    async with client:
+        async with trio.open_nursery() as nursery:
+            refusals: list[httpx2.Response] = []
+
+            async def post(prompt: str) -> None:
+                answer = await client.post("/v1/chat/completions", json=ask(prompt))
+                if answer.status_code != 200:
+                    refusals.append(answer)
+
+            for prompt in ["a", "b", "c", "d", "e"]:
+                nursery.start_soon(post, prompt)
+        stats = (await client.get("/stats")).json()
+    assert [(r.status_code, r.headers["retry-after"]) for r in refusals] == [(503, "3")] * 2
+    assert refusals[0].headers["retry-after-ms"] == "3000"
+    assert trio.current_time() == pytest.approx(3, abs=1e-6)
+    assert (stats["ok"], stats["overloaded"], stats["server_errors"]) == (3, 2, 2)
+    assert stats["peak_queued"] == 2
+
+
+async def test_a_cancelled_request_leaves_the_queue_and_the_batch(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A client that goes while its request waits, or while it decodes, frees its place: the
+    next request takes it, and the server's counts come back to nothing."""
+    endpoint, client = in_process(latency=(1, 1), serving=Serving("sequential"))
+    async with client:
+        with trio.move_on_after(0.5):  # both go: one while running, one while queued
+            await times_of(client, ["a", "b"])
+        answered = await times_of(client, ["c"])
+    assert answered["c"][0] == 200
+    assert answered["c"][1] == pytest.approx(1.5, abs=1e-6)
+    assert (endpoint.stats.running, endpoint.stats.queued, endpoint.stats.in_flight) == (0, 0, 0)
+
+
+async def test_a_server_ignoring_response_format_answers_a_planner_in_prose(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Asked for JSON by a schema, it answers words: the planner gets no decision from it,
+    where the same server taking the schema gives one."""
+    from trio_supervisor.agents import ChatPlanner, UnusableReply
+
+    for outputs in (True, "ignored"):
+        via = httpx2.ASGITransport(app=app(latency=(0, 0), structured_outputs=outputs))
+        async with ChatPlanner("m", base_url="http://x/v1", api_key="k", transport=via) as planner:
+            if outputs is True:
+                await planner.first("find prices")  # a decision
+                continue
+            with pytest.raises(UnusableReply, match="none a decision the schema allows"):
+                await planner.first("find prices")
+
+
+@pytest.mark.parametrize(
+    ("settings", "error", "message"),
+    [
+        ({"mode": "batched"}, ValueError, "mode must be 'parallel', 'batching' or 'sequential'"),
+        ({"mode": "batching", "batch": 0}, ValueError, "batch must be >= 1"),
+        ({"mode": "sequential", "batch": 4}, ValueError, "give it with mode='batching'"),
+        ({"queue": 4}, ValueError, "a 'parallel' server queues none"),
+        ({"mode": "batching", "queue": -1}, ValueError, "queue must be >= 0"),
+        ({"mode": "batching", "scaling": -1}, ValueError, "scaling must be a number >= 0"),
+        ({"mode": "batching", "batch": 2.5}, TypeError, "batch must be an int >= 1"),
+    ],
+)
+def test_a_serving_policy_refuses_what_it_cannot_do(
+    settings: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        Serving(**settings)
+
+
+def test_the_server_refuses_a_serving_or_structured_outputs_it_cannot_use() -> None:
+    with pytest.raises(TypeError, match="serving must be a Serving or None, got str"):
+        app(serving="batching")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="structured_outputs must be True, False or 'ignored'"):
+        app(structured_outputs="ignore")  # type: ignore[arg-type]

@@ -347,7 +347,7 @@ async def test_the_adaptive_limit_shrinks_under_429s_and_recovers_after(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     endpoint = Endpoint(capacity=4)
-    adaptive = Adaptive(32, start=32)
+    adaptive = Adaptive(32, start=32, latency=False)
     limits: list[int] = []
 
     async def watch() -> None:
@@ -459,7 +459,7 @@ async def test_the_adaptive_limit_grows_by_one_per_answer_until_the_first_429(
     """Slow start: from 1, one more per answer (it doubles each round), until a 429; then it
     halves, or with ``fit`` goes back to one under the count the endpoint refused, which is no
     lower than its bound."""
-    adaptive = Adaptive(64, start=1, fit=fit)
+    adaptive = Adaptive(64, start=1, fit=fit, latency=False)
     events = follow(adaptive)
     await run_bounded(adaptive, capacity=24, n=300)
     limits = [1] + [limit for _, limit in events]
@@ -477,7 +477,7 @@ async def test_a_429_takes_the_limit_to_one_under_what_was_in_flight(
 ) -> None:
     """Against a bound of 32, a refused attempt was sent with more than 32 in flight, so the
     limit never falls below 32; plain AIMD halves it to 16 and spends its time climbing back."""
-    adaptive = Adaptive(128, fit=not plain)
+    adaptive = Adaptive(128, fit=not plain, latency=False)
     events = follow(adaptive)
     limits: list[int] = []
 
@@ -506,7 +506,7 @@ async def test_after_a_429_the_refused_count_is_tried_again_after_four_rounds(
 ) -> None:
     """A count the endpoint refused is tried again after four rounds of successes at the
     limit under it, not after one (plain AIMD: one)."""
-    adaptive = Adaptive(128, fit=not plain)
+    adaptive = Adaptive(128, fit=not plain, latency=False)
     events = follow(adaptive)
     endpoint = await run_bounded(adaptive, capacity=32, n=4000)
     rounds = 1 if plain else 4

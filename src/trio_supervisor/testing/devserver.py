@@ -19,10 +19,15 @@ prompt, what the server does instead of what its seed draws (a
 [`Script`][trio_supervisor.testing.devserver.Script]: its latency, whether it fails and with which
 status and headers (``Retry-After``, ``x-should-retry``), how many of its first requests fail,
 whether it hangs, echoes the key or refuses). Beyond ``concurrency`` requests at once, or past its
-``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and ``retry-after``. ``GET /stats``
-counts requests, answers by status, the peak of requests in flight, and the disconnects seen (a
-client that went before its answer). Each reply carries a ``usage`` as a real server's does, its
-tokens counted in words: the prompt's, and the reply's, cut to the request's ``max_tokens``.
+``rpm`` token bucket, it answers 429 with ``retry-after-ms`` and ``retry-after``. By default it
+works on every request at once; ``serving`` (a
+[`Serving`][trio_supervisor.testing.devserver.Serving]) makes it a GPU server's: batches of
+requests that decode together, each slower the larger the batch, or one request at a time, the
+rest queued, and past an optional queue bound a 503 with ``retry-after``. ``GET /stats`` counts
+requests, answers by status, the peak of requests in flight, running and queued, and the
+disconnects seen (a client that went before its answer). Each reply carries a ``usage`` as a
+real server's does, its tokens counted in words: the prompt's, and the reply's, cut to the
+request's ``max_tokens``.
 
 It also plays the planner model of a [`ChatPlanner`][trio_supervisor.agents.ChatPlanner]: a
 request whose system prompt is the planner's is answered at once with the decision its
@@ -30,7 +35,8 @@ request whose system prompt is the planner's is answered at once with the decisi
 from the ledger in the request, as the JSON the planner's schema asks for; a task holding
 ``[garbled]`` is answered with text that is not JSON, ``[fenced]`` with its JSON in a Markdown
 code fence, ``[refuse]`` with a refusal; ``planner_script`` makes the planner endpoint fail or
-rate-limit, and ``structured_outputs=False`` makes the server refuse ``response_format``.
+rate-limit, ``structured_outputs=False`` makes the server refuse ``response_format``, and
+``structured_outputs="ignored"`` makes it answer prose when JSON was asked.
 
 This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``).
 """
@@ -42,11 +48,11 @@ import hashlib
 import math
 import socket
 import sys
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 try:
     import httpx2
@@ -74,6 +80,7 @@ __all__ = [
     "DevServerError",
     "Loopback",
     "Script",
+    "Serving",
     "Stats",
     "app",
     "drawn_latency",
@@ -129,7 +136,19 @@ class Stats:
     in_flight: int = 0
     """Requests being answered now (429s excluded: they are answered at once)."""
     peak_in_flight: int = 0
-    """The most requests ever in flight at once."""
+    """The most requests ever in flight at once (running or queued)."""
+    running: int = 0
+    """Requests being worked on now: in flight, not queued."""
+    peak_running: int = 0
+    """The most requests ever worked on together (a batch, under batching)."""
+    queued: int = 0
+    """Requests waiting in the server's queue now (batching or sequential serving)."""
+    peak_queued: int = 0
+    """The longest the queue ever was."""
+    waited: int = 0
+    """Requests that waited in the queue before they were worked on."""
+    overloaded: int = 0
+    """Requests answered 503 because the queue was full."""
     disconnects: int = 0
     """Requests whose client went away before the answer."""
     idempotency_keys: list[str] = field(default_factory=list)
@@ -145,6 +164,12 @@ class Stats:
             "statuses": {str(code): n for code, n in sorted(self.statuses.items())},
             "in_flight": self.in_flight,
             "peak_in_flight": self.peak_in_flight,
+            "running": self.running,
+            "peak_running": self.peak_running,
+            "queued": self.queued,
+            "peak_queued": self.peak_queued,
+            "waited": self.waited,
+            "overloaded": self.overloaded,
             "idempotency_keys": list(self.idempotency_keys),
             "disconnects": self.disconnects,
         }
@@ -236,6 +261,198 @@ class Script:
         return headers
 
 
+SLOWDOWN = 0.37
+"""The exponent of a batch's slowdown: a reply decoded among ``b`` takes ``b ** SLOWDOWN``
+times its time alone (fitted to a 222M model under continuous batching on one GPU, see
+[`Serving`][trio_supervisor.testing.devserver.Serving])."""
+
+
+@dataclass(frozen=True)
+class Serving:
+    """How the server works through the requests it lets in: all at once, in batches, or one
+    at a time, and how many it lets wait.
+
+    ```pycon
+    >>> async def main():  # one at a time: the fourth waits for the three before it
+    ...     via = httpx2.ASGITransport(app=app(latency=(1, 1), serving=Serving("sequential")))
+    ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
+    ...         await Supervisor(agent, max_workers=4).run(["a", "b", "c", "d"])
+    ...     async with httpx2.AsyncClient(transport=via, base_url="http://x") as client:
+    ...         stats = (await client.get("/stats")).json()
+    ...     return round(trio.current_time(), 3), stats["peak_running"], stats["peak_queued"]
+    >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    (4.0, 1, 3)
+
+    ```
+
+    - ``"parallel"`` (the default): each request takes its own latency, however many run, as
+      an endpoint that scales out does.
+    - ``"batching"``: up to ``batch`` requests decode together and the rest wait in a queue, in
+      the order they came, as a GPU server with continuous batching does (vLLM, SGLang,
+      ``transformers serve --continuous-batching``). The more decode together, the slower each
+      goes: a request that takes ``t`` alone advances at ``1 / b ** scaling`` of its pace while
+      ``b`` run, so a batch of ``b`` that starts together ends after ``t * b ** scaling``, and
+      the server answers ``b ** (1 - scaling)`` times as many replies a second as alone. The
+      default ``scaling`` is fitted, by least squares on the logarithms, to a 222M model
+      answering 32 tokens a reply on one H200: its replies a second were 1.7, 5.8, 9.4, 24 and
+      49 at 1, 4, 16, 64 and 256 requests at once, so a reply took ``b / throughput(b)`` =
+      0.59, 0.69, 1.70, 2.67 and 5.22 s, 1, 1.2, 2.9, 4.5 and 8.9 times its time alone;
+      ``b ** 0.37`` gives 1, 1.7, 2.8, 4.7 and 7.8.
+    - ``"sequential"``: one request at a time, the rest queued (``transformers serve`` without
+      batching): its throughput is one request's, whatever the load, and a request's latency
+      grows with the queue before it.
+
+    A server that queues never refuses unless ``queue`` bounds its queue: past that many
+    waiting, it answers 503 with ``retry-after`` and ``retry-after-ms`` (as SGLang's
+    ``--max-queued-requests`` and Ray Serve's ``max_queued_requests`` do). The ``concurrency``
+    and ``rpm`` 429s of [`app`][trio_supervisor.testing.devserver.app] still apply, before the
+    queue: ``concurrency`` counts the requests queued as well as those running.
+
+    Args:
+      mode: ``"parallel"``, ``"batching"`` or ``"sequential"``.
+      batch: how many decode together under ``"batching"`` (32 by default).
+      scaling: how a batch slows each of its requests (the exponent above), >= 0; 0: not at
+        all (a pool of ``batch`` workers).
+      queue: how many requests may wait; beyond, 503. None: no bound (vLLM's default).
+      retry_after: the wait a 503 asks, in seconds; None: the mean of the latency range.
+
+    Raises:
+      ValueError: if ``mode`` is not one of the three, a bound is < 1 (a ``queue`` < 0), a
+        ``batch`` or ``queue`` is given to a mode that does not queue, or a number is out of
+        its range.
+    """
+
+    mode: Literal["parallel", "batching", "sequential"] = "parallel"
+    batch: int | None = None
+    scaling: float = SLOWDOWN
+    queue: int | None = None
+    retry_after: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("parallel", "batching", "sequential"):
+            raise ValueError(
+                f"Serving mode must be 'parallel', 'batching' or 'sequential', got {self.mode!r}"
+            )
+        if self.batch is not None:
+            _validate.count("Serving batch", self.batch)
+            if self.mode != "batching":
+                raise ValueError(
+                    f"Serving batch is the size of a batch: give it with mode='batching', "
+                    f"not {self.mode!r}"
+                )
+        if self.queue is not None:
+            _validate.budget("Serving queue", self.queue)
+            if self.mode == "parallel":
+                raise ValueError(
+                    "Serving queue bounds the requests waiting for a batch: a 'parallel' server "
+                    "queues none (bound it with concurrency=, answered 429)"
+                )
+        _validate.number("Serving scaling", self.scaling, strictly=False)
+        if self.retry_after is not None:
+            _validate.number("Serving retry_after", self.retry_after, strictly=False)
+
+    @property
+    def slots(self) -> int | None:
+        """How many requests are worked on at once; None: all of them."""
+        if self.mode == "sequential":
+            return 1
+        if self.mode == "batching":
+            return 32 if self.batch is None else self.batch
+        return None
+
+    def slowdown(self, running: int) -> float:
+        """How many times longer each request takes while ``running`` decode together."""
+        if self.mode != "batching" or running <= 1:
+            return 1.0
+        return float(running**self.scaling)
+
+
+class _Batches:
+    """The requests a batching or sequential server works on, and those waiting their turn.
+
+    Every running request advances at the same pace (``1 / slowdown(running)``), so one count
+    of work done per request in a batch, ``done``, tells them all apart: a request that joins
+    when it is ``d`` and needs ``w`` (its latency alone) ends when it reaches ``d + w``. Each
+    request's task sleeps until the instant its end would fall at the current pace, and is
+    woken to look again whenever a request joins or leaves (the pace changed). Requests take
+    their places in the order they are let in (``enter``), which on virtual time is fixed by
+    their prompts, and give it back (``leave``) however they end. Time is trio's.
+    """
+
+    def __init__(self, serving: Serving, slots: int, stats: Stats) -> None:
+        self.serving = serving
+        self.slots = slots
+        self.stats = stats
+        self.done = 0.0
+        self.at = -math.inf  # when ``done`` was last brought up to date
+        # each running request -> ``done`` at its end (None: its work not yet known)
+        self.ends: dict[object, float | None] = {}
+        self.waiting: deque[object] = deque()
+        self.needs: dict[object, float] = {}  # each request's work, once known
+        self.changed = trio.Event()
+
+    def _advance(self) -> None:
+        now = trio.current_time()
+        if self.ends:
+            self.done += (now - self.at) / self.serving.slowdown(len(self.ends))
+        self.at = now
+
+    def _changed(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+        stats = self.stats
+        stats.running, stats.queued = len(self.ends), len(self.waiting)
+        stats.peak_running = max(stats.peak_running, stats.running)
+        stats.peak_queued = max(stats.peak_queued, stats.queued)
+
+    def _start(self, ticket: object) -> None:
+        need = self.needs.get(ticket)
+        self.ends[ticket] = None if need is None else self.done + need
+
+    def enter(self) -> object:
+        """A place in the batch, or in the queue after the requests let in before."""
+        ticket = object()
+        self._advance()
+        if len(self.ends) < self.slots:
+            self._start(ticket)
+        else:
+            self.waiting.append(ticket)
+            self.stats.waited += 1
+        self._changed()
+        return ticket
+
+    def leave(self, ticket: object) -> None:
+        """Give back the place of ``ticket`` (done, or its client gone); the next waiting
+        request takes it."""
+        self._advance()
+        if ticket in self.ends:
+            del self.ends[ticket]
+        else:
+            self.waiting.remove(ticket)
+        self.needs.pop(ticket, None)
+        while self.waiting and len(self.ends) < self.slots:
+            self._start(self.waiting.popleft())
+        self._changed()
+
+    async def work(self, ticket: object, need: float) -> None:
+        """Wait for the turn of ``ticket``, then for ``need`` seconds of work at its pace."""
+        self.needs[ticket] = need
+        while True:
+            self._advance()
+            wake = math.inf  # waiting: until a place frees
+            if ticket in self.ends:
+                end = self.ends[ticket]
+                if end is None:
+                    end = self.ends[ticket] = self.done + need
+                left = end - self.done
+                wake = self.at + left * self.serving.slowdown(len(self.ends))
+                if left <= 1e-9 or wake <= self.at:
+                    return
+            changed = self.changed
+            with trio.move_on_at(wake):
+                await changed.wait()
+
+
 Scripted = Callable[[str], "Script | None"]
 """Prompt -> what the server does with it (None: what the seed draws)."""
 
@@ -281,7 +498,8 @@ class _Endpoint:
         script: Scripted | None = None,
         planner: Planner[str, str] | None = None,
         planner_script: Script | None = None,
-        structured_outputs: bool = True,
+        structured_outputs: bool | Literal["ignored"] = True,
+        serving: Serving | None = None,
     ) -> None:
         self.seed = seed
         self.script = script
@@ -296,10 +514,13 @@ class _Endpoint:
         self.model = model
         self.api_key = api_key
         self.stats = Stats()
+        self.serving = serving or Serving()
+        slots = self.serving.slots
+        self.batches = None if slots is None else _Batches(self.serving, slots, self.stats)
         self.seen: Counter[str] = Counter()
         # requests waiting for their instant's turn (see chat): arrival -> (prompt, its count,
         # where the decision goes)
-        self.turns: dict[float, list[tuple[str, int, list[Response | None]]]] = {}
+        self.turns: dict[float, list[tuple[str, int, list[Response | object]]]] = {}
         self.tat = -math.inf  # the rate bucket, as a theoretical arrival time (see RateLimit)
 
     def _answer(self, status: int, response: Response) -> Response:
@@ -322,7 +543,7 @@ class _Endpoint:
         self.tat = max(self.tat, now) + interval
         return None
 
-    def _decide(self, arrival: float, turn: list[tuple[str, int, list[Response | None]]]) -> None:
+    def _decide(self, arrival: float, turn: list[tuple[str, int, list[Response | object]]]) -> None:
         """Decide every request of the turn of ``arrival``, in the order of their prompts, if
         no other request of it has."""
         if self.turns.get(arrival) is turn:
@@ -330,24 +551,51 @@ class _Endpoint:
             for _, _, decision in sorted(turn, key=lambda entry: entry[:2]):
                 decision.append(self._admit())
 
-    def _admit(self) -> Response | None:
-        """Let a request in (it holds a place until answered), or the 429 that refuses it."""
+    def _admit(self) -> Response | object:
+        """Let a request in (it holds a place until answered: the ticket of its place), or the
+        429 or 503 that refuses it."""
         if self.concurrency is not None and self.stats.in_flight >= self.concurrency:
             mean = sum(self.latency) / 2
             return self._too_many(f"over {self.concurrency} requests at once", max(mean, 0.001))
         wait = self._over_rate()
         if wait is not None:
             return self._too_many("over the requests-per-minute budget", wait)
-        self.stats.in_flight += 1
-        self.stats.peak_in_flight = max(self.stats.peak_in_flight, self.stats.in_flight)
-        return None
+        serving = self.serving
+        slots, bound = serving.slots, serving.queue
+        if slots is not None and bound is not None and self.stats.in_flight >= slots + bound:
+            self.stats.overloaded += 1
+            wait = serving.retry_after
+            if wait is None:
+                wait = max(sum(self.latency) / 2, 0.001)
+            return self._too_many(f"over {bound} requests queued", wait, status=503)
+        return self._enter()
 
-    def _too_many(self, reason: str, wait: float) -> Response:
+    def _enter(self) -> object:
+        """Count a request in flight: the ticket of its place."""
+        stats = self.stats
+        stats.in_flight += 1
+        stats.peak_in_flight = max(stats.peak_in_flight, stats.in_flight)
+        if self.batches is not None:
+            return self.batches.enter()
+        stats.running = stats.in_flight  # all at once: every request in flight is worked on
+        stats.peak_running = stats.peak_in_flight
+        return object()
+
+    def _leave(self, ticket: object) -> None:
+        """Count a request out of flight (answered, or its client gone): its place is free."""
+        self.stats.in_flight -= 1
+        if self.batches is not None:
+            self.batches.leave(ticket)
+        else:
+            self.stats.running = self.stats.in_flight
+
+    def _too_many(self, reason: str, wait: float, *, status: int = 429) -> Response:
         millis = max(1, math.ceil(wait * 1000))
         # both headers say the same wait (``retry-after`` in seconds, with a fraction), so a
         # client that obeys the longer of the two waits no longer than the server means
         headers = {"retry-after-ms": str(millis), "retry-after": f"{millis / 1000:g}"}
-        return self._error(429, f"rate limited: {reason}", headers)
+        said = "rate limited" if status == 429 else "overloaded"
+        return self._error(status, f"{said}: {reason}", headers)
 
     async def models(self, request: Request) -> Response:
         return JSONResponse(
@@ -391,17 +639,20 @@ class _Endpoint:
             return self._error(400, "expected JSON with a non-empty 'messages' list")
         if not isinstance(prompt, str):
             return self._error(400, "the last message's content must be text")
-        if body.get("response_format") is not None and not self.structured_outputs:
+        if body.get("response_format") is not None and self.structured_outputs is False:
             return self._error(400, "this server does not support the parameter response_format")
         if _asks_planner(body):  # the planner model: answered at once, outside the limits
-            return await self._plan(body["messages"][1]["content"], model)
+            prose = body.get("response_format") is not None and (
+                self.structured_outputs == "ignored"
+            )
+            return await self._plan(body["messages"][1]["content"], model, prose=prose)
         # Requests that arrive at one instant are let in or answered 429 in the order of their
         # prompts, not in the order the scheduler happened to run them: each joins its
         # instant's turn, and the first to wake a turn (a fixed instant later) decides them all.
         # On virtual time the same requests get the 429s in every run.
         arrival = trio.current_time()
         turn = self.turns.setdefault(arrival, [])
-        mine: list[Response | None] = []
+        mine: list[Response | object] = []
         turn.append((prompt, self.seen[prompt], mine))
         waited = False
         try:
@@ -409,11 +660,11 @@ class _Endpoint:
             waited = True
         finally:
             self._decide(arrival, turn)
-            if not waited and mine[0] is None:  # let in, but its handler was cancelled
-                self.stats.in_flight -= 1
-        refused = mine[0]
-        if refused is not None:
-            return refused
+            if not waited and not isinstance(mine[0], Response):  # let in, then cancelled
+                self._leave(mine[0])
+        ticket = mine[0]
+        if isinstance(ticket, Response):
+            return ticket
         gone = False
         try:
             nth = self.seen[prompt]
@@ -438,12 +689,15 @@ class _Endpoint:
                 nursery.start_soon(watch)
                 if "[hang]" in prompt or scripted.hang:
                     await trio.sleep_forever()
-                await trio.sleep_until(arrival + delay)  # its latency counts from its arrival
+                if self.batches is not None:  # its turn in a batch, then its work there
+                    await self.batches.work(ticket, delay)
+                else:
+                    await trio.sleep_until(arrival + delay)  # its latency counts from arrival
                 nursery.cancel_scope.cancel()
             if gone:
                 return self._answer(499, Response(status_code=499))
         finally:
-            self.stats.in_flight -= 1  # answered, or its client went: its place is free
+            self._leave(ticket)  # answered, or its client went: its place is free
         token = request.headers.get("authorization", "")
         if "[500]" in prompt or _unit(self.seed, "error", prompt, nth) < self.error_rate:
             return self._error(500, "internal error (simulated)")
@@ -497,11 +751,12 @@ class _Endpoint:
         }
         return self._answer(200, JSONResponse(completion))
 
-    async def _plan(self, request: str, model: str) -> Response:
+    async def _plan(self, request: str, model: str, *, prose: bool = False) -> Response:
         """The planner model's reply to ``request``: the decision ``planner`` makes, unless
         ``planner_script`` says otherwise. A task holding ``[garbled]`` is answered with text
         that is not JSON, ``[fenced]`` with its JSON in a Markdown code fence, ``[refuse]``
-        with a refusal."""
+        with a refusal; with ``prose``, in words with no JSON (a model that ignored the
+        ``response_format`` it was asked for)."""
         scripted = self.planner_script
         nth = self.seen["[planner]"]
         self.seen["[planner]"] += 1
@@ -517,6 +772,9 @@ class _Endpoint:
             return self._reply(model, None, refusal=scripted.refusal or "I can't plan that.")
         if "[garbled]" in task:
             return self._reply(model, "{not a plan")
+        if prose:
+            said = f"Happy to help with {task}! I would look into it step by step, then sum up."
+            return self._reply(model, said)
         if ledger.rounds or fresh:
             content = reply_text(await self.planner.next(task, ledger, fresh=fresh))
         else:
@@ -609,7 +867,8 @@ def _endpoint(
     script: Scripted | None,
     planner: Planner[str, str] | None = None,
     planner_script: Script | None = None,
-    structured_outputs: bool = True,
+    structured_outputs: bool | Literal["ignored"] = True,
+    serving: Serving | None = None,
 ) -> _Endpoint:
     """The endpoint these settings describe, once each is checked."""
     low, high = latency
@@ -625,6 +884,14 @@ def _endpoint(
         _validate.count("burst", burst)
     if planner_script is not None and not isinstance(planner_script, Script):
         raise TypeError(f"planner_script must be a Script, got {type(planner_script).__name__}")
+    if not (structured_outputs is True or structured_outputs is False) and (
+        structured_outputs != "ignored"
+    ):
+        raise ValueError(
+            f"structured_outputs must be True, False or 'ignored', got {structured_outputs!r}"
+        )
+    if serving is not None and not isinstance(serving, Serving):
+        raise TypeError(f"serving must be a Serving or None, got {type(serving).__name__}")
     if script is not None and not callable(script):
         raise TypeError(
             f"script must be a callable (prompt -> Script), got {type(script).__name__}"
@@ -642,6 +909,7 @@ def _endpoint(
         planner=planner,
         planner_script=planner_script,
         structured_outputs=structured_outputs,
+        serving=serving,
     )
 
 
@@ -658,7 +926,8 @@ def app(
     script: Scripted | None = None,
     planner: Planner[str, str] | None = None,
     planner_script: Script | None = None,
-    structured_outputs: bool = True,
+    structured_outputs: bool | Literal["ignored"] = True,
+    serving: Serving | None = None,
 ) -> Starlette:
     """The endpoint [`serve`][trio_supervisor.testing.devserver.serve] serves, as an ASGI app, to be
     run in the process with no socket. Its latencies are trio sleeps, so under a
@@ -692,6 +961,7 @@ def app(
         planner=planner,
         planner_script=planner_script,
         structured_outputs=structured_outputs,
+        serving=serving,
     ).app()
 
 
@@ -709,7 +979,8 @@ async def serve(
     script: Scripted | None = None,
     planner: Planner[str, str] | None = None,
     planner_script: Script | None = None,
-    structured_outputs: bool = True,
+    structured_outputs: bool | Literal["ignored"] = True,
+    serving: Serving | None = None,
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve the loopback endpoint on ``127.0.0.1:port`` until cancelled.
@@ -751,7 +1022,11 @@ async def serve(
         down or refusing.
       structured_outputs: whether it takes a request's ``response_format``; False answers a
         request that has one 400, naming the parameter, as a server without structured
-        outputs does.
+        outputs does; ``"ignored"`` answers it in prose with no JSON, as a model that took no
+        notice of it.
+      serving: how it works through the requests it lets in: each at once (by default), in
+        batches, or one at a time, and how many may wait (a
+        [`Serving`][trio_supervisor.testing.devserver.Serving]).
       task_status: given by ``nursery.start``; receives the base URL.
 
     Raises:
@@ -772,6 +1047,7 @@ async def serve(
         planner=planner,
         planner_script=planner_script,
         structured_outputs=structured_outputs,
+        serving=serving,
     )
     sock = _listen(port)
     url = f"http://{HOST}:{sock.getsockname()[1]}/v1"
@@ -908,6 +1184,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rpm", type=float, default=None)
     parser.add_argument("--burst", type=int, default=None)
     parser.add_argument("--model", default="devserver")
+    parser.add_argument(
+        "--serving", choices=("parallel", "batching", "sequential"), default="parallel"
+    )
+    parser.add_argument("--batch", type=int, default=None, help="with --serving batching")
+    parser.add_argument("--queue", type=int, default=None, help="queued requests; beyond, 503")
     args = parser.parse_args(argv)
 
     async def run() -> None:
@@ -922,6 +1203,7 @@ def main(argv: list[str] | None = None) -> int:
                     rpm=args.rpm,
                     burst=args.burst,
                     model=args.model,
+                    serving=Serving(args.serving, batch=args.batch, queue=args.queue),
                     task_status=task_status,
                 )
             )

@@ -1,0 +1,281 @@
+"""Concurrency against the endpoints GPU servers are: fixed K, adaptive, and the SDK.
+
+The loopback server (``trio_supervisor.testing.devserver``), served in this process on a
+``trio.testing.MockClock`` (so each figure is the policy's own, exact, and costs no real
+time), plays five endpoints, each reply taking 0.59 s alone (a 222M model's 32 tokens on one
+H200):
+
+- ``batching32`` and ``batching256``: continuous batching of up to 32 or 256 requests, each
+  slower the larger the batch (``Serving("batching")``, fitted to the H200's figures), the
+  rest queued with no bound, as vLLM's default;
+- ``sequential``: one request at a time, the rest queued (``transformers serve``'s default);
+- ``queue_bounded``: batches of 32 and at most 32 queued; beyond, 503 with Retry-After (as
+  SGLang's ``--max-queued-requests``);
+- ``rate_limited``: every request at once, but at most ``--rpm`` a minute; beyond, 429 with
+  Retry-After.
+
+Contenders, each against a fresh server, every failure that asks for a wait retried after it:
+``Supervisor`` with a fixed ``max_workers`` K (1, 2, 4, ..., 256), with
+``Adaptive(256, latency=True)`` (the latency-fitted rule) and ``Adaptive(256)`` (refusals alone,
+the default), and
+the SDK as it comes (``AsyncOpenAI``, its own two retries) under a semaphore at the best K
+found (a ``trio.Semaphore``: the run is trio's, on virtual time, as ``asyncio.Semaphore`` on
+asyncio). Each is measured by throughput (answers a second), p50/p95/p99 per subtask (its first
+attempt to its answer), the share of requests refused, and the subtasks lost. The targets
+checked: an adaptive run's throughput >= 90% of the best fixed K's, its p95 <= 2x the p95 of
+the smallest fixed K within 90% of the best throughput, <= 2% refusals against the rate limit,
+nothing lost; and a ``--makespan`` run (256 requests against ``batching256``) within 1.2x of a
+fixed K=256.
+
+Run: ``python benchmarks/endpoints.py --subtasks 512`` (in process, virtual time: CPU only, a
+few minutes on 2 cores; ``--subtasks 64 --only sequential`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import openai
+import trio
+import trio.testing
+from _machine import machine
+
+from trio_supervisor import Adaptive, Supervisor
+from trio_supervisor.agents import TRANSIENT, ChatAgent
+from trio_supervisor.testing.devserver import Serving, app
+
+KEY = "benchmark"  # the loopback server checks none
+URL = "http://devserver/v1"
+ALONE = 0.59  # seconds a reply takes alone
+ATTEMPTS = 1000  # every refusal is retried after its wait: nothing is lost to one
+FIXED = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+CEILING = 256
+
+MODES: dict[str, dict[str, Any]] = {
+    "batching32": {"serving": Serving("batching", batch=32)},
+    "batching256": {"serving": Serving("batching", batch=256)},
+    "sequential": {"serving": Serving("sequential")},
+    "queue_bounded": {"serving": Serving("batching", batch=32, queue=32)},
+    "rate_limited": {"rpm": 600.0, "burst": 10},
+}
+
+
+@dataclass
+class Figures:
+    mode: str
+    contender: str
+    seconds: float
+    throughput: float  # answers a second
+    p50: float
+    p95: float
+    p99: float
+    requests: int
+    refused: int  # answered 429 or 503
+    refused_share: float
+    lost: int
+    peak_running: int
+    peak_queued: int
+
+
+Run = Callable[[list[str], httpx2.ASGITransport], Awaitable[list[float | None]]]
+"""A contender: given the prompts and the server, each subtask's time (None: lost)."""
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def supervised(workers: int, adaptive: dict[str, Any] | None = None) -> Run:
+    async def run(prompts: list[str], transport: httpx2.ASGITransport) -> list[float | None]:
+        meters = [] if adaptive is None else [Adaptive(workers, **adaptive)]
+        async with ChatAgent(
+            "devserver",
+            base_url=URL,
+            api_key=KEY,
+            max_connections=workers,
+            transport=transport,
+            request_timeout=None,  # a queue's wait is no failure here
+        ) as agent:
+            sup = Supervisor(
+                agent,
+                max_workers=workers,
+                attempts=ATTEMPTS,
+                retry_on=TRANSIENT,
+                meters=meters,
+                seed=0,
+            )
+            aggregate = await sup.run(prompts)
+        return [
+            r.finished - r.started
+            if r.ok and r.started is not None and r.finished is not None
+            else None
+            for r in aggregate
+        ]
+
+    return run
+
+
+def sdk(workers: int) -> Run:
+    async def run(prompts: list[str], transport: httpx2.ASGITransport) -> list[float | None]:
+        http = httpx2.AsyncClient(
+            limits=httpx2.Limits(max_connections=workers), transport=transport, timeout=None
+        )
+        client = openai.AsyncOpenAI(api_key=KEY, base_url=URL, http_client=http)  # 2 retries
+        gate = trio.Semaphore(workers)
+        times: list[float | None] = [None] * len(prompts)
+
+        async def job(i: int, prompt: str) -> None:
+            async with gate:
+                began = trio.current_time()
+                try:
+                    await client.chat.completions.create(
+                        model="devserver", messages=[{"role": "user", "content": prompt}]
+                    )
+                except openai.APIError:
+                    return
+                times[i] = trio.current_time() - began
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for i, prompt in enumerate(prompts):
+                    nursery.start_soon(job, i, prompt)
+        finally:
+            await http.aclose()
+        return times
+
+    return run
+
+
+def measure(mode: str, name: str, run: Run, prompts: list[str]) -> Figures:
+    async def virtual() -> Figures:
+        transport = httpx2.ASGITransport(
+            app=app(latency=(ALONE, ALONE), model="devserver", **MODES[mode])
+        )
+        began = trio.current_time()
+        times = await run(prompts, transport)
+        seconds = trio.current_time() - began
+        async with httpx2.AsyncClient(transport=transport, base_url="http://devserver") as c:
+            seen: dict[str, Any] = (await c.get("/stats")).json()
+        done = [t for t in times if t is not None]
+        refused = seen["rate_limited"] + seen["overloaded"]
+        return Figures(
+            mode=mode,
+            contender=name,
+            seconds=seconds,
+            throughput=len(done) / seconds,
+            p50=percentile(done, 0.5),
+            p95=percentile(done, 0.95),
+            p99=percentile(done, 0.99),
+            requests=seen["requests"],
+            refused=refused,
+            refused_share=refused / max(1, seen["requests"]),
+            lost=len(times) - len(done),
+            peak_running=seen["peak_running"],
+            peak_queued=seen["peak_queued"],
+        )
+
+    return trio.run(virtual, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def show(found: Figures) -> None:
+    print(
+        f"{found.mode:14s} {found.contender:30s} {found.throughput:7.2f}/s  "
+        f"p50 {found.p50:7.2f}s  p95 {found.p95:7.2f}s  p99 {found.p99:7.2f}s  "
+        f"refused {found.refused:5d} ({found.refused_share:5.1%})  lost {found.lost}  "
+        f"running<={found.peak_running} queued<={found.peak_queued}  ({found.seconds:.1f}s)",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def verdict(mode: str, rows: list[Figures]) -> dict[str, Any]:
+    """The targets, for one mode: each adaptive contender against the fixed K's."""
+    fixed = [r for r in rows if r.contender.startswith("fixed")]
+    best = max(fixed, key=lambda r: r.throughput)
+    enough = min(
+        (r for r in fixed if r.throughput >= 0.9 * best.throughput),
+        key=lambda r: int(r.contender.split("=")[1]),
+    )
+    checks: dict[str, Any] = {"best_fixed": best.contender, "reference": enough.contender}
+    for row in rows:
+        if not row.contender.startswith(("Adaptive", "SDK")):
+            continue
+        checks[row.contender] = {
+            "throughput_share": round(row.throughput / best.throughput, 3),
+            "p95_ratio": round(row.p95 / enough.p95, 3),
+            "refused_share": round(row.refused_share, 4),
+            "lost": row.lost,
+        }
+    return checks
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--subtasks", type=int, default=512)
+    parser.add_argument("--only", action="append", help="run only the modes with this text")
+    parser.add_argument("--fixed", type=int, nargs="*", default=list(FIXED))
+    parser.add_argument("--no-makespan", action="store_true")
+    parser.add_argument(
+        "--results", type=Path, metavar="FILE", help="also write the figures there as JSON"
+    )
+    args = parser.parse_args(argv)
+    prompts = [f"subtask {i}" for i in range(args.subtasks)]
+    rows: list[Figures] = []
+    verdicts: dict[str, Any] = {}
+    for mode in MODES:
+        if args.only and not any(text in mode for text in args.only):
+            continue
+        mine: list[Figures] = []
+        for k in args.fixed:
+            mine.append(measure(mode, f"fixed K={k}", supervised(k), prompts))
+            show(mine[-1])
+        best = max(mine, key=lambda r: r.throughput).contender.split("=")[1]
+        contenders = {
+            "Adaptive(256, latency=True)": supervised(CEILING, {"latency": True}),
+            "Adaptive(256)": supervised(CEILING, {}),
+            f"SDK + semaphore K={best}": sdk(int(best)),
+        }
+        for name, run in contenders.items():
+            mine.append(measure(mode, name, run, prompts))
+            show(mine[-1])
+        rows.extend(mine)
+        verdicts[mode] = verdict(mode, mine)
+        print(json.dumps(verdicts[mode]), file=sys.stderr)
+    makespan: dict[str, float] = {}
+    if not args.no_makespan:
+        burst = [f"subtask {i}" for i in range(CEILING)]
+        for name, run in {
+            "fixed K=256": supervised(CEILING),
+            "Adaptive(256, latency=True)": supervised(CEILING, {"latency": True}),
+            "Adaptive(256)": supervised(CEILING, {}),
+        }.items():
+            makespan[name] = measure("batching256", name, run, burst).seconds
+        print(f"256 requests against batching256, makespan: {makespan}", file=sys.stderr)
+    data = {
+        "benchmark": "endpoints",
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(f"openai {openai.__version__}"),
+        "where": "in process, virtual time",
+        "subtasks": args.subtasks,
+        "rows": [asdict(r) for r in rows],
+        "targets": verdicts,
+        "makespan_256": makespan,
+    }
+    if args.results:
+        args.results.write_text(json.dumps(data, indent=2) + "\n")
+    return data
+
+
+if __name__ == "__main__":
+    main()
