@@ -327,7 +327,10 @@ def test_k_prose_replies_then_json_is_ok_after_k_plus_1_requests_iff_k_is_within
     limit: tuple[str, int] | None,
     max_tokens: int,
 ) -> None:
-    budget = None if limit is None else Budget(**{limit[0]: limit[1]})
+    budget = None
+    if limit is not None:
+        kind, amount = limit
+        budget = Budget(calls=amount) if kind == "calls" else Budget(tokens=amount)
     aggregate, endpoint = run_virtual(typed_run, prose, retries, max_workers, budget, max_tokens)
     plan = CITIES[: len(prose)]
     assert [result.subtask for result in aggregate] == plan  # plan order
