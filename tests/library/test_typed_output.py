@@ -7,6 +7,7 @@ model instance."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import Counter
@@ -66,6 +67,7 @@ class Endpoint(httpx2.AsyncBaseTransport):
         self.requests: Counter[str] = Counter()
         self.bodies: list[dict[str, Any]] = []
         self.tokens = 0
+        self.tokens_of: Counter[str] = Counter()  # by subtask
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         body = json.loads(await request.aread())
@@ -82,6 +84,7 @@ class Endpoint(httpx2.AsyncBaseTransport):
             content = self.reply(subtask)
         prompt = sum(4 + len(m["content"]) for m in messages)
         self.tokens += prompt + bound
+        self.tokens_of[subtask] += prompt + bound
         completion = {
             "id": "c",
             "object": "chat.completion",
@@ -297,7 +300,7 @@ CITIES = [f"city{n}" for n in range(6)]
 
 async def typed_run(
     prose: list[int], retries: int, max_workers: int, budget: Budget | None, max_tokens: int
-) -> tuple[Any, Endpoint]:
+) -> tuple[Any, Endpoint, list[Any]]:
     endpoint = Endpoint(dict(zip(CITIES, prose, strict=False)), latency=0.25)
     plan = CITIES[: len(prose)]
     async with typed(
@@ -305,7 +308,7 @@ async def typed_run(
     ) as agent:
         meters = [] if budget is None else [budget]
         aggregate = await Supervisor(agent, max_workers=max_workers, meters=meters).run(plan)
-    return aggregate, endpoint
+    return aggregate, endpoint, [agent.worst_case(city) for city in plan]
 
 
 @settings(max_examples=60, deadline=None)
@@ -316,9 +319,9 @@ async def typed_run(
     limit=st.one_of(
         st.none(),
         st.tuples(st.just("calls"), st.integers(0, 16)),
-        st.tuples(st.just("tokens"), st.integers(0, 3000)),
+        st.tuples(st.just("tokens"), st.integers(0, 30_000)),
     ),
-    max_tokens=st.integers(1, 40),
+    max_tokens=st.integers(1, 400),
 )
 def test_k_prose_replies_then_json_is_ok_after_k_plus_1_requests_iff_k_is_within_the_bound(
     prose: list[int],
@@ -331,11 +334,15 @@ def test_k_prose_replies_then_json_is_ok_after_k_plus_1_requests_iff_k_is_within
     if limit is not None:
         kind, amount = limit
         budget = Budget(calls=amount) if kind == "calls" else Budget(tokens=amount)
-    aggregate, endpoint = run_virtual(typed_run, prose, retries, max_workers, budget, max_tokens)
+    aggregate, endpoint, worst = run_virtual(
+        typed_run, prose, retries, max_workers, budget, max_tokens
+    )
     plan = CITIES[: len(prose)]
     assert [result.subtask for result in aggregate] == plan  # plan order
-    for city, k, result in zip(plan, prose, aggregate, strict=True):
+    for city, k, result, most in zip(plan, prose, aggregate, worst, strict=True):
         asked = endpoint.requests[city]
+        assert asked <= most.calls  # each attempt within its worst case, whatever the budget
+        assert endpoint.tokens_of[city] <= most.tokens
         if result.status is Status.OVER_BUDGET:  # only where a budget ran out: nothing sent
             assert budget is not None
             assert asked == 0
@@ -377,10 +384,11 @@ async def test_the_worst_case_bounds_the_tokens_of_every_request_an_attempt_make
 ) -> None:
     """One attempt that uses every re-ask, on a server that reports the most it honestly may:
     its tokens stay within its worst case, whose calls are all its requests."""
-    for retries in range(4):
-        endpoint = Endpoint({"Oslo": 10})
-        budget = Budget(tokens=1 << 20)
-        async with typed(endpoint, output=Output(Weather, retries=retries)) as agent:
+    for retries, max_tokens in itertools.product(range(4), (1, 20, 400)):
+        endpoint = Endpoint({"Oslo": 10})  # prose of max_tokens words: more characters
+        budget = Budget(tokens=1 << 30)
+        output = Output(Weather, retries=retries)
+        async with typed(endpoint, output=output, max_tokens=max_tokens) as agent:
             worst = agent.worst_case("Oslo")
             await Supervisor(agent, max_workers=1, meters=[budget]).run(["Oslo"])
         assert worst is not None
