@@ -32,6 +32,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 
 import trio
 
+from . import _models
 from ._contract import Status, SubResult
 
 SCHEMA = """
@@ -83,18 +84,20 @@ class Codec(Protocol):
 class JsonCodec:
     """The default codec: JSON text (a tuple comes back as a list). Text SQLite cannot hold (a
     lone surrogate, as a file name that is not UTF-8 decodes to) is kept escaped, ``\\udce9``,
-    which decodes back to the same str."""
+    which decodes back to the same str. A pydantic model instance (a typed ``ChatAgent``'s
+    output) is kept with its class's import path, and comes back as an instance of its class
+    (``_models``)."""
 
     name = "JSON"
 
     def __init__(self) -> None:
         self.encode: Callable[[Any], str] = json.JSONEncoder(
-            ensure_ascii=False, allow_nan=True, check_circular=False
+            ensure_ascii=False, allow_nan=True, check_circular=False, default=_models.encoded
         ).encode
         self.escaped: Callable[[Any], str] = json.JSONEncoder(
-            ensure_ascii=True, allow_nan=True, check_circular=False
+            ensure_ascii=True, allow_nan=True, check_circular=False, default=_models.encoded
         ).encode
-        self.decode: Callable[[str | bytes], Any] = json.loads
+        self.decode: Callable[[str | bytes], Any] = _models.decode
 
 
 class AttemptKey(NamedTuple):

@@ -88,8 +88,9 @@ async def test_a_reply_that_never_parses_is_asked_again_then_a_recorded_stall(
             "a [garbled] task", planner, max_stalls=0, max_resets=0, max_rounds=5
         )
     failed = (
-        "the planner raised UnusableReply: 3 replies from m, none a decision the schema allows; "
-        "the last: Invalid JSON: key must be a string at line 1 column 2"
+        "the planner raised UnusableReply: 3 replies from m, none valid against the schema "
+        "'planner_reply': the reply is not JSON: Expecting property name enclosed in double "
+        "quotes: line 1 column 2 (char 1); the last reply: '{not a plan'"
     )
     [only] = answer.ledger.rounds
     assert (only.error, only.entries) == (failed, ())
@@ -141,10 +142,15 @@ async def test_a_reply_against_the_schema_is_told_what_was_wrong_and_the_next_on
     assert first[0] == {"role": "system", "content": PLANNER_SYSTEM}
     assert json.loads(first[1]["content"]) == {"task": "t", "fresh": False, "rounds": []}
     assert second[:2] == first
-    assert second[2]["content"] == (
-        "Your reply was not valid against the schema (batch.0.subtask: Field required). "
-        "Reply again with one JSON object only."
-    )
+    assert second[2:] == [  # the reply refused, then what was wrong with it
+        {"role": "assistant", "content": '{"done": false, "batch": [{"task": "x"}]}'},
+        {
+            "role": "user",
+            "content": "Your reply was not valid against the schema (batch.0.subtask: Field "
+            "required; batch.0.task: Extra inputs are not permitted). Reply again with one JSON "
+            "object only.",
+        },
+    ]
 
 
 async def test_the_request_carries_the_ledger_and_the_reply_becomes_a_batch(

@@ -161,6 +161,7 @@ PUBLIC = {
     "approval",
     "attempt_key",
     "decompose",
+    "report_latency",
     "report_usage",
     "__version__",
 }
@@ -197,7 +198,16 @@ def test_public_names_say_the_module_they_are_public_in(module: str) -> None:
     assert checked >= 2
 
 
-OPTIONAL = ("rich", "httpx2", "openai", "pydantic", "hypercorn", "trio_parallel", "opentelemetry")
+OPTIONAL = (
+    "rich",
+    "httpx2",
+    "openai",
+    "pydantic",
+    "jsonschema",
+    "hypercorn",
+    "trio_parallel",
+    "opentelemetry",
+)
 """What the extras bring: the core loads none of them."""
 
 

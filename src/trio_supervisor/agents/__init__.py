@@ -10,12 +10,15 @@ what is worth retrying (a 429 [`RateLimited`][trio_supervisor.agents.RateLimited
 [`PermanentError`][trio_supervisor.agents.PermanentError], a
 [`MalformedReply`][trio_supervisor.agents.MalformedReply] or a model's refusal
 [`Refused`][trio_supervisor.agents.Refused] is not. Whatever status is retried, its error
-carries the server's ``Retry-After`` as ``retry_after``.
+carries the server's ``Retry-After`` as ``retry_after``. Given ``output`` (a pydantic model, a
+JSON schema, or an [`Output`][trio_supervisor.agents.Output]), it returns the reply as a
+validated value instead, asking again, within the attempt, when a reply does not validate, and
+failing with an [`InvalidReply`][trio_supervisor.agents.InvalidReply] past the bound.
 
 A [`ChatPlanner`][trio_supervisor.agents.ChatPlanner] is a
 [`Planner`][trio_supervisor.Planner] for [`Supervisor.replan`][trio_supervisor.Supervisor.replan]:
 it asks a chat model for each next batch as JSON against a schema
-([`PlannerReply`][trio_supervisor.agents.PlannerReply]).
+([`PlannerReply`][trio_supervisor.agents.PlannerReply]), through a typed ``ChatAgent``.
 
 This module needs the ``agents`` extra (``pip install 'trio-supervisor[agents]'``); the core
 ``trio_supervisor`` does not import it.
@@ -27,6 +30,7 @@ from ._chat import (
     TRANSIENT,
     AgentError,
     ChatAgent,
+    InvalidReply,
     MalformedReply,
     PermanentError,
     RateLimited,
@@ -35,6 +39,7 @@ from ._chat import (
     mask,
     parse_retry_after,
 )
+from ._output import Output
 from ._planner import SYSTEM as PLANNER_SYSTEM
 from ._planner import ChatPlanner, PlannedSubtask, PlannerReply, UnusableReply
 
@@ -45,7 +50,9 @@ __all__ = [
     "AgentError",
     "ChatAgent",
     "ChatPlanner",
+    "InvalidReply",
     "MalformedReply",
+    "Output",
     "PermanentError",
     "PlannedSubtask",
     "PlannerReply",

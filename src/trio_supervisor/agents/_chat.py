@@ -14,11 +14,11 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Generic, TypedDict, Unpack, cast, overload
 from urllib.parse import urlsplit
 
 import trio
@@ -27,6 +27,8 @@ try:
     import httpx2
     import openai
     from openai.types.chat import ChatCompletionMessageParam
+    from pydantic import BaseModel
+    from typing_extensions import TypeVar  # a default (PEP 696): a bare ChatAgent is of text
 except ImportError as error:  # pragma: no cover - exercised by a test that hides the SDK
     missing = (error.name or "a module").split(".")[0]
     raise ImportError(
@@ -36,10 +38,20 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 
 from .. import Usage, _validate, attempt_key, report_usage
 from .._spans import ChatCall, chat_spans
+from ._output import PROBLEM_CHARS, RETRY, RETRY_CHARS, Invalid, Output, cut
 from ._sdk import know_platform
+
+T = TypeVar("T", default=str)
+M = TypeVar("M", bound=BaseModel)
 
 Messages = Callable[[Any], "list[ChatCompletionMessageParam]"]
 """How a subtask becomes the messages of a chat completion request."""
+
+Send = Callable[["list[ChatCompletionMessageParam]"], Awaitable[str]]
+"""How one request of a conversation is sent: its messages -> the reply's text."""
+
+SHOWN_CHARS = 120
+"""The most characters of a refused reply an `InvalidReply` shows."""
 
 
 class AgentError(Exception):
@@ -177,6 +189,44 @@ class Refused(AgentError):
         self.refusal = refusal
 
 
+class InvalidReply(AgentError):
+    """Every reply to a typed request (a [`ChatAgent`][trio_supervisor.agents.ChatAgent] with
+    ``output``) failed validation, the last re-ask included.
+
+    ```pycon
+    >>> from pydantic import BaseModel
+    >>> class Weather(BaseModel):
+    ...     city: str
+    >>> def prose(prompt):  # a server that ignores response_format, every time
+    ...     return devserver.Script(reply="Sunny, mostly.")
+    >>> async def main():
+    ...     via = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=prose))
+    ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via,
+    ...                          output=Output(Weather, retries=1), max_tokens=50) as agent:
+    ...         return await Supervisor(agent, max_workers=1).run(["weather?"])
+    >>> (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    >>> result.status, result.attempts
+    (<Status.FAILED: 'failed'>, 1)
+    >>> print(result.error)
+    InvalidReply: 2 replies from m, none valid against the schema 'weather': the reply is not
+    JSON: Expecting value: line 1 column 1 (char 0); the last reply: 'Sunny, mostly.'
+
+    ```
+
+    ``problem`` is what was wrong with the last reply (the validation errors, each with its
+    place), ``reply`` the last reply's text, cut to ``SHOWN_CHARS``, both masked;
+    ``replies`` how many replies were refused. Not retried by default (it is not in
+    [`TRANSIENT`][trio_supervisor.agents.TRANSIENT]): its requests were re-asked already;
+    give ``retry_on=(*TRANSIENT, InvalidReply)`` to try the whole attempt again.
+    """
+
+    def __init__(self, message: str, *, problem: str, reply: str, replies: int) -> None:
+        super().__init__(message)
+        self.problem = problem
+        self.reply = reply
+        self.replies = replies
+
+
 TRANSIENT: tuple[type[Exception], ...] = (RateLimited, TransientError)
 """The failures worth retrying, for ``Supervisor(..., retry_on=TRANSIENT)``."""
 
@@ -289,9 +339,23 @@ def mask(text: str, key: str | None = None) -> str:
     return _BEARER.sub("Bearer ***", text)
 
 
-class ChatAgent:
+class _Options(TypedDict, total=False):
+    """``ChatAgent``'s keywords but ``output`` (for its typed overloads)."""
+
+    base_url: str | None
+    api_key: str | None
+    system: str | None
+    messages: Messages | None
+    max_connections: int
+    request_timeout: float | None
+    transport: httpx2.AsyncBaseTransport | None
+    max_tokens: int | None
+    price: tuple[float, float] | None
+
+
+class ChatAgent(Generic[T]):
     """A worker that sends each subtask to an OpenAI-compatible chat endpoint and returns the
-    reply's text.
+    reply's text, or, given ``output``, the reply as a validated, typed value.
 
     ```python
     server = httpx2.ASGITransport(app=devserver.app(latency=(0, 0)))  # the loopback server
@@ -316,6 +380,14 @@ class ChatAgent:
     [`Refused`][trio_supervisor.agents.Refused]. The API key (and any ``Bearer`` token) is
     masked in every text kept from the server, whatever it echoes, and is never in ``repr``
     nor an error's chain.
+
+    Given ``output`` (a pydantic model, a JSON schema as a dict, or an
+    [`Output`][trio_supervisor.agents.Output] policy), each request asks for structured output
+    against its schema, and every reply is validated, whatever the server claims: one that
+    does not validate is asked again within the same attempt (the reply and what was wrong
+    appended to the conversation), at most ``Output.retries`` times, after which the attempt
+    fails with an [`InvalidReply`][trio_supervisor.agents.InvalidReply]. A slot's output is
+    the model's instance (the decoded JSON, for a dict).
 
     In a run given a ``run_id`` (a journaled one, say), each request carries its attempt's
     [`attempt_key`][trio_supervisor.attempt_key] as an ``Idempotency-Key`` header: a request
@@ -343,21 +415,49 @@ class ChatAgent:
         [`Budget`][trio_supervisor.Budget] reserves.
       price: the cost of one prompt token and of one completion token, or None: what each
         attempt's usage costs, for a budget of cost.
+      output: the reply's type: a pydantic ``BaseModel`` subclass, a JSON schema (a dict), or
+        an [`Output`][trio_supervisor.agents.Output] (with its ``retries``); None for text.
+        It needs ``max_tokens``: an attempt may make ``retries + 1`` requests, and its worst
+        case, for a budget, must bound each.
 
     Each reply's ``usage`` (prompt and completion tokens, priced by ``price``) is reported
     through [`report_usage`][trio_supervisor.report_usage]: a budget settles the attempt with
     it, and a trace keeps it on the attempt's span. An error answer reports no tokens (the
     server generated none); a request cut off before its answer reports nothing, so a budget
-    charges it its whole reservation.
+    charges it its whole reservation. A re-ask is another request of the same attempt:
+    reported as one, and counted in the attempt's worst case, which covers every request it
+    may make.
 
     Raises:
-      ValueError: if there is no API key (none given, ``OPENAI_API_KEY`` unset or empty), or
-        the base URL (given, or ``OPENAI_BASE_URL``) is not an http or https URL with a host.
+      ValueError: if there is no API key (none given, ``OPENAI_API_KEY`` unset or empty), the
+        base URL (given, or ``OPENAI_BASE_URL``) is not an http or https URL with a host, or
+        ``output`` is given without ``max_tokens``.
       TypeError: if ``model``, ``api_key``, ``system`` or ``base_url`` is not a str (the last
         three may be None), ``messages`` is not callable, ``transport`` is not an
-        ``httpx2.AsyncBaseTransport``, or ``max_connections`` is not an int.
+        ``httpx2.AsyncBaseTransport``, ``max_connections`` is not an int, or ``output`` is
+        not a model, a dict or an ``Output``.
     """
 
+    @overload
+    def __init__(
+        self: ChatAgent[str], model: str, *, output: None = None, **options: Unpack[_Options]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: ChatAgent[M], model: str, *, output: type[M], **options: Unpack[_Options]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: ChatAgent[T], model: str, *, output: Output[T], **options: Unpack[_Options]
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: ChatAgent[Any],
+        model: str,
+        *,
+        output: Mapping[str, Any],
+        **options: Unpack[_Options],
+    ) -> None: ...
     def __init__(
         self,
         model: str,
@@ -371,6 +471,7 @@ class ChatAgent:
         transport: httpx2.AsyncBaseTransport | None = None,
         max_tokens: int | None = None,
         price: tuple[float, float] | None = None,
+        output: Output[Any] | type[BaseModel] | Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise TypeError(f"model must be a non-empty str, got {type(model).__name__}")
@@ -397,6 +498,15 @@ class ChatAgent:
                 "(any non-empty value for an endpoint that checks none)"
             )
         self.max_tokens = None if max_tokens is None else _validate.count("max_tokens", max_tokens)
+        if output is not None and not isinstance(output, Output):
+            output = Output(output)
+        if output is not None and self.max_tokens is None:
+            raise ValueError(
+                "ChatAgent(output=...) needs max_tokens=...: a reply that does not validate is "
+                "asked again, so an attempt's worst case must bound each of its requests"
+            )
+        self.output: Output[T] | None = output
+        """The reply's type and its re-asks, or None: the reply's text."""
         if price is not None:
             if not isinstance(price, tuple) or len(price) != 2:
                 raise TypeError(
@@ -455,6 +565,11 @@ class ChatAgent:
         token holds at least one character, so the estimate never falls below what a server
         counts (and what it reserves beyond is given back when the attempt settles).
 
+        With ``output``, an attempt may make ``retries + 1`` requests, and it reserves them
+        all: as many calls, ``max_tokens`` each, and prompts that grow by two messages a
+        re-ask, the refused reply (which the re-ask echoes cut to ``max_tokens`` characters)
+        and what was wrong (at most ``RETRY_CHARS``).
+
         Args:
           subtask: the subtask, made into messages by ``messages``.
 
@@ -465,21 +580,26 @@ class ChatAgent:
             return None
         messages = self.messages(subtask)
         prompt = sum(4 + len(str(message.get("content") or "")) for message in messages)
-        return Usage(1, prompt, self.max_tokens, self._cost(prompt, self.max_tokens))
+        calls = 1 if self.output is None else self.output.retries + 1
+        grown = (4 + self.max_tokens) + (4 + RETRY_CHARS)  # the prompt's growth, a re-ask
+        prompts = calls * prompt + grown * calls * (calls - 1) // 2
+        completions = calls * self.max_tokens
+        return Usage(calls, prompts, completions, self._cost(prompts, completions))
 
     def _cost(self, prompt: int, completion: int) -> float:
         if self.price is None:
             return 0.0
         return prompt * self.price[0] + completion * self.price[1]
 
-    async def __call__(self, subtask: Any) -> str:
+    async def __call__(self, subtask: Any) -> T:
         """Ask the endpoint to do ``subtask``.
 
         Args:
           subtask: the subtask, made into messages by ``messages``.
 
         Returns:
-          The text of the reply's first choice.
+          The text of the reply's first choice; with ``output``, its validated value (see
+          [`validated`][trio_supervisor.agents.ChatAgent.validated]).
 
         Raises:
           RateLimited: on a 429.
@@ -487,9 +607,62 @@ class ChatAgent:
           PermanentError: on any other 4xx.
           MalformedReply: if the reply is not a chat completion with a text message.
           Refused: if the reply is the model's refusal.
+          InvalidReply: with ``output``, if no reply validated.
           AgentError: on any other failure the SDK raises (not retried by ``TRANSIENT``).
         """
-        return await self.complete(self.messages(subtask))
+        if self.output is None:  # a ChatAgent[str]
+            return cast(T, await self.complete(self.messages(subtask)))
+        return await self.validated(self.messages(subtask))
+
+    async def validated(
+        self, messages: list[ChatCompletionMessageParam], *, send: Send | None = None
+    ) -> T:
+        """The reply to ``messages`` as ``output``'s value: each reply validated, one that
+        does not validate asked again (the reply, cut to ``max_tokens`` characters, and what
+        was wrong appended to the conversation), at most ``output.retries`` times.
+
+        Args:
+          messages: the conversation's first messages.
+          send: how each request is sent (its messages -> the reply's text); by default
+            `complete`, with ``output``'s ``response_format``.
+
+        Returns:
+          A model instance, or (for a JSON schema) the decoded JSON.
+
+        Raises:
+          InvalidReply: if no reply validated, naming what was wrong with the last one.
+          AgentError: as a call, from a request.
+          RuntimeError: if the agent has no ``output``.
+        """
+        output = self.output
+        if output is None or self.max_tokens is None:
+            raise RuntimeError("validated() needs an agent made with output=... (and max_tokens)")
+        form = output.response_format
+        conversation = list(messages)
+        text = problem = ""
+        for asked in range(1, output.retries + 2):
+            if send is None:
+                text = await self.complete(conversation, response_format=form)
+            else:
+                text = self.masked(await send(conversation))
+            try:
+                return output.parse(text, self.masked)
+            except Invalid as invalid:
+                problem = cut(self.masked(invalid.problem), PROBLEM_CHARS)
+            if asked <= output.retries:
+                conversation += [
+                    {"role": "assistant", "content": text[: self.max_tokens]},
+                    {"role": "user", "content": RETRY.format(problem=problem)},
+                ]
+        replies = output.retries + 1
+        shown = cut(" ".join(text.split()), SHOWN_CHARS)
+        raise InvalidReply(
+            f"{replies} repl{'y' if replies == 1 else 'ies'} from {self.model}, none valid "
+            f"against the schema {output.name!r}: {problem}; the last reply: {shown!r}",
+            problem=problem,
+            reply=shown,
+            replies=replies,
+        )
 
     async def complete(
         self, messages: list[ChatCompletionMessageParam], *, response_format: Any = None
@@ -614,16 +787,17 @@ class ChatAgent:
         """Close the connection pool."""
         await self._http.aclose()
 
-    async def __aenter__(self) -> ChatAgent:
+    async def __aenter__(self) -> ChatAgent[T]:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
     def __repr__(self) -> str:
+        typed = "" if self.output is None else f", output={self.output!r}"
         return (
             f"ChatAgent(model={self.model!r}, base_url={self.base_url!r}, "
-            f"max_connections={self.max_connections})"
+            f"max_connections={self.max_connections}{typed})"
         )
 
 

@@ -4,24 +4,24 @@
 The request's user message is the task, whether a fresh plan is asked for, and the ledger, as
 JSON (`request_text`); the reply must be one JSON object that
 `PlannerReply` (a pydantic model, whose JSON schema the system prompt carries)
-validates. pydantic does the checking: types, required fields, no unknown keys, each error with
-its place, so a reply that is almost right is refused with a message a model can act on.
+validates. The checking and the asking again are a typed ``ChatAgent``'s (``output=``): pydantic
+checks types, required fields and unknown keys, each error with its place, so a reply that is
+almost right is refused with a message a model can act on.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import trio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from .. import _validate
 from .._contract import Status, SubResult
 from .._replan import Batch, Done, Entry, Ledger, Round
-from ._chat import AgentError, ChatAgent, PermanentError
+from ._chat import AgentError, ChatAgent, InvalidReply, PermanentError
+from ._output import Output
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -85,21 +85,15 @@ SYSTEM = (
 )
 """The planner's system prompt: what a chat model is asked, and the reply's JSON schema."""
 
-RESPONSE_FORMAT: dict[str, Any] = {
-    "type": "json_schema",
-    "json_schema": {
-        "name": "planner_reply",
-        "schema": PlannerReply.model_json_schema(mode="serialization"),
-        "strict": True,
-    },
-}
-"""The ``response_format`` a planner's request carries: the reply's schema, strict."""
-
-_FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
+MAX_TOKENS = 512
+"""The most tokens a planner's reply may hold by default: a decision of a dozen subtasks holds
+a few hundred; a server that answers prose instead stops there."""
 
 
-class UnusableReply(AgentError):
-    """A planner model answered, but never with a decision the schema allows.
+class UnusableReply(InvalidReply):
+    """A planner model answered, but never with a decision the schema allows: a typed
+    [`ChatAgent`][trio_supervisor.agents.ChatAgent]'s
+    [`InvalidReply`][trio_supervisor.agents.InvalidReply], from a planner.
 
     ```pycon
     >>> async def main():  # the loopback server answers a task holding [garbled] with no JSON
@@ -110,7 +104,7 @@ class UnusableReply(AgentError):
     >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     Traceback (most recent call last):
       ...
-    trio_supervisor.agents.UnusableReply: 2 replies from m, none a decision the schema allows; ...
+    trio_supervisor.agents.UnusableReply: 2 replies from m, none valid against the schema ...
 
     ```
     """
@@ -195,35 +189,6 @@ def decision_of(reply: PlannerReply) -> Batch[str] | Done:
     return Batch(subtasks, note=reply.note, replaces=replaces, progress=reply.progress)
 
 
-def _problem(error: ValidationError) -> str:
-    """The first thing wrong with a reply, with its place, short:
-    ``batch.0.subtask: Field required``."""
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    said = f"{where}: {first['msg']}" if where else first["msg"]
-    return said if len(said) <= 200 else said[:199] + "…"
-
-
-def parse_reply(text: str) -> PlannerReply:
-    """The reply in ``text``: the JSON object itself, or the first Markdown code fence that
-    holds it (```json ... ```), as models often wrap their JSON.
-
-    Raises:
-      pydantic.ValidationError: if neither is a reply the schema allows (the whole text's
-        error, when no fence holds one).
-    """
-    try:
-        return PlannerReply.model_validate_json(text)
-    except ValidationError as error:
-        fenced = _FENCE.search(text)
-        if fenced is None:
-            raise
-        try:
-            return PlannerReply.model_validate_json(fenced.group(1))
-        except ValidationError:
-            raise error from None
-
-
 class ChatPlanner:
     """A [`Planner`][trio_supervisor.Planner] that asks a chat model for each decision.
 
@@ -234,15 +199,18 @@ class ChatPlanner:
     assert answer.text == "a: findings on a\\nb: findings on b"
     ```
 
-    Each decision is a chat completion request: the system prompt
+    Each decision is a chat completion request of at most ``max_tokens``: the system prompt
     ([`SYSTEM`][trio_supervisor.agents.PLANNER_SYSTEM]) says what to decide and carries the
     reply's JSON schema, the user message holds the task and the ledger as JSON, and the
-    request asks for structured outputs (``response_format`` with the schema, strict). A
-    server that refuses that parameter (a 400 naming ``response_format``) is asked again
-    without it, and never with it again by this planner. A reply is one JSON object, bare or
-    in a Markdown code fence; one the schema does not allow is asked again, told what was
-    wrong, up to ``attempts`` replies in all, then the decision fails with
-    [`UnusableReply`][trio_supervisor.agents.UnusableReply].
+    request asks for structured outputs (``response_format`` with the schema, strict). Every
+    reply is validated as a typed [`ChatAgent`][trio_supervisor.agents.ChatAgent]'s is (the
+    same code: ``output=PlannerReply``), whatever the server claims: a server that ignores
+    ``response_format`` and answers prose is asked again, told what was wrong, as is any
+    reply the schema does not allow, up to ``attempts`` replies in all, then the decision
+    fails with [`UnusableReply`][trio_supervisor.agents.UnusableReply]. A reply is one JSON
+    object, bare or in a Markdown code fence. A server that refuses the parameter (a 400
+    naming ``response_format``) is asked again without it, and never with it again by this
+    planner.
 
     A failed request fails the decision with the agent's error (a refusal:
     [`Refused`][trio_supervisor.agents.Refused]), which the run records as a stall, except a
@@ -259,10 +227,11 @@ class ChatPlanner:
       attempts: replies per decision at most, the first included.
       max_waits: waits out a server's ``Retry-After`` per decision at most.
       transport: an ``httpx2`` async transport instead of the network (an in-process server).
+      max_tokens: the most tokens each reply may hold (``MAX_TOKENS``, 512, by default).
 
     Raises:
-      ValueError: if ``attempts`` < 1, ``max_waits`` < 0, there is no API key, or the base URL
-        is not an http or https URL with a host.
+      ValueError: if ``attempts`` < 1, ``max_waits`` < 0, ``max_tokens`` < 1, there is no API
+        key, or the base URL is not an http or https URL with a host.
       TypeError: if an argument has the wrong type (as for
         [`ChatAgent`][trio_supervisor.agents.ChatAgent]).
     """
@@ -276,13 +245,21 @@ class ChatPlanner:
         attempts: int = 3,
         max_waits: int = 5,
         transport: Any = None,
+        max_tokens: int = MAX_TOKENS,
     ) -> None:
         self.attempts = _validate.count("attempts", attempts)
         self.max_waits = _validate.budget("max_waits", max_waits)
         self.structured = True
         """Whether requests ask for structured outputs; False once the server refused them."""
+        self._output = Output(PlannerReply, retries=self.attempts - 1)
         self._agent = ChatAgent(
-            model, base_url=base_url, api_key=api_key, max_connections=1, transport=transport
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            max_connections=1,
+            transport=transport,
+            max_tokens=max_tokens,
+            output=self._output,
         )
 
     async def first(self, task: str) -> Batch[str] | Done:
@@ -296,30 +273,31 @@ class ChatPlanner:
     async def _decide(
         self, task: str, ledger: Ledger[str, str], *, fresh: bool
     ) -> Batch[str] | Done:
-        prompt = request_text(task, ledger, fresh)
-        problem: str | None = None
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": request_text(task, ledger, fresh)},
+        ]
         waits = 0
-        for _ in range(self.attempts):
-            text, waits = await self._ask(_messages((prompt, problem)), waits)
-            try:
-                reply = parse_reply(text)
-            except ValidationError as error:
-                # the reply's text was masked, but JSON may spell the key in escapes: what
-                # pydantic decoded from it (a field's name in an error's place) is masked again
-                problem = self._agent.masked(_problem(error))
-            else:
-                return decision_of(_masked(reply, self._agent.masked))
-        raise UnusableReply(
-            f"{self.attempts} replies from {self._agent.model}, none a decision the schema "
-            f"allows; the last: {problem}"
-        )
+
+        async def send(conversation: list[ChatCompletionMessageParam]) -> str:
+            nonlocal waits
+            text, waits = await self._ask(conversation, waits)
+            return text
+
+        try:
+            reply = await self._agent.validated(messages, send=send)
+        except InvalidReply as error:  # the planner's own kind, as it was
+            raise UnusableReply(
+                str(error), problem=error.problem, reply=error.reply, replies=error.replies
+            ) from None
+        return decision_of(reply)
 
     async def _ask(self, messages: list[ChatCompletionMessageParam], waits: int) -> tuple[str, int]:
         """One reply's text, and the waits spent so far: structured outputs dropped if the
         server refuses them, a server's Retry-After slept (bounded) before asking again."""
         while True:
             try:
-                form = RESPONSE_FORMAT if self.structured else None
+                form = self._output.response_format if self.structured else None
                 return await self._agent.complete(messages, response_format=form), waits
             except PermanentError as error:
                 if not (
@@ -349,37 +327,6 @@ class ChatPlanner:
     def __repr__(self) -> str:
         return (
             f"ChatPlanner(model={self._agent.model!r}, base_url={self._agent.base_url!r}, "
-            f"attempts={self.attempts}, max_waits={self.max_waits})"
+            f"attempts={self.attempts}, max_waits={self.max_waits}, "
+            f"max_tokens={self._agent.max_tokens})"
         )
-
-
-def _masked(reply: PlannerReply, masked: Callable[[str], str]) -> PlannerReply:
-    """``reply`` with each of its texts masked (as decoded from the JSON, escapes and all)."""
-    return reply.model_copy(
-        update={
-            "note": masked(reply.note),
-            "answer": None if reply.answer is None else masked(reply.answer),
-            "batch": [
-                item.model_copy(update={"subtask": masked(item.subtask)}) for item in reply.batch
-            ],
-        }
-    )
-
-
-def _messages(asked: tuple[str, str | None]) -> list[ChatCompletionMessageParam]:
-    """The request's messages: the system prompt, the ledger, and why the previous reply was
-    refused, if it was."""
-    prompt, problem = asked
-    messages: list[ChatCompletionMessageParam] = [
-        {"role": "system", "content": SYSTEM},
-        {"role": "user", "content": prompt},
-    ]
-    if problem is not None:
-        messages.append(
-            {
-                "role": "user",
-                "content": f"Your reply was not valid against the schema ({problem}). "
-                "Reply again with one JSON object only.",
-            }
-        )
-    return messages
