@@ -7,22 +7,18 @@ All on virtual time.
 
 from __future__ import annotations
 
-from collections import Counter
 from types import ModuleType
 
 import pytest
-import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lessons import step21_escalation as step21
 from lessons._course import laws
+from lessons._course.laws import ASPECTS, Board
 from tests.course.step_laws import cases, run_virtual
 from tests.course.test_step17_rounds import run_json
 from trio_supervisor import Strategy
-from trio_supervisor.agents import TransientError
-
-ASPECTS = ["a", "b", "c", "d"]
 
 
 @pytest.mark.parametrize("step", cases(laws.A_CHILD_THAT_GIVES_UP_ESCALATES))
@@ -39,32 +35,6 @@ def test_the_escalated_company_is_rerouted_in_the_next_round() -> None:
     assert ledger[1]["error"] == "Escalated: globex: gave up: more than 3 restarts within 10s"
     assert (ledger[2]["round"], ledger[2]["replaces"]) == (2, [1, 1])
     assert escalated["replan"]["degraded"] is False  # the reroute settled it
-
-
-class Board:
-    """Leaves that depend on each other: each publishes a note as it starts, and returns the
-    notes of the subtasks before it in its company's plan as it ends. A flaky leaf fails its
-    first call after publishing (a 500, which the chain retries): a note from a failed call is
-    stale."""
-
-    def __init__(self, latencies: dict[str, float], flaky: set[str]) -> None:
-        self.latencies = latencies
-        self.flaky = flaky
-        self.notes: dict[str, str] = {}
-        self.calls: Counter[str] = Counter()
-        self.stale: set[str] = set()
-
-    async def __call__(self, leaf: str) -> str:
-        self.calls[leaf] += 1
-        note = f"{leaf}#{self.calls[leaf]}"
-        self.notes[leaf] = note
-        await trio.sleep(self.latencies[leaf])
-        if leaf in self.flaky and self.calls[leaf] == 1:
-            self.stale.add(note)
-            raise TransientError(f"{leaf} failed", status=500)
-        company, aspect = leaf.split(" ")
-        earlier = [f"{company} {other}" for other in ASPECTS[: ASPECTS.index(aspect)]]
-        return ",".join(self.notes[other] for other in earlier if other in self.notes)
 
 
 def stale_reads(task: str, board: Board, strategy: Strategy, k: int) -> list[str]:
