@@ -2380,8 +2380,8 @@ def _a_crash_in_a_real_process_spares_the_run(step: Subject, seen: Seen) -> None
     said = done.stdout.strip().splitlines()
     seen.fact("the child Python exited with", done.returncode, 0, done.returncode == 0)
     if done.returncode != 0:
-        error = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
-        seen.returned = [f"(the run's own process died, exit code {done.returncode}: {error})"]
+        said_last = done.stderr.strip().splitlines()[-1:] or ["nothing returned, nothing said"]
+        seen.returned = [f"(the run's process died, exit code {done.returncode}: {said_last[0]})"]
         raise AssertionError(
             f"the crash ended the supervisor's own process (exit code {done.returncode}): "
             "the body ran in this process, not in a worker process"
