@@ -10,8 +10,12 @@ so that a failure can be told, not only raised.
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import os
 import re
+import subprocess
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
@@ -47,7 +51,7 @@ from lessons._course.probes import (
     tasks_below,
 )
 from lessons._course.steps import Step
-from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
+from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose, report_usage
 from trio_supervisor.agents import PermanentError, RateLimited, TransientError
 from trio_supervisor.testing import SimulatedAgent
 
@@ -406,6 +410,35 @@ BOUNDED = Law(
 )
 
 
+def _max_workers_refused(step: Subject, seen: Seen) -> None:
+    """``max_workers=0`` is refused with a ValueError naming it, before any worker is called: a
+    limiter with no token would admit nobody, and the run would wait forever."""
+    plan, spy = spy_for([1.0, 1.0])
+    seen.drew.update(plan=plan, max_workers=0)
+
+    async def main() -> None:
+        try:
+            await step.supervise(task_of(plan), spy, max_workers=0)
+        except ValueError as exc:
+            named = "max_workers" in str(exc)
+            seen.fact("raised", describe(exc), "a ValueError naming max_workers", named)
+            assert named, "the ValueError does not name max_workers, the option refused"
+        else:
+            seen.fact("raised", "nothing", "a ValueError naming max_workers", False)
+            raise AssertionError("max_workers=0 was not refused")
+        seen.fact("workers called", spy.started, [], spy.started == [])
+        assert spy.started == [], "a worker was called before max_workers=0 was refused"
+
+    seen.virtual(main)
+
+
+MAX_WORKERS_REFUSED = Law(
+    "max_workers below 1 is refused with a ValueError before any worker is called",
+    (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19),
+    _max_workers_refused,
+)
+
+
 def _failures_isolated(
     step: Subject, seen: Seen, data: st.DataObject, latencies: list[float], k: int
 ) -> None:
@@ -544,6 +577,47 @@ HUNG_WORKER_FREES_ITS_SLOT = Law(
     (6, 7, 8, 9, 10, 11, 12, 13, 14),
     _hung_worker_frees_its_slot,
     flaw=(5, "step 5's flaw: one hung worker holds its slot forever, and the run never returns"),
+)
+
+
+def _each_call_is_timed_on_its_own(step: Subject, seen: Seen) -> None:
+    """Three hung workers and one that answers, on two workers: each hung call is cut exactly
+    ``worker_timeout`` after it started, its own start (the third starts when the first two
+    are cut), and the one that answers is not cut at all. A timeout around ``start_soon`` times
+    nothing; one around the nursery cuts every call at once, or the run."""
+    plan = ["stuck 0", "stuck 1", "stuck 2", "b"]
+    agent = SimulatedAgent(hang=set(plan[:3]))
+    seen.drew.update(plan=plan, hung=plan[:3], max_workers=2, worker_timeout=1.5)
+    seen.due = 3.0
+    seen.expect([*(f"{subtask}: timed out" for subtask in plan[:3]), "b: ok, findings on b"])
+
+    async def main() -> None:
+        probe = Probe(agent)
+        await seen.run(
+            lambda: supervise(
+                step,
+                task_of(plan),
+                seen.watch(probe, plan),
+                max_workers=2,
+                worker_timeout=1.5,
+                attempts=1,
+            )
+        )
+        took = [secs((call.end or math.inf) - call.start) for call in probe.calls]
+        wanted = [
+            secs(1.5 if call.subtask in plan[:3] else agent.latency("b")) for call in probe.calls
+        ]
+        seen.fact("each call took", took, wanted, took == wanted)
+        assert sorted(call.subtask for call in probe.calls) == sorted(plan), "a call never started"
+        assert took == wanted, "a call was not cut at its own timeout"
+
+    seen.virtual(main)
+
+
+EACH_CALL_IS_TIMED_ON_ITS_OWN = Law(
+    "worker_timeout cuts each call exactly that long after its own start, and no other call",
+    (6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+    _each_call_is_timed_on_its_own,
 )
 
 
@@ -1243,6 +1317,40 @@ HELD_TO_THE_WINDOW = Law(
 )
 
 
+def _head_of_line_is_held_to_the_window(step: Subject, seen: Seen) -> None:
+    """Eight subtasks on two workers with a window of four; slot 1 takes 3 s, the rest 0.25 s.
+    Slot 0 comes out at 0.25 s; slots 1-4 wait for slot 1 and come out together at 3 s, then
+    the rest; while slot 1 runs, the window (slots 1-4) is full and nothing more starts."""
+    latencies = [8, 96, 8, 8, 8, 8, 8, 8]
+    plan = plan_of(len(latencies))
+    seen.drew.update(
+        latencies={s: n / 32 for s, n in zip(plan, latencies, strict=True)}, max_workers=2, window=4
+    )
+    times = [0.25, 3, 3, 3, 3, 3.25, 3.25, 3.5]
+    seen.expect(f"{subtask}: at {secs(time)}" for subtask, time in zip(plan, times, strict=True))
+
+    async def main() -> None:
+        probe = Probe(agent_with(latencies))
+        start = trio.current_time()
+        got = await arrivals(step, task_of(plan), seen.watch(probe, plan), max_workers=2, window=4)
+        seen.over()
+        seen.returned = [f"{result.subtask}: at {secs(time - start)}" for time, result in got]
+        early = [call.subtask for call in probe.calls if call.start - start < 3]
+        seen.fact("started while slot 1 ran", early, plan[:5], early == plan[:5])
+        assert seen.returned == seen.expected
+        assert early == plan[:5], "a slot started past the window while slot 1 held its head"
+
+    seen.virtual(main)
+
+
+HEAD_OF_LINE_IS_HELD_TO_THE_WINDOW = Law(
+    "while an early slot runs long, the window fills with finished later slots and nothing "
+    "more starts",
+    (12, 13, 14),
+    _head_of_line_is_held_to_the_window,
+)
+
+
 def _a_lazy_million_is_held(
     step: Subject, seen: Seen, workers: int, extra: int, taken: int, seed: int
 ) -> None:
@@ -1403,6 +1511,61 @@ THE_CALLERS_EXCEPTION_COMES_OUT_BARE = Law(
 )
 
 
+def _a_retry_waits_out_its_retry_after(
+    step: Subject, seen: Seen, waits: list[float], workers: int, seed: int
+) -> None:
+    """Each subtask's first call is answered 429 with its own Retry-After; its second call
+    starts no sooner than that wait after the 429, and then it succeeds."""
+    plan = plan_of(len(waits))
+    asked = dict(zip(plan, waits, strict=True))
+    refused: dict[str, float] = {}  # subtask -> when its 429 came
+    retried: dict[str, float] = {}  # subtask -> when its second call started
+    seen.expect(out(plan))
+
+    async def endpoint(subtask: str) -> str:
+        await trio.sleep(1 / 32)
+        if subtask not in refused:
+            refused[subtask] = trio.current_time()
+            raise RateLimited("429 Too Many Requests", retry_after=asked[subtask])
+        retried[subtask] = trio.current_time()
+        return f"out:{subtask}"
+
+    async def main() -> None:
+        worker = seen.watch(endpoint, plan)
+        aggregate = await seen.run(
+            lambda: step.supervise(
+                task_of(plan), worker, max_workers=workers, attempts=2, seed=seed
+            )
+        )
+        assert [result.output for result in aggregate.results] == [f"out:{s}" for s in plan]
+        waited = {s: retried[s] - 1 / 32 - refused[s] for s in plan if s in retried}
+        # within float rounding: the clock adds the waits up in seconds since its start
+        short = [s for s in plan if waited.get(s, math.inf) < asked[s] - 1e-9]
+        seen.fact(
+            "retried sooner than its Retry-After",
+            [f"{s}: after {secs(waited[s])}, asked {secs(asked[s])}" for s in short],
+            [],
+            not short,
+        )
+        assert not short, "a retry started before the wait its 429 asked for"
+
+    seen.virtual(main)
+
+
+A_RETRY_WAITS_OUT_ITS_RETRY_AFTER = Law(
+    "a retry never starts sooner than the Retry-After its 429 asked for",
+    (14, 15, 16),
+    _a_retry_waits_out_its_retry_after,
+    {
+        "waits": st.lists(st.integers(1, 96).map(lambda k: k / 32), min_size=1, max_size=8),
+        "workers": st.integers(1, 4),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=40, deadline=None),
+    flaw=(13, "step 13's flaw: its backoff draw decides the wait, whatever the server asked"),
+)
+
+
 def _only_transient_failures_are_retried(
     step: Subject, seen: Seen, kinds: list[str], attempts: int
 ) -> None:
@@ -1461,6 +1624,59 @@ ONLY_TRANSIENT_FAILURES_ARE_RETRIED = Law(
     },
     settings(max_examples=30, deadline=None),
     flaw=(14, "step 14's flaw: it retries whatever fails, a wrong key as much as a 429"),
+)
+
+
+def _through_a_server_each_subtask_is_answered_once(
+    step: Subject, seen: Seen, size: int, workers: int, flaky: dict[int, int], seed: int
+) -> None:
+    """Through the loopback server (its app in this process, scripted by a simulated agent),
+    which takes two requests at once and answers 429 beyond: every subtask is accounted for
+    once, in plan order; each 429's Retry-After is waited out before the next attempt; a slot
+    that failed fewer times than its attempts allow succeeds."""
+    plan = [f"subtask {slot}" for slot in range(size)]
+    agent = SimulatedAgent(seed, flaky={plan[s]: k for s, k in flaky.items() if s < size})
+    seen.expect(f"{subtask}: ok, findings on {subtask}" for subtask in plan)
+
+    async def main() -> None:
+        async with step.module.open_worker(agent, virtual=True, max_workers=workers) as worker:
+            await seen.run(
+                lambda: step.supervise(
+                    task_of(plan),
+                    seen.watch(worker, plan),
+                    max_workers=workers,
+                    attempts=12,
+                    seed=seed,
+                )
+            )
+        assert seen.trace is not None
+        undercut = []
+        for slot in seen.trace.slots:
+            for span, after in itertools.pairwise(slot.spans):
+                waited = after.start - (span.end or math.inf)
+                if waited < (span.retry_after or 0) - 1e-9:
+                    undercut.append(
+                        f"{slot.subtask}: {secs(waited)} of {secs(span.retry_after or 0)}"
+                    )
+        seen.fact("Retry-After undercut", undercut, [], not undercut)
+        assert seen.returned == seen.expected
+        assert not undercut, "a retry started before the wait its 429 asked for"
+
+    seen.virtual(main)
+
+
+THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE = Law(
+    "through a server over its limit, every subtask is answered once, in plan order, no "
+    "Retry-After undercut",
+    (15, 16),
+    _through_a_server_each_subtask_is_answered_once,
+    {
+        "size": st.integers(1, 8),
+        "workers": st.integers(1, 5),
+        "flaky": st.dictionaries(st.integers(0, 7), st.integers(1, 2), max_size=3),
+        "seed": st.integers(0, 1000),
+    },
+    settings(max_examples=25, deadline=None),
 )
 
 
@@ -1600,6 +1816,59 @@ ASKS_WHAT_THE_RESULTS_CALL_FOR = Law(
 )
 
 
+def _every_dispatched_subtask_in_the_ledger_once(
+    step: Subject, seen: Seen, workers: int, seed: int
+) -> None:
+    """The research task, each subtask tried once: the worker's calls are the ledger's entries,
+    each once; each round's entries are indexed 0, 1, ... in batch order; at most
+    ``max_workers`` run at once; the run's trace holds one slot per entry, in ledger order;
+    and on one worker, the calls are made in ledger order."""
+    probe = Probe(researcher(seed))
+    options = step.record.accepted(max_workers=workers, attempts=1)
+
+    async def main() -> tuple[Any, Trace]:
+        trace = seen.trace = Trace()
+        if step.record.records_trace:
+            options["trace"] = trace
+        return await step.supervise(RESEARCHED, probe, **options), trace
+
+    answer, trace = seen.virtual(main)
+    entries = [entry.subtask for entry in answer.ledger.entries]
+    called = [call.subtask for call in probe.calls]
+    seen.returned, seen.expected = entries, sorted(called, key=entries.index)
+    seen.fact("worker calls", sorted(called), sorted(entries), sorted(called) == sorted(entries))
+    assert sorted(called) == sorted(entries), "the worker's calls are not the ledger's entries"
+    rounds = answer.ledger.rounds
+    indexed = [[entry.index for entry in done.entries] for done in rounds]
+    seen.fact(
+        "each round's indexes",
+        indexed,
+        [list(range(len(i))) for i in indexed],
+        all(i == list(range(len(i))) for i in indexed),
+    )
+    assert all(i == list(range(len(i))) for i in indexed), "a round's entries are not 0, 1, ..."
+    assert [entry for done in rounds for entry in done.entries] == list(answer.ledger.entries)
+    seen.fact("most calls at once", probe.most, f"at most {workers}", probe.most <= workers)
+    assert probe.most <= workers
+    if step.record.records_trace:
+        slots = [slot.subtask for slot in trace.slots]
+        seen.fact("the trace's slots", slots, entries, slots == entries)
+        assert slots == entries, "the trace's slots are not the ledger's entries, in order"
+    if workers == 1:
+        seen.fact("calls in the order", called, entries, called == entries)
+        assert called == entries, "on one worker, the calls were not made in ledger order"
+
+
+EVERY_DISPATCHED_SUBTASK_IN_THE_LEDGER_ONCE = Law(
+    "every dispatched subtask is in the ledger once, indexed in its batch's order, and the "
+    "trace holds one slot per entry",
+    (17, 18, 19),
+    _every_dispatched_subtask_in_the_ledger_once,
+    {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
+    settings(max_examples=10, deadline=None, phases=NO_SHRINK),
+)
+
+
 def _answers_by_its_deadline(
     step: Subject, seen: Seen, workers: int, hung: int, deadline: float, seed: int
 ) -> None:
@@ -1671,6 +1940,81 @@ ENDS_BY_THE_BUDGET_IT_WAS_GIVEN = Law(
     _ends_by_the_budget_it_was_given,
     {"seed": st.integers(0, 2**16)},
     settings(max_examples=3, deadline=None, phases=NO_SHRINK),
+)
+
+
+def fresh_plans(stalled: Iterable[bool], max_stalls: int, max_resets: int) -> list[bool]:
+    """Which rounds are fresh plans, by the counting rule, given whether each round but the
+    last stalled: the count goes up one on a stall and down one (not below 0) on progress; past
+    ``max_stalls`` a fresh plan (and the count back to 0), at most ``max_resets`` times."""
+    fresh = [False]
+    stalls = resets = 0
+    for verdict in stalled:
+        stalls = stalls + 1 if verdict else max(0, stalls - 1)
+        if stalls > max_stalls and resets < max_resets:
+            resets += 1
+            stalls = 0
+            fresh.append(True)
+        else:
+            fresh.append(False)
+    return fresh
+
+
+def _stalls_are_counted_up_and_down(
+    step: Subject, seen: Seen, failing: int, max_stalls: int, max_resets: int, seed: int
+) -> None:
+    """A task whose failing subtasks keep the rounds from progress: a round in which nothing
+    new succeeded is a stall, and the fresh plans follow the counting rule (`fresh_plans`)
+    from the rounds' stalls; a run ended by ``max_stalls`` is past it with no reset left."""
+    plan = ["a", *(f"b{n} failing" for n in range(failing)), "c"]
+    agent = SimulatedAgent(seed, fail={s for s in plan if "failing" in s})
+    options = step.record.accepted(
+        max_workers=2, max_stalls=max_stalls, max_resets=max_resets, max_rounds=12, attempts=1
+    )
+
+    async def main() -> Any:
+        return await step.supervise(task_of(plan), seen.watch(agent), **options)
+
+    answer = seen.virtual(main)
+    rounds = answer.ledger.rounds
+    succeeded: set[str] = set()
+    unmarked = []
+    for done in rounds[:-1]:
+        new = {entry.subtask for entry in done.entries if entry.result.ok} - succeeded
+        succeeded |= new
+        if not new and not done.stalled:
+            unmarked.append(done.number)
+    seen.fact("rounds with nothing new that are no stall", unmarked, [], not unmarked)
+    assert not unmarked, "a round in which nothing new succeeded was not counted a stall"
+    stalled = [bool(done.stalled) for done in rounds[:-1]]
+    fresh = [done.fresh for done in rounds]
+    wanted = fresh_plans(stalled, max_stalls, max_resets)[: len(rounds)]
+    seen.drew["stalled"] = stalled
+    seen.fact("fresh plans", fresh, wanted, fresh == wanted)
+    assert fresh == wanted, "the fresh plans do not follow the stall count"
+    if answer.ended_by == "max_stalls":
+        count = resets = 0
+        for verdict in [*stalled, bool(rounds[-1].stalled)]:
+            count = count + 1 if verdict else max(0, count - 1)
+            if count > max_stalls and resets < max_resets:
+                resets, count = resets + 1, 0
+        past = count > max_stalls and resets == max_resets
+        seen.fact("ended by max_stalls with the count", count, f"past {max_stalls}", past)
+        assert past, "the run ended by max_stalls before the count was past it"
+
+
+STALLS_ARE_COUNTED_UP_AND_DOWN = Law(
+    "a round with nothing new is a stall; the stall count goes up on a stall, down on "
+    "progress, and past max_stalls asks a fresh plan, at most max_resets times",
+    (18, 19, 20, 21, 22, 23, 24, 25),
+    _stalls_are_counted_up_and_down,
+    {
+        "failing": st.integers(1, 3),
+        "max_stalls": st.integers(0, 2),
+        "max_resets": st.integers(0, 2),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=10, deadline=None, phases=NO_SHRINK),
 )
 
 
@@ -1798,6 +2142,39 @@ A_COMPANY_IS_A_CHILD_SUPERVISOR = Law(
     {"task": companies(), "workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
     flaw=(19, "step 19's flaw: one flat level: a company is one subtask to one worker"),
+)
+
+
+def _no_leaf_outlives_the_deadline(
+    step: Subject, seen: Seen, task: str, workers: int, seed: int, deadline: float
+) -> None:
+    """A tree under a deadline: every leaf's call has ended by it (cancel scopes nest)."""
+    probe = Probe(SimulatedAgent(seed))
+
+    async def main() -> None:
+        await step.supervise(task, seen.watch(probe), max_workers=workers, deadline=deadline)
+
+    seen.virtual(main)
+    late = [
+        f"{call.subtask}: ended at {secs(call.end) if call.end is not None else 'never'}"
+        for call in probe.calls
+        if call.end is None or call.end > deadline
+    ]
+    seen.fact("leaves past the deadline", late, [], not late)
+    assert not late, "a leaf outlived the run's deadline"
+
+
+NO_LEAF_OUTLIVES_THE_DEADLINE = Law(
+    "no leaf of the tree outlives the run's deadline",
+    (20, 21, 22, 23, 24, 25),
+    _no_leaf_outlives_the_deadline,
+    {
+        "task": companies(),
+        "workers": st.integers(1, 4),
+        "seed": st.integers(0, 2**16),
+        "deadline": st.integers(0, 80).map(lambda n: (2 * n + 1) / 64),
+    },
+    settings(max_examples=30, deadline=None),
 )
 
 
@@ -1940,6 +2317,144 @@ A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
     flaw=(21, "step 21's flaw: its leaves run in this process, and take no crash"),
     raises=TypeError,
+)
+
+
+CRASHING_CHILD = """
+import importlib, json, sys
+import trio
+from trio_supervisor.testing import SimulatedAgent
+
+module = importlib.import_module(sys.argv[1])
+agent = SimulatedAgent(latencies={"acme a": 0.1, "acme b": 0.05, "acme c": 0.2})
+
+async def main():
+    hook = module.open_worker(agent, virtual=False, max_workers=3, crash={"acme b"})
+    async with hook as worker:
+        answer = await module.supervise("acme: a, b, c", worker, max_workers=3)
+    print(json.dumps([str(entry.result.output) for entry in answer.ledger.entries]))
+
+trio.run(main)
+"""
+"""A child Python running a step on real time, its worker from the step's ``open_worker`` with
+real processes, the body crashing on "acme b": what it prints is the ledger's outputs."""
+REAL_TIME = 60.0  # seconds the child may take: its start, its processes', and a run of 0.2 s
+
+
+def crashing_child(module: ModuleType) -> subprocess.CompletedProcess[str]:
+    """Run `CRASHING_CHILD` on ``module`` (a step of the course's, or a reader's file,
+    imported there by its name from its folder, so that its worker processes import it too)."""
+    if module.__name__.startswith("lessons."):
+        name, folders = module.__name__, []
+    else:
+        path = Path(module.__file__ or "")
+        name, folders = path.stem, [str(path.parent)]
+    found = [*folders, *(entry for entry in sys.path if entry)]
+    return subprocess.run(
+        [sys.executable, "-c", CRASHING_CHILD, name],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(found)},
+        timeout=REAL_TIME,
+        check=False,
+    )
+
+
+def _a_crash_in_a_real_process_spares_the_run(step: Subject, seen: Seen) -> None:
+    """The one case a law runs on real processes: the step's worker made by its
+    ``open_worker(virtual=False)``, in a child Python, the body crashing on "acme b". A body
+    run in a worker process takes only that process with it: the child returns, "acme b"
+    missing and its siblings answered. A body run in the supervisor's own process (a pool
+    started, and not used) takes the whole run with it: the child dies with the body's exit
+    code, and returns nothing."""
+    seen.drew.update(
+        task="acme: a, b, c", crash="acme b", max_workers=3, time="real, in a child Python"
+    )
+    if not step.record.takes_crash:
+        raise TypeError("open_worker takes no crash: its leaves run in this process")
+    leaves = ["acme a", "acme b", "acme c"]
+    seen.expect(
+        f"{leaf}: {'missing' if leaf == 'acme b' else f'findings on {leaf}'}" for leaf in leaves
+    )
+    done = crashing_child(step.module)
+    said = done.stdout.strip().splitlines()
+    seen.fact("the child Python exited with", done.returncode, 0, done.returncode == 0)
+    if done.returncode != 0:
+        said_last = done.stderr.strip().splitlines()[-1:] or ["nothing returned, nothing said"]
+        seen.returned = [f"(the run's process died, exit code {done.returncode}: {said_last[0]})"]
+        raise AssertionError(
+            f"the crash ended the supervisor's own process (exit code {done.returncode}): "
+            "the body ran in this process, not in a worker process"
+            if not said
+            else f"the child Python failed (exit code {done.returncode})"
+        )
+    outputs = json.loads(said[-1])[0]
+    seen.returned = str(outputs).split("; ")
+    assert seen.returned == seen.expected, "a leaf's result is not what its body made of it"
+
+
+A_CRASH_IN_A_REAL_PROCESS_SPARES_THE_RUN = Law(
+    "on real processes, a body that crashes takes only its worker process: the run returns, "
+    "the crashed leaf missing, its siblings answered",
+    (22,),
+    _a_crash_in_a_real_process_spares_the_run,
+    flaw=(21, "step 21's flaw: its leaves run in this process, and take no crash"),
+    raises=TypeError,
+)
+
+
+def _a_cut_leaf_ends_its_call(step: Subject, seen: Seen, hung: int, seed: int) -> None:
+    """A leaf that never answers is cut at its ``worker_timeout``, its call ended there (as
+    ``ProcessWorker`` kills its process), its siblings answered; and a run cancelled from
+    outside ends every call at that instant, none left running (every process killed)."""
+    task = "acme: pricing, reviews, inventory"
+    leaves = ["acme pricing", "acme reviews", "acme inventory"]
+    agent = SimulatedAgent(seed, hang={leaves[hung]})
+    seen.drew["hangs"] = leaves[hung]
+
+    async def timed_out() -> Any:
+        probe = Probe(agent)
+        answer = await step.supervise(
+            task, seen.watch(probe), max_workers=3, worker_timeout=1.5, attempts=1
+        )
+        return probe, answer
+
+    probe, answer = seen.virtual(timed_out)
+    took = [
+        f"{call.subtask}: {call.outcome} after {secs((call.end or math.inf) - call.start)}"
+        for call in probe.of(leaves[hung])
+    ]
+    cut = [f"{leaves[hung]}: cancelled after 1.5s"]
+    seen.fact("the hung leaf's call", took, cut, took == cut)
+    assert took == cut, "the hung leaf's call was not ended at its timeout"
+    (entry,) = [entry for entry in answer.ledger.entries if entry.round == 1]
+    lines = dict(part.split(": ", 1) for part in str(entry.result.output).split("; "))
+    answered = [leaf for leaf in leaves if lines.get(leaf, "missing") != "missing"]
+    others = [leaf for leaf in leaves if leaf != leaves[hung]]
+    seen.fact("leaves answered", answered, others, answered == others)
+    assert answered == others, "the hung leaf's siblings did not get their results"
+
+    async def cancelled() -> None:
+        probe = Probe(SimulatedAgent(seed, hang={leaves[hung]}))
+        with trio.move_on_after(1.0):
+            await step.supervise(task, seen.watch(probe), max_workers=3, attempts=1)
+        live, after = probe.live, len(probe.calls)
+        await trio.sleep(HOUR)
+        seen.fact("calls running after the cancel", live, 0, live == 0)
+        assert live == 0, "a leaf's call outlived the cancelled run"
+        assert len(probe.calls) == after, "a leaf was called after the run was cancelled"
+
+    seen.drew["cancelled"] = "from outside, after 1s"
+    seen.virtual(cancelled)
+
+
+A_CUT_LEAF_ENDS_ITS_CALL = Law(
+    "a leaf cut by its timeout, or by a cancelled run, has its call ended there: no body "
+    "outlives the call that started it",
+    (22, 23, 24, 25),
+    _a_cut_leaf_ends_its_call,
+    {"hung": st.integers(0, 2), "seed": st.integers(0, 2**16)},
+    settings(max_examples=5, deadline=None, phases=NO_SHRINK),
 )
 
 
@@ -2188,6 +2703,61 @@ THE_FIRST_K_LEAVES_ANSWER = Law(
     raises=TypeError,
 )
 
+
+def _the_tokens_spent_never_exceed_the_budget(
+    step: Subject, seen: Seen, sizes: list[int], workers: int, budget: int, seed: int
+) -> None:
+    """Companies of leaves that answer at once with the most their request may use (a token a
+    character of the leaf, and a reply of ``REPLY_TOKENS``), each reported through
+    ``report_usage`` and counted here as the endpoint bills it: whatever the budget and the
+    width of the fan-out, what was billed never exceeds ``budget_tokens``, and a budget that
+    fits a request's worst case pays for one at least. A check made before a request and
+    charged after it lets every request running at once through, and overshoots."""
+    task = "; ".join(
+        f"c{n}: {', '.join(f'source {i}' for i in range(size))}" for n, size in enumerate(sizes)
+    )
+    agent = SimulatedAgent(seed)
+    billed: list[int] = []
+    reply = 64  # the course's REPLY_TOKENS: what a reply may take at most
+
+    async def leaf(subtask: str) -> str:
+        answer = await agent(subtask)
+        report_usage(input_tokens=len(subtask), output_tokens=reply)
+        billed.append(len(subtask) + reply)
+        return answer
+
+    async def main() -> None:
+        await step.supervise(
+            task, seen.watch(leaf), max_workers=workers, attempts=1, budget_tokens=budget
+        )
+
+    seen.drew["task"] = task
+    seen.virtual(main)
+    spent = sum(billed)
+    seen.fact("tokens billed", spent, f"at most {budget}", spent <= budget)
+    assert spent <= budget, "the leaves spent more tokens than budget_tokens"
+    cheapest = min(len(f"c0 source {i}") + 4 + reply for i in range(max(sizes)))
+    if budget >= cheapest:
+        seen.fact("requests paid for", len(billed), "at least 1", bool(billed))
+        assert billed, "a budget that fits a request paid for none"
+
+
+THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET = Law(
+    "the tokens the leaves spend, hedges included, never exceed budget_tokens, however many "
+    "requests run at once",
+    (25,),
+    _the_tokens_spent_never_exceed_the_budget,
+    {
+        "sizes": st.lists(st.integers(1, 4), min_size=1, max_size=3),
+        "workers": st.integers(2, 6),
+        "budget": st.integers(80, 600),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=15, deadline=None),
+    flaw=(24, "step 24's flaw: nothing bounds what the leaves spend; it takes no budget_tokens"),
+    raises=TypeError,
+)
+
 LAWS = (
     PLAN_ORDER,
     SERIAL_WALL_TIME,
@@ -2195,9 +2765,11 @@ LAWS = (
     EVERY_SUBTASK_ANSWERED,
     GREEDY_MAKESPAN,
     BOUNDED,
+    MAX_WORKERS_REFUSED,
     FAILURES_ISOLATED,
     CANCELLATION_PASSES_THROUGH,
     HUNG_WORKER_FREES_ITS_SLOT,
+    EACH_CALL_IS_TIMED_ON_ITS_OWN,
     MAKESPAN_WITH_TIMEOUTS,
     DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK,
     TRANSIENT_FAILURE_RETRIED,
@@ -2211,28 +2783,37 @@ LAWS = (
     HANDED_OVER_AS_SOON_AS_POSSIBLE,
     LEAVING_EARLY_CANCELS_THE_REST,
     HELD_TO_THE_WINDOW,
+    HEAD_OF_LINE_IS_HELD_TO_THE_WINDOW,
     A_LAZY_MILLION_IS_HELD,
     AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE,
     THE_CALLERS_EXCEPTION_COMES_OUT_BARE,
+    A_RETRY_WAITS_OUT_ITS_RETRY_AFTER,
     ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
+    THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE,
     ATTEMPTS_START_AT_THE_RATE,
     ADAPTIVE_ENDS_THE_429S,
     # Part II: rounds to processes
     ASKS_WHAT_THE_RESULTS_CALL_FOR,
+    EVERY_DISPATCHED_SUBTASK_IN_THE_LEDGER_ONCE,
     ANSWERS_BY_ITS_DEADLINE,
     ENDS_BY_THE_BUDGET_IT_WAS_GIVEN,
+    STALLS_ARE_COUNTED_UP_AND_DOWN,
     AN_LLM_PLANS_AS_THE_RULES_DO,
     A_PLANNER_THAT_FAILS_COSTS_ROUNDS,
     A_COMPANY_IS_A_CHILD_SUPERVISOR,
+    NO_LEAF_OUTLIVES_THE_DEADLINE,
     A_CHILD_THAT_GIVES_UP_ESCALATES,
     A_STRATEGY_RESTARTS_WHAT_IT_NAMES,
     A_CRASH_FAILS_ITS_LEAF_ALONE,
+    A_CRASH_IN_A_REAL_PROCESS_SPARES_THE_RUN,
+    A_CUT_LEAF_ENDS_ITS_CALL,
     # Part II: durable runs and an approval gate
     RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
     A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL,
     # Part II: hedged requests and the first k of n
     A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE,
     THE_FIRST_K_LEAVES_ANSWER,
+    THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET,
 )
 """Every law of the course, in the order of the steps that bring them."""
 

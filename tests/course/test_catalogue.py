@@ -84,20 +84,6 @@ BULLET_LAW = re.compile(r"^- \[[^\]]*\]\(\.\./laws\.md#(?P<anchor>[\w-]+)\)", re
 FLAW_ONLY = {"order-leaks", "no-bound", "one-failure-sinks-the-batch", "tree-deadlock"}
 """Entries of the laws page that tell a step's flaw, not a law it keeps: what the step shows
 going wrong (its law is the one of the step that fixes it)."""
-NOT_YET = {
-    "max-workers-refused": "a refusal, proven by test_steps.py on each step",
-    "timeout-placement": "a wrong placement, caught by the hung-worker law",
-    "head-of-line": "a bound the window law implies",
-    "retry-after": "proven by test_step15_http_subagents.py",
-    "through-a-server": "proven through the loopback server by test_step15_http_subagents.py",
-    "replan-ledger": "proven by test_replan_laws.py",
-    "replan-stalls": "proven by test_replan_laws.py",
-    "deadlines-flow-down": "proven by test_step20_trees.py",
-    "crash-contained": "proven on real processes by test_step22_processes.py",
-    "crash-killed": "proven on real processes by test_step22_processes.py",
-}
-"""Laws a page lists that the catalogue does not grade yet, and where they are proven: this
-list may only shrink."""
 
 
 def _kept_and_flaws(page: Path, number: int) -> tuple[set[str], set[str]]:
@@ -129,5 +115,5 @@ def test_every_law_a_steps_page_lists_is_in_the_catalogue_and_checked_on_it(step
         for name, law in vars(laws).items()
         if isinstance(law, laws.Law) and step.number in law.steps
     }
-    missing = sorted(kept - graded - set(NOT_YET))
+    missing = sorted(kept - graded)
     assert missing == [], f"step {step.number}'s page lists laws its check never runs: {missing}"

@@ -98,6 +98,11 @@ async def test_a_timeout_around_start_soon_times_nothing(autojump_clock: trio.ab
     assert ended == [start + 10]
 
 
+@pytest.mark.parametrize("step", cases(laws.EACH_CALL_IS_TIMED_ON_ITS_OWN))
+def test_worker_timeout_cuts_each_call_at_its_own_start_and_no_other(step: ModuleType) -> None:
+    laws.EACH_CALL_IS_TIMED_ON_ITS_OWN.verify(step)
+
+
 @pytest.mark.parametrize("step", SINCE_6)
 @pytest.mark.parametrize(
     ("options", "message"),

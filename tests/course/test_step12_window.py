@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from lessons._course import laws
-from tests.course.probing import Probe, agent_with, arrivals, since, task_of
+from tests.course.probing import Probe, agent_with, since, task_of
 from tests.course.step_laws import cases
 from trio_supervisor import Status
 from trio_supervisor.testing import SimulatedAgent
@@ -28,23 +28,11 @@ def test_at_most_window_slots_are_started_and_not_yet_handed_over(step: ModuleTy
     laws.HELD_TO_THE_WINDOW.verify(step)
 
 
-@pytest.mark.parametrize("step", SINCE_12)
-async def test_head_of_line_blocking_holds_the_window_while_an_early_slot_runs_long(
-    step: ModuleType, autojump_clock: trio.abc.Clock
+@pytest.mark.parametrize("step", cases(laws.HEAD_OF_LINE_IS_HELD_TO_THE_WINDOW))
+def test_head_of_line_blocking_holds_the_window_while_an_early_slot_runs_long(
+    step: ModuleType,
 ) -> None:
-    probe = Probe(agent_with([8, 96, 8, 8, 8, 8, 8, 8]))  # slot 1 takes 3 s, the rest 0.25 s
-    start = trio.current_time()
-    got = await arrivals(step, task_of(8), probe, max_workers=2, window=4)
-    # slot 0 at 0.25 s; slots 1-4 wait for slot 1 and come out together at 3 s, then the rest
-    assert [time - start for time, _ in got] == [0.25, 3, 3, 3, 3, 3.25, 3.25, 3.5]
-    # while slot 1 runs, the window (slots 1-4) is full: nothing more starts, workers idle
-    assert [call.subtask for call in probe.calls if call.start - start < 3] == [
-        "s0",
-        "s1",
-        "s2",
-        "s3",
-        "s4",
-    ]
+    laws.HEAD_OF_LINE_IS_HELD_TO_THE_WINDOW.verify(step)
 
 
 @pytest.mark.parametrize("step", SINCE_12)

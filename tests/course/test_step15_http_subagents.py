@@ -16,8 +16,6 @@ from typing import Any
 
 import pytest
 import trio
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from rich.console import Console
 
 from lessons import step14_library, step15_http_subagents
@@ -25,52 +23,17 @@ from lessons._course import laws
 from lessons._course.demos import Demo
 from lessons._course.runner import main
 from lessons._course.running import Run, run_step
-from tests.course.probing import STEP13
-from tests.course.step_laws import cases, flawed, run_virtual
+from tests.course.step_laws import cases
 from trio_supervisor import Status, decompose
-from trio_supervisor.agents import RateLimited
 from trio_supervisor.testing import SimulatedAgent
 
 STEP14, STEP15 = step14_library, step15_http_subagents
 UNDERCUT = "step 13's flaw: its backoff draw decides the wait, whatever the server asked"
 
 
-@pytest.mark.parametrize("step", [flawed(STEP13, UNDERCUT), STEP14, STEP15])
-@settings(max_examples=40)
-@given(
-    waits=st.lists(st.integers(1, 96).map(lambda k: k / 32), min_size=1, max_size=8),
-    workers=st.integers(1, 4),
-    seed=st.integers(0, 2**16),
-)
-def test_a_retry_never_starts_before_the_retry_after_a_429_asked_for(
-    step: ModuleType, waits: list[float], workers: int, seed: int
-) -> None:
-    """Each subtask's first call is answered 429 with its own Retry-After; its second call
-    starts no sooner than that wait after the 429, and then it succeeds."""
-    plan = [f"s{slot}" for slot in range(len(waits))]
-    asked = dict(zip(plan, waits, strict=True))
-    refused: dict[str, float] = {}  # subtask -> when its 429 came
-    retried: dict[str, float] = {}  # subtask -> when its second call started
-
-    async def worker(subtask: str) -> str:
-        await trio.sleep(1 / 32)
-        if subtask not in refused:
-            refused[subtask] = trio.current_time()
-            raise RateLimited("429 Too Many Requests", retry_after=asked[subtask])
-        retried[subtask] = trio.current_time()
-        return f"out:{subtask}"
-
-    async def main() -> None:
-        aggregate = await step.supervise(
-            "; ".join(plan), worker, max_workers=workers, attempts=2, seed=seed
-        )
-        assert [result.output for result in aggregate.results] == [f"out:{s}" for s in plan]
-        for subtask in plan:
-            waited = retried[subtask] - 1 / 32 - refused[subtask]
-            # within float rounding: the clock adds the waits up in seconds since its start
-            assert waited >= asked[subtask] - 1e-9, f"{subtask} retried {waited}s after its 429"
-
-    run_virtual(main)  # not the fixture: a failure must come out bare for the xfail to match it
+@pytest.mark.parametrize("step", cases(laws.A_RETRY_WAITS_OUT_ITS_RETRY_AFTER))
+def test_a_retry_never_starts_before_the_retry_after_a_429_asked_for(step: ModuleType) -> None:
+    laws.A_RETRY_WAITS_OUT_ITS_RETRY_AFTER.verify(step)
 
 
 @pytest.mark.parametrize("step", cases(laws.ONLY_TRANSIENT_FAILURES_ARE_RETRIED))
@@ -92,33 +55,11 @@ def run_through_server(task: str, agent: SimulatedAgent, **options: Any) -> Run:
     return run
 
 
-@settings(max_examples=25)
-@given(
-    size=st.integers(1, 8),
-    workers=st.integers(1, 5),
-    flaky=st.dictionaries(st.integers(0, 7), st.integers(1, 2), max_size=3),
-    seed=st.integers(0, 1000),
-)
+@pytest.mark.parametrize("step", cases(laws.THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE))
 def test_through_a_server_over_its_limit_every_subtask_is_answered_once_and_no_wait_undercut(
-    size: int, workers: int, flaky: dict[int, int], seed: int
+    step: ModuleType,
 ) -> None:
-    """The loopback server takes two requests at once and answers 429 beyond: every subtask is
-    accounted for once, in plan order; each 429's Retry-After is waited out before the next
-    attempt; a slot that failed fewer times than its attempts allow succeeds."""
-    plan = [f"subtask {slot}" for slot in range(size)]
-    agent = SimulatedAgent(seed, flaky={plan[s]: k for s, k in flaky.items() if s < size})
-    run = run_through_server("; ".join(plan), agent, max_workers=workers, attempts=12, seed=seed)
-    assert run.aggregate is not None
-    assert run.trace is not None
-    assert [result.subtask for result in run.aggregate.results] == plan
-    assert all(result.output == f"findings on {result.subtask}" for result in run.aggregate)
-    for slot in run.trace.slots:
-        for span, after in zip(slot.spans, slot.spans[1:], strict=False):
-            assert span.end is not None
-            waited = after.start - span.end
-            assert waited >= (span.retry_after or 0) - 1e-9, "a Retry-After undercut"
-            assert span.error is not None
-            assert span.error.startswith(("RateLimited: 429", "TransientError: 500"))
+    laws.THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE.verify(step)
 
 
 def test_the_demo_shows_each_429_its_retry_after_wait_and_its_retry() -> None:

@@ -45,6 +45,13 @@ def test_a_replanning_run_asks_each_follow_up_and_reroute_once_each_in_the_ledge
     laws.ASKS_WHAT_THE_RESULTS_CALL_FOR.verify(step)
 
 
+@pytest.mark.parametrize("step", cases(laws.EVERY_DISPATCHED_SUBTASK_IN_THE_LEDGER_ONCE))
+def test_every_dispatched_subtask_is_in_the_ledger_once_and_the_trace_holds_one_slot_each(
+    step: ModuleType,
+) -> None:
+    laws.EVERY_DISPATCHED_SUBTASK_IN_THE_LEDGER_ONCE.verify(step)
+
+
 def test_the_demo_follows_up_the_competitor_and_reroutes_the_reviews_then_is_done() -> None:
     replanned, one_round = run_json(17)
     plan = replanned["replan"]

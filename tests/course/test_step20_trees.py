@@ -58,21 +58,9 @@ def test_parents_drawing_from_the_leaves_budget_never_finish(task: str, k: int) 
         assert finished
 
 
-@settings(max_examples=30, deadline=None)
-@given(
-    task=laws.companies(),
-    k=st.integers(1, 4),
-    seed=st.integers(0, 2**16),
-    deadline=st.integers(0, 80).map(lambda n: (2 * n + 1) / 64),
-)
-def test_no_leaf_outlives_the_runs_deadline(task: str, k: int, seed: int, deadline: float) -> None:
-    probe = Probe(SimulatedAgent(seed))
-
-    async def run() -> None:
-        await step20.supervise(task, probe, max_workers=k, deadline=deadline)
-
-    run_virtual(run)
-    assert all(call.end is not None and call.end <= deadline for call in probe.calls)
+@pytest.mark.parametrize("step", cases(laws.NO_LEAF_OUTLIVES_THE_DEADLINE))
+def test_no_leaf_outlives_the_runs_deadline(step: ModuleType) -> None:
+    laws.NO_LEAF_OUTLIVES_THE_DEADLINE.verify(step)
 
 
 def test_the_demo_draws_each_companys_leaves_under_it_one_slot_per_ledger_entry() -> None:

@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CRASHED = f"WorkerCrashed: {crash_reason(step22.CRASH)}"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
 
-# Runs step argv[1] on one company on real time, the body crashing on "acme b": step 22 through
-# its open_worker, the step before with the same body called in this process.
+# Runs the step before step 22 on one company on real time, the body (step 22's) crashing on
+# "acme b", called in this process: the step before has no worker process to run it in.
 SCRIPT = """
 import json, sys
 import trio
@@ -45,14 +45,8 @@ step = load_step(sys.argv[1])
 agent = SimulatedAgent(latencies={"acme a": 0.1, "acme b": 0.05, "acme c": 0.2})
 
 async def main():
-    if sys.argv[1] == "step22_processes":
-        opened = step22.open_worker(agent, virtual=False, max_workers=3, crash={"acme b"})
-    else:
-        opened = step.open_worker(agent, virtual=False, max_workers=3)
-    async with opened as http:
+    async with step.open_worker(agent, virtual=False, max_workers=3) as http:
         async def worker(subtask):
-            if sys.argv[1] == "step22_processes":
-                return await http(subtask)
             return step22.analyse((subtask, await http(subtask), subtask == "acme b"))
         answer = await step.supervise("acme: a, b, c", worker, max_workers=3)
     print(json.dumps([entry.result.output for entry in answer.ledger.entries]))
@@ -78,10 +72,22 @@ def test_a_leaf_whose_body_crashes_fails_its_own_slot_alone(step: ModuleType) ->
     laws.A_CRASH_FAILS_ITS_LEAF_ALONE.verify(step)
 
 
+@pytest.mark.parametrize("step", cases(laws.A_CRASH_IN_A_REAL_PROCESS_SPARES_THE_RUN))
+def test_a_crash_in_a_real_worker_process_spares_the_run(step: ModuleType) -> None:
+    laws.A_CRASH_IN_A_REAL_PROCESS_SPARES_THE_RUN.verify(step)
+
+
+@pytest.mark.parametrize("step", cases(laws.A_CUT_LEAF_ENDS_ITS_CALL))
+def test_a_leaf_cut_by_its_timeout_or_a_cancelled_run_has_its_call_ended(
+    step: ModuleType,
+) -> None:
+    laws.A_CUT_LEAF_ENDS_ITS_CALL.verify(step)
+
+
 def test_the_step_before_dies_whole_on_a_crash_and_step_22_returns_every_other_leaf() -> None:
     before = run_in_child("step21_escalation")
     assert (before.returncode, before.stdout) == (step22.CRASH, "")  # nothing returned
-    done = run_in_child("step22_processes")
+    done = laws.crashing_child(step22)  # the law's own real-process run
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [
         "acme a: findings on acme a; acme b: missing; acme c: findings on acme c"

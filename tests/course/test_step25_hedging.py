@@ -27,6 +27,11 @@ def test_the_first_k_leaves_answer(step: ModuleType) -> None:
     laws.THE_FIRST_K_LEAVES_ANSWER.verify(step)
 
 
+@pytest.mark.parametrize("step", cases(laws.THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET))
+def test_the_tokens_spent_never_exceed_the_budget(step: ModuleType) -> None:
+    laws.THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET.verify(step)
+
+
 def leaves(run: dict[str, Any], company: int) -> list[dict[str, Any]]:
     children: list[dict[str, Any]] = run["trace"]["slots"][company]["child"]["slots"]
     return children

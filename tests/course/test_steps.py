@@ -107,12 +107,9 @@ def test_fan_out_has_no_bound_every_worker_runs_at_once() -> None:
     assert spy.max_running == len(plan)
 
 
-@pytest.mark.parametrize("step", LIMITED, ids=ids)
-async def test_max_workers_below_one_is_refused_before_any_work(step: ModuleType) -> None:
-    spy = Spy({"a": 1.0})
-    with pytest.raises(ValueError, match=r"^max_workers must be >= 1, got 0$"):
-        await step.supervise("a", spy, max_workers=0)
-    assert spy.started == []
+@pytest.mark.parametrize("step", cases(laws.MAX_WORKERS_REFUSED), ids=ids)
+def test_max_workers_below_one_is_refused_before_any_work(step: ModuleType) -> None:
+    laws.MAX_WORKERS_REFUSED.verify(step)
 
 
 # --- failures -----------------------------------------------------------------------------------

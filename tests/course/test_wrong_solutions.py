@@ -59,6 +59,8 @@ CAUGHT_BY: dict[str, Law] = {
     "step23_ignores_the_journal": laws.RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
     "step23_children_share_the_run_id": laws.RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
     "step24_refunds_then_asks": laws.A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL,
+    "step22_starts_a_pool_but_analyses_here": laws.A_CRASH_IN_A_REAL_PROCESS_SPARES_THE_RUN,
+    "step25_checks_the_budget_after_the_call": laws.THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET,
 }
 """Each wrong solution, and the law its mistake breaks (it may break others too)."""
 
