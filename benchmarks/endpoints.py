@@ -263,8 +263,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             makespan[name] = measure("batching256", name, run, burst).seconds
         print(f"256 requests against batching256, makespan: {makespan}", file=sys.stderr)
     data = {
-        "benchmark": "endpoints",
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "measured": datetime.now(UTC).isoformat(timespec="seconds"),
+        "benchmark": "endpoints.py",
         "machine": machine(f"openai {openai.__version__}"),
         "where": "in process, virtual time",
         "subtasks": args.subtasks,
