@@ -57,13 +57,14 @@ def test_the_svg_is_well_formed_xml_whatever_the_subtasks_and_errors_hold() -> N
 @pytest.mark.parametrize(
     ("text", "shown"),
     [
-        (
+        pytest.param(
             "plain text, ünïcödé, 中文, 👩\u200d👩\u200d👧",
             "plain text, ünïcödé, 中文, 👩\u200d👩\u200d👧",
+            id="letters-cjk-and-an-emoji-sequence",
         ),
-        ("tab\there", "tab\\there"),
-        ("del\x7f", "del\\x7f"),
-        ("bidi\u2066x\u2069", "bidi\\u2066x\\u2069"),
+        pytest.param("tab\there", "tab\\there", id="tab"),
+        pytest.param("del\x7f", "del\\x7f", id="delete"),
+        pytest.param("bidi\u2066x\u2069", "bidi\\u2066x\\u2069", id="bidi-isolates"),
     ],
 )
 def test_printable_keeps_what_draws_and_escapes_what_acts(text: str, shown: str) -> None:
