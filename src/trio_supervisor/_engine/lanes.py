@@ -139,8 +139,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
             await slots(engine, feed, running)
             return
         while True:
-            scope = running.scope = trio.CancelScope()
-            running.spent = False
+            scope = running.open_scope()
             done = False
             with scope:
                 done = await slots(engine, feed, running)
@@ -149,9 +148,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
             if scope.cancelled_caught:
                 engine.timed_out(running, feed.trace)  # the timer fired inside the attempt
     finally:
-        if running.placed:
-            running.placed = False
-            engine.places.give_back(running)
+        engine.places.unseat(running)
         if running.slot is not None:
             if feed.trace is not None:
                 feed.trace.end_open_slot(running.slot, Status.CANCELLED)
@@ -195,9 +192,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
             # waits for one or a shared limit was lowered (then it queues behind: concurrent
             # runs take turns); a lane with nothing to take waits for no place
             if not running.placed or places.wanted():
-                if running.placed:
-                    running.placed = False
-                    places.give_back(running)
+                places.unseat(running)
                 if not feed.ready() and not retry_ready(now()):
                     if waiting:  # nothing to take before the next retry may start
                         await trio.sleep_until(waiting.due())
@@ -205,18 +200,12 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                     if not await feed.more():
                         return True
                     continue
-                await places.take(running)
-                running.placed = True
+                await places.seat(running)
             due = retry_ready(now())  # a retry first, then the plan
             item = None if due else take()
             if item is not None:
                 slot, subtask = item
-                running.slot = slot
-                running.subtask = subtask
-                running.attempts = 0
-                running.failures = 0
-                running.started = None
-                running.mixed = None
+                running.begin(slot, subtask)
                 if trace is not None:
                     trace.admitted(slot, subtask)
             elif due:
@@ -242,13 +231,13 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                 wait = next_wait(running, key)
                 if wait is None:
                     put(slot, engine.failed(running, now()))
-                    running.slot = None
+                    running.leave()
                     if commit is not None:
                         await commit()
                     break
                 if wait > 0 and waiting is not None:  # it waits holding no place
                     waiting.put(now() + wait, running)
-                    running.slot = None
+                    running.leave()
                     break
                 if wait > 0:
                     await trio.sleep(wait)
@@ -263,7 +252,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                         subtask, running.output, running.attempts, started, now(), running.hedges
                     ),
                 )
-                running.slot = None
+                running.leave()
                 if running.spent:
                     return False  # the worker swallowed the timer's cancellation: scope spent
                 if commit is not None:

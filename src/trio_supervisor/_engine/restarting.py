@@ -219,11 +219,10 @@ async def restarting_run(
             places.give_back(borrower)
             return
         running = Running()
-        running.slot = slot
-        running.subtask = plan[slot]
+        running.begin(slot, plan[slot])
         running.carry(state.running)
         state.running = running
-        running.scope = trio.CancelScope()  # what the timeout cancels
+        scope = running.open_scope()  # what the timeout cancels
         if run is not None:
             bind_key(run, running, journal)  # what attempt_key() and approval() read
         try:
@@ -231,9 +230,9 @@ async def restarting_run(
                 # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
                 # more, even for the attempts started in the same batch as the one that ended it
                 await trio.lowlevel.checkpoint_if_cancelled()
-                with running.scope:
+                with scope:
                     await engine.attempt(running, trace, timer, now)
-                if running.scope.cancelled_caught:
+                if scope.cancelled_caught:
                     engine.timed_out(running, trace)
         except BaseException:
             places.give_back(borrower)
