@@ -595,8 +595,9 @@ class Engine(Generic[S, T]):
                     call.usage = tally.usage
             if returned is not NOTHING:
                 raise not_awaitable(worker, returned)
-        finally:  # each exactly once, cancelled or timed out too
-            self.give_back(holds, NOTHING_USED if tally is None else tally.usage)
+        finally:  # each exactly once, cancelled or timed out too (nothing to give, no call)
+            if holds is not None or self.meters:
+                self.give_back(holds, NOTHING_USED if tally is None else tally.usage)
 
     def give_back(self, holds: list[Hold] | None, used: Any) -> None:
         """Give back what one attempt held: settle ``holds`` with ``used`` (see ``unhold``), or,

@@ -59,10 +59,10 @@ class Waiting:
         """The instant the next retry may start (some slot waits)."""
         return self._heap[0][0]
 
-    def ready(self, now: float) -> bool:
-        """Whether some slot's wait is over at ``now``."""
+    def ready(self, now: Callable[[], float]) -> bool:
+        """Whether some slot's wait is over by the clock ``now`` (read only if some waits)."""
         heap = self._heap
-        return bool(heap) and heap[0][0] <= now
+        return bool(heap) and heap[0][0] <= now()
 
     def take(self, running: Running) -> None:
         """Go on with the next retry on ``running``'s lane (one is ready)."""
@@ -118,11 +118,6 @@ class Feed(Protocol):
 _ADMITTED = object()
 
 
-def _never(now: float) -> bool:
-    """A feed with no waiting retries has none whose wait is over."""
-    return False
-
-
 async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     """One worker task: take slot after slot from ``feed`` and run each to its result, until
     the feed has none and says none will come.
@@ -172,8 +167,9 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
     key = feed.key
     commit = feed.commit
     waiting = feed.waiting
-    # whether a retry set aside (a run's) may start now
-    retry_ready = _never if waiting is None else waiting.ready
+    # whether a retry set aside (a run's) may start now; None when none ever is (a stream's
+    # retries wait on their lane, and a slot of one attempt is never retried)
+    retry_ready = None if waiting is None or engine.attempts < 2 else waiting.ready
     resumed = False  # the slot on this lane is a retry taken up from `waiting`: its wait is over
     now = trio.lowlevel.current_clock().current_time
     task = current_task()
@@ -193,7 +189,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
             # runs take turns); a lane with nothing to take waits for no place
             if not running.placed or places.wanted():
                 places.unseat(running)
-                if not feed.ready() and not retry_ready(now()):
+                if not feed.ready() and not (retry_ready is not None and retry_ready(now)):
                     if waiting:  # nothing to take before the next retry may start
                         await trio.sleep_until(waiting.due())
                         continue
@@ -201,7 +197,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                         return True
                     continue
                 await places.seat(running)
-            due = retry_ready(now())  # a retry first, then the plan
+            due = retry_ready is not None and retry_ready(now)  # a retry first, then the plan
             item = None if due else take()
             if item is not None:
                 slot, subtask = item
