@@ -52,6 +52,10 @@ class Running:
 
     A lane has one and reuses it from slot to slot (``slot`` is None between slots); the
     restarting path makes one per attempt, carrying the counts over from the slot's previous one.
+
+    Its methods are the only code that writes its fields (``tests/library/test_slot_state_owner.py``
+    checks it): the lanes, the restarting path, hedging, the timer and the places read them and
+    say what happened, one call per event.
     """
 
     __slots__ = (
@@ -72,24 +76,38 @@ class Running:
     )
 
     def __init__(self) -> None:
+        # -- the slot: set as it is begun (or resumed); slot is None while there is none
         self.slot: int | None = None
         self.subtask: Any = None
-        self.attempts = 0  # every call of the worker for this slot
-        self.failures = 0  # its own failed attempts, timeouts included: what `attempts=` bounds
-        self.hedges = 0  # how many of its attempts were hedges (reset by hedging.py, if it hedges)
+        # -- its counts, 0 as it begins; they only grow until the next slot:
+        # every call of the worker for this slot, hedges included
+        self.attempts = 0
+        # its own failed attempts, timeouts included: what `attempts=` bounds
+        self.failures = 0
+        # how many of its attempts were hedges: hedges <= attempts (0 when attempts is 0)
+        self.hedges = 0
+        # when its first attempt called the worker: None exactly while attempts is 0
         self.started: float | None = None
-        self.output: Any = None  # the last attempt's output, after a success
-        self.failure: Exception | None = None  # the last attempt's failure, None after success
-        self.timed_out = False  # the last attempt ran past its timeout
-        # the Exception part of a group the worker raised together with Cancelled
+        # -- how its last attempt ended (meaningful once one ended):
+        self.output: Any = None  # its output, read only while failure is None
+        self.failure: Exception | None = None  # its failure, None after a success
+        self.timed_out = False  # it ran past its timeout (failure is then a TooSlowError)
+        # the Exception part of a group the worker raised together with Cancelled (None as the
+        # slot begins: it is kept from one attempt to the next)
         self.mixed: BaseException | None = None
-        # the scope the timer cancels, and a count that changes as each attempt starts and ends
+        # -- the lane's own, kept from slot to slot (park and resume leave them alone):
+        # the scope the timer cancels, and a count that moves on as each attempt starts and
+        # again as it ends (start, then end or stop): the timer cancels the scope only while
+        # serial is still what it was as the attempt it times started
         self.scope: trio.CancelScope | None = None
         self.serial = 0
-        # the timer cancelled the scope during the last attempt (read once: trio's cancel_called
-        # reads the clock), so the scope is spent and the lane opens a new one
+        # the timer cancelled the scope during the last attempt (read once: trio's
+        # cancel_called reads the clock), so the scope is spent and the lane opens a new one
         self.spent = False
-        self.placed = False  # a lane holds its places (see places.py)
+        # the lane holds its places (set and cleared through its Places only, see places.py)
+        self.placed = False
+
+    # -- the slot ------------------------------------------------------------------------------
 
     def begin(self, slot: int, subtask: Any) -> None:
         """Start on slot ``slot``: nothing attempted yet."""
@@ -97,10 +115,25 @@ class Running:
         self.subtask = subtask
         self.attempts = 0
         self.failures = 0
+        self.hedges = 0
         self.started = None
         self.failure = None
         self.timed_out = False
         self.mixed = None
+
+    def carry(self, previous: Running | None) -> None:
+        """Go on from ``previous``, the slot's last attempt (this one just begun): its calls,
+        its own failures and its first start are this one's too (a slot restarted for a
+        sibling keeps them)."""
+        if previous is not None:
+            self.attempts = previous.attempts
+            self.failures = previous.failures
+            self.started = previous.started
+            self.hedges = previous.hedges
+
+    def leave(self) -> None:
+        """The slot is off this lane (its result given, or parked): none until the next."""
+        self.slot = None
 
     def park(self) -> tuple[Any, ...]:
         """What this slot got to, to go on with later on another lane (see ``resume``)."""
@@ -133,14 +166,85 @@ class Running:
             self.hedges,
         ) = parked
 
-    def carry(self, previous: Running | None) -> None:
-        """Go on from ``previous``, the slot's last attempt: its calls, its own failures and
-        its first start are this one's too (a slot restarted for a sibling keeps them)."""
-        if previous is not None:
-            self.attempts = previous.attempts
-            self.failures = previous.failures
-            self.started = previous.started
-            self.hedges = previous.hedges
+    # -- an attempt ----------------------------------------------------------------------------
+
+    def start(self, started: float) -> None:
+        """An attempt (a race's first) calls the worker, at ``started``: a new ``serial``."""
+        self.attempts += 1
+        self.serial += 1
+        if self.started is None:
+            self.started = started
+
+    def start_hedge(self) -> None:
+        """A hedge of the running race calls the worker (its first attempt started already)."""
+        self.attempts += 1
+        self.hedges += 1
+
+    def stop(self, mixed: BaseException | None) -> None:
+        """The attempt (or a race) is over, cut short or timed out: the timer lets it be.
+        ``mixed``: what its worker raised together with ``Cancelled``, if anything."""
+        self.serial += 1
+        if mixed is not None:
+            self.mixed = mixed
+
+    def raised(self, mixed: BaseException) -> None:
+        """The worker raised ``mixed`` together with ``Cancelled`` (one attempt of a race)."""
+        self.mixed = mixed
+
+    def end(self, failure: Exception | None, output: Any) -> None:
+        """The attempt ended in time: ``failure`` (one more of the slot's own), or None and
+        ``output``; the timer lets it be."""
+        self.serial += 1
+        self.timed_out = False
+        self.failure = failure
+        self.output = output
+        if failure is not None:
+            self.failures += 1
+
+    def time_out(self, failure: trio.TooSlowError) -> None:
+        """The attempt ran past its timeout; ``failure`` says so (one more of the slot's own)."""
+        self.timed_out = True
+        self.failures += 1
+        self.failure = failure
+
+    def give_up(self, failure: Exception) -> None:
+        """The slot's failure is final as ``failure`` instead (its retry would come too late)."""
+        self.failure = failure
+
+    # -- the lane's scope and places -------------------------------------------------------------
+
+    def open_scope(self) -> trio.CancelScope:
+        """A new scope for the timer to cancel (the last one, if any, is spent)."""
+        scope = self.scope = trio.CancelScope()
+        self.spent = False
+        return scope
+
+    def late(self, timeout: float, failed: bool, started: float, now: Callable[[], float]) -> bool:
+        """Whether the attempt that started at ``started`` and ended (with a failure, if
+        ``failed``) timed out: the one judgement of a timeout, a race's included.
+
+        The timer fired and the worker let no ``Cancelled`` through but failed (or raised with
+        it); or it ended at the very instant its timeout fell, whichever of the two trio woke
+        first: the timeout wins, as it would with trio's own deadline. It notes in ``spent``
+        whether the timer fired (the scope is then spent).
+        """
+        scope = self.scope
+        assert scope is not None
+        if scope.cancel_called:
+            self.spent = True
+            return failed or self.mixed is not None
+        self.spent = False
+        return now() >= started + timeout
+
+    def note_spent(self) -> None:
+        """Note in ``spent`` whether the timer fired during the attempt (a race's, as it ends)."""
+        scope = self.scope
+        assert scope is not None
+        self.spent = scope.cancel_called
+
+    def mark_placed(self, placed: bool) -> None:
+        """The lane holds its places now (``placed``), or not: what its ``Places`` says."""
+        self.placed = placed
 
 
 def forget_frames(exc: BaseException) -> BaseException:
@@ -265,7 +369,6 @@ class Timer:
 
     def start(self, running: Running, started: float) -> None:
         """``running``'s attempt started at ``started``: time it."""
-        running.serial += 1
         self._queue.append((started + self.timeout, running, running.serial))
         if len(self._idle):
             self._idle.unpark()
@@ -299,26 +402,6 @@ class Call:
         self.mixed: BaseException | None = None
         self.output: Any = None
         self.usage: Any = None
-
-
-def late(
-    timer: Timer, running: Running, failed: bool, started: float, now: Callable[[], float]
-) -> bool:
-    """Whether an attempt of ``running``'s slot that started at ``started`` and ended (with a
-    failure, if ``failed``) timed out: the one judgement of a timeout, a race's included.
-
-    The timer fired and the worker let no ``Cancelled`` through but failed (or raised with
-    it); or it ended at the very instant its timeout fell, whichever of the two trio woke
-    first: the timeout wins, as it would with trio's own deadline. It notes in
-    ``running.spent`` whether the timer fired (its scope is then spent).
-    """
-    scope = running.scope
-    assert scope is not None
-    if scope.cancel_called:
-        running.spent = True
-        return failed or running.mixed is not None
-    running.spent = False
-    return now() >= started + timer.timeout
 
 
 class Racing(Protocol):
@@ -446,31 +529,27 @@ class Engine(Generic[S, T]):
                 await acquire(meters)
         call = Call()
         try:
-            running.attempts += 1
             started = now()
-            if running.started is None:
-                running.started = started
+            running.start(started)
             slot = running.slot
             if trace is not None:
                 trace.started(slot, running.subtask)  # type: ignore[arg-type]
             if timer is not None:
                 timer.start(running, started)
             await self.call(running.subtask, holds, trace is not None, call)
+        except BaseException:  # cut short, or the timer's Cancelled came through
+            running.stop(call.mixed)
+            raise
         finally:
-            running.serial += 1  # the attempt ended: the timer lets it be
-            if call.mixed is not None:
-                running.mixed = call.mixed
             if call.usage is not None and trace is not None:
                 trace.used(running.slot, call.usage)  # type: ignore[arg-type]
+        # a call that returns has no `mixed`: a group with Cancelled in it propagates
         failure = call.failure
-        if timer is not None and late(timer, running, failure is not None, started, now):
+        if timer is not None and running.late(timer.timeout, failure is not None, started, now):
+            running.stop(None)
             self.timed_out(running, trace)
             return
-        running.timed_out = False
-        running.failure = failure
-        running.output = call.output
-        if failure is not None:
-            running.failures += 1
+        running.end(failure, call.output)
         for observer in self.observers:
             observer.observe(failure)
         if trace is not None:
@@ -516,8 +595,9 @@ class Engine(Generic[S, T]):
                     call.usage = tally.usage
             if returned is not NOTHING:
                 raise not_awaitable(worker, returned)
-        finally:  # each exactly once, cancelled or timed out too
-            self.give_back(holds, NOTHING_USED if tally is None else tally.usage)
+        finally:  # each exactly once, cancelled or timed out too (nothing to give, no call)
+            if holds is not None or self.meters:
+                self.give_back(holds, NOTHING_USED if tally is None else tally.usage)
 
     def give_back(self, holds: list[Hold] | None, used: Any) -> None:
         """Give back what one attempt held: settle ``holds`` with ``used`` (see ``unhold``), or,
@@ -562,18 +642,14 @@ class Engine(Generic[S, T]):
         try:
             return await self.hold(running.subtask)
         except OverBudget as over:
-            running.timed_out = False
-            running.failure = over
-            running.failures += 1
+            running.end(over, None)
             if trace is not None:
                 trace.over_budget(running.slot, running.subtask, over)  # type: ignore[arg-type]
             return None
 
     def timed_out(self, running: Running, trace: Trace | None) -> None:
         """``running``'s attempt ran past its timeout: its failure is a `trio.TooSlowError`."""
-        running.timed_out = True
-        running.failures += 1
-        running.failure = too_slow(self.timeout, running.mixed)
+        running.time_out(too_slow(self.timeout, running.mixed))
         if trace is not None:
             trace.end_open_slot(running.slot, Status.TIMED_OUT)  # type: ignore[arg-type]
 
@@ -614,7 +690,7 @@ class Engine(Generic[S, T]):
             # a retry that could not start before the deadline ends the slot now; a deadline
             # already past is left to cancellation (the sleep raises trio.Cancelled)
             if 0 < left < wait:
-                running.failure = past_deadline(failure, wait, left)
+                running.give_up(past_deadline(failure, wait, left))
                 return None
         return wait
 

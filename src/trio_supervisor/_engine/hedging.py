@@ -44,7 +44,7 @@ from .._contract import Status
 from .._hedge import Hedge
 from .._journal import bind_attempt
 from .._trace import Span, Trace
-from .attempt import Call, Engine, Running, Timer, acquire, failure_status, late
+from .attempt import Call, Engine, Running, Timer, acquire, failure_status
 
 
 class Called:
@@ -185,8 +185,6 @@ class Hedging:
         """One attempt of ``running``'s slot, as a race of its attempts (see the module); on
         return ``running`` says how it went, as after
         [`Engine.attempt`][trio_supervisor._engine.attempt.Engine.attempt]."""
-        if running.attempts == 0:  # the slot's first attempt: no hedge yet
-            running.hedges = 0
         race = Race(engine, running, trace, timer, now)
         delay = self.delay()
         left = self.hedge.max_extra - running.hedges
@@ -201,28 +199,22 @@ class Hedging:
                             if self.allowed():  # checked again as it starts
                                 self._enter(nursery, race, number)
         finally:
-            running.serial += 1  # the race ended: the timer lets it be
+            running.stop(None)  # the race ended: the timer lets it be
         slot: int = running.slot  # type: ignore[assignment]  # a slot is being attempted
         if timer is not None:
-            scope = running.scope
-            assert scope is not None
-            running.spent = scope.cancel_called
+            running.note_spent()
             if race.late:
                 engine.timed_out(running, trace)
                 return
-        running.timed_out = False
         final = race.final
         if race.won is not None:
-            running.failure = None
-            running.output = race.output
+            running.end(None, race.output)
             if trace is not None and final is not None:
                 trace.ended(slot, Status.OK, span=final)
             return
         failure = race.failure
         assert failure is not None  # no attempt succeeded, and the first one ran
-        running.failure = failure
-        running.output = None
-        running.failures += 1
+        running.end(failure, None)
         if trace is not None and final is not None:
             trace.ended(slot, failure_status(failure), failure, span=final)
 
@@ -275,15 +267,14 @@ class Hedging:
                     if hedge and not self.allowed():
                         return  # the throttle filled up while this hedge waited: not sent
                     self.started(hedge)
-                    running.attempts += 1
-                    if hedge:
-                        running.hedges += 1
-                    bind_attempt(Called(slot, running.attempts))  # its own attempt_key()
                     started = now()
+                    if hedge:
+                        running.start_hedge()
+                    else:
+                        running.start(started)
+                    bind_attempt(Called(slot, running.attempts))  # its own attempt_key()
                     if not hedge:
                         race.first = started
-                        if running.started is None:
-                            running.started = started
                         if timer is not None:
                             timer.start(running, started)
                         race.begun.set()
@@ -296,7 +287,7 @@ class Hedging:
                         await engine.call(running.subtask, holds, trace is not None, call)
                     finally:
                         if call.mixed is not None and race.won is None:  # not a loser's
-                            running.mixed = call.mixed
+                            running.raised(call.mixed)
                     race.calling -= 1
                     if span is not None and call.usage is not None:
                         span.usage = call.usage  # this attempt's own span, among the race's
@@ -361,7 +352,7 @@ class Hedging:
             return
         race.final = span
         if timer is not None:
-            race.late = late(timer, running, failure is not None, race.first, now)
+            race.late = running.late(timer.timeout, failure is not None, race.first, now)
             if race.late:
                 return
         if failure is None:

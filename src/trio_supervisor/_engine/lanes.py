@@ -59,10 +59,10 @@ class Waiting:
         """The instant the next retry may start (some slot waits)."""
         return self._heap[0][0]
 
-    def ready(self, now: float) -> bool:
-        """Whether some slot's wait is over at ``now``."""
+    def ready(self, now: Callable[[], float]) -> bool:
+        """Whether some slot's wait is over by the clock ``now`` (read only if some waits)."""
         heap = self._heap
-        return bool(heap) and heap[0][0] <= now
+        return bool(heap) and heap[0][0] <= now()
 
     def take(self, running: Running) -> None:
         """Go on with the next retry on ``running``'s lane (one is ready)."""
@@ -118,11 +118,6 @@ class Feed(Protocol):
 _ADMITTED = object()
 
 
-def _never(now: float) -> bool:
-    """A feed with no waiting retries has none whose wait is over."""
-    return False
-
-
 async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     """One worker task: take slot after slot from ``feed`` and run each to its result, until
     the feed has none and says none will come.
@@ -139,8 +134,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
             await slots(engine, feed, running)
             return
         while True:
-            scope = running.scope = trio.CancelScope()
-            running.spent = False
+            scope = running.open_scope()
             done = False
             with scope:
                 done = await slots(engine, feed, running)
@@ -149,9 +143,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
             if scope.cancelled_caught:
                 engine.timed_out(running, feed.trace)  # the timer fired inside the attempt
     finally:
-        if running.placed:
-            running.placed = False
-            engine.places.give_back(running)
+        engine.places.unseat(running)
         if running.slot is not None:
             if feed.trace is not None:
                 feed.trace.end_open_slot(running.slot, Status.CANCELLED)
@@ -175,8 +167,9 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
     key = feed.key
     commit = feed.commit
     waiting = feed.waiting
-    # whether a retry set aside (a run's) may start now
-    retry_ready = _never if waiting is None else waiting.ready
+    # whether a retry set aside (a run's) may start now; None when none ever is (a stream's
+    # retries wait on their lane, and a slot of one attempt is never retried)
+    retry_ready = None if waiting is None or engine.attempts < 2 else waiting.ready
     resumed = False  # the slot on this lane is a retry taken up from `waiting`: its wait is over
     now = trio.lowlevel.current_clock().current_time
     task = current_task()
@@ -195,28 +188,20 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
             # waits for one or a shared limit was lowered (then it queues behind: concurrent
             # runs take turns); a lane with nothing to take waits for no place
             if not running.placed or places.wanted():
-                if running.placed:
-                    running.placed = False
-                    places.give_back(running)
-                if not feed.ready() and not retry_ready(now()):
+                places.unseat(running)
+                if not feed.ready() and not (retry_ready is not None and retry_ready(now)):
                     if waiting:  # nothing to take before the next retry may start
                         await trio.sleep_until(waiting.due())
                         continue
                     if not await feed.more():
                         return True
                     continue
-                await places.take(running)
-                running.placed = True
-            due = retry_ready(now())  # a retry first, then the plan
+                await places.seat(running)
+            due = retry_ready is not None and retry_ready(now)  # a retry first, then the plan
             item = None if due else take()
             if item is not None:
                 slot, subtask = item
-                running.slot = slot
-                running.subtask = subtask
-                running.attempts = 0
-                running.failures = 0
-                running.started = None
-                running.mixed = None
+                running.begin(slot, subtask)
                 if trace is not None:
                     trace.admitted(slot, subtask)
             elif due:
@@ -242,13 +227,13 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                 wait = next_wait(running, key)
                 if wait is None:
                     put(slot, engine.failed(running, now()))
-                    running.slot = None
+                    running.leave()
                     if commit is not None:
                         await commit()
                     break
                 if wait > 0 and waiting is not None:  # it waits holding no place
                     waiting.put(now() + wait, running)
-                    running.slot = None
+                    running.leave()
                     break
                 if wait > 0:
                     await trio.sleep(wait)
@@ -263,7 +248,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                         subtask, running.output, running.attempts, started, now(), running.hedges
                     ),
                 )
-                running.slot = None
+                running.leave()
                 if running.spent:
                     return False  # the worker swallowed the timer's cancellation: scope spent
                 if commit is not None:

@@ -25,14 +25,28 @@ tokens go to waiters in the order they asked, and a raised limit wakes waiters a
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Protocol
 
 import trio
+
+
+class Lane(Protocol):
+    """What holds places from one slot to the next (a lane's ``Running``), as its ``Places``
+    know it: whether it holds them now, and the mark that says so, which only ``Places`` sets
+    (``seat``, ``unseat``, and taking back an idle lane's places)."""
+
+    @property
+    def placed(self) -> bool:
+        """Whether it holds its places now."""
+
+    def mark_placed(self, placed: bool) -> None:
+        """It holds its places now (``placed``), or not."""
+
 
 # limiter -> its idle lanes (those that hold a place while they wait for the input) -> the Places
 # they hold it through: one registry per limiter, so that a budget shared by several supervisors
 # takes back the places of any of their idle lanes
-_IDLE: weakref.WeakKeyDictionary[trio.CapacityLimiter, dict[Any, Places]] = (
+_IDLE: weakref.WeakKeyDictionary[trio.CapacityLimiter, dict[Lane, Places]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -89,17 +103,27 @@ class Places:
         for limiter in reversed(self._limiters):
             limiter.release_on_behalf_of(borrower)
 
-    def idle(self, borrower: Any) -> None:
-        """``borrower`` (a lane's ``Running``, whose ``placed`` is True) keeps its places while
-        it waits for the input, until a lane that needs one takes them back (then its
-        ``placed`` becomes False)."""
-        for idle in self._idle:
-            idle[borrower] = self
+    async def seat(self, lane: Lane) -> None:
+        """``take`` places for ``lane``, which holds none, and mark it ``placed``."""
+        await self.take(lane)
+        lane.mark_placed(True)
 
-    def busy(self, borrower: Any) -> None:
-        """``borrower`` waits no more: its places, if it still has them, are its own again."""
+    def unseat(self, lane: Lane) -> None:
+        """Give back ``lane``'s places, if it holds them."""
+        if lane.placed:
+            lane.mark_placed(False)
+            self.give_back(lane)
+
+    def idle(self, lane: Lane) -> None:
+        """``lane`` (whose ``placed`` is True) keeps its places while it waits for the input,
+        until a lane that needs one takes them back (then its ``placed`` becomes False)."""
         for idle in self._idle:
-            idle.pop(borrower, None)
+            idle[lane] = self
+
+    def busy(self, lane: Lane) -> None:
+        """``lane`` waits no more: its places, if it still has them, are its own again."""
+        for idle in self._idle:
+            idle.pop(lane, None)
 
     def wanted(self) -> bool:
         """Whether a lane should give its places back before its next slot: another lane waits
@@ -145,8 +169,7 @@ def _reclaim(limiter: trio.CapacityLimiter) -> bool:
     idle = _IDLE.get(limiter)
     if not idle:
         return False
-    for borrower, places in list(idle.items()):
-        places.busy(borrower)
-        borrower.placed = False
-        places.give_back(borrower)
+    for lane, places in list(idle.items()):
+        places.busy(lane)
+        places.unseat(lane)
     return True

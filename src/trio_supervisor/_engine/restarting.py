@@ -66,6 +66,295 @@ Ending = tuple[int, int, Running, object, float]
 began in, its ``Running``, the place it holds (its borrower), when it ended."""
 
 
+class RestartingRun:
+    """One run on the restarting path: its slots, their endings and restarts, as fields, and
+    the steps that move them on as methods (see the module). Made and run once, by
+    ``restarting_run``.
+
+    Args:
+      engine: the supervisor's engine.
+      plan: the run's subtasks.
+      results: where each slot's result goes; one there already (taken from a journal) is
+        final.
+      cuts: where a slot cut short while it ran gets how far it got.
+      trace: records the slots, or None.
+      restarts: the restart policy (its bound and strategy).
+      run_id: the run's id and round, for ``attempt_key``, or None.
+      journal: the run's journal, or None.
+    """
+
+    __slots__ = (
+        "cuts",
+        "endings",
+        "engine",
+        "given_up",
+        "journal",
+        "kept",
+        "key",
+        "left",
+        "limit",
+        "now",
+        "nursery",
+        "pending",
+        "period",
+        "places",
+        "plan",
+        "recent",
+        "reported",
+        "restarts",
+        "results",
+        "run_id",
+        "slots",
+        "timer",
+        "trace",
+        "woken",
+    )
+
+    nursery: trio.Nursery  # where its attempts, its decider and its restarts' waits run
+
+    def __init__(
+        self,
+        engine: Engine[Any, Any],
+        plan: list[Any],
+        results: list[SubResult[Any, Any] | None],
+        cuts: dict[int, SubResult[Any, Any]],
+        trace: Trace | None,
+        restarts: Restarts,
+        run_id: tuple[str, int] | None,
+        journal: Journal | None,
+    ) -> None:
+        self.engine = engine
+        self.plan = plan
+        self.results = results  # written once, as the run ends (see settle_all)
+        self.cuts = cuts
+        self.trace = trace
+        self.restarts = restarts
+        self.run_id = run_id
+        self.journal = journal
+        self.slots = [SlotState() for _ in plan]
+        # the slots whose result a journal gave: final, no restart takes them back
+        self.kept = {slot for slot, result in enumerate(results) if result is not None}
+        for slot in self.kept:
+            self.slots[slot].result = results[slot]
+        # the slots waiting to be admitted, lowest first: each without a result, an attempt
+        # running (stop is None) or a restart's wait to sit out (until is past)
+        self.pending: list[int] = [slot for slot in range(len(plan)) if slot not in self.kept]
+        # how many slots have no result: the run is over (its nursery cancelled) at 0
+        self.left = len(self.pending)
+        self.woken = trio.Event()  # set when a slot may be admitted; a new one once waited on
+        # the attempts that ended and are not yet decided: no slot is admitted while there are
+        self.endings: list[Ending] = []
+        self.reported = trio.Event()  # set when the first of them is reported
+        # when each restart within the window happened, oldest first: at most `limit` of them
+        self.recent: deque[float] = deque()
+        self.limit, self.period = restarts.limit
+        self.given_up = False  # one restart too many: the run gave up (and was cancelled)
+        self.key = engine.run_key()  # the run's retry jitter key
+        self.places = engine.places
+        self.timer = None if engine.timeout is None else Deadlines(engine.timeout)
+        self.now = trio.lowlevel.current_clock().current_time
+
+    async def run(self) -> str | None:
+        """Run the plan into ``results`` (and ``cuts``); why the run gave up, or None (see
+        ``restarting_run``)."""
+        try:
+            if self.pending:
+                async with trio.open_nursery() as nursery:
+                    self.nursery = nursery
+                    nursery.start_soon(self.decider)
+                    await self.admit()
+        finally:
+            for ending in sorted(self.endings, key=lambda ending: (ending[0], ending[1])):
+                self.decide(ending, final=True)  # ended as the run did: its result stands
+            self.endings.clear()
+            given_up = self.restarts if self.given_up else None
+            settle_all(self.engine, self.plan, self.slots, self.results, self.cuts, given_up)
+        return self.restarts.gave_up() if self.given_up else None
+
+    async def admit(self) -> None:
+        """Admit slot after slot, each under a place of its own, until the run is cancelled
+        (every slot has its result, or it gave up)."""
+        places = self.places
+        slots = self.slots
+        pending = self.pending
+        while True:
+            while not pending or self.endings:  # nothing to admit, or endings undecided
+                await self.woken.wait()
+                self.woken = trio.Event()
+            borrower = object()
+            await places.take(borrower)
+            if not pending or self.endings:  # taken back, or endings came, meanwhile
+                places.give_back(borrower)
+                continue
+            slot = pending.pop(0)
+            state = slots[slot]
+            latest = state.running
+            if self.trace is not None and (latest is None or latest.attempts == 0):
+                self.trace.admitted(slot, self.plan[slot])
+            stop = state.stop = trio.CancelScope()  # running: a restart stops it
+            await self.nursery.start(self.attempt, slot, borrower, stop, state.generation)
+
+    def settle(self, slot: int, result: SubResult[Any, Any]) -> None:
+        """Slot ``slot``'s final result (until a restart takes it back)."""
+        self.slots[slot].result = result
+        self.left -= 1
+        if self.left == 0:
+            self.nursery.cancel_scope.cancel()  # every slot has its result: nothing more to admit
+
+    def reopen(self, slot: int, until: float) -> None:
+        """Take slot ``slot`` back for a restart that ends its wait at ``until``: stop its
+        attempt, or forget its result."""
+        state = self.slots[slot]
+        state.generation += 1
+        state.until = max(state.until, until)
+        if state.stop is not None:
+            state.stop.cancel()
+            state.stop = None
+        if state.result is not None:
+            state.result = None
+            self.left += 1
+        if slot in self.pending:
+            self.pending.remove(slot)
+
+    def readmit(self, taken: list[int], until: float) -> None:
+        """The slots ``taken`` by a restart whose wait ended at ``until`` are back in line,
+        unless a later restart holds them longer."""
+        pending = self.pending
+        for other in taken:
+            again = self.slots[other]
+            if (
+                again.result is None
+                and again.stop is None
+                and again.until <= until
+                and other not in pending
+            ):
+                pending.append(other)
+        pending.sort()
+        self.woken.set()
+
+    async def restart_after(self, taken: list[int], until: float) -> None:
+        """Readmit the slots ``taken`` by a restart once its wait ends, at ``until``."""
+        await trio.sleep_until(until)
+        self.readmit(taken, until)
+
+    def taken(self, slot: int) -> list[int]:
+        """The slots a restart of slot ``slot`` takes back, as the strategy says (not those a
+        journal gave)."""
+        strategy = self.restarts.strategy
+        if strategy == "one_for_one":
+            taken = [slot]
+        elif strategy == "one_for_all":
+            taken = list(range(len(self.plan)))
+        else:
+            taken = list(range(slot, len(self.plan)))
+        if self.kept:
+            taken = [other for other in taken if other not in self.kept]
+        return taken
+
+    def decide(self, ending: Ending, final: bool = False) -> None:
+        """What follows ``ending``: its slot's result, or a restart, or the run giving up; only
+        results when ``final`` (the run is over)."""
+        slot, generation, running, borrower, now = ending
+        engine = self.engine
+        self.places.give_back(borrower)
+        state = self.slots[slot]
+        if state.generation != generation:  # a sibling's restart took this slot back
+            if self.trace is not None:
+                self.trace.end_open_slot(slot, Status.CANCELLED)
+            return
+        state.stop = None
+        if running.failure is None:
+            started: float = running.started  # type: ignore[assignment]  # set by the attempt
+            output, attempts, hedges = running.output, running.attempts, running.hedges
+            self.settle(slot, ok_result(running.subtask, output, attempts, started, now, hedges))
+            return
+        wait = engine.next_wait(running, self.key)
+        if wait is None:  # final: no attempts left, not retryable, or past the deadline
+            self.settle(slot, engine.failed(running, now))
+            return
+        if final:
+            return  # it would be retried: cut short instead
+        recent = self.recent
+        while recent and recent[0] <= now - self.period:  # forget what is older than the window
+            recent.popleft()
+        if len(recent) >= self.limit:  # one restart too many: the run gives up
+            self.settle(slot, engine.failed(running, now))
+            self.given_up = True
+            self.nursery.cancel_scope.cancel()
+            return
+        recent.append(now)
+        taken = self.taken(slot)
+        until = now + wait
+        for other in taken:
+            self.reopen(other, until)
+        if wait > 0:
+            self.nursery.start_soon(self.restart_after, taken, until)
+        else:
+            self.readmit(taken, until)
+
+    async def decider(self) -> None:
+        """Decide the endings reported at one instant together, lowest slot first."""
+        endings = self.endings
+        while True:
+            await self.reported.wait()
+            seen = 0
+            while len(endings) != seen:  # a turn of the scheduler that brings no other ending
+                seen = len(endings)
+                await trio.lowlevel.checkpoint()
+            self.reported = trio.Event()
+            batch = sorted(endings, key=lambda ending: (ending[0], ending[1]))
+            endings.clear()
+            for ending in batch:
+                self.decide(ending)
+            self.woken.set()
+
+    async def attempt(
+        self,
+        slot: int,
+        borrower: object,
+        stop: trio.CancelScope,
+        generation: int,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """One attempt of slot ``slot``, begun in ``generation``, in a task of its own, under
+        the place ``borrower`` holds and inside ``stop`` (which a restart cancels); its ending
+        is reported to the decider."""
+        # the admission waits for this: the task runs on, without a checkpoint, into the
+        # worker's call, so the slots admitted at one instant call their workers in plan order
+        task_status.started()
+        places = self.places
+        state = self.slots[slot]
+        if state.generation != generation:  # taken back before it began
+            places.give_back(borrower)
+            return
+        running = Running()
+        running.begin(slot, self.plan[slot])
+        running.carry(state.running)
+        state.running = running
+        scope = running.open_scope()  # what the timeout cancels
+        if self.run_id is not None:
+            bind_key(self.run_id, running, self.journal)  # what attempt_key() and approval() read
+        try:
+            with stop:
+                # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
+                # more, even for the attempts started in the same batch as the one that ended it
+                await trio.lowlevel.checkpoint_if_cancelled()
+                with scope:
+                    await self.engine.attempt(running, self.trace, self.timer, self.now)
+                if scope.cancelled_caught:
+                    self.engine.timed_out(running, self.trace)
+        except BaseException:
+            places.give_back(borrower)
+            raise
+        if stop.cancelled_caught:  # a sibling's restart took this slot back while it ran
+            places.give_back(borrower)
+            if self.trace is not None:
+                self.trace.end_open_slot(slot, Status.CANCELLED)
+            return
+        self.endings.append((slot, generation, running, borrower, trio.current_time()))
+        self.reported.set()
+
+
 async def restarting_run(
     engine: Engine[Any, Any],
     plan: list[Any],
@@ -84,193 +373,8 @@ async def restarting_run(
     A slot whose result is in ``results`` already (taken from a journal) is final: it is not
     run, and no restart takes it back. ``run`` is the run's id and round, for ``attempt_key``.
     """
-    slots = [SlotState() for _ in plan]
-    kept = {slot for slot, result in enumerate(results) if result is not None}
-    for slot in kept:
-        slots[slot].result = results[slot]
-    pending: list[int] = [slot for slot in range(len(plan)) if slot not in kept]
-    woken = trio.Event()  # set when a slot may be admitted
-    endings: list[Ending] = []  # reported, not yet decided
-    reported = trio.Event()  # set when the first of them is reported
-    recent: deque[float] = deque()  # when each restart within the window happened
-    limit, period = restarts.limit
-    strategy = restarts.strategy
-    key = engine.run_key()
-    places = engine.places
-    timer = None if engine.timeout is None else Deadlines(engine.timeout)
-    now = trio.lowlevel.current_clock().current_time
-    left = [len(pending)]  # slots without a final result
-    given_up: list[bool] = []
-
-    def settle(slot: int, result: SubResult[Any, Any]) -> None:
-        slots[slot].result = result
-        left[0] -= 1
-        if left[0] == 0:
-            nursery.cancel_scope.cancel()  # every slot has its result: nothing more to admit
-
-    def reopen(slot: int, until: float) -> None:
-        """Take slot ``slot`` back for a restart that ends its wait at ``until``: stop its
-        attempt, or forget its result."""
-        state = slots[slot]
-        state.generation += 1
-        state.until = max(state.until, until)
-        if state.stop is not None:
-            state.stop.cancel()
-            state.stop = None
-        if state.result is not None:
-            state.result = None
-            left[0] += 1
-        if slot in pending:
-            pending.remove(slot)
-
-    def readmit(taken: list[int], until: float) -> None:
-        """The slots ``taken`` by a restart whose wait ended at ``until`` are back in line,
-        unless a later restart holds them longer."""
-        for other in taken:
-            again = slots[other]
-            if (
-                again.result is None
-                and again.stop is None
-                and again.until <= until
-                and other not in pending
-            ):
-                pending.append(other)
-        pending.sort()
-        woken.set()
-
-    async def restart_after(taken: list[int], until: float) -> None:
-        await trio.sleep_until(until)
-        readmit(taken, until)
-
-    def decide(ending: Ending, final: bool = False) -> None:
-        """What follows ``ending``: its slot's result, or a restart, or the run giving up; only
-        results when ``final`` (the run is over)."""
-        slot, generation, running, borrower, now = ending
-        places.give_back(borrower)
-        state = slots[slot]
-        if state.generation != generation:  # a sibling's restart took this slot back
-            if trace is not None:
-                trace.end_open_slot(slot, Status.CANCELLED)
-            return
-        state.stop = None
-        if running.failure is None:
-            started: float = running.started  # type: ignore[assignment]  # set by the attempt
-            output, attempts, hedges = running.output, running.attempts, running.hedges
-            settle(slot, ok_result(running.subtask, output, attempts, started, now, hedges))
-            return
-        wait = engine.next_wait(running, key)
-        if wait is None:  # final: no attempts left, not retryable, or past the deadline
-            settle(slot, engine.failed(running, now))
-            return
-        if final:
-            return  # it would be retried: cut short instead
-        while recent and recent[0] <= now - period:  # forget what is older than the window
-            recent.popleft()
-        if len(recent) >= limit:  # one restart too many: the run gives up
-            settle(slot, engine.failed(running, now))
-            given_up.append(True)
-            nursery.cancel_scope.cancel()
-            return
-        recent.append(now)
-        if strategy == "one_for_one":
-            taken = [slot]
-        elif strategy == "one_for_all":
-            taken = list(range(len(plan)))
-        else:
-            taken = list(range(slot, len(plan)))
-        if kept:
-            taken = [other for other in taken if other not in kept]
-        until = now + wait
-        for other in taken:
-            reopen(other, until)
-        if wait > 0:
-            nursery.start_soon(restart_after, taken, until)
-        else:
-            readmit(taken, until)
-
-    async def decider() -> None:
-        """Decide the endings reported at one instant together, lowest slot first."""
-        nonlocal reported
-        while True:
-            await reported.wait()
-            seen = 0
-            while len(endings) != seen:  # a turn of the scheduler that brings no other ending
-                seen = len(endings)
-                await trio.lowlevel.checkpoint()
-            reported = trio.Event()
-            batch = sorted(endings, key=lambda ending: (ending[0], ending[1]))
-            endings.clear()
-            for ending in batch:
-                decide(ending)
-            woken.set()
-
-    async def attempt(
-        slot: int,
-        borrower: object,
-        stop: trio.CancelScope,
-        generation: int,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        # the admission waits for this: the task runs on, without a checkpoint, into the
-        # worker's call, so the slots admitted at one instant call their workers in plan order
-        task_status.started()
-        state = slots[slot]
-        if state.generation != generation:  # taken back before it began
-            places.give_back(borrower)
-            return
-        running = Running()
-        running.slot = slot
-        running.subtask = plan[slot]
-        running.carry(state.running)
-        state.running = running
-        running.scope = trio.CancelScope()  # what the timeout cancels
-        if run is not None:
-            bind_key(run, running, journal)  # what attempt_key() and approval() read
-        try:
-            with stop:
-                # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
-                # more, even for the attempts started in the same batch as the one that ended it
-                await trio.lowlevel.checkpoint_if_cancelled()
-                with running.scope:
-                    await engine.attempt(running, trace, timer, now)
-                if running.scope.cancelled_caught:
-                    engine.timed_out(running, trace)
-        except BaseException:
-            places.give_back(borrower)
-            raise
-        if stop.cancelled_caught:  # a sibling's restart took this slot back while it ran
-            places.give_back(borrower)
-            if trace is not None:
-                trace.end_open_slot(slot, Status.CANCELLED)
-            return
-        endings.append((slot, generation, running, borrower, trio.current_time()))
-        reported.set()
-
-    try:
-        if pending:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(decider)
-                while True:
-                    while not pending or endings:  # nothing to admit, or endings undecided
-                        await woken.wait()
-                        woken = trio.Event()
-                    borrower = object()
-                    await places.take(borrower)
-                    if not pending or endings:  # taken back, or endings came, meanwhile
-                        places.give_back(borrower)
-                        continue
-                    slot = pending.pop(0)
-                    latest = slots[slot].running
-                    if trace is not None and (latest is None or latest.attempts == 0):
-                        trace.admitted(slot, plan[slot])
-                    stop = slots[slot].stop = trio.CancelScope()  # running: a restart stops it
-                    await nursery.start(attempt, slot, borrower, stop, slots[slot].generation)
-    finally:
-        for ending in sorted(endings, key=lambda ending: (ending[0], ending[1])):
-            decide(ending, final=True)  # ended as the run did: its result stands
-        endings.clear()
-        settle_all(engine, plan, slots, results, cuts, restarts if given_up else None)
-    return restarts.gave_up() if given_up else None
+    restarting = RestartingRun(engine, plan, results, cuts, trace, restarts, run, journal)
+    return await restarting.run()
 
 
 def settle_all(
