@@ -28,15 +28,11 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 import trio
 
 from . import _validate
+from ._approval import AwaitingApproval
 from ._contract import Aggregate, Status, SubResult, describe
-from ._journal import (
-    AwaitingApproval,
-    Journal,
-    check_journal,
-    planner_asks,
-    read_subtasks,
-    subtask_texts,
-)
+from ._digest import read_subtasks, subtask_texts
+from ._identity import planner_asks
+from ._journal import Journal, check_journal
 from ._trace import Trace
 
 S = TypeVar("S")

@@ -11,9 +11,10 @@ import trio
 from trio.lowlevel import ParkingLot, checkpoint, current_task
 
 from ._contract import SubResult
+from ._digest import InputCheck
 from ._engine.attempt import Engine, Timer, cancelled
 from ._engine.lanes import Waiting, lane
-from ._journal import InputCheck, Journal, with_subtask
+from ._journal import Journal, with_subtask
 from ._trace import Trace
 
 S = TypeVar("S")

@@ -44,7 +44,7 @@ import trio
 from .._budget import TALLY, Hold, OverBudget, Tally
 from .._contract import Status
 from .._hedge import Hedge
-from .._journal import bind_attempt
+from .._identity import bind_attempt
 from .._trace import Span, Trace
 from .._validate import not_awaitable
 from .attempt import (

@@ -27,7 +27,8 @@ import trio
 from trio.lowlevel import checkpoint, current_task
 
 from .._contract import Status, SubResult, ok_result
-from .._journal import Journal, bind_key
+from .._identity import bind_key
+from .._journal import Journal
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
 

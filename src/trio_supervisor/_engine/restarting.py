@@ -30,7 +30,8 @@ from typing import Any
 import trio
 
 from .._contract import Status, SubResult, ok_result
-from .._journal import Journal, bind_key
+from .._identity import bind_key
+from .._journal import Journal
 from .._restarts import Restarts
 from .._trace import Trace
 from .attempt import Engine, Running, Timer

@@ -17,7 +17,9 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 
-from .._journal import PLANNER, Journal, asker
+from .._approval import asker
+from .._identity import PLANNER
+from .._journal import Journal
 
 __all__ = ["main"]
 

@@ -1,0 +1,114 @@
+"""Attempt identity: which attempt of which slot of which run a worker's call is, in a context
+variable the engine binds once per lane and [`attempt_key`][trio_supervisor.attempt_key] reads.
+It needs no journal: a run given a ``run_id`` alone has keys too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+PLANNER = -1
+"""The slot a planner's question is journaled under (its round: the number of the decision)."""
+
+
+class AttemptKey(NamedTuple):
+    """Which attempt of which slot of which run a worker's call is: the same on every process
+    that runs it, so that a server can tell a retried side effect from a new one.
+
+    ```pycon
+    >>> str(AttemptKey("order-7", 0, 3, 2))
+    'order-7/0/3/2'
+
+    ```
+    """
+
+    run: str
+    round: int
+    slot: int
+    attempt: int
+
+    def __str__(self) -> str:
+        return f"{self.run}/{self.round}/{self.slot}/{self.attempt}"
+
+
+_current: contextvars.ContextVar[tuple[tuple[str, int], Any, Any] | None] = contextvars.ContextVar(
+    "trio_supervisor_attempt", default=None
+)
+
+
+def bound() -> tuple[tuple[str, int], Any, Any] | None:
+    """What the calling task was bound to: its run (id and round), the attempt it runs and the
+    run's journal; None outside a run given a ``run_id``."""
+    return _current.get()
+
+
+def bind_key(run: tuple[str, int], running: Any, journal: Any = None) -> None:
+    """The calling task runs ``running``'s attempts of run ``run`` (its id and round), journaled
+    in ``journal``: what [`attempt_key`][trio_supervisor.attempt_key] and
+    [`approval`][trio_supervisor.approval] read (set once per lane, by the engine)."""
+    _current.set((run, running, journal))
+
+
+class _Asking:
+    """What a planner's question is asked from: the slot ``PLANNER``, no attempt."""
+
+    __slots__ = ("attempts", "slot")
+
+    def __init__(self) -> None:
+        self.slot = PLANNER
+        self.attempts = 0
+
+
+@contextlib.contextmanager
+def planner_asks(run_id: str, number: int, journal: Any) -> Iterator[None]:
+    """Within, [`approval`][trio_supervisor.approval] asks for the planner's decision
+    ``number`` of re-planning run ``run_id``: slot ``PLANNER`` of round ``number``."""
+    token = _current.set(((run_id, number), _Asking(), journal))
+    try:
+        yield
+    finally:
+        _current.reset(token)
+
+
+def bind_attempt(attempt: Any) -> None:
+    """The calling task runs one of several attempts of a slot at once (a hedge): its
+    ``attempt_key()`` reads ``attempt`` (its ``slot`` and its own ``attempts`` number) in the
+    run the task's lane bound, if any."""
+    bound = _current.get()
+    if bound is not None:
+        _current.set((bound[0], attempt, bound[2]))
+
+
+def attempt_key() -> AttemptKey | None:
+    """The key of the attempt the calling worker runs in, or None outside one, or in a run
+    given no ``run_id``.
+
+    ```pycon
+    >>> async def worker(subtask):
+    ...     return str(attempt_key())
+    >>> async def main():
+    ...     aggregate = await Supervisor(worker, max_workers=1).run(["a"], run_id="r1")
+    ...     return aggregate[0].output
+    >>> trio.run(main)
+    'r1/0/0/1'
+
+    ```
+
+    A worker that makes a side effect (a payment, a message, a paid call) sends it along, as
+    [`ChatAgent`][trio_supervisor.agents.ChatAgent] does in an ``Idempotency-Key`` header, so
+    that the server that did it can tell the same attempt resumed after a crash from a new one.
+    A slot that a resume runs again counts its attempts from 1 again, so its first attempt
+    sends the key the killed run's first attempt sent: a server that kept that attempt's answer
+    gives it back (a failure too, if it keeps failures: a slot whose failure was final in the
+    journal is better given a new ``run_id`` when its side effect must be tried afresh).
+    """
+    found = _current.get()
+    if found is None:
+        return None
+    (run, round_), running, _ = found
+    if running.slot is None:
+        return None
+    return AttemptKey(run, round_, running.slot, running.attempts)
