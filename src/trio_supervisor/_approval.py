@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import trio
 
-from ._identity import PLANNER, bound
+from ._identity import NOT_JOURNALED, PLANNER, bound
 
 
 class AwaitingApproval(Exception):  # a state, not an error: the slot is parked
@@ -109,17 +109,13 @@ async def approval(question: str, *, wait: float | None = None) -> Approved:
         a planner of one.
     """
     found = bound()
-    if found is None or found[2] is None or found[1].slot is None:
-        raise RuntimeError(
-            "approval() keeps its question in the run's journal: call it from a worker (or "
-            "the planner) of a run given journal= and run_id="
-        )
-    run, running, journal = found
-    assert journal is not None
+    if found is None or found[1].slot is None:
+        raise RuntimeError(NOT_JOURNALED)
+    run, running = found
     slot = running.slot
     until = trio.current_time() + (wait if wait is not None else 0)
     while True:
-        status, by, note = await journal._ask(run, slot, question)
+        status, by, note = await run.ask(slot, question)  # a run without a journal raises
         if status == "approved":
             return Approved(by or "", note or "")
         if status == "rejected":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 PLANNER = -1
@@ -34,22 +35,46 @@ class AttemptKey(NamedTuple):
         return f"{self.run}/{self.round}/{self.slot}/{self.attempt}"
 
 
-_current: contextvars.ContextVar[tuple[tuple[str, int], Any, Any] | None] = contextvars.ContextVar(
+NOT_JOURNALED = (
+    "approval() keeps its question in the run's journal: call it from a worker (or the planner) "
+    "of a run given journal= and run_id="
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RunName:
+    """A run's name: its ``run_id`` and its ``round`` (0, or the number of a re-planning run's
+    round), the first parts of each of its attempts' keys. A run given a journal is a
+    ``DurableRun`` (in ``_journal.py``), which keeps its workers' questions too."""
+
+    run_id: str
+    round: int
+
+    async def ask(self, slot: int, question: str) -> tuple[str, str | None, str | None]:
+        """Slot ``slot``'s ``question`` and its answer so far: status, by whom, the note.
+
+        Raises:
+          RuntimeError: always: a run without a journal keeps no question.
+        """
+        raise RuntimeError(NOT_JOURNALED)
+
+
+_current: contextvars.ContextVar[tuple[RunName, Any] | None] = contextvars.ContextVar(
     "trio_supervisor_attempt", default=None
 )
 
 
-def bound() -> tuple[tuple[str, int], Any, Any] | None:
-    """What the calling task was bound to: its run (id and round), the attempt it runs and the
-    run's journal; None outside a run given a ``run_id``."""
+def bound() -> tuple[RunName, Any] | None:
+    """What the calling task was bound to: its run and the attempt it runs (its ``slot`` and
+    ``attempts``); None outside a run given a ``run_id``."""
     return _current.get()
 
 
-def bind_key(run: tuple[str, int], running: Any, journal: Any = None) -> None:
-    """The calling task runs ``running``'s attempts of run ``run`` (its id and round), journaled
-    in ``journal``: what [`attempt_key`][trio_supervisor.attempt_key] and
-    [`approval`][trio_supervisor.approval] read (set once per lane, by the engine)."""
-    _current.set((run, running, journal))
+def bind_key(run: RunName, running: Any) -> None:
+    """The calling task runs ``running``'s attempts of ``run``: what
+    [`attempt_key`][trio_supervisor.attempt_key] and [`approval`][trio_supervisor.approval]
+    read (set once per lane, by the engine)."""
+    _current.set((run, running))
 
 
 class _Asking:
@@ -63,10 +88,10 @@ class _Asking:
 
 
 @contextlib.contextmanager
-def planner_asks(run_id: str, number: int, journal: Any) -> Iterator[None]:
-    """Within, [`approval`][trio_supervisor.approval] asks for the planner's decision
-    ``number`` of re-planning run ``run_id``: slot ``PLANNER`` of round ``number``."""
-    token = _current.set(((run_id, number), _Asking(), journal))
+def planner_asks(run: RunName) -> Iterator[None]:
+    """Within, [`approval`][trio_supervisor.approval] asks for a re-planning run's planner
+    decision: slot ``PLANNER`` of ``run``, whose round is the decision's number."""
+    token = _current.set((run, _Asking()))
     try:
         yield
     finally:
@@ -77,9 +102,9 @@ def bind_attempt(attempt: Any) -> None:
     """The calling task runs one of several attempts of a slot at once (a hedge): its
     ``attempt_key()`` reads ``attempt`` (its ``slot`` and its own ``attempts`` number) in the
     run the task's lane bound, if any."""
-    bound = _current.get()
-    if bound is not None:
-        _current.set((bound[0], attempt, bound[2]))
+    found = _current.get()
+    if found is not None:
+        _current.set((found[0], attempt))
 
 
 def attempt_key() -> AttemptKey | None:
@@ -108,7 +133,7 @@ def attempt_key() -> AttemptKey | None:
     found = _current.get()
     if found is None:
         return None
-    (run, round_), running, _ = found
+    run, running = found
     if running.slot is None:
         return None
-    return AttemptKey(run, round_, running.slot, running.attempts)
+    return AttemptKey(run.run_id, run.round, running.slot, running.attempts)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -21,7 +22,8 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -31,7 +33,7 @@ import trio
 from ._approval import asker
 from ._contract import Status, SubResult
 from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
-from ._identity import PLANNER
+from ._identity import PLANNER, RunName
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -1092,8 +1094,9 @@ def _replanned(conn: sqlite3.Connection, run_id: str) -> bool:
     return found is not None
 
 
-def check_journal(journal: object, run_id: object, round: int = 0) -> tuple[str, int] | None:
-    """The run's id and round, after checking ``journal`` and ``run_id`` (before any work)."""
+def check_journal(journal: object, run_id: object) -> RunName | None:
+    """The run's name (a ``DurableRun`` when it is journaled), after checking ``journal`` and
+    ``run_id`` (before any work); None for a run given neither."""
     if journal is not None and not isinstance(journal, Journal):
         raise TypeError(f"journal must be a Journal, got {type(journal).__name__} {journal!r}")
     if run_id is not None and (not isinstance(run_id, str) or not run_id):
@@ -1105,9 +1108,91 @@ def check_journal(journal: object, run_id: object, round: int = 0) -> tuple[str,
         )
     if journal is not None and run_id is None:
         raise ValueError("a journaled run needs a run_id: the name it is resumed by")
-    if isinstance(round, bool) or not isinstance(round, int) or round < 0:
-        raise ValueError(f"round must be an int >= 0, got {round!r}")
-    return None if run_id is None else (run_id, round)
+    if run_id is None:
+        return None
+    return RunName(run_id, 0) if journal is None else DurableRun(run_id, 0, journal)
+
+
+Put = Callable[[int, SubResult[Any, Any]], None]
+"""Where a slot's final result goes: ``put(slot, result)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class DurableRun(RunName):
+    """A journaled run (a run, a stream, or one round of a re-planning run): its name and its
+    journal as one value, with what a run does with its journal, keyed by its id and round."""
+
+    journal: Journal
+    rows: tuple[str, int] = field(init=False, repr=False, compare=False)
+    """The key of the run's rows in the journal: its id and round."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", (self.run_id, self.round))
+
+    def at(self, round: int) -> DurableRun:
+        """The same run's round ``round`` (a re-planning run's)."""
+        return dataclasses.replace(self, round=round)
+
+    async def begin(self, plan: Sequence[Any]) -> dict[int, SubResult[Any, Any]]:
+        """Journal the start over ``plan``, or check it and return the results kept (see
+        [`Journal.begin`][trio_supervisor.Journal.begin])."""
+        return await self.journal.begin(self.rows, plan)
+
+    async def begin_input(self) -> tuple[dict[int, SubResult[Any, Any]], InputCheck]:
+        """Journal the start of a lazy stream, or return what it kept and what its input is
+        checked against (see [`Journal.begin_input`][trio_supervisor.Journal.begin_input])."""
+        return await self.journal.begin_input(self.rows)
+
+    async def ended(self, digest: tuple[str, bytes]) -> None:
+        """Journal the plan a lazy stream pulled to its end (``digest``), unless one was."""
+        await self.journal.ended(self.rows, digest)
+
+    async def finished(self, plan: Sequence[Any]) -> list[SubResult[Any, Any]] | None:
+        """Every result of the run's round over ``plan``, if it finished; else None."""
+        return await self.journal.finished(self.rows, plan)
+
+    def record(self, slot: int, result: SubResult[Any, Any]) -> None:
+        """Journal slot ``slot``'s final ``result`` (appended to the buffer)."""
+        self.journal.record(self.rows, slot, result)
+
+    def recording(self, store: Put) -> Put:
+        """``store``, each result journaled first: what a run's or a stream's feed puts its
+        final results with."""
+        record = self.journal.record
+        rows = self.rows
+
+        def put(slot: int, result: SubResult[Any, Any]) -> None:
+            record(rows, slot, result)
+            store(slot, result)
+
+        return put
+
+    @property
+    def each_commit(self) -> Callable[[], Awaitable[None]] | None:
+        """What a lane awaits after each result it puts: the commit, with ``flush="each"``;
+        else None."""
+        return self.journal.committed if self.journal.each else None
+
+    def kick(self) -> None:
+        """Commit what was journaled soon, without waiting (the run ends on an error)."""
+        self.journal.kick()
+
+    async def done(self, clean: bool = True) -> None:
+        """The run has ended: when ``clean``, wait until what it journaled is committed;
+        else only kick the commit, so that the error that ended it goes on at once.
+
+        Raises:
+          RuntimeError: if a result could not be committed (naming its slot).
+        """
+        if clean:
+            await self.journal.committed()
+        else:
+            self.journal.kick()
+
+    async def ask(self, slot: int, question: str) -> tuple[str, str | None, str | None]:
+        """Slot ``slot``'s ``question``, journaled as pending the first time it is asked, and
+        its answer so far: status, by whom, the note."""
+        return await self.journal._ask(self.rows, slot, question)
 
 
 def with_subtask(result: SubResult[Any, Any], subtask: Any) -> SubResult[Any, Any]:

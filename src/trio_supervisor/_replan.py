@@ -32,7 +32,7 @@ from ._approval import AwaitingApproval
 from ._contract import Aggregate, Status, SubResult, describe
 from ._digest import read_subtasks, subtask_texts
 from ._identity import planner_asks
-from ._journal import Journal, check_journal
+from ._journal import DurableRun, Journal, check_journal
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -466,7 +466,8 @@ async def replan(
     _validate.budget("max_stalls", max_stalls)
     _validate.budget("max_resets", max_resets)
     limit = _validate.seconds("deadline", deadline)
-    check_journal(journal, run_id)
+    checked = check_journal(journal, run_id)
+    durable = checked if isinstance(checked, DurableRun) else None  # round 0: not a batch's
     if journal is not None:
         assert run_id is not None
         first = await journal.replanning(run_id)
@@ -511,7 +512,8 @@ async def replan(
         kept = await journal.decision(run_id, number)
         if kept is not None:
             return _decoded(kept)
-        with planner_asks(run_id, number, journal):  # what approval() asks under
+        assert durable is not None
+        with planner_asks(durable.at(number)):  # what approval() asks under
             decision = await ask_planner(fresh, first)
         if decision is not None and not isinstance(decision, AwaitingApproval):
             await journal.decided(run_id, number, _encoded(decision, task))
@@ -574,11 +576,12 @@ async def replan(
             number = len(ledger._rounds) + 1
             named: dict[str, Any] = {}
             kept = None
-            if journal is not None:  # the round's results journaled, or taken from it
+            if durable is not None:  # the round's results journaled, or taken from it
+                assert journal is not None
                 assert run_id is not None
                 named = {"journal": journal, "run_id": run_id, "round": number}
                 if await journal.decision(run_id, asked) is not None:  # the round finished
-                    kept = await journal.finished((run_id, number), subtasks)
+                    kept = await durable.at(number).finished(subtasks)
             if kept is not None:
                 results = kept
                 if trace is not None:  # the round's slots, drawn as the journal's

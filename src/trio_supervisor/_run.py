@@ -13,13 +13,14 @@ from typing import Any, TypeVar
 import trio
 
 from ._contract import Aggregate, Status, SubResult
+from ._ending import ending
 from ._engine.attempt import CUT_SHORT, Engine, Timer
 from ._engine.lanes import Waiting, lane
 from ._engine.restarting import restarting_run
-from ._journal import Journal
+from ._identity import RunName
+from ._journal import DurableRun
 from ._replan import deadline_words
 from ._restarts import Restarts
-from ._stream import sole
 from ._trace import Trace
 
 T = TypeVar("T")
@@ -32,21 +33,20 @@ async def run_plan(
     plan: list[Any],
     limit: float | None,
     trace: Trace | None,
-    run: tuple[str, int] | None,
-    journal: Journal | None,
+    run: RunName | None,
     need: int | None,
 ) -> Aggregate[Any, T]:
     """Run ``plan`` (checked) on ``engine``'s lanes, at most ``max_workers``, or on the
     restarting path with ``restarts``, within ``limit`` seconds, and give every slot its
-    result; journaled in ``journal`` as ``run`` (its id and round), resumed from it when it was
-    before; with ``need``, cut short at that many successes."""
+    result; under ``run``'s name, journaled (and resumed) when it is a ``DurableRun``; with
+    ``need``, cut short at that many successes."""
     # invariant: results[i] is None until slot i has its final result; cuts[i] is where a
     # slot cut short while it ran got to
     results: list[SubResult[Any, T] | None] = [None] * len(plan)
     cuts: dict[int, SubResult[Any, T]] = {}
-    if journal is not None:
-        assert run is not None
-        for slot, restored in (await journal.begin(run, plan)).items():
+    durable = run if isinstance(run, DurableRun) else None
+    if durable is not None:
+        for slot, restored in (await durable.begin(plan)).items():
             results[slot] = restored
     if trace is not None:
         trace.begin(plan)
@@ -56,36 +56,24 @@ async def run_plan(
     expired = False
     gave_up: str | None = None
     quorum = None if need is None else Quorum(need, len(plan), results)
-    try:
-        try:
-            with trio.move_on_after(limit if limit is not None else math.inf) as scope:
-                if quorum is not None and quorum.decided:
-                    pass  # the journal holds enough successes (or too many failures)
-                elif restarts is None:
-                    await fan_out(
-                        engine, max_workers, plan, results, cuts, trace, run, journal, quorum
+    with ending(trace, durable):
+        with trio.move_on_after(limit if limit is not None else math.inf) as scope:
+            if quorum is not None and quorum.decided:
+                pass  # the journal holds enough successes (or too many failures)
+            elif restarts is None:
+                await fan_out(engine, max_workers, plan, results, cuts, trace, run, quorum)
+            else:
+                kept = [result is not None for result in results]
+                try:
+                    gave_up = await restarting_run(
+                        engine, plan, results, cuts, trace, restarts, run
                     )
-                else:
-                    kept = [result is not None for result in results]
-                    try:
-                        gave_up = await restarting_run(
-                            engine, plan, results, cuts, trace, restarts, run, journal
-                        )
-                    finally:  # final now (the deadline's too): no restart takes them back
-                        if journal is not None:
-                            assert run is not None
-                            for slot, final in enumerate(results):
-                                if final is not None and not kept[slot]:
-                                    journal.record(run, slot, final)
-            expired = scope.cancelled_caught
-        except* (KeyboardInterrupt, SystemExit, Exception) as group:
-            if journal is not None:
-                journal.kick()  # what was journaled before the error is committed
-            raise sole(group) from None
-    finally:
-        if trace is not None:
-            trace.end_open()
-            trace.close()
+                finally:  # final now (the deadline's too): no restart takes them back
+                    if durable is not None:
+                        for slot, final in enumerate(results):
+                            if final is not None and not kept[slot]:
+                                durable.record(slot, final)
+        expired = scope.cancelled_caught
     if quorum is not None and quorum.decided:
         _fill(plan, results, cuts, None, quorum.words())
         gave_up = quorum.gave_up()
@@ -93,8 +81,8 @@ async def run_plan(
         _fill(plan, results, cuts, limit if expired else None)
         if quorum is not None:
             gave_up = quorum.gave_up()
-    if journal is not None:
-        await journal.committed()
+    if durable is not None:
+        await durable.done()
     return Aggregate(results, gave_up, need)  # type: ignore[arg-type]  # _fill left no None
 
 
@@ -105,8 +93,7 @@ async def fan_out(
     results: list[SubResult[Any, Any] | None],
     cuts: dict[int, SubResult[Any, Any]],
     trace: Trace | None,
-    run: tuple[str, int] | None = None,
-    journal: Journal | None = None,
+    run: RunName | None = None,
     quorum: Quorum | None = None,
 ) -> None:
     """The admission loop: ``min(max_workers, len(plan))`` lanes share one feed over the
@@ -114,7 +101,7 @@ async def fan_out(
     result yet: those of a journal are not run again). With a ``quorum``, the lanes are
     cancelled the instant it is decided."""
     timer = engine.timer()
-    feed = RunFeed(plan, results, cuts, trace, timer, engine.run_key(), run, journal)
+    feed = RunFeed(plan, results, cuts, trace, timer, engine.run_key(), run)
     async with trio.open_nursery() as timing:
         if timer is not None:
             timing.start_soon(timer.watch)
@@ -143,7 +130,6 @@ class RunFeed:
         "_left",
         "commit",
         "cut",
-        "journal",
         "key",
         "left",
         "put",
@@ -162,20 +148,18 @@ class RunFeed:
         trace: Trace | None,
         timer: Timer | None,
         key: int,
-        run: tuple[str, int] | None = None,
-        journal: Journal | None = None,
+        run: RunName | None = None,
     ) -> None:
         self.trace = trace
         self.timer = timer
         self.key = key
         self.run = run
-        self.journal = journal
         self.commit: Callable[[], Awaitable[None]] | None = None
         self.waiting: Waiting | None = Waiting()  # a retry waits its backoff holding no place
         self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
         self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__
         self._left: Any
-        if journal is None or all(result is None for result in results):
+        if not isinstance(run, DurableRun) or all(result is None for result in results):
             # the plan's own iterator knows what is left (enumerate does not): no copy of it
             self._left = iter(plan)
             self.take: Callable[[], tuple[int, Any] | None] = functools.partial(
@@ -187,18 +171,9 @@ class RunFeed:
             self._left = iter(todo)
             self.take = functools.partial(next, self._left, None)
             self.left = len(todo)
-        if journal is not None:
-            assert run is not None
-            record = journal.record
-            store = results.__setitem__
-
-            def put(slot: int, result: SubResult[Any, Any]) -> None:
-                record(run, slot, result)
-                store(slot, result)
-
-            self.put = put
-            if journal.each:
-                self.commit = journal.committed
+        if isinstance(run, DurableRun):
+            self.put = run.recording(results.__setitem__)
+            self.commit = run.each_commit
 
     def ready(self) -> bool:
         """Whether a slot of the plan is still to be taken."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar, overload
@@ -370,19 +371,14 @@ class Supervisor(Generic[S, T]):
             check_need(need, len(plan), self._restarting_by() is not None)
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
-        run = check_journal(journal, run_id, _validate.budget("round", round))
+        checked_round = _validate.budget("round", round)
+        run = check_journal(journal, run_id)
+        if run is not None and checked_round:
+            run = dataclasses.replace(run, round=checked_round)
         if self._spans is not None:  # the run records into a trace that emits its spans
             trace = self._spans.run(trace, plan, self)
         return await run_plan(
-            self._engine,
-            self._max_workers,
-            self._restarting_by(),
-            plan,
-            limit,
-            trace,
-            run,
-            journal,
-            need,
+            self._engine, self._max_workers, self._restarting_by(), plan, limit, trace, run, need
         )
 
     async def replan(
@@ -569,4 +565,4 @@ class Supervisor(Generic[S, T]):
         run = check_journal(journal, run_id)
         if self._spans is not None:
             trace = self._spans.stream(trace, planned, self)
-        return open_stream(source, self._engine, self._max_workers, size, trace, journal, run)
+        return open_stream(source, self._engine, self._max_workers, size, trace, run)

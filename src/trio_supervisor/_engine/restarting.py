@@ -30,8 +30,7 @@ from typing import Any
 import trio
 
 from .._contract import Status, SubResult, ok_result
-from .._identity import bind_key
-from .._journal import Journal
+from .._identity import RunName, bind_key
 from .._restarts import Restarts
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
@@ -74,8 +73,7 @@ async def restarting_run(
     cuts: dict[int, SubResult[Any, Any]],
     trace: Trace | None,
     restarts: Restarts,
-    run: tuple[str, int] | None = None,
-    journal: Journal | None = None,
+    run: RunName | None = None,
 ) -> str | None:
     """Run ``plan`` with restarts counted and grouped, into ``results``; when the caller's
     cancellation or deadline cuts the run short, a slot without a result is left None, and one
@@ -83,7 +81,7 @@ async def restarting_run(
     the run gave up, or None.
 
     A slot whose result is in ``results`` already (taken from a journal) is final: it is not
-    run, and no restart takes it back. ``run`` is the run's id and round, for ``attempt_key``.
+    run, and no restart takes it back. ``run`` is the run's name, for ``attempt_key``.
     """
     slots = [SlotState() for _ in plan]
     kept = {slot for slot, result in enumerate(results) if result is not None}
@@ -226,7 +224,7 @@ async def restarting_run(
         state.running = running
         running.scope = trio.CancelScope()  # what the timeout cancels
         if run is not None:
-            bind_key(run, running, journal)  # what attempt_key() and approval() read
+            bind_key(run, running)  # what attempt_key() and approval() read
         try:
             with stop:
                 # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
