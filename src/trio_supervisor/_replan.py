@@ -20,7 +20,7 @@ returns an [`Answer`][trio_supervisor.Answer]: degraded, and naming the budget, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -31,7 +31,7 @@ from . import _validate
 from ._approval import AwaitingApproval
 from ._contract import Aggregate, Status, SubResult, describe
 from ._digest import read_subtasks, subtask_texts
-from ._identity import planner_asks
+from ._identity import RunName, planner_asks
 from ._journal import DurableRun, Journal, check_journal
 from ._trace import Trace
 
@@ -426,19 +426,26 @@ class Planner(Protocol[S, T]):
 
 
 class Runner(Protocol[S, T]):
-    """What runs each batch of a re-planning run: something with a
-    [`Supervisor.run`][trio_supervisor.Supervisor.run] (whose ``journal``, ``run_id`` and
-    ``round`` a journaled re-planning run passes too)."""
+    """What runs each batch of a re-planning run, as
+    [`Supervisor.run`][trio_supervisor.Supervisor.run] does, under the round's name: ``run``,
+    whose round only a re-planning run sets (a ``DurableRun`` when it is journaled; None when it
+    is not)."""
 
-    async def run(
-        self, task: Iterable[S], /, *, deadline: float | None = None, trace: Trace | None = None
+    async def __call__(
+        self,
+        batch: list[S],
+        /,
+        *,
+        deadline: float | None,
+        trace: Trace | None,
+        run: RunName | None,
     ) -> Aggregate[S, T]:
-        """Run every subtask of ``task``, within ``deadline`` seconds; the results in order."""
+        """Run every subtask of ``batch``, within ``deadline`` seconds; the results in order."""
         ...
 
 
 async def replan(
-    supervisor: Runner[S, T],
+    runner: Runner[S, T],
     task: str,
     planner: Planner[S, T],
     *,
@@ -574,14 +581,13 @@ async def replan(
                 return late("before the round started")
             left = None if limit is None else until - started
             number = len(ledger._rounds) + 1
-            named: dict[str, Any] = {}
+            round_run = None if durable is None else durable.at(number)
             kept = None
-            if durable is not None:  # the round's results journaled, or taken from it
+            if round_run is not None:  # the round's results journaled, or taken from it
                 assert journal is not None
                 assert run_id is not None
-                named = {"journal": journal, "run_id": run_id, "round": number}
                 if await journal.decision(run_id, asked) is not None:  # the round finished
-                    kept = await durable.at(number).finished(subtasks)
+                    kept = await round_run.finished(subtasks)
             if kept is not None:
                 results = kept
                 if trace is not None:  # the round's slots, drawn as the journal's
@@ -590,9 +596,7 @@ async def replan(
                         restored.journaled(index, result.subtask)
             else:
                 part = None if trace is None else trace.part()  # the round: the trace's next slots
-                results = (
-                    await supervisor.run(subtasks, deadline=left, trace=part, **named)
-                ).results
+                results = (await runner(subtasks, deadline=left, trace=part, run=round_run)).results
                 if left is not None and limit is not None:
                     results = _cut_by(results, left, limit)
         dispatched += len(subtasks)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import random
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar, overload
@@ -14,6 +14,7 @@ from ._engine.attempt import Engine
 from ._engine.hedging import Hedging
 from ._engine.places import Places
 from ._hedge import Hedge, check_hedge
+from ._identity import RunName
 from ._journal import Journal, check_journal
 from ._meters import Capacity, Meter, check_capacity, check_meters
 from ._replan import Answer, Planner, replan
@@ -26,6 +27,25 @@ from ._trace import Trace, check_trace
 
 S = TypeVar("S")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+ROUND_REFUSED = (
+    "round= is no option of Supervisor.run: rounds are set by Supervisor.replan, which runs each "
+    "round's batch under its number"
+)
+
+
+def _rounds_by_replan(run: F) -> F:
+    """``Supervisor.run``, refusing ``round=`` in one line that names who sets a round (its
+    signature, as ``inspect`` and the reference show it, is ``run``'s own)."""
+
+    @functools.wraps(run)
+    async def checked(*args: Any, **options: Any) -> Any:
+        if "round" in options:
+            raise TypeError(ROUND_REFUSED)
+        return await run(*args, **options)
+
+    return checked  # type: ignore[return-value]  # the same signature, wrapped
 
 
 class Supervisor(Generic[S, T]):
@@ -286,7 +306,6 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None = None,
         journal: Journal | None = None,
         run_id: str | None = None,
-        round: int = 0,
         need: int | None = None,
     ) -> Aggregate[str, T]: ...
 
@@ -299,10 +318,10 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None = None,
         journal: Journal | None = None,
         run_id: str | None = None,
-        round: int = 0,
         need: int | None = None,
     ) -> Aggregate[S, T]: ...
 
+    @_rounds_by_replan
     async def run(
         self,
         task: str | Iterable[Any],
@@ -311,7 +330,6 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None = None,
         journal: Journal | None = None,
         run_id: str | None = None,
-        round: int = 0,
         need: int | None = None,
     ) -> Aggregate[Any, T]:
         """Run every subtask of ``task`` and return their results, in plan order.
@@ -339,8 +357,6 @@ class Supervisor(Generic[S, T]):
             ``journaled`` in the trace). The run returns once its results are committed.
           run_id: the run's name in the journal (needed with one), and the first part of each
             attempt's [`attempt_key`][trio_supervisor.attempt_key].
-          round: the round of a re-planning run this batch is (``replan`` sets it), the second
-            part of the journal's key and of each attempt's key.
           need: return as soon as this many slots succeeded (the first ``k`` of ``n``: a
             quorum, "ask three models, take the first two answers"), cancelling the rest: their
             slots end ``CANCELLED`` with the attempts they made, their error saying they were
@@ -356,11 +372,12 @@ class Supervisor(Generic[S, T]):
           TypeError: if ``task`` is not a str or a sync iterable (use
             [`stream`][trio_supervisor.Supervisor.stream] for an async one), or is one that
             iterates but not as a plan (bytes, whose items are numbers; a mapping, its keys
-            alone; a set, in no order; the message says what to pass), ``round`` or ``need``
-            is not an int, ``trace`` is not a [`Trace`][trio_supervisor.Trace], or a worker's
-            call returns something that cannot be awaited (the message names the fix).
+            alone; a set, in no order; the message says what to pass), ``need`` is not an
+            int, ``trace`` is not a [`Trace`][trio_supervisor.Trace], a worker's call returns
+            something that cannot be awaited (the message names the fix), or ``round=`` is given
+            (a re-planning run's rounds are [`replan`][trio_supervisor.Supervisor.replan]'s).
           ValueError: if ``need`` is not between 1 and the plan's length (or is given with
-            counted or grouped ``restarts``), ``round`` is < 0, ``deadline`` is not positive,
+            counted or grouped ``restarts``), ``deadline`` is not positive,
             ``trace`` was made for another plan or already recorded a run, or ``run_id`` was
             journaled with another plan (naming the first slot that differs) or by a re-planning
             run, before any work.
@@ -371,10 +388,33 @@ class Supervisor(Generic[S, T]):
             check_need(need, len(plan), self._restarting_by() is not None)
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
-        checked_round = _validate.budget("round", round)
-        run = check_journal(journal, run_id)
-        if run is not None and checked_round:
-            run = dataclasses.replace(run, round=checked_round)
+        return await self._run(plan, limit, trace, check_journal(journal, run_id), need)
+
+    async def _run_round(
+        self,
+        batch: list[Any],
+        /,
+        *,
+        deadline: float | None,
+        trace: Trace | None,
+        run: RunName | None,
+    ) -> Aggregate[Any, T]:
+        """A re-planning run's batch, run as ``run`` does it, under ``run``: the round's name
+        (its journal too, when the re-planning run has one), which only ``replan`` sets."""
+        plan = _validate.plan(batch)
+        limit = _validate.seconds("deadline", deadline)
+        check_trace(trace, plan)
+        return await self._run(plan, limit, trace, run, None)
+
+    async def _run(
+        self,
+        plan: list[Any],
+        limit: float | None,
+        trace: Trace | None,
+        run: RunName | None,
+        need: int | None,
+    ) -> Aggregate[Any, T]:
+        """Run ``plan``, checked, on this supervisor's engine (its spans, if any, recorded)."""
         if self._spans is not None:  # the run records into a trace that emits its spans
             trace = self._spans.run(trace, plan, self)
         return await run_plan(
@@ -453,7 +493,7 @@ class Supervisor(Generic[S, T]):
             trace = self._spans.replan(trace, task, self)
         try:
             return await replan(
-                self,
+                self._run_round,
                 task,
                 planner,
                 max_rounds=max_rounds,
