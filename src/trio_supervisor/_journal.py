@@ -1151,6 +1151,22 @@ class DurableRun(RunName):
         """Every result of the run's round over ``plan``, if it finished; else None."""
         return await self.journal.finished(self.rows, plan)
 
+    async def replanning(self) -> Any:
+        """The first decision journaled for this re-planning run, decoded (None if none).
+
+        Raises:
+          ValueError: if its id was journaled by a run (or a stream) of its own plan.
+        """
+        return await self.journal.replanning(self.run_id)
+
+    async def decision(self, number: int) -> Any:
+        """The planner's decision ``number`` of this re-planning run, decoded, or None."""
+        return await self.journal.decision(self.run_id, number)
+
+    async def decided(self, number: int, decision: Any) -> None:
+        """Journal the planner's decision ``number`` of this re-planning run, committed."""
+        await self.journal.decided(self.run_id, number, decision)
+
     def record(self, slot: int, result: SubResult[Any, Any]) -> None:
         """Journal slot ``slot``'s final ``result`` (appended to the buffer)."""
         self.journal.record(self.rows, slot, result)

@@ -475,13 +475,12 @@ async def replan(
     limit = _validate.seconds("deadline", deadline)
     checked = check_journal(journal, run_id)
     durable = checked if isinstance(checked, DurableRun) else None  # round 0: not a batch's
-    if journal is not None:
-        assert run_id is not None
-        first = await journal.replanning(run_id)
+    if durable is not None:
+        first = await durable.replanning()
         if first is not None and first.get("task") != task:
             raise ValueError(
-                f"run {run_id!r} was journaled for another task ({first.get('task')!r}): give "
-                "this task a run_id of its own, or the task it was journaled with"
+                f"run {durable.run_id!r} was journaled for another task ({first.get('task')!r}): "
+                "give this task a run_id of its own, or the task it was journaled with"
             )
     asked = 0  # how many decisions were asked for (or taken from the journal)
     until = trio.current_time() + limit if limit is not None else float("inf")
@@ -513,17 +512,15 @@ async def replan(
         approval() has the answer then), or None: the deadline expired while it decided."""
         nonlocal asked
         number, asked = asked, asked + 1
-        if journal is None:
+        if durable is None:
             return await ask_planner(fresh, first)
-        assert run_id is not None
-        kept = await journal.decision(run_id, number)
+        kept = await durable.decision(number)
         if kept is not None:
             return _decoded(kept)
-        assert durable is not None
         with planner_asks(durable.at(number)):  # what approval() asks under
             decision = await ask_planner(fresh, first)
         if decision is not None and not isinstance(decision, AwaitingApproval):
-            await journal.decided(run_id, number, _encoded(decision, task))
+            await durable.decided(number, _encoded(decision, task))
         return decision
 
     async def ask_planner(
@@ -583,11 +580,9 @@ async def replan(
             number = len(ledger._rounds) + 1
             round_run = None if durable is None else durable.at(number)
             kept = None
-            if round_run is not None:  # the round's results journaled, or taken from it
-                assert journal is not None
-                assert run_id is not None
-                if await journal.decision(run_id, asked) is not None:  # the round finished
-                    kept = await round_run.finished(subtasks)
+            # the round's results journaled, or taken from it when the round finished
+            if round_run is not None and await round_run.decision(asked) is not None:
+                kept = await round_run.finished(subtasks)
             if kept is not None:
                 results = kept
                 if trace is not None:  # the round's slots, drawn as the journal's
