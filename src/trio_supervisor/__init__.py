@@ -7,19 +7,13 @@ plan order as they finish (``stream``). Drawing a recorded run lives in
 ``trio_supervisor.timeline``, stand-in sub-agents for tests in ``trio_supervisor.testing``.
 """
 
+from ._approval import Approved, AwaitingApproval, Rejected, approval
 from ._budget import Budget, OverBudget, Usage, report_usage
 from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
 from ._hedge import Hedge
-from ._journal import (
-    Approved,
-    AttemptKey,
-    AwaitingApproval,
-    Journal,
-    Rejected,
-    approval,
-    attempt_key,
-)
+from ._identity import AttemptKey, attempt_key
+from ._journal import Journal
 from ._meters import Adaptive, Capacity, Meter, RateLimit, report_latency
 from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, Round
 from ._restarts import Restarts, Strategy

@@ -1,5 +1,5 @@
-"""The journal: a run's final results on disk, so that a run killed part way resumes where it
-stopped; and the idempotency key each attempt can read.
+"""The journal's store: a run's final results on disk, so that a run killed part way resumes
+where it stopped, and the questions its workers asked.
 
 A [`Journal`][trio_supervisor.Journal] is one SQLite database (WAL mode), written by one thread
 of its own: a run hands it each final result as the slot settles (a row appended to a buffer,
@@ -11,29 +11,30 @@ the class's docstring, where the API reference shows it; ``SCHEMA`` is what make
 
 from __future__ import annotations
 
-import ast
 import atexit
 import contextlib
-import contextvars
+import dataclasses
 import functools
-import hashlib
 import json
 import os
 import sqlite3
 import threading
 import time
 import weakref
-import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar, Protocol
 
 import trio
 
 from . import _models
+from ._approval import asker
 from ._contract import Status, SubResult
+from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
+from ._identity import PLANNER, RunName
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -100,209 +101,6 @@ class JsonCodec:
         self.decode: Callable[[str | bytes], Any] = _models.decode
 
 
-class AttemptKey(NamedTuple):
-    """Which attempt of which slot of which run a worker's call is: the same on every process
-    that runs it, so that a server can tell a retried side effect from a new one.
-
-    ```pycon
-    >>> str(AttemptKey("order-7", 0, 3, 2))
-    'order-7/0/3/2'
-
-    ```
-    """
-
-    run: str
-    round: int
-    slot: int
-    attempt: int
-
-    def __str__(self) -> str:
-        return f"{self.run}/{self.round}/{self.slot}/{self.attempt}"
-
-
-_current: contextvars.ContextVar[tuple[tuple[str, int], Any, Journal | None] | None] = (
-    contextvars.ContextVar("trio_supervisor_attempt", default=None)
-)
-
-
-def bind_key(run: tuple[str, int], running: Any, journal: Journal | None = None) -> None:
-    """The calling task runs ``running``'s attempts of run ``run`` (its id and round), journaled
-    in ``journal``: what [`attempt_key`][trio_supervisor.attempt_key] and
-    [`approval`][trio_supervisor.approval] read (set once per lane, by the engine)."""
-    _current.set((run, running, journal))
-
-
-class _Asking:
-    """What a planner's question is asked from: the slot ``PLANNER``, no attempt."""
-
-    __slots__ = ("attempts", "slot")
-
-    def __init__(self) -> None:
-        self.slot = PLANNER
-        self.attempts = 0
-
-
-@contextlib.contextmanager
-def planner_asks(run_id: str, number: int, journal: Journal) -> Iterator[None]:
-    """Within, [`approval`][trio_supervisor.approval] asks for the planner's decision
-    ``number`` of re-planning run ``run_id``: slot ``PLANNER`` of round ``number``."""
-    token = _current.set(((run_id, number), _Asking(), journal))
-    try:
-        yield
-    finally:
-        _current.reset(token)
-
-
-def bind_attempt(attempt: Any) -> None:
-    """The calling task runs one of several attempts of a slot at once (a hedge): its
-    ``attempt_key()`` reads ``attempt`` (its ``slot`` and its own ``attempts`` number) in the
-    run the task's lane bound, if any."""
-    bound = _current.get()
-    if bound is not None:
-        _current.set((bound[0], attempt, bound[2]))
-
-
-def attempt_key() -> AttemptKey | None:
-    """The key of the attempt the calling worker runs in, or None outside one, or in a run
-    given no ``run_id``.
-
-    ```pycon
-    >>> async def worker(subtask):
-    ...     return str(attempt_key())
-    >>> async def main():
-    ...     aggregate = await Supervisor(worker, max_workers=1).run(["a"], run_id="r1")
-    ...     return aggregate[0].output
-    >>> trio.run(main)
-    'r1/0/0/1'
-
-    ```
-
-    A worker that makes a side effect (a payment, a message, a paid call) sends it along, as
-    [`ChatAgent`][trio_supervisor.agents.ChatAgent] does in an ``Idempotency-Key`` header, so
-    that the server that did it can tell the same attempt resumed after a crash from a new one.
-    A slot that a resume runs again counts its attempts from 1 again, so its first attempt
-    sends the key the killed run's first attempt sent: a server that kept that attempt's answer
-    gives it back (a failure too, if it keeps failures: a slot whose failure was final in the
-    journal is better given a new ``run_id`` when its side effect must be tried afresh).
-    """
-    bound = _current.get()
-    if bound is None:
-        return None
-    (run, round_), running, _ = bound
-    if running.slot is None:
-        return None
-    return AttemptKey(run, round_, running.slot, running.attempts)
-
-
-def subtask_text(subtask: Any) -> str:
-    """How the journal writes a subtask: its repr, in the ``results`` table, in a plan's digest
-    and in a re-planning run's decisions (where it must read back, see
-    [`subtask_texts`][trio_supervisor._journal.subtask_texts])."""
-    return repr(subtask)
-
-
-def subtask_texts(subtasks: Iterable[Any]) -> list[str]:
-    """The text of each of ``subtasks``, for a decision the journal gives back as it was made.
-
-    ```pycon
-    >>> batch = [("acme", "pricing"), ["eu", ("uk", 2)]]
-    >>> subtask_texts(batch)
-    ["('acme', 'pricing')", "['eu', ('uk', 2)]"]
-    >>> read_subtasks(subtask_texts(batch)) == batch
-    True
-
-    ```
-
-    Raises:
-      TypeError: if a subtask's text does not read back as the subtask (an object of a class
-        of its own, a NaN, an empty set), naming it and the rule.
-    """
-    texts = []
-    for subtask in subtasks:
-        text = subtask_text(subtask)
-        try:
-            back = subtask_text(ast.literal_eval(text))
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            back = None
-        if back != text:
-            raise TypeError(
-                f"the subtask {text} does not read back from its repr, which is how the journal "
-                "keeps a re-planning run's subtasks: give subtasks of str, numbers, tuples, lists, "
-                "dicts, True, False and None"
-            )
-        texts.append(text)
-    return texts
-
-
-def read_subtasks(texts: Iterable[str]) -> list[Any]:
-    """The subtasks [`subtask_texts`][trio_supervisor._journal.subtask_texts] wrote, as they
-    were: tuples as tuples, at any depth."""
-    return [ast.literal_eval(text) for text in texts]
-
-
-class PlanDigest:
-    """The fingerprint of a plan and its subtasks' texts, as the ``runs`` table keeps them,
-    made one subtask at a time (so a lazy stream's input is digested as it is pulled)."""
-
-    __slots__ = ("_hash", "_pack", "_packed", "count")
-
-    def __init__(self) -> None:
-        self._hash = hashlib.blake2b(digest_size=16)
-        self._pack = zlib.compressobj(1)
-        self._packed: list[bytes] = []
-        self.count = 0
-
-    def add(self, text: str) -> None:
-        """The next subtask's text (NUL-separated from the one before)."""
-        data = (f"\x00{text}" if self.count else text).encode("utf-8", "backslashreplace")
-        self._hash.update(data)
-        self._packed.append(self._pack.compress(data))
-        self.count += 1
-
-    def done(self) -> tuple[str, bytes]:
-        """The fingerprint and the compressed texts of the subtasks added."""
-        self._packed.append(self._pack.flush())
-        return self._hash.hexdigest(), b"".join(self._packed)
-
-
-def digest_plan(plan: Sequence[Any]) -> tuple[str, bytes]:
-    """The fingerprint of ``plan`` and its subtasks' texts, as the ``runs`` table keeps them."""
-    digest = PlanDigest()
-    for subtask in plan:
-        digest.add(subtask_text(subtask))
-    return digest.done()
-
-
-def plan_texts(packed: bytes) -> list[str]:
-    """The subtasks' texts of a plan ``digest_plan`` packed."""
-    text = zlib.decompress(packed).decode("utf-8", "backslashreplace")
-    return text.split("\x00") if text else []
-
-
-def first_difference(kept: bytes, plan: Sequence[Any]) -> str:
-    """Where ``plan`` differs from the plan journaled as ``kept``, said in words."""
-    before = plan_texts(kept)
-    for slot, (old, subtask) in enumerate(zip(before, plan, strict=False)):
-        new = subtask_text(subtask)
-        if old != new:
-            return f"slot {slot} was {old}, now {new}"
-    return f"it had {len(before)} slots, now {len(plan)}"
-
-
-def unlike(rows: list[tuple[Any, ...]], texts: Sequence[str]) -> str | None:
-    """Where a plan of ``texts`` differs from the slots journaled as ``rows`` (a plan that was
-    never digested: a lazy stream's, cut short), said in words; None if it does not."""
-    for row in rows:
-        slot, text = row[0], _text(row[1])
-        if slot >= len(texts):
-            return f"it had at least {rows[-1][0] + 1} slots, now {len(texts)}"
-        if texts[slot] != text:
-            return f"slot {slot} was {text}, now {texts[slot]}"
-    return None
-
-
-PLANNER = -1
-"""The slot a planner's question is journaled under (its round: the number of the decision)."""
 FLUSH = ("group", "each")
 PARKED = "awaiting approval"
 WRITERS = ("thread", "inline")
@@ -772,7 +570,7 @@ class Journal:
         refused, packed, rows = await self._run(lambda conn: _begin(conn, run, None, None))
         if refused is not None:
             raise ValueError(refused)
-        check = InputCheck(run[0], None if packed is None else plan_texts(packed), rows)
+        check = InputCheck(run[0], None if packed is None else plan_texts(packed), _seen(rows))
         return self._restore(rows, None, self.keep_failed), check
 
     async def ended(self, run: tuple[str, int], digest: tuple[str, bytes]) -> None:
@@ -1041,13 +839,6 @@ class Journal:
         self._thread.join()
 
 
-def asker(round: int, slot: int, whole: bool = True) -> str:
-    """Who asked a question, in words: a slot (of its round, when ``whole``), or the planner."""
-    if slot == PLANNER:
-        return f"the planner's decision {round}"
-    return f"round {round} slot {slot}" if whole else f"slot {slot}"
-
-
 def _connect(path: str, create: bool) -> sqlite3.Connection:
     """A connection to the journal at ``path`` (in WAL mode), its schema checked before
     anything is written, and made where the file is new (unless not ``create``).
@@ -1222,6 +1013,11 @@ def _text(value: str | bytes) -> str:
     return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
 
 
+def _seen(rows: list[tuple[Any, ...]]) -> list[tuple[int, str]]:
+    """Each slot of ``rows`` (as ``_rows`` reads them) and its subtask's text."""
+    return [(row[0], _text(row[1])) for row in rows]
+
+
 def _close_at_exit(ref: weakref.ref[Journal]) -> None:
     journal = ref()
     if journal is not None:
@@ -1271,7 +1067,7 @@ def _begin(
         if digest is None or plan is None:
             return None, found[1], rows
         if found[0] is None:  # a lazy stream's, cut short: its slots are all that is known
-            difference = unlike(rows, digest[2])
+            difference = unlike(_seen(rows), digest[2])
         elif found[0] != fingerprint:
             difference = first_difference(found[1], plan)
         else:
@@ -1301,58 +1097,9 @@ def _replanned(conn: sqlite3.Connection, run_id: str) -> bool:
     return found is not None
 
 
-class InputCheck:
-    """What a lazy stream's input is checked against as it is pulled: the plan journaled under
-    its ``run_id`` (by a run, a stream of a list, or a lazy stream that pulled its input to the
-    end), or, when none was, the subtask of each slot journaled. An input pulled to its end
-    with no plan journaled is digested as it goes, to be journaled as the plan
-    ([`Journal.ended`][trio_supervisor.Journal.ended])."""
-
-    __slots__ = ("_digest", "_plan", "_seen", "_stop", "run_id")
-
-    def __init__(self, run_id: str, plan: list[str] | None, rows: list[tuple[Any, ...]]) -> None:
-        self.run_id = run_id
-        self._plan = plan
-        self._seen: dict[int, str] = {row[0]: _text(row[1]) for row in rows}
-        # the slots an input must reach: all the plan's, or past every slot journaled
-        self._stop = len(plan) if plan is not None else max(self._seen, default=-1) + 1
-        self._digest = PlanDigest() if plan is None else None
-
-    def pulled(self, slot: int, subtask: Any) -> str | None:
-        """Why the input's ``subtask`` at ``slot`` (pulled in slot order) is refused, or None."""
-        text = subtask_text(subtask)
-        if self._digest is not None:
-            self._digest.add(text)
-        if self._plan is not None:
-            if slot >= len(self._plan):
-                return self._refused(f"it had {slot} slots, now at least {slot + 1}")
-            old: str | None = self._plan[slot]
-        else:
-            old = self._seen.get(slot)
-        if old is not None and old != text:
-            return self._refused(f"slot {slot} was {old}, now {text}")
-        return None
-
-    def ended(self, count: int) -> str | None:
-        """Why an input that ended after ``count`` subtasks is refused, or None."""
-        if count >= self._stop:
-            return None
-        at_least = "" if self._plan is not None else "at least "
-        return self._refused(f"it had {at_least}{self._stop} slots, now {count}")
-
-    def digest(self) -> tuple[str, bytes] | None:
-        """The digest of an input pulled to its end, when no plan was journaled; else None."""
-        return None if self._digest is None else self._digest.done()
-
-    def _refused(self, difference: str) -> str:
-        return (
-            f"run {self.run_id!r} was journaled with another input ({difference}): give this "
-            "input a run_id of its own, or the input it was journaled with"
-        )
-
-
-def check_journal(journal: object, run_id: object, round: int = 0) -> tuple[str, int] | None:
-    """The run's id and round, after checking ``journal`` and ``run_id`` (before any work)."""
+def check_journal(journal: object, run_id: object) -> RunName | None:
+    """The run's name (a ``DurableRun`` when it is journaled), after checking ``journal`` and
+    ``run_id`` (before any work); None for a run given neither."""
     if journal is not None and not isinstance(journal, Journal):
         raise TypeError(f"journal must be a Journal, got {type(journal).__name__} {journal!r}")
     if run_id is not None and (not isinstance(run_id, str) or not run_id):
@@ -1364,9 +1111,107 @@ def check_journal(journal: object, run_id: object, round: int = 0) -> tuple[str,
         )
     if journal is not None and run_id is None:
         raise ValueError("a journaled run needs a run_id: the name it is resumed by")
-    if isinstance(round, bool) or not isinstance(round, int) or round < 0:
-        raise ValueError(f"round must be an int >= 0, got {round!r}")
-    return None if run_id is None else (run_id, round)
+    if run_id is None:
+        return None
+    return RunName(run_id, 0) if journal is None else DurableRun(run_id, 0, journal)
+
+
+Put = Callable[[int, SubResult[Any, Any]], None]
+"""Where a slot's final result goes: ``put(slot, result)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class DurableRun(RunName):
+    """A journaled run (a run, a stream, or one round of a re-planning run): its name and its
+    journal as one value, with what a run does with its journal, keyed by its id and round."""
+
+    journal: Journal
+    rows: tuple[str, int] = field(init=False, repr=False, compare=False)
+    """The key of the run's rows in the journal: its id and round."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rows", (self.run_id, self.round))
+
+    def at(self, round: int) -> DurableRun:
+        """The same run's round ``round`` (a re-planning run's)."""
+        return dataclasses.replace(self, round=round)
+
+    async def begin(self, plan: Sequence[Any]) -> dict[int, SubResult[Any, Any]]:
+        """Journal the start over ``plan``, or check it and return the results kept (see
+        [`Journal.begin`][trio_supervisor.Journal.begin])."""
+        return await self.journal.begin(self.rows, plan)
+
+    async def begin_input(self) -> tuple[dict[int, SubResult[Any, Any]], InputCheck]:
+        """Journal the start of a lazy stream, or return what it kept and what its input is
+        checked against (see [`Journal.begin_input`][trio_supervisor.Journal.begin_input])."""
+        return await self.journal.begin_input(self.rows)
+
+    async def ended(self, digest: tuple[str, bytes]) -> None:
+        """Journal the plan a lazy stream pulled to its end (``digest``), unless one was."""
+        await self.journal.ended(self.rows, digest)
+
+    async def finished(self, plan: Sequence[Any]) -> list[SubResult[Any, Any]] | None:
+        """Every result of the run's round over ``plan``, if it finished; else None."""
+        return await self.journal.finished(self.rows, plan)
+
+    async def replanning(self) -> Any:
+        """The first decision journaled for this re-planning run, decoded (None if none).
+
+        Raises:
+          ValueError: if its id was journaled by a run (or a stream) of its own plan.
+        """
+        return await self.journal.replanning(self.run_id)
+
+    async def decision(self, number: int) -> Any:
+        """The planner's decision ``number`` of this re-planning run, decoded, or None."""
+        return await self.journal.decision(self.run_id, number)
+
+    async def decided(self, number: int, decision: Any) -> None:
+        """Journal the planner's decision ``number`` of this re-planning run, committed."""
+        await self.journal.decided(self.run_id, number, decision)
+
+    def record(self, slot: int, result: SubResult[Any, Any]) -> None:
+        """Journal slot ``slot``'s final ``result`` (appended to the buffer)."""
+        self.journal.record(self.rows, slot, result)
+
+    def recording(self, store: Put) -> Put:
+        """``store``, each result journaled first: what a run's or a stream's feed puts its
+        final results with."""
+        record = self.journal.record
+        rows = self.rows
+
+        def put(slot: int, result: SubResult[Any, Any]) -> None:
+            record(rows, slot, result)
+            store(slot, result)
+
+        return put
+
+    @property
+    def each_commit(self) -> Callable[[], Awaitable[None]] | None:
+        """What a lane awaits after each result it puts: the commit, with ``flush="each"``;
+        else None."""
+        return self.journal.committed if self.journal.each else None
+
+    def kick(self) -> None:
+        """Commit what was journaled soon, without waiting (the run ends on an error)."""
+        self.journal.kick()
+
+    async def done(self, clean: bool = True) -> None:
+        """The run has ended: when ``clean``, wait until what it journaled is committed;
+        else only kick the commit, so that the error that ended it goes on at once.
+
+        Raises:
+          RuntimeError: if a result could not be committed (naming its slot).
+        """
+        if clean:
+            await self.journal.committed()
+        else:
+            self.journal.kick()
+
+    async def ask(self, slot: int, question: str) -> tuple[str, str | None, str | None]:
+        """Slot ``slot``'s ``question``, journaled as pending the first time it is asked, and
+        its answer so far: status, by whom, the note."""
+        return await self.journal._ask(self.rows, slot, question)
 
 
 def with_subtask(result: SubResult[Any, Any], subtask: Any) -> SubResult[Any, Any]:
@@ -1380,121 +1225,3 @@ def with_subtask(result: SubResult[Any, Any], subtask: Any) -> SubResult[Any, An
         started=result.started,
         finished=result.finished,
     )
-
-
-class AwaitingApproval(Exception):  # a state, not an error: the slot is parked
-    """A worker's question has no answer yet: its slot is parked, ``Status.AWAITING_APPROVAL``,
-    until someone answers (``Journal.approve`` or ``reject``) and a resume calls it again.
-
-    ```pycon
-    >>> AwaitingApproval("refund order 7?").question
-    'refund order 7?'
-
-    ```"""
-
-    def __init__(self, question: str) -> None:
-        super().__init__(question)
-        self.question = question
-
-
-class Rejected(Exception):  # the answer, not an error of the worker's
-    """A worker's question was rejected: its slot ends ``Status.REJECTED``, with the note.
-
-    ```pycon
-    >>> str(Rejected("refund order 7?", by="ana", note="over the limit"))
-    "'refund order 7?' rejected by ana: over the limit"
-
-    ```"""
-
-    def __init__(self, question: str, by: str, note: str) -> None:
-        said = f": {note}" if note else ""
-        super().__init__(f"{question!r} rejected by {by}{said}")
-        self.question, self.by, self.note = question, by, note
-
-
-class Approved(NamedTuple):
-    """What [`approval`][trio_supervisor.approval] returns once a question is approved.
-
-    ```pycon
-    >>> Approved(by="ana", note="")
-    Approved(by='ana', note='')
-
-    ```"""
-
-    by: str
-    note: str
-
-
-async def approval(question: str, *, wait: float | None = None) -> Approved:
-    """Ask a human to approve what the calling worker is about to do, on durable state.
-
-    ```pycon
-    >>> import pathlib, tempfile
-    >>> from functools import partial
-    >>> journal = Journal(pathlib.Path(tempfile.mkdtemp()) / "runs.db")
-    >>> async def refund(amount):
-    ...     if amount > 100:
-    ...         await approval(f"refund ${amount}?")
-    ...     return f"refunded ${amount}"  # reached only once approved
-    >>> run = partial(Supervisor(refund, max_workers=2).run, journal=journal, run_id="refunds")
-    >>> [r.status.value for r in trio.run(run, [20, 500])]
-    ['ok', 'awaiting approval']
-    >>> journal.approve("refunds", 1, by="ana")  # or: python -m trio_supervisor.journal approve
-    >>> [r.output for r in trio.run(run, [20, 500])]  # the resume: slot 0 from the journal
-    ['refunded $20', 'refunded $500']
-    >>> journal.close()
-
-    ```
-
-    The question is journaled, once, under the run, round and slot of the attempt, and its own
-    words: an answer is for that question only, so a worker that asks a second one (``close the
-    account?`` after ``refund?``) parks its slot again, and a resume shows that one pending.
-    Without an answer the worker raises
-    [`AwaitingApproval`][trio_supervisor.AwaitingApproval]: its slot is parked
-    (``Status.AWAITING_APPROVAL``, the question its error), the run goes on with the other slots
-    and returns degraded. Anyone who opens the journal answers, another process included
-    (``Journal.approve``, ``Journal.reject``, or ``python -m trio_supervisor.journal approve FILE
-    RUN SLOT``); a resume of the run calls the slot's worker again, and this call returns the
-    approval at once (or raises [`Rejected`][trio_supervisor.Rejected]: the slot ends
-    ``Status.REJECTED`` with the note). Finished slots are never run again.
-
-    A re-planning run's planner may ask too, for the batch it is about to return (its question
-    is slot ``planner``, round the decision's number): without an answer the run ends there,
-    degraded, naming the question, and the decision is not journaled; a resume after the answer
-    asks the planner again, whose call now returns at once. Rejected, the planner's call raises
-    ``Rejected``: unless the planner catches it, its round dispatches nothing, as any failure of
-    the planner's does.
-
-    Args:
-      question: what is to be approved, in words a person answers.
-      wait: seconds to wait for an answer instead of parking at once (the journal is read
-        every second); None parks at once.
-
-    Returns:
-      The approval: who gave it and their note.
-
-    Raises:
-      AwaitingApproval: if no answer came (at once, or within ``wait``).
-      Rejected: if the answer is no.
-      RuntimeError: outside an attempt of a journaled run (``journal=`` and ``run_id=``), or
-        a planner of one.
-    """
-    bound = _current.get()
-    if bound is None or bound[2] is None or bound[1].slot is None:
-        raise RuntimeError(
-            "approval() keeps its question in the run's journal: call it from a worker (or "
-            "the planner) of a run given journal= and run_id="
-        )
-    run, running, journal = bound
-    assert journal is not None
-    slot = running.slot
-    until = trio.current_time() + (wait if wait is not None else 0)
-    while True:
-        status, by, note = await journal._ask(run, slot, question)
-        if status == "approved":
-            return Approved(by or "", note or "")
-        if status == "rejected":
-            raise Rejected(question, by or "", note or "")
-        if trio.current_time() >= until:
-            raise AwaitingApproval(question)
-        await trio.sleep(min(1.0, until - trio.current_time()))

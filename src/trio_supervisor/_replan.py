@@ -20,7 +20,7 @@ returns an [`Answer`][trio_supervisor.Answer]: degraded, and naming the budget, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -28,15 +28,11 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 import trio
 
 from . import _validate
+from ._approval import AwaitingApproval
 from ._contract import Aggregate, Status, SubResult, describe
-from ._journal import (
-    AwaitingApproval,
-    Journal,
-    check_journal,
-    planner_asks,
-    read_subtasks,
-    subtask_texts,
-)
+from ._digest import read_subtasks, subtask_texts
+from ._identity import RunName, planner_asks
+from ._journal import DurableRun, Journal, check_journal
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -478,19 +474,26 @@ class Planner(Protocol[S, T]):
 
 
 class Runner(Protocol[S, T]):
-    """What runs each batch of a re-planning run: something with a
-    [`Supervisor.run`][trio_supervisor.Supervisor.run] (whose ``journal``, ``run_id`` and
-    ``round`` a journaled re-planning run passes too)."""
+    """What runs each batch of a re-planning run, as
+    [`Supervisor.run`][trio_supervisor.Supervisor.run] does, under the round's name: ``run``,
+    whose round only a re-planning run sets (a ``DurableRun`` when it is journaled; None when it
+    is not)."""
 
-    async def run(
-        self, task: Iterable[S], /, *, deadline: float | None = None, trace: Trace | None = None
+    async def __call__(
+        self,
+        batch: list[S],
+        /,
+        *,
+        deadline: float | None,
+        trace: Trace | None,
+        run: RunName | None,
     ) -> Aggregate[S, T]:
-        """Run every subtask of ``task``, within ``deadline`` seconds; the results in order."""
+        """Run every subtask of ``batch``, within ``deadline`` seconds; the results in order."""
         ...
 
 
 async def replan(
-    supervisor: Runner[S, T],
+    runner: Runner[S, T],
     task: str,
     planner: Planner[S, T],
     *,
@@ -518,14 +521,14 @@ async def replan(
     _validate.budget("max_stalls", max_stalls)
     _validate.budget("max_resets", max_resets)
     limit = _validate.seconds("deadline", deadline)
-    check_journal(journal, run_id)
-    if journal is not None:
-        assert run_id is not None
-        first = await journal.replanning(run_id)
+    checked = check_journal(journal, run_id)
+    durable = checked if isinstance(checked, DurableRun) else None  # round 0: not a batch's
+    if durable is not None:
+        first = await durable.replanning()
         if first is not None and first.get("task") != task:
             raise ValueError(
-                f"run {run_id!r} was journaled for another task ({first.get('task')!r}): give "
-                "this task a run_id of its own, or the task it was journaled with"
+                f"run {durable.run_id!r} was journaled for another task ({first.get('task')!r}): "
+                "give this task a run_id of its own, or the task it was journaled with"
             )
     asked = 0  # how many decisions were asked for (or taken from the journal)
     until = trio.current_time() + limit if limit is not None else float("inf")
@@ -557,16 +560,15 @@ async def replan(
         approval() has the answer then), or None: the deadline expired while it decided."""
         nonlocal asked
         number, asked = asked, asked + 1
-        if journal is None:
+        if durable is None:
             return await ask_planner(fresh, first)
-        assert run_id is not None
-        kept = await journal.decision(run_id, number)
+        kept = await durable.decision(number)
         if kept is not None:
             return _decoded(kept)
-        with planner_asks(run_id, number, journal):  # what approval() asks under
+        with planner_asks(durable.at(number)):  # what approval() asks under
             decision = await ask_planner(fresh, first)
         if decision is not None and not isinstance(decision, AwaitingApproval):
-            await journal.decided(run_id, number, _encoded(decision, task))
+            await durable.decided(number, _encoded(decision, task))
         return decision
 
     async def ask_planner(
@@ -624,13 +626,11 @@ async def replan(
                 return late("before the round started")
             left = None if limit is None else until - started
             number = len(ledger.rounds) + 1
-            named: dict[str, Any] = {}
+            round_run = None if durable is None else durable.at(number)
             kept = None
-            if journal is not None:  # the round's results journaled, or taken from it
-                assert run_id is not None
-                named = {"journal": journal, "run_id": run_id, "round": number}
-                if await journal.decision(run_id, asked) is not None:  # the round finished
-                    kept = await journal.finished((run_id, number), subtasks)
+            # the round's results journaled, or taken from it when the round finished
+            if round_run is not None and await round_run.decision(asked) is not None:
+                kept = await round_run.finished(subtasks)
             if kept is not None:
                 results = kept
                 if trace is not None:  # the round's slots, drawn as the journal's
@@ -639,9 +639,7 @@ async def replan(
                         restored.journaled(index, result.subtask)
             else:
                 part = None if trace is None else trace.part()  # the round: the trace's next slots
-                results = (
-                    await supervisor.run(subtasks, deadline=left, trace=part, **named)
-                ).results
+                results = (await runner(subtasks, deadline=left, trace=part, run=round_run)).results
                 if left is not None and limit is not None:
                     results = _cut_by(results, left, limit)
         dispatched += len(subtasks)

@@ -11,33 +11,16 @@ import trio
 from trio.lowlevel import ParkingLot, checkpoint_if_cancelled
 
 from ._contract import SubResult
+from ._digest import InputCheck
+from ._ending import ending
 from ._engine.attempt import Engine, Timer
 from ._engine.lanes import Waiting, lane
-from ._journal import InputCheck, Journal, with_subtask
+from ._identity import RunName
+from ._journal import DurableRun, with_subtask
 from ._trace import Trace
 
 S = TypeVar("S")
 T = TypeVar("T")
-
-
-def sole(group: BaseExceptionGroup[Any]) -> BaseException:
-    """The exception a run or a stream raises for ``group``: its only exception, bare, when it
-    holds just one (a `KeyboardInterrupt` from a worker, say), else the group itself.
-
-    Trio gathers what a nursery's tasks raise into an exception group, and the ``Cancelled`` of
-    the run's own scopes is absorbed by them first; so when one exception is all that is left,
-    ``except KeyboardInterrupt:`` around the program should see it, as it would without the
-    supervisor. This is the one place the library takes an exception out of a group.
-    """
-    found: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending and len(found) < 2:
-        current = pending.pop()
-        if isinstance(current, BaseExceptionGroup):
-            pending.extend(current.exceptions)
-        else:
-            found.append(current)
-    return found[0] if len(found) == 1 and not pending else group
 
 
 def _only_cancelled(exc: BaseException | None) -> bool:
@@ -100,8 +83,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         max_workers: int,
         window: int,
         trace: Trace | None,
-        journal: Journal | None = None,
-        run: tuple[str, int] | None = None,
+        run: RunName | None = None,
     ) -> None:
         # iter() now: it pulls nothing, and a non-iterable fails before any work starts
         self._input: Iterator[Any] | AsyncIterator[Any]
@@ -113,9 +95,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._engine = engine
         self._timer = engine.timer()  # times the attempts, with a timeout
         # what this stream hands its lanes: pulled slots, and a wait for more when idle
-        self._feed = StreamFeed(self, trace, self._timer, engine.run_key(), run, journal)
-        self._journal = journal
-        self._run = run
+        self._feed = StreamFeed(self, trace, self._timer, engine.run_key(), run)
+        self._durable = run if isinstance(run, DurableRun) else None
         self._kept: dict[int, SubResult[Any, T]] = {}  # journaled results not yet pulled
         self._check: InputCheck | None = None  # what a lazy input is checked against, journaled
         self._trace = trace
@@ -156,12 +137,12 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 "this stream was already entered: call supervisor.stream(...) for another run"
             )
         self._entered = True
-        if self._journal is not None:
-            assert self._run is not None
+        durable = self._durable
+        if durable is not None:
             if self._planned is not None:
-                self._kept = await self._journal.begin(self._run, self._planned)
+                self._kept = await durable.begin(self._planned)
             else:
-                self._kept, self._check = await self._journal.begin_input(self._run)
+                self._kept, self._check = await durable.begin_input()
         if self._trace is not None:
             self._trace.begin(self._planned or ())
         self._manager = trio.open_nursery()
@@ -189,25 +170,13 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         owned = scope.cancel_called and _only_cancelled(exc)
         scope.cancel()
         absorbed = False  # the body's exception: it goes on, unless the nursery's scope owns it
-        try:
-            try:
-                if owned:
-                    absorbed = bool(await self._manager.__aexit__(exc_type, exc, tb))
-                else:
-                    await self._manager.__aexit__(None, None, None)
-            except* (KeyboardInterrupt, SystemExit, Exception) as group:
-                if self._journal is not None:
-                    self._journal.kick()  # what was journaled before the error is committed
-                raise sole(group) from None
-        finally:
-            if self._trace is not None:
-                self._trace.end_open()
-                self._trace.close()
-        if self._journal is not None:
-            if exc is None:
-                await self._journal.committed()
+        with ending(self._trace, self._durable):
+            if owned:
+                absorbed = bool(await self._manager.__aexit__(exc_type, exc, tb))
             else:
-                self._journal.kick()
+                await self._manager.__aexit__(None, None, None)
+        if self._durable is not None:
+            await self._durable.done(clean=exc is None)
         return absorbed
 
     def __aiter__(self) -> AsyncIterator[SubResult[S, T]]:
@@ -314,9 +283,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             return
         digest = check.digest()
         if digest is not None:
-            assert self._journal is not None
-            assert self._run is not None
-            await self._journal.ended(self._run, digest)
+            assert self._durable is not None
+            await self._durable.ended(digest)
 
     def _take(self) -> tuple[int, Any] | None:
         return self._queue.popleft() if self._queue else None
@@ -365,7 +333,6 @@ class StreamFeed:
     __slots__ = (
         "commit",
         "cut",
-        "journal",
         "key",
         "more",
         "put",
@@ -383,14 +350,12 @@ class StreamFeed:
         trace: Trace | None,
         timer: Timer | None,
         key: int,
-        run: tuple[str, int] | None = None,
-        journal: Journal | None = None,
+        run: RunName | None = None,
     ) -> None:
         self.trace = trace
         self.timer = timer
         self.key = key
         self.run = run
-        self.journal = journal
         self.take: Callable[[], tuple[int, Any] | None] = stream._take
         self.ready: Callable[[], bool] = stream._has_pulled
         self.more: Callable[[], Awaitable[bool]] = stream._more
@@ -400,18 +365,9 @@ class StreamFeed:
         # a stream's lanes are counted by its puller, at most max_workers: a slot waits out its
         # backoff on its lane, which keeps its place
         self.waiting: Waiting | None = None
-        if journal is not None:
-            assert run is not None
-            record = journal.record
-            deliver = stream._deliver
-
-            def put(slot: int, result: SubResult[Any, Any]) -> None:
-                record(run, slot, result)
-                deliver(slot, result)
-
-            self.put = put
-            if journal.each:
-                self.commit = journal.committed
+        if isinstance(run, DurableRun):
+            self.put = run.recording(stream._deliver)
+            self.commit = run.each_commit
 
 
 def open_stream(
@@ -420,11 +376,8 @@ def open_stream(
     max_workers: int,
     window: int,
     trace: Trace | None,
-    journal: Journal | None = None,
-    run: tuple[str, int] | None = None,
+    run: RunName | None = None,
 ) -> Stream[Any, T]:
     """A new [`Stream`][trio_supervisor.Stream] (which has no public constructor)."""
-    stream: Stream[Any, T] = Stream._create(
-        subtasks, engine, max_workers, window, trace, journal, run
-    )
+    stream: Stream[Any, T] = Stream._create(subtasks, engine, max_workers, window, trace, run)
     return stream

@@ -3,34 +3,49 @@
 from __future__ import annotations
 
 import functools
-import math
-import operator
 import random
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar, overload
 
-import trio
-
 from . import _validate
 from ._budget import check_budgets
-from ._contract import Aggregate, Status, SubResult
-from ._engine.attempt import CUT_SHORT, Engine, Timer
+from ._contract import Aggregate
+from ._engine.attempt import Engine
 from ._engine.hedging import Hedging
-from ._engine.lanes import Waiting, lane
 from ._engine.places import Places
-from ._engine.restarting import restarting_run
 from ._hedge import Hedge, check_hedge
+from ._identity import RunName
 from ._journal import Journal, check_journal
 from ._meters import Capacity, Meter, check_capacity, check_meters
-from ._replan import Answer, Planner, deadline_words, replan
+from ._replan import Answer, Planner, replan
 from ._restarts import Restarts
 from ._retry import Backoff, RetryOn, retryable
+from ._run import check_need, run_plan
 from ._spans import Spans, check_spans
-from ._stream import Stream, open_stream, sole
+from ._stream import Stream, open_stream
 from ._trace import Trace, check_trace
 
 S = TypeVar("S")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+ROUND_REFUSED = (
+    "round= is no option of Supervisor.run: rounds are set by Supervisor.replan, which runs each "
+    "round's batch under its number"
+)
+
+
+def _rounds_by_replan(run: F) -> F:
+    """``Supervisor.run``, refusing ``round=`` in one line that names who sets a round (its
+    signature, as ``inspect`` and the reference show it, is ``run``'s own)."""
+
+    @functools.wraps(run)
+    async def checked(*args: Any, **options: Any) -> Any:
+        if "round" in options:
+            raise TypeError(ROUND_REFUSED)
+        return await run(*args, **options)
+
+    return checked  # type: ignore[return-value]  # the same signature, wrapped
 
 
 class Supervisor(Generic[S, T]):
@@ -291,7 +306,6 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None = None,
         journal: Journal | None = None,
         run_id: str | None = None,
-        round: int = 0,
         need: int | None = None,
     ) -> Aggregate[str, T]: ...
 
@@ -304,10 +318,10 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None = None,
         journal: Journal | None = None,
         run_id: str | None = None,
-        round: int = 0,
         need: int | None = None,
     ) -> Aggregate[S, T]: ...
 
+    @_rounds_by_replan
     async def run(
         self,
         task: str | Iterable[Any],
@@ -316,7 +330,6 @@ class Supervisor(Generic[S, T]):
         trace: Trace | None = None,
         journal: Journal | None = None,
         run_id: str | None = None,
-        round: int = 0,
         need: int | None = None,
     ) -> Aggregate[Any, T]:
         """Run every subtask of ``task`` and return their results, in plan order.
@@ -344,8 +357,6 @@ class Supervisor(Generic[S, T]):
             ``journaled`` in the trace). The run returns once its results are committed.
           run_id: the run's name in the journal (needed with one), and the first part of each
             attempt's [`attempt_key`][trio_supervisor.attempt_key].
-          round: the round of a re-planning run this batch is (``replan`` sets it), the second
-            part of the journal's key and of each attempt's key.
           need: return as soon as this many slots succeeded (the first ``k`` of ``n``: a
             quorum, "ask three models, take the first two answers"), cancelling the rest: their
             slots end ``CANCELLED`` with the attempts they made, their error saying they were
@@ -361,11 +372,12 @@ class Supervisor(Generic[S, T]):
           TypeError: if ``task`` is not a str or a sync iterable (use
             [`stream`][trio_supervisor.Supervisor.stream] for an async one), or is one that
             iterates but not as a plan (bytes, whose items are numbers; a mapping, its keys
-            alone; a set, in no order; the message says what to pass), ``round`` or ``need``
-            is not an int, ``trace`` is not a [`Trace`][trio_supervisor.Trace], or a worker's
-            call returns something that cannot be awaited (the message names the fix).
+            alone; a set, in no order; the message says what to pass), ``need`` is not an
+            int, ``trace`` is not a [`Trace`][trio_supervisor.Trace], a worker's call returns
+            something that cannot be awaited (the message names the fix), or ``round=`` is given
+            (a re-planning run's rounds are [`replan`][trio_supervisor.Supervisor.replan]'s).
           ValueError: if ``need`` is not between 1 and the plan's length (or is given with
-            counted or grouped ``restarts``), ``round`` is < 0, ``deadline`` is not positive,
+            counted or grouped ``restarts``), ``deadline`` is not positive,
             ``trace`` was made for another plan or already recorded a run, or ``run_id`` was
             journaled with another plan (naming the first slot that differs) or by a re-planning
             run, before any work.
@@ -373,102 +385,41 @@ class Supervisor(Generic[S, T]):
         """
         plan = _validate.plan(task)
         if need is not None:
-            _check_need(need, len(plan), self._restarting_by() is not None)
+            check_need(need, len(plan), self._restarting_by() is not None)
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
-        run = check_journal(journal, run_id, _validate.budget("round", round))
-        if self._spans is not None:  # the run records into a trace that emits its spans
-            trace = self._spans.run(trace, plan, self)
-        # invariant: results[i] is None until slot i has its final result; cuts[i] is where a
-        # slot cut short while it ran got to
-        results: list[SubResult[Any, T] | None] = [None] * len(plan)
-        cuts: dict[int, SubResult[Any, T]] = {}
-        if journal is not None:
-            assert run is not None
-            for slot, restored in (await journal.begin(run, plan)).items():
-                results[slot] = restored
-        if trace is not None:
-            trace.begin(plan)
-            for slot, done in enumerate(results):
-                if done is not None:
-                    trace.journaled(slot)
-        expired = False
-        gave_up: str | None = None
-        restarts = self._restarting_by()
-        quorum = None if need is None else Quorum(need, len(plan), results)
-        try:
-            try:
-                with trio.move_on_after(limit if limit is not None else math.inf) as scope:
-                    if quorum is not None and quorum.decided:
-                        pass  # the journal holds enough successes (or too many failures)
-                    elif restarts is None:
-                        await self._fan_out(plan, results, cuts, trace, run, journal, quorum)
-                    else:
-                        kept = [result is not None for result in results]
-                        try:
-                            gave_up = await restarting_run(
-                                self._engine, plan, results, cuts, trace, restarts, run, journal
-                            )
-                        finally:  # final now (the deadline's too): no restart takes them back
-                            if journal is not None:
-                                assert run is not None
-                                for slot, final in enumerate(results):
-                                    if final is not None and not kept[slot]:
-                                        journal.record(run, slot, final)
-                expired = scope.cancelled_caught
-            except* (KeyboardInterrupt, SystemExit, Exception) as group:
-                if journal is not None:
-                    journal.kick()  # what was journaled before the error is committed
-                raise sole(group) from None
-        finally:
-            if trace is not None:
-                trace.end_open()
-                trace.close()
-        if quorum is not None and quorum.decided:
-            _fill(plan, results, cuts, None, quorum.words())
-            gave_up = quorum.gave_up()
-        else:
-            _fill(plan, results, cuts, limit if expired else None)
-            if quorum is not None:
-                gave_up = quorum.gave_up()
-        if journal is not None:
-            await journal.committed()
-        return Aggregate(results, gave_up, need)  # type: ignore[arg-type]  # _fill left no None
+        return await self._run(plan, limit, trace, check_journal(journal, run_id), need)
 
-    async def _fan_out(
+    async def _run_round(
+        self,
+        batch: list[Any],
+        /,
+        *,
+        deadline: float | None,
+        trace: Trace | None,
+        run: RunName | None,
+    ) -> Aggregate[Any, T]:
+        """A re-planning run's batch, run as ``run`` does it, under ``run``: the round's name
+        (its journal too, when the re-planning run has one), which only ``replan`` sets."""
+        plan = _validate.plan(batch)
+        limit = _validate.seconds("deadline", deadline)
+        check_trace(trace, plan)
+        return await self._run(plan, limit, trace, run, None)
+
+    async def _run(
         self,
         plan: list[Any],
-        results: list[SubResult[Any, T] | None],
-        cuts: dict[int, SubResult[Any, T]],
+        limit: float | None,
         trace: Trace | None,
-        run: tuple[str, int] | None = None,
-        journal: Journal | None = None,
-        quorum: Quorum | None = None,
-    ) -> None:
-        """The admission loop: ``min(max_workers, len(plan))`` lanes share one feed over the
-        plan, so each free lane admits the next slot, in plan order (the slots without a
-        result yet: those of a journal are not run again). With a ``quorum``, the lanes are
-        cancelled the instant it is decided."""
-        engine = self._engine
-        timer = engine.timer()
-        feed = RunFeed(plan, results, cuts, trace, timer, engine.run_key(), run, journal)
-        async with trio.open_nursery() as timing:
-            if timer is not None:
-                timing.start_soon(timer.watch)
-            try:
-                async with trio.open_nursery() as nursery:
-                    if quorum is not None:
-                        quorum.watch(feed, nursery.cancel_scope)
-                    for _ in range(min(self._max_workers, feed.left)):
-                        nursery.start_soon(lane, engine, feed)
-            finally:  # cut short: a slot still waiting to retry got as far as its last attempt
-                assert feed.waiting is not None
-                for parked in feed.waiting.left():
-                    assert parked.slot is not None
-                    if trace is not None:
-                        trace.end_open_slot(parked.slot, Status.CANCELLED)
-                    cuts[parked.slot] = engine.cut(parked)
-            timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
+        run: RunName | None,
+        need: int | None,
+    ) -> Aggregate[Any, T]:
+        """Run ``plan``, checked, on this supervisor's engine (its spans, if any, recorded)."""
+        if self._spans is not None:  # the run records into a trace that emits its spans
+            trace = self._spans.run(trace, plan, self)
+        return await run_plan(
+            self._engine, self._max_workers, self._restarting_by(), plan, limit, trace, run, need
+        )
 
     async def replan(
         self,
@@ -542,7 +493,7 @@ class Supervisor(Generic[S, T]):
             trace = self._spans.replan(trace, task, self)
         try:
             return await replan(
-                self,
+                self._run_round,
                 task,
                 planner,
                 max_rounds=max_rounds,
@@ -654,189 +605,4 @@ class Supervisor(Generic[S, T]):
         run = check_journal(journal, run_id)
         if self._spans is not None:
             trace = self._spans.stream(trace, planned, self)
-        return open_stream(source, self._engine, self._max_workers, size, trace, journal, run)
-
-
-class RunFeed:
-    """What a run hands its lanes (a [`Feed`][trio_supervisor._engine.lanes.Feed]): the slots
-    of its plan, in order, and where each result, or how far a slot cut short got, goes. No
-    more slots come once the plan is taken."""
-
-    __slots__ = (
-        "_left",
-        "commit",
-        "cut",
-        "journal",
-        "key",
-        "left",
-        "put",
-        "run",
-        "take",
-        "timer",
-        "trace",
-        "waiting",
-    )
-
-    def __init__(
-        self,
-        plan: list[Any],
-        results: list[SubResult[Any, Any] | None],
-        cuts: dict[int, SubResult[Any, Any]],
-        trace: Trace | None,
-        timer: Timer | None,
-        key: int,
-        run: tuple[str, int] | None = None,
-        journal: Journal | None = None,
-    ) -> None:
-        self.trace = trace
-        self.timer = timer
-        self.key = key
-        self.run = run
-        self.journal = journal
-        self.commit: Callable[[], Awaitable[None]] | None = None
-        self.waiting: Waiting | None = Waiting()  # a retry waits its backoff holding no place
-        self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
-        self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__
-        self._left: Any
-        if journal is None or all(result is None for result in results):
-            # the plan's own iterator knows what is left (enumerate does not): no copy of it
-            self._left = iter(plan)
-            self.take: Callable[[], tuple[int, Any] | None] = functools.partial(
-                next, enumerate(self._left), None
-            )
-            self.left = len(plan)
-        else:  # resumed: only the slots the journal has no result of
-            todo = [(slot, plan[slot]) for slot, done in enumerate(results) if done is None]
-            self._left = iter(todo)
-            self.take = functools.partial(next, self._left, None)
-            self.left = len(todo)
-        if journal is not None:
-            assert run is not None
-            record = journal.record
-            store = results.__setitem__
-
-            def put(slot: int, result: SubResult[Any, Any]) -> None:
-                record(run, slot, result)
-                store(slot, result)
-
-            self.put = put
-            if journal.each:
-                self.commit = journal.committed
-
-    def ready(self) -> bool:
-        """Whether a slot of the plan is still to be taken."""
-        return operator.length_hint(self._left) > 0
-
-    async def more(self) -> bool:
-        """No slot comes after the plan's."""
-        return False
-
-
-def _check_need(need: object, slots: int, restarting: bool) -> None:
-    """``run(..., need=)``: a whole number of successes the plan can give, on the lanes."""
-    if isinstance(need, bool) or not isinstance(need, int):
-        raise TypeError(f"need must be an int or None, got {type(need).__name__} {need!r}")
-    if not 1 <= need <= slots:
-        raise ValueError(
-            f"need must be between 1 and the plan's {slots} subtasks (successes it can have), "
-            f"got {need}"
-        )
-    if restarting:
-        raise ValueError(
-            "need= ends a run at its k-th success, which a counted or grouped restart could "
-            "take back: use a Supervisor without such restarts= for need="
-        )
-
-
-class Quorum:
-    """A run that needs ``need`` of its ``slots`` to succeed: it counts the final results as
-    they are put, and cuts the run short the instant it has them, or can no longer have them."""
-
-    __slots__ = ("decided", "failed", "need", "slots", "succeeded")
-
-    def __init__(self, need: int, slots: int, results: list[SubResult[Any, Any] | None]) -> None:
-        self.need = need
-        self.slots = slots
-        done = [result for result in results if result is not None]  # from a journal
-        self.succeeded = sum(1 for result in done if result.status is Status.OK)
-        self.failed = len(done) - self.succeeded
-        self.decided = self._reached() or self._out_of_reach()
-
-    def _reached(self) -> bool:
-        return self.succeeded >= self.need
-
-    def _out_of_reach(self) -> bool:
-        return self.slots - self.failed < self.need
-
-    def watch(self, feed: RunFeed, scope: trio.CancelScope) -> None:
-        """Count each result ``feed`` puts, and cancel ``scope`` once the quorum is decided."""
-        put = feed.put
-
-        def counted(slot: int, result: SubResult[Any, Any]) -> None:
-            put(slot, result)
-            if result.status is Status.OK:
-                self.succeeded += 1
-            else:
-                self.failed += 1
-            if not self.decided and (self._reached() or self._out_of_reach()):
-                self.decided = True
-                scope.cancel()
-
-        feed.put = counted
-
-    def words(self) -> tuple[str, str]:
-        """Why a slot was cancelled before it started, and before it finished."""
-        if self._reached():
-            why = f"Cancelled: not needed, the run had the {self.need} successes it needed"
-        else:
-            why = (
-                f"Cancelled: the run needed {self.need} successes and could no longer have them "
-                f"({self.failed} of {self.slots} slots failed)"
-            )
-        return f"{why} before this slot started", f"{why} before this slot finished"
-
-    def gave_up(self) -> str | None:
-        """Why the run is short of its quorum, or None."""
-        if self._reached():
-            return None
-        return (
-            f"needed {self.need} successes of {self.slots} slots, got {self.succeeded} "
-            f"({self.failed} failed)"
-        )
-
-
-def _fill(
-    plan: list[Any],
-    results: list[SubResult[Any, Any] | None],
-    cuts: dict[int, SubResult[Any, Any]],
-    deadline: float | None,
-    words: tuple[str, str] | None = None,
-) -> None:
-    """Give every slot a result: a slot never started, or cut short, is ``CANCELLED``."""
-    if all(result is not None for result in results):
-        return
-    if words is not None:
-        never, unfinished = words
-    elif deadline is not None:
-        never, unfinished = deadline_words(deadline)
-    else:
-        never = "Cancelled: the run was cut short before this slot started"
-        unfinished = CUT_SHORT
-    for slot, result in enumerate(results):
-        if result is not None:
-            continue
-        where = cuts.get(slot)
-        if where is None:
-            results[slot] = SubResult(plan[slot], error=never, status=Status.CANCELLED, attempts=0)
-            continue
-        error = where.error or CUT_SHORT
-        results[slot] = SubResult(
-            where.subtask,
-            error=unfinished + error[len(CUT_SHORT) :],
-            status=Status.CANCELLED,
-            attempts=where.attempts,
-            started=where.started,
-            finished=where.finished,
-            exception=where.exception,
-            hedges=where.hedges,
-        )
+        return open_stream(source, self._engine, self._max_workers, size, trace, run)

@@ -264,3 +264,30 @@ def test_the_command_line_names_the_rule_for_a_slot(tmp_path: Path) -> None:
     assert bad.returncode == 1
     assert len(bad.stderr.splitlines()) == 1  # one line, no usage block
     assert "a slot is a number from 0 to 2**63-1, or 'planner', not 'first'" in bad.stderr
+
+
+RULE = (
+    "approval() keeps its question in the run's journal: call it from a worker (or the planner) "
+    "of a run given journal= and run_id="
+)
+
+
+async def asks(subtask: int) -> str:
+    return (await approval(f"go {subtask}?")).by
+
+
+@pytest.mark.parametrize("run_id", [None, "named"])
+def test_approval_in_a_run_without_a_journal_fails_its_slot_naming_the_rule(
+    run_id: str | None,
+) -> None:
+    async def main() -> Any:
+        return await Supervisor(asks, max_workers=1).run([1], run_id=run_id)
+
+    (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert result.status is Status.FAILED
+    assert result.error == f"RuntimeError: {RULE}"
+
+
+def test_approval_outside_a_run_is_refused_naming_the_rule() -> None:
+    with pytest.raises(RuntimeError, match=r"^approval\(\) keeps its question"):
+        trio.run(asks, 1)

@@ -15,7 +15,7 @@ import trio
 import trio.testing
 
 from trio_supervisor import Batch, Done, Journal, Ledger, Supervisor
-from trio_supervisor._journal import read_subtasks, subtask_texts
+from trio_supervisor._digest import read_subtasks, subtask_texts
 
 
 def virtual(fn: Any, *args: Any) -> Any:

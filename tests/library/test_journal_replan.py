@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from tests.library.test_replan import TASK, research_agent, research_planner
-from trio_supervisor import Answer, Journal, Supervisor
+from trio_supervisor import Answer, Batch, Done, Journal, Supervisor, attempt_key
 
 
 class Counted:
@@ -97,3 +97,34 @@ def test_a_journaled_replan_refuses_another_task_under_its_run_id(tmp_path: Path
                 await supervisor.replan("other", research_planner(), journal=journal, run_id="plan")
 
     virtual(main)
+
+
+class TwoRounds:
+    """A planner of two rounds of one subtask each."""
+
+    async def first(self, task: str) -> Batch[str] | Done:
+        return Batch(["a"])
+
+    async def next(self, task: str, ledger: Any, *, fresh: bool) -> Batch[str] | Done:
+        return Batch(["b"]) if len(ledger.rounds) == 1 else Done("done")
+
+
+async def key_of(subtask: str) -> str:
+    return str(attempt_key())
+
+
+@pytest.mark.parametrize("journaled", [True, False])
+def test_each_round_of_a_replan_keys_its_attempts_by_its_number(
+    tmp_path: Path, journaled: bool
+) -> None:
+    async def main() -> list[Any]:
+        supervisor = Supervisor(key_of, max_workers=2)
+        if not journaled:
+            answer = await supervisor.replan(TASK, TwoRounds(), run_id="plan")
+        else:
+            with Journal(tmp_path / "journal.db", writer="inline") as journal:
+                answer = await supervisor.replan(TASK, TwoRounds(), journal=journal, run_id="plan")
+        return [entry.result.output for entry in answer.ledger.entries]
+
+    keys = virtual(main)
+    assert keys == (["plan/1/0/1", "plan/2/0/1"] if journaled else ["None", "None"])

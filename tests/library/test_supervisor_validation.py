@@ -191,21 +191,23 @@ async def test_a_plan_with_no_subtask_returns_an_empty_aggregate_at_once(
     assert trio.current_time() == 0
 
 
-@pytest.mark.parametrize(
-    ("round", "error", "message"),
-    [
-        (1.5, TypeError, r"round must be an int >= 0, got float 1\.5"),
-        ("1", TypeError, r"round must be an int >= 0, got str '1'"),
-        (True, TypeError, r"round must be an int >= 0, got bool True"),
-        (-1, ValueError, r"round must be >= 0, got -1"),
-    ],
-)
-async def test_a_bad_round_is_refused_a_wrong_type_as_a_type_error(
-    round: Any, error: type[Exception], message: str
-) -> None:
+async def test_a_round_is_refused_by_run_naming_replan_which_sets_it() -> None:
     script = Script([ok(1)])
-    with pytest.raises(error, match=f"^{message}$"):
-        await Supervisor(script, max_workers=1).run([0], round=round)
+    run: Any = Supervisor(script, max_workers=1).run
+    with pytest.raises(
+        TypeError,
+        match=r"^round= is no option of Supervisor\.run: rounds are set by Supervisor\.replan, "
+        r"which runs each round's batch under its number$",
+    ):
+        await run([0], round=1)
+    assert not script.calls
+
+
+async def test_an_unknown_option_of_run_is_refused_as_python_refuses_one() -> None:
+    script = Script([ok(1)])
+    run: Any = Supervisor(script, max_workers=1).run
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'deadlin'"):
+        await run([0], deadlin=1)
     assert not script.calls
 
 

@@ -29,9 +29,9 @@ from typing import Any, Generic, Protocol, TypeVar
 import trio
 from trio.lowlevel import ParkingLot
 
+from .._approval import AwaitingApproval, Rejected
 from .._budget import NOTHING_USED, TALLY, Hold, OverBudget, Tally, is_budget
 from .._contract import Status, SubResult, describe, failed_result
-from .._journal import AwaitingApproval, Rejected
 from .._retry import Backoff
 from .._trace import Trace
 from .._validate import not_awaitable

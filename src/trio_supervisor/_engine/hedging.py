@@ -42,7 +42,7 @@ import trio
 from .._budget import NOTHING_USED, Hold, OverBudget
 from .._contract import Status
 from .._hedge import Hedge
-from .._journal import bind_attempt
+from .._identity import bind_attempt
 from .._trace import Span, Trace
 from .attempt import Call, Engine, Running, Timer, acquire, failure_status
 

@@ -27,7 +27,7 @@ import trio
 from trio.lowlevel import checkpoint, checkpoint_if_cancelled, current_task
 
 from .._contract import Status, SubResult, ok_result
-from .._journal import Journal, bind_key
+from .._identity import RunName, bind_key
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
 
@@ -83,15 +83,14 @@ class Feed(Protocol):
 
     ``trace`` records the slots (or None), ``timer`` times the attempts (None without a
     timeout), ``key`` is the retry jitter key of the run (see ``Engine.run_key``); ``run`` is
-    the run's id and round when it has an id (what ``attempt_key`` reads), and ``commit``, when
-    not None, is awaited after each ``put`` (a journal with ``flush="each"``).
+    the run's name when it has an id (what ``attempt_key`` and ``approval`` read), and
+    ``commit``, when not None, is awaited after each ``put`` (a journal with ``flush="each"``).
     """
 
     trace: Trace | None
     timer: Timer | None
     key: int
-    run: tuple[str, int] | None
-    journal: Journal | None
+    run: RunName | None
     commit: Callable[[], Awaitable[None]] | None
     waiting: Waiting | None  # None: a slot waits out its backoff on its lane, holding its place
 
@@ -128,7 +127,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     running = Running()
     timer = feed.timer
     if feed.run is not None:
-        bind_key(feed.run, running, feed.journal)  # what attempt_key() and approval() read
+        bind_key(feed.run, running)  # what attempt_key() and approval() read
     try:
         if timer is None:
             await slots(engine, feed, running)

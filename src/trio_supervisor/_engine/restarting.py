@@ -30,7 +30,7 @@ from typing import Any
 import trio
 
 from .._contract import Status, SubResult, ok_result
-from .._journal import Journal, bind_key
+from .._identity import RunName, bind_key
 from .._restarts import Restarts
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
@@ -79,8 +79,7 @@ class RestartingRun:
       cuts: where a slot cut short while it ran gets how far it got.
       trace: records the slots, or None.
       restarts: the restart policy (its bound and strategy).
-      run_id: the run's id and round, for ``attempt_key``, or None.
-      journal: the run's journal, or None.
+      run: the run's name, for ``attempt_key`` and ``approval``, or None.
     """
 
     __slots__ = (
@@ -88,11 +87,11 @@ class RestartingRun:
         "endings",
         "engine",
         "given_up",
-        "journal",
         "kept",
         "key",
         "left",
         "limit",
+        "name",
         "now",
         "nursery",
         "pending",
@@ -103,7 +102,6 @@ class RestartingRun:
         "reported",
         "restarts",
         "results",
-        "run_id",
         "slots",
         "timer",
         "trace",
@@ -120,8 +118,7 @@ class RestartingRun:
         cuts: dict[int, SubResult[Any, Any]],
         trace: Trace | None,
         restarts: Restarts,
-        run_id: tuple[str, int] | None,
-        journal: Journal | None,
+        run: RunName | None,
     ) -> None:
         self.engine = engine
         self.plan = plan
@@ -129,8 +126,7 @@ class RestartingRun:
         self.cuts = cuts
         self.trace = trace
         self.restarts = restarts
-        self.run_id = run_id
-        self.journal = journal
+        self.name = run
         self.slots = [SlotState() for _ in plan]
         # the slots whose result a journal gave: final, no restart takes them back
         self.kept = {slot for slot, result in enumerate(results) if result is not None}
@@ -332,8 +328,8 @@ class RestartingRun:
         running.carry(state.running)
         state.running = running
         scope = running.open_scope()  # what the timeout cancels
-        if self.run_id is not None:
-            bind_key(self.run_id, running, self.journal)  # what attempt_key() and approval() read
+        if self.name is not None:
+            bind_key(self.name, running)  # what attempt_key() and approval() read
         try:
             with stop:
                 # a run ending (a sibling's misuse, the caller's cancellation) calls no worker
@@ -362,8 +358,7 @@ async def restarting_run(
     cuts: dict[int, SubResult[Any, Any]],
     trace: Trace | None,
     restarts: Restarts,
-    run: tuple[str, int] | None = None,
-    journal: Journal | None = None,
+    run: RunName | None = None,
 ) -> str | None:
     """Run ``plan`` with restarts counted and grouped, into ``results``; when the caller's
     cancellation or deadline cuts the run short, a slot without a result is left None, and one
@@ -371,9 +366,9 @@ async def restarting_run(
     the run gave up, or None.
 
     A slot whose result is in ``results`` already (taken from a journal) is final: it is not
-    run, and no restart takes it back. ``run`` is the run's id and round, for ``attempt_key``.
+    run, and no restart takes it back. ``run`` is the run's name, for ``attempt_key``.
     """
-    restarting = RestartingRun(engine, plan, results, cuts, trace, restarts, run, journal)
+    restarting = RestartingRun(engine, plan, results, cuts, trace, restarts, run)
     return await restarting.run()
 
 

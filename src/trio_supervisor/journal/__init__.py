@@ -18,7 +18,9 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from .._journal import PLANNER, Journal, asker
+from .._approval import asker
+from .._identity import PLANNER
+from .._journal import Journal
 
 __all__ = ["main"]
 

@@ -1,0 +1,294 @@
+"""A run: its plan's slots fanned out to lanes (or to the restarting path) and a result for
+every slot, in plan order, whatever happens to it: the machinery behind
+[`Supervisor.run`][trio_supervisor.Supervisor.run], beside the stream's in ``_stream.py``."""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import trio
+
+from ._contract import Aggregate, Status, SubResult
+from ._ending import ending
+from ._engine.attempt import CUT_SHORT, Engine, Timer
+from ._engine.lanes import Waiting, lane
+from ._engine.restarting import restarting_run
+from ._identity import RunName
+from ._journal import DurableRun
+from ._replan import deadline_words
+from ._restarts import Restarts
+from ._trace import Trace
+
+T = TypeVar("T")
+
+
+async def run_plan(
+    engine: Engine[Any, T],
+    max_workers: int,
+    restarts: Restarts | None,
+    plan: list[Any],
+    limit: float | None,
+    trace: Trace | None,
+    run: RunName | None,
+    need: int | None,
+) -> Aggregate[Any, T]:
+    """Run ``plan`` (checked) on ``engine``'s lanes, at most ``max_workers``, or on the
+    restarting path with ``restarts``, within ``limit`` seconds, and give every slot its
+    result; under ``run``'s name, journaled (and resumed) when it is a ``DurableRun``; with
+    ``need``, cut short at that many successes."""
+    # invariant: results[i] is None until slot i has its final result; cuts[i] is where a
+    # slot cut short while it ran got to
+    results: list[SubResult[Any, T] | None] = [None] * len(plan)
+    cuts: dict[int, SubResult[Any, T]] = {}
+    durable = run if isinstance(run, DurableRun) else None
+    if durable is not None:
+        for slot, restored in (await durable.begin(plan)).items():
+            results[slot] = restored
+    if trace is not None:
+        trace.begin(plan)
+        for slot, done in enumerate(results):
+            if done is not None:
+                trace.journaled(slot)
+    expired = False
+    gave_up: str | None = None
+    quorum = None if need is None else Quorum(need, len(plan), results)
+    with ending(trace, durable):
+        with trio.move_on_after(limit if limit is not None else math.inf) as scope:
+            if quorum is not None and quorum.decided:
+                pass  # the journal holds enough successes (or too many failures)
+            elif restarts is None:
+                await fan_out(engine, max_workers, plan, results, cuts, trace, run, quorum)
+            else:
+                kept = [result is not None for result in results]
+                try:
+                    gave_up = await restarting_run(
+                        engine, plan, results, cuts, trace, restarts, run
+                    )
+                finally:  # final now (the deadline's too): no restart takes them back
+                    if durable is not None:
+                        for slot, final in enumerate(results):
+                            if final is not None and not kept[slot]:
+                                durable.record(slot, final)
+        expired = scope.cancelled_caught
+    if quorum is not None and quorum.decided:
+        _fill(plan, results, cuts, None, quorum.words())
+        gave_up = quorum.gave_up()
+    else:
+        _fill(plan, results, cuts, limit if expired else None)
+        if quorum is not None:
+            gave_up = quorum.gave_up()
+    if durable is not None:
+        await durable.done()
+    return Aggregate(results, gave_up, need)  # type: ignore[arg-type]  # _fill left no None
+
+
+async def fan_out(
+    engine: Engine[Any, Any],
+    max_workers: int,
+    plan: list[Any],
+    results: list[SubResult[Any, Any] | None],
+    cuts: dict[int, SubResult[Any, Any]],
+    trace: Trace | None,
+    run: RunName | None = None,
+    quorum: Quorum | None = None,
+) -> None:
+    """The admission loop: ``min(max_workers, len(plan))`` lanes share one feed over the
+    plan, so each free lane admits the next slot, in plan order (the slots without a
+    result yet: those of a journal are not run again). With a ``quorum``, the lanes are
+    cancelled the instant it is decided."""
+    timer = engine.timer()
+    feed = RunFeed(plan, results, cuts, trace, timer, engine.run_key(), run)
+    async with trio.open_nursery() as timing:
+        if timer is not None:
+            timing.start_soon(timer.watch)
+        try:
+            async with trio.open_nursery() as nursery:
+                if quorum is not None:
+                    quorum.watch(feed, nursery.cancel_scope)
+                for _ in range(min(max_workers, feed.left)):
+                    nursery.start_soon(lane, engine, feed)
+        finally:  # cut short: a slot still waiting to retry got as far as its last attempt
+            assert feed.waiting is not None
+            for parked in feed.waiting.left():
+                assert parked.slot is not None
+                if trace is not None:
+                    trace.end_open_slot(parked.slot, Status.CANCELLED)
+                cuts[parked.slot] = engine.cut(parked)
+        timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
+
+
+class RunFeed:
+    """What a run hands its lanes (a [`Feed`][trio_supervisor._engine.lanes.Feed]): the slots
+    of its plan, in order, and where each result, or how far a slot cut short got, goes. No
+    more slots come once the plan is taken."""
+
+    __slots__ = (
+        "_left",
+        "commit",
+        "cut",
+        "key",
+        "left",
+        "put",
+        "run",
+        "take",
+        "timer",
+        "trace",
+        "waiting",
+    )
+
+    def __init__(
+        self,
+        plan: list[Any],
+        results: list[SubResult[Any, Any] | None],
+        cuts: dict[int, SubResult[Any, Any]],
+        trace: Trace | None,
+        timer: Timer | None,
+        key: int,
+        run: RunName | None = None,
+    ) -> None:
+        self.trace = trace
+        self.timer = timer
+        self.key = key
+        self.run = run
+        self.commit: Callable[[], Awaitable[None]] | None = None
+        self.waiting: Waiting | None = Waiting()  # a retry waits its backoff holding no place
+        self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
+        self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__
+        self._left: Any
+        if not isinstance(run, DurableRun) or all(result is None for result in results):
+            # the plan's own iterator knows what is left (enumerate does not): no copy of it
+            self._left = iter(plan)
+            self.take: Callable[[], tuple[int, Any] | None] = functools.partial(
+                next, enumerate(self._left), None
+            )
+            self.left = len(plan)
+        else:  # resumed: only the slots the journal has no result of
+            todo = [(slot, plan[slot]) for slot, done in enumerate(results) if done is None]
+            self._left = iter(todo)
+            self.take = functools.partial(next, self._left, None)
+            self.left = len(todo)
+        if isinstance(run, DurableRun):
+            self.put = run.recording(results.__setitem__)
+            self.commit = run.each_commit
+
+    def ready(self) -> bool:
+        """Whether a slot of the plan is still to be taken."""
+        return operator.length_hint(self._left) > 0
+
+    async def more(self) -> bool:
+        """No slot comes after the plan's."""
+        return False
+
+
+def check_need(need: object, slots: int, restarting: bool) -> None:
+    """``run(..., need=)``: a whole number of successes the plan can give, on the lanes."""
+    if isinstance(need, bool) or not isinstance(need, int):
+        raise TypeError(f"need must be an int or None, got {type(need).__name__} {need!r}")
+    if not 1 <= need <= slots:
+        raise ValueError(
+            f"need must be between 1 and the plan's {slots} subtasks (successes it can have), "
+            f"got {need}"
+        )
+    if restarting:
+        raise ValueError(
+            "need= ends a run at its k-th success, which a counted or grouped restart could "
+            "take back: use a Supervisor without such restarts= for need="
+        )
+
+
+class Quorum:
+    """A run that needs ``need`` of its ``slots`` to succeed: it counts the final results as
+    they are put, and cuts the run short the instant it has them, or can no longer have them."""
+
+    __slots__ = ("decided", "failed", "need", "slots", "succeeded")
+
+    def __init__(self, need: int, slots: int, results: list[SubResult[Any, Any] | None]) -> None:
+        self.need = need
+        self.slots = slots
+        done = [result for result in results if result is not None]  # from a journal
+        self.succeeded = sum(1 for result in done if result.status is Status.OK)
+        self.failed = len(done) - self.succeeded
+        self.decided = self._reached() or self._out_of_reach()
+
+    def _reached(self) -> bool:
+        return self.succeeded >= self.need
+
+    def _out_of_reach(self) -> bool:
+        return self.slots - self.failed < self.need
+
+    def watch(self, feed: RunFeed, scope: trio.CancelScope) -> None:
+        """Count each result ``feed`` puts, and cancel ``scope`` once the quorum is decided."""
+        put = feed.put
+
+        def counted(slot: int, result: SubResult[Any, Any]) -> None:
+            put(slot, result)
+            if result.status is Status.OK:
+                self.succeeded += 1
+            else:
+                self.failed += 1
+            if not self.decided and (self._reached() or self._out_of_reach()):
+                self.decided = True
+                scope.cancel()
+
+        feed.put = counted
+
+    def words(self) -> tuple[str, str]:
+        """Why a slot was cancelled before it started, and before it finished."""
+        if self._reached():
+            why = f"Cancelled: not needed, the run had the {self.need} successes it needed"
+        else:
+            why = (
+                f"Cancelled: the run needed {self.need} successes and could no longer have them "
+                f"({self.failed} of {self.slots} slots failed)"
+            )
+        return f"{why} before this slot started", f"{why} before this slot finished"
+
+    def gave_up(self) -> str | None:
+        """Why the run is short of its quorum, or None."""
+        if self._reached():
+            return None
+        return (
+            f"needed {self.need} successes of {self.slots} slots, got {self.succeeded} "
+            f"({self.failed} failed)"
+        )
+
+
+def _fill(
+    plan: list[Any],
+    results: list[SubResult[Any, Any] | None],
+    cuts: dict[int, SubResult[Any, Any]],
+    deadline: float | None,
+    words: tuple[str, str] | None = None,
+) -> None:
+    """Give every slot a result: a slot never started, or cut short, is ``CANCELLED``."""
+    if all(result is not None for result in results):
+        return
+    if words is not None:
+        never, unfinished = words
+    elif deadline is not None:
+        never, unfinished = deadline_words(deadline)
+    else:
+        never = "Cancelled: the run was cut short before this slot started"
+        unfinished = CUT_SHORT
+    for slot, result in enumerate(results):
+        if result is not None:
+            continue
+        where = cuts.get(slot)
+        if where is None:
+            results[slot] = SubResult(plan[slot], error=never, status=Status.CANCELLED, attempts=0)
+            continue
+        error = where.error or CUT_SHORT
+        results[slot] = SubResult(
+            where.subtask,
+            error=unfinished + error[len(CUT_SHORT) :],
+            status=Status.CANCELLED,
+            attempts=where.attempts,
+            started=where.started,
+            finished=where.finished,
+            exception=where.exception,
+            hedges=where.hedges,
+        )
