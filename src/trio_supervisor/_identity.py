@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
+
+Put = Callable[[int, Any], None]
+"""Where a slot's final result goes: ``put(slot, result)``."""
 
 PLANNER = -1
 """The slot a planner's question is journaled under (its round: the number of the decision)."""
@@ -49,6 +52,16 @@ class RunName:
 
     run_id: str
     round: int
+
+    def recording(self, store: Put) -> Put:
+        """``store``, as a run puts its final results with: as it is (a ``DurableRun``
+        journals each first)."""
+        return store
+
+    @property
+    def each_commit(self) -> Callable[[], Awaitable[None]] | None:
+        """What a lane awaits after each result it puts: nothing, without a journal."""
+        return None
 
     async def ask(self, slot: int, question: str) -> tuple[str, str | None, str | None]:
         """Slot ``slot``'s ``question`` and its answer so far: status, by whom, the note.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import trio
@@ -15,7 +15,7 @@ import trio
 from ._contract import Aggregate, Status, SubResult
 from ._ending import ending
 from ._engine.attempt import CUT_SHORT, Engine, Timer
-from ._engine.lanes import Waiting, lane
+from ._engine.lanes import Feeding, Waiting, lane
 from ._engine.restarting import restarting_run
 from ._identity import RunName
 from ._journal import DurableRun
@@ -121,24 +121,12 @@ async def fan_out(
         timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
 
 
-class RunFeed:
+class RunFeed(Feeding):
     """What a run hands its lanes (a [`Feed`][trio_supervisor._engine.lanes.Feed]): the slots
     of its plan, in order, and where each result, or how far a slot cut short got, goes. No
     more slots come once the plan is taken."""
 
-    __slots__ = (
-        "_left",
-        "commit",
-        "cut",
-        "key",
-        "left",
-        "put",
-        "run",
-        "take",
-        "timer",
-        "trace",
-        "waiting",
-    )
+    __slots__ = ("_left", "left", "take")
 
     def __init__(
         self,
@@ -150,14 +138,8 @@ class RunFeed:
         key: int,
         run: RunName | None = None,
     ) -> None:
-        self.trace = trace
-        self.timer = timer
-        self.key = key
-        self.run = run
-        self.commit: Callable[[], Awaitable[None]] | None = None
-        self.waiting: Waiting | None = Waiting()  # a retry waits its backoff holding no place
-        self.put: Callable[[int, SubResult[Any, Any]], None] = results.__setitem__
-        self.cut: Callable[[int, SubResult[Any, Any]], None] = cuts.__setitem__
+        # a retry waits its backoff in Waiting, holding no place
+        super().__init__(trace, timer, key, run, results.__setitem__, cuts.__setitem__, Waiting())
         self._left: Any
         if not isinstance(run, DurableRun) or all(result is None for result in results):
             # the plan's own iterator knows what is left (enumerate does not): no copy of it
@@ -171,9 +153,6 @@ class RunFeed:
             self._left = iter(todo)
             self.take = functools.partial(next, self._left, None)
             self.left = len(todo)
-        if isinstance(run, DurableRun):
-            self.put = run.recording(results.__setitem__)
-            self.commit = run.each_commit
 
     def ready(self) -> bool:
         """Whether a slot of the plan is still to be taken."""

@@ -14,7 +14,7 @@ from ._contract import SubResult
 from ._digest import InputCheck
 from ._ending import ending
 from ._engine.attempt import Engine, Timer
-from ._engine.lanes import Waiting, lane
+from ._engine.lanes import Feeding, lane
 from ._identity import RunName
 from ._journal import DurableRun, with_subtask
 from ._trace import Trace
@@ -325,24 +325,12 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                 close()
 
 
-class StreamFeed:
+class StreamFeed(Feeding):
     """What a stream hands its lanes (a [`Feed`][trio_supervisor._engine.lanes.Feed]): the
     subtasks pulled and not yet taken, a wait for more while the input goes on, and where each
     result goes (a slot cut short is delivered as it is)."""
 
-    __slots__ = (
-        "commit",
-        "cut",
-        "key",
-        "more",
-        "put",
-        "ready",
-        "run",
-        "take",
-        "timer",
-        "trace",
-        "waiting",
-    )
+    __slots__ = ("more", "ready", "take")
 
     def __init__(
         self,
@@ -352,22 +340,13 @@ class StreamFeed:
         key: int,
         run: RunName | None = None,
     ) -> None:
-        self.trace = trace
-        self.timer = timer
-        self.key = key
-        self.run = run
+        # a stream's lanes are counted by its puller, at most max_workers: a slot waits out its
+        # backoff on its lane, which keeps its place (no Waiting); a slot cut short is
+        # delivered as it is
+        super().__init__(trace, timer, key, run, stream._deliver, stream._deliver, None)
         self.take: Callable[[], tuple[int, Any] | None] = stream._take
         self.ready: Callable[[], bool] = stream._has_pulled
         self.more: Callable[[], Awaitable[bool]] = stream._more
-        self.put: Callable[[int, SubResult[Any, Any]], None] = stream._deliver
-        self.cut: Callable[[int, SubResult[Any, Any]], None] = stream._deliver
-        self.commit: Callable[[], Awaitable[None]] | None = None
-        # a stream's lanes are counted by its puller, at most max_workers: a slot waits out its
-        # backoff on its lane, which keeps its place
-        self.waiting: Waiting | None = None
-        if isinstance(run, DurableRun):
-            self.put = run.recording(stream._deliver)
-            self.commit = run.each_commit
 
 
 def open_stream(

@@ -110,6 +110,34 @@ class Feed(Protocol):
         """How far slot ``slot`` got when it was cut short (the run decides the final words)."""
 
 
+class Feeding:
+    """What every [`Feed`][trio_supervisor._engine.lanes.Feed] holds alike, a run's and a
+    stream's: the run's trace, timer, jitter key and name, and where each final result, or how
+    far a slot cut short got, goes. A journaled run's results are journaled as they are put,
+    and, with ``flush="each"``, each is committed before its lane goes on."""
+
+    __slots__ = ("commit", "cut", "key", "put", "run", "timer", "trace", "waiting")
+
+    def __init__(
+        self,
+        trace: Trace | None,
+        timer: Timer | None,
+        key: int,
+        run: RunName | None,
+        put: Callable[[int, SubResult[Any, Any]], None],
+        cut: Callable[[int, SubResult[Any, Any]], None],
+        waiting: Waiting | None,
+    ) -> None:
+        self.trace = trace
+        self.timer = timer
+        self.key = key
+        self.run = run
+        self.put = put if run is None else run.recording(put)
+        self.cut = cut
+        self.commit = None if run is None else run.each_commit
+        self.waiting = waiting
+
+
 # What a lane leaves in its task's ``custom_sleep_data`` at each admission: trio sets that
 # attribute to None whenever it reschedules the task (documented with
 # ``trio.lowlevel.wait_task_rescheduled``), so finding the mark still there at the next
