@@ -268,6 +268,31 @@ def _rebuild(*fields: Any) -> SubResult[Any, Any]:
     return SubResult(*fields[:8], hedges=fields[8] if len(fields) > 8 else 0)
 
 
+_SAME: Any = object()
+
+
+def revised(
+    result: SubResult[S, T], *, subtask: Any = _SAME, error: str | None = None
+) -> SubResult[Any, T]:
+    """``result`` with its subtask, or the words of its error, replaced; every other field
+    (its status, attempts and hedges, times and exception) kept as it is.
+
+    Raises:
+      ValueError: if ``error`` is given for a result with an output.
+    """
+    return SubResult(
+        result.subtask if subtask is _SAME else subtask,
+        output=result.output,
+        error=result.error if error is None else error,
+        status=result.status,
+        attempts=result.attempts,
+        started=result.started,
+        finished=result.finished,
+        exception=result.exception,
+        hedges=result.hedges,
+    )
+
+
 def ok_result(
     subtask: Any,
     output: Any,

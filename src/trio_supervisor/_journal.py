@@ -32,7 +32,7 @@ import trio
 
 from . import _models
 from ._approval import asker
-from ._contract import Status, SubResult
+from ._contract import Status, SubResult, revised
 from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
 from ._identity import PLANNER, RunName
 
@@ -1215,13 +1215,6 @@ class DurableRun(RunName):
 
 
 def with_subtask(result: SubResult[Any, Any], subtask: Any) -> SubResult[Any, Any]:
-    """``result`` for ``subtask`` (a journaled result read before its subtask was known)."""
-    return SubResult(
-        subtask,
-        output=result.output,
-        error=result.error if not result.ok else None,
-        status=result.status,
-        attempts=result.attempts,
-        started=result.started,
-        finished=result.finished,
-    )
+    """``result`` for ``subtask`` (a journaled result read before its subtask was known),
+    every other field as it was journaled."""
+    return revised(result, subtask=subtask)

@@ -29,7 +29,7 @@ import trio
 
 from . import _validate
 from ._approval import AwaitingApproval
-from ._contract import Aggregate, Status, SubResult, describe
+from ._contract import Aggregate, Status, SubResult, describe, revised
 from ._digest import read_subtasks, subtask_texts
 from ._identity import RunName, planner_asks
 from ._journal import DurableRun, Journal, check_journal
@@ -712,16 +712,7 @@ def _cut_by(results: list[SubResult[S, T]], left: float, limit: float) -> list[S
         error = result.error or ""
         for said, meant in renamed.items():
             if result.status is Status.CANCELLED and error.startswith(said):
-                result = SubResult(
-                    result.subtask,
-                    error=meant + error[len(said) :],
-                    status=Status.CANCELLED,
-                    attempts=result.attempts,
-                    started=result.started,
-                    finished=result.finished,
-                    exception=result.exception,
-                    hedges=result.hedges,
-                )
+                result = revised(result, error=meant + error[len(said) :])
         kept.append(result)
     return kept
 

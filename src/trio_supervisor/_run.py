@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import trio
 
-from ._contract import Aggregate, Status, SubResult
+from ._contract import Aggregate, Status, SubResult, revised
 from ._ending import ending
 from ._engine.attempt import CUT_SHORT, Engine, Timer
 from ._engine.lanes import Feeding, Waiting, lane
@@ -261,13 +261,4 @@ def _fill(
             results[slot] = SubResult(plan[slot], error=never, status=Status.CANCELLED, attempts=0)
             continue
         error = where.error or CUT_SHORT
-        results[slot] = SubResult(
-            where.subtask,
-            error=unfinished + error[len(CUT_SHORT) :],
-            status=Status.CANCELLED,
-            attempts=where.attempts,
-            started=where.started,
-            finished=where.finished,
-            exception=where.exception,
-            hedges=where.hedges,
-        )
+        results[slot] = revised(where, error=unfinished + error[len(CUT_SHORT) :])

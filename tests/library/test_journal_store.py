@@ -145,6 +145,34 @@ def test_a_hedged_slot_comes_back_from_the_journal_with_its_hedges(tmp_path: Pat
     assert first == again
 
 
+def test_a_hedged_slot_of_a_lazy_stream_comes_back_from_the_journal_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """A lazy stream's journaled results are read before their subtasks are pulled, then given
+    their subtask: every other field, its hedges among them, as journaled."""
+    slow = {3}
+
+    async def agent(n: int) -> int:
+        delay = 10 if n in slow else 1
+        slow.discard(n)
+        await trio.sleep(delay)
+        return n
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        with Journal(tmp_path / "runs.db") as journal:
+            supervisor = Supervisor(agent, max_workers=20, hedge=Hedge(after=2.0))
+            runs = []
+            for _ in range(2):
+                async with supervisor.stream(iter(range(10)), journal=journal, run_id="s") as out:
+                    runs.append([result async for result in out])
+        return runs[0], runs[1]
+
+    first, again = virtual(main)
+    assert first[3].hedges == 1
+    assert again[3].hedges == 1
+    assert first == again
+
+
 OLD_SCHEMA = """
 CREATE TABLE runs (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, fingerprint TEXT, plan BLOB,
