@@ -154,7 +154,7 @@ def steps_refused(
                 f"--crash needs a step whose workers run in worker processes ({first} on): "
                 f"{name} runs them in this process, where a crash would end the runner"
             )
-        problem = need_refused(chosen[name]) or journaling_refused(args, name, chosen[name])
+        problem = need_refused(name, chosen[name]) or journaling_refused(args, name, chosen[name])
         if problem is not None:
             return problem
     return None
@@ -175,15 +175,17 @@ def task_refused(name: str, demos: Sequence[Demo]) -> str | None:
     return None
 
 
-def need_refused(demos: Sequence[Demo]) -> str | None:
+def need_refused(name: str, demos: Sequence[Demo]) -> str | None:
     """Why a demo's ``need`` (``--need K``: a company keeps the first K of its leaves) is more
     than one of its companies has leaves, or None: refused, where the step would quietly take
-    every leaf of that company instead."""
+    every leaf of that company instead. What a company's leaves are is step ``name``'s own
+    ``subtasks_of`` (from step 20 on), read from the step as the runner reads its other
+    functions, so that the runner imports no step."""
     for demo in demos:
         need = demo.options.get("need")
         if need is None:
             continue
-        from lessons.step20_trees import subtasks_of  # what a company's leaves are, from 20 on
+        subtasks_of = load_step(name).subtasks_of
 
         for company in decompose(demo.task):
             leaves = len(subtasks_of(company))
