@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from lessons._course import exercises
 from lessons._course.steps import steps
-from tools.docs import performance, site
+from tools.docs import imports, performance, site
 from tools.docs.dispatch import FILE as PLAYER_DATA
 from tools.docs.dispatch import player
 from tools.docs.laws_page import grid
@@ -163,6 +163,7 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
         *(out / "steps" / f"{name}.tree.md" for name in steps().values() if is_tree(name)),
     ]
     write_if_changed(out / "laws" / "grid.md", grid())
+    write_if_changed(out / "imports.md", imports.drawing())  # the architecture page's floors
     write_if_changed(out / "how-to.md", site.how_to_list(Path(config.docs_dir)))
     write_if_changed(out / "reference-rows.md", site.reference_rows(Path(config.docs_dir)))
     performance.generate(out / "performance")
