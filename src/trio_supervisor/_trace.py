@@ -223,8 +223,9 @@ class Trace:
 
     def listen(self, listener: Listener) -> None:
         """Tell ``listener`` of every event this trace records from now on, each once it is
-        recorded (a [`Listener`][trio_supervisor._trace.Listener]'s methods): the trace stays
-        the one record of the run, and the listener reads it."""
+        recorded (by calling its ``on_started``, ``on_ended``, ...: see
+        ``trio_supervisor._trace.Listener``): the trace stays the one record of the run, and
+        the listener reads it. A supervisor's ``spans=`` records its spans so."""
         self._listeners = (*self._listeners, listener)
 
     def begin(self, plan: Iterable[Any] = ()) -> None:

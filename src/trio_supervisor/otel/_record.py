@@ -1,9 +1,12 @@
-"""The span recorder: a [`Trace`][trio_supervisor.Trace] whose events are spans.
+"""The span recorder: a listener of a run's [`Trace`][trio_supervisor.Trace] that turns its
+events into spans.
 
 The engine tells a run's trace when each slot is admitted and each attempt starts and ends, on
-its one attempt path; the recorder here is such a trace, so spans come from the very events a
-timeline is drawn from, and a supervisor without ``spans=`` pays nothing for them. A caller's
-own trace is still recorded: the recorder passes every event on to it.
+its one attempt path; the trace tells its listeners of each event once it has recorded it. The
+recorder here is such a listener: spans come from the very events a timeline is drawn from,
+their times and attributes read from the trace's record (the recorder keeps only the spans it
+has open), and a supervisor without ``spans=`` pays nothing for them. The run records into the
+caller's own trace, or, without one, into a new trace that only the recorder reads.
 
 Times are trio's clock, laid onto the wall clock once per trio run, so the spans of a run on
 ``trio.testing.MockClock`` have the run's virtual durations.
