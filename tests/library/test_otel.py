@@ -24,6 +24,7 @@ from trio_supervisor import (
     Backoff,
     Batch,
     Done,
+    Hedge,
     Journal,
     Ledger,
     Restarts,
@@ -703,3 +704,25 @@ async def test_the_spans_are_a_listener_of_the_callers_trace(
         for s in recorded.named("attempt")
     )
     assert ends == [(slot.slot, slot.ended) for slot in trace.slots]
+
+
+async def test_a_hedged_race_cut_by_the_deadline_ends_every_attempt_span_cancelled(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    """Every open attempt of a hedged slot ends as the trace ends it, not the last one only."""
+
+    async def slow(n: int) -> int:
+        await trio.sleep(10)
+        return n
+
+    hedge = Hedge(after=1.0, max_extra=2, throttle=1.0)
+    supervisor = Supervisor(slow, max_workers=4, hedge=hedge, spans=recorded.spans)
+    trace = Trace()
+    await supervisor.run([0], trace=trace, deadline=5)
+    assert recorded.all_ended()
+    attempts = recorded.named("attempt")
+    assert len(attempts) == len(trace.slots[0].spans) == 3
+    assert [attrs(s)["trio_supervisor.status"] for s in attempts] == ["cancelled"] * 3
+    (run,) = recorded.named("run slow")
+    assert run.start_time is not None
+    assert sorted(((s.end_time or 0) - run.start_time) / 1e9 for s in attempts) == [5.0] * 3

@@ -124,6 +124,12 @@ def check_spans_agree(scenario: Scenario, path: str = "lanes") -> None:
             if span.status is Status.TIMED_OUT:
                 assert got["error.type"] == "timeout"
             assert got.get("trio_supervisor.retry.after") == span.retry_after
+            before = [s.end for s in recorded[: recorded.index(span)] if s.end is not None]
+            if span.hedge or not before:
+                assert "trio_supervisor.retry.wait" not in got
+            else:  # seconds since the latest end of an attempt before it, as the trace says
+                wait = got["trio_supervisor.retry.wait"]
+                assert abs(wait - (span.start - max(before))) < 1e-6
             if span.status is Status.FAILED:
                 assert attempt.status.description == span.error
 
