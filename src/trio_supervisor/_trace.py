@@ -241,12 +241,17 @@ class Trace:
 
     def _add(self, subtask: Any, planned: float) -> SlotTrace:
         slot = SlotTrace(len(self.slots), subtask, planned)
+        self._keep(slot, slot.slot)
+        return slot
+
+    def _keep(self, slot: SlotTrace, number: int) -> None:
+        """Keep ``slot`` as this trace's slot ``number`` (its place in ``slots``), found by its
+        subtask."""
         self.slots.append(slot)
         try:
-            self._by_subtask.setdefault(subtask, []).append(slot.slot)
+            self._by_subtask.setdefault(slot.subtask, []).append(number)
         except TypeError:  # unhashable: a dict, a list
-            self._unhashable.append(slot.slot)
-        return slot
+            self._unhashable.append(number)
 
     def _slot(self, slot: int, subtask: Any) -> SlotTrace:
         while slot >= len(self.slots):
@@ -566,13 +571,8 @@ class _Part(Trace):
 
     def _add(self, subtask: Any, planned: float) -> SlotTrace:
         slot = super()._add(subtask, planned)
-        whole = self._whole
-        slot.slot = len(whole.slots)  # numbered in the whole trace; this part counts by place
-        whole.slots.append(slot)
-        try:
-            whole._by_subtask.setdefault(subtask, []).append(slot.slot)
-        except TypeError:
-            whole._unhashable.append(slot.slot)
+        slot.slot = len(self._whole.slots)  # numbered in the whole trace; this part counts by place
+        self._whole._keep(slot, slot.slot)
         return slot
 
     def _completed(self, slot: int) -> None:
