@@ -193,23 +193,18 @@ class Spans:
             for listener in trace.listeners
         ):
             return trace
-        return self._record(trace, "run", supervisor)
+        return Recorder(self, trace, "run", supervisor).trace
 
     def stream(self, trace: Trace | None, planned: Sequence[Any] | None, supervisor: Any) -> Trace:
         """The trace a stream records into, listened to as ``run``'s is."""
-        return self._record(trace, "stream", supervisor)
+        return Recorder(self, trace, "stream", supervisor).trace
 
     def replan(self, trace: Trace | None, task: str, supervisor: Any) -> Trace:
         """The trace a re-planning run records into; its span is open from now on, and each
         round (a ``part()`` of the trace) is a span under it."""
-        trace = Trace() if trace is None else trace
-        Recorder(self, trace, "replan", supervisor).open()
-        return trace
-
-    def _record(self, trace: Trace | None, kind: str, supervisor: Any) -> Trace:
-        trace = Trace() if trace is None else trace
-        Recorder(self, trace, kind, supervisor)
-        return trace
+        recorder = Recorder(self, trace, "replan", supervisor)
+        recorder.open()
+        return recorder.trace
 
     @contextmanager
     def chat(self, model: str, base_url: str) -> Iterator[ChatRequest]:
@@ -317,20 +312,20 @@ def _worker_name(supervisor: Any) -> str:
 
 class Recorder(Listener):
     """Emits the spans of one run (or stream, re-planning run, round) as a listener of its
-    trace: each event the trace records becomes a span's start or end, its times and
-    attributes read from the trace's own record of the slot."""
+    trace (the caller's, or a new one when None): each event the trace records becomes a span's
+    start or end, its times and attributes read from the trace's own record of the slot."""
 
     def __init__(
         self,
         spans: Spans,
-        trace: Trace,
+        trace: Trace | None,
         kind: str,
         supervisor: Any,
         whole: Recorder | None = None,
     ) -> None:
         self.spans = spans
+        self.trace = Trace() if trace is None else trace
         self._tracer = spans.tracer
-        self._trace = trace
         self._kind = kind
         self._supervisor = supervisor
         self._whole = whole
@@ -346,7 +341,7 @@ class Recorder(Listener):
         self._rounds: list[Recorder] = []
         self._counts: dict[str, int] = {}
         self._closed = False
-        trace.listen(self)
+        self.trace.listen(self)
 
     # -- the run's own span ---------------------------------------------------------------
 
@@ -393,7 +388,7 @@ class Recorder(Listener):
                 self._end_attempt(record.open.pop(), Status.CANCELLED, None, now)
             self._end_slot(record, self._last_end(record, now), *self._outcome(record))
         if self._kind != "replan":  # a re-planning run's slots are its rounds'
-            recorded = self._trace.slots
+            recorded = self.trace.slots
             for slot, planned in enumerate(recorded):  # never started: cut short before it could
                 if slot not in self._done and slot not in self._slots and planned.delivered is None:
                     self._end_slot(self._new_slot(slot, now), now, None, None)
@@ -460,7 +455,7 @@ class Recorder(Listener):
         spans from ``first`` on."""
         if self._span is None:
             self.open(attach=False)
-        recorded = self._trace.slots[slot]
+        recorded = self.trace.slots[slot]
         attributes: dict[str, Any] = {SLOT: recorded.slot}  # a round's: numbered in the whole
         if restarts:
             attributes[RESTART] = restarts
@@ -477,19 +472,19 @@ class Recorder(Listener):
     def _attempts(self, record: _Slot) -> list[TraceSpan]:
         """The attempts of ``record``'s slot span, as the trace recorded them (an over-budget
         mark is none: its worker was not called)."""
-        spans = self._trace.slots[record.slot].spans[record.first :]
+        spans = self.trace.slots[record.slot].spans[record.first :]
         return [span for span in spans if span.status is not Status.OVER_BUDGET]
 
     def _last_end(self, record: _Slot, default: int) -> int:
         """When the latest attempt of ``record`` ended (``default`` if none has)."""
-        spans = self._trace.slots[record.slot].spans[record.first :]
+        spans = self.trace.slots[record.slot].spans[record.first :]
         ends = [span.end for span in spans if span.end is not None]
         return CLOCK.at(max(ends)) if ends else default
 
     def _outcome(self, record: _Slot) -> tuple[Status | None, BaseException | None]:
         """How ``record``'s slot ended, as its trace says (see ``SlotTrace.deciding``), and
         what the deciding attempt raised."""
-        last = deciding(self._trace.slots[record.slot].spans[record.first :])
+        last = deciding(self.trace.slots[record.slot].spans[record.first :])
         if last is None:
             return None, None
         failed = record.failed
@@ -533,7 +528,7 @@ class Recorder(Listener):
         if record is not None and not record.done:
             return record
         restarts = self._done.pop(slot, -1) + 1 if record is None else record.restarts + 1
-        first = len(self._trace.slots[slot].spans) - started
+        first = len(self.trace.slots[slot].spans) - started
         return self._new_slot(slot, now, restarts, first)
 
     def on_admitted(self, slot: int) -> None:
@@ -542,7 +537,7 @@ class Recorder(Listener):
     def on_started(self, slot: int, span: TraceSpan) -> None:
         now = CLOCK.at(span.start)
         record = self._running(slot, now, started=1)
-        recorded = self._trace.slots[slot]
+        recorded = self.trace.slots[slot]
         attempts = recorded.spans[record.first :]
         attributes: dict[str, Any] = {SLOT: recorded.slot, ATTEMPT: len(attempts)}
         if span.hedge:  # as the engine says: a retry that starts while a span is open is none
@@ -646,7 +641,7 @@ class Recorder(Listener):
 
     def on_journaled(self, slot: int) -> None:
         now = self.spans.ns()
-        record = self._new_slot(slot, now, first=len(self._trace.slots[slot].spans))
+        record = self._new_slot(slot, now, first=len(self.trace.slots[slot].spans))
         record.span.set_attribute(JOURNALED, True)
         self._end_slot(record, now, Status.OK, None)
 
