@@ -654,6 +654,30 @@ class Replanning(Generic[S, T]):
       durable: the run's journal, or None.
     """
 
+    __slots__ = (
+        "asked",
+        "decision",
+        "dispatched",
+        "durable",
+        "failure",
+        "fresh",
+        "ledger",
+        "limit",
+        "max_resets",
+        "max_rounds",
+        "max_stalls",
+        "max_subtasks",
+        "planned",
+        "planner",
+        "resets",
+        "runner",
+        "stalls",
+        "succeeded",
+        "task",
+        "trace",
+        "until",
+    )
+
     def __init__(
         self,
         runner: Runner[S, T],
