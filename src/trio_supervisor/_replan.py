@@ -530,169 +530,19 @@ async def replan(
                 f"run {durable.run_id!r} was journaled for another task ({first.get('task')!r}): "
                 "give this task a run_id of its own, or the task it was journaled with"
             )
-    asked = 0  # how many decisions were asked for (or taken from the journal)
-    until = trio.current_time() + limit if limit is not None else float("inf")
-    ledger: Ledger[S, T] = Ledger(task)
-    stalls = resets = 0
-    dispatched = 0
-    succeeded: set[object] = set()  # the subtasks that succeeded so far, as set members
-    failure: str | None = None  # the planner's last failure, for the answer's reason
-
-    def end(
-        ended_by: Budget | None, reason: str, answer: str | None = None, whole: bool = True
-    ) -> Answer[S, T]:
-        if failure is not None and ended_by is not None:
-            reason = f"{reason}; the planner's last failure: {failure}"
-        degraded = not whole or ended_by is not None or bool(ledger.unsettled())
-        text = answer if answer is not None else ledger.synthesize()
-        if degraded:
-            text = f"{text}\n(degraded: {reason})" if text else f"(degraded: {reason})"
-        return Answer(text, degraded, ended_by, reason, ledger)
-
-    def late(doing: str) -> Answer[S, T]:
-        return end("deadline", f"the run's deadline of {limit:g}s expired {doing}")
-
-    async def ask(
-        fresh: bool, first: bool = False
-    ) -> Batch[S] | Done | _Failed | AwaitingApproval | None:
-        """The planner's decision (the journal's, when it has it), what went wrong asking for
-        it, the question it waits on (not journaled: a resume asks the planner again, and its
-        approval() has the answer then), or None: the deadline expired while it decided."""
-        nonlocal asked
-        number, asked = asked, asked + 1
-        if durable is None:
-            return await ask_planner(fresh, first)
-        kept = await durable.decision(number)
-        if kept is not None:
-            return _decoded(kept)
-        with planner_asks(durable.at(number)):  # what approval() asks under
-            decision = await ask_planner(fresh, first)
-        if decision is not None and not isinstance(decision, AwaitingApproval):
-            await durable.decided(number, _encoded(decision, task))
-        return decision
-
-    async def ask_planner(
-        fresh: bool, first: bool
-    ) -> Batch[S] | Done | _Failed | AwaitingApproval | None:
-        try:
-            with trio.move_on_at(until):
-                if first:
-                    decision: object = await planner.first(task)
-                else:
-                    decision = await planner.next(task, ledger, fresh=fresh)
-                return _checked(decision, ledger)
-        except AwaitingApproval as question:  # a person is asked for the batch
-            return question
-        except Exception as exc:
-            return _Failed(f"the planner raised {describe(exc)}")
-        return None
-
-    planned = trio.current_time()
-    decision = await ask(False, first=True)
-    fresh = False
-    while True:
-        if decision is None:
-            return late("while the planner decided")
-        if isinstance(decision, AwaitingApproval):  # the run ends here; a resume asks again
-            number = len(ledger.rounds) + 1
-            return end(
-                None,
-                f"the planner's batch for round {number} waits for approval: {decision.question}",
-                whole=False,
-            )
-        if isinstance(decision, Done):
-            said = f": {decision.note}" if decision.note else ""
-            rounds = len(ledger.rounds)
-            after = f"{rounds} round" if rounds == 1 else f"{rounds} rounds"
-            return end(None, f"the planner is done after {after}{said}", decision.answer)
-        if isinstance(decision, _Failed):
-            failure = decision.text
-        if len(ledger.rounds) >= max_rounds:
-            return end("max_rounds", f"max_rounds ({max_rounds}) reached, the planner wanted more")
-        batch = decision if isinstance(decision, Batch) else Batch[S]((), note=decision.text)
-        subtasks = list(batch.subtasks)
-        room = max_subtasks - dispatched
-        if subtasks and room == 0:
-            return end(
-                "max_subtasks",
-                f"max_subtasks ({max_subtasks}) reached, the planner wanted {len(subtasks)} more",
-            )
-        held_back = len(subtasks[room:])
-        subtasks = subtasks[:room]
-        started = trio.current_time()
-        results: list[SubResult[S, T]] = []
-        if subtasks:
-            if started >= until:
-                return late("before the round started")
-            left = None if limit is None else until - started
-            number = len(ledger.rounds) + 1
-            round_run = None if durable is None else durable.at(number)
-            kept = None
-            # the round's results journaled, or taken from it when the round finished
-            if round_run is not None and await round_run.decision(asked) is not None:
-                kept = await round_run.finished(subtasks)
-            if kept is not None:
-                results = kept
-                if trace is not None:  # the round's slots, drawn as the journal's
-                    restored = trace.part()
-                    for index, result in enumerate(kept):
-                        restored.journaled(index, result.subtask)
-            else:
-                part = None if trace is None else trace.part()  # the round: the trace's next slots
-                results = (await runner(subtasks, deadline=left, trace=part, run=round_run)).results
-                if left is not None and limit is not None:
-                    results = _cut_by(results, left, limit)
-        dispatched += len(subtasks)
-        number = len(ledger.rounds) + 1
-        entries = tuple(
-            Entry(number, index, result, batch.replaces.get(index))
-            for index, result in enumerate(results)
-        )
-        error = decision.text if isinstance(decision, _Failed) else None
-        finished = trio.current_time()
-        ledger.record(Round(number, batch.note, entries, planned, started, finished, fresh, error))
-        if finished >= until:
-            return late(f"during round {number}")
-        parked = [result for result in results if result.status is Status.AWAITING_APPROVAL]
-        if parked:  # a person is asked: the run ends here, and a resume after the answer
-            # runs this round again (no decision follows it in the journal) for those slots
-            questions = "; ".join(
-                str(result.error).removeprefix("AwaitingApproval: ") for result in parked
-            )
-            return end(None, f"round {number} waits for approval: {questions}")
-        spent = [result for result in results if result.status is Status.OVER_BUDGET]
-        if spent:  # a Budget could not afford a subtask: no further round could either
-            said = str(spent[0].error).removeprefix("OverBudget: ")
-            return end("budget", f"round {number}: {said}")
-        if held_back:
-            return end(
-                "max_subtasks",
-                f"max_subtasks ({max_subtasks}) reached in round {number}, "
-                f"{held_back} of its subtasks not dispatched",
-            )
-        progress = any(result.ok and _key(result.subtask) not in succeeded for result in results)
-        succeeded.update(_key(result.subtask) for result in results if result.ok)
-        planned = trio.current_time()
-        decision = await ask(False)
-        fresh = False
-        if isinstance(decision, Batch) and not decision.progress:
-            progress = False  # the planner's word
-        ledger.record(dataclasses.replace(ledger.rounds[-1], stalled=not progress))
-        stalls = max(0, stalls - 1) if progress else stalls + 1
-        if stalls > max_stalls and isinstance(decision, Batch | _Failed):
-            if resets >= max_resets:
-                if isinstance(decision, _Failed):
-                    failure = decision.text
-                return end(
-                    "max_stalls",
-                    f"more than max_stalls ({max_stalls}) stalled rounds, after "
-                    f"max_resets ({max_resets}) fresh plans",
-                )
-            resets += 1
-            stalls = 0
-            planned = trio.current_time()
-            decision = await ask(True)
-            fresh = True
+    replanning = Replanning(
+        runner,
+        task,
+        planner,
+        max_rounds=max_rounds,
+        max_subtasks=max_subtasks,
+        max_stalls=max_stalls,
+        max_resets=max_resets,
+        limit=limit,
+        trace=trace,
+        durable=durable,
+    )
+    return await replanning.run()
 
 
 def deadline_words(deadline: float) -> tuple[str, str]:
@@ -782,3 +632,304 @@ def _checked(decision: object, ledger: Ledger[Any, Any]) -> Batch[Any] | Done | 
                 f"the planner's batch replaces {key!r}, which is no (round, index) of the ledger"
             )
     return decision
+
+
+Decision = Batch[S] | Done | _Failed | AwaitingApproval | None
+"""What asking for the next batch gave: the planner's decision (or the journal's), what went
+wrong asking for it, the question it waits on, or None: the deadline expired while it decided."""
+
+
+class Replanning(Generic[S, T]):
+    """One re-planning run (see ``replan``): its ledger, the budgets left and the stall count
+    as fields, and each step (ask the planner, journal its decision, dispatch a round, end the
+    run) as a method. Made and run once.
+
+    Args:
+      runner: runs each round's batch.
+      task: what the planner plans for.
+      planner: decides each batch.
+      max_rounds, max_subtasks, max_stalls, max_resets: the budgets, checked.
+      limit: the run's deadline, in seconds from now, or None.
+      trace: records each round's batch as its next slots, or None.
+      durable: the run's journal, or None.
+    """
+
+    __slots__ = (
+        "asked",
+        "decision",
+        "dispatched",
+        "durable",
+        "failure",
+        "fresh",
+        "ledger",
+        "limit",
+        "max_resets",
+        "max_rounds",
+        "max_stalls",
+        "max_subtasks",
+        "planned",
+        "planner",
+        "resets",
+        "runner",
+        "stalls",
+        "succeeded",
+        "task",
+        "trace",
+        "until",
+    )
+
+    def __init__(
+        self,
+        runner: Runner[S, T],
+        task: str,
+        planner: Planner[S, T],
+        *,
+        max_rounds: int,
+        max_subtasks: int,
+        max_stalls: int,
+        max_resets: int,
+        limit: float | None,
+        trace: Trace | None,
+        durable: DurableRun | None,
+    ) -> None:
+        self.runner = runner
+        self.task = task
+        self.planner = planner
+        self.max_rounds = max_rounds
+        self.max_subtasks = max_subtasks
+        self.max_stalls = max_stalls
+        self.max_resets = max_resets
+        self.limit = limit
+        self.trace = trace
+        self.durable = durable
+        self.until = trio.current_time() + limit if limit is not None else float("inf")
+        self.ledger: Ledger[S, T] = Ledger(task)
+        self.asked = 0  # how many decisions were asked for (or taken from the journal)
+        # invariant: stalls <= max_stalls between rounds, resets <= max_resets
+        self.stalls = 0
+        self.resets = 0
+        self.dispatched = 0  # subtasks dispatched in all rounds: at most max_subtasks
+        self.succeeded: set[object] = set()  # the subtasks that succeeded so far, as set members
+        self.failure: str | None = None  # the planner's last failure, for the answer's reason
+        # the decision in hand, whether it is a fresh plan, and when it was asked for
+        self.decision: Decision[S] = None
+        self.fresh = False
+        self.planned = trio.current_time()
+
+    async def run(self) -> Answer[S, T]:
+        """Ask for the first batch, then play round after round until the planner is done or
+        a budget ends the run."""
+        await self.ask(fresh=False, first=True)
+        while True:
+            answer = self.judge() or await self.play_round()
+            if answer is not None:
+                return answer
+
+    # -- the steps ----------------------------------------------------------------------------
+
+    async def ask(self, *, fresh: bool, first: bool = False) -> None:
+        """Ask for the next decision (the journal's, when it has it), and hold it."""
+        self.planned = trio.current_time()
+        number, self.asked = self.asked, self.asked + 1
+        self.decision = await self.decided(number, fresh, first)
+        self.fresh = fresh
+
+    async def decided(self, number: int, fresh: bool, first: bool) -> Decision[S]:
+        """Decision ``number``: the journal's if it has it, else the planner's, journaled (a
+        question it waits on is not: a resume asks the planner again, and its approval() has
+        the answer then)."""
+        durable = self.durable
+        if durable is None:
+            return await self.ask_planner(fresh, first)
+        kept = await durable.decision(number)
+        if kept is not None:
+            return _decoded(kept)
+        with planner_asks(durable.at(number)):  # what approval() asks under
+            decision = await self.ask_planner(fresh, first)
+        if decision is not None and not isinstance(decision, AwaitingApproval):
+            await self.journal_decision(durable, number, decision)
+        return decision
+
+    async def journal_decision(
+        self, durable: DurableRun, number: int, decision: Batch[S] | Done | _Failed
+    ) -> None:
+        """Journal decision ``number``, as it is made."""
+        await durable.decided(number, _encoded(decision, self.task))
+
+    async def ask_planner(self, fresh: bool, first: bool) -> Decision[S]:
+        """The planner's decision, checked, within the run's deadline."""
+        try:
+            with trio.move_on_at(self.until):
+                if first:
+                    decision: object = await self.planner.first(self.task)
+                else:
+                    decision = await self.planner.next(self.task, self.ledger, fresh=fresh)
+                return _checked(decision, self.ledger)
+        except AwaitingApproval as question:  # a person is asked for the batch
+            return question
+        except Exception as exc:
+            return _Failed(f"the planner raised {describe(exc)}")
+        return None
+
+    def judge(self) -> Answer[S, T] | None:
+        """The answer when the decision in hand ends the run (the deadline expired while it
+        was made, it waits for approval, the planner is done, or no round is left), else
+        None."""
+        decision = self.decision
+        if decision is None:
+            return self.late("while the planner decided")
+        if isinstance(decision, AwaitingApproval):  # the run ends here; a resume asks again
+            number = len(self.ledger.rounds) + 1
+            return self.end(
+                None,
+                f"the planner's batch for round {number} waits for approval: {decision.question}",
+                whole=False,
+            )
+        if isinstance(decision, Done):
+            said = f": {decision.note}" if decision.note else ""
+            rounds = len(self.ledger.rounds)
+            after = f"{rounds} round" if rounds == 1 else f"{rounds} rounds"
+            return self.end(None, f"the planner is done after {after}{said}", decision.answer)
+        if isinstance(decision, _Failed):
+            self.failure = decision.text
+        if len(self.ledger.rounds) >= self.max_rounds:
+            most = self.max_rounds
+            return self.end("max_rounds", f"max_rounds ({most}) reached, the planner wanted more")
+        return None
+
+    async def play_round(self) -> Answer[S, T] | None:
+        """Dispatch the batch in hand as the next round, record it in the ledger, and ask for
+        the next decision; the answer when that ends the run."""
+        decision = self.decision
+        assert isinstance(decision, Batch | _Failed)  # judged: no other goes on to a round
+        batch = decision if isinstance(decision, Batch) else Batch[S]((), note=decision.text)
+        subtasks = list(batch.subtasks)
+        most = self.max_subtasks
+        room = most - self.dispatched
+        if subtasks and room == 0:
+            return self.end(
+                "max_subtasks",
+                f"max_subtasks ({most}) reached, the planner wanted {len(subtasks)} more",
+            )
+        held_back = len(subtasks[room:])
+        subtasks = subtasks[:room]
+        started = trio.current_time()
+        results: list[SubResult[S, T]] = []
+        if subtasks:
+            if started >= self.until:
+                return self.late("before the round started")
+            results = await self.dispatch(subtasks, started)
+        self.dispatched += len(subtasks)
+        number = len(self.ledger.rounds) + 1
+        entries = tuple(
+            Entry(number, index, result, batch.replaces.get(index))
+            for index, result in enumerate(results)
+        )
+        error = decision.text if isinstance(decision, _Failed) else None
+        finished = trio.current_time()
+        done = Round(
+            number, batch.note, entries, self.planned, started, finished, self.fresh, error
+        )
+        self.ledger.record(done)
+        if finished >= self.until:
+            return self.late(f"during round {number}")
+        answer = self.stopped(number, results, held_back)
+        if answer is not None:
+            return answer
+        progress = any(
+            result.ok and _key(result.subtask) not in self.succeeded for result in results
+        )
+        self.succeeded.update(_key(result.subtask) for result in results if result.ok)
+        return await self.ask_next(progress)
+
+    async def dispatch(self, subtasks: list[S], started: float) -> list[SubResult[S, T]]:
+        """Round ``len(ledger.rounds) + 1``'s results: the journal's when the round finished
+        before (drawn as the journal's in the trace), else the batch run, as the trace's next
+        slots, within what is left of the deadline."""
+        limit = self.limit
+        left = None if limit is None else self.until - started
+        number = len(self.ledger.rounds) + 1
+        round_run = None if self.durable is None else self.durable.at(number)
+        # the round's results journaled, or taken from it when the round finished
+        if round_run is not None and await round_run.decision(self.asked) is not None:
+            kept = await round_run.finished(subtasks)
+            if kept is not None:
+                if self.trace is not None:  # the round's slots, drawn as the journal's
+                    restored = self.trace.part()
+                    for index, result in enumerate(kept):
+                        restored.journaled(index, result.subtask)
+                return kept
+        part = None if self.trace is None else self.trace.part()  # the trace's next slots
+        results = (await self.runner(subtasks, deadline=left, trace=part, run=round_run)).results
+        if left is not None and limit is not None:
+            results = _cut_by(results, left, limit)
+        return results
+
+    def stopped(
+        self, number: int, results: list[SubResult[S, T]], held_back: int
+    ) -> Answer[S, T] | None:
+        """The answer when round ``number`` ends the run (a slot waits for approval, a budget
+        is spent, or subtasks were held back), else None."""
+        parked = [result for result in results if result.status is Status.AWAITING_APPROVAL]
+        if parked:  # a person is asked: the run ends here, and a resume after the answer
+            # runs this round again (no decision follows it in the journal) for those slots
+            questions = "; ".join(
+                str(result.error).removeprefix("AwaitingApproval: ") for result in parked
+            )
+            return self.end(None, f"round {number} waits for approval: {questions}")
+        spent = [result for result in results if result.status is Status.OVER_BUDGET]
+        if spent:  # a Budget could not afford a subtask: no further round could either
+            said = str(spent[0].error).removeprefix("OverBudget: ")
+            return self.end("budget", f"round {number}: {said}")
+        if held_back:
+            return self.end(
+                "max_subtasks",
+                f"max_subtasks ({self.max_subtasks}) reached in round {number}, "
+                f"{held_back} of its subtasks not dispatched",
+            )
+        return None
+
+    async def ask_next(self, progress: bool) -> Answer[S, T] | None:
+        """Ask for the decision after a round that made ``progress`` (or not), and count the
+        stall; past ``max_stalls``, ask for a fresh plan instead, or end the run when no reset
+        is left."""
+        await self.ask(fresh=False)
+        decision = self.decision
+        if isinstance(decision, Batch) and not decision.progress:
+            progress = False  # the planner's word
+        self.ledger.record(dataclasses.replace(self.ledger.rounds[-1], stalled=not progress))
+        self.stalls = max(0, self.stalls - 1) if progress else self.stalls + 1
+        if self.stalls > self.max_stalls and isinstance(decision, Batch | _Failed):
+            if self.resets >= self.max_resets:
+                if isinstance(decision, _Failed):
+                    self.failure = decision.text
+                return self.end(
+                    "max_stalls",
+                    f"more than max_stalls ({self.max_stalls}) stalled rounds, after "
+                    f"max_resets ({self.max_resets}) fresh plans",
+                )
+            self.resets += 1
+            self.stalls = 0
+            await self.ask(fresh=True)
+        return None
+
+    def late(self, doing: str) -> Answer[S, T]:
+        """The answer of a run whose deadline expired while ``doing``."""
+        limit = self.limit
+        return self.end("deadline", f"the run's deadline of {limit:g}s expired {doing}")
+
+    def end(
+        self, ended_by: Budget | None, reason: str, answer: str | None = None, whole: bool = True
+    ) -> Answer[S, T]:
+        """The run's answer: the planner's ``answer``, or the ledger's synthesis, degraded
+        (saying ``reason``) when a budget ended it, it is not ``whole`` or a subtask is left
+        unsettled."""
+        failure = self.failure
+        if failure is not None and ended_by is not None:
+            reason = f"{reason}; the planner's last failure: {failure}"
+        ledger = self.ledger
+        degraded = not whole or ended_by is not None or bool(ledger.unsettled())
+        text = answer if answer is not None else ledger.synthesize()
+        if degraded:
+            text = f"{text}\n(degraded: {reason})" if text else f"(degraded: {reason})"
+        return Answer(text, degraded, ended_by, reason, ledger)

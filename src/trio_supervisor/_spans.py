@@ -3,8 +3,9 @@ library.
 
 A supervisor made with ``spans=`` hands each run, stream and re-planning run to it once, at the
 start: [`Spans.run`][trio_supervisor._spans.Spans.run] and its siblings return the
-[`Trace`][trio_supervisor.Trace] the run records into, one that emits a span at each of the
-trace's own events (admitted, started, ended, ...). The engine already tells a trace about
+[`Trace`][trio_supervisor.Trace] the run records into (the caller's, or a new one), with a
+recorder listening to it that emits a span at each of its events (admitted, started, ended,
+...). The engine already tells a trace about
 every attempt, on its one attempt path, so a supervisor without ``spans=`` creates no span and
 pays nothing per slot: not even a test.
 

@@ -104,19 +104,59 @@ class SlotTrace:
         """The span that says how the slot ended: its last attempt's; when that attempt was
         hedged (its spans, from the last one not a ``hedge`` on), a span still open if any,
         else the one that succeeded, else the one that ended last."""
-        spans = self.spans
-        if not spans:
-            return None
-        if not spans[-1].hedge:
-            return spans[-1]
-        race = last_attempt(spans)
-        for span in race:
-            if span.end is None:
-                return span
-        for span in race:
-            if span.status is Status.OK and not span.lost:
-                return span
-        return max(reversed(race), key=lambda span: span.end or 0.0)
+        return deciding(self.spans)
+
+
+class Listener:
+    """What follows a [`Trace`][trio_supervisor.Trace] as it records (see
+    [`listen`][trio_supervisor.Trace.listen]): the trace calls each method once it has recorded
+    the event, so a listener reads the trace's own record (its slots and spans) and keeps no copy
+    of it. Every method does nothing here: a listener overrides those it needs.
+
+    ``trio_supervisor.otel``'s span recorder is one: it turns a run's events into spans.
+    """
+
+    __slots__ = ()
+
+    def on_begin(self) -> None:
+        """A run began recording (its plan's slots are in the trace)."""
+
+    def on_admitted(self, slot: int) -> None:
+        """Slot ``slot`` got its place under the capacity bound."""
+
+    def on_started(self, slot: int, span: Span) -> None:
+        """An attempt of slot ``slot`` started: ``span``, the slot's latest."""
+
+    def on_ended(self, slot: int, span: Span, failure: BaseException | None) -> None:
+        """``span``, an attempt of slot ``slot``, ended (``failure`` is what it raised, if
+        anything: the trace keeps its text, a listener may want the exception)."""
+
+    def on_lost(self, slot: int, span: Span) -> None:
+        """``span`` lost its slot's race: it ended ``CANCELLED``, marked ``lost``."""
+
+    def on_used(self, slot: int, span: Span) -> None:
+        """``span`` got its ``usage``."""
+
+    def on_over_budget(self, slot: int, span: Span, failure: BaseException) -> None:
+        """Slot ``slot`` could not reserve an attempt: ``span``, of no length, its worker not
+        called."""
+
+    def on_cut(self, slot: int, status: Status) -> None:
+        """Slot ``slot``, no attempt of it running, was cut short with ``status`` (it waited
+        to be retried)."""
+
+    def on_journaled(self, slot: int) -> None:
+        """Slot ``slot``'s result came from the journal."""
+
+    def on_delivered(self, slot: int) -> None:
+        """Slot ``slot``'s result was handed over."""
+
+    def on_part(self, part: Trace) -> None:
+        """``part``, a run's part of the trace (see [`part`][trio_supervisor.Trace.part]),
+        was made."""
+
+    def on_close(self) -> None:
+        """The run returned or raised."""
 
 
 class Trace:
@@ -167,6 +207,7 @@ class Trace:
         self._unhashable: list[int] = []
         self._completions: list[int] = []
         self._in_use = False
+        self._listeners: tuple[Listener, ...] = ()  # told of each event, in order
         for subtask in plan:
             self._add(subtask, self.origin)
 
@@ -174,6 +215,18 @@ class Trace:
     def in_use(self) -> bool:
         """True once a supervisor has begun recording a run into this trace."""
         return self._in_use
+
+    @property
+    def listeners(self) -> tuple[Listener, ...]:
+        """The listeners told of this trace's events, in the order they were added."""
+        return self._listeners
+
+    def listen(self, listener: Listener) -> None:
+        """Tell ``listener`` of every event this trace records from now on, each once it is
+        recorded (by calling its ``on_started``, ``on_ended``, ...: see
+        ``trio_supervisor._trace.Listener``): the trace stays the one record of the run, and
+        the listener reads it. A supervisor's ``spans=`` records its spans so."""
+        self._listeners = (*self._listeners, listener)
 
     def begin(self, plan: Iterable[Any] = ()) -> None:
         """A supervisor starts recording a run (called by the engine): the slots of ``plan``
@@ -183,15 +236,22 @@ class Trace:
         for index, subtask in enumerate(plan):
             if index >= len(self.slots):
                 self._add(subtask, self._opened)
+        for listener in self._listeners:
+            listener.on_begin()
 
     def _add(self, subtask: Any, planned: float) -> SlotTrace:
         slot = SlotTrace(len(self.slots), subtask, planned)
+        self._keep(slot, slot.slot)
+        return slot
+
+    def _keep(self, slot: SlotTrace, number: int) -> None:
+        """Keep ``slot`` as this trace's slot ``number`` (its place in ``slots``), found by its
+        subtask."""
         self.slots.append(slot)
         try:
-            self._by_subtask.setdefault(subtask, []).append(slot.slot)
+            self._by_subtask.setdefault(slot.subtask, []).append(number)
         except TypeError:  # unhashable: a dict, a list
-            self._unhashable.append(slot.slot)
-        return slot
+            self._unhashable.append(number)
 
     def _slot(self, slot: int, subtask: Any) -> SlotTrace:
         while slot >= len(self.slots):
@@ -203,16 +263,24 @@ class Trace:
         """End slot ``slot``'s attempt with ``status`` if it is still open (called by the
         engine, for an attempt a timeout or a cancellation cut); a hedged attempt's spans
         still open all end so."""
-        if slot < len(self.slots):
-            for span in still_open(self.slots[slot].spans):
-                self.ended(slot, status, span=span)
+        if slot < len(self.slots) and not self._end_still_open(slot, status):
+            for listener in self._listeners:
+                listener.on_cut(slot, status)
+
+    def _end_still_open(self, slot: int, status: Status) -> bool:
+        """End slot ``slot``'s spans still open (see ``still_open``) with ``status``; whether
+        there was one."""
+        spans = still_open(self.slots[slot].spans)
+        for span in spans:
+            self.ended(slot, status, span=span)
+        return bool(spans)
 
     def end_open(self, status: Status = Status.CANCELLED) -> None:
         """End every span still open with ``status`` (called by the engine as a run ends: the
         run was cut short around them)."""
         for index, slot in enumerate(self.slots):  # by place: a part's slots are numbered on
             if slot.spans and (slot.spans[-1].end is None or slot.spans[-1].hedge):
-                self.end_open_slot(index, status)
+                self._end_still_open(index, status)
 
     def pulled(self, slot: int, subtask: Any = None) -> None:
         """Slot ``slot`` was pulled from a lazy input: it is planned from now on."""
@@ -221,14 +289,20 @@ class Trace:
     def delivered(self, slot: int) -> None:
         """The caller received slot ``slot``'s result (from a streaming supervisor)."""
         self.slots[slot].delivered = trio.current_time()
+        for listener in self._listeners:
+            listener.on_delivered(slot)
 
     def journaled(self, slot: int, subtask: Any = None) -> None:
         """Slot ``slot``'s result came from the journal: a resumed run did not run it again."""
         self._slot(slot, subtask).journaled = True
+        for listener in self._listeners:
+            listener.on_journaled(slot)
 
     def admitted(self, slot: int, subtask: Any = None) -> None:
         """Slot ``slot`` got its place under the capacity bound."""
         self._slot(slot, subtask).admitted = trio.current_time()
+        for listener in self._listeners:
+            listener.on_admitted(slot)
 
     def started(self, slot: int, subtask: Any = None, *, hedge: bool = False) -> Span:
         """An attempt of slot ``slot`` started running its worker; ``hedge``: an extra attempt
@@ -237,6 +311,8 @@ class Trace:
         [`lost`][trio_supervisor.Trace.lost] when several attempts of the slot run at once."""
         span = Span(trio.current_time(), hedge=hedge)
         self._slot(slot, subtask).spans.append(span)
+        for listener in self._listeners:
+            listener.on_started(slot, span)
         return span
 
     def lost(self, slot: int, span: Span) -> None:
@@ -245,6 +321,8 @@ class Trace:
         span.end = trio.current_time()
         span.status = Status.CANCELLED
         span.lost = True
+        for listener in self._listeners:
+            listener.on_lost(slot, span)
 
     def ended(
         self,
@@ -261,6 +339,11 @@ class Trace:
         latest."""
         if span is None:
             span = self.slots[slot].spans[-1]
+        self._end(slot, span, status, failure)
+        for listener in self._listeners:
+            listener.on_ended(slot, span, failure)
+
+    def _end(self, slot: int, span: Span, status: Status, failure: BaseException | None) -> None:
         span.end = trio.current_time()
         span.status = status
         if failure is not None:
@@ -268,18 +351,27 @@ class Trace:
             asked = getattr(failure, "retry_after", None)
             if isinstance(asked, int | float) and not isinstance(asked, bool) and asked >= 0:
                 span.retry_after = float(asked)
+        self._completed(slot)
+
+    def _completed(self, slot: int) -> None:
         self._completions.append(slot)
 
     def over_budget(self, slot: int, subtask: Any, failure: BaseException) -> None:
         """Slot ``slot`` could not reserve its next attempt from a budget: a span of no length,
         ``Status.OVER_BUDGET``, its worker not called."""
-        self.started(slot, subtask)
-        self.ended(slot, Status.OVER_BUDGET, failure)
+        span = Span(trio.current_time())
+        self._slot(slot, subtask).spans.append(span)
+        self._end(slot, span, Status.OVER_BUDGET, failure)
+        for listener in self._listeners:
+            listener.on_over_budget(slot, span, failure)
 
     def used(self, slot: int, usage: Usage) -> None:
         """The latest attempt of slot ``slot`` reported ``usage`` (see
         [`report_usage`][trio_supervisor.report_usage])."""
-        self.slots[slot].spans[-1].usage = usage
+        span = self.slots[slot].spans[-1]
+        span.usage = usage
+        for listener in self._listeners:
+            listener.on_used(slot, span)
 
     def nest(self, subtask: Any) -> Trace:
         """A fresh trace for a run that the worker of ``subtask``'s slot makes as a supervisor
@@ -325,11 +417,16 @@ class Trace:
         own can do the same.
         """
         self._in_use = True
-        return _Part(self)
+        part = _Part(self)
+        for listener in self._listeners:
+            listener.on_part(part)
+        return part
 
     def close(self) -> None:
         """The run returned (or raised): fixes the right edge of the timeline."""
         self.closed = trio.current_time()
+        for listener in self._listeners:
+            listener.on_close()
 
     @property
     def wall(self) -> float:
@@ -474,24 +571,12 @@ class _Part(Trace):
 
     def _add(self, subtask: Any, planned: float) -> SlotTrace:
         slot = super()._add(subtask, planned)
-        whole = self._whole
-        slot.slot = len(whole.slots)  # numbered in the whole trace; this part counts by place
-        whole.slots.append(slot)
-        try:
-            whole._by_subtask.setdefault(subtask, []).append(slot.slot)
-        except TypeError:
-            whole._unhashable.append(slot.slot)
+        slot.slot = len(self._whole.slots)  # numbered in the whole trace; this part counts by place
+        self._whole._keep(slot, slot.slot)
         return slot
 
-    def ended(
-        self,
-        slot: int,
-        status: Status,
-        failure: BaseException | None = None,
-        *,
-        span: Span | None = None,
-    ) -> None:
-        super().ended(slot, status, failure, span=span)
+    def _completed(self, slot: int) -> None:
+        super()._completed(slot)
         self._whole._completions.append(self.slots[slot].slot)
 
 
@@ -504,10 +589,26 @@ def last_attempt(spans: Sequence[Span]) -> Sequence[Span]:
     return spans[index:]
 
 
+def deciding(spans: Sequence[Span]) -> Span | None:
+    """Of a slot's ``spans``, the one that says how it ended (see ``SlotTrace.deciding``)."""
+    if not spans:
+        return None
+    if not spans[-1].hedge:
+        return spans[-1]
+    race = last_attempt(spans)
+    for span in race:
+        if span.end is None:
+            return span
+    for span in race:
+        if span.status is Status.OK and not span.lost:
+            return span
+    return max(reversed(race), key=lambda span: span.end or 0.0)
+
+
 def still_open(spans: Sequence[Span]) -> list[Span]:
     """The spans of a slot's last attempt still open, the latest first: what a timeout or a
-    cancellation of the slot ends. A trace and a span recorder (``trio_supervisor.otel``) both
-    end these, so a hedged race's attempts end together in both."""
+    cancellation of the slot ends (every one: a hedged race's attempts end together, and a
+    span recorder, told of each, ends each attempt's span)."""
     return [span for span in reversed(last_attempt(spans)) if span.end is None]
 
 

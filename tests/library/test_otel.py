@@ -24,6 +24,7 @@ from trio_supervisor import (
     Backoff,
     Batch,
     Done,
+    Hedge,
     Journal,
     Ledger,
     Restarts,
@@ -669,3 +670,59 @@ async def test_an_over_budget_slot_has_no_attempt_span(
     assert "budget 'calls' is spent" in (slots[1].status.description or "")
     assert len(recorded.named("attempt")) == 1
     assert recorded.all_ended()
+
+
+async def test_every_slot_span_carries_its_subtask_when_asked_the_never_started_too(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A slot span's subtask is the trace's: a slot the deadline cut before it started has its
+    subtask too (the recorder used to keep a subtask only from an attempt's event)."""
+    recorded = Recorded()
+    spans = Spans(recorded.provider.get_tracer("test"), record_subtasks=True)
+    aggregate = await Supervisor(wait, max_workers=1, spans=spans).run([1, 5, 7], deadline=2)
+    assert [r.status for r in aggregate] == [Status.OK, Status.CANCELLED, Status.CANCELLED]
+    slots = sorted(recorded.named("slot"), key=lambda s: attrs(s)[SLOT_KEY])
+    said = [
+        (attrs(s)["trio_supervisor.status"], attrs(s).get("trio_supervisor.subtask")) for s in slots
+    ]
+    assert said == [("ok", "1"), ("cancelled", "5"), ("never_started", "7")]
+    recorded.provider.shutdown()
+
+
+async def test_the_spans_are_a_listener_of_the_callers_trace(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    """The run records into the caller's own trace, the one record of it: the recorder listens
+    to it (it keeps no trace of its own), and each attempt span ends when the trace's does."""
+    trace = Trace()
+    await Supervisor(wait, max_workers=2, spans=recorded.spans).run([1, 2], trace=trace)
+    assert len(trace.listeners) == 1
+    (run,) = recorded.named("run wait")
+    assert run.start_time is not None
+    ends = sorted(
+        (attrs(s)[SLOT_KEY], ((s.end_time or 0) - run.start_time) / 1e9)
+        for s in recorded.named("attempt")
+    )
+    assert ends == [(slot.slot, slot.ended) for slot in trace.slots]
+
+
+async def test_a_hedged_race_cut_by_the_deadline_ends_every_attempt_span_cancelled(
+    autojump_clock: trio.testing.MockClock, recorded: Recorded
+) -> None:
+    """Every open attempt of a hedged slot ends as the trace ends it, not the last one only."""
+
+    async def slow(n: int) -> int:
+        await trio.sleep(10)
+        return n
+
+    hedge = Hedge(after=1.0, max_extra=2, throttle=1.0)
+    supervisor = Supervisor(slow, max_workers=4, hedge=hedge, spans=recorded.spans)
+    trace = Trace()
+    await supervisor.run([0], trace=trace, deadline=5)
+    assert recorded.all_ended()
+    attempts = recorded.named("attempt")
+    assert len(attempts) == len(trace.slots[0].spans) == 3
+    assert [attrs(s)["trio_supervisor.status"] for s in attempts] == ["cancelled"] * 3
+    (run,) = recorded.named("run slow")
+    assert run.start_time is not None
+    assert sorted(((s.end_time or 0) - run.start_time) / 1e9 for s in attempts) == [5.0] * 3

@@ -98,6 +98,9 @@ def check_spans_agree(scenario: Scenario, path: str = "lanes") -> None:
         (slot_span,) = [s for s in finished if s.name == "slot" and attrs(s)[SLOT] == slot]
         said = attrs(slot_span)
         assert said["trio_supervisor.status"] == result.status.name.lower()
+        recorded_status = trace.slots[slot].status
+        assert recorded_status is not None
+        assert said["trio_supervisor.status"] == recorded_status.name.lower()
         assert said["trio_supervisor.attempts"] == result.attempts
         assert said.get("trio_supervisor.hedges", 0) == result.hedges
         assert result.finished is not None
@@ -120,6 +123,15 @@ def check_spans_agree(scenario: Scenario, path: str = "lanes") -> None:
             assert abs(seconds(attempt.end_time, origin) - span.end) < 1e-6, (got, span)
             if span.status is Status.TIMED_OUT:
                 assert got["error.type"] == "timeout"
+            assert got.get("trio_supervisor.retry.after") == span.retry_after
+            before = [s.end for s in recorded[: recorded.index(span)] if s.end is not None]
+            if span.hedge or not before:
+                assert "trio_supervisor.retry.wait" not in got
+            else:  # seconds since the latest end of an attempt before it, as the trace says
+                wait = got["trio_supervisor.retry.wait"]
+                assert abs(wait - (span.start - max(before))) < 1e-6
+            if span.status is Status.FAILED:
+                assert attempt.status.description == span.error
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,9 +1,12 @@
-"""The span recorder: a [`Trace`][trio_supervisor.Trace] whose events are spans.
+"""The span recorder: a listener of a run's [`Trace`][trio_supervisor.Trace] that turns its
+events into spans.
 
 The engine tells a run's trace when each slot is admitted and each attempt starts and ends, on
-its one attempt path; the recorder here is such a trace, so spans come from the very events a
-timeline is drawn from, and a supervisor without ``spans=`` pays nothing for them. A caller's
-own trace is still recorded: the recorder passes every event on to it.
+its one attempt path; the trace tells its listeners of each event once it has recorded it. The
+recorder here is such a listener: spans come from the very events a timeline is drawn from,
+their times and attributes read from the trace's record (the recorder keeps only the spans it
+has open), and a supervisor without ``spans=`` pays nothing for them. The run records into the
+caller's own trace, or, without one, into a new trace that only the recorder reads.
 
 Times are trio's clock, laid onto the wall clock once per trio run, so the spans of a run on
 ``trio.testing.MockClock`` have the run's virtual durations.
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,8 +38,8 @@ from .. import __version__
 from .._budget import Budget
 from .._contract import Status, describe
 from .._spans import chat_spans
+from .._trace import Listener, Trace, deciding
 from .._trace import Span as TraceSpan
-from .._trace import Trace, still_open
 
 SEMCONV_VERSION = "1.37.0"
 """The version of OpenTelemetry's semantic conventions the spans follow (the GenAI ones for
@@ -105,6 +108,11 @@ class _Clock:
             self.clock = clock
             self.offset = time.time_ns() - int(clock.current_time() * 1e9)
         return self.offset + int(clock.current_time() * 1e9)
+
+    def at(self, time: float) -> int:
+        """A time of the current trio run's clock (a trace's) in wall-clock nanoseconds."""
+        self.ns()  # anchored on this run's clock
+        return self.offset + int(time * 1e9)
 
 
 CLOCK = _Clock()
@@ -177,21 +185,26 @@ class Spans:
         return f"Spans(tracer={type(self.tracer).__name__})"
 
     def run(self, trace: Trace | None, plan: Sequence[Any], supervisor: Any) -> Trace:
-        """The trace a run of ``plan`` records into (a round of a re-planning run is one
-        already: it is recorded as it is)."""
-        if isinstance(trace, Recorder):
+        """The trace a run of ``plan`` records into (the caller's, or a new one), its spans
+        emitted by a recorder listening to it; a round of a re-planning run is listened to
+        already, and recorded as it is."""
+        if trace is not None and any(
+            isinstance(listener, Recorder) and listener.spans is self
+            for listener in trace.listeners
+        ):
             return trace
-        return Recorder(self, trace, "run", supervisor)
+        return Recorder(self, trace, "run", supervisor).trace
 
     def stream(self, trace: Trace | None, planned: Sequence[Any] | None, supervisor: Any) -> Trace:
-        """The trace a stream records into."""
-        return Recorder(self, trace, "stream", supervisor)
+        """The trace a stream records into, listened to as ``run``'s is."""
+        return Recorder(self, trace, "stream", supervisor).trace
 
     def replan(self, trace: Trace | None, task: str, supervisor: Any) -> Trace:
-        """The trace a re-planning run records into; it is open from now on."""
+        """The trace a re-planning run records into; its span is open from now on, and each
+        round (a ``part()`` of the trace) is a span under it."""
         recorder = Recorder(self, trace, "replan", supervisor)
         recorder.open()
-        return recorder
+        return recorder.trace
 
     @contextmanager
     def chat(self, model: str, base_url: str) -> Iterator[ChatRequest]:
@@ -272,34 +285,22 @@ class ChatRequest:
 
 
 class _Slot:
-    """What the recorder knows of one slot: its span, and its attempts' open spans."""
+    """What the recorder holds of one slot while its span is open: the span, its context, and
+    its attempts' open spans. How the slot went (its attempts, when and how each ended) is the
+    trace's record: the slot span's attempts are the trace slot's spans from ``first`` on."""
 
-    __slots__ = (
-        "attempts",
-        "context",
-        "done",
-        "ended",
-        "failure",
-        "hedges",
-        "open",
-        "restarts",
-        "slot",
-        "span",
-        "status",
-    )
+    __slots__ = ("context", "done", "failed", "first", "open", "restarts", "slot", "span")
 
-    def __init__(self, slot: int, span: Span, context: Context, restarts: int) -> None:
+    def __init__(self, slot: int, span: Span, context: Context, restarts: int, first: int) -> None:
         self.slot = slot
         self.span = span
         self.context = context
-        self.attempts = 0
-        self.hedges = 0
         self.restarts = restarts
-        # the attempts running, each with its context token, its task and the engine's span
-        self.open: list[tuple[Span, object, trio.lowlevel.Task, TraceSpan]] = []
-        self.ended: int | None = None  # when its last attempt ended, in ns
-        self.status: Status | None = None  # how its last attempt ended
-        self.failure: BaseException | None = None
+        self.first = first
+        # the attempts running: the trace's span, its attempt span, context token and task
+        self.open: list[tuple[TraceSpan, Span, object, trio.lowlevel.Task]] = []
+        # the latest failed attempt and what it raised (the trace keeps its text only)
+        self.failed: tuple[TraceSpan, BaseException] | None = None
         self.done = False
 
 
@@ -309,27 +310,25 @@ def _worker_name(supervisor: Any) -> str:
     return name if isinstance(name, str) else type(worker).__name__
 
 
-class Recorder(Trace):
-    """The trace of one run (or stream, re-planning run, round) that emits its spans, and
-    passes every event on to the caller's own trace, ``inner``, when there is one."""
+class Recorder(Listener):
+    """Emits the spans of one run (or stream, re-planning run, round) as a listener of its
+    trace (the caller's, or a new one when None): each event the trace records becomes a span's
+    start or end, its times and attributes read from the trace's own record of the slot."""
 
     def __init__(
         self,
         spans: Spans,
-        inner: Trace | None,
+        trace: Trace | None,
         kind: str,
         supervisor: Any,
         whole: Recorder | None = None,
     ) -> None:
-        super().__init__()
-        self._spans = spans
+        self.spans = spans
+        self.trace = Trace() if trace is None else trace
         self._tracer = spans.tracer
-        self._inner = inner
         self._kind = kind
         self._supervisor = supervisor
         self._whole = whole
-        self._offset: int = 0 if whole is None else whole._next  # a round's slots are numbered on
-        self._next: int = 0  # a whole re-planning run: its rounds' slots so far
         self._span: Span | None = None
         self._context: Context | None = None
         self._token: Any = None
@@ -339,11 +338,10 @@ class Recorder(Trace):
         # those whose span ended (a slot that runs again is restarted), until handed over
         self._slots: dict[int, _Slot] = {}
         self._done: dict[int, int] = {}
-        self._planned = 0
-        self._parts: list[Recorder] = []
+        self._rounds: list[Recorder] = []
         self._counts: dict[str, int] = {}
         self._closed = False
-        self._delivered = 0  # a stream hands slots over in order: those below are gone
+        self.trace.listen(self)
 
     # -- the run's own span ---------------------------------------------------------------
 
@@ -355,7 +353,7 @@ class Recorder(Trace):
         if self._whole is not None:
             parent = self._whole._context
             name = "round"
-            attributes: dict[str, Any] = {KIND: "round", ROUND: len(self._whole._parts)}
+            attributes: dict[str, Any] = {KIND: "round", ROUND: len(self._whole._rounds)}
         else:
             parent = otel_context.get_current()
             name = f"{self._kind} {_worker_name(self._supervisor)}"
@@ -364,7 +362,7 @@ class Recorder(Trace):
             if isinstance(workers, int):
                 attributes[MAX_WORKERS] = workers
         span = self._tracer.start_span(
-            name, context=parent, attributes=attributes, start_time=self._spans.ns()
+            name, context=parent, attributes=attributes, start_time=self.spans.ns()
         )
         self._span = span
         self._context = otel_trace.set_span_in_context(span, parent)
@@ -372,35 +370,28 @@ class Recorder(Trace):
             self._task = trio.lowlevel.current_task()
             self._token = otel_context.attach(self._context)
             if self._whole is None:
-                self._chat_token = chat_spans.set(self._spans)
+                self._chat_token = chat_spans.set(self.spans)
 
-    def begin(self, plan: Iterable[Any] = ()) -> None:
-        plan = list(plan)
-        if self._inner is not None:
-            self._inner.begin(plan)
-        self._in_use = True
-        self._planned = max(self._planned, len(plan))
-        self._grow(len(plan))
+    def on_begin(self) -> None:
         self.open()
 
-    def close(self) -> None:
+    def on_close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        if self._inner is not None:
-            self._inner.close()
-        self.closed = trio.current_time()
-        for part in self._parts:  # a round taken from a journal is never run, nor closed
-            part.close()
+        for part in self._rounds:  # a round taken from a journal is never run, nor closed
+            part.on_close()
         self.open(attach=False)  # a run that recorded nothing still has its span
-        now = self._spans.ns()
-        self.end_open()
+        now = self.spans.ns()
         for record in list(self._slots.values()):
-            self._end_slot(record, record.ended if record.ended is not None else now)
-        for slot in range(self._planned):  # a slot never started: cut short before it could
-            if slot not in self._done and slot not in self._slots and slot >= self._delivered:
-                record = self._new_slot(slot, None, now)
-                self._end_slot(record, now, None)
+            while record.open:  # the trace ended them as the run did: none is left, normally
+                self._end_attempt(record.open.pop(), Status.CANCELLED, None, now)
+            self._end_slot(record, self._last_end(record, now), *self._outcome(record))
+        if self._kind != "replan":  # a re-planning run's slots are its rounds'
+            recorded = self.trace.slots
+            for slot, planned in enumerate(recorded):  # never started: cut short before it could
+                if slot not in self._done and slot not in self._slots and planned.delivered is None:
+                    self._end_slot(self._new_slot(slot, now), now, None, None)
         span = self._span
         assert span is not None
         attributes: dict[str, Any] = {SLOTS: sum(self._counts.values())}
@@ -450,59 +441,72 @@ class Recorder(Trace):
                 break
         return found
 
-    def part(self) -> Trace:
+    def on_part(self, part: Trace) -> None:
         """A round of a re-planning run: a span under the run's, its slots under it."""
-        self._in_use = True
         self.open()
-        if self._parts:
-            self._parts[-1].close()  # the round before ended when the next one began
-        inner = None if self._inner is None else self._inner.part()
-        part = Recorder(self._spans, inner, "round", self._supervisor, whole=self)
-        self._parts.append(part)
-        return part
-
-    def _grow(self, slots: int) -> None:
-        whole = self._whole
-        if whole is not None:
-            whole._next = max(whole._next, self._offset + slots)
+        if self._rounds:
+            self._rounds[-1].on_close()  # the round before ended when the next one began
+        self._rounds.append(Recorder(self.spans, part, "round", self._supervisor, whole=self))
 
     # -- slots and attempts ---------------------------------------------------------------
 
-    def _new_slot(self, slot: int, subtask: Any, now: int, restarts: int = 0) -> _Slot:
-        """A new span for slot ``slot``, under the run's."""
+    def _new_slot(self, slot: int, now: int, restarts: int = 0, first: int = 0) -> _Slot:
+        """A new span for slot ``slot``, under the run's; its attempts are the trace slot's
+        spans from ``first`` on."""
         if self._span is None:
             self.open(attach=False)
-        attributes: dict[str, Any] = {SLOT: self._offset + slot}
+        recorded = self.trace.slots[slot]
+        attributes: dict[str, Any] = {SLOT: recorded.slot}  # a round's: numbered in the whole
         if restarts:
             attributes[RESTART] = restarts
-        if self._spans.record_subtasks and subtask is not None:
-            attributes[SUBTASK] = repr(subtask)[:200]
+        if self.spans.record_subtasks and recorded.subtask is not None:
+            attributes[SUBTASK] = repr(recorded.subtask)[:200]
         span = self._tracer.start_span(
             "slot", context=self._context, attributes=attributes, start_time=now
         )
-        record = _Slot(slot, span, otel_trace.set_span_in_context(span, self._context), restarts)
+        context = otel_trace.set_span_in_context(span, self._context)
+        record = _Slot(slot, span, context, restarts, first)
         self._slots[slot] = record
-        if slot >= self._planned:
-            self._planned = slot + 1
-            self._grow(slot + 1)
         return record
 
-    def _end_slot(self, record: _Slot, end: int, status: Status | None = NOTHING) -> None:
-        """End ``record``'s span with ``status`` (by default, its last attempt's)."""
+    def _attempts(self, record: _Slot) -> list[TraceSpan]:
+        """The attempts of ``record``'s slot span, as the trace recorded them (an over-budget
+        mark is none: its worker was not called)."""
+        spans = self.trace.slots[record.slot].spans[record.first :]
+        return [span for span in spans if span.status is not Status.OVER_BUDGET]
+
+    def _last_end(self, record: _Slot, default: int) -> int:
+        """When the latest attempt of ``record`` ended (``default`` if none has)."""
+        spans = self.trace.slots[record.slot].spans[record.first :]
+        ends = [span.end for span in spans if span.end is not None]
+        return CLOCK.at(max(ends)) if ends else default
+
+    def _outcome(self, record: _Slot) -> tuple[Status | None, BaseException | None]:
+        """How ``record``'s slot ended, as its trace says (see ``SlotTrace.deciding``), and
+        what the deciding attempt raised."""
+        last = deciding(self.trace.slots[record.slot].spans[record.first :])
+        if last is None:
+            return None, None
+        failed = record.failed
+        return last.status, failed[1] if failed is not None and failed[0] is last else None
+
+    def _end_slot(
+        self, record: _Slot, end: int, status: Status | None, failure: BaseException | None
+    ) -> None:
+        """End ``record``'s span with ``status``."""
         if record.done:
             return
         record.done = True
         self._forget(record)
-        if status is NOTHING:
-            status = record.status
         name = NEVER_STARTED if status is None else status.name.lower()
         self._counts[name] = self._counts.get(name, 0) + 1
         span = record.span
-        attributes: dict[str, Any] = {STATUS: name, ATTEMPTS: record.attempts}
-        if record.hedges:
-            attributes[HEDGES] = record.hedges
+        attempts = self._attempts(record)
+        attributes: dict[str, Any] = {STATUS: name, ATTEMPTS: len(attempts)}
+        hedges = sum(attempt.hedge for attempt in attempts)
+        if hedges:
+            attributes[HEDGES] = hedges
         if status is not Status.OK and status is not Status.AWAITING_APPROVAL:
-            failure = record.failure if status is record.status else None
             attributes[ERROR_TYPE] = _kind(status, failure)
             span.set_status(StatusCode.ERROR, _said(status, failure))
         span.set_attributes(attributes)
@@ -516,208 +520,144 @@ class Recorder(Trace):
         del self._slots[record.slot]
         self._done[record.slot] = record.restarts
 
-    def admitted(self, slot: int, subtask: Any = None) -> None:
-        if self._inner is not None:
-            self._inner.admitted(slot, subtask)
-        self._running(slot, subtask, self._spans.ns())  # new, or admitted again: restarted
-
-    def _running(self, slot: int, subtask: Any, now: int) -> _Slot:
-        """Slot ``slot``'s record, for an attempt of it: a new one when it is new, or ended and
-        runs again (restarted for a sibling, or ended while a hedge of it ran on)."""
+    def _running(self, slot: int, now: int, started: int = 0) -> _Slot:
+        """Slot ``slot``'s record, for an attempt of it (``started``: 1 when the trace has its
+        span already): a new one when it is new, or ended and runs again (restarted for a
+        sibling, or ended while a hedge of it ran on)."""
         record = self._slots.get(slot)
-        if record is None:
-            return self._new_slot(slot, subtask, now, self._done.pop(slot, -1) + 1)
-        if record.done:
-            return self._new_slot(slot, subtask, now, record.restarts + 1)
-        return record
+        if record is not None and not record.done:
+            return record
+        restarts = self._done.pop(slot, -1) + 1 if record is None else record.restarts + 1
+        first = len(self.trace.slots[slot].spans) - started
+        return self._new_slot(slot, now, restarts, first)
 
-    def started(self, slot: int, subtask: Any = None, *, hedge: bool = False) -> TraceSpan:
-        mark = None
-        if self._inner is not None:
-            mark = self._inner.started(slot, subtask, hedge=hedge)
-        now = self._spans.ns()
-        if mark is None:  # the attempt as the engine knows it: what it names in ended/lost
-            mark = TraceSpan(trio.current_time(), hedge=hedge)
-        record = self._running(slot, subtask, now)
-        record.attempts += 1
-        attributes: dict[str, Any] = {SLOT: self._offset + slot, ATTEMPT: record.attempts}
-        if hedge:  # as the engine says: a retry that starts while a span is open is none
+    def on_admitted(self, slot: int) -> None:
+        self._running(slot, self.spans.ns())  # new, or admitted again: restarted
+
+    def on_started(self, slot: int, span: TraceSpan) -> None:
+        now = CLOCK.at(span.start)
+        record = self._running(slot, now, started=1)
+        recorded = self.trace.slots[slot]
+        attempts = recorded.spans[record.first :]
+        attributes: dict[str, Any] = {SLOT: recorded.slot, ATTEMPT: len(attempts)}
+        if span.hedge:  # as the engine says: a retry that starts while a span is open is none
             attributes[HEDGE] = True
-            record.hedges += 1
-        elif record.ended is not None:
-            attributes[RETRY_WAIT] = (now - record.ended) / 1e9
+        else:
+            ends = [attempt.end for attempt in attempts if attempt.end is not None]
+            if ends:
+                attributes[RETRY_WAIT] = (now - CLOCK.at(max(ends))) / 1e9
         if record.restarts:
             attributes[RESTART] = record.restarts
-        span = self._tracer.start_span(
+        attempt = self._tracer.start_span(
             "attempt", context=record.context, attributes=attributes, start_time=now
         )
-        token = otel_context.attach(otel_trace.set_span_in_context(span, record.context))
-        record.open.append((span, token, trio.lowlevel.current_task(), mark))
-        return mark
+        token = otel_context.attach(otel_trace.set_span_in_context(attempt, record.context))
+        record.open.append((span, attempt, token, trio.lowlevel.current_task()))
 
-    def ended(
-        self,
-        slot: int,
-        status: Status,
-        failure: BaseException | None = None,
-        *,
-        span: TraceSpan | None = None,
-    ) -> None:
-        if self._inner is not None:
-            self._inner.ended(slot, status, failure, span=span)
-        elif span is not None:
-            span.end, span.status = trio.current_time(), status
-        self._ended(slot, status, failure, span)
-
-    def over_budget(self, slot: int, subtask: Any, failure: BaseException) -> None:
-        """Its worker is not called: no attempt span, and its slot ends ``over_budget``."""
-        if self._inner is not None:
-            self._inner.over_budget(slot, subtask, failure)
-        now = self._spans.ns()
-        record = self._running(slot, subtask, now)
-        record.ended = now
-        record.status = Status.OVER_BUDGET
-        record.failure = failure
-        self._end_slot(record, now)
-
-    def lost(self, slot: int, span: TraceSpan) -> None:
-        if self._inner is not None:
-            self._inner.lost(slot, span)
-        else:
-            span.end, span.status, span.lost = trio.current_time(), Status.CANCELLED, True
+    def on_lost(self, slot: int, span: TraceSpan) -> None:
         record = self._slots.get(slot)
-        if record is None:
+        entry = None if record is None else _taken(record, span)
+        if record is None or entry is None:
             return
-        entry = _taken(record, span)
-        if entry is None:
-            return
-        attempt, token, task, _ = entry
+        _, attempt, token, task = entry
         if task is trio.lowlevel.current_task():
             otel_context.detach(token)  # type: ignore[arg-type]  # attach's own token
         # another attempt of its slot succeeded first: cancelled, and not an error
         attempt.set_attributes({STATUS: "cancelled", HEDGE_LOST: True})
-        attempt.end(end_time=self._spans.ns())
+        attempt.end(end_time=CLOCK.at(span.end))  # type: ignore[arg-type]  # lost: ended
+        if record.done:
+            self._forget(record)
 
-    def _ended(
-        self,
-        slot: int,
-        status: Status,
-        failure: BaseException | None = None,
-        mark: TraceSpan | None = None,
-    ) -> None:
+    def on_ended(self, slot: int, span: TraceSpan, failure: BaseException | None) -> None:
         record = self._slots.get(slot)
-        if record is None or not record.open:
+        entry = None if record is None else _taken(record, span)
+        if record is None or entry is None:
             return
-        entry = record.open.pop() if mark is None else _taken(record, mark)
-        if entry is None:
-            return
-        span, token, task, _ = entry
+        status = span.status
+        assert status is not None  # ended: the trace set both
+        assert span.end is not None
+        now = CLOCK.at(span.end)
+        self._end_attempt(entry, status, failure, now)
+        if failure is not None:
+            record.failed = (span, failure)
+        if record.done:  # a hedge's other attempt ended it already
+            self._forget(record)
+        elif status is Status.OK or status is Status.CANCELLED:
+            self._end_slot(record, now, status, failure)
+
+    def _end_attempt(
+        self,
+        entry: tuple[TraceSpan, Span, object, trio.lowlevel.Task],
+        status: Status,
+        failure: BaseException | None,
+        now: int,
+    ) -> None:
+        """End an attempt's span, ``entry``, as its trace span ended: with ``status``."""
+        mark, span, token, task = entry
         if task is trio.lowlevel.current_task():
             otel_context.detach(token)  # type: ignore[arg-type]  # attach's own token
-        now = self._spans.ns()
-        record.ended = now
-        record.status = status
-        record.failure = failure
         if status is Status.OK:
             span.set_attribute(STATUS, "ok")
             span.end(end_time=now)
-            if record.done:  # a hedge's other attempt ended it already
-                self._forget(record)
-            else:
-                self._end_slot(record, now)
             return
         attributes: dict[str, Any] = {STATUS: status.name.lower()}
         if status is not Status.AWAITING_APPROVAL:
             attributes[ERROR_TYPE] = _kind(status, failure)
             span.set_status(StatusCode.ERROR, _said(status, failure))
+        if mark.retry_after is not None:
+            attributes[RETRY_AFTER] = mark.retry_after
         if failure is not None:
-            asked = getattr(failure, "retry_after", None)
-            if isinstance(asked, int | float) and not isinstance(asked, bool) and asked >= 0:
-                attributes[RETRY_AFTER] = float(asked)
             span.record_exception(failure, timestamp=now)
         span.set_attributes(attributes)
         span.end(end_time=now)
-        if record.done:
-            self._forget(record)
-        elif status is Status.CANCELLED:
-            self._end_slot(record, now)
 
-    def used(self, slot: int, usage: Any) -> None:
-        if self._inner is not None:
-            self._inner.used(slot, usage)
+    def on_over_budget(self, slot: int, span: TraceSpan, failure: BaseException) -> None:
+        """Its worker is not called: no attempt span, and its slot ends ``over_budget``."""
+        now = CLOCK.at(span.start)
+        record = self._running(slot, now, started=1)
+        record.failed = (span, failure)
+        self._end_slot(record, now, Status.OVER_BUDGET, failure)
+
+    def on_used(self, slot: int, span: TraceSpan) -> None:
         record = self._slots.get(slot)
-        if record is None or not record.open:
+        usage = span.usage
+        if record is None or usage is None:
             return
-        span = record.open[-1][0]  # the attempt that reported it, still open
-        span.set_attributes(
-            {
-                "trio_supervisor.usage.calls": usage.calls,
-                "trio_supervisor.usage.input_tokens": usage.input_tokens,
-                "trio_supervisor.usage.output_tokens": usage.output_tokens,
-                "trio_supervisor.usage.cost": usage.cost,
-            }
-        )
+        for entry in record.open:  # the attempt that reported it, still open
+            if entry[0] is span:
+                entry[1].set_attributes(
+                    {
+                        "trio_supervisor.usage.calls": usage.calls,
+                        "trio_supervisor.usage.input_tokens": usage.input_tokens,
+                        "trio_supervisor.usage.output_tokens": usage.output_tokens,
+                        "trio_supervisor.usage.cost": usage.cost,
+                    }
+                )
 
-    def end_open_slot(self, slot: int, status: Status) -> None:
+    def on_cut(self, slot: int, status: Status) -> None:
         record = self._slots.get(slot)
-        # the attempts it ends, as a trace decides it (before the caller's trace ends them)
-        ending = [] if record is None else still_open([entry[3] for entry in record.open])
-        if self._inner is not None:
-            self._inner.end_open_slot(slot, status)
-        if record is None:
-            return
-        if record.open:
-            for mark in ending:
-                self._ended(slot, status, None, mark)
-        elif status is Status.CANCELLED:  # waiting to retry when the run was cut short
-            self._end_slot(record, self._spans.ns(), Status.CANCELLED)
+        if record is not None and status is Status.CANCELLED:  # waiting to retry: cut short
+            self._end_slot(record, self.spans.ns(), Status.CANCELLED, None)
 
-    def end_open(self, status: Status = Status.CANCELLED) -> None:
-        if self._inner is not None:
-            self._inner.end_open(status)
-        for slot, record in list(self._slots.items()):
-            while record.open:
-                self._ended(slot, status)
-
-    def journaled(self, slot: int, subtask: Any = None) -> None:
-        if self._inner is not None:
-            self._inner.journaled(slot, subtask)
-        now = self._spans.ns()
-        record = self._new_slot(slot, subtask, now)
+    def on_journaled(self, slot: int) -> None:
+        now = self.spans.ns()
+        record = self._new_slot(slot, now, first=len(self.trace.slots[slot].spans))
         record.span.set_attribute(JOURNALED, True)
-        record.status = Status.OK
-        self._end_slot(record, now)
+        self._end_slot(record, now, Status.OK, None)
 
-    def pulled(self, slot: int, subtask: Any = None) -> None:
-        if self._inner is not None:
-            self._inner.pulled(slot, subtask)
-        if slot >= self._planned:
-            self._planned = slot + 1
-
-    def delivered(self, slot: int) -> None:
-        if self._inner is not None:
-            self._inner.delivered(slot)
+    def on_delivered(self, slot: int) -> None:
         record = self._slots.get(slot)  # handed over: final, and forgotten
-        self._delivered = slot + 1
         if record is not None:
-            self._end_slot(record, record.ended if record.ended is not None else self._spans.ns())
+            self._end_slot(record, self._last_end(record, self.spans.ns()), *self._outcome(record))
         self._done.pop(slot, None)
-
-    def nest(self, subtask: Any) -> Trace:
-        if self._inner is None:
-            raise ValueError(
-                "nest() draws a child run in its parent's own Trace: give the parent's run a "
-                "trace= (a child supervisor with spans= nests its spans by itself)"
-            )
-        return self._inner.nest(subtask)
 
 
 def _taken(
     record: _Slot, mark: TraceSpan
-) -> tuple[Span, object, trio.lowlevel.Task, TraceSpan] | None:
-    """The open attempt of ``record`` the engine knows as ``mark``, taken out; None if none."""
+) -> tuple[TraceSpan, Span, object, trio.lowlevel.Task] | None:
+    """The open attempt of ``record`` the trace knows as ``mark``, taken out; None if none."""
     for index, entry in enumerate(record.open):
-        if entry[3] is mark:
+        if entry[0] is mark:
             return record.open.pop(index)
     return None
 

@@ -865,173 +865,275 @@ def render_svg(
     """
     if not width > 0:
         raise ValueError(f"width must be > 0, got {width}")
-    rows = timeline_rows(trace, final)
-    right = trace.wall or 1.0
-    most = COMPACT_LABEL if compact else LABEL
-    labels = max(7, min(most, max((len(row.label) for row in rows), default=0)))
-    ends = [_ending(row, timed=not compact) for row in rows]
-    # the columns' headings, each as wide as the column under it or narrower
-    heads = ("slot", "timeline", "#") if compact else ("slot", _TIMELINE_HEAD, "done #")
-    gap = 1 if compact else 2  # characters between two columns
-    x_slot = (4 if compact else 5) * _CHAR  # right edge of the slot numbers
-    x_label = x_slot + gap * _CHAR
-    x_axis = x_label + (labels + gap) * _CHAR
-    x_end = x_axis + width + gap * _CHAR
-    ranks = max((len(str(row.rank)) for row in rows if row.rank is not None), default=1)
-    x_rank = x_end + (max(3, *map(len, ends), 0) + gap + max(ranks, len(heads[2]))) * _CHAR
-    total_width = x_rank + _CHAR
-    top = _ROW  # the header takes one row
-    sections = sections or {}
-    ys: list[float] = []  # the top of each row: a section's heading takes a row above its first
-    headings: list[tuple[float, str]] = []
-    for row in rows:
-        if not row.depth and row.slot in sections:
-            headings.append((top + _ROW * (len(ys) + len(headings)), printable(sections[row.slot])))
-        ys.append(top + _ROW * (len(ys) + len(headings)))
-    bottom = top + _ROW * (len(rows) + len(headings))
-    keys = legend_keys(rows)
-    # (x, line, css, text) of each legend key; css None for a key's words wrapped to a next line
-    placed: list[tuple[float, int, str | None, str]] = []
-    legend_x, line = _CHAR, 0
-    for css, text in keys:
-        wide = 20 + (len(text) + 3) * _CHAR
-        if legend_x + wide > total_width and legend_x > _CHAR:  # on to the legend's next line
-            legend_x, line = _CHAR, line + 1
-        # a key wider than the picture wraps at its words, under its first line's text
-        fits = max(1, int((total_width - legend_x - 20) / _CHAR) - 1)
-        parts = _wrapped(text, fits)
-        placed.append((legend_x, line, css, parts[0]))
-        for part in parts[1:]:
-            line += 1
-            placed.append((legend_x, line, None, part))
-        legend_x += 20 + (max(map(len, parts)) + 3) * _CHAR
-    # a key wider than the picture on a line of its own widens the picture: never clipped
-    total_width = max(total_width, *(x + 20 + (len(text) + 1) * _CHAR for x, _, _, text in placed))
-    height = bottom + 52 + 16 * line  # the axis, its labels and the legend's lines
+    return SvgPicture(trace, final, title, width, sections or {}, compact).draw()
 
-    def x_of(seconds: float) -> float:
-        return x_axis + seconds / right * width
 
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="ts-chart" role="img" '
-        f'viewBox="0 0 {_n(total_width)} {_n(height)}" '
-        f'width="{_n(total_width)}" height="{_n(height)}">'
-    ]
-    if title is not None:
-        out.append(f"<title>{_xml(title)}</title>")
-    out.append(f"<style>{svg_style()}</style>")
-    head_y = _n(top - 8)
-    out.append(
-        f'<g class="ts-head">'
-        f'<text class="ts-head" x="{_n(x_slot)}" y="{head_y}" text-anchor="end">{heads[0]}</text>'
-        f'<text class="ts-head" x="{_n(x_label)}" y="{head_y}">subtask</text>'
-        f'<text class="ts-head" x="{_n(x_axis)}" y="{head_y}">{heads[1]}</text>'
-        f'<text class="ts-head" x="{_n(x_end)}" y="{head_y}">end</text>'
-        f'<text class="ts-head" x="{_n(x_rank)}" y="{head_y}" text-anchor="end">{heads[2]}</text>'
-        f"</g>"
-    )
-    marks = ticks(right)
-    out.append('<g class="ts-grid-lines">')
-    for tick in marks:
-        grid_x = _n(x_of(tick))
-        out.append(
-            f'<line class="ts-grid" x1="{grid_x}" y1="{_n(top)}" x2="{grid_x}" y2="{_n(bottom)}"/>'
+class SvgPicture:
+    """One SVG picture of a run being drawn (see
+    [`render_svg`][trio_supervisor.timeline.render_svg]): its layout, worked out once as it is
+    made (the columns, each row's top, the legend's keys and lines), and a method that draws
+    each part of it from that layout.
+
+    Args:
+      trace: the recorded run.
+      final: slot -> status to show instead of the recorded one.
+      title: the picture's accessible title, if any.
+      width: the width of the time axis, in pixels (> 0).
+      sections: slot -> a heading drawn above that slot's row.
+      compact: the narrow form.
+    """
+
+    def __init__(
+        self,
+        trace: Trace,
+        final: Mapping[int, Status] | None,
+        title: str | None,
+        width: float,
+        sections: Mapping[int, str],
+        compact: bool,
+    ) -> None:
+        self.trace = trace
+        self.title = title
+        self.width = width
+        self.rows = timeline_rows(trace, final)
+        self.right = trace.wall or 1.0  # the time at the axis's right end
+        self._columns(compact)
+        self._lines(sections)
+        self._legend_keys()
+
+    def _columns(self, compact: bool) -> None:
+        """Where each column goes, and what its heading and each row's end label say."""
+        rows = self.rows
+        most = COMPACT_LABEL if compact else LABEL
+        self.labels = max(7, min(most, max((len(row.label) for row in rows), default=0)))
+        self.ends = [_ending(row, timed=not compact) for row in rows]
+        # the columns' headings, each as wide as the column under it or narrower
+        self.heads = ("slot", "timeline", "#") if compact else ("slot", _TIMELINE_HEAD, "done #")
+        gap = 1 if compact else 2  # characters between two columns
+        self.x_slot = (4 if compact else 5) * _CHAR  # right edge of the slot numbers
+        self.x_label = self.x_slot + gap * _CHAR
+        self.x_axis = self.x_label + (self.labels + gap) * _CHAR
+        self.x_end = self.x_axis + self.width + gap * _CHAR
+        ranks = max((len(str(row.rank)) for row in rows if row.rank is not None), default=1)
+        wide = max(3, *map(len, self.ends), 0) + gap + max(ranks, len(self.heads[2]))
+        self.x_rank = self.x_end + wide * _CHAR
+        self.total_width = self.x_rank + _CHAR
+
+    def _lines(self, sections: Mapping[int, str]) -> None:
+        """The top of each row, and of each section's heading (a row above its first slot)."""
+        self.top = _ROW  # the header takes one row
+        self.ys: list[float] = []
+        self.headings: list[tuple[float, str]] = []
+        ys, headings = self.ys, self.headings
+        for row in self.rows:
+            if not row.depth and row.slot in sections:
+                y = self.top + _ROW * (len(ys) + len(headings))
+                headings.append((y, printable(sections[row.slot])))
+            ys.append(self.top + _ROW * (len(ys) + len(headings)))
+        self.bottom = self.top + _ROW * (len(self.rows) + len(headings))
+
+    def _legend_keys(self) -> None:
+        """Where each legend key goes, its words wrapped to the picture's width; the picture
+        widens for a key too wide for it on a line of its own, and its height follows."""
+        # (x, line, css, text) of each legend key; css None for a key's words wrapped to a next line
+        self.placed: list[tuple[float, int, str | None, str]] = []
+        placed = self.placed
+        legend_x, line = _CHAR, 0
+        for css, text in legend_keys(self.rows):
+            wide = 20 + (len(text) + 3) * _CHAR
+            if legend_x + wide > self.total_width and legend_x > _CHAR:  # on to a next line
+                legend_x, line = _CHAR, line + 1
+            # a key wider than the picture wraps at its words, under its first line's text
+            fits = max(1, int((self.total_width - legend_x - 20) / _CHAR) - 1)
+            parts = _wrapped(text, fits)
+            placed.append((legend_x, line, css, parts[0]))
+            for part in parts[1:]:
+                line += 1
+                placed.append((legend_x, line, None, part))
+            legend_x += 20 + (max(map(len, parts)) + 3) * _CHAR
+        # a key wider than the picture on a line of its own widens the picture: never clipped
+        self.total_width = max(
+            self.total_width, *(x + 20 + (len(text) + 1) * _CHAR for x, _, _, text in placed)
         )
-    out.append("</g>")
-    fits = int((total_width - x_label) / _CHAR)  # characters of a heading that fit
-    for y, heading in headings:
-        out.append(
-            f'<g class="ts-section"><line class="ts-axis" x1="0" y1="{_n(y + 1)}" '
-            f'x2="{_n(total_width)}" y2="{_n(y + 1)}"/><text class="ts-head ts-bold" '
-            f'x="{_n(x_label)}" y="{_n(y + _ROW / 2 + 4)}"><title>{escape(heading)}</title>'
-            f"{escape(_cut(heading, fits))}</text></g>"
-        )
-    for index, row in enumerate(rows):
-        y = ys[index]
+        self.height = self.bottom + 52 + 16 * line  # the axis, its labels and the legend's lines
+
+    def x_of(self, seconds: float) -> float:
+        """Where ``seconds`` is on the time axis."""
+        return self.x_axis + seconds / self.right * self.width
+
+    def draw(self) -> str:
+        """The picture, as SVG text: each part in the order it is drawn."""
+        out = self.opening()
+        out += self.header()
+        out += self.grid()
+        out += self.section_headings()
+        for index, row in enumerate(self.rows):
+            out += self.row(index, row)
+        out += self.axis()
+        out += self.legend()
+        out.append("</svg>")
+        return "\n".join(out) + "\n"
+
+    def opening(self) -> list[str]:
+        """The ``<svg>`` element's start, its title and its style."""
+        total_width, height = _n(self.total_width), _n(self.height)
+        out = [
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="ts-chart" role="img" '
+            f'viewBox="0 0 {total_width} {height}" '
+            f'width="{total_width}" height="{height}">'
+        ]
+        if self.title is not None:
+            out.append(f"<title>{_xml(self.title)}</title>")
+        out.append(f"<style>{svg_style()}</style>")
+        return out
+
+    def header(self) -> list[str]:
+        """The columns' headings."""
+        heads = self.heads
+        head_y = _n(self.top - 8)
+        return [
+            f'<g class="ts-head">'
+            f'<text class="ts-head" x="{_n(self.x_slot)}" y="{head_y}" text-anchor="end">'
+            f"{heads[0]}</text>"
+            f'<text class="ts-head" x="{_n(self.x_label)}" y="{head_y}">subtask</text>'
+            f'<text class="ts-head" x="{_n(self.x_axis)}" y="{head_y}">{heads[1]}</text>'
+            f'<text class="ts-head" x="{_n(self.x_end)}" y="{head_y}">end</text>'
+            f'<text class="ts-head" x="{_n(self.x_rank)}" y="{head_y}" text-anchor="end">'
+            f"{heads[2]}</text>"
+            f"</g>"
+        ]
+
+    def grid(self) -> list[str]:
+        """A vertical line through the rows at each tick of the axis."""
+        out = ['<g class="ts-grid-lines">']
+        top, bottom = _n(self.top), _n(self.bottom)
+        for tick in ticks(self.right):
+            grid_x = _n(self.x_of(tick))
+            out.append(
+                f'<line class="ts-grid" x1="{grid_x}" y1="{top}" x2="{grid_x}" y2="{bottom}"/>'
+            )
+        out.append("</g>")
+        return out
+
+    def section_headings(self) -> list[str]:
+        """Each section's heading, on a line of its own, cut to the picture's width."""
+        out = []
+        fits = int((self.total_width - self.x_label) / _CHAR)  # characters of a heading that fit
+        for y, heading in self.headings:
+            out.append(
+                f'<g class="ts-section"><line class="ts-axis" x1="0" y1="{_n(y + 1)}" '
+                f'x2="{_n(self.total_width)}" y2="{_n(y + 1)}"/><text class="ts-head ts-bold" '
+                f'x="{_n(self.x_label)}" y="{_n(y + _ROW / 2 + 4)}">'
+                f"<title>{escape(heading)}</title>"
+                f"{escape(_cut(heading, fits))}</text></g>"
+            )
+        return out
+
+    def row(self, index: int, row: Row) -> list[str]:
+        """Row ``index``: its tint when the slot failed, its number, label, bars, ending and
+        rank."""
+        y = self.ys[index]
         middle = y + _ROW / 2
         text_y = _n(middle + 4)
         drawn = row.ending
         ended_as = "none" if row.status is None else row.status.value
         rank = "" if row.rank is None else str(row.rank)
         depth = f' data-depth="{row.depth}"' if row.depth else ""
-        out.append(
+        out = [
             f'<g class="ts-row" data-slot="{row.slot}" data-status="{escape(ended_as)}" '
             f'data-ending="{escape(drawn.word)}" data-rank="{rank}"{depth}>'
-        )
+        ]
         if drawn.fault:  # the slot's own failure
             out.append(
                 f'<rect class="ts-band" x="0" y="{_n(y + 1)}" '
-                f'width="{_n(total_width)}" height="{_n(_ROW - 2)}"/>'
+                f'width="{_n(self.total_width)}" height="{_n(_ROW - 2)}"/>'
             )
         marked = f" {drawn.css} ts-bold" if drawn.fault else ""
         out.append(
-            f'<text class="ts-slot{marked}" x="{_n(x_slot)}" y="{text_y}" '
+            f'<text class="ts-slot{marked}" x="{_n(self.x_slot)}" y="{text_y}" '
             f'text-anchor="end">{row.slot}</text>'
         )
         out.append(
-            f'<text class="ts-label{marked}" x="{_n(x_label)}" y="{text_y}">'
-            f"<title>{escape(row.label)}</title>{escape(_cut(row.label, labels))}</text>"
+            f'<text class="ts-label{marked}" x="{_n(self.x_label)}" y="{text_y}">'
+            f"<title>{escape(row.label)}</title>{escape(_cut(row.label, self.labels))}</text>"
         )
-        out += _svg_bars(row, middle, x_of, width / right)
+        out += _svg_bars(row, middle, self.x_of, self.width / self.right)
         ran = any(bar.kind == "running" for bar in row.bars)
         css = drawn.css if ran or row.journaled else "ts-never"
         out.append(
-            f'<text class="ts-end {css}" x="{_n(x_end)}" y="{text_y}">{escape(ends[index])}</text>'
+            f'<text class="ts-end {css}" x="{_n(self.x_end)}" y="{text_y}">'
+            f"{escape(self.ends[index])}</text>"
         )
         out.append(
-            f'<text class="ts-rank" x="{_n(x_rank)}" y="{text_y}" text-anchor="end">{rank}</text>'
+            f'<text class="ts-rank" x="{_n(self.x_rank)}" y="{text_y}" text-anchor="end">'
+            f"{rank}</text>"
         )
         out.append("</g>")
-    axis_y = bottom + 4
-    out.append('<g class="ts-time">')
-    out.append(
-        f'<line class="ts-axis" x1="{_n(x_axis)}" y1="{_n(axis_y)}" '
-        f'x2="{_n(x_axis + width)}" y2="{_n(axis_y)}"/>'
-    )
-    wall_x = _n(x_of(trace.wall))  # the axis's right end, or its left for a run of no time
-    out.append(
-        f'<line class="ts-wall" x1="{wall_x}" y1="{_n(top)}" x2="{wall_x}" y2="{_n(axis_y)}"/>'
-    )
-    room = 6 * _CHAR  # no tick label this close to the wall time's label, nor to the last one
-    labelled = -math.inf  # where the last tick label was drawn
-    for tick in marks:
-        x = x_of(tick)
+        return out
+
+    @property
+    def axis_y(self) -> float:
+        """Where the time axis runs, under the rows."""
+        return self.bottom + 4
+
+    def axis(self) -> list[str]:
+        """The time axis: its line, the wall time's line and label, and each tick's label
+        where it leaves room for the ones beside it."""
+        axis_y = self.axis_y
+        wall = self.trace.wall
+        out = ['<g class="ts-time">']
         out.append(
-            f'<line class="ts-axis" x1="{_n(x)}" y1="{_n(axis_y)}" '
-            f'x2="{_n(x)}" y2="{_n(axis_y + 4)}"/>'
+            f'<line class="ts-axis" x1="{_n(self.x_axis)}" y1="{_n(axis_y)}" '
+            f'x2="{_n(self.x_axis + self.width)}" y2="{_n(axis_y)}"/>'
         )
-        if abs(x_of(trace.wall) - x) >= room and x - labelled >= room:
-            labelled = x
-            out.append(
-                f'<text class="ts-tick" x="{_n(x)}" y="{_n(axis_y + 16)}" '
-                f'text-anchor="middle">{tick:g}s</text>'
-            )
-    out.append(
-        f'<text class="ts-wall-label ts-bold" x="{wall_x}" y="{_n(axis_y + 16)}" '
-        f'text-anchor="middle">{trace.wall:.2f}s</text>'
-    )
-    out.append("</g>")
-    out.append('<g class="ts-legend">')
-    for legend_x, line, kind, text in placed:
-        legend_y = axis_y + 36 + 16 * line
-        swatch_y, swatch_h = (legend_y - 9, 10)
-        if kind in ("ts-waiting", "ts-asked"):
-            swatch_y, swatch_h = (legend_y - 6, 3 if kind == "ts-waiting" else 5)
-        elif kind == MARKS["hedge"].css:  # a lower bar
-            swatch_y, swatch_h = (legend_y - 4, 5)
-        # a blank stretch is drawn as nothing: its key has no swatch, nor has a wrapped line
-        if kind is not None and kind != "ts-blank":
-            out.append(
-                f'<rect class="{kind}" x="{_n(legend_x)}" y="{_n(swatch_y)}" width="16" '
-                f'height="{swatch_h}"/>'
-            )
+        wall_x = _n(self.x_of(wall))  # the axis's right end, or its left for a run of no time
         out.append(
-            f'<text class="ts-tick" x="{_n(legend_x + 20)}" y="{_n(legend_y)}">'
-            f"{escape(text)}</text>"
+            f'<line class="ts-wall" x1="{wall_x}" y1="{_n(self.top)}" x2="{wall_x}" '
+            f'y2="{_n(axis_y)}"/>'
         )
-    out.append("</g>")
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+        room = 6 * _CHAR  # no tick label this close to the wall time's label, nor to the last one
+        labelled = -math.inf  # where the last tick label was drawn
+        for tick in ticks(self.right):
+            x = self.x_of(tick)
+            out.append(
+                f'<line class="ts-axis" x1="{_n(x)}" y1="{_n(axis_y)}" '
+                f'x2="{_n(x)}" y2="{_n(axis_y + 4)}"/>'
+            )
+            if abs(self.x_of(wall) - x) >= room and x - labelled >= room:
+                labelled = x
+                out.append(
+                    f'<text class="ts-tick" x="{_n(x)}" y="{_n(axis_y + 16)}" '
+                    f'text-anchor="middle">{tick:g}s</text>'
+                )
+        out.append(
+            f'<text class="ts-wall-label ts-bold" x="{wall_x}" y="{_n(axis_y + 16)}" '
+            f'text-anchor="middle">{wall:.2f}s</text>'
+        )
+        out.append("</g>")
+        return out
+
+    def legend(self) -> list[str]:
+        """The legend: a swatch and its words for each mark and ending drawn."""
+        out = ['<g class="ts-legend">']
+        for legend_x, line, kind, text in self.placed:
+            legend_y = self.axis_y + 36 + 16 * line
+            swatch_y, swatch_h = (legend_y - 9, 10)
+            if kind in ("ts-waiting", "ts-asked"):
+                swatch_y, swatch_h = (legend_y - 6, 3 if kind == "ts-waiting" else 5)
+            elif kind == MARKS["hedge"].css:  # a lower bar
+                swatch_y, swatch_h = (legend_y - 4, 5)
+            # a blank stretch is drawn as nothing: its key has no swatch, nor has a wrapped line
+            if kind is not None and kind != "ts-blank":
+                out.append(
+                    f'<rect class="{kind}" x="{_n(legend_x)}" y="{_n(swatch_y)}" width="16" '
+                    f'height="{swatch_h}"/>'
+                )
+            out.append(
+                f'<text class="ts-tick" x="{_n(legend_x + 20)}" y="{_n(legend_y)}">'
+                f"{escape(text)}</text>"
+            )
+        out.append("</g>")
+        return out
 
 
 def _xml(text: str) -> str:
