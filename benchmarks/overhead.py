@@ -36,7 +36,7 @@ from typing import Any
 import trio
 from _machine import machine
 
-from trio_supervisor import Aggregate, Backoff, Status, SubResult, Supervisor
+from trio_supervisor import Aggregate, Backoff, Retry, Status, SubResult, Supervisor
 
 TIMEOUT = 60.0  # never fires: the benchmark measures what a timeout costs, not what it does
 NO_WAIT = Backoff(initial=0, maximum=0)  # retry at once: time the retry path, not its sleeps
@@ -96,7 +96,7 @@ async def supervisor_run_timeout(n: int, k: int) -> list[Any]:
 
 async def supervisor_run_attempts(n: int, k: int) -> list[Any]:
     """Retries allowed, none needed: what ``attempts=3`` costs when nothing fails."""
-    aggregate = await Supervisor(work, max_workers=k, attempts=3).run(range(n))
+    aggregate = await Supervisor(work, max_workers=k, retry=Retry(attempts=3)).run(range(n))
     return [result.output for result in aggregate.results]
 
 
@@ -112,7 +112,7 @@ async def supervisor_stream(n: int, k: int) -> list[Any]:
 
 
 async def supervisor_all_succeeding(n: int, k: int) -> list[Any]:
-    supervisor = Supervisor(work, max_workers=k, attempts=2, backoff=NO_WAIT)
+    supervisor = Supervisor(work, max_workers=k, retry=Retry(attempts=2, backoff=NO_WAIT))
     aggregate = await supervisor.run(range(n))
     return [result.output for result in aggregate.results]
 
@@ -120,7 +120,7 @@ async def supervisor_all_succeeding(n: int, k: int) -> list[Any]:
 async def supervisor_all_failing(n: int, k: int) -> list[Any]:
     """The same supervisor, every attempt failing; returns the subtasks of the slots that failed
     after both attempts, so a correct run returns the plan."""
-    supervisor = Supervisor(failing_work, max_workers=k, attempts=2, backoff=NO_WAIT)
+    supervisor = Supervisor(failing_work, max_workers=k, retry=Retry(attempts=2, backoff=NO_WAIT))
     aggregate = await supervisor.run(range(n))
     return [
         result.subtask

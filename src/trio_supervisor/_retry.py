@@ -119,7 +119,7 @@ class Retry:
 
     attempts: int = 1
     on: RetryOn = Exception
-    backoff: Backoff = Backoff()  # noqa: RUF009  # immutable
+    backoff: Backoff = Backoff()  # immutable
     seed: int | random.Random | None = None
 
     def __post_init__(self) -> None:

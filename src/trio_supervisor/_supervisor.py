@@ -53,9 +53,9 @@ class Supervisor(Generic[S, T]):
     tree of supervisors. What sharing costs: an attempt holds its place while it runs, so a
     supervisor whose worker waits on another supervisor (a parent waiting on its children) must
     not draw from the budget those children need: ``K`` parents holding every place while their
-    children wait for one never finish. Give the parents a budget of their own (their ``max_workers``
-    alone) and share the capacity among the supervisors whose workers do the work; the same
-    holds for a worker that calls its own supervisor's ``run``.
+    children wait for one never finish. Give the parents a budget of their own (their
+    ``max_workers`` alone) and share the capacity among the supervisors whose workers do the
+    work; the same holds for a worker that calls its own supervisor's ``run``.
 
     A run starts ``min(max_workers, len(plan))`` worker tasks; each takes the next slot of the
     plan whenever it is free, so at most ``max_workers`` workers run, subtasks start in plan
@@ -66,15 +66,15 @@ class Supervisor(Generic[S, T]):
     A worker's `Exception` (an exception group from its own nursery included, recorded whole)
     fails only its own slot; with ``timeout`` a hung attempt is cancelled and its slot freed;
     with a [`Retry`][trio_supervisor.Retry] of more than one attempt a failed slot is tried
-    again after a full-jitter backoff, keeping its place under ``max_workers`` while it waits. ``trio.Cancelled``, `KeyboardInterrupt` and
-    `SystemExit` are never caught: cancelling a run cancels its workers, and a
-    `KeyboardInterrupt` or `SystemExit` a worker raises comes out of the run bare (not in an
-    exception group) when it is the only thing the run raises.
+    again after a full-jitter backoff, keeping its place under ``max_workers`` while it waits.
+    ``trio.Cancelled``, `KeyboardInterrupt` and `SystemExit` are never caught: cancelling a run
+    cancels its workers, and a `KeyboardInterrupt` or `SystemExit` a worker raises comes out of
+    the run bare (not in an exception group) when it is the only thing the run raises.
 
     Every option costs only when it is used: without ``timeout`` no cancel scope is opened,
-    with ``Retry(attempts=1)`` (the default) there is no retry loop, without meters or a trace nothing is awaited or
-    recorded for them. The settings are fixed at construction and read-only: one supervisor can
-    serve many runs and streams at once.
+    with ``Retry(attempts=1)`` (the default) there is no retry loop, without meters or a trace
+    nothing is awaited or recorded for them. The settings are fixed at construction and
+    read-only: one supervisor can serve many runs and streams at once.
 
     One worker task runs many subtasks in turn, so a ``contextvars`` variable a worker sets
     without resetting is seen by the next subtask that task runs: reset what you set.
@@ -129,7 +129,12 @@ class Supervisor(Generic[S, T]):
     )
 
     @refusing(
-        "Supervisor(worker, max_workers=..., {})", "attempts", "retry_on", "backoff", "seed", "capacity"
+        "Supervisor(worker, max_workers=..., {})",
+        "attempts",
+        "retry_on",
+        "backoff",
+        "seed",
+        "capacity",
     )
     def __init__(
         self,

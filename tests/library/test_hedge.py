@@ -16,6 +16,7 @@ from tests.library.virtual_time import run_virtual
 from trio_supervisor import (
     Backoff,
     Capacity,
+    Durable,
     Hedge,
     Journal,
     Restarts,
@@ -423,8 +424,8 @@ def test_a_hedge_has_its_own_attempt_key_and_a_journal_keeps_the_result_once(
     async def main() -> tuple[Any, Any]:
         with Journal(tmp_path / "runs.db") as journal:
             supervisor = Supervisor(worker, max_workers=20, hedge=Hedge(2.0))
-            first = await supervisor.run(range(10), journal=journal, run_id="r")
-            again = await supervisor.run(range(10), journal=journal, run_id="r")
+            first = await supervisor.run(range(10), durable=Durable("r", journal))
+            again = await supervisor.run(range(10), durable=Durable("r", journal))
         return first, again
 
     first, again = run_virtual(main)

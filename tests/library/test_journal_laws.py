@@ -22,7 +22,7 @@ import trio.testing
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from trio_supervisor import Aggregate, Backoff, Journal, Supervisor, attempt_key
+from trio_supervisor import Aggregate, Backoff, Journal, Retry, Supervisor, attempt_key
 
 
 class Plan:
@@ -87,9 +87,7 @@ async def execute(
     supervisor = Supervisor(
         worker,
         max_workers=options["max_workers"],
-        attempts=options["attempts"],
-        backoff=Backoff(0.1, 1.0),
-        seed=3,
+        retry=Retry(attempts=options["attempts"], backoff=Backoff(0.1, 1.0), seed=3),
     )
     plan = list(range(len(worker.latency)))
     named: dict[str, Any] = {"run_id": "law"}  # the keys the worker fails by

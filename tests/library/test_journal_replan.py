@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from tests.library.test_replan import TASK, research_agent, research_planner
-from trio_supervisor import Answer, Batch, Done, Journal, Supervisor, attempt_key
+from trio_supervisor import Answer, Batch, Done, Durable, Journal, Supervisor, attempt_key
 
 
 class Counted:
@@ -92,9 +92,11 @@ def test_a_journaled_replan_refuses_another_task_under_its_run_id(tmp_path: Path
     async def main() -> None:
         with Journal(tmp_path / "journal.db") as journal:
             supervisor = Supervisor(research_agent(), max_workers=4)
-            await supervisor.replan(TASK, research_planner(), journal=journal, run_id="plan")
+            await supervisor.replan(TASK, research_planner(), durable=Durable("plan", journal))
             with pytest.raises(ValueError, match="was journaled for another task"):
-                await supervisor.replan("other", research_planner(), journal=journal, run_id="plan")
+                await supervisor.replan(
+                    "other", research_planner(), durable=Durable("plan", journal)
+                )
 
     virtual(main)
 
@@ -120,10 +122,12 @@ def test_each_round_of_a_replan_keys_its_attempts_by_its_number(
     async def main() -> list[Any]:
         supervisor = Supervisor(key_of, max_workers=2)
         if not journaled:
-            answer = await supervisor.replan(TASK, TwoRounds(), run_id="plan")
+            answer = await supervisor.replan(TASK, TwoRounds(), durable=Durable("plan"))
         else:
             with Journal(tmp_path / "journal.db", writer="inline") as journal:
-                answer = await supervisor.replan(TASK, TwoRounds(), journal=journal, run_id="plan")
+                answer = await supervisor.replan(
+                    TASK, TwoRounds(), durable=Durable("plan", journal)
+                )
         return [entry.result.output for entry in answer.ledger.entries]
 
     keys = virtual(main)

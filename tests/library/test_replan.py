@@ -21,6 +21,7 @@ from trio_supervisor import (
     Done,
     Entry,
     Ledger,
+    ReplanLimits,
     Round,
     Status,
     SubResult,
@@ -77,7 +78,7 @@ async def test_one_round_allowed_the_same_task_ends_degraded_with_an_answer(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     supervisor = Supervisor(research_agent(), max_workers=4)
-    answer = await supervisor.replan(TASK, research_planner(), max_rounds=1)
+    answer = await supervisor.replan(TASK, research_planner(), limits=ReplanLimits(max_rounds=1))
     assert len(answer.ledger.rounds) == 1
     assert (answer.ended_by, answer.degraded) == ("max_rounds", True)
     assert answer.reason == "max_rounds (1) reached, the planner wanted more"
@@ -171,7 +172,9 @@ def test_a_planner_that_raises_or_returns_garbage_is_a_recorded_stall_named_in_t
     decision: Any, said: str
 ) -> None:
     supervisor = Supervisor(SimulatedAgent(0), max_workers=2)
-    replan = functools.partial(supervisor.replan, "t", Failing(decision), max_stalls=1)
+    replan = functools.partial(
+        supervisor.replan, "t", Failing(decision), limits=ReplanLimits(max_stalls=1)
+    )
     answer = run_virtual(replan)
     rounds = answer.ledger.rounds
     # stalls counted 0, 1, 2 (a fresh plan), 1, 2 (a fresh plan), 1, 2 (no fresh plan left)
@@ -348,9 +351,7 @@ def test_a_chain_of_ten_thousand_reroutes_ends_with_an_answer() -> None:
         supervisor.replan,
         "t",
         Rerouting(rounds),
-        max_rounds=rounds,
-        max_subtasks=rounds,
-        max_stalls=rounds,
+        limits=ReplanLimits(max_rounds=rounds, max_subtasks=rounds, max_stalls=rounds),
     )
     answer = run_virtual(replan)
     assert (answer.degraded, answer.ended_by) == (False, None)

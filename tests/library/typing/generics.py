@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import reveal_type
 
-from trio_supervisor import Capacity, Meter, Supervisor, Worker
+from trio_supervisor import Capacity, Meter, Retry, Supervisor, Worker
 
 
 async def fetch(subtask: int) -> str:
@@ -71,7 +71,7 @@ def settings_are_fixed(supervisor: Supervisor[int, str]) -> None:
 def options() -> None:
     meter: Meter = Capacity(2)
     mine: Meter = Tokens()
-    Supervisor(fetch, max_workers=2, meters=[meter, mine, Capacity(1)], seed=3)
-    Supervisor(fetch, max_workers=2, seed=random.Random(3))
-    Supervisor(fetch, max_workers=2, seed=None)
-    Supervisor(fetch, max_workers=2, seed="3")  # E
+    Supervisor(fetch, max_workers=2, meters=[meter, mine, Capacity(1)], retry=Retry(seed=3))
+    Supervisor(fetch, max_workers=2, retry=Retry(seed=random.Random(3)))
+    Supervisor(fetch, max_workers=2, retry=Retry(seed=None))
+    Supervisor(fetch, max_workers=2, retry=Retry(seed="3"))  # E
