@@ -311,9 +311,9 @@ def test_a_journal_states_its_rule_for_a_bad_option(
 def test_a_durable_states_its_rule_for_a_bad_journal_or_run_id(tmp_path: Path) -> None:
     with Journal(tmp_path / "runs.db") as journal:
         for run_id in ("", None, 7):
-            with pytest.raises(TypeError, match="^Durable run_id must be a non-empty str, got"):
+            with pytest.raises(TypeError, match=r"^Durable run_id must be a non-empty str, got"):
                 Durable(run_id, journal)  # type: ignore[arg-type]
-        with pytest.raises(TypeError, match="^Durable journal must be a Journal or None, got str"):
+        with pytest.raises(TypeError, match=r"^Durable journal must be a Journal or None, got str"):
             Durable("r", "runs.db")  # type: ignore[arg-type]
 
 
