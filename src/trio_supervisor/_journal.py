@@ -120,8 +120,8 @@ class Journal:
     >>> async def main():
     ...     with Journal(path) as journal:
     ...         supervisor = Supervisor(worker, max_workers=2)
-    ...         first = await supervisor.run([1, 2, 3], journal=journal, run_id="squares")
-    ...         again = await supervisor.run([1, 2, 3], journal=journal, run_id="squares")
+    ...         first = await supervisor.run([1, 2, 3], durable=Durable("squares", journal))
+    ...         again = await supervisor.run([1, 2, 3], durable=Durable("squares", journal))
     ...     return [r.output for r in again], calls, first == again
     >>> trio.run(main)
     ([1, 4, 9], [1, 2, 3], True)
@@ -129,7 +129,8 @@ class Journal:
     ```
 
     Give it to [`Supervisor.run`][trio_supervisor.Supervisor.run] or
-    [`stream`][trio_supervisor.Supervisor.stream] with a ``run_id``: each slot's final result
+    [`stream`][trio_supervisor.Supervisor.stream] in a [`Durable`][trio_supervisor.Durable]
+    with a ``run_id`` (``durable=Durable(run_id, journal)``): each slot's final result
     is journaled once, keyed by run, round and slot; the same ``run_id`` again takes the slots
     with a final OK record from the journal (their original attempts and times, marked
     ``journaled`` in the trace) and runs only the others. A different plan under the same

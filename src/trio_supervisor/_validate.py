@@ -69,7 +69,8 @@ def retry_on(value: object, name: str = "retry_on") -> tuple[type[Exception], ..
     if not classes:
         raise ValueError(
             f"{name} must be an Exception subclass or a non-empty tuple of them, got (): "
-            f"give the classes to retry, or leave {name.split()[-1]} out to retry every Exception"
+            f"give the classes to retry, or leave {name.split()[-1]}= out to retry every "
+            "Exception"
         )
     for cls in classes:
         if not (isinstance(cls, type) and issubclass(cls, Exception)):

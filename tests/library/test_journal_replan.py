@@ -50,7 +50,7 @@ def said(answer: Answer[Any, Any]) -> tuple[Any, ...]:
 async def replanned(
     worker: Counted, planner: Counted, journal: Journal | None, crash: float = float("inf")
 ) -> Answer[Any, Any] | None:
-    named: dict[str, Any] = {} if journal is None else {"journal": journal, "run_id": "plan"}
+    named: dict[str, Any] = {} if journal is None else {"durable": Durable("plan", journal)}
     with trio.move_on_after(crash):
         return await Supervisor(worker, max_workers=4).replan(TASK, planner, **named)
     return None

@@ -275,10 +275,12 @@ def test_a_failure_is_settled_by_a_successful_replacement_even_down_a_chain() ->
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
-        ({"max_rounds": 0}, ValueError, "max_rounds must be >= 1, got 0"),
-        ({"max_subtasks": 0}, ValueError, "max_subtasks must be >= 1, got 0"),
-        ({"max_stalls": -1}, ValueError, "max_stalls must be >= 0, got -1"),
-        ({"max_resets": 1.5}, TypeError, "max_resets must be an int >= 0, got float 1.5"),
+        (
+            {"limits": 3},
+            TypeError,
+            "limits must be a ReplanLimits (ReplanLimits(max_rounds=..., max_subtasks=..., "
+            "max_stalls=..., max_resets=...)), got int 3",
+        ),
         ({"deadline": 0}, ValueError, "deadline must be a positive number, got 0"),
         ({"task": ["a"]}, TypeError, "task must be a str (what the planner reads), got list"),
         (
@@ -307,6 +309,26 @@ async def test_bad_options_are_refused_before_the_planner_is_asked(
     with pytest.raises(error, match="^" + re.escape(message)):
         await supervisor.replan(given.pop("task"), given.pop("planner"), **given)
     assert asked == []
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"max_rounds": 0}, ValueError, "ReplanLimits max_rounds must be >= 1, got 0"),
+        ({"max_subtasks": 0}, ValueError, "ReplanLimits max_subtasks must be >= 1, got 0"),
+        ({"max_stalls": -1}, ValueError, "ReplanLimits max_stalls must be >= 0, got -1"),
+        (
+            {"max_resets": 1.5},
+            TypeError,
+            "ReplanLimits max_resets must be an int >= 0, got float 1.5",
+        ),
+    ],
+)
+def test_bad_limits_are_refused_when_made(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+        ReplanLimits(**options)
 
 
 def test_a_batch_and_a_scripted_planner_refuse_a_str_where_subtasks_go() -> None:
@@ -420,13 +442,7 @@ def test_replan_runs_with_anything_that_runs_a_batch_and_imports_no_supervisor()
     assert not imported & {"_supervisor", "_run"}
 
 
-BUDGETS: dict[str, Any] = {
-    "max_rounds": 10,
-    "max_subtasks": 100,
-    "max_stalls": 3,
-    "max_resets": 2,
-    "deadline": None,
-}
+BUDGETS: dict[str, Any] = {"limits": ReplanLimits(), "deadline": None}
 
 
 def test_a_ledger_records_the_next_round_or_the_latest_again_and_refuses_the_rest() -> None:
