@@ -20,6 +20,7 @@ from trio_supervisor import (
     Hedge,
     Journal,
     Restarts,
+    Retry,
     Status,
     SubResult,
     Supervisor,

@@ -22,7 +22,7 @@ import trio.testing
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from trio_supervisor import Aggregate, Backoff, Journal, Retry, Supervisor, attempt_key
+from trio_supervisor import Aggregate, Backoff, Durable, Journal, Retry, Supervisor, attempt_key
 
 
 class Plan:
