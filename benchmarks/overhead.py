@@ -7,8 +7,9 @@ against it. Repetitions are interleaved (each repetition runs every contender on
 order) in one process, and the median time per subtask is reported with its ratios to the floor
 and to the hand-written trio loop. Peak memory per subtask is measured separately, each contender
 in a fresh process (``--memory``), as its peak RSS above the RSS it started the run with, divided
-by N. What failures cost is measured apart: N slots that all fail with ``attempts=2`` against the
-same supervisor with every slot succeeding, time and peak RSS, each run in a fresh process.
+by N. What failures cost is measured apart: N slots that all fail with ``Retry(attempts=2)``
+against the same supervisor with every slot succeeding, time and peak RSS, each run in a fresh
+process.
 Whether Supervisor.run's cost per subtask is flat in N is checked apart, with the same work in
 every sample and the sizes taking turns. The Targets section judges the ratios of this one run.
 
@@ -95,7 +96,7 @@ async def supervisor_run_timeout(n: int, k: int) -> list[Any]:
 
 
 async def supervisor_run_attempts(n: int, k: int) -> list[Any]:
-    """Retries allowed, none needed: what ``attempts=3`` costs when nothing fails."""
+    """Retries allowed, none needed: what ``Retry(attempts=3)`` costs when nothing fails."""
     aggregate = await Supervisor(work, max_workers=k, retry=Retry(attempts=3)).run(range(n))
     return [result.output for result in aggregate.results]
 
