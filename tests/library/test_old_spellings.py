@@ -148,7 +148,7 @@ def test_an_old_spelling_is_refused_before_any_work_naming_the_new_one(
         elif where == "stream":
             supervisor.stream([1], **options)
         else:
-            await supervisor.replan("a; b", ScriptedPlanner(), **options)
+            await supervisor.replan("a; b", ScriptedPlanner(), **options)  # type: ignore[arg-type]
 
     async def main() -> None:
         with pytest.raises(TypeError) as raised:
@@ -161,7 +161,7 @@ def test_an_old_spelling_is_refused_before_any_work_naming_the_new_one(
 
 
 def test_the_signatures_show_the_policies_and_not_the_old_spellings() -> None:
-    keywords = {
+    keywords: dict[str, Any] = {
         "Supervisor": Supervisor.__init__,
         "run": Supervisor.run,
         "stream": Supervisor.stream,
@@ -191,7 +191,7 @@ def test_the_signatures_show_the_policies_and_not_the_old_spellings() -> None:
 )
 def test_a_policy_is_a_frozen_value(policy: object) -> None:
     assert dataclasses.is_dataclass(policy)
-    field = dataclasses.fields(policy)[0].name  # type: ignore[arg-type]
+    field = dataclasses.fields(policy)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(policy, field, None)
     assert policy == dataclasses.replace(policy)  # type: ignore[type-var]
