@@ -63,8 +63,9 @@ async def flows() -> None:
 
 
 def settings_are_fixed(supervisor: Supervisor[int, str]) -> None:
-    reveal_type(supervisor.attempts)  # R: int
-    supervisor.attempts = 3  # E
+    reveal_type(supervisor.retry.attempts)  # R: int
+    supervisor.retry = Retry(attempts=3)  # E
+    supervisor.retry.attempts = 3  # E
     supervisor.max_workers = 5  # E
 
 
@@ -75,3 +76,4 @@ def options() -> None:
     Supervisor(fetch, max_workers=2, retry=Retry(seed=random.Random(3)))
     Supervisor(fetch, max_workers=2, retry=Retry(seed=None))
     Supervisor(fetch, max_workers=2, retry=Retry(seed="3"))  # E
+    Supervisor(fetch, max_workers=2, attempts=3)  # E
