@@ -163,8 +163,9 @@ def test_approval_outside_a_journaled_run_says_what_it_needs() -> None:
 
     (result,) = virtual(main)
     assert result.status is Status.FAILED
-    assert "call it from a worker (or the planner) of a run given journal= and run_id=" in (
-        result.error or ""
+    assert (
+        "call it from a worker (or the planner) of a run given durable=Durable(run_id, journal)"
+        in (result.error or "")
     )
 
 
@@ -283,7 +284,7 @@ def test_the_command_line_names_the_rule_for_a_slot(tmp_path: Path) -> None:
 
 RULE = (
     "approval() keeps its question in the run's journal: call it from a worker (or the planner) "
-    "of a run given journal= and run_id="
+    "of a run given durable=Durable(run_id, journal)"
 )
 
 
