@@ -25,7 +25,6 @@ import trio
 
 from lessons.step13_lazy_input import synthesize as synthesize  # unchanged since step 1
 from trio_supervisor import Aggregate, Backoff, Restarts, Retry, SubResult, Supervisor, Worker
-from trio_supervisor._retry import RetryOn
 
 
 def supervisor(
@@ -37,7 +36,7 @@ def supervisor(
     intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
-    retry_on: RetryOn = Exception,
+    retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
     **more: Any,
 ) -> Supervisor[str, str]:
     """Part I's knobs as the library takes them; ``more`` goes to ``Supervisor`` as it is (a
