@@ -48,7 +48,7 @@ import trio
 import trio.testing
 from _machine import machine
 
-from trio_supervisor import Adaptive, Supervisor
+from trio_supervisor import Adaptive, Retry, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing.devserver import Serving, app
 
@@ -110,10 +110,8 @@ def supervised(workers: int, adaptive: dict[str, Any] | None = None) -> Run:
             sup = Supervisor(
                 agent,
                 max_workers=workers,
-                attempts=ATTEMPTS,
-                retry_on=TRANSIENT,
+                retry=Retry(attempts=ATTEMPTS, on=TRANSIENT, seed=0),
                 meters=meters,
-                seed=0,
             )
             aggregate = await sup.run(prompts)
         return [

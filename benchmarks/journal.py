@@ -32,7 +32,7 @@ import trio
 import trio.lowlevel
 from _machine import machine
 
-from trio_supervisor import Journal, Supervisor
+from trio_supervisor import Durable, Journal, Supervisor
 
 K = 100
 
@@ -49,7 +49,7 @@ async def slow(i: int) -> int:
 
 def timed(worker: Any, n: int, journal: Journal | None, run_id: str) -> float:
     supervisor = Supervisor(worker, max_workers=K)
-    named: dict[str, Any] = {} if journal is None else {"journal": journal, "run_id": run_id}
+    named: dict[str, Any] = {} if journal is None else {"durable": Durable(run_id, journal)}
 
     async def main() -> float:
         start = time.perf_counter()

@@ -7,8 +7,9 @@ against it. Repetitions are interleaved (each repetition runs every contender on
 order) in one process, and the median time per subtask is reported with its ratios to the floor
 and to the hand-written trio loop. Peak memory per subtask is measured separately, each contender
 in a fresh process (``--memory``), as its peak RSS above the RSS it started the run with, divided
-by N. What failures cost is measured apart: N slots that all fail with ``attempts=2`` against the
-same supervisor with every slot succeeding, time and peak RSS, each run in a fresh process.
+by N. What failures cost is measured apart: N slots that all fail with ``Retry(attempts=2)``
+against the same supervisor with every slot succeeding, time and peak RSS, each run in a fresh
+process.
 Whether Supervisor.run's cost per subtask is flat in N is checked apart, with the same work in
 every sample and the sizes taking turns. The Targets section judges the ratios of this one run.
 
@@ -36,7 +37,7 @@ from typing import Any
 import trio
 from _machine import machine
 
-from trio_supervisor import Aggregate, Backoff, Status, SubResult, Supervisor
+from trio_supervisor import Aggregate, Backoff, Retry, Status, SubResult, Supervisor
 
 TIMEOUT = 60.0  # never fires: the benchmark measures what a timeout costs, not what it does
 NO_WAIT = Backoff(initial=0, maximum=0)  # retry at once: time the retry path, not its sleeps
@@ -95,8 +96,8 @@ async def supervisor_run_timeout(n: int, k: int) -> list[Any]:
 
 
 async def supervisor_run_attempts(n: int, k: int) -> list[Any]:
-    """Retries allowed, none needed: what ``attempts=3`` costs when nothing fails."""
-    aggregate = await Supervisor(work, max_workers=k, attempts=3).run(range(n))
+    """Retries allowed, none needed: what ``Retry(attempts=3)`` costs when nothing fails."""
+    aggregate = await Supervisor(work, max_workers=k, retry=Retry(attempts=3)).run(range(n))
     return [result.output for result in aggregate.results]
 
 
@@ -112,7 +113,7 @@ async def supervisor_stream(n: int, k: int) -> list[Any]:
 
 
 async def supervisor_all_succeeding(n: int, k: int) -> list[Any]:
-    supervisor = Supervisor(work, max_workers=k, attempts=2, backoff=NO_WAIT)
+    supervisor = Supervisor(work, max_workers=k, retry=Retry(attempts=2, backoff=NO_WAIT))
     aggregate = await supervisor.run(range(n))
     return [result.output for result in aggregate.results]
 
@@ -120,7 +121,7 @@ async def supervisor_all_succeeding(n: int, k: int) -> list[Any]:
 async def supervisor_all_failing(n: int, k: int) -> list[Any]:
     """The same supervisor, every attempt failing; returns the subtasks of the slots that failed
     after both attempts, so a correct run returns the plan."""
-    supervisor = Supervisor(failing_work, max_workers=k, attempts=2, backoff=NO_WAIT)
+    supervisor = Supervisor(failing_work, max_workers=k, retry=Retry(attempts=2, backoff=NO_WAIT))
     aggregate = await supervisor.run(range(n))
     return [
         result.subtask

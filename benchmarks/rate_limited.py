@@ -50,7 +50,7 @@ import trio
 import trio.testing
 from _machine import machine
 
-from trio_supervisor import Adaptive, Supervisor
+from trio_supervisor import Adaptive, Retry, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing.devserver import app, drawn_latency
 
@@ -153,10 +153,8 @@ async def fixed_or_adaptive(
         sup = Supervisor(
             agent,
             max_workers=max_workers,
-            attempts=ATTEMPTS,
-            retry_on=TRANSIENT,
+            retry=Retry(attempts=ATTEMPTS, on=TRANSIENT, seed=0),
             meters=meters,
-            seed=0,
         )
         aggregate = await sup.run(prompts)
     times = [r.finished - r.started for r in aggregate if r.ok and r.started and r.finished]

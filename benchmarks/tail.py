@@ -43,7 +43,7 @@ import trio
 import trio.testing
 from _machine import machine
 
-from trio_supervisor import Hedge, Supervisor
+from trio_supervisor import Hedge, Retry, Supervisor
 
 SLOTS = 100
 BODY = 1.0  # the body's median latency, in seconds (virtual time)
@@ -162,9 +162,7 @@ def loopback_runs(
                 max_workers=SLOTS,
                 hedge=hedge,
                 timeout=30,
-                attempts=3,
-                retry_on=TransientError,
-                backoff=Backoff(initial=0, maximum=0),
+                retry=Retry(attempts=3, on=TransientError, backoff=Backoff(initial=0, maximum=0)),
             )
             warm = await supervisor.run([f"warm {slot}" for slot in range(SLOTS)])
             assert warm.succeeded == SLOTS

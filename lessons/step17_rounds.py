@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from lessons.step16_rate_and_adaptive import open_worker as open_worker  # unchanged since step 16
 from lessons.step16_rate_and_adaptive import supervisor as supervisor
-from trio_supervisor import Answer, Trace, Worker
+from trio_supervisor import Answer, ReplanLimits, Trace, Worker
 from trio_supervisor.testing import ScriptedPlanner
 
 RULES = ScriptedPlanner(
@@ -56,7 +56,7 @@ async def supervise(
         adaptive=adaptive,
     )
     # step 17: rounds, until the planner is done or max_rounds is reached; the ledger keeps all
-    return await chosen.replan(task, RULES, max_rounds=max_rounds, trace=trace)
+    return await chosen.replan(task, RULES, limits=ReplanLimits(max_rounds=max_rounds), trace=trace)
 
 
 if __name__ == "__main__":

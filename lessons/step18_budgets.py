@@ -18,7 +18,7 @@ from __future__ import annotations
 from lessons.step17_rounds import RULES as RULES
 from lessons.step17_rounds import open_worker as open_worker  # unchanged since step 16
 from lessons.step17_rounds import supervisor as supervisor
-from trio_supervisor import Answer, Trace, Worker
+from trio_supervisor import Answer, ReplanLimits, Trace, Worker
 
 
 async def supervise(
@@ -54,10 +54,12 @@ async def supervise(
     return await chosen.replan(
         task,
         RULES,
-        max_rounds=max_rounds,
-        max_subtasks=max_subtasks,  # step 18: subtasks in all rounds
-        max_stalls=max_stalls,  # step 18: stalled rounds counted, past it a fresh plan
-        max_resets=max_resets,  # step 18: fresh plans at most, then the run ends
+        limits=ReplanLimits(
+            max_rounds=max_rounds,
+            max_subtasks=max_subtasks,  # step 18: subtasks in all rounds
+            max_stalls=max_stalls,  # step 18: stalled rounds counted, past it a fresh plan
+            max_resets=max_resets,  # step 18: fresh plans at most, then the run ends
+        ),
         deadline=deadline,  # step 18: the whole run, planning included
         trace=trace,
     )

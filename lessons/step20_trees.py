@@ -21,7 +21,16 @@ from __future__ import annotations
 from lessons.step19_llm_planner import open_planner
 from lessons.step19_llm_planner import open_worker as open_worker  # unchanged since step 16
 from lessons.step19_llm_planner import supervisor as supervisor
-from trio_supervisor import Aggregate, Answer, Capacity, Supervisor, Trace, Worker, decompose
+from trio_supervisor import (
+    Aggregate,
+    Answer,
+    Capacity,
+    ReplanLimits,
+    Supervisor,
+    Trace,
+    Worker,
+    decompose,
+)
 
 
 def subtasks_of(company: str) -> list[str]:
@@ -96,7 +105,7 @@ async def supervise(
             seed=seed,
             rate=rate,
             adaptive=adaptive,
-            capacity=leaves,  # step 20: a leaf holds a place while it works
+            meters=[leaves],  # step 20: a leaf holds a place while it works
         )
         nested = None if trace is None else trace.nest(company)  # step 20: drawn under it
         return digest(await child.run(subtasks_of(company), trace=nested))
@@ -108,10 +117,12 @@ async def supervise(
         return await chosen.replan(
             task,
             deciding,
-            max_rounds=max_rounds,
-            max_subtasks=max_subtasks,
-            max_stalls=max_stalls,
-            max_resets=max_resets,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
             deadline=deadline,
             trace=trace,
         )
@@ -123,10 +134,10 @@ async def supervise_broken(task: str, worker: Worker[str, str], *, max_workers: 
     shared = Capacity(max_workers)
 
     async def research(company: str) -> str:
-        child = Supervisor(worker, max_workers=max_workers, capacity=shared)
+        child = Supervisor(worker, max_workers=max_workers, meters=[shared])
         return digest(await child.run(subtasks_of(company)))
 
-    await Supervisor(research, max_workers=max_workers, capacity=shared).run(decompose(task))
+    await Supervisor(research, max_workers=max_workers, meters=[shared]).run(decompose(task))
 
 
 if __name__ == "__main__":

@@ -29,8 +29,10 @@ from trio_supervisor import (
     AwaitingApproval,
     Budget,
     Capacity,
+    Durable,
     Hedge,
     Journal,
+    ReplanLimits,
     Restarts,
     Status,
     Strategy,
@@ -93,18 +95,17 @@ async def supervise(
             seed=seed,
             rate=rate,
             adaptive=adaptive,
-            capacity=leaves,  # a leaf holds a place while it works
+            # a leaf holds a place while it works; one token budget for the tree's leaves
+            meters=[leaves] if budget is None else [leaves, budget],
             restarts=bound,  # the child's own intensity and strategy
             hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),  # step 25
-            meters=() if budget is None else (budget,),  # one budget for the tree's leaves
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
         name = None if run_id is None else f"{run_id}/{company}"  # step 23: the child's own
         leaves_of = subtasks_of(company)
         first = None if need is None else min(need, len(leaves_of))  # step 25: first k of n
-        aggregate = await child.run(
-            leaves_of, trace=nested, journal=journal, run_id=name, need=first
-        )
+        durable = None if name is None else Durable(name, journal)  # journaled (step 23)
+        aggregate = await child.run(leaves_of, trace=nested, durable=durable, need=first)
         if aggregate.gave_up is not None:  # escalation, the child's reason
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
         for result in aggregate.results:  # step 23: a company is final once its leaves are
@@ -120,14 +121,16 @@ async def supervise(
         return await parent.replan(
             task,
             deciding,
-            max_rounds=max_rounds,
-            max_subtasks=max_subtasks,
-            max_stalls=max_stalls,
-            max_resets=max_resets,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
             deadline=deadline,
             trace=trace,
-            journal=journal,  # each decision and each round's results, kept (step 23)
-            run_id=run_id,
+            # each decision and each round's results, kept (step 23)
+            durable=None if run_id is None else Durable(run_id, journal),
         )
 
 

@@ -41,7 +41,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from trio_supervisor import Supervisor
+from trio_supervisor import Retry, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.otel import Spans
 from trio_supervisor.testing import devserver
@@ -139,7 +139,7 @@ async def the_run(spans: Spans) -> list[str]:
     async with ChatAgent(
         "devserver", base_url="http://127.0.0.1:9/v1", api_key=KEY, transport=Flaky()
     ) as agent:
-        child = Supervisor(agent, max_workers=2, attempts=2, retry_on=TRANSIENT, spans=spans)
+        child = Supervisor(agent, max_workers=2, retry=Retry(attempts=2, on=TRANSIENT), spans=spans)
 
         async def team(name: str) -> str:
             aggregate = await child.run([f"{name}1", f"{name}2"])

@@ -8,7 +8,7 @@ import httpx2
 import trio
 import trio.testing
 
-from trio_supervisor import Budget, Status, Supervisor
+from trio_supervisor import Budget, Retry, Status, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing import devserver
 
@@ -26,7 +26,7 @@ async def main() -> dict[str, object]:
         transport=server,
         max_tokens=64,  # each reply's bound: what makes an attempt's worst case known
     ) as agent:
-        supervisor = Supervisor(agent, max_workers=16, retry_on=TRANSIENT, meters=[budget])
+        supervisor = Supervisor(agent, max_workers=16, retry=Retry(on=TRANSIENT), meters=[budget])
         aggregate = await supervisor.run(QUESTIONS)
     # --8<-- [end:budget]
     # --8<-- [start:read]

@@ -14,7 +14,7 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from trio_supervisor import Journal, Status, Supervisor, approval
+from trio_supervisor import Durable, Journal, Status, Supervisor, approval
 from trio_supervisor.journal import main as journal_command
 
 ORDERS = [("A-1", 20), ("A-2", 250), ("A-3", 35), ("A-4", 60)]  # (order, refund in $)
@@ -45,13 +45,13 @@ async def main(path: Path) -> None:
     with journal(path) as kept:
         # 1. the process is killed at 2.5 s (here: the run is cancelled), part way through
         with trio.move_on_after(2.5):
-            await supervisor.run(ORDERS, journal=kept, run_id="refunds-42")
+            await supervisor.run(ORDERS, durable=Durable("refunds-42", kept))
         print(f"killed at 2.5s: called {called}")
 
         # 2. resumed with the same run_id: had finished and come from the journal,
         # A-4 runs again, A-2 asks for approval again (its slot parks, the others go on)
         called.clear()
-        resumed = await supervisor.run(ORDERS, journal=kept, run_id="refunds-42")
+        resumed = await supervisor.run(ORDERS, durable=Durable("refunds-42", kept))
         print(f"resumed: called {called}; statuses {[r.status.value for r in resumed]}")
         assert called == ["A-2", "A-4"]
         assert resumed[1].status is Status.AWAITING_APPROVAL
@@ -64,7 +64,7 @@ async def main(path: Path) -> None:
     # 4. resumed again: only the approved slot runs, and the run is complete
     called.clear()
     with journal(path) as kept:
-        done = await supervisor.run(ORDERS, journal=kept, run_id="refunds-42")
+        done = await supervisor.run(ORDERS, durable=Durable("refunds-42", kept))
     print(f"after the approval: called {called}")
     for result in done:
         print(f"  {result.status.value}: {result.output}")

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 import trio
 import trio.testing
 
-from trio_supervisor import Aggregate, Status, Supervisor, Trace
+from trio_supervisor import Aggregate, Retry, Status, Supervisor, Trace
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing import SimulatedAgent
 from trio_supervisor.testing.devserver import loopback
@@ -26,7 +26,9 @@ SYSTEM = "You research one aspect of a company. Answer in two sentences."
 def supervisor(agent: ChatAgent) -> Supervisor[str, str]:
     """At most four requests at once, each cut at 30 s, a failed one tried twice more when its
     error is transient (a 429, a 5xx, a dropped connection, a timeout)."""
-    return Supervisor(agent, max_workers=4, timeout=30, attempts=3, retry_on=TRANSIENT, seed=1)
+    return Supervisor(
+        agent, max_workers=4, timeout=30, retry=Retry(attempts=3, on=TRANSIENT, seed=1)
+    )
 
 
 def report(aggregate: Aggregate[str, str], trace: Trace) -> None:

@@ -16,7 +16,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
-from trio_supervisor import Supervisor
+from trio_supervisor import Retry, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.otel import Spans
 from trio_supervisor.testing import devserver
@@ -43,7 +43,7 @@ async def main(spans: Spans) -> list[str]:
     async with ChatAgent(
         "devserver", base_url="http://devserver/v1", api_key="k", transport=endpoint
     ) as agent:
-        team = Supervisor(agent, max_workers=4, attempts=3, retry_on=TRANSIENT, spans=spans)
+        team = Supervisor(agent, max_workers=4, retry=Retry(attempts=3, on=TRANSIENT), spans=spans)
 
         async def lead(topic: str) -> str:  # a parent's worker: it runs a child supervisor
             aggregate = await team.run([f"{topic}: risks", f"{topic}: costs"])

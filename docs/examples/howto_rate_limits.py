@@ -14,7 +14,7 @@ import httpx2
 import trio
 import trio.testing
 
-from trio_supervisor import Adaptive, Meter, RateLimit, Supervisor
+from trio_supervisor import Adaptive, Meter, RateLimit, Retry, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing import SimulatedAgent
 from trio_supervisor.testing.devserver import Loopback, loopback
@@ -42,7 +42,7 @@ async def run(meter: Meter, **limits: Any) -> dict[str, Any]:
             max_connections=12,
         ) as agent:
             supervisor = Supervisor(
-                agent, max_workers=12, attempts=5, retry_on=TRANSIENT, meters=[meter], seed=1
+                agent, max_workers=12, retry=Retry(attempts=5, on=TRANSIENT, seed=1), meters=[meter]
             )
             aggregate = await supervisor.run(PLAN)
         assert all(result.ok for result in aggregate), aggregate

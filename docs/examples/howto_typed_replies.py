@@ -19,7 +19,7 @@ import trio
 import trio.testing
 from pydantic import BaseModel, ConfigDict, Field
 
-from trio_supervisor import Aggregate, Budget, Status, Supervisor
+from trio_supervisor import Aggregate, Budget, Retry, Status, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent, Output
 from trio_supervisor.testing import devserver
 
@@ -60,7 +60,9 @@ def agent(
 
 async def research(agent: ChatAgent[Finding]) -> tuple[Aggregate[str, Finding], Budget]:
     budget = Budget(calls=9, name="calls")  # each attempt reserves its three requests
-    supervisor = Supervisor(agent, max_workers=3, attempts=2, retry_on=TRANSIENT, meters=[budget])
+    supervisor = Supervisor(
+        agent, max_workers=3, retry=Retry(attempts=2, on=TRANSIENT), meters=[budget]
+    )
     return await supervisor.run(PLAN), budget
     # --8<-- [end:typed]
 

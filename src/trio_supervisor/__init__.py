@@ -13,11 +13,11 @@ from ._contract import Aggregate, Status, SubResult, Worker
 from ._decompose import decompose
 from ._hedge import Hedge
 from ._identity import AttemptKey, attempt_key
-from ._journal import Journal
+from ._journal import Durable, Journal
 from ._meters import Adaptive, Capacity, Meter, RateLimit, report_latency
-from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, Round
+from ._replan import Answer, Batch, Done, Entry, Ledger, Planner, ReplanLimits, Round
 from ._restarts import Restarts, Strategy
-from ._retry import Backoff
+from ._retry import Backoff, Retry
 from ._stream import Stream
 from ._supervisor import Supervisor
 from ._trace import SlotTrace, Span, Trace
@@ -37,6 +37,7 @@ __all__ = [
     "Budget",
     "Capacity",
     "Done",
+    "Durable",
     "Entry",
     "Hedge",
     "Journal",
@@ -46,7 +47,9 @@ __all__ = [
     "Planner",
     "RateLimit",
     "Rejected",
+    "ReplanLimits",
     "Restarts",
+    "Retry",
     "Round",
     "SlotTrace",
     "Span",

@@ -65,7 +65,7 @@ async def approval(question: str, *, wait: float | None = None) -> Approved:
     ...     if amount > 100:
     ...         await approval(f"refund ${amount}?")
     ...     return f"refunded ${amount}"  # reached only once approved
-    >>> run = partial(Supervisor(refund, max_workers=2).run, journal=journal, run_id="refunds")
+    >>> run = partial(Supervisor(refund, max_workers=2).run, durable=Durable("refunds", journal))
     >>> [r.status.value for r in trio.run(run, [20, 500])]
     ['ok', 'awaiting approval']
     >>> journal.approve("refunds", 1, by="ana")  # or: python -m trio_supervisor.journal approve
@@ -105,7 +105,7 @@ async def approval(question: str, *, wait: float | None = None) -> Approved:
     Raises:
       AwaitingApproval: if no answer came (at once, or within ``wait``).
       Rejected: if the answer is no.
-      RuntimeError: outside an attempt of a journaled run (``journal=`` and ``run_id=``), or
+      RuntimeError: outside an attempt of a journaled run (``durable=Durable(run_id, journal)``), or
         a planner of one.
     """
     found = bound()

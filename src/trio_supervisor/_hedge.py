@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import KW_ONLY, dataclass, field
 
 _PERCENTILE = re.compile(r"p(\d{1,2}(?:\.\d+)?)")
 
 
+@dataclass(frozen=True, slots=True)
 class Hedge:
     """When a slot's attempt is slow enough that a second one of the same slot should start, and
     how many such extra attempts a supervisor may make.
@@ -41,9 +43,9 @@ class Hedge:
     attempt), waiting on the meters like any attempt. The first of them to succeed gives the
     slot its result and the others are cancelled at once; a failure of one does not end the
     others; when all of them fail, the slot's failure is the one that failed last, and the
-    retry policy goes on from there (``attempts=`` counts such a round as one failure: a hedge
-    spends none of it). The attempt timeout bounds the round as a whole, from its first
-    attempt's start.
+    retry policy goes on from there (``Retry(attempts=...)`` counts such a round as one
+    failure: a hedge spends none of it). The attempt timeout bounds the round as a whole, from
+    its first attempt's start.
 
     Args:
       after: seconds, or a percentile of this supervisor's recent attempt durations, as
@@ -71,17 +73,16 @@ class Hedge:
         is too small to know the percentile.
     """
 
-    __slots__ = ("_after", "_max_extra", "_quantile", "_throttle", "_window")
+    after: float | str = "p95"
+    _: KW_ONLY
+    max_extra: int = 1
+    throttle: float = 0.1
+    window: int = 100
+    quantile: float | None = field(init=False, repr=False, compare=False)
+    """The percentile of ``after`` as a number (95.0 for ``"p95"``), None for seconds."""
 
-    def __init__(
-        self,
-        after: float | str = "p95",
-        *,
-        max_extra: int = 1,
-        throttle: float = 0.1,
-        window: int = 100,
-    ) -> None:
-        quantile: float | None = None
+    def __post_init__(self) -> None:
+        after, quantile = self.after, None
         if isinstance(after, str):
             match = _PERCENTILE.fullmatch(after)
             quantile = float(match.group(1)) if match else None
@@ -97,11 +98,13 @@ class Hedge:
             )
         elif not (0 <= after < math.inf):  # also refuses NaN
             raise ValueError(f"after must be a finite number of seconds >= 0, got {after!r}")
-        for name, value in (("max_extra", max_extra), ("window", window)):
+        for name in ("max_extra", "window"):
+            value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name} must be an int >= 1, got {type(value).__name__} {value!r}")
             if value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
+        throttle = self.throttle
         if isinstance(throttle, bool) or not isinstance(throttle, int | float):
             raise TypeError(
                 "throttle must be a fraction of attempts in (0, 1], got "
@@ -109,66 +112,20 @@ class Hedge:
             )
         if not 0 < throttle <= 1:
             raise ValueError(f"throttle must be a fraction of attempts in (0, 1], got {throttle!r}")
-        if quantile is not None and window < needed(quantile):
+        if quantile is not None and self.window < needed(quantile):
             raise ValueError(
                 f"window must be >= {needed(quantile)} to know {after}: the percentile q needs "
-                f"100 / (100 - q) durations, got window={window}"
+                f"100 / (100 - q) durations, got window={self.window}"
             )
-        self._after: float | str = after if isinstance(after, str) else float(after)
-        self._quantile = quantile
-        self._max_extra = max_extra
-        self._throttle = float(throttle)
-        self._window = window
-
-    @property
-    def after(self) -> float | str:
-        """Seconds, or the percentile (``"p95"``), after which an attempt is hedged."""
-        return self._after
-
-    @property
-    def quantile(self) -> float | None:
-        """The percentile of ``after`` as a number (95.0 for ``"p95"``), None for seconds."""
-        return self._quantile
-
-    @property
-    def max_extra(self) -> int:
-        """At most how many hedges a slot gets."""
-        return self._max_extra
-
-    @property
-    def throttle(self) -> float:
-        """The largest fraction of recent attempts that may be hedges."""
-        return self._throttle
-
-    @property
-    def window(self) -> int:
-        """How many recent attempts the percentile and the throttle look at."""
-        return self._window
+        object.__setattr__(self, "after", after if isinstance(after, str) else float(after))
+        object.__setattr__(self, "throttle", float(throttle))
+        object.__setattr__(self, "quantile", quantile)
 
     @property
     def known_after(self) -> int:
         """How many successful attempts must be known before a percentile ``after`` hedges
         (0 for seconds)."""
-        return 0 if self._quantile is None else needed(self._quantile)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Hedge):
-            return NotImplemented
-        return (self._after, self._max_extra, self._throttle, self._window) == (
-            other._after,
-            other._max_extra,
-            other._throttle,
-            other._window,
-        )
-
-    def __hash__(self) -> int:
-        return hash((self._after, self._max_extra, self._throttle, self._window))
-
-    def __repr__(self) -> str:
-        return (
-            f"Hedge(after={self._after!r}, max_extra={self._max_extra}, "
-            f"throttle={self._throttle:g}, window={self._window})"
-        )
+        return 0 if self.quantile is None else needed(self.quantile)
 
 
 def needed(quantile: float) -> int:

@@ -1,6 +1,6 @@
 """Attempt identity: which attempt of which slot of which run a worker's call is, in a context
 variable the engine binds once per lane and [`attempt_key`][trio_supervisor.attempt_key] reads.
-It needs no journal: a run given a ``run_id`` alone has keys too.
+It needs no journal: a run given ``durable=Durable(run_id)`` alone has keys too.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class AttemptKey(NamedTuple):
 
 NOT_JOURNALED = (
     "approval() keeps its question in the run's journal: call it from a worker (or the planner) "
-    "of a run given journal= and run_id="
+    "of a run given durable=Durable(run_id, journal)"
 )
 
 
@@ -128,7 +128,7 @@ def attempt_key() -> AttemptKey | None:
     >>> async def worker(subtask):
     ...     return str(attempt_key())
     >>> async def main():
-    ...     aggregate = await Supervisor(worker, max_workers=1).run(["a"], run_id="r1")
+    ...     aggregate = await Supervisor(worker, max_workers=1).run(["a"], durable=Durable("r1"))
     ...     return aggregate[0].output
     >>> trio.run(main)
     'r1/0/0/1'

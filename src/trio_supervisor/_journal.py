@@ -120,8 +120,8 @@ class Journal:
     >>> async def main():
     ...     with Journal(path) as journal:
     ...         supervisor = Supervisor(worker, max_workers=2)
-    ...         first = await supervisor.run([1, 2, 3], journal=journal, run_id="squares")
-    ...         again = await supervisor.run([1, 2, 3], journal=journal, run_id="squares")
+    ...         first = await supervisor.run([1, 2, 3], durable=Durable("squares", journal))
+    ...         again = await supervisor.run([1, 2, 3], durable=Durable("squares", journal))
     ...     return [r.output for r in again], calls, first == again
     >>> trio.run(main)
     ([1, 4, 9], [1, 2, 3], True)
@@ -129,7 +129,8 @@ class Journal:
     ```
 
     Give it to [`Supervisor.run`][trio_supervisor.Supervisor.run] or
-    [`stream`][trio_supervisor.Supervisor.stream] with a ``run_id``: each slot's final result
+    [`stream`][trio_supervisor.Supervisor.stream] in a [`Durable`][trio_supervisor.Durable]
+    with a ``run_id`` (``durable=Durable(run_id, journal)``): each slot's final result
     is journaled once, keyed by run, round and slot; the same ``run_id`` again takes the slots
     with a final OK record from the journal (their original attempts and times, marked
     ``journaled`` in the trace) and runs only the others. A different plan under the same
@@ -1097,23 +1098,66 @@ def _replanned(conn: sqlite3.Connection, run_id: str) -> bool:
     return found is not None
 
 
-def check_journal(journal: object, run_id: object) -> RunName | None:
-    """The run's name (a ``DurableRun`` when it is journaled), after checking ``journal`` and
-    ``run_id`` (before any work); None for a run given neither."""
-    if journal is not None and not isinstance(journal, Journal):
-        raise TypeError(f"journal must be a Journal, got {type(journal).__name__} {journal!r}")
-    if run_id is not None and (not isinstance(run_id, str) or not run_id):
-        raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
-    if isinstance(run_id, str) and _stored(run_id) is not run_id:
-        raise ValueError(
-            f"run_id must be text SQLite holds, got {run_id!r} (a lone surrogate): name the run "
-            "in text that UTF-8 says"
-        )
-    if journal is not None and run_id is None:
-        raise ValueError("a journaled run needs a run_id: the name it is resumed by")
-    if run_id is None:
+@dataclass(frozen=True)
+class Durable:
+    """A run's name and, optionally, the journal that keeps its results: what makes a run, a
+    stream or a re-planning run resumable, given as ``durable=``. Checked when made.
+
+    ```pycon
+    >>> Durable("order-7")
+    Durable(run_id='order-7', journal=None)
+
+    ```
+
+    The name alone gives each attempt its [`attempt_key`][trio_supervisor.attempt_key] (the name
+    is its first part), so a server can tell a retried side effect from a new one. With a
+    [`Journal`][trio_supervisor.Journal], each final result is kept under the name as it is
+    done, and a run given the same name again takes them from it instead of running their
+    slots again.
+
+    Args:
+      run_id: the run's name: the first part of each attempt key, and what the journal keeps
+        its results under (a resume gives the same one).
+      journal: where the run's results are kept, or None for a run that is named only.
+
+    Raises:
+      TypeError: if ``run_id`` is not a non-empty str or ``journal`` is not a ``Journal``.
+      ValueError: if ``run_id`` holds text SQLite cannot keep (a lone surrogate).
+    """
+
+    run_id: str
+    journal: Journal | None = None
+
+    def __post_init__(self) -> None:
+        run_id, journal = self.run_id, self.journal
+        if not isinstance(run_id, str) or not run_id:
+            raise TypeError(f"Durable run_id must be a non-empty str, got {run_id!r}")
+        if _stored(run_id) is not run_id:
+            raise ValueError(
+                f"Durable run_id must be text SQLite holds, got {run_id!r} (a lone surrogate): "
+                "name the run in text that UTF-8 says"
+            )
+        if journal is not None and not isinstance(journal, Journal):
+            raise TypeError(
+                f"Durable journal must be a Journal or None, got {type(journal).__name__} "
+                f"{journal!r}"
+            )
+
+
+def check_durable(value: object) -> RunName | None:
+    """The run's name given as ``durable=`` (a ``DurableRun`` when it is journaled), or None for
+    a run given none; anything but a [`Durable`][trio_supervisor.Durable] is refused, before
+    any work."""
+    if value is None:
         return None
-    return RunName(run_id, 0) if journal is None else DurableRun(run_id, 0, journal)
+    if not isinstance(value, Durable):
+        raise TypeError(
+            "durable must be a Durable (Durable(run_id) or Durable(run_id, journal)) or None, "
+            f"got {type(value).__name__} {value!r}"
+        )
+    if value.journal is None:
+        return RunName(value.run_id, 0)
+    return DurableRun(value.run_id, 0, value.journal)
 
 
 Put = Callable[[int, SubResult[Any, Any]], None]

@@ -70,9 +70,7 @@ class Capacity:
     or set ``capacity.limit`` from a controller to adapt concurrency to what an endpoint allows.
     A supervisor's ``max_workers`` still bounds its own runs: the bound in force is the smaller.
 
-    Given as ``Supervisor(..., capacity=capacity)`` instead, it bounds the supervisors' workers
-    (a place held while a worker runs slots, retries' waits included), not each attempt. Either
-    way, sharing has a cost: a worker that waits on another supervisor drawing from the same
+    Sharing has a cost: an attempt that waits on another supervisor drawing from the same
     capacity (a parent on its children) holds a place its children need, and ``limit`` such
     parents never finish. Share it among the supervisors whose workers do the work.
 
@@ -109,12 +107,6 @@ class Capacity:
     def in_use(self) -> int:
         """How many attempts hold a place now."""
         return self._limiter.borrowed_tokens
-
-    @property
-    def limiter(self) -> trio.CapacityLimiter:
-        """The ``trio.CapacityLimiter`` underneath, whose tokens are the places: what the
-        workers of the supervisors given this ``Capacity`` as ``capacity=`` hold a place of."""
-        return self._limiter
 
     @property
     def waiting(self) -> int:
@@ -222,22 +214,6 @@ def check_meters(value: object) -> tuple[Any, ...]:
                 f"got {type(meter).__name__} {meter!r}"
             )
     return found
-
-
-def check_capacity(value: object, meters: tuple[Any, ...]) -> Capacity | None:
-    """A budget shared with other supervisors: a [`Capacity`][trio_supervisor.Capacity] or None,
-    not also one of the supervisor's meters (a worker would take two places of it)."""
-    if value is None:
-        return None
-    if not isinstance(value, Capacity):
-        raise TypeError(f"capacity must be a Capacity or None, got {type(value).__name__}")
-    if any(meter is value for meter in meters):
-        raise ValueError(
-            "this Capacity is both the capacity and one of the meters, so each worker would take "
-            "two of its places: give it once, as capacity= (held while a worker runs slots) or "
-            "in meters= (held during each attempt)"
-        )
-    return value
 
 
 _INF = float("inf")

@@ -9,7 +9,8 @@ dispatched so far and decides: [`Done`][trio_supervisor.Done], or the next
 plan order), so a round costs its slowest subtask, not the sum of them.
 
 Budgets end the run when the planner does not: ``max_rounds``, ``max_subtasks`` (in all rounds),
-``max_stalls`` with ``max_resets``, and the run's ``deadline``. A *stall* is a round in which no
+``max_stalls`` with ``max_resets`` (together a [`ReplanLimits`][trio_supervisor.ReplanLimits]),
+and the run's ``deadline``. A *stall* is a round in which no
 subtask succeeded that had not succeeded before, or one the planner itself says made no progress
 (``Batch(progress=False)``); the count goes up by one on a stall and down by one (not below 0) on
 progress, and once it passes ``max_stalls`` the planner is asked for a fresh plan
@@ -32,7 +33,7 @@ from ._approval import AwaitingApproval
 from ._contract import Aggregate, Status, SubResult, describe, revised
 from ._digest import read_subtasks, subtask_texts
 from ._identity import RunName, planner_asks
-from ._journal import DurableRun, Journal, check_journal
+from ._journal import DurableRun
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -438,6 +439,45 @@ class Answer(Generic[S, T]):
     ledger: Ledger[S, T] = dataclasses.field(repr=False)
 
 
+@dataclass(frozen=True)
+class ReplanLimits:
+    """The budgets of a re-planning run besides its deadline: how many rounds, how many subtasks
+    in all rounds, and how many stalled rounds and fresh plans it may take before it ends.
+    Checked when made.
+
+    ```pycon
+    >>> ReplanLimits(max_rounds=5, max_stalls=2)
+    ReplanLimits(max_rounds=5, max_subtasks=100, max_stalls=2, max_resets=2)
+
+    ```
+
+    Args:
+      max_rounds: rounds at most (a round the planner failed counts).
+      max_subtasks: subtasks dispatched at most, in all rounds; a batch that does not fit is
+        dispatched as far as it fits, and the run ends after it.
+      max_stalls: how far the stall count may go (up one on a stalled round, down one on
+        progress) before the planner is asked for a fresh plan.
+      max_resets: how many fresh plans it may be asked for; past that, a stall count over
+        ``max_stalls`` ends the run.
+
+    Raises:
+      TypeError: if a budget is not an int.
+      ValueError: if ``max_rounds`` or ``max_subtasks`` is < 1, or ``max_stalls`` or
+        ``max_resets`` < 0.
+    """
+
+    max_rounds: int = 10
+    max_subtasks: int = 100
+    max_stalls: int = 3
+    max_resets: int = 2
+
+    def __post_init__(self) -> None:
+        _validate.count("ReplanLimits max_rounds", self.max_rounds)
+        _validate.count("ReplanLimits max_subtasks", self.max_subtasks)
+        _validate.budget("ReplanLimits max_stalls", self.max_stalls)
+        _validate.budget("ReplanLimits max_resets", self.max_resets)
+
+
 class Planner(Protocol[S, T]):
     """What decides a re-planning run's batches: the first, then each next one from the ledger.
 
@@ -497,32 +537,32 @@ async def replan(
     task: str,
     planner: Planner[S, T],
     *,
-    max_rounds: int,
-    max_subtasks: int,
-    max_stalls: int,
-    max_resets: int,
+    limits: ReplanLimits,
     deadline: float | None,
     trace: Trace | None = None,
-    journal: Journal | None = None,
-    run_id: str | None = None,
+    run: RunName | None = None,
 ) -> Answer[S, T]:
-    """The run behind [`Supervisor.replan`][trio_supervisor.Supervisor.replan]; ``trace``,
-    checked there, records each round's batch as its next slots.
+    """The run behind [`Supervisor.replan`][trio_supervisor.Supervisor.replan]; ``trace`` and
+    ``run`` (the run's name, from its ``durable=``), checked there, record each round's batch as
+    its next slots and name its rounds.
 
-    With a ``journal``, each decision of the planner is journaled as it is made, in the order
-    asked, and each round's batch is a journaled run (round ``n`` under ``run_id``); resumed,
-    the run takes the journaled decisions instead of asking the planner, and each round's
-    journaled results instead of running them, so it goes on after the last finished round."""
+    With a journal (a ``DurableRun``), each decision of the planner is journaled as it is made,
+    in the order asked, and each round's batch is a journaled run (round ``n`` under its
+    ``run_id``); resumed, the run takes the journaled decisions instead of asking the planner,
+    and each round's journaled results instead of running them, so it goes on after the last
+    finished round."""
     _validate.planner(planner)
     if not isinstance(task, str):
         raise TypeError(f"task must be a str (what the planner reads), got {type(task).__name__}")
-    _validate.count("max_rounds", max_rounds)
-    _validate.count("max_subtasks", max_subtasks)
-    _validate.budget("max_stalls", max_stalls)
-    _validate.budget("max_resets", max_resets)
+    if not isinstance(limits, ReplanLimits):
+        raise TypeError(
+            "limits must be a ReplanLimits (ReplanLimits(max_rounds=..., max_subtasks=..., "
+            f"max_stalls=..., max_resets=...)), got {type(limits).__name__} {limits!r}"
+        )
+    max_rounds, max_subtasks = limits.max_rounds, limits.max_subtasks
+    max_stalls, max_resets = limits.max_stalls, limits.max_resets
     limit = _validate.seconds("deadline", deadline)
-    checked = check_journal(journal, run_id)
-    durable = checked if isinstance(checked, DurableRun) else None  # round 0: not a batch's
+    durable = run if isinstance(run, DurableRun) else None  # round 0: not a batch's
     if durable is not None:
         first = await durable.replanning()
         if first is not None and first.get("task") != task:

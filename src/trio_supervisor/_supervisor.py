@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import random
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Generic, TypeVar, overload
 
@@ -15,11 +13,12 @@ from ._engine.hedging import Hedging
 from ._engine.places import Places
 from ._hedge import Hedge, check_hedge
 from ._identity import RunName
-from ._journal import Journal, check_journal
-from ._meters import Capacity, Meter, check_capacity, check_meters
-from ._replan import Answer, Planner, replan
+from ._journal import Durable, check_durable
+from ._legacy import refusing
+from ._meters import Meter, check_meters
+from ._replan import Answer, Planner, ReplanLimits, replan
 from ._restarts import Restarts
-from ._retry import Backoff, RetryOn, retryable
+from ._retry import Retry, retryable
 from ._run import check_need, run_plan
 from ._spans import Spans, check_spans
 from ._stream import Stream, open_stream
@@ -27,25 +26,6 @@ from ._trace import Trace, check_trace
 
 S = TypeVar("S")
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
-
-ROUND_REFUSED = (
-    "round= is no option of Supervisor.run: rounds are set by Supervisor.replan, which runs each "
-    "round's batch under its number"
-)
-
-
-def _rounds_by_replan(run: F) -> F:
-    """``Supervisor.run``, refusing ``round=`` in one line that names who sets a round (its
-    signature, as ``inspect`` and the reference show it, is ``run``'s own)."""
-
-    @functools.wraps(run)
-    async def checked(*args: Any, **options: Any) -> Any:
-        if "round" in options:
-            raise TypeError(ROUND_REFUSED)
-        return await run(*args, **options)
-
-    return checked  # type: ignore[return-value]  # the same signature, wrapped
 
 
 class Supervisor(Generic[S, T]):
@@ -69,13 +49,13 @@ class Supervisor(Generic[S, T]):
     ``max_workers`` is the supervisor's, not each call's: all its runs and streams together run
     at most ``max_workers`` workers at once (concurrent runs take turns for the places, first
     come first served). Give several supervisors one [`Capacity`][trio_supervisor.Capacity] as
-    ``capacity=`` to bound all their workers together, as one API's limit across a tree of
-    supervisors. What sharing costs: a worker holds its place while it runs, so a supervisor
-    whose worker waits on another supervisor (a parent waiting on its children) must not draw
-    from the budget those children need: ``K`` parents holding every place while their children
-    wait for one never finish. Give the parents a budget of their own (their ``max_workers``
-    alone) and share the capacity among the supervisors whose workers do the work; the same
-    holds for a worker that calls its own supervisor's ``run``.
+    one of their ``meters`` to bound all their attempts together, as one API's limit across a
+    tree of supervisors. What sharing costs: an attempt holds its place while it runs, so a
+    supervisor whose worker waits on another supervisor (a parent waiting on its children) must
+    not draw from the budget those children need: ``K`` parents holding every place while their
+    children wait for one never finish. Give the parents a budget of their own (their
+    ``max_workers`` alone) and share the capacity among the supervisors whose workers do the
+    work; the same holds for a worker that calls its own supervisor's ``run``.
 
     A run starts ``min(max_workers, len(plan))`` worker tasks; each takes the next slot of the
     plan whenever it is free, so at most ``max_workers`` workers run, subtasks start in plan
@@ -85,16 +65,16 @@ class Supervisor(Generic[S, T]):
 
     A worker's `Exception` (an exception group from its own nursery included, recorded whole)
     fails only its own slot; with ``timeout`` a hung attempt is cancelled and its slot freed;
-    with ``attempts`` a failed slot is tried again after a full-jitter backoff, keeping its
-    place under ``max_workers`` while it waits. ``trio.Cancelled``, `KeyboardInterrupt` and
-    `SystemExit` are never caught: cancelling a run cancels its workers, and a
-    `KeyboardInterrupt` or `SystemExit` a worker raises comes out of the run bare (not in an
-    exception group) when it is the only thing the run raises.
+    with a [`Retry`][trio_supervisor.Retry] of more than one attempt a failed slot is tried
+    again after a full-jitter backoff, keeping its place under ``max_workers`` while it waits.
+    ``trio.Cancelled``, `KeyboardInterrupt` and `SystemExit` are never caught: cancelling a run
+    cancels its workers, and a `KeyboardInterrupt` or `SystemExit` a worker raises comes out of
+    the run bare (not in an exception group) when it is the only thing the run raises.
 
     Every option costs only when it is used: without ``timeout`` no cancel scope is opened,
-    with ``attempts=1`` there is no retry loop, without meters or a trace nothing is awaited or
-    recorded for them. The settings are fixed at construction and read-only: one supervisor can
-    serve many runs and streams at once.
+    with ``Retry(attempts=1)`` (the default) there is no retry loop, without meters or a trace
+    nothing is awaited or recorded for them. The settings are fixed at construction and
+    read-only: one supervisor can serve many runs and streams at once.
 
     One worker task runs many subtasks in turn, so a ``contextvars`` variable a worker sets
     without resetting is seen by the next subtask that task runs: reset what you set.
@@ -106,24 +86,15 @@ class Supervisor(Generic[S, T]):
       max_workers: how many workers may run at once (the capacity bound).
       timeout: seconds each attempt may run before it is cancelled and counted as
         ``Status.TIMED_OUT`` (a timed-out attempt counts as `trio.TooSlowError` for
-        ``retry_on``); None for no timeout.
-      attempts: how many times a slot's worker may be called: 1 never retries.
-      retry_on: which failures are retried: an `Exception` subclass or a tuple of them (by
-        default every `Exception`, timeouts included). An exception group is retried when every
-        exception in it is allowed.
-      backoff: how long a slot waits between attempts (see
-        [`Backoff`][trio_supervisor.Backoff]).
-      seed: the retry jitter's generator: an int seeds the supervisor's own ``random.Random``,
-        a ``random.Random`` is used as given (injected), None seeds one from the operating
-        system. The process-wide ``random`` module is never used, so a run is reproducible
-        from its seed.
+        ``Retry(on=...)``); None for no timeout.
+      retry: a [`Retry`][trio_supervisor.Retry]: how many attempts a slot gets, which
+        failures are retried, the [`Backoff`][trio_supervisor.Backoff] between them and the
+        jitter's seed. The default, ``Retry()``, never retries.
       meters: what each attempt waits on before it starts, besides a free worker (see
-        [`Meter`][trio_supervisor.Meter] and [`Capacity`][trio_supervisor.Capacity]); a
-        [`Budget`][trio_supervisor.Budget] among them reserves each attempt's worst case, after
-        the others, and settles what it used.
-      capacity: a [`Capacity`][trio_supervisor.Capacity] shared with other supervisors: each of
-        this supervisor's workers holds one of its places too while it runs slots, so the
-        supervisors that share it run at most ``capacity.limit`` workers together.
+        [`Meter`][trio_supervisor.Meter]); a [`Capacity`][trio_supervisor.Capacity] among them
+        shared with other supervisors bounds all their attempts together (each attempt holds
+        one of its places); a [`Budget`][trio_supervisor.Budget] among them reserves each
+        attempt's worst case, after the others, and settles what it used.
       restarts: a [`Restarts`][trio_supervisor.Restarts]: at most how many restarts within
         how long before the run gives up, and which slots each restart takes (for subtasks
         that depend on each other). None (or ``Restarts()``): no bound, each slot alone. With a
@@ -138,39 +109,41 @@ class Supervisor(Generic[S, T]):
         ``"pNN"`` percentile) mean ``Hedge(after=...)``; None never hedges.
 
     Raises:
-      TypeError: if ``worker`` is not callable or cannot be called with one subtask, or an
-        option has the wrong type.
-      ValueError: if ``max_workers`` or ``attempts`` is < 1, ``timeout`` is not positive,
-        ``retry_on`` is an empty tuple, ``capacity`` is also one of the ``meters``, a
+      TypeError: if ``worker`` is not callable or cannot be called with one subtask, an
+        option has the wrong type, or an option is spelled the old way (``attempts=``,
+        ``retry_on=``, ``backoff=``, ``seed=``: now ``retry=Retry(...)``; ``capacity=``: now
+        one of ``meters``), the message saying what to write.
+      ValueError: if ``max_workers`` is < 1, ``timeout`` is not positive, a
         ``Budget`` of tokens cannot know an attempt's worst case (no ``reserve=``, and a worker
         without ``worst_case``), or ``hedge`` breaks a rule of [`Hedge`][trio_supervisor.Hedge].
     """
 
     __slots__ = (
-        "_backoff",
-        "_capacity",
         "_engine",
         "_hedge",
         "_max_workers",
         "_meters",
         "_restarts",
-        "_retry_on",
-        "_seed",
+        "_retry",
         "_spans",
     )
 
+    @refusing(
+        "Supervisor(worker, max_workers=..., {})",
+        "attempts",
+        "retry_on",
+        "backoff",
+        "seed",
+        "capacity",
+    )
     def __init__(
         self,
         worker: Callable[[S], Awaitable[T]],
         *,
         max_workers: int,
         timeout: float | None = None,
-        attempts: int = 1,
-        retry_on: RetryOn = Exception,
-        backoff: Backoff = Backoff(),  # noqa: B008  # immutable
-        seed: int | random.Random | None = None,
+        retry: Retry = Retry(),  # noqa: B008  # immutable
         meters: Sequence[Meter] = (),
-        capacity: Capacity | None = None,
         restarts: Restarts | None = None,
         spans: Spans | None = None,
         hedge: Hedge | float | str | None = None,
@@ -178,16 +151,14 @@ class Supervisor(Generic[S, T]):
         _validate.worker(worker)
         self._max_workers = _validate.count("max_workers", max_workers)
         checked_timeout = _validate.seconds("timeout", timeout)
-        checked_attempts = _validate.count("attempts", attempts)
-        self._retry_on = _validate.retry_on(retry_on)
-        if not isinstance(backoff, Backoff):
-            raise TypeError(f"backoff must be a Backoff, got {type(backoff).__name__}")
-        self._backoff = backoff
-        generator = _validate.seed(seed)
-        self._seed = seed
+        if not isinstance(retry, Retry):
+            raise TypeError(
+                "retry must be a Retry (Retry(attempts=..., on=..., backoff=..., seed=...)), "
+                f"got {type(retry).__name__} {retry!r}"
+            )
+        self._retry = retry
         self._meters = check_meters(meters)
         check_budgets(self._meters, worker)
-        self._capacity = check_capacity(capacity, self._meters)
         if restarts is not None and not isinstance(restarts, Restarts):
             raise TypeError(
                 "restarts must be a Restarts (Restarts(max_restarts=R, within=T, strategy=...)) "
@@ -200,12 +171,12 @@ class Supervisor(Generic[S, T]):
         self._engine: Engine[S, T] = Engine(
             worker,
             checked_timeout,
-            checked_attempts,
-            retryable(self._retry_on),
-            backoff,
-            generator,
+            retry.attempts,
+            retryable(retry.on),
+            retry.backoff,
+            _validate.seed(retry.seed),
             self._meters,
-            Places(self._max_workers, None if capacity is None else capacity.limiter),
+            Places(self._max_workers),
             None if self._hedge is None else Hedging(self._hedge),
         )
 
@@ -233,34 +204,15 @@ class Supervisor(Generic[S, T]):
         return self._engine.timeout
 
     @property
-    def attempts(self) -> int:
-        """How many times a slot's worker may be called."""
-        return self._engine.attempts
-
-    @property
-    def retry_on(self) -> tuple[type[Exception], ...]:
-        """The exceptions that are retried."""
-        return self._retry_on
-
-    @property
-    def backoff(self) -> Backoff:
-        """The wait between attempts."""
-        return self._backoff
-
-    @property
-    def seed(self) -> int | random.Random | None:
-        """The retry jitter's seed, as given."""
-        return self._seed
+    def retry(self) -> Retry:
+        """How a failed slot is tried again: its attempts, the failures retried, the backoff
+        and the jitter's seed, as given."""
+        return self._retry
 
     @property
     def meters(self) -> tuple[Meter, ...]:
         """What each attempt waits on before it starts."""
         return self._meters
-
-    @property
-    def capacity(self) -> Capacity | None:
-        """The budget shared with other supervisors, or None."""
-        return self._capacity
 
     @property
     def restarts(self) -> Restarts | None:
@@ -285,13 +237,10 @@ class Supervisor(Generic[S, T]):
     def __repr__(self) -> str:
         worker = self.worker
         name = getattr(worker, "__qualname__", None) or repr(worker)
-        names = [cls.__name__ for cls in self._retry_on]
-        retry_on = f"{names[0]}," if len(names) == 1 else ", ".join(names)
         hedge = "" if self._hedge is None else f", hedge={self._hedge!r}"
         return (
             f"Supervisor({name}, max_workers={self._max_workers}, timeout={self.timeout!r}, "
-            f"attempts={self.attempts}, retry_on=({retry_on}), backoff={self._backoff!r}, "
-            f"seed={self._seed!r}, meters={self._meters!r}, capacity={self._capacity!r}, "
+            f"retry={self._retry!r}, meters={self._meters!r}, "
             f"restarts={self._restarts!r}{hedge}"
             + ("" if self._spans is None else f", spans={self._spans!r}")
             + ")"
@@ -304,8 +253,7 @@ class Supervisor(Generic[S, T]):
         *,
         deadline: float | None = None,
         trace: Trace | None = None,
-        journal: Journal | None = None,
-        run_id: str | None = None,
+        durable: Durable | None = None,
         need: int | None = None,
     ) -> Aggregate[str, T]: ...
 
@@ -316,20 +264,18 @@ class Supervisor(Generic[S, T]):
         *,
         deadline: float | None = None,
         trace: Trace | None = None,
-        journal: Journal | None = None,
-        run_id: str | None = None,
+        durable: Durable | None = None,
         need: int | None = None,
     ) -> Aggregate[S, T]: ...
 
-    @_rounds_by_replan
+    @refusing("supervisor.run(plan, {})", "journal", "run_id", "round")
     async def run(
         self,
         task: str | Iterable[Any],
         *,
         deadline: float | None = None,
         trace: Trace | None = None,
-        journal: Journal | None = None,
-        run_id: str | None = None,
+        durable: Durable | None = None,
         need: int | None = None,
     ) -> Aggregate[Any, T]:
         """Run every subtask of ``task`` and return their results, in plan order.
@@ -351,12 +297,12 @@ class Supervisor(Generic[S, T]):
           trace: a fresh [`Trace`][trio_supervisor.Trace] to record admissions, attempts and
             ends into: ``Trace()``, or ``Trace(plan)`` made for this very plan. It is closed
             when the run returns or raises.
-          journal: a [`Journal`][trio_supervisor.Journal] to keep each final result in, and to
-            resume from: a slot the journal has a final OK result of, under ``run_id``, is not
-            run again (its result comes back with its original attempts and times, marked
+          durable: a [`Durable`][trio_supervisor.Durable]: the run's name, the first part of
+            each attempt's [`attempt_key`][trio_supervisor.attempt_key], and, if it has one, the
+            [`Journal`][trio_supervisor.Journal] to keep each final result in and to resume
+            from: a slot the journal has a final OK result of, under that name, is not run
+            again (its result comes back with its original attempts and times, marked
             ``journaled`` in the trace). The run returns once its results are committed.
-          run_id: the run's name in the journal (needed with one), and the first part of each
-            attempt's [`attempt_key`][trio_supervisor.attempt_key].
           need: return as soon as this many slots succeeded (the first ``k`` of ``n``: a
             quorum, "ask three models, take the first two answers"), cancelling the rest: their
             slots end ``CANCELLED`` with the attempts they made, their error saying they were
@@ -373,13 +319,15 @@ class Supervisor(Generic[S, T]):
             [`stream`][trio_supervisor.Supervisor.stream] for an async one), or is one that
             iterates but not as a plan (bytes, whose items are numbers; a mapping, its keys
             alone; a set, in no order; the message says what to pass), ``need`` is not an
-            int, ``trace`` is not a [`Trace`][trio_supervisor.Trace], a worker's call returns
-            something that cannot be awaited (the message names the fix), or ``round=`` is given
-            (a re-planning run's rounds are [`replan`][trio_supervisor.Supervisor.replan]'s).
+            int, ``trace`` is not a [`Trace`][trio_supervisor.Trace], ``durable`` is not a
+            [`Durable`][trio_supervisor.Durable], a worker's call returns something that cannot
+            be awaited (the message names the fix), ``round=`` is given (a re-planning run's
+            rounds are [`replan`][trio_supervisor.Supervisor.replan]'s), or ``journal=`` or
+            ``run_id=`` is (now ``durable=Durable(run_id, journal)``).
           ValueError: if ``need`` is not between 1 and the plan's length (or is given with
             counted or grouped ``restarts``), ``deadline`` is not positive,
-            ``trace`` was made for another plan or already recorded a run, or ``run_id`` was
-            journaled with another plan (naming the first slot that differs) or by a re-planning
+            ``trace`` was made for another plan or already recorded a run, or the run's name
+            was journaled with another plan (naming the first slot that differs) or by a re-planning
             run, before any work.
           KeyboardInterrupt: if a worker raised it (likewise `SystemExit`), bare.
         """
@@ -388,7 +336,7 @@ class Supervisor(Generic[S, T]):
             check_need(need, len(plan), self._restarting_by() is not None)
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
-        return await self._run(plan, limit, trace, check_journal(journal, run_id), need)
+        return await self._run(plan, limit, trace, check_durable(durable), need)
 
     async def _run_round(
         self,
@@ -421,19 +369,24 @@ class Supervisor(Generic[S, T]):
             self._engine, self._max_workers, self._restarting_by(), plan, limit, trace, run, need
         )
 
+    @refusing(
+        "supervisor.replan(task, planner, {})",
+        "max_rounds",
+        "max_subtasks",
+        "max_stalls",
+        "max_resets",
+        "journal",
+        "run_id",
+    )
     async def replan(
         self,
         task: str,
         planner: Planner[S, T],
         *,
-        max_rounds: int = 10,
-        max_subtasks: int = 100,
-        max_stalls: int = 3,
-        max_resets: int = 2,
+        limits: ReplanLimits = ReplanLimits(),  # noqa: B008  # immutable
         deadline: float | None = None,
         trace: Trace | None = None,
-        journal: Journal | None = None,
-        run_id: str | None = None,
+        durable: Durable | None = None,
     ) -> Answer[S, T]:
         """Work on ``task`` in rounds, each a parallel batch the planner chose from what came
         back so far, and always return an answer.
@@ -447,6 +400,7 @@ class Supervisor(Generic[S, T]):
         decision costs a round that dispatches nothing and counts as a stall; its failure is
         kept in the round and named in the answer if the run ends on a budget.
 
+        The budgets besides the deadline are one [`ReplanLimits`][trio_supervisor.ReplanLimits].
         A budget that runs out stops the run: no further batch is dispatched, what still runs
         at the deadline is cancelled (and kept in the ledger as ``CANCELLED``), and the answer
         is synthesized from the ledger, degraded, naming the budget. The answer is also
@@ -457,38 +411,37 @@ class Supervisor(Generic[S, T]):
         Args:
           task: what the planner plans for.
           planner: a [`Planner`][trio_supervisor.Planner].
-          max_rounds: rounds at most (a round the planner failed counts).
-          max_subtasks: subtasks dispatched at most, in all rounds; a batch that does not fit
-            is dispatched as far as it fits, and the run ends after it.
-          max_stalls: how far the stall count may go (up one on a stalled round, down one on
-            progress) before the planner is asked for a fresh plan.
-          max_resets: how many fresh plans it may be asked for; past that, a stall count over
-            ``max_stalls`` ends the run.
+          limits: a [`ReplanLimits`][trio_supervisor.ReplanLimits]: rounds at most, subtasks
+            at most in all rounds, and how many stalled rounds and fresh plans the run may take.
           deadline: seconds the whole run may take, planning included; None for no limit.
           trace: a fresh, empty [`Trace`][trio_supervisor.Trace] to record every round into:
             each round's batch is recorded as its next slots, so its slots are the ledger's
             entries, in order. It is closed when the run returns or raises.
-          journal: a [`Journal`][trio_supervisor.Journal]: each decision of the planner and
-            each round's results are journaled; resumed under the same ``run_id``, the run
-            takes both from it and goes on after the last finished round, asking the planner
-            only for what it had not decided yet.
-          run_id: the run's name in the journal (needed with one).
+          durable: a [`Durable`][trio_supervisor.Durable]: the run's name, and, if it has one,
+            the [`Journal`][trio_supervisor.Journal] in which each decision of the planner and
+            each round's results are journaled; resumed under the same name, the run takes both
+            from it and goes on after the last finished round, asking the planner only for what
+            it had not decided yet.
 
         Returns:
           An [`Answer`][trio_supervisor.Answer]: the text, whether it is degraded, the budget
           that ended the run (None when the planner was done), and the ledger.
 
         Raises:
-          TypeError: if ``task`` is not a str, ``planner`` has no ``first`` and ``next``, a
-            budget is not an int, ``trace`` is not a [`Trace`][trio_supervisor.Trace], or,
-            journaled, a batch holds a subtask whose repr does not read back (str, numbers,
-            tuples, lists, dicts, True, False and None do), naming it.
-          ValueError: if ``max_rounds`` or ``max_subtasks`` is < 1, ``max_stalls`` or
-            ``max_resets`` < 0, ``deadline`` is not positive, ``trace`` is not empty or
-            already recorded a run, or ``run_id`` was journaled for another task or by a run (or
-            a stream) of its own plan, before any work.
+          TypeError: if ``task`` is not a str, ``planner`` has no ``first`` and ``next``,
+            ``limits`` is not a ``ReplanLimits``, ``trace`` is not a
+            [`Trace`][trio_supervisor.Trace], ``durable`` is not a
+            [`Durable`][trio_supervisor.Durable], a budget or the journal is given the old way
+            (``max_rounds=`` and the like: now ``limits=ReplanLimits(...)``; ``journal=``,
+            ``run_id=``: now ``durable=``), or, journaled, a batch holds a subtask whose repr
+            does not read back (str, numbers, tuples, lists, dicts, True, False and None do),
+            naming it.
+          ValueError: if ``deadline`` is not positive, ``trace`` is not empty or already
+            recorded a run, or the run's name was journaled for another task or by a run (or a
+            stream) of its own plan, before any work.
         """
         check_trace(trace, [])
+        run = check_durable(durable)
         if self._spans is not None:
             trace = self._spans.replan(trace, task, self)
         try:
@@ -496,14 +449,10 @@ class Supervisor(Generic[S, T]):
                 self._run_round,
                 task,
                 planner,
-                max_rounds=max_rounds,
-                max_subtasks=max_subtasks,
-                max_stalls=max_stalls,
-                max_resets=max_resets,
+                limits=limits,
                 deadline=deadline,
                 trace=trace,
-                journal=journal,
-                run_id=run_id,
+                run=run,
             )
         finally:
             if trace is not None:
@@ -516,8 +465,7 @@ class Supervisor(Generic[S, T]):
         *,
         window: int | None = None,
         trace: Trace | None = None,
-        journal: Journal | None = None,
-        run_id: str | None = None,
+        durable: Durable | None = None,
     ) -> Stream[str, T]: ...
 
     @overload
@@ -527,18 +475,17 @@ class Supervisor(Generic[S, T]):
         *,
         window: int | None = None,
         trace: Trace | None = None,
-        journal: Journal | None = None,
-        run_id: str | None = None,
+        durable: Durable | None = None,
     ) -> Stream[S, T]: ...
 
+    @refusing("supervisor.stream(subtasks, {})", "journal", "run_id")
     def stream(
         self,
         subtasks: str | Iterable[Any] | AsyncIterable[Any],
         *,
         window: int | None = None,
         trace: Trace | None = None,
-        journal: Journal | None = None,
-        run_id: str | None = None,
+        durable: Durable | None = None,
     ) -> Stream[Any, T]:
         """Results as they become available in plan order, for inputs of any length.
 
@@ -574,21 +521,22 @@ class Supervisor(Generic[S, T]):
           trace: a fresh, empty [`Trace`][trio_supervisor.Trace] (or one made for the very plan
             of a list or tuple input); slots are added as they are pulled, and each records
             when its result was delivered.
-          journal: a [`Journal`][trio_supervisor.Journal], as for
-            [`run`][trio_supervisor.Supervisor.run]: each result is journaled as it is done;
-            resumed under the same ``run_id``, the stream yields, still in plan order, each
-            journaled result as its slot is pulled, without running it again. A list or tuple
-            is checked before any work, as ``run``'s plan is; a lazy input as it is pulled: one
-            that differs from the input journaled (or ends sooner) ends the iteration with a
-            `ValueError` naming the slot, after the results before it.
-          run_id: the stream's name in the journal (needed with one), as for ``run``.
+          durable: a [`Durable`][trio_supervisor.Durable], as for
+            [`run`][trio_supervisor.Supervisor.run]: with a journal, each result is journaled
+            as it is done; resumed under the same name, the stream yields, still in plan order,
+            each journaled result as its slot is pulled, without running it again. A list or
+            tuple is checked before any work, as ``run``'s plan is; a lazy input as it is
+            pulled: one that differs from the input journaled (or ends sooner) ends the
+            iteration with a `ValueError` naming the slot, after the results before it.
 
         Returns:
           A [`Stream`][trio_supervisor.Stream]: enter it with ``async with``, then iterate it.
 
         Raises:
           TypeError: if ``subtasks`` is not a str or an iterable, or is bytes, a mapping or a
-            set (as for ``run``), or ``window`` is not an int.
+            set (as for ``run``), ``window`` is not an int, ``durable`` is not a
+            [`Durable`][trio_supervisor.Durable], or ``journal=`` or ``run_id=`` is given (now
+            ``durable=``).
           ValueError: if ``window < max_workers``, a str holds no subtask, or ``trace`` was
             made for another plan or already recorded a run.
         """
@@ -602,7 +550,7 @@ class Supervisor(Generic[S, T]):
         source = _validate.stream_input(subtasks)
         planned = source if isinstance(source, list | tuple) else None
         check_trace(trace, planned)
-        run = check_journal(journal, run_id)
+        run = check_durable(durable)
         if self._spans is not None:
             trace = self._spans.stream(trace, planned, self)
         return open_stream(source, self._engine, self._max_workers, size, trace, run)

@@ -1,6 +1,6 @@
 """The rules of plain values a caller gives (counts, numbers, seconds, exception classes, plans,
 windows), checked before any work starts; a rule that belongs to a type of the library lives
-beside that type (``Capacity``, ``Trace``, ``Restarts``, ``Backoff``).
+beside that type (``Capacity``, ``Trace``, ``Restarts``, ``Backoff``, ``Retry``).
 
 Each check returns the value in the form the library uses, or raises an error that states the
 rule and what it got (``max_workers must be >= 1, got 0``): ``TypeError`` for a value of the
@@ -63,18 +63,19 @@ def seconds(name: str, value: object) -> float | None:
     return number(name, value)
 
 
-def retry_on(value: object) -> tuple[type[Exception], ...]:
+def retry_on(value: object, name: str = "retry_on") -> tuple[type[Exception], ...]:
     """``value`` as a tuple of `Exception` subclasses, or a clear error."""
     classes = value if isinstance(value, tuple) else (value,)
     if not classes:
         raise ValueError(
-            "retry_on must be an Exception subclass or a non-empty tuple of them, got (): "
-            "give the classes to retry, or leave retry_on out to retry every Exception"
+            f"{name} must be an Exception subclass or a non-empty tuple of them, got (): "
+            f"give the classes to retry, or leave {name.split()[-1]}= out to retry every "
+            "Exception"
         )
     for cls in classes:
         if not (isinstance(cls, type) and issubclass(cls, Exception)):
             raise TypeError(
-                "retry_on must be an Exception subclass or a tuple of them "
+                f"{name} must be an Exception subclass or a tuple of them "
                 f"(cancellation and KeyboardInterrupt are never retried), got {cls!r}"
             )
     return classes
@@ -119,14 +120,22 @@ def not_awaitable(worker: object, returned: object) -> TypeError:
     )
 
 
-def seed(value: object) -> random.Random:
-    """The supervisor's own generator: ``random.Random(value)`` for an int or None, ``value``
-    itself for a ``random.Random``."""
-    if isinstance(value, random.Random):
-        return value
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return random.Random(value)
-    raise TypeError(f"seed must be an int, a random.Random or None, got {type(value).__name__}")
+def seed_kind(name: str, value: object) -> None:
+    """A jitter's seed is an int, a ``random.Random`` or None."""
+    if not (
+        value is None
+        or isinstance(value, random.Random)
+        or (isinstance(value, int) and not isinstance(value, bool))
+    ):
+        raise TypeError(
+            f"{name} must be an int, a random.Random or None, got {type(value).__name__}"
+        )
+
+
+def seed(value: int | random.Random | None) -> random.Random:
+    """The supervisor's own generator, from a checked seed: ``random.Random(value)`` for an int
+    or None, ``value`` itself for a ``random.Random``."""
+    return value if isinstance(value, random.Random) else random.Random(value)
 
 
 def whole(task: object) -> None:

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from lessons._course.runner import main
 from tests.course.step_laws import run_virtual
-from trio_supervisor import Journal, Status, Supervisor, approval
+from trio_supervisor import Durable, Journal, Status, Supervisor, approval
 
 TASK = "acme: pricing, reviews"
 
@@ -101,7 +101,7 @@ def test_approve_answers_once_and_a_second_answer_is_refused_in_one_line(
     async def ask() -> None:
         with Journal(path, writer="inline") as journal:
             parked = await Supervisor(refund, max_workers=1).run(
-                ["1234"], journal=journal, run_id="r"
+                ["1234"], durable=Durable("r", journal)
             )
         assert parked[0].status is Status.AWAITING_APPROVAL
 

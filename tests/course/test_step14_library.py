@@ -25,7 +25,7 @@ from lessons._course import laws
 from lessons._course.demos import STEP_DEMOS
 from tests.course.probing import STEP13, Probe
 from tests.course.step_laws import cases, run_virtual
-from trio_supervisor import Backoff, Restarts
+from trio_supervisor import Backoff, Restarts, Retry
 from trio_supervisor.testing import SimulatedAgent
 
 STEP14 = step14_library
@@ -99,12 +99,14 @@ def test_the_knobs_map_as_the_pages_table_says() -> None:
         seed=7,
     )
     assert chosen.timeout == 1.5
-    assert chosen.attempts == 2
-    assert chosen.backoff == Backoff(0.5, 8.0)
+    assert chosen.retry == Retry(attempts=2, backoff=Backoff(0.5, 8.0), seed=7)
     assert chosen.restarts == Restarts(max_restarts=2, within=10.0)
-    assert chosen.seed == 7
     plain = STEP14.supervisor(SimulatedAgent(), max_workers=3)
-    assert (plain.timeout, plain.restarts, plain.backoff) == (None, None, Backoff(0.25, 4.0))
+    assert (plain.timeout, plain.restarts, plain.retry) == (
+        None,
+        None,
+        Retry(backoff=Backoff(0.25, 4.0)),
+    )
     table = PAGE.read_text()
     for row in (
         "`worker_timeout`",

@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from trio_supervisor import Journal, Supervisor, attempt_key
+from trio_supervisor import Durable, Journal, Retry, Supervisor, attempt_key
 
 SLOTS = 1000
 WORKERS = 16
@@ -54,11 +54,11 @@ async def main(db: str, log_path: str, together: bool = False) -> list[list[Any]
     if together:
         wait("ready")
     with Journal(db, interval=0.02, count=64) as journal:
-        supervisor = Supervisor(worker_for(log), max_workers=WORKERS, attempts=2)
+        supervisor = Supervisor(worker_for(log), max_workers=WORKERS, retry=Retry(attempts=2))
         if together:
             wait("opened")
         print("started", flush=True)
-        aggregate = await supervisor.run(range(SLOTS), journal=journal, run_id="kills")
+        aggregate = await supervisor.run(range(SLOTS), durable=Durable("kills", journal))
     return outcome(aggregate)
 
 

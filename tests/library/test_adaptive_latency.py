@@ -13,7 +13,7 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trio_supervisor import Adaptive, Supervisor, report_latency
+from trio_supervisor import Adaptive, Retry, Supervisor, report_latency
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing.devserver import Serving, app
 
@@ -62,7 +62,9 @@ class Watched(Adaptive):
 
 def run(worker: Queueing, adaptive: Adaptive, n: int) -> float:
     async def main() -> float:
-        sup = Supervisor(worker, max_workers=adaptive.ceiling, meters=[adaptive], attempts=50)
+        sup = Supervisor(
+            worker, max_workers=adaptive.ceiling, meters=[adaptive], retry=Retry(attempts=50)
+        )
         aggregate = await sup.run(range(n))
         assert aggregate.succeeded == n  # nothing lost
         return trio.current_time()
@@ -168,7 +170,7 @@ async def test_through_the_loopback_server_the_limit_finds_its_batch(
     async with ChatAgent(
         "m", base_url="http://x/v1", api_key="k", transport=via, request_timeout=None
     ) as agent:
-        sup = Supervisor(agent, max_workers=256, meters=[adaptive], retry_on=TRANSIENT)
+        sup = Supervisor(agent, max_workers=256, meters=[adaptive], retry=Retry(on=TRANSIENT))
         aggregate = await sup.run([f"q{i}" for i in range(300)])
     assert aggregate.succeeded == 300
     assert low <= adaptive.limit <= high

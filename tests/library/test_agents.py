@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from tests.library.secrets_shown import places_holding
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Adaptive, Backoff, RateLimit, Status, Supervisor, Trace
+from trio_supervisor import Adaptive, Backoff, Durable, RateLimit, Retry, Status, Supervisor, Trace
 from trio_supervisor.agents import (
     TRANSIENT,
     AgentError,
@@ -292,9 +292,9 @@ async def test_a_malformed_reply_says_what_was_wrong(body: bytes, error: str) ->
         return httpx2.Response(200, content=body, headers={"content-type": "application/json"})
 
     async with agent(handler) as worker:
-        aggregate = await Supervisor(worker, max_workers=1, retry_on=TRANSIENT, attempts=3).run(
-            ["a"]
-        )
+        aggregate = await Supervisor(
+            worker, max_workers=1, retry=Retry(attempts=3, on=TRANSIENT)
+        ).run(["a"])
     (result,) = aggregate.results
     assert result.error == f"MalformedReply: {error}"
     assert result.attempts == 1  # not retried: the same request would get the same reply
@@ -310,9 +310,9 @@ async def test_the_sdk_never_retries_on_its_own() -> None:
         return httpx2.Response(503)
 
     async with agent(handler) as worker:
-        aggregate = await Supervisor(worker, max_workers=1, attempts=2, backoff=Backoff(0, 0)).run(
-            ["a"]
-        )
+        aggregate = await Supervisor(
+            worker, max_workers=1, retry=Retry(attempts=2, backoff=Backoff(0, 0))
+        ).run(["a"])
     assert calls == 2 == aggregate.results[0].attempts
 
 
@@ -360,10 +360,9 @@ def test_a_429s_retry_after_is_never_undercut(waits: list[float], header: str, s
             sup = Supervisor(
                 worker,
                 max_workers=4,
-                attempts=len(waits) + 1,
-                retry_on=TRANSIENT,
-                seed=seed,
-                backoff=Backoff(0.5, 0.5),
+                retry=Retry(
+                    attempts=len(waits) + 1, on=TRANSIENT, backoff=Backoff(0.5, 0.5), seed=seed
+                ),
             )
             aggregate = await sup.run([f"q{i}" for i in range(6)])
         assert all(r.ok for r in aggregate)
@@ -382,7 +381,7 @@ async def test_a_retry_after_past_the_deadline_fails_the_slot_now(
 
     t0 = trio.current_time()
     async with agent(handler) as worker:
-        sup = Supervisor(worker, max_workers=1, attempts=5, retry_on=TRANSIENT)
+        sup = Supervisor(worker, max_workers=1, retry=Retry(attempts=5, on=TRANSIENT))
         aggregate = await sup.run(["a"], deadline=60)
     (result,) = aggregate.results
     assert result.status is Status.FAILED
@@ -422,9 +421,7 @@ def test_the_rate_bound_holds_for_requests_sent(
             sup = Supervisor(
                 worker,
                 max_workers=16,
-                attempts=failing + 1,
-                retry_on=TRANSIENT,
-                backoff=Backoff(0, 0),
+                retry=Retry(attempts=failing + 1, on=TRANSIENT, backoff=Backoff(0, 0)),
                 meters=[RateLimit(rate, burst=burst)],
             )
             aggregate = await sup.run([f"q{i}" for i in range(n)])
@@ -459,7 +456,9 @@ async def test_adaptive_concurrency_follows_a_fake_endpoints_capacity(
 
     adaptive = Adaptive(64, start=64)
     async with agent(handler) as worker:
-        sup = Supervisor(worker, max_workers=64, attempts=50, retry_on=TRANSIENT, meters=[adaptive])
+        sup = Supervisor(
+            worker, max_workers=64, retry=Retry(attempts=50, on=TRANSIENT), meters=[adaptive]
+        )
         aggregate = await sup.run([f"q{i}" for i in range(600)])
     assert all(r.ok for r in aggregate)
     assert 1 <= adaptive.limit <= 12
@@ -494,7 +493,7 @@ async def test_the_key_never_shows(
         return await echo(request)
 
     async with agent(handler) as worker:
-        sup = Supervisor(worker, max_workers=4, attempts=2, retry_on=TRANSIENT)
+        sup = Supervisor(worker, max_workers=4, retry=Retry(attempts=2, on=TRANSIENT))
         trace = Trace()
         aggregate = await sup.run(["401", "429", "500", "down", "ok"], trace=trace)
         shown = [
@@ -556,7 +555,7 @@ async def test_the_key_never_shows_whatever_the_server_echoes(
 
     async with agent(handler) as worker:
         trace = Trace()
-        sup = Supervisor(worker, max_workers=2, attempts=2, retry_on=TRANSIENT)
+        sup = Supervisor(worker, max_workers=2, retry=Retry(attempts=2, on=TRANSIENT))
         aggregate = await sup.run(list(answers), trace=trace)
     shown = [repr(aggregate), json.dumps(trace.to_dict(), default=str), repr(trace.slots)]
     for result in aggregate:
@@ -693,7 +692,7 @@ async def starts_of(script: dict[str, Any], attempts: int = 3) -> tuple[list[flo
             starts.append(trio.current_time())
             return await worker(subtask)
 
-        sup = Supervisor(timed, max_workers=1, attempts=attempts, retry_on=TRANSIENT)
+        sup = Supervisor(timed, max_workers=1, retry=Retry(attempts=attempts, on=TRANSIENT))
         (result,) = (await sup.run(["q"])).results
     return [t - starts[0] for t in starts], result
 
@@ -786,8 +785,8 @@ async def test_an_attempt_sends_its_key_as_an_idempotency_key_header(
     async with ChatAgent(
         "m", base_url="http://devserver/v1", api_key=KEY, transport=transport
     ) as worker:
-        supervisor = Supervisor(worker, max_workers=1, attempts=2, retry_on=TRANSIENT)
-        await supervisor.run(["a", "b"], run_id="order-7")
+        supervisor = Supervisor(worker, max_workers=1, retry=Retry(attempts=2, on=TRANSIENT))
+        await supervisor.run(["a", "b"], durable=Durable("order-7"))
         await supervisor.run(["c"])  # no run_id: no key to send
     async with httpx2.AsyncClient(transport=transport, base_url="http://devserver") as client:
         stats = (await client.get("/stats")).json()
@@ -816,7 +815,7 @@ async def test_a_request_an_endpoint_never_answers_fails_after_the_default_timeo
             with pytest.raises(TransientError) as caught:
                 await worker("a")
             assert trio.current_time() - begin == REQUEST_TIMEOUT
-            sup = Supervisor(worker, max_workers=1, attempts=2, retry_on=TRANSIENT)
+            sup = Supervisor(worker, max_workers=1, retry=Retry(attempts=2, on=TRANSIENT))
             (result,) = (await sup.run(["a"])).results
         async with ChatPlanner(
             "m", base_url=URL, api_key=KEY, transport=httpx2.MockTransport(silent)

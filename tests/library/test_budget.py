@@ -14,6 +14,7 @@ from tests.library.virtual_time import run_virtual
 from trio_supervisor import (
     Budget,
     OverBudget,
+    Retry,
     Status,
     Supervisor,
     Trace,
@@ -146,7 +147,7 @@ def test_a_retry_reserves_again_and_a_failure_is_charged_its_reservation() -> No
 
     async def main() -> Budget:
         budget = Budget(tokens=100, reserve=lambda n: Usage(output_tokens=5))
-        await Supervisor(work, max_workers=1, attempts=2, meters=[budget]).run([7])
+        await Supervisor(work, max_workers=1, retry=Retry(attempts=2), meters=[budget]).run([7])
         return budget
 
     budget = run_virtual(main)

@@ -30,6 +30,8 @@ from trio_supervisor import (
     Done,
     Hedge,
     Ledger,
+    ReplanLimits,
+    Retry,
     Status,
     Supervisor,
     Usage,
@@ -214,7 +216,7 @@ def test_every_reservation_is_settled_exactly_once(case: dict[str, Any]) -> None
             work,
             max_workers=case["width"],
             timeout=33 / 64,
-            attempts=case["attempts"],
+            retry=Retry(attempts=case["attempts"]),
             meters=[budget],
             hedge=case["hedge"],
             **PATHS[case["path"]],
@@ -274,7 +276,7 @@ def test_one_budget_holds_across_two_supervisors_and_a_replan() -> None:
             runs.append(await supervisor.run([f"{name}{i}" for i in range(6)]))
 
         async def planned() -> None:
-            answers.append(await one.replan("plan", Endless(), max_rounds=50))
+            answers.append(await one.replan("plan", Endless(), limits=ReplanLimits(max_rounds=50)))
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(batch, one, "a")
@@ -345,7 +347,7 @@ def test_nothing_that_calls_no_worker_spends(case: dict[str, Any]) -> None:
         supervisor = Supervisor(
             work,
             max_workers=case["width"],
-            attempts=case["attempts"],
+            retry=Retry(attempts=case["attempts"]),
             timeout=case["timeout"],
             meters=[budget],
             hedge=case["hedge"],

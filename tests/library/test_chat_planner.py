@@ -15,7 +15,17 @@ import trio
 import trio.testing
 
 from tests.library.secrets_shown import places_holding
-from trio_supervisor import Batch, Done, Entry, Ledger, Round, Status, SubResult, Supervisor
+from trio_supervisor import (
+    Batch,
+    Done,
+    Entry,
+    Ledger,
+    ReplanLimits,
+    Round,
+    Status,
+    SubResult,
+    Supervisor,
+)
 from trio_supervisor.agents import (
     PLANNER_SYSTEM,
     ChatPlanner,
@@ -85,7 +95,9 @@ async def test_a_reply_that_never_parses_is_asked_again_then_a_recorded_stall(
     ) as planner:
         supervisor = Supervisor(agent(), max_workers=2)
         answer = await supervisor.replan(
-            "a [garbled] task", planner, max_stalls=0, max_resets=0, max_rounds=5
+            "a [garbled] task",
+            planner,
+            limits=ReplanLimits(max_rounds=5, max_stalls=0, max_resets=0),
         )
     failed = (
         "the planner raised UnusableReply: 3 replies from m, none valid against the schema "
@@ -209,8 +221,10 @@ async def test_the_loopback_planner_plays_the_scripted_rules_from_the_ledger_it_
     ) as planner:
         for max_rounds in (1, 3):
             supervisor = Supervisor(agent(), max_workers=3)
-            llm = await supervisor.replan(TASK, planner, max_rounds=max_rounds)
-            scripted = await supervisor.replan(TASK, RULES, max_rounds=max_rounds)
+            llm = await supervisor.replan(TASK, planner, limits=ReplanLimits(max_rounds=max_rounds))
+            scripted = await supervisor.replan(
+                TASK, RULES, limits=ReplanLimits(max_rounds=max_rounds)
+            )
             assert (llm.text, llm.ended_by) == (scripted.text, scripted.ended_by)
 
 
@@ -252,7 +266,9 @@ async def test_a_rate_limited_planner_waits_what_the_server_asked_and_costs_no_r
     endpoint = Limited(2, "3", [done, done])
     begin = trio.current_time()
     async with planner_of(endpoint) as planner:
-        answer = await Supervisor(agent(), max_workers=2).replan(TASK, planner, max_rounds=2)
+        answer = await Supervisor(agent(), max_workers=2).replan(
+            TASK, planner, limits=ReplanLimits(max_rounds=2)
+        )
     assert [t - begin for t in endpoint.times] == [0, 3, 6]
     assert (answer.text, answer.degraded, answer.ledger.rounds) == ("all found", False, ())
 
@@ -264,7 +280,7 @@ async def test_a_planner_waits_at_most_max_waits_times_and_never_past_the_deadli
     endpoint = Limited(1000, "3", [])
     async with planner_of(endpoint, max_waits=2) as planner:
         answer = await Supervisor(agent(), max_workers=2).replan(
-            TASK, planner, max_rounds=2, max_stalls=5
+            TASK, planner, limits=ReplanLimits(max_rounds=2, max_stalls=5)
         )
     # each decision: one request and two waits of 3 s, then it fails and costs its round
     assert [t - begin for t in endpoint.times] == [0, 3, 6, 6, 9, 12, 12, 15, 18]
@@ -340,7 +356,9 @@ async def test_a_refusal_fails_the_decision_as_a_refusal_keeping_its_words(
 ) -> None:
     async with planner_of(loopback()) as planner:
         supervisor = Supervisor(agent(), max_workers=3)
-        llm = await supervisor.replan("a [refuse] task", planner, max_stalls=0, max_resets=0)
+        llm = await supervisor.replan(
+            "a [refuse] task", planner, limits=ReplanLimits(max_stalls=0, max_resets=0)
+        )
     [only] = llm.ledger.rounds
     assert only.error == "the planner raised Refused: the model refused: I can't plan that."
 

@@ -16,7 +16,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_supervisor import Status, Supervisor, Trace
+from trio_supervisor import Retry, Status, Supervisor, Trace
 from trio_supervisor.agents import TRANSIENT, ChatAgent, PermanentError
 from trio_supervisor.testing import SimulatedAgent
 from trio_supervisor.testing.devserver import (
@@ -54,7 +54,7 @@ async def test_a_run_through_the_loopback_server_gets_every_answer(nursery: trio
     url = await start(nursery, concurrency=4, latency=(0.002, 0.01), seed=3)
     plan = [f"question {i}" for i in range(40)]
     async with ChatAgent("devserver", base_url=url, api_key=KEY, max_connections=8) as agent:
-        sup = Supervisor(agent, max_workers=8, attempts=50, retry_on=TRANSIENT, seed=1)
+        sup = Supervisor(agent, max_workers=8, retry=Retry(attempts=50, on=TRANSIENT, seed=1))
         aggregate = await sup.run(plan)
     assert [r.output for r in aggregate] == [f"answer to: {q}" for q in plan]
     seen = await stats(url)
@@ -116,7 +116,7 @@ async def test_the_key_never_shows_end_to_end(
     caplog.set_level("DEBUG")
     url = await start(nursery, api_key="the-right-key")
     async with ChatAgent("m", base_url=url, api_key=KEY, max_connections=2) as agent:
-        sup = Supervisor(agent, max_workers=2, attempts=3, retry_on=TRANSIENT)
+        sup = Supervisor(agent, max_workers=2, retry=Retry(attempts=3, on=TRANSIENT))
         trace = Trace()
         aggregate = await sup.run(["a", "b"], trace=trace)
         with pytest.raises(PermanentError) as caught:
@@ -378,7 +378,7 @@ async def test_loopback_in_process_answers_as_the_simulated_agent_on_virtual_tim
             began = trio.current_time()  # an answer takes its simulated latency, exactly
             assert await agent("plain") == "findings on plain"
             assert trio.current_time() - began == pytest.approx(SIMULATED.latency("plain"))
-            sup = Supervisor(agent, max_workers=4, attempts=2, retry_on=TRANSIENT, seed=1)
+            sup = Supervisor(agent, max_workers=4, retry=Retry(attempts=2, on=TRANSIENT, seed=1))
             aggregate = await sup.run(plan)
     by = {result.subtask: result for result in aggregate}
     assert (by["plain"].output, by["named"].output) == ("findings on plain", "its own")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from trio_supervisor import Backoff, Status, Supervisor
+from trio_supervisor import Backoff, Retry, Status, Supervisor
 
 
 class Bulky:
@@ -46,7 +46,10 @@ async def test_a_failed_slot_keeps_its_exception_but_not_the_workers_locals(
 ) -> None:
     worker = HoldsItsLocals()
     supervisor = Supervisor(
-        worker, max_workers=2, attempts=attempts, timeout=per_attempt, backoff=Backoff(0, 0)
+        worker,
+        max_workers=2,
+        retry=Retry(attempts=attempts, backoff=Backoff(0, 0)),
+        timeout=per_attempt,
     )
     aggregate = await supervisor.run(range(4))
     gc.collect()
@@ -63,7 +66,9 @@ async def test_retries_leave_no_reference_cycles(autojump_clock: Any, attempts: 
     """With the cycle collector off, what a failed slot held is freed by reference counting
     alone, or never: a cycle through an exception, its traceback and the retrier keeps it."""
     worker = HoldsItsLocals()
-    supervisor = Supervisor(worker, max_workers=2, attempts=attempts, backoff=Backoff(0, 0))
+    supervisor = Supervisor(
+        worker, max_workers=2, retry=Retry(attempts=attempts, backoff=Backoff(0, 0))
+    )
     gc.collect()
     gc.disable()
     try:

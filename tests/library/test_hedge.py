@@ -16,9 +16,11 @@ from tests.library.virtual_time import run_virtual
 from trio_supervisor import (
     Backoff,
     Capacity,
+    Durable,
     Hedge,
     Journal,
     Restarts,
+    Retry,
     Status,
     SubResult,
     Supervisor,
@@ -213,7 +215,7 @@ def test_when_every_attempt_fails_the_last_failure_is_the_slots() -> None:
 def test_a_failed_race_counts_as_one_failure_for_the_retry_policy() -> None:
     script = {3: [(3.0, True), (3.0, True), (1.0, False)]}
     aggregate, trace, _ = ten(
-        script, hedge=Hedge(2.0), attempts=2, backoff=Backoff(initial=0, maximum=0)
+        script, hedge=Hedge(2.0), retry=Retry(attempts=2, backoff=Backoff(initial=0, maximum=0))
     )
     result = aggregate[3]
     assert (result.status, result.attempts, result.hedges) == (Status.OK, 3, 1)
@@ -224,7 +226,9 @@ def test_a_failed_race_counts_as_one_failure_for_the_retry_policy() -> None:
 def test_a_slot_gets_at_most_max_extra_hedges_over_all_its_attempts() -> None:
     script = {3: [(3.0, True), (3.0, True), (5.0, False), (1.0, False)]}
     aggregate, trace, _ = ten(
-        script, hedge=Hedge(2.0, throttle=1.0), attempts=2, backoff=Backoff(initial=0, maximum=0)
+        script,
+        hedge=Hedge(2.0, throttle=1.0),
+        retry=Retry(attempts=2, backoff=Backoff(initial=0, maximum=0)),
     )
     assert aggregate[3].hedges == 1  # its retry ran alone: the slot had had its hedge
     assert [span.hedge for span in trace.slots[3].spans] == [False, True, False]
@@ -423,8 +427,8 @@ def test_a_hedge_has_its_own_attempt_key_and_a_journal_keeps_the_result_once(
     async def main() -> tuple[Any, Any]:
         with Journal(tmp_path / "runs.db") as journal:
             supervisor = Supervisor(worker, max_workers=20, hedge=Hedge(2.0))
-            first = await supervisor.run(range(10), journal=journal, run_id="r")
-            again = await supervisor.run(range(10), journal=journal, run_id="r")
+            first = await supervisor.run(range(10), durable=Durable("r", journal))
+            again = await supervisor.run(range(10), durable=Durable("r", journal))
         return first, again
 
     first, again = run_virtual(main)

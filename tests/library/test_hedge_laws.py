@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Backoff, Hedge, Status, Supervisor, Trace
+from trio_supervisor import Backoff, Hedge, Retry, Status, Supervisor, Trace
 from trio_supervisor._engine import hedging
 
 EXAMPLES = settings(max_examples=60)
@@ -126,8 +126,7 @@ def run(scenario: Scenario, hedge: Hedge | None, window: int = 100) -> tuple[Any
         supervisor = Supervisor(
             worker,
             max_workers=scenario.max_workers,
-            attempts=scenario.attempts,
-            backoff=Backoff(initial=0, maximum=0),
+            retry=Retry(attempts=scenario.attempts, backoff=Backoff(initial=0, maximum=0)),
             timeout=scenario.timeout,
             hedge=hedge,
         )

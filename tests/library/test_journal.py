@@ -15,8 +15,10 @@ import trio.testing
 from trio_supervisor import (
     AttemptKey,
     Backoff,
+    Durable,
     Journal,
     Restarts,
+    Retry,
     Status,
     Supervisor,
     Trace,
@@ -57,7 +59,7 @@ def test_a_run_is_journaled_in_a_wal_database_the_sqlite3_module_reads(tmp_path:
 
     async def main() -> None:
         with Journal(path) as journal:
-            await Supervisor(worker, max_workers=2).run([1, 2, 3], journal=journal, run_id="r")
+            await Supervisor(worker, max_workers=2).run([1, 2, 3], durable=Durable("r", journal))
 
     virtual(main)
     assert rows(path) == [("r", 0, 0, "ok"), ("r", 0, 1, "failed"), ("r", 0, 2, "ok")]
@@ -85,9 +87,9 @@ def test_a_resumed_run_runs_only_the_slots_without_an_ok_record(tmp_path: Path, 
     async def main() -> tuple[Any, Any, Trace]:
         with Journal(path, flush=flush) as journal:
             supervisor = Supervisor(worker, max_workers=2)
-            first = await supervisor.run(plan, journal=journal, run_id="r")
+            first = await supervisor.run(plan, durable=Durable("r", journal))
             trace = Trace()
-            again = await supervisor.run(plan, journal=journal, run_id="r", trace=trace)
+            again = await supervisor.run(plan, durable=Durable("r", journal), trace=trace)
         return first, again, trace
 
     first, again, trace = virtual(main)
@@ -106,8 +108,8 @@ def test_keep_failed_keeps_a_failed_result_instead_of_running_it_again(tmp_path:
     async def main() -> tuple[Any, Any]:
         with Journal(tmp_path / "runs.db", keep_failed=True) as journal:
             supervisor = Supervisor(worker, max_workers=2)
-            first = await supervisor.run([1, 2], journal=journal, run_id="r")
-            again = await supervisor.run([1, 2], journal=journal, run_id="r")
+            first = await supervisor.run([1, 2], durable=Durable("r", journal))
+            again = await supervisor.run([1, 2], durable=Durable("r", journal))
         return first, again
 
     first, again = virtual(main)
@@ -129,9 +131,9 @@ def test_a_failed_record_is_replaced_by_the_result_of_the_resume_and_an_ok_one_n
     async def main() -> None:
         with Journal(path) as journal:
             supervisor = Supervisor(worker, max_workers=2)
-            await supervisor.run([1, 2], journal=journal, run_id="r")
+            await supervisor.run([1, 2], durable=Durable("r", journal))
             worker.fail.clear()
-            await supervisor.run([1, 2], journal=journal, run_id="r")
+            await supervisor.run([1, 2], durable=Durable("r", journal))
             ok = journal.results("r")
             journal.record(("r", 0), 1, ok[0])  # a second write of an OK slot: a no-op
             await journal.committed()
@@ -151,14 +153,14 @@ def test_a_different_plan_under_the_same_run_id_is_refused_before_any_work(
     async def main() -> None:
         with Journal(tmp_path / "runs.db") as journal:
             supervisor = Supervisor(worker, max_workers=2)
-            await supervisor.run([1, 2, 3], journal=journal, run_id="r")
+            await supervisor.run([1, 2, 3], durable=Durable("r", journal))
             worker.calls.clear()
             with pytest.raises(ValueError, match=r"slot 1 was 2, now 5"):
-                await supervisor.run([1, 5, 3], journal=journal, run_id="r")
+                await supervisor.run([1, 5, 3], durable=Durable("r", journal))
             with pytest.raises(ValueError, match=r"it had 3 slots, now 4"):
-                await supervisor.run([1, 2, 3, 4], journal=journal, run_id="r")
+                await supervisor.run([1, 2, 3, 4], durable=Durable("r", journal))
             with pytest.raises(ValueError, match=r"slot 1 was 2, now 5"):
-                async with supervisor.stream([1, 5], journal=journal, run_id="r"):
+                async with supervisor.stream([1, 5], durable=Durable("r", journal)):
                     pass
 
     virtual(main)
@@ -177,7 +179,7 @@ def test_a_resumed_stream_yields_its_journaled_results_in_plan_order_without_run
     async def main() -> tuple[list[Any], list[Any]]:
         with Journal(tmp_path / "runs.db") as journal:
             supervisor = Supervisor(worker, max_workers=2)
-            async with supervisor.stream(lazy(5), journal=journal, run_id="s") as results:
+            async with supervisor.stream(lazy(5), durable=Durable("s", journal)) as results:
                 first = []
                 async for result in results:
                     first.append(result)
@@ -186,7 +188,7 @@ def test_a_resumed_stream_yields_its_journaled_results_in_plan_order_without_run
             await journal.committed()
             trace = Trace()
             async with supervisor.stream(
-                lazy(5), journal=journal, run_id="s", trace=trace
+                lazy(5), durable=Durable("s", journal), trace=trace
             ) as results:
                 again = [result async for result in results]
             assert [slot.journaled for slot in trace.slots][:3] == [True, True, True]
@@ -206,9 +208,9 @@ def test_the_restarting_path_is_journaled_and_resumed_too(tmp_path: Path) -> Non
             supervisor = Supervisor(
                 worker, max_workers=2, restarts=Restarts(strategy="one_for_all")
             )
-            first = await supervisor.run([1, 2, 3], journal=journal, run_id="r")
+            first = await supervisor.run([1, 2, 3], durable=Durable("r", journal))
             worker.fail.clear()
-            again = await supervisor.run([1, 2, 3], journal=journal, run_id="r")
+            again = await supervisor.run([1, 2, 3], durable=Durable("r", journal))
         return first, again
 
     first, again = virtual(main)
@@ -233,7 +235,7 @@ def test_an_output_the_codec_cannot_encode_names_the_slot_its_type_and_the_fix(
 
     async def main() -> None:
         with Journal(path) as journal, pytest.raises(TypeError) as caught:
-            await Supervisor(worker, max_workers=1).run([1, 2, 3], journal=journal, run_id="r")
+            await Supervisor(worker, max_workers=1).run([1, 2, 3], durable=Durable("r", journal))
         message = str(caught.value)
         assert "slot 2's output, a Opaque" in message
         assert "Journal(codec=" in message
@@ -258,8 +260,8 @@ def test_a_codec_given_encodes_and_decodes_the_outputs(tmp_path: Path) -> None:
     async def main() -> tuple[Any, Any]:
         with Journal(tmp_path / "runs.db", codec=Tuples()) as journal:
             supervisor = Supervisor(worker, max_workers=1)
-            first = await supervisor.run([1, 2], journal=journal, run_id="r")
-            again = await supervisor.run([1, 2], journal=journal, run_id="r")
+            first = await supervisor.run([1, 2], durable=Durable("r", journal))
+            again = await supervisor.run([1, 2], durable=Durable("r", journal))
         return first, again
 
     first, again = virtual(main)
@@ -271,11 +273,13 @@ def test_each_attempt_reads_its_key_and_no_key_outside_a_named_run(tmp_path: Pat
     worker = Worker(fail={2})
 
     async def main() -> None:
-        supervisor = Supervisor(worker, max_workers=2, attempts=2, backoff=Backoff(0, 0))
-        await supervisor.run([1, 2], run_id="k")
+        supervisor = Supervisor(
+            worker, max_workers=2, retry=Retry(attempts=2, backoff=Backoff(0, 0))
+        )
+        await supervisor.run([1, 2], durable=Durable("k"))
         await supervisor.run([1])
         restarting = Supervisor(worker, max_workers=2, restarts=Restarts(max_restarts=5, within=10))
-        await restarting.run([3], run_id="z")
+        await restarting.run([3], durable=Durable("z"))
 
     virtual(main)
     assert worker.keys == [
@@ -304,20 +308,27 @@ def test_a_journal_states_its_rule_for_a_bad_option(
         Journal(tmp_path / "runs.db", **options)
 
 
-def test_a_run_states_its_rule_for_a_bad_journal_or_run_id(tmp_path: Path) -> None:
+def test_a_durable_states_its_rule_for_a_bad_journal_or_run_id(tmp_path: Path) -> None:
+    with Journal(tmp_path / "runs.db") as journal:
+        for run_id in ("", None, 7):
+            with pytest.raises(TypeError, match=r"^Durable run_id must be a non-empty str, got"):
+                Durable(run_id, journal)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^Durable journal must be a Journal or None, got str"):
+            Durable("r", "runs.db")  # type: ignore[arg-type]
+
+
+def test_a_run_or_stream_refuses_anything_but_a_durable(tmp_path: Path) -> None:
     worker = Worker()
 
     async def main() -> None:
         supervisor = Supervisor(worker, max_workers=1)
-        with Journal(tmp_path / "runs.db") as journal:
-            with pytest.raises(ValueError, match="a journaled run needs a run_id"):
-                await supervisor.run([1], journal=journal)
-            with pytest.raises(TypeError, match="run_id must be a non-empty str"):
-                await supervisor.run([1], journal=journal, run_id="")
-            with pytest.raises(TypeError, match="journal must be a Journal"):
-                await supervisor.run([1], journal="runs.db", run_id="r")  # type: ignore[arg-type]
-            with pytest.raises(ValueError, match="a journaled run needs a run_id"):
-                supervisor.stream([1], journal=journal)
+        refused = r"^durable must be a Durable \(Durable\(run_id\) or Durable\(run_id, journal\)\)"
+        with pytest.raises(TypeError, match=refused):
+            await supervisor.run([1], durable="r")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=refused):
+            supervisor.stream([1], durable="r")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=refused):
+            await supervisor.replan("t", None, durable="r")  # type: ignore[arg-type]
 
     virtual(main)
     assert not worker.calls
@@ -330,7 +341,7 @@ def test_a_closed_journal_says_so(tmp_path: Path) -> None:
 
     async def main() -> None:
         with pytest.raises(RuntimeError, match="is closed"):
-            await Supervisor(Worker(), max_workers=1).run([1], journal=journal, run_id="r")
+            await Supervisor(Worker(), max_workers=1).run([1], durable=Durable("r", journal))
 
     virtual(main)
 
@@ -364,8 +375,8 @@ def test_the_restarting_path_journals_what_finished_before_its_deadline(tmp_path
             supervisor = Supervisor(
                 worker, max_workers=2, restarts=Restarts(max_restarts=3, within=60)
             )
-            first = await supervisor.run([1, 2, 30], journal=journal, run_id="r", deadline=1)
-            again = await supervisor.run([1, 2, 30], journal=journal, run_id="r")
+            first = await supervisor.run([1, 2, 30], durable=Durable("r", journal), deadline=1)
+            again = await supervisor.run([1, 2, 30], durable=Durable("r", journal))
         return first, again
 
     first, again = virtual(main)

@@ -14,7 +14,19 @@ import pytest
 import trio
 import trio.testing
 
-from trio_supervisor import Batch, Done, Journal, Ledger, Status, Supervisor, Trace, approval
+from trio_supervisor import (
+    Batch,
+    Done,
+    Durable,
+    Journal,
+    Ledger,
+    ReplanLimits,
+    Retry,
+    Status,
+    Supervisor,
+    Trace,
+    approval,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 ORDERS = [("1233", 20), ("1234", 500), ("1235", 40)]
@@ -47,8 +59,8 @@ def refund(path: Path, worker: Refunds, trace: list[Trace] | None = None) -> Any
         if trace is not None:
             trace.append(recorded)
         with Journal(path, writer="inline") as journal:
-            supervisor = Supervisor(worker, max_workers=2, attempts=3)
-            return await supervisor.run(ORDERS, journal=journal, run_id="refunds", trace=recorded)
+            supervisor = Supervisor(worker, max_workers=2, retry=Retry(attempts=3))
+            return await supervisor.run(ORDERS, durable=Durable("refunds", journal), trace=recorded)
 
     return virtual(main)
 
@@ -130,7 +142,7 @@ def test_with_wait_a_worker_waits_for_an_answer_given_meanwhile(tmp_path: Path) 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(answer)
                 supervisor = Supervisor(worker, max_workers=2)
-                aggregate = await supervisor.run(ORDERS, journal=journal, run_id="refunds")
+                aggregate = await supervisor.run(ORDERS, durable=Durable("refunds", journal))
             return aggregate, trio.current_time()
 
     aggregate, ended = virtual(main)
@@ -147,12 +159,13 @@ def test_a_wait_that_runs_out_parks_the_slot(tmp_path: Path) -> None:
 
 def test_approval_outside_a_journaled_run_says_what_it_needs() -> None:
     async def main() -> Any:
-        return await Supervisor(Refunds(), max_workers=1).run([("1", 500)], run_id="r")
+        return await Supervisor(Refunds(), max_workers=1).run([("1", 500)], durable=Durable("r"))
 
     (result,) = virtual(main)
     assert result.status is Status.FAILED
-    assert "call it from a worker (or the planner) of a run given journal= and run_id=" in (
-        result.error or ""
+    assert (
+        "call it from a worker (or the planner) of a run given durable=Durable(run_id, journal)"
+        in (result.error or "")
     )
 
 
@@ -200,7 +213,10 @@ def replanned(path: Path, planner: Spending, worker: Any = echo) -> Any:
         with Journal(path, writer="inline") as journal:
             supervisor = Supervisor(worker, max_workers=2)
             return await supervisor.replan(
-                "research", planner, journal=journal, run_id="spend", max_rounds=4
+                "research",
+                planner,
+                durable=Durable("spend", journal),
+                limits=ReplanLimits(max_rounds=4),
             )
 
     return virtual(main)
@@ -268,7 +284,7 @@ def test_the_command_line_names_the_rule_for_a_slot(tmp_path: Path) -> None:
 
 RULE = (
     "approval() keeps its question in the run's journal: call it from a worker (or the planner) "
-    "of a run given journal= and run_id="
+    "of a run given durable=Durable(run_id, journal)"
 )
 
 
@@ -281,7 +297,9 @@ def test_approval_in_a_run_without_a_journal_fails_its_slot_naming_the_rule(
     run_id: str | None,
 ) -> None:
     async def main() -> Any:
-        return await Supervisor(asks, max_workers=1).run([1], run_id=run_id)
+        return await Supervisor(asks, max_workers=1).run(
+            [1], durable=None if run_id is None else Durable(run_id)
+        )
 
     (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     assert result.status is Status.FAILED

@@ -20,7 +20,7 @@ import trio
 import trio.testing
 
 from tests.library import journal_child
-from trio_supervisor import Supervisor
+from trio_supervisor import Durable, Retry, Supervisor
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,9 +31,11 @@ def expected() -> list[list[Any]]:
 
     async def main() -> list[list[Any]]:
         supervisor = Supervisor(
-            journal_child.worker_for(log), max_workers=journal_child.WORKERS, attempts=2
+            journal_child.worker_for(log),
+            max_workers=journal_child.WORKERS,
+            retry=Retry(attempts=2),
         )
-        aggregate = await supervisor.run(range(journal_child.SLOTS), run_id="kills")
+        aggregate = await supervisor.run(range(journal_child.SLOTS), durable=Durable("kills"))
         return journal_child.outcome(aggregate)
 
     try:

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_supervisor import Batch, Done, Journal, Ledger, Supervisor
+from trio_supervisor import Batch, Done, Durable, Journal, Ledger, Supervisor
 from trio_supervisor._digest import read_subtasks, subtask_texts
 
 
@@ -40,7 +40,7 @@ async def streamed(
     """The outputs of a stream of ``subtasks``, failing (not hanging) if it never ends."""
     outputs: list[Any] = []
     with trio.fail_after(1000):
-        async with supervisor.stream(subtasks, journal=journal, run_id=run_id) as results:
+        async with supervisor.stream(subtasks, durable=Durable(run_id, journal)) as results:
             outputs.extend([result.output async for result in results])
     return outputs
 
@@ -49,7 +49,7 @@ async def cut_short(
     supervisor: Supervisor[Any, Any], subtasks: Iterable[Any], journal: Journal, run_id: str
 ) -> None:
     """A stream of ``subtasks`` left after its first result, its input not pulled to the end."""
-    async with supervisor.stream(subtasks, journal=journal, run_id=run_id) as results:
+    async with supervisor.stream(subtasks, durable=Durable(run_id, journal)) as results:
         async for _ in results:
             break
     await journal.committed()
@@ -114,7 +114,7 @@ def test_a_lazy_stream_cut_short_is_checked_against_the_slots_it_journaled(
 
 
 async def by_run(supervisor: Supervisor[Any, Any], plan: list[str], journal: Journal) -> list[Any]:
-    return [r.output for r in await supervisor.run(plan, journal=journal, run_id="x")]
+    return [r.output for r in await supervisor.run(plan, durable=Durable("x", journal))]
 
 
 async def by_listed_stream(
@@ -189,7 +189,7 @@ class Planner:
 
 async def replanned(journal: Journal, planner: Planner, worker: Worker) -> Any:
     supervisor = Supervisor(worker, max_workers=2)
-    return await supervisor.replan("research", planner, journal=journal, run_id="x")
+    return await supervisor.replan("research", planner, durable=Durable("x", journal))
 
 
 def test_a_run_and_a_replan_never_share_a_run_id(tmp_path: Path) -> None:
@@ -199,7 +199,7 @@ def test_a_run_and_a_replan_never_share_a_run_id(tmp_path: Path) -> None:
     async def main() -> None:
         with Journal(tmp_path / "runs.db", writer="inline") as journal:
             supervisor = Supervisor(worker, max_workers=2)
-            await supervisor.run(["a", "b"], journal=journal, run_id="x")
+            await supervisor.run(["a", "b"], durable=Durable("x", journal))
             worker.calls.clear()
             with pytest.raises(ValueError, match="'x' was journaled by a run of its own plan"):
                 await replanned(journal, planner, worker)

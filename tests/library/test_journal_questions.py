@@ -10,7 +10,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from trio_supervisor import Journal, Rejected, Status, Supervisor, approval
+from trio_supervisor import Durable, Journal, Rejected, Status, Supervisor, approval
 
 REFUND = "refund $500 to order 7"
 CLOSE = "close the account of order 7"
@@ -51,7 +51,7 @@ def run(path: Path, worker: Any) -> Any:
     async def main() -> Any:
         with Journal(path, writer="inline") as journal:
             supervisor = Supervisor(worker, max_workers=1)
-            (result,) = await supervisor.run(["7"], journal=journal, run_id="r")
+            (result,) = await supervisor.run(["7"], durable=Durable("r", journal))
             return result
 
     return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from tests.library.test_replan import TASK, research_agent, research_planner
-from trio_supervisor import Answer, Batch, Done, Journal, Supervisor, attempt_key
+from trio_supervisor import Answer, Batch, Done, Durable, Journal, Supervisor, attempt_key
 
 
 class Counted:
@@ -50,7 +50,7 @@ def said(answer: Answer[Any, Any]) -> tuple[Any, ...]:
 async def replanned(
     worker: Counted, planner: Counted, journal: Journal | None, crash: float = float("inf")
 ) -> Answer[Any, Any] | None:
-    named: dict[str, Any] = {} if journal is None else {"journal": journal, "run_id": "plan"}
+    named: dict[str, Any] = {} if journal is None else {"durable": Durable("plan", journal)}
     with trio.move_on_after(crash):
         return await Supervisor(worker, max_workers=4).replan(TASK, planner, **named)
     return None
@@ -92,9 +92,11 @@ def test_a_journaled_replan_refuses_another_task_under_its_run_id(tmp_path: Path
     async def main() -> None:
         with Journal(tmp_path / "journal.db") as journal:
             supervisor = Supervisor(research_agent(), max_workers=4)
-            await supervisor.replan(TASK, research_planner(), journal=journal, run_id="plan")
+            await supervisor.replan(TASK, research_planner(), durable=Durable("plan", journal))
             with pytest.raises(ValueError, match="was journaled for another task"):
-                await supervisor.replan("other", research_planner(), journal=journal, run_id="plan")
+                await supervisor.replan(
+                    "other", research_planner(), durable=Durable("plan", journal)
+                )
 
     virtual(main)
 
@@ -120,10 +122,12 @@ def test_each_round_of_a_replan_keys_its_attempts_by_its_number(
     async def main() -> list[Any]:
         supervisor = Supervisor(key_of, max_workers=2)
         if not journaled:
-            answer = await supervisor.replan(TASK, TwoRounds(), run_id="plan")
+            answer = await supervisor.replan(TASK, TwoRounds(), durable=Durable("plan"))
         else:
             with Journal(tmp_path / "journal.db", writer="inline") as journal:
-                answer = await supervisor.replan(TASK, TwoRounds(), journal=journal, run_id="plan")
+                answer = await supervisor.replan(
+                    TASK, TwoRounds(), durable=Durable("plan", journal)
+                )
         return [entry.result.output for entry in answer.ledger.entries]
 
     keys = virtual(main)

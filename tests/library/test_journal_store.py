@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from trio_supervisor import Hedge, Journal, Status, SubResult, Supervisor, approval
+from trio_supervisor import Durable, Hedge, Journal, Status, SubResult, Supervisor, approval
 from trio_supervisor.journal import main as journal_main
 
 NAME = os.fsdecode(b"caf\xe9.txt")  # a file name that is not UTF-8: a lone surrogate
@@ -43,8 +43,8 @@ def test_an_output_and_an_error_holding_a_lone_surrogate_are_kept_and_come_back_
     async def main() -> tuple[Any, Any, Any]:
         with Journal(tmp_path / "runs.db", keep_failed=True) as journal:
             supervisor = Supervisor(worker, max_workers=2)
-            first = await supervisor.run([0, 1, 2, 3], journal=journal, run_id="r")
-            again = await supervisor.run([0, 1, 2, 3], journal=journal, run_id="r")
+            first = await supervisor.run([0, 1, 2, 3], durable=Durable("r", journal))
+            again = await supervisor.run([0, 1, 2, 3], durable=Durable("r", journal))
             kept = journal.results("r")
         return first, again, kept
 
@@ -84,9 +84,9 @@ def test_a_codec_giving_what_sqlite_cannot_hold_fails_by_its_slot_and_the_journa
         with Journal(tmp_path / "runs.db", codec=Raw()) as journal:
             supervisor = Supervisor(worker, max_workers=1)
             with pytest.raises(TypeError) as caught:
-                await supervisor.run([0, 1, 2, 3], journal=journal, run_id="r")
+                await supervisor.run([0, 1, 2, 3], durable=Durable("r", journal))
             assert f"slot 2's output, {said}" in str(caught.value)
-            done = await supervisor.run([0, 1], journal=journal, run_id="next")
+            done = await supervisor.run([0, 1], durable=Durable("next", journal))
             assert [r.output for r in done] == ["out 0", "out 1"]  # the journal is open
             return [r.output for r in journal.results("r")]
 
@@ -118,7 +118,7 @@ def test_a_run_id_sqlite_cannot_hold_is_refused_before_any_work(tmp_path: Path) 
             Journal(tmp_path / "runs.db") as journal,
             pytest.raises(ValueError, match="run_id must be text SQLite holds"),
         ):
-            await Supervisor(files, max_workers=1).run([0], journal=journal, run_id=NAME)
+            await Supervisor(files, max_workers=1).run([0], durable=Durable(NAME, journal))
 
     virtual(main)
 
@@ -135,8 +135,8 @@ def test_a_hedged_slot_comes_back_from_the_journal_with_its_hedges(tmp_path: Pat
     async def main() -> tuple[Any, Any]:
         with Journal(tmp_path / "runs.db") as journal:
             supervisor = Supervisor(agent, max_workers=20, hedge=Hedge(after=2.0))
-            first = await supervisor.run(range(10), journal=journal, run_id="h")
-            again = await supervisor.run(range(10), journal=journal, run_id="h")
+            first = await supervisor.run(range(10), durable=Durable("h", journal))
+            again = await supervisor.run(range(10), durable=Durable("h", journal))
         return first, again
 
     first, again = virtual(main)
@@ -163,7 +163,7 @@ def test_a_hedged_slot_of_a_lazy_stream_comes_back_from_the_journal_as_it_was(
             supervisor = Supervisor(agent, max_workers=20, hedge=Hedge(after=2.0))
             runs = []
             for _ in range(2):
-                async with supervisor.stream(iter(range(10)), journal=journal, run_id="s") as out:
+                async with supervisor.stream(iter(range(10)), durable=Durable("s", journal)) as out:
                     runs.append([result async for result in out])
         return runs[0], runs[1]
 
@@ -258,7 +258,7 @@ def parked(path: Path, writer: str = "thread") -> None:
     async def main() -> None:
         with Journal(path, writer=writer) as journal:
             done = await Supervisor(parks, max_workers=2).run(
-                ["7", "8"], journal=journal, run_id="r"
+                ["7", "8"], durable=Durable("r", journal)
             )
         assert [r.status for r in done] == [Status.AWAITING_APPROVAL] * 2
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import trio_supervisor
 from tests.library.scripted_worker import PATHS, Behaviour, Script, ok
 from tests.library.virtual_time import exact_latencies, run_virtual
-from trio_supervisor import Backoff, Status, Supervisor
+from trio_supervisor import Backoff, Retry, Status, Supervisor
 
 if TYPE_CHECKING:  # at run time they are looked up when used: a missing one fails its test only
     from trio_supervisor import Capacity
@@ -236,8 +236,7 @@ async def test_every_attempt_waits_on_every_meter_and_releases_it_after(
     supervisor = Supervisor(
         worker,
         max_workers=3,
-        attempts=2,
-        backoff=Backoff(0, 0),
+        retry=Retry(attempts=2, backoff=Backoff(0, 0)),
         meters=[first, second],
         **PATHS[path],
     )
@@ -265,9 +264,7 @@ async def test_a_slot_waiting_to_retry_lets_another_take_its_meter(autojump_cloc
     supervisor = Supervisor(
         script,
         max_workers=2,
-        attempts=2,
-        backoff=Backoff(4, 4, 1),
-        seed=0,
+        retry=Retry(attempts=2, backoff=Backoff(4, 4, 1), seed=0),
         meters=[capacity(1)],
     )
     aggregate = await supervisor.run(range(2))
@@ -285,9 +282,7 @@ async def test_a_slot_waiting_to_retry_holds_no_meter(autojump_clock: Any, path:
     supervisor = Supervisor(
         script,
         max_workers=1,
-        attempts=2,
-        backoff=Backoff(4, 4, 1),
-        seed=0,  # a wait of about 3 s
+        retry=Retry(attempts=2, backoff=Backoff(4, 4, 1), seed=0),  # a wait of about 3 s
         meters=[recording],
         **PATHS[path],
     )

@@ -24,10 +24,12 @@ from trio_supervisor import (
     Backoff,
     Batch,
     Done,
+    Durable,
     Hedge,
     Journal,
     Ledger,
     Restarts,
+    Retry,
     Status,
     Supervisor,
     Trace,
@@ -119,9 +121,7 @@ async def test_a_run_is_a_span_with_a_slot_span_per_slot_and_an_attempt_span_per
     supervisor = Supervisor(
         worker,
         max_workers=2,
-        attempts=2,
-        backoff=Backoff(initial=2, maximum=2),
-        seed=1,
+        retry=Retry(attempts=2, backoff=Backoff(initial=2, maximum=2), seed=1),
         spans=recorded.spans,
     )
     aggregate = await supervisor.run([0, 1, 2])
@@ -321,8 +321,7 @@ async def test_a_run_cancelled_from_outside_ends_every_span_in_error(
     supervisor = Supervisor(
         wait,
         max_workers=2,
-        attempts=3,
-        backoff=Backoff(initial=10, maximum=10),
+        retry=Retry(attempts=3, backoff=Backoff(initial=10, maximum=10)),
         spans=recorded.spans,
     )
     with trio.move_on_after(2):
@@ -345,9 +344,7 @@ async def test_a_failed_slot_that_retries_while_the_run_is_cut_ends_cancelled(
     supervisor = Supervisor(
         fail,
         max_workers=1,
-        attempts=3,
-        backoff=Backoff(initial=10, maximum=10),
-        seed=3,
+        retry=Retry(attempts=3, backoff=Backoff(initial=10, maximum=10), seed=3),
         spans=recorded.spans,
     )
     aggregate = await supervisor.run([1], deadline=1.5)
@@ -373,7 +370,7 @@ async def test_a_restarted_slot_gets_a_new_span_marked_restart(
 
     restarts = Restarts(max_restarts=3, within=60, strategy="one_for_all")
     supervisor = Supervisor(
-        worker, max_workers=2, attempts=2, restarts=restarts, spans=recorded.spans
+        worker, max_workers=2, retry=Retry(attempts=2), restarts=restarts, spans=recorded.spans
     )
     aggregate = await supervisor.run(["a", "b"])
     assert [result.output for result in aggregate] == ["a", "b"]
@@ -453,7 +450,7 @@ async def test_a_failed_request_is_an_error_span_and_the_key_is_in_no_attribute(
 
     async with agent(refuse) as worker:
         supervisor = Supervisor(
-            worker, max_workers=2, attempts=2, retry_on=TRANSIENT, spans=recorded.spans
+            worker, max_workers=2, retry=Retry(attempts=2, on=TRANSIENT), spans=recorded.spans
         )
         aggregate = await supervisor.run(["retry", "no"])
     assert not any(result.ok for result in aggregate)
@@ -572,9 +569,9 @@ async def test_a_resumed_run_marks_the_slots_it_took_from_the_journal(
 
     supervisor = Supervisor(once_failing, max_workers=2, spans=recorded.spans)
     with Journal(tmp_path / "runs.db") as journal:
-        await supervisor.run([1, 2], journal=journal, run_id="r")
+        await supervisor.run([1, 2], durable=Durable("r", journal))
         recorded.exporter.clear()
-        aggregate = await supervisor.run([1, 2], journal=journal, run_id="r")
+        aggregate = await supervisor.run([1, 2], durable=Durable("r", journal))
     assert [result.output for result in aggregate] == [1, 2]
     slots = sorted(recorded.named("slot"), key=lambda s: attrs(s)[SLOT_KEY])
     assert [attrs(s).get("trio_supervisor.journaled", False) for s in slots] == [True, False]

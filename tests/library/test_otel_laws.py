@@ -22,7 +22,7 @@ from opentelemetry.trace import StatusCode
 from tests.library.scripted_worker import PATHS
 from tests.library.test_hedge_laws import Scenario, policy, scenarios
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Backoff, Status, Supervisor, Trace
+from trio_supervisor import Backoff, Retry, Status, Supervisor, Trace
 from trio_supervisor.otel import Spans
 
 SLOT = "trio_supervisor.slot"
@@ -67,8 +67,7 @@ def recorded_run(
         supervisor = Supervisor(
             worker,
             max_workers=scenario.max_workers,
-            attempts=scenario.attempts,
-            backoff=Backoff(initial=0, maximum=0),
+            retry=Retry(attempts=scenario.attempts, backoff=Backoff(initial=0, maximum=0)),
             timeout=scenario.timeout,
             hedge=policy(scenario),
             spans=spans,

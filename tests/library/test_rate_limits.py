@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Adaptive, Backoff, RateLimit, Status, Supervisor
+from trio_supervisor import Adaptive, Backoff, RateLimit, Retry, Status, Supervisor
 
 
 class Busy(Exception):
@@ -50,9 +50,9 @@ def test_a_retry_never_starts_sooner_than_the_server_asked(
         sup = Supervisor(
             worker,
             max_workers=4,  # a place for each: a retry whose wait is over starts at once
-            attempts=len(asked) + 1,
-            backoff=Backoff(initial, max(initial, 1.0)),
-            seed=seed,
+            retry=Retry(
+                attempts=len(asked) + 1, backoff=Backoff(initial, max(initial, 1.0)), seed=seed
+            ),
         )
         aggregate = await sup.run(["a", "b", "c", "d"])
         assert all(result.ok for result in aggregate)
@@ -74,7 +74,7 @@ async def test_a_wait_past_the_deadline_ends_the_slot_at_once(
         raise Busy(30.0)
 
     start = trio.current_time()
-    sup = Supervisor(worker, max_workers=1, attempts=3)
+    sup = Supervisor(worker, max_workers=1, retry=Retry(attempts=3))
     aggregate = await sup.run(["a"], deadline=10)
     (result,) = aggregate.results
     assert result.status is Status.FAILED
@@ -98,7 +98,9 @@ async def test_a_wait_within_the_deadline_is_slept(autojump_clock: trio.testing.
         return subtask
 
     start = trio.current_time()
-    aggregate = await Supervisor(worker, max_workers=1, attempts=2).run(["a"], deadline=10)
+    aggregate = await Supervisor(worker, max_workers=1, retry=Retry(attempts=2)).run(
+        ["a"], deadline=10
+    )
     assert aggregate.results[0].ok
     assert tries == [start, start + 4]
 
@@ -109,7 +111,7 @@ async def test_a_stream_inside_a_cancel_scope_ends_the_slot_rather_than_outwait_
     async def worker(subtask: str) -> str:
         raise Busy(60.0)
 
-    sup = Supervisor(worker, max_workers=1, attempts=5)
+    sup = Supervisor(worker, max_workers=1, retry=Retry(attempts=5))
     with trio.move_on_after(5):
         async with sup.stream(["a"]) as results:
             got = [result async for result in results]
@@ -167,7 +169,10 @@ def test_no_window_holds_more_starts_than_burst_plus_rate_times_its_length(
         async with trio.open_nursery() as nursery:
             for k in range(supervisors):
                 sup = Supervisor(
-                    worker, max_workers=8, attempts=2, backoff=Backoff(0, 0), meters=[limit]
+                    worker,
+                    max_workers=8,
+                    retry=Retry(attempts=2, backoff=Backoff(0, 0)),
+                    meters=[limit],
                 )
                 nursery.start_soon(sup.run, plan[k::supervisors])
 
@@ -332,7 +337,10 @@ def test_the_adaptive_limit_stays_between_floor_and_ceiling_and_accounts_for_eve
 
     async def main() -> None:
         sup = Supervisor(
-            endpoint, max_workers=ceiling, attempts=1000, backoff=Backoff(0, 0), meters=[adaptive]
+            endpoint,
+            max_workers=ceiling,
+            retry=Retry(attempts=1000, backoff=Backoff(0, 0)),
+            meters=[adaptive],
         )
         aggregate = await sup.run(range(n))
         assert [r.subtask for r in aggregate] == list(range(n))
@@ -356,7 +364,10 @@ async def test_the_adaptive_limit_shrinks_under_429s_and_recovers_after(
             await trio.sleep(0.05)
 
     sup = Supervisor(
-        endpoint, max_workers=32, attempts=100, backoff=Backoff(0, 0), meters=[adaptive]
+        endpoint,
+        max_workers=32,
+        retry=Retry(attempts=100, backoff=Backoff(0, 0)),
+        meters=[adaptive],
     )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch)
@@ -446,7 +457,9 @@ def follow(adaptive: Adaptive) -> list[tuple[bool, int]]:
 
 async def run_bounded(adaptive: Adaptive, capacity: int, n: int) -> Bounded:
     endpoint = Bounded(capacity)
-    sup = Supervisor(endpoint, max_workers=adaptive.ceiling, attempts=1000, meters=[adaptive])
+    sup = Supervisor(
+        endpoint, max_workers=adaptive.ceiling, retry=Retry(attempts=1000), meters=[adaptive]
+    )
     aggregate = await sup.run(range(n))
     assert aggregate.succeeded == n
     return endpoint
@@ -543,7 +556,9 @@ async def test_a_slot_waiting_out_retry_after_holds_no_adaptive_place(
         return i
 
     begin = trio.current_time()
-    aggregate = await Supervisor(worker, max_workers=2, attempts=2, meters=[adaptive]).run([0, 1])
+    aggregate = await Supervisor(
+        worker, max_workers=2, retry=Retry(attempts=2), meters=[adaptive]
+    ).run([0, 1])
     assert aggregate.succeeded == 2
     assert {i: [t - begin for t in times] for i, times in starts.items()} == {
         0: [0.0, 6.0],

@@ -21,6 +21,7 @@ from trio_supervisor import (
     Done,
     Entry,
     Ledger,
+    ReplanLimits,
     Round,
     Status,
     SubResult,
@@ -77,7 +78,7 @@ async def test_one_round_allowed_the_same_task_ends_degraded_with_an_answer(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     supervisor = Supervisor(research_agent(), max_workers=4)
-    answer = await supervisor.replan(TASK, research_planner(), max_rounds=1)
+    answer = await supervisor.replan(TASK, research_planner(), limits=ReplanLimits(max_rounds=1))
     assert len(answer.ledger.rounds) == 1
     assert (answer.ended_by, answer.degraded) == ("max_rounds", True)
     assert answer.reason == "max_rounds (1) reached, the planner wanted more"
@@ -171,7 +172,9 @@ def test_a_planner_that_raises_or_returns_garbage_is_a_recorded_stall_named_in_t
     decision: Any, said: str
 ) -> None:
     supervisor = Supervisor(SimulatedAgent(0), max_workers=2)
-    replan = functools.partial(supervisor.replan, "t", Failing(decision), max_stalls=1)
+    replan = functools.partial(
+        supervisor.replan, "t", Failing(decision), limits=ReplanLimits(max_stalls=1)
+    )
     answer = run_virtual(replan)
     rounds = answer.ledger.rounds
     # stalls counted 0, 1, 2 (a fresh plan), 1, 2 (a fresh plan), 1, 2 (no fresh plan left)
@@ -272,10 +275,12 @@ def test_a_failure_is_settled_by_a_successful_replacement_even_down_a_chain() ->
 @pytest.mark.parametrize(
     ("options", "error", "message"),
     [
-        ({"max_rounds": 0}, ValueError, "max_rounds must be >= 1, got 0"),
-        ({"max_subtasks": 0}, ValueError, "max_subtasks must be >= 1, got 0"),
-        ({"max_stalls": -1}, ValueError, "max_stalls must be >= 0, got -1"),
-        ({"max_resets": 1.5}, TypeError, "max_resets must be an int >= 0, got float 1.5"),
+        (
+            {"limits": 3},
+            TypeError,
+            "limits must be a ReplanLimits (ReplanLimits(max_rounds=..., max_subtasks=..., "
+            "max_stalls=..., max_resets=...)), got int 3",
+        ),
         ({"deadline": 0}, ValueError, "deadline must be a positive number, got 0"),
         ({"task": ["a"]}, TypeError, "task must be a str (what the planner reads), got list"),
         (
@@ -304,6 +309,26 @@ async def test_bad_options_are_refused_before_the_planner_is_asked(
     with pytest.raises(error, match="^" + re.escape(message)):
         await supervisor.replan(given.pop("task"), given.pop("planner"), **given)
     assert asked == []
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"max_rounds": 0}, ValueError, "ReplanLimits max_rounds must be >= 1, got 0"),
+        ({"max_subtasks": 0}, ValueError, "ReplanLimits max_subtasks must be >= 1, got 0"),
+        ({"max_stalls": -1}, ValueError, "ReplanLimits max_stalls must be >= 0, got -1"),
+        (
+            {"max_resets": 1.5},
+            TypeError,
+            "ReplanLimits max_resets must be an int >= 0, got float 1.5",
+        ),
+    ],
+)
+def test_bad_limits_are_refused_when_made(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match="^" + re.escape(message) + "$"):
+        ReplanLimits(**options)
 
 
 def test_a_batch_and_a_scripted_planner_refuse_a_str_where_subtasks_go() -> None:
@@ -348,9 +373,7 @@ def test_a_chain_of_ten_thousand_reroutes_ends_with_an_answer() -> None:
         supervisor.replan,
         "t",
         Rerouting(rounds),
-        max_rounds=rounds,
-        max_subtasks=rounds,
-        max_stalls=rounds,
+        limits=ReplanLimits(max_rounds=rounds, max_subtasks=rounds, max_stalls=rounds),
     )
     answer = run_virtual(replan)
     assert (answer.degraded, answer.ended_by) == (False, None)
@@ -419,13 +442,7 @@ def test_replan_runs_with_anything_that_runs_a_batch_and_imports_no_supervisor()
     assert not imported & {"_supervisor", "_run"}
 
 
-BUDGETS: dict[str, Any] = {
-    "max_rounds": 10,
-    "max_subtasks": 100,
-    "max_stalls": 3,
-    "max_resets": 2,
-    "deadline": None,
-}
+BUDGETS: dict[str, Any] = {"limits": ReplanLimits(), "deadline": None}
 
 
 def test_a_ledger_records_the_next_round_or_the_latest_again_and_refuses_the_rest() -> None:

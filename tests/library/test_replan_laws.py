@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Answer, Batch, Done, Ledger, Supervisor
+from trio_supervisor import Answer, Batch, Done, Ledger, ReplanLimits, Supervisor
 
 
 class PlannerBroke(Exception):
@@ -194,10 +194,12 @@ def test_a_replanning_run_ends_within_its_budgets_with_an_answer_and_a_whole_led
         answer = await supervisor.replan(
             "the task",
             planner,
-            max_rounds=max_rounds,
-            max_subtasks=max_subtasks,
-            max_stalls=max_stalls,
-            max_resets=max_resets,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
             deadline=deadline,
         )
         return answer, trio.current_time() - start
@@ -254,7 +256,9 @@ def test_past_max_stalls_and_max_resets_the_run_ends_by_max_stalls_naming_the_pl
 
     async def main() -> Answer[str, str]:
         return await supervisor.replan(
-            "t", planner, max_rounds=50, max_stalls=fresh_after, max_resets=max_resets
+            "t",
+            planner,
+            limits=ReplanLimits(max_rounds=50, max_stalls=fresh_after, max_resets=max_resets),
         )
 
     answer = run_virtual(main)
@@ -295,7 +299,9 @@ def test_progress_takes_one_off_the_stall_count_rather_than_clearing_it() -> Non
     # the fifth round (a count cleared by progress would stand at 2)
     planner = Sequenced([False, False, True, False, False, True])
     supervisor = Supervisor(Worker({}, set()), max_workers=2)
-    answer = run_virtual(functools.partial(supervisor.replan, "t", planner, max_stalls=2))
+    answer = run_virtual(
+        functools.partial(supervisor.replan, "t", planner, limits=ReplanLimits(max_stalls=2))
+    )
     assert planner.fresh == [5]
     assert [done.fresh for done in answer.ledger.rounds] == [False] * 5 + [True, False]
     assert answer.ended_by is None
@@ -304,7 +310,9 @@ def test_progress_takes_one_off_the_stall_count_rather_than_clearing_it() -> Non
 def test_a_batch_past_max_subtasks_is_dispatched_as_far_as_it_fits_and_ends_the_run() -> None:
     planner = RandomPlanner([Move("batch", 5), Move("batch", 1)])
     supervisor = Supervisor(Worker({}, set()), max_workers=2)
-    answer = run_virtual(functools.partial(supervisor.replan, "t", planner, max_subtasks=3))
+    answer = run_virtual(
+        functools.partial(supervisor.replan, "t", planner, limits=ReplanLimits(max_subtasks=3))
+    )
     assert [entry.subtask for entry in answer.ledger.entries] == ["t0", "t1", "t2"]
     assert planner.calls == [False]  # not asked again: its plan could not be followed
     assert answer.ended_by == "max_subtasks"

@@ -8,7 +8,7 @@ import pytest
 import trio
 from rich.console import Console
 
-from trio_supervisor import Status, Supervisor, Trace
+from trio_supervisor import ReplanLimits, Retry, Status, Supervisor, Trace
 from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
 from trio_supervisor.timeline import render_timeline, timeline_rows
 
@@ -21,7 +21,7 @@ async def test_the_trace_holds_one_slot_per_ledger_entry_round_after_round(
 ) -> None:
     agent = SimulatedAgent(0, fail={"reviews"}, flaky={"pricing": 1})
     trace = Trace()
-    supervisor: Supervisor[str, str] = Supervisor(agent, max_workers=2, attempts=2)
+    supervisor: Supervisor[str, str] = Supervisor(agent, max_workers=2, retry=Retry(attempts=2))
     answer = await supervisor.replan(TASK, RULES, trace=trace)
     entries = answer.ledger.entries
     assert [slot.subtask for slot in trace.slots] == [entry.subtask for entry in entries]
@@ -40,7 +40,9 @@ async def test_a_subtask_asked_again_in_a_later_round_gets_a_slot_of_its_own(
     agent = SimulatedAgent(0, flaky={"b": 1})  # b fails once: the fresh plan asks it again
     trace = Trace()
     supervisor: Supervisor[str, str] = Supervisor(agent, max_workers=2)
-    answer = await supervisor.replan("a; b", ScriptedPlanner(), max_stalls=0, trace=trace)
+    answer = await supervisor.replan(
+        "a; b", ScriptedPlanner(), limits=ReplanLimits(max_stalls=0), trace=trace
+    )
     assert [slot.subtask for slot in trace.slots] == ["a", "b", "b"]
     assert [slot.status for slot in trace.slots] == [Status.OK, Status.FAILED, Status.OK]
     assert not answer.degraded
@@ -60,7 +62,9 @@ async def test_a_child_run_nests_under_the_slot_whose_attempt_made_it(
         return "found"
 
     supervisor: Supervisor[str, str] = Supervisor(company, max_workers=2)
-    await supervisor.replan("a; b", ScriptedPlanner(), max_stalls=0, trace=trace)
+    await supervisor.replan(
+        "a; b", ScriptedPlanner(), limits=ReplanLimits(max_stalls=0), trace=trace
+    )
     assert [slot.subtask for slot in trace.slots] == ["a", "b", "b"]
     children = [slot.child for slot in trace.slots]
     assert all(child is not None for child in children)

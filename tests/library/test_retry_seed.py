@@ -19,7 +19,7 @@ from trio._core import _run as trio_run
 
 from tests.library.scripted_worker import PATHS, Behaviour, Script
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Backoff, Restarts, Supervisor, Trace
+from trio_supervisor import Backoff, Restarts, Retry, Supervisor, Trace
 
 FLAKY = [Behaviour(1 + slot % 3, ("fail", "fail", "ok")) for slot in range(12)]
 """Twelve slots failing twice each; latencies 1 to 3 /32 s, so slots tie from the first instant
@@ -56,7 +56,10 @@ def whole_run(
     script = Script(behaviours)
     plan = range(len(behaviours))
     supervisor = Supervisor(
-        script, max_workers=workers, attempts=3, backoff=backoff, seed=seed, **PATHS[path]
+        script,
+        max_workers=workers,
+        retry=Retry(attempts=3, backoff=backoff, seed=seed),
+        **PATHS[path],
     )
 
     async def main() -> tuple[list[Any], list[Any]]:
@@ -81,7 +84,10 @@ def flaky_run(seed: int | random.Random | None, path: str = "lanes") -> tuple[li
     trace, in virtual seconds from the start."""
     script = Script(FLAKY)
     supervisor = Supervisor(
-        script, max_workers=4, attempts=3, backoff=Backoff(0.25, 4.0), seed=seed, **PATHS[path]
+        script,
+        max_workers=4,
+        retry=Retry(attempts=3, backoff=Backoff(0.25, 4.0), seed=seed),
+        **PATHS[path],
     )
 
     async def main() -> list[Any]:
@@ -163,7 +169,7 @@ def bounded_run(
     """Every call of the worker, and every slot's result, of a run without waits."""
     script = Script(behaviours)
     supervisor = Supervisor(
-        script, max_workers=workers, attempts=3, backoff=NO_WAIT, seed=0, **options
+        script, max_workers=workers, retry=Retry(attempts=3, backoff=NO_WAIT, seed=0), **options
     )
 
     async def main() -> list[Any]:
@@ -201,8 +207,10 @@ def test_a_given_generator_gives_the_run_its_seed_gives() -> None:
 
 @pytest.mark.parametrize("seed", [1.5, "1", True])
 def test_a_seed_of_another_kind_is_refused(seed: object) -> None:
-    with pytest.raises(TypeError, match=r"^seed must be an int, a random.Random or None, got "):
-        Supervisor(Script(FLAKY), max_workers=1, seed=seed)  # type: ignore[arg-type]
+    with pytest.raises(
+        TypeError, match=r"^Retry seed must be an int, a random.Random or None, got "
+    ):
+        Retry(seed=seed)  # type: ignore[arg-type]
 
 
 def test_the_process_wide_random_state_changes_nothing() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tests.library.scripted_worker import PATHS, odd_128ths
 from tests.library.virtual_time import list_schedule, run_virtual
-from trio_supervisor import Aggregate, Status, SubResult, Supervisor
+from trio_supervisor import Aggregate, Retry, Status, SubResult, Supervisor
 
 
 @settings(max_examples=80, deadline=None)
@@ -138,7 +138,7 @@ async def test_a_workers_nursery_failing_under_a_timeout_is_retried_as_a_timeout
     autojump_clock: Any, path: str
 ) -> None:
     supervisor = Supervisor(
-        fails_while_cancelled, max_workers=1, timeout=0.5, attempts=3, **PATHS[path]
+        fails_while_cancelled, max_workers=1, timeout=0.5, retry=Retry(attempts=3), **PATHS[path]
     )
     aggregate = await supervisor.run(["x"])
     assert [(r.status, r.attempts) for r in aggregate] == [(Status.TIMED_OUT, 3)]

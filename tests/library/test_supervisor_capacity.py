@@ -82,7 +82,7 @@ def test_supervisors_sharing_a_capacity_run_at_most_its_limit_together(
         async with trio.open_nursery() as nursery:
             for index, k in enumerate(ks):
                 supervisor: Supervisor[object, object] = Supervisor(
-                    spy, max_workers=k, capacity=shared
+                    spy, max_workers=k, meters=[shared]
                 )
                 nursery.start_soon(supervisor.run, [(index, slot) for slot in range(size)])
         assert shared.in_use == 0
@@ -137,26 +137,6 @@ async def test_a_cancelled_run_gives_its_places_back(autojump_clock: object) -> 
     assert aggregate.results[0].started == 1.0
 
 
-def test_capacity_must_be_a_capacity() -> None:
-    with pytest.raises(TypeError, match=r"^capacity must be a Capacity or None, got int$"):
-        Supervisor(Spy(), max_workers=1, capacity=3)  # type: ignore[arg-type]
-
-
-def test_a_capacity_is_not_also_a_meter() -> None:
-    shared = Capacity(2)
-    with pytest.raises(ValueError, match=r"^this Capacity is both the capacity and one of the"):
-        Supervisor(Spy(), max_workers=1, capacity=shared, meters=[shared])
-
-
-def test_the_capacity_is_read_only_and_shown() -> None:
-    shared = Capacity(2)
-    supervisor = Supervisor(Spy(), max_workers=1, capacity=shared)
-    assert supervisor.capacity is shared
-    assert ", capacity=Capacity(limit=2, in_use=0, waiting=0)," in repr(supervisor)
-    with pytest.raises(AttributeError, match=r"^capacity is fixed when a Supervisor is made"):
-        supervisor.capacity = None  # type: ignore[misc]
-
-
 async def test_an_idle_stream_holds_no_place(autojump_clock: object) -> None:
     """A stream whose input has nothing yet gives its worker's place back while it waits, so a
     run of the same supervisor is not held up by it."""
@@ -192,11 +172,11 @@ def test_restarting_runs_share_the_bound_with_every_other_run(
     async def main() -> int:
         spy = Spy()
         shared = Capacity(k)
-        plain: Supervisor[object, object] = Supervisor(spy, max_workers=k, capacity=shared)
+        plain: Supervisor[object, object] = Supervisor(spy, max_workers=k, meters=[shared])
         restarting: Supervisor[object, object] = Supervisor(
             spy,
             max_workers=k,
-            capacity=shared,
+            meters=[shared],
             restarts=Restarts(strategy=strategy),  # type: ignore[arg-type]
         )
         async with trio.open_nursery() as nursery:
@@ -212,8 +192,8 @@ def test_restarting_runs_share_the_bound_with_every_other_run(
 async def test_an_idle_stream_holds_no_place_of_a_shared_capacity(autojump_clock: object) -> None:
     spy = Spy()
     shared = Capacity(1)
-    streaming: Supervisor[object, object] = Supervisor(spy, max_workers=1, capacity=shared)
-    running: Supervisor[object, object] = Supervisor(spy, max_workers=1, capacity=shared)
+    streaming: Supervisor[object, object] = Supervisor(spy, max_workers=1, meters=[shared])
+    running: Supervisor[object, object] = Supervisor(spy, max_workers=1, meters=[shared])
 
     async def feed() -> AsyncIterator[str]:
         yield "first"
@@ -233,12 +213,11 @@ async def test_an_idle_stream_holds_no_place_of_a_shared_capacity(autojump_clock
 async def test_a_lowered_shared_capacity_starts_no_worker_until_fewer_than_its_limit_run(
     autojump_clock: object,
 ) -> None:
-    """A ``Capacity`` given as ``capacity=`` whose limit goes from 6 to 2 while a run goes on:
-    the six workers running finish their slots, and from then on at most two run at once, as
-    with the same Capacity in ``meters=``."""
+    """A shared ``Capacity`` among the meters whose limit goes from 6 to 2 while a run goes on:
+    the six attempts running finish, and from then on at most two run at once."""
     shared = Capacity(6)
     script = Script([ok(32)] * 24)  # 1 s each
-    supervisor = Supervisor(script, max_workers=6, capacity=shared)
+    supervisor = Supervisor(script, max_workers=6, meters=[shared])
 
     async def lower() -> None:
         await trio.sleep(0.5)
@@ -285,11 +264,11 @@ async def test_a_run_whose_slots_are_done_returns_at_once_beside_a_long_run(
 async def test_a_run_gives_a_full_shared_capacity_to_an_attempt_that_waits_for_it_as_a_meter(
     autojump_clock: object,
 ) -> None:
-    # the waiter is no lane of a supervisor's: the run's lane sees it only by asking the limiter
+    # each attempt takes the place in turn: the waiter gets it when the run's first attempt ends
     shared = Capacity(1)
     spy = Spy(latency=1.0)
     metered: Supervisor[object, object] = Supervisor(spy, max_workers=1, meters=[shared])
-    holding: Supervisor[object, object] = Supervisor(spy, max_workers=1, capacity=shared)
+    holding: Supervisor[object, object] = Supervisor(spy, max_workers=1, meters=[shared])
     async with trio.open_nursery() as nursery:
         nursery.start_soon(holding.run, list(range(5)))
         await trio.sleep(0.5)  # the run holds the one place, in its first slot

@@ -17,7 +17,7 @@ from tests.library.scripted_worker import (
     odd_128ths,
 )
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Aggregate, Backoff, Status, Supervisor, Trace
+from trio_supervisor import Aggregate, Backoff, Retry, Status, Supervisor, Trace
 from trio_supervisor._retry import RetryOn
 from trio_supervisor.testing import SubAgentError
 
@@ -98,9 +98,11 @@ def test_no_subtask_is_lost_or_counted_twice(run: dict[str, object]) -> None:
         script,
         max_workers=run["k"],  # type: ignore[arg-type]
         timeout=timeout,
-        attempts=attempts,
-        retry_on=RETRY_ON[retry][0],
-        backoff=Backoff(initial=run["initial"], maximum=1.0),  # type: ignore[arg-type]
+        retry=Retry(
+            attempts=attempts,
+            on=RETRY_ON[retry][0],
+            backoff=Backoff(initial=run["initial"], maximum=1.0),  # type: ignore[arg-type]
+        ),
         **PATHS[path],
     )
     trace_box: list[Trace] = []

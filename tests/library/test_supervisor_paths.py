@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from tests.library.scripted_worker import PATHS, Behaviour, Script
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Adaptive, Backoff, Status, Supervisor, Trace
+from trio_supervisor import Adaptive, Backoff, Retry, Status, Supervisor, Trace
 
 NO_WAIT = Backoff(initial=0, maximum=0)
 
@@ -72,8 +72,7 @@ async def test_the_meters_that_observe_are_told_every_attempt(
     supervisor = Supervisor(
         Refusing(2, 0.25),
         max_workers=1,
-        attempts=3,
-        backoff=NO_WAIT,
+        retry=Retry(attempts=3, backoff=NO_WAIT),
         meters=[observing, adaptive],
         **PATHS[path],
     )
@@ -89,7 +88,7 @@ async def test_a_failed_attempts_span_keeps_its_error_and_the_wait_it_asked_for(
     path: str, autojump_clock: object
 ) -> None:
     supervisor = Supervisor(
-        Refusing(1, 0.25), max_workers=1, attempts=2, backoff=NO_WAIT, **PATHS[path]
+        Refusing(1, 0.25), max_workers=1, retry=Retry(attempts=2, backoff=NO_WAIT), **PATHS[path]
     )
     trace = Trace([0])
     await supervisor.run([0], trace=trace)
@@ -109,7 +108,7 @@ async def test_a_wait_past_the_deadline_fails_the_slot_at_once_saying_so(
     path: str, autojump_clock: object
 ) -> None:
     supervisor = Supervisor(
-        Refusing(1, 10.0), max_workers=1, attempts=3, backoff=NO_WAIT, **PATHS[path]
+        Refusing(1, 10.0), max_workers=1, retry=Retry(attempts=3, backoff=NO_WAIT), **PATHS[path]
     )
     aggregate = await supervisor.run([0], deadline=2.0)
     (result,) = aggregate.results
@@ -140,7 +139,10 @@ def test_a_retry_never_starts_sooner_than_the_server_asked(
     least that, and at most the longer of it and the backoff's bound."""
     backoff = Backoff(initial=initial, maximum=maximum)
     supervisor = Supervisor(
-        Refusing(2, asked), max_workers=1, attempts=3, backoff=backoff, seed=seed, **PATHS[path]
+        Refusing(2, asked),
+        max_workers=1,
+        retry=Retry(attempts=3, backoff=backoff, seed=seed),
+        **PATHS[path],
     )
 
     async def main() -> Trace:
@@ -183,8 +185,7 @@ async def test_a_timed_out_attempt_ends_timed_out_and_is_not_observed(
         Hanging(),
         max_workers=1,
         timeout=0.5,
-        attempts=2,
-        backoff=NO_WAIT,
+        retry=Retry(attempts=2, backoff=NO_WAIT),
         meters=[observing],
         **PATHS[path],
     )
@@ -228,7 +229,7 @@ async def test_a_slot_taken_by_several_restarts_waits_for_the_latest(
     slot 1, not rerun at t=3 from slot 1's stale state."""
     worker = Timed({0: 0.5, 1: 2.0, 2: 1.0}, {2: 2.0, 1: 10.0})
     supervisor = Supervisor(
-        worker, max_workers=3, attempts=2, backoff=NO_WAIT, **PATHS["rest_for_one"]
+        worker, max_workers=3, retry=Retry(attempts=2, backoff=NO_WAIT), **PATHS["rest_for_one"]
     )
     aggregate = await supervisor.run([0, 1, 2])
     assert all(result.ok for result in aggregate.results)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from lessons import step09_restart_intensity as step09
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Aggregate, Backoff, Restarts, Status, Strategy, Supervisor
+from trio_supervisor import Aggregate, Backoff, Restarts, Retry, Status, Strategy, Supervisor
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 
 NO_WAIT = Backoff(initial=0, maximum=0)
@@ -101,9 +101,8 @@ def test_the_library_and_step_8_agree_on_every_run_they_both_accept(
         library: Supervisor[str, str] = Supervisor(
             make(),
             max_workers=len(plan),
-            attempts=attempts,
+            retry=Retry(attempts=attempts, backoff=NO_WAIT),
             restarts=Restarts(max_restarts=restarts, within=period),
-            backoff=NO_WAIT,
             timeout=timeout,
         )
         return course, await library.run(task, deadline=100.0)
@@ -182,9 +181,8 @@ def test_every_result_is_newer_than_every_restart_that_takes_its_slot(
         supervisor: Supervisor[int, int] = Supervisor(
             worker,
             max_workers=workers,
-            attempts=3,
+            retry=Retry(attempts=3, backoff=NO_WAIT),
             restarts=Restarts(strategy=strategy),
-            backoff=NO_WAIT,
         )
         return await supervisor.run(range(size))
 
@@ -212,7 +210,10 @@ async def test_a_restart_takes_the_slots_its_strategy_names(
 ) -> None:
     worker = Calls({0: 1.0, 1: 0.5, 2: 1.0, 3: 1.0}, {1: 1})
     supervisor: Supervisor[int, int] = Supervisor(
-        worker, max_workers=3, attempts=2, restarts=Restarts(strategy=strategy), backoff=NO_WAIT
+        worker,
+        max_workers=3,
+        retry=Retry(attempts=2, backoff=NO_WAIT),
+        restarts=Restarts(strategy=strategy),
     )
     aggregate = await supervisor.run(range(4))
     assert [result.attempts for result in aggregate.results] == calls
@@ -228,9 +229,8 @@ async def test_a_slot_restarted_for_a_sibling_is_not_charged_an_attempt(
     supervisor: Supervisor[int, int] = Supervisor(
         worker,
         max_workers=2,
-        attempts=2,
+        retry=Retry(attempts=2, backoff=NO_WAIT),
         restarts=Restarts(strategy="one_for_all"),
-        backoff=NO_WAIT,
     )
     aggregate = await supervisor.run(range(2))
     assert [result.ok for result in aggregate.results] == [True, True]
@@ -244,9 +244,8 @@ async def test_past_its_intensity_the_run_gives_up_and_fails_every_unfinished_sl
     supervisor: Supervisor[str, str] = Supervisor(
         agent,
         max_workers=5,
-        attempts=4,
+        retry=Retry(attempts=4, backoff=NO_WAIT),
         restarts=Restarts(max_restarts=3, within=10.0),
-        backoff=NO_WAIT,
     )
     aggregate = await supervisor.run("a; b; c; d; e")
     assert aggregate.results[0].ok  # finished before: kept
@@ -301,10 +300,8 @@ def test_after_a_rest_for_one_restart_the_slots_taken_start_again_in_plan_order(
         supervisor: Supervisor[int, int] = Supervisor(
             worker,
             max_workers=workers,
-            attempts=2,
-            retry_on=Asks,
+            retry=Retry(attempts=2, on=Asks, backoff=NO_WAIT),
             restarts=Restarts(strategy="rest_for_one"),
-            backoff=NO_WAIT,
         )
         return await supervisor.run(range(len(first)))
 
@@ -321,9 +318,8 @@ async def test_a_deadline_cuts_a_restarting_run_short(autojump_clock: object) ->
     supervisor: Supervisor[str, str] = Supervisor(
         agent,
         max_workers=2,
-        attempts=100,
+        retry=Retry(attempts=100, backoff=NO_WAIT),
         restarts=Restarts(strategy="rest_for_one"),
-        backoff=NO_WAIT,
     )
     aggregate = await supervisor.run("a; b; c", deadline=1.0)
     assert [result.status for result in aggregate.results] == [Status.CANCELLED] * 3

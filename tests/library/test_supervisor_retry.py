@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.library.scripted_worker import PATHS, Behaviour, Script, latencies
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Aggregate, Backoff, Status, Supervisor, Trace
+from trio_supervisor import Aggregate, Backoff, Retry, Status, Supervisor, Trace
 from trio_supervisor.testing import SubAgentError
 
 backoffs = st.builds(
@@ -38,7 +38,7 @@ def test_a_worker_failing_k_times_succeeds_on_attempt_k_plus_1_within_the_backof
 ) -> None:
     script = Script([Behaviour(latency, ("fail",) * failures + ("ok",))])
     supervisor = Supervisor(
-        script, max_workers=1, attempts=attempts, backoff=backoff, **PATHS[path]
+        script, max_workers=1, retry=Retry(attempts=attempts, backoff=backoff), **PATHS[path]
     )
 
     async def main() -> Aggregate[int, str]:
@@ -71,7 +71,9 @@ def test_a_worker_failing_k_times_succeeds_on_attempt_k_plus_1_within_the_backof
 async def test_the_backoff_is_jittered_across_slots(autojump_clock: Any, path: str) -> None:
     script = Script([Behaviour(1, ("fail", "ok"))] * 20)
     backoff = Backoff(initial=1.0, maximum=1.0)
-    supervisor = Supervisor(script, max_workers=20, attempts=2, backoff=backoff, **PATHS[path])
+    supervisor = Supervisor(
+        script, max_workers=20, retry=Retry(attempts=2, backoff=backoff), **PATHS[path]
+    )
     await supervisor.run(range(20))
     waits = {spans[1][0] - spans[0][1] for spans in script.spans.values()}  # type: ignore[operator]
     assert len(waits) > 1, "every slot waited the same time: no jitter"
@@ -84,7 +86,9 @@ ON_EVERY_PATH = pytest.mark.parametrize("path", PATHS)
 @ON_EVERY_PATH
 async def test_an_exception_outside_retry_on_is_not_retried(autojump_clock: Any, path: str) -> None:
     script = Script([Behaviour(1, ("fail", "ok"))])
-    supervisor = Supervisor(script, max_workers=1, attempts=5, retry_on=KeyError, **PATHS[path])
+    supervisor = Supervisor(
+        script, max_workers=1, retry=Retry(attempts=5, on=KeyError), **PATHS[path]
+    )
     result = (await supervisor.run([0])).results[0]
     assert (result.status, result.attempts) == (Status.FAILED, 1)
     assert script.calls[0] == 1
@@ -97,7 +101,11 @@ async def test_a_timed_out_attempt_is_retried_as_a_too_slow_error(
     script = Script([Behaviour(4, ("hang", "ok"))])
     trace = Trace([0])
     supervisor = Supervisor(
-        script, max_workers=1, timeout=0.5, attempts=2, backoff=Backoff(initial=0), **PATHS[path]
+        script,
+        max_workers=1,
+        timeout=0.5,
+        retry=Retry(attempts=2, backoff=Backoff(initial=0)),
+        **PATHS[path],
     )
     start = trio.current_time()
     result = (await supervisor.run([0], trace=trace)).results[0]
@@ -110,7 +118,7 @@ async def test_a_timed_out_attempt_is_retried_as_a_too_slow_error(
 async def test_a_timeout_outside_retry_on_is_not_retried(autojump_clock: Any, path: str) -> None:
     script = Script([Behaviour(4, ("hang", "ok"))])
     supervisor = Supervisor(
-        script, max_workers=1, timeout=0.5, attempts=3, retry_on=SubAgentError, **PATHS[path]
+        script, max_workers=1, timeout=0.5, retry=Retry(attempts=3, on=SubAgentError), **PATHS[path]
     )
     result = (await supervisor.run([0])).results[0]
     assert (result.status, result.attempts) == (Status.TIMED_OUT, 1)
@@ -138,7 +146,7 @@ async def test_an_exception_group_is_retried_only_when_all_of_it_is_allowed(
         return subtask
 
     supervisor = Supervisor(
-        worker, max_workers=1, attempts=2, retry_on=SubAgentError, **PATHS[path]
+        worker, max_workers=1, retry=Retry(attempts=2, on=SubAgentError), **PATHS[path]
     )
     result = (await supervisor.run(["x"])).results[0]
     assert result.ok is retried
@@ -151,7 +159,10 @@ async def test_cancellation_during_a_backoff_wait_passes_through(
 ) -> None:
     script = Script([Behaviour(1, ("fail",))])
     supervisor = Supervisor(
-        script, max_workers=1, attempts=3, backoff=Backoff(8, 8, 1), seed=0, **PATHS[path]
+        script,
+        max_workers=1,
+        retry=Retry(attempts=3, backoff=Backoff(8, 8, 1), seed=0),
+        **PATHS[path],
     )
     # the first attempt fails at 1/32 s, then the slot waits up to 8 s (this seed: over 0.01 s)
     with trio.move_on_after(1 / 32 + 0.01) as scope:
@@ -168,7 +179,9 @@ async def test_a_waiting_retry_holds_no_place(autojump_clock: Any, path: str) ->
     again after it."""
     script = Script([Behaviour(1, ("fail", "ok")), Behaviour(1)])
     backoff = Backoff(initial=1.0, maximum=1.0, base=1.0)
-    supervisor = Supervisor(script, max_workers=1, attempts=2, backoff=backoff, **PATHS[path])
+    supervisor = Supervisor(
+        script, max_workers=1, retry=Retry(attempts=2, backoff=backoff), **PATHS[path]
+    )
     start = trio.current_time()
     first, second = (await supervisor.run([0, 1])).results
     assert (first.status, first.attempts, second.status, second.attempts) == (

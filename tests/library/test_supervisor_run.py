@@ -25,7 +25,7 @@ from tests.library.scripted_worker import (
     plain_behaviours,
 )
 from tests.library.virtual_time import list_schedule, run_virtual
-from trio_supervisor import Aggregate, Status, SubResult, Supervisor
+from trio_supervisor import Aggregate, Retry, Status, SubResult, Supervisor
 from trio_supervisor._contract import describe
 from trio_supervisor.testing import SimulatedAgent
 
@@ -187,7 +187,9 @@ async def test_keyboard_interrupt_and_system_exit_are_never_isolated_nor_retried
         return await script(subtask)
 
     with pytest.raises(exc_type) as raised_out:  # bare, not in an exception group
-        await Supervisor(worker, max_workers=3, attempts=attempts, **PATHS[path]).run(range(3))
+        await Supervisor(worker, max_workers=3, retry=Retry(attempts=attempts), **PATHS[path]).run(
+            range(3)
+        )
     assert type(raised_out.value) is exc_type
     assert script.cancelled == 2  # the siblings were cancelled, not left running
     assert raised == 1

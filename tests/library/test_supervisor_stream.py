@@ -22,7 +22,7 @@ from tests.library.scripted_worker import (
     plain_behaviours,
 )
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Status, SubResult, Supervisor, Trace
+from trio_supervisor import Retry, Status, SubResult, Supervisor, Trace
 
 
 async def collect(supervisor: Supervisor[Any, str], subtasks: Any, **options: Any) -> list[Any]:
@@ -262,7 +262,7 @@ async def test_a_str_is_decomposed_and_traced(autojump_clock: Any) -> None:
 
 async def test_retries_in_a_stream_count_every_attempt(autojump_clock: Any) -> None:
     script = Script([Behaviour(1, ("fail", "fail", "ok")), Behaviour(1, ("fail",)), ok(1)])
-    streamed = await collect(Supervisor(script, max_workers=2, attempts=3), range(3))
+    streamed = await collect(Supervisor(script, max_workers=2, retry=Retry(attempts=3)), range(3))
     assert [(result.status, result.attempts) for _, result in streamed] == [
         (Status.OK, 3),
         (Status.FAILED, 3),

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from tests.library.scripted_worker import PATHS, Behaviour, Script, fail, hang, latencies, ok
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Backoff, Status, Supervisor, Trace
+from trio_supervisor import Backoff, Retry, Status, Supervisor, Trace
 from trio_supervisor.timeline import render_timeline
 
 
@@ -51,8 +51,7 @@ def test_the_trace_records_exactly_the_worker_calls(
         script,
         max_workers=k,
         timeout=49 / 64,
-        attempts=attempts,
-        backoff=Backoff(0.25, 1),
+        retry=Retry(attempts=attempts, backoff=Backoff(0.25, 1)),
         **PATHS[path],
     )
 
@@ -101,9 +100,7 @@ async def test_a_traced_run_draws_its_timeline(autojump_clock: Any, path: str) -
         script,
         max_workers=2,
         timeout=1,
-        attempts=2,
-        backoff=Backoff(0, 0),
-        retry_on=KeyError,
+        retry=Retry(attempts=2, on=KeyError, backoff=Backoff(0, 0)),
         **PATHS[path],
     )
     aggregate = await supervisor.run(plan, trace=trace)

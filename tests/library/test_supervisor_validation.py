@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from tests.library.scripted_worker import Script, ok
-from trio_supervisor import Supervisor
+from trio_supervisor import Retry, Supervisor
 from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
 
 SCRIPT = Script([ok(1)])
@@ -37,26 +37,11 @@ class SyncCallable:
         ({"timeout": -1.5}, ValueError, r"timeout must be a positive number, got -1\.5"),
         ({"timeout": float("nan")}, ValueError, r"timeout must be a positive number, got nan"),
         ({"timeout": "1"}, TypeError, r"timeout must be a positive number, got str '1'"),
-        ({"attempts": 0}, ValueError, r"attempts must be >= 1, got 0"),
-        ({"attempts": 1.5}, TypeError, r"attempts must be an int >= 1, got float 1\.5"),
         (
-            {"retry_on": KeyboardInterrupt},
+            {"retry": 3},
             TypeError,
-            r"retry_on must be an Exception subclass or a tuple of them \(cancellation and "
-            r"KeyboardInterrupt are never retried\), got <class 'KeyboardInterrupt'>",
-        ),
-        (
-            {"retry_on": (ValueError, "KeyError")},
-            TypeError,
-            r"retry_on must be an Exception subclass or a tuple of them \(cancellation and "
-            r"KeyboardInterrupt are never retried\), got 'KeyError'",
-        ),
-        ({"backoff": 0.5}, TypeError, r"backoff must be a Backoff, got float"),
-        (
-            {"retry_on": ()},
-            ValueError,
-            r"retry_on must be an Exception subclass or a non-empty tuple of them, got \(\): "
-            r"give the classes to retry, or leave retry_on out to retry every Exception",
+            r"retry must be a Retry \(Retry\(attempts=\.\.\., on=\.\.\., backoff=\.\.\., "
+            r"seed=\.\.\.\)\), got int 3",
         ),
     ],
 )
@@ -65,6 +50,52 @@ def test_bad_options_are_refused_with_the_rule(
 ) -> None:
     with pytest.raises(error, match=f"^{message}$"):
         Supervisor(SCRIPT, **{"max_workers": 2, **options})
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        ({"attempts": 0}, ValueError, r"Retry attempts must be >= 1, got 0"),
+        ({"attempts": 1.5}, TypeError, r"Retry attempts must be an int >= 1, got float 1\.5"),
+        (
+            {"on": KeyboardInterrupt},
+            TypeError,
+            r"Retry on must be an Exception subclass or a tuple of them \(cancellation and "
+            r"KeyboardInterrupt are never retried\), got <class 'KeyboardInterrupt'>",
+        ),
+        (
+            {"on": (ValueError, "KeyError")},
+            TypeError,
+            r"Retry on must be an Exception subclass or a tuple of them \(cancellation and "
+            r"KeyboardInterrupt are never retried\), got 'KeyError'",
+        ),
+        ({"backoff": 0.5}, TypeError, r"Retry backoff must be a Backoff, got float 0\.5"),
+        (
+            {"on": ()},
+            ValueError,
+            r"Retry on must be an Exception subclass or a non-empty tuple of them, got \(\): "
+            r"give the classes to retry, or leave on= out to retry every Exception",
+        ),
+        (
+            {"seed": 1.5},
+            TypeError,
+            r"Retry seed must be an int, a random.Random or None, got float",
+        ),
+    ],
+)
+def test_a_bad_retry_is_refused_with_the_rule_when_made(
+    options: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=f"^{message}$"):
+        Retry(**options)
+
+
+def test_a_retry_keeps_its_exceptions_as_a_tuple_and_shows_them_by_name() -> None:
+    assert Retry(on=KeyError) == Retry(on=(KeyError,))
+    assert Retry(on=KeyError).on == (KeyError,)
+    shown = repr(Retry(attempts=3, on=(KeyError, ValueError), seed=7))
+    assert shown.startswith("Retry(attempts=3, on=(KeyError, ValueError), backoff=Backoff(")
+    assert shown.endswith(", seed=7)")
 
 
 def test_a_non_callable_worker_is_refused() -> None:
@@ -259,4 +290,4 @@ def test_a_setting_is_fixed_at_construction_and_the_error_names_the_fix(name: st
 
 
 def test_the_repr_shows_a_single_retried_class_as_a_tuple() -> None:
-    assert "retry_on=(Exception,)" in repr(Supervisor(SCRIPT, max_workers=2))
+    assert "retry=Retry(attempts=1, on=(Exception,)," in repr(Supervisor(SCRIPT, max_workers=2))

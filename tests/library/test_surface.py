@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import trio_supervisor
-from trio_supervisor import Aggregate, Backoff, Status, SubResult, Supervisor
+from trio_supervisor import Aggregate, Backoff, Retry, Status, SubResult, Supervisor
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,10 +33,7 @@ def supervisor() -> Supervisor[int, str]:
         fetch,
         max_workers=3,
         timeout=1.5,
-        attempts=2,
-        retry_on=KeyError,
-        backoff=Backoff(0.5, 2.0, 3.0),
-        seed=7,
+        retry=Retry(attempts=2, on=KeyError, backoff=Backoff(0.5, 2.0, 3.0), seed=7),
         meters=[trio_supervisor.Capacity(2)],  # an attribute: today's module has no Capacity
     )
 
@@ -48,10 +45,7 @@ def supervisor() -> Supervisor[int, str]:
         ("max_workers", 10),
         ("timeout", -1),
         ("timeout", None),
-        ("attempts", 3),
-        ("retry_on", Exception),
-        ("backoff", Backoff()),
-        ("seed", 8),
+        ("retry", Retry()),
         ("restarts", None),
         ("meters", ()),
     ],
@@ -70,11 +64,9 @@ def test_repr_shows_every_option() -> None:
         "fetch",
         "max_workers=3",
         "timeout=1.5",
-        "attempts=2",
-        "retry_on=",
-        "KeyError",
+        "retry=Retry(attempts=2, on=(KeyError,), ",
         f"backoff={Backoff(0.5, 2.0, 3.0)!r}",
-        "seed=7",
+        "seed=7)",
         "restarts=None",
         "meters=",
         "Capacity",
@@ -137,6 +129,7 @@ PUBLIC = {
     "Budget",
     "Capacity",
     "Done",
+    "Durable",
     "Entry",
     "Hedge",
     "Journal",
@@ -146,7 +139,9 @@ PUBLIC = {
     "Planner",
     "RateLimit",
     "Rejected",
+    "ReplanLimits",
     "Restarts",
+    "Retry",
     "Round",
     "SlotTrace",
     "Span",
@@ -243,6 +238,6 @@ def test_the_seed_draws_nothing_from_the_random_module_when_made(
 
     monkeypatch.setattr(random, "seed", refuse)
     monkeypatch.setattr(random, "random", refuse)
-    Supervisor(fetch, max_workers=1, seed=None)
-    Supervisor(fetch, max_workers=1, seed=3)
-    Supervisor(fetch, max_workers=1, seed=random.Random(3))
+    Supervisor(fetch, max_workers=1, retry=Retry(seed=None))
+    Supervisor(fetch, max_workers=1, retry=Retry(seed=3))
+    Supervisor(fetch, max_workers=1, retry=Retry(seed=random.Random(3)))

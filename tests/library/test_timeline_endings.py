@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from trio_supervisor import Backoff, Hedge, SlotTrace, Span, Status, Supervisor, Trace
+from trio_supervisor import Backoff, Hedge, Retry, SlotTrace, Span, Status, Supervisor, Trace
 from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
@@ -313,8 +313,7 @@ def test_a_hedged_slots_hedges_are_bars_of_their_own_and_its_end_label_the_decid
             scripted(dict(enumerate(script))),
             max_workers=4,
             hedge=Hedge(1.0, max_extra=max_extra, throttle=1.0),
-            attempts=attempts,
-            backoff=Backoff(initial=0, maximum=0),
+            retry=Retry(attempts=attempts, backoff=Backoff(initial=0, maximum=0)),
         )
         await supervisor.run(range(len(script)), trace=trace)
         return trace

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 import trio
 
-from trio_supervisor import Status, Supervisor, Trace
+from trio_supervisor import Retry, Status, Supervisor, Trace
 from trio_supervisor.timeline import render_svg, timeline_rows
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -37,7 +37,9 @@ async def retried_parent(trace: Trace) -> None:
             raise ValueError("the first answer was malformed")
         return "found"
 
-    parent: Supervisor[str, str] = Supervisor(company, max_workers=1, attempts=2, seed=1)
+    parent: Supervisor[str, str] = Supervisor(
+        company, max_workers=1, retry=Retry(attempts=2, seed=1)
+    )
     await parent.run(["acme"], trace=trace)
 
 

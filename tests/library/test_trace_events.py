@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.library.scripted_worker import Behaviour, Script, fail, hang, latencies, ok
 from tests.library.virtual_time import run_virtual
 from tests.trace_documents import check_trace_document
-from trio_supervisor import Backoff, Status, Supervisor, Trace
+from trio_supervisor import Backoff, Retry, Status, Supervisor, Trace
 from trio_supervisor.timeline import trace_events
 
 
@@ -43,8 +43,7 @@ def test_every_attempt_is_one_slice_on_its_slots_track_in_microseconds(
         Script(plan_behaviours),
         max_workers=k,
         timeout=49 / 64,
-        attempts=attempts,
-        backoff=Backoff(0.25, 1),
+        retry=Retry(attempts=attempts, backoff=Backoff(0.25, 1)),
     )
 
     async def main() -> Trace:
@@ -77,7 +76,9 @@ async def test_admission_retries_and_their_waits_are_instants(autojump_clock: An
     # place: slot 1 takes the only worker at once, and slot 0's retry starts when it is done
     script = Script([Behaviour(8, ("fail", "ok")), ok(16)])
     trace = Trace([0, 1])
-    supervisor = Supervisor(script, max_workers=1, attempts=2, backoff=Backoff(0.25, 0.25), seed=1)
+    supervisor = Supervisor(
+        script, max_workers=1, retry=Retry(attempts=2, backoff=Backoff(0.25, 0.25), seed=1)
+    )
     await supervisor.run([0, 1], trace=trace)
     events = trace_events(trace, process="step 7 · flaky")
     instants = [

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tests.library.scripted_worker import PATHS
 from tests.library.test_hedge_laws import Scenario, policy, scenarios
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Backoff, Hedge, Status, Supervisor, Trace
+from trio_supervisor import Backoff, Hedge, Retry, Status, Supervisor, Trace
 from trio_supervisor._trace import Listener, Span
 
 
@@ -69,8 +69,7 @@ def heard_run(scenario: Scenario, path: str) -> tuple[Any, Trace, Heard]:
         supervisor = Supervisor(
             worker,
             max_workers=scenario.max_workers,
-            attempts=scenario.attempts,
-            backoff=Backoff(initial=0, maximum=0),
+            retry=Retry(attempts=scenario.attempts, backoff=Backoff(initial=0, maximum=0)),
             timeout=scenario.timeout,
             hedge=policy(scenario),
             **PATHS[path],

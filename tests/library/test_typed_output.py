@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tests.library.secrets_shown import places_holding
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Budget, Journal, Status, Supervisor
+from trio_supervisor import Budget, Durable, Journal, Retry, Status, Supervisor
 from trio_supervisor.agents import (
     TRANSIENT,
     ChatAgent,
@@ -160,7 +160,7 @@ async def test_past_the_bound_the_slot_fails_with_invalid_reply_naming_what_was_
 ) -> None:
     endpoint = Endpoint({}, reply=odd)
     async with typed(endpoint, output=Output(Weather, retries=1)) as agent:
-        supervisor = Supervisor(agent, max_workers=1, attempts=3, retry_on=TRANSIENT)
+        supervisor = Supervisor(agent, max_workers=1, retry=Retry(attempts=3, on=TRANSIENT))
         (result,) = await supervisor.run(["Oslo"])
     assert endpoint.requests["Oslo"] == 2
     assert result.attempts == 1
@@ -183,7 +183,7 @@ async def test_retry_on_invalid_reply_tries_the_whole_attempt_again(
 ) -> None:
     endpoint = Endpoint({"Oslo": 3})
     async with typed(endpoint, output=Output(Weather, retries=1)) as agent:
-        supervisor = Supervisor(agent, max_workers=1, attempts=2, retry_on=InvalidReply)
+        supervisor = Supervisor(agent, max_workers=1, retry=Retry(attempts=2, on=InvalidReply))
         (result,) = await supervisor.run(["Oslo"])
     assert (result.status, result.attempts, endpoint.requests["Oslo"]) == (Status.OK, 2, 4)
 
@@ -427,8 +427,8 @@ def test_a_journal_keeps_a_model_output_and_gives_it_back_as_the_model(tmp_path:
         with Journal(tmp_path / "runs.db", writer="inline") as journal:
             async with typed(endpoint) as agent:
                 supervisor = Supervisor(agent, max_workers=2)
-                first = await supervisor.run(["Oslo", "Rome"], journal=journal, run_id="r")
-                again = await supervisor.run(["Oslo", "Rome"], journal=journal, run_id="r")
+                first = await supervisor.run(["Oslo", "Rome"], durable=Durable("r", journal))
+                again = await supervisor.run(["Oslo", "Rome"], durable=Durable("r", journal))
             return first, again, journal.results("r")
 
     first, again, kept = run_virtual(main)
@@ -450,7 +450,7 @@ def test_a_model_the_journal_cannot_import_back_is_refused_naming_the_rule(
 
     async def main() -> None:
         with Journal(tmp_path / "runs.db", writer="inline") as journal:
-            await Supervisor(worker, max_workers=1).run([1], journal=journal, run_id="r")
+            await Supervisor(worker, max_workers=1).run([1], durable=Durable("r", journal))
 
     with pytest.raises(TypeError, match="define the model at a module's top level"):
         run_virtual(main)

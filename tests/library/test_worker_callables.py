@@ -10,7 +10,7 @@ import pytest
 import trio
 
 from tests.library.scripted_worker import PATHS
-from trio_supervisor import Supervisor
+from trio_supervisor import Retry, Supervisor
 
 
 async def fetch(subtask: int) -> str:
@@ -118,7 +118,7 @@ async def test_a_worker_returning_no_awaitable_is_not_a_failed_slot(
         calls += 1
         return fetch(subtask) if subtask != 2 else subtask
 
-    supervisor = Supervisor(sometimes_sync, max_workers=1, attempts=3, **PATHS[path])
+    supervisor = Supervisor(sometimes_sync, max_workers=1, retry=Retry(attempts=3), **PATHS[path])
     with pytest.raises(TypeError, match=r"must return an awaitable"):
         await supervisor.run([1, 2, 3])
     assert calls == 2  # slot 2 was not retried, slot 3 never called

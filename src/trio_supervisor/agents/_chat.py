@@ -93,7 +93,7 @@ class RateLimited(AgentError):
     >>> async def main():
     ...     via = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=script))
     ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
-    ...         supervisor = Supervisor(agent, max_workers=1, attempts=2, retry_on=TRANSIENT)
+    ...         supervisor = Supervisor(agent, max_workers=1, retry=Retry(2, on=TRANSIENT))
     ...         return await supervisor.run(["busy"])
     >>> (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     >>> result.status, result.attempts, result.finished >= 2  # the second, 2 s later
@@ -138,7 +138,7 @@ class PermanentError(AgentError):
     >>> async def main():
     ...     via = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=script))
     ...     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via) as agent:
-    ...         supervisor = Supervisor(agent, max_workers=1, attempts=3, retry_on=TRANSIENT)
+    ...         supervisor = Supervisor(agent, max_workers=1, retry=Retry(3, on=TRANSIENT))
     ...         return await supervisor.run(["bad"])
     >>> (result,) = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     >>> isinstance(result.exception, PermanentError), result.exception.status, result.attempts
@@ -217,7 +217,7 @@ class InvalidReply(AgentError):
     place), ``reply`` the last reply's text, cut to ``SHOWN_CHARS``, both masked;
     ``replies`` how many replies were refused. Not retried by default (it is not in
     [`TRANSIENT`][trio_supervisor.agents.TRANSIENT]): its requests were re-asked already;
-    give ``retry_on=(*TRANSIENT, InvalidReply)`` to try the whole attempt again.
+    give ``retry=Retry(on=(*TRANSIENT, InvalidReply))`` to try the whole attempt again.
     """
 
     def __init__(self, message: str, *, problem: str, reply: str, replies: int) -> None:
@@ -228,7 +228,7 @@ class InvalidReply(AgentError):
 
 
 TRANSIENT: tuple[type[Exception], ...] = (RateLimited, TransientError)
-"""The failures worth retrying, for ``Supervisor(..., retry_on=TRANSIENT)``."""
+"""The failures worth retrying, for ``Supervisor(..., retry=Retry(on=TRANSIENT))``."""
 
 REQUEST_TIMEOUT = 60.0
 """Seconds one request may take by default, from sending it to the reply's last byte: longer
@@ -360,7 +360,8 @@ class ChatAgent(Generic[T]):
     ```python
     server = httpx2.ASGITransport(app=devserver.app(latency=(0, 0)))  # the loopback server
     async with ChatAgent("m", base_url="http://x/v1", api_key="k", transport=server) as agent:
-        aggregate = await Supervisor(agent, max_workers=4, retry_on=TRANSIENT).run(["a", "b"])
+        retry = Retry(attempts=3, on=TRANSIENT)
+        aggregate = await Supervisor(agent, max_workers=4, retry=retry).run(["a", "b"])
     assert [r.output for r in aggregate] == ["answer to: a", "answer to: b"]
     ```
 

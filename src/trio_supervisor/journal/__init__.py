@@ -41,7 +41,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervis
     >>> supervisor = Supervisor(refund, max_workers=1)
     >>> async def run():
     ...     with Journal(path) as journal:
-    ...         return await supervisor.run([7], journal=journal, run_id="r1")
+    ...         return await supervisor.run([7], durable=Durable("r1", journal))
     >>> trio.run(run)[0].status
     <Status.AWAITING_APPROVAL: 'awaiting approval'>
     >>> main(["pending", path, "r1"])  # python -m trio_supervisor.journal pending runs.db r1

@@ -15,6 +15,7 @@ from trio_supervisor import (
     Aggregate,
     Answer,
     Capacity,
+    ReplanLimits,
     Restarts,
     Strategy,
     Trace,
@@ -78,7 +79,7 @@ async def supervise(
             seed=seed,
             rate=rate,
             adaptive=adaptive,
-            capacity=leaves,  # a leaf holds a place while it works
+            meters=[leaves],  # a leaf holds a place while it works
             restarts=bound,  # step 21: the child's own intensity and strategy
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
@@ -94,10 +95,12 @@ async def supervise(
         return await chosen.replan(
             task,
             deciding,
-            max_rounds=max_rounds,
-            max_subtasks=max_subtasks,
-            max_stalls=max_stalls,
-            max_resets=max_resets,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
             deadline=deadline,
             trace=trace,
         )

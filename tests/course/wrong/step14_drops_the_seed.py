@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from lessons.step13_lazy_input import synthesize as synthesize  # unchanged since step 1
-from trio_supervisor import Aggregate, Backoff, Restarts, SubResult, Supervisor, Worker
+from trio_supervisor import Aggregate, Backoff, Restarts, Retry, SubResult, Supervisor, Worker
 
 
 def supervisor(
@@ -26,6 +26,7 @@ def supervisor(
     intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
+    retry_on: type[Exception] | tuple[type[Exception], ...] = Exception,
     **more: Any,
 ) -> Supervisor[str, str]:
     """Part I's knobs as the library takes them; ``more`` goes to ``Supervisor`` as it is (a
@@ -36,8 +37,11 @@ def supervisor(
         worker,
         max_workers=max_workers,
         timeout=worker_timeout,  # None: no limit, in the library too
-        attempts=attempts,
-        backoff=Backoff(*backoff),  # full jitter below min(most, first * 2 ** (n - 1))
+        retry=Retry(
+            attempts=attempts,
+            on=retry_on,  # which failures are retried: every Exception, unless told
+            backoff=Backoff(*backoff),  # full jitter below min(most, first * 2 ** (n - 1))
+        ),
         **more,
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from lessons.step17_rounds import RULES as RULES
 from lessons.step17_rounds import open_worker as open_worker  # unchanged since step 16
 from lessons.step17_rounds import supervisor as supervisor
-from trio_supervisor import Answer, Trace, Worker
+from trio_supervisor import Answer, ReplanLimits, Trace, Worker
 
 
 async def supervise(
@@ -46,7 +46,7 @@ async def supervise(
     return await chosen.replan(
         task,
         RULES,
-        max_rounds=max_rounds,
+        limits=ReplanLimits(max_rounds=max_rounds),
         deadline=deadline,  # step 18: the whole run, planning included
         trace=trace,
     )

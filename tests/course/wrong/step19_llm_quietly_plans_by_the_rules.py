@@ -14,7 +14,7 @@ import httpx2
 from lessons.step18_budgets import RULES as RULES
 from lessons.step18_budgets import open_worker as open_worker  # unchanged since step 16
 from lessons.step18_budgets import supervisor as supervisor
-from trio_supervisor import Answer, Planner, Trace, Worker
+from trio_supervisor import Answer, Planner, ReplanLimits, Trace, Worker
 from trio_supervisor.agents import ChatPlanner
 from trio_supervisor.testing import devserver
 
@@ -58,10 +58,12 @@ async def supervise(
         return await chosen.replan(
             task,
             deciding,
-            max_rounds=max_rounds,
-            max_subtasks=max_subtasks,
-            max_stalls=max_stalls,
-            max_resets=max_resets,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
             deadline=deadline,
             trace=trace,
         )

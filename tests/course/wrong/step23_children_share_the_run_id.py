@@ -16,7 +16,9 @@ from trio_supervisor import (
     Answer,
     AwaitingApproval,
     Capacity,
+    Durable,
     Journal,
+    ReplanLimits,
     Restarts,
     Status,
     Strategy,
@@ -65,13 +67,14 @@ async def supervise(
             seed=seed,
             rate=rate,
             adaptive=adaptive,
-            capacity=leaves,  # a leaf holds a place while it works
+            meters=[leaves],  # a leaf holds a place while it works
             restarts=bound,  # the child's own intensity and strategy
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
         name = run_id  # step 23: the child's own
         leaves_of = subtasks_of(company)
-        aggregate = await child.run(leaves_of, trace=nested, journal=journal, run_id=name)
+        durable = None if name is None else Durable(name, journal)  # step 23: journaled
+        aggregate = await child.run(leaves_of, trace=nested, durable=durable)
         if aggregate.gave_up is not None:  # escalation, the child's reason
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
         for result in aggregate.results:  # step 23: a company is final once its leaves are
@@ -84,12 +87,14 @@ async def supervise(
         return await parent.replan(
             task,
             deciding,
-            max_rounds=max_rounds,
-            max_subtasks=max_subtasks,
-            max_stalls=max_stalls,
-            max_resets=max_resets,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
             deadline=deadline,
             trace=trace,
-            journal=journal,  # step 23: each decision and each round's results, kept
-            run_id=run_id,
+            # step 23: each decision and each round's results, kept
+            durable=None if run_id is None else Durable(run_id, journal),
         )

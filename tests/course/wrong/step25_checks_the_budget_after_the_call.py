@@ -17,8 +17,10 @@ from trio_supervisor import (
     Answer,
     AwaitingApproval,
     Capacity,
+    Durable,
     Hedge,
     Journal,
+    ReplanLimits,
     Restarts,
     Status,
     Strategy,
@@ -92,7 +94,7 @@ async def supervise(
             seed=seed,
             rate=rate,
             adaptive=adaptive,
-            capacity=leaves,
+            meters=[leaves],
             restarts=bound,
             hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),
         )
@@ -100,9 +102,8 @@ async def supervise(
         name = None if run_id is None else f"{run_id}/{company}"
         leaves_of = subtasks_of(company)
         first = None if need is None else min(need, len(leaves_of))
-        aggregate = await child.run(
-            leaves_of, trace=nested, journal=journal, run_id=name, need=first
-        )
+        durable = None if name is None else Durable(name, journal)
+        aggregate = await child.run(leaves_of, trace=nested, durable=durable, need=first)
         if aggregate.gave_up is not None:
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
         for result in aggregate.results:
@@ -118,12 +119,13 @@ async def supervise(
         return await parent.replan(
             task,
             deciding,
-            max_rounds=max_rounds,
-            max_subtasks=max_subtasks,
-            max_stalls=max_stalls,
-            max_resets=max_resets,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
             deadline=deadline,
             trace=trace,
-            journal=journal,
-            run_id=run_id,
+            durable=None if run_id is None else Durable(run_id, journal),
         )

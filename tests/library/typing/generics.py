@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from typing import reveal_type
 
-from trio_supervisor import Capacity, Meter, Supervisor, Worker
+from trio_supervisor import Capacity, Meter, Retry, Supervisor, Worker
 
 
 async def fetch(subtask: int) -> str:
@@ -63,15 +63,17 @@ async def flows() -> None:
 
 
 def settings_are_fixed(supervisor: Supervisor[int, str]) -> None:
-    reveal_type(supervisor.attempts)  # R: int
-    supervisor.attempts = 3  # E
+    reveal_type(supervisor.retry.attempts)  # R: int
+    supervisor.retry = Retry(attempts=3)  # E
+    supervisor.retry.attempts = 3  # E
     supervisor.max_workers = 5  # E
 
 
 def options() -> None:
     meter: Meter = Capacity(2)
     mine: Meter = Tokens()
-    Supervisor(fetch, max_workers=2, meters=[meter, mine, Capacity(1)], seed=3)
-    Supervisor(fetch, max_workers=2, seed=random.Random(3))
-    Supervisor(fetch, max_workers=2, seed=None)
-    Supervisor(fetch, max_workers=2, seed="3")  # E
+    Supervisor(fetch, max_workers=2, meters=[meter, mine, Capacity(1)], retry=Retry(seed=3))
+    Supervisor(fetch, max_workers=2, retry=Retry(seed=random.Random(3)))
+    Supervisor(fetch, max_workers=2, retry=Retry(seed=None))
+    Supervisor(fetch, max_workers=2, retry=Retry(seed="3"))  # E
+    Supervisor(fetch, max_workers=2, attempts=3)  # E
