@@ -20,7 +20,7 @@ export NO_MKDOCS_2_WARNING := 1
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs,bench,agents,processes,ray,otel,timeline]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs,bench,agents,processes,ray,otel,timeline,postgres]'
 	touch $@
 
 lessons: $(BIN)/.installed

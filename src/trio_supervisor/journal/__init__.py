@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import sqlite3
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -21,6 +20,7 @@ from typing import NoReturn
 from .._approval import asker
 from .._identity import PLANNER
 from .._journal import Journal
+from .._store import errors
 
 __all__ = ["main"]
 
@@ -79,9 +79,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervis
     listing.add_argument("file", help="the journal's database file")
     listing.add_argument("run", help="the run's run_id")
     options = parser.parse_args(argv)
+    refused: tuple[type[Exception], ...] = (OSError, ValueError, RuntimeError, *errors())
     try:
         said = _command(options)
-    except (OSError, ValueError, RuntimeError, sqlite3.Error) as exc:
+    except refused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(said, end="")
@@ -92,7 +93,7 @@ def _command(options: argparse.Namespace) -> str:
     """What the command of ``options`` says on stdout, once done.
 
     Raises:
-      OSError, ValueError, RuntimeError, sqlite3.Error: what it refuses, in one line.
+      OSError, ValueError, RuntimeError, a driver's error: what it refuses, in one line.
     """
     asking = options.command == "pending"
     by = "" if asking else options.by if options.by is not None else _login()
