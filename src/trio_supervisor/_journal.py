@@ -1,11 +1,13 @@
-"""The journal's store: a run's final results on disk, so that a run killed part way resumes
+"""The journal: a run's final results in a database, so that a run killed part way resumes
 where it stopped, and the questions its workers asked.
 
-A [`Journal`][trio_supervisor.Journal] is one SQLite database (WAL mode), written by one thread
+A [`Journal`][trio_supervisor.Journal] is one SQLite file (WAL mode) or one PostgreSQL database
+(``_store``, ``_postgres``: the same statements, in each one's dialect), written by one thread
 of its own: a run hands it each final result as the slot settles (a row appended to a buffer,
 never a wait on the disk), and the thread commits the buffer in groups, at most ``interval``
 seconds and ``count`` rows apart, or after every row with ``flush="each"``. The schema is in
-the class's docstring, where the API reference shows it; ``SCHEMA`` is what makes the tables
+the class's docstring, where the API reference shows it; ``_store.SCHEMA`` is what makes the
+tables
 (``tests/library/test_journal.py`` holds the two to each other).
 """
 
@@ -78,8 +80,9 @@ WRITERS = ("thread", "inline")
 
 
 class Journal:
-    """A run's final results, kept in a SQLite file so that a run killed part way (a deploy,
-    an out-of-memory kill, a laptop lid) resumes with the same ``run_id`` where it stopped.
+    """A run's final results, kept in a SQLite file or a PostgreSQL database so that a run
+    killed part way (a deploy, an out-of-memory kill, a laptop lid) resumes with the same
+    ``run_id`` where it stopped.
 
     ```pycon
     >>> import tempfile, pathlib
@@ -121,7 +124,7 @@ class Journal:
 
     A worker can also stop for a person's yes: [`approval`][trio_supervisor.approval] journals
     its question and parks the slot until ``approve`` or ``reject`` answers it, from this
-    process or any other that opens the file. So can a re-planning run's planner, for the batch
+    process or any other that opens the journal. So can a re-planning run's planner, for the batch
     it is about to dispatch: its question is slot ``PLANNER`` (-1) of the decision's number.
 
     The file's schema, which the ``sqlite3`` shell reads as well as this module does (a
@@ -183,6 +186,17 @@ class Journal:
     module is opened as it is, given what it lacks (the ``hedges`` column, a table): its results
     come back too.
 
+    ``Journal("postgresql://user@host:port/dbname")`` (a connection string, which psycopg 3
+    reads: the ``postgres`` extra) keeps the same tables, columns and keys in that database's
+    current schema, which ``psql`` reads, in PostgreSQL's types: ``BIGINT`` for ``INTEGER``,
+    ``DOUBLE PRECISION`` for ``REAL``, ``BYTEA`` for ``BLOB``, no ``WITHOUT ROWID``. Its
+    writers, in any process on any machine, take turns through a transaction-level advisory
+    lock, as on a file (``BEGIN IMMEDIATE``); its thread, not the trio loop, waits on the
+    server. Two things differ, as a ``TEXT`` column holds neither NUL nor a lone surrogate: a
+    subtask's or an error's text holding one is kept escaped (``\\x00``, ``\\udce9``), and
+    an output is kept as ``BYTEA`` (a str as its UTF-8), so a codec's ``decode`` is given bytes
+    (the JSON codec reads both). Errors name the server without its password.
+
     Open it once per process and share it (making one opens the file and starts its writer: a
     short blocking call); ``close()`` (or leaving its ``with`` block) commits what is left, and
     moves it into the main file (a checkpoint of the WAL): a closed journal's file, copied
@@ -191,9 +205,10 @@ class Journal:
     each slot is journaled once, though both may run it.
 
     Args:
-      path: the database file, made if missing (in a folder that exists). A file is checked
-        before anything is written to it: one that is not SQLite, or holds tables of another
-        schema, is refused and left as it was.
+      path: the database file, made if missing (in a folder that exists), or a PostgreSQL
+        connection string (``postgresql://...`` or ``postgres://...``), whose tables are made
+        if it holds none. A database is checked before anything is written to it: one that is
+        not SQLite, or holds tables of another schema, is refused and left as it was.
       codec: encodes outputs (``encode(value) -> str | bytes``, ``decode(data)``); JSON when
         None. An output it cannot encode, or encodes as text SQLite cannot hold, fails the run
         with a `TypeError` naming the slot, the output's type and the fix; what was journaled
@@ -206,8 +221,8 @@ class Journal:
       writer: ``"thread"`` (the writer thread) or ``"inline"``: commits in the calling thread,
         ``interval`` read on trio's clock, blocking trio while it writes; for tests on virtual
         time (``trio.testing.MockClock``), where a commit must happen at a virtual instant.
-      create: False: refuse a file that is not a journal yet (missing, or an empty database)
-        instead of making it one, as the command line does.
+      create: False: refuse a database that is not a journal yet (a missing file, or an empty
+        database) instead of making it one, as the command line does.
 
     Raises:
       TypeError: if ``path`` is neither a str nor a path.
@@ -218,6 +233,8 @@ class Journal:
       IsADirectoryError: if ``path`` is a directory.
       FileNotFoundError: if its folder does not exist; with ``create=False``, if it does not.
       sqlite3.Error: if SQLite cannot open or write the file (read-only, say), naming it.
+      ConnectionError: if the PostgreSQL server cannot be reached, or refuses the connection.
+      ImportError: for a connection string, if psycopg is not installed, naming the extra.
     """
 
     PLANNER: ClassVar[int] = PLANNER
@@ -238,7 +255,7 @@ class Journal:
         if not isinstance(path, str | PathLike) or not isinstance(os.fspath(path), str):
             raise TypeError(
                 f"path must be a str or a path, got {type(path).__name__} {path!r}: the name of "
-                "the journal's file"
+                "the journal's file, or a postgresql:// connection string"
             )
         if flush not in FLUSH:
             raise ValueError(f'flush must be "group" or "each", got {flush!r}')

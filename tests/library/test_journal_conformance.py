@@ -17,6 +17,7 @@ a database of its own on a real PostgreSQL server on loopback; see ``stores.py``
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 from collections import Counter
 from typing import Any
@@ -463,3 +464,28 @@ def test_a_journal_of_an_older_version_opens_and_gains_what_it_lacks(database: D
 def test_a_new_journal_holds_the_documented_tables_and_columns(database: Database) -> None:
     Journal(database.target).close()
     assert database.tables() == {name: list(columns) for name, (_, columns) in tables().items()}
+
+
+# -- what only a server has: an address that answers nothing, a password ---------------------
+
+
+def test_a_server_that_cannot_be_reached_is_said_in_one_line_without_its_password(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as probe:  # a loopback port nobody serves
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    unreachable = f"postgresql://ana:s3cret@127.0.0.1:{port}/runs?sslmode=disable"
+    with pytest.raises(ConnectionError) as caught:
+        Journal(unreachable)
+    said = str(caught.value)
+    assert said.startswith(f"cannot open the journal postgresql://ana@127.0.0.1:{port}/runs: ")
+    assert "s3cret" not in said
+    missing = postgres_url.rsplit("/", 1)[0] + "/no_such_database"
+    for target in (unreachable, missing):
+        assert journal_main(["pending", target, "r"]) == 1
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith("error: cannot open the journal postgresql://")
+        assert "s3cret" not in line
+    with Journal(postgres_url.replace("postgres@", "postgres:s3cret@")) as journal:
+        assert "s3cret" not in repr(journal)

@@ -1,12 +1,14 @@
 """The journal's command line: answer the questions a journaled run's workers asked.
 
 ``python -m trio_supervisor.journal approve FILE RUN SLOT [--by NAME] [--note TEXT]``, and
-``reject`` alike; ``pending FILE RUN`` lists the questions without an answer. A re-planning
-run's planner asks for its batch as slot ``planner``, its ``--round`` the decision's number (as
-``pending`` says it). Each error is one line on stderr, exit status 1: a command that does not
-parse (a missing argument, a slot or a round that is no number from 0 to 2**63-1), a file that is
-missing, or is not a journal (it is never made one), a run the file does not hold, a slot that
-asked nothing, a question answered already, an empty ``--by``.
+``reject`` alike; ``pending FILE RUN`` lists the questions without an answer. ``FILE`` is the
+journal's SQLite file, or a PostgreSQL journal's connection string (``postgresql://...``). A
+re-planning run's planner asks for its batch as slot ``planner``, its ``--round`` the decision's
+number (as ``pending`` says it). Each error is one line on stderr, exit status 1: a command that
+does not parse (a missing argument, a slot or a round that is no number from 0 to 2**63-1), a
+file that is missing, a server that cannot be reached, a database that is not a journal (it is
+never made one), a run the journal does not hold, a slot that asked nothing, a question answered
+already, an empty ``--by``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = ["main"]
 
 LARGEST = 2**63 - 1  # the largest integer SQLite holds
 SHOWN = 10  # the runs an unknown run's error names at most
+WHERE = "the journal: its SQLite file, or a postgresql:// connection string"
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervisor.journal") -> int:
@@ -62,7 +65,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervis
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in ("approve", "reject"):
         command = commands.add_parser(name, help=f"{name} the question a slot asked")
-        command.add_argument("file", help="the journal's database file")
+        command.add_argument("file", help=WHERE)
         command.add_argument("run", help="the run's run_id")
         command.add_argument(
             "slot", type=_slot, help="the slot that asked, or 'planner' (a replan's planner)"
@@ -76,7 +79,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervis
         command.add_argument("--by", default=None, help="who answers (default: your login)")
         command.add_argument("--note", default="", help="what you say with it")
     listing = commands.add_parser("pending", help="the questions without an answer")
-    listing.add_argument("file", help="the journal's database file")
+    listing.add_argument("file", help=WHERE)
     listing.add_argument("run", help="the run's run_id")
     options = parser.parse_args(argv)
     refused: tuple[type[Exception], ...] = (OSError, ValueError, RuntimeError, *errors())

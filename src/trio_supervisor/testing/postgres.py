@@ -1,11 +1,7 @@
 """A real PostgreSQL server for tests and benchmarks: made in a temporary folder, on loopback and
 a free port, ready within a bounded time, and removed when its block ends.
-
-```python
-with postgres_server() as url:  # postgresql://postgres@127.0.0.1:PORT/postgres
-    with Journal(url) as journal:
-        ...
-```
+[`postgres_server`][trio_supervisor.testing.postgres.postgres_server] gives its connection
+string, which [`Journal`][trio_supervisor.Journal] takes as it takes a file's path.
 
 It runs the server binaries of the machine (Debian's ``postgresql`` package puts them in
 ``/usr/lib/postgresql/VERSION/bin``; ``make test`` installs it when they are missing), never a
