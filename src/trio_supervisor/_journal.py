@@ -35,6 +35,7 @@ from ._approval import asker
 from ._contract import Status, SubResult, revised
 from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
 from ._identity import PLANNER, RunName
+from ._journal_view import RunSummary, SlotRow, collect, present, slot_rows, summaries
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -53,22 +54,38 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE TABLE IF NOT EXISTS results (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
   status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
-  started REAL, finished REAL, hedges INTEGER NOT NULL DEFAULT 0,
+  started REAL, finished REAL, hedges INTEGER NOT NULL DEFAULT 0, written REAL, owner TEXT,
   PRIMARY KEY (run_id, round, slot)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, owner TEXT NOT NULL,
+  claimed REAL NOT NULL, expires REAL NOT NULL, PRIMARY KEY (run_id, round, slot)
 ) WITHOUT ROWID;
 """
 
-ADDED = {("results", "hedges"): "ALTER TABLE results ADD COLUMN hedges INTEGER NOT NULL DEFAULT 0"}
-"""The columns a journal of an earlier version lacks, and what adds each when it is opened."""
+ADDED = {
+    ("results", "hedges"): "ALTER TABLE results ADD COLUMN hedges INTEGER NOT NULL DEFAULT 0",
+    ("results", "written"): "ALTER TABLE results ADD COLUMN written REAL",
+    ("results", "owner"): "ALTER TABLE results ADD COLUMN owner TEXT",
+}
+"""The columns a journal of an earlier version lacks, and what adds each when a writer opens
+it (a read-only open reads it as it is)."""
 
+# a row is written unless it has an owner (?14, a leased run's supervisor) that no longer holds
+# the slot's lease: a supervisor whose lease was taken over never records over the new owner
 INSERT = (
     "INSERT INTO results (run_id, round, slot, subtask, status, output, error_type, error, "
-    "attempts, started, finished, hedges) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "attempts, started, finished, hedges, written, owner) "
+    "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14 "
+    "WHERE ?14 IS NULL OR EXISTS (SELECT 1 FROM leases WHERE run_id = ?1 AND round = ?2 "
+    "AND slot = ?3 AND owner = ?14) "
     "ON CONFLICT (run_id, round, slot) DO UPDATE SET subtask = excluded.subtask, "
     "status = excluded.status, output = excluded.output, error_type = excluded.error_type, "
     "error = excluded.error, attempts = excluded.attempts, started = excluded.started, "
-    "finished = excluded.finished, hedges = excluded.hedges WHERE results.status != 'ok'"
+    "finished = excluded.finished, hedges = excluded.hedges, written = excluded.written, "
+    "owner = excluded.owner WHERE results.status != 'ok'"
 )
+RELEASE = "DELETE FROM leases WHERE run_id = ? AND round = ? AND slot = ? AND owner = ?"
 BUSY = 10.0  # seconds a connection waits for another's lock before it gives up
 
 
@@ -179,6 +196,17 @@ class Journal:
       started    REAL,          -- trio time of the first attempt, as the run recorded it
       finished   REAL,          -- trio time the slot ended
       hedges     INTEGER NOT NULL DEFAULT 0, -- how many of the attempts were hedges
+      written    REAL,          -- unix time the row was recorded (NULL in an older journal)
+      owner      TEXT,          -- the supervisor that ran the slot (NULL in an older journal)
+      PRIMARY KEY (run_id, round, slot)
+    ) WITHOUT ROWID;
+    CREATE TABLE leases (       -- the slots a supervisor runs now: another one skips them
+      run_id  TEXT NOT NULL,
+      round   INTEGER NOT NULL,
+      slot    INTEGER NOT NULL,
+      owner   TEXT NOT NULL,    -- the supervisor that claimed it (host, process, run)
+      claimed REAL NOT NULL,    -- when it claimed it
+      expires REAL NOT NULL,    -- when another may take it over, unless renewed before
       PRIMARY KEY (run_id, round, slot)
     ) WITHOUT ROWID;
     CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
@@ -237,6 +265,9 @@ class Journal:
         time (``trio.testing.MockClock``), where a commit must happen at a virtual instant.
       create: False: refuse a file that is not a journal yet (missing, or an empty database)
         instead of making it one, as the command line does.
+      read_only: open the file only to read it (what the command line's ``runs`` and ``show``
+        do): nothing is written to it, a journal of an earlier version is read as it is, not
+        given what it lacks; implies ``create=False`` and ``writer="inline"``.
 
     Raises:
       TypeError: if ``path`` is neither a str nor a path.
@@ -263,6 +294,7 @@ class Journal:
         keep_failed: bool = False,
         writer: str = "thread",
         create: bool = True,
+        read_only: bool = False,
     ) -> None:
         if not isinstance(path, str | PathLike) or not isinstance(os.fspath(path), str):
             raise TypeError(
@@ -278,6 +310,9 @@ class Journal:
         if writer not in WRITERS:
             raise ValueError(f'writer must be "thread" or "inline", got {writer!r}')
         self.path = os.fspath(path)
+        self.read_only = bool(read_only)
+        if read_only:
+            create, writer = False, "inline"
         self.create = create
         self.codec: Codec = codec if codec is not None else JsonCodec()
         self.flush = flush
@@ -301,7 +336,7 @@ class Journal:
         self._first = 0.0  # inline: trio time of the oldest row in the buffer
         atexit.register(_close_at_exit, weakref.ref(self))
         if writer == "inline":
-            self._inline = _connect(self.path, create)
+            self._inline = _connect(self.path, create, self.read_only)
             return
         ready: list[BaseException | None] = []
         self._thread = threading.Thread(
@@ -433,9 +468,15 @@ class Journal:
     # -- what runs call -----------------------------------------------------------------------
 
     def record(
-        self, run: tuple[str, int], slot: int, result: SubResult[Any, Any]
+        self,
+        run: tuple[str, int],
+        slot: int,
+        result: SubResult[Any, Any],
+        owner: str | None = None,
     ) -> None:  # called by the engine's feeds
-        """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer."""
+        """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer;
+        ``owner``: the supervisor that ran it, whose lease the row is written under (None: no
+        lease, the row is written whoever else ran the slot)."""
         if self._stopping is not None:
             raise RuntimeError(f"the journal {self.path} is closed: open another to go on")
         status = result.status
@@ -464,6 +505,8 @@ class Journal:
                 result.started,
                 result.finished,
                 result.hedges,
+                time.time(),
+                owner,
             )
         )
         self._appended += 1
@@ -744,16 +787,53 @@ class Journal:
         while it reads."""
 
         def read(conn: sqlite3.Connection) -> list[str]:
-            return [
-                _text(name)
-                for (name,) in conn.execute(
-                    "SELECT run_id FROM runs UNION SELECT run_id FROM decisions "
-                    "UNION SELECT run_id FROM approvals ORDER BY 1"
-                )
-            ]
+            tables = present(conn)  # a journal read as it is may lack some
+            union = " UNION ".join(
+                f"SELECT run_id FROM {name}"
+                for name in ("runs", "decisions", "approvals")
+                if name in tables
+            )
+            return [_text(name) for (name,) in conn.execute(f"{union} ORDER BY 1")]
 
         found: list[str] = self._call(read)
         return found
+
+    def summaries(self) -> list[RunSummary]:
+        """Every run the journal holds, sorted by run_id: its plan's size, its results by kind,
+        the slots a supervisor runs now, when it was last active, and whether it finished (what
+        ``python -m trio_supervisor.journal runs`` prints); blocks while it reads."""
+        now = time.time()
+        found: list[RunSummary] = self._call(lambda conn: summaries(conn, now, self._ends))
+        return found
+
+    def slots(self, run_id: str) -> tuple[float | None, list[SlotRow]]:
+        """When run ``run_id`` was first journaled (unix time), and every slot of it the
+        journal knows of, by round and slot: its result, or the lease of the supervisor that
+        runs it now (what ``show`` draws); blocks while it reads."""
+        now = time.time()
+        found: tuple[float | None, list[SlotRow]] = self._call(
+            lambda conn: slot_rows(conn, run_id, now)
+        )
+        return found
+
+    def collect(self, older_than: float) -> list[RunSummary]:
+        """Remove every finished run whose last activity is more than ``older_than`` seconds
+        old (its results, questions, decisions and plan): the runs removed. A run with a slot
+        running (a live lease), parked, or a question without an answer is never removed;
+        blocks while it writes."""
+        now = time.time()
+        found: list[RunSummary] = self._call(
+            lambda conn: collect(conn, now - older_than, now, self._ends)
+        )
+        return found
+
+    def _ends(self, data: Any) -> bool:
+        """Whether a re-planning run's decision, as journaled, ends it (done, or failed)."""
+        try:
+            decision = self.codec.decode(data)
+        except Exception:  # a decision this codec does not read: not known to be the last
+            return False
+        return isinstance(decision, dict) and decision.get("kind") in ("done", "failed")
 
     def _answer(self, run_id: str, round: int, slot: int, status: str, by: str, note: str) -> None:
         if not isinstance(by, str) or not by:
@@ -839,9 +919,10 @@ class Journal:
         self._thread.join()
 
 
-def _connect(path: str, create: bool) -> sqlite3.Connection:
+def _connect(path: str, create: bool, read_only: bool = False) -> sqlite3.Connection:
     """A connection to the journal at ``path`` (in WAL mode), its schema checked before
-    anything is written, and made where the file is new (unless not ``create``).
+    anything is written, and made where the file is new (unless not ``create``); with
+    ``read_only``, a connection that only reads it, its schema checked and left as it is.
 
     Raises:
       IsADirectoryError, FileNotFoundError: if ``path`` is a directory, is in a folder that does
@@ -861,7 +942,7 @@ def _connect(path: str, create: bool) -> sqlite3.Connection:
             f"the journal {path} cannot be made: its folder {where.parent} does not exist"
         )
     # never made by a journal that must not create: SQLite's read-write mode, not create
-    name = path if create else where.absolute().as_uri() + "?mode=rw"
+    name = path if create else where.absolute().as_uri() + ("?mode=ro" if read_only else "?mode=rw")
     try:
         # the busy timeout is set by connect, before the first statement waits on a lock
         conn = sqlite3.connect(
@@ -870,6 +951,9 @@ def _connect(path: str, create: bool) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise type(exc)(f"cannot open the journal {path}: {exc}") from None
     try:
+        if read_only:
+            _lacking(conn, path, create)  # refuses a file that is not a journal
+            return conn
         _make_schema(conn, path, create)
         _wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
@@ -978,10 +1062,14 @@ def _lacking(conn: sqlite3.Connection, path: str, create: bool) -> list[str]:
 
 
 def _write(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Commit ``rows`` to the results, in one transaction."""
+    """Commit ``rows`` to the results, in one transaction: a leased slot's row only while its
+    owner holds the lease, which is then given up."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany(INSERT, rows)
+        leased = [(*row[:3], row[13]) for row in rows if row[13] is not None]
+        if leased:
+            conn.executemany(RELEASE, leased)
     except BaseException:
         conn.execute("ROLLBACK")
         raise

@@ -86,7 +86,7 @@ def test_a_question_parks_its_slot_and_an_approval_from_another_process_finishes
     done = command("approve", str(path), "refunds", "1", "--by", "alice", "--note", "ok")
     assert (done.returncode, done.stdout) == (0, "refunds slot 1: approved\n")
     again = command("reject", str(path), "refunds", "1", "--by", "bob")
-    assert again.returncode == 1
+    assert again.returncode == 2
     assert again.stderr.startswith("error: run 'refunds' slot 1 was approved already, by alice")
     assert again.stderr.count("\n") == 1
     with Journal(path) as journal, pytest.raises(ValueError, match="approved already, by alice"):
@@ -161,14 +161,14 @@ def test_the_command_line_answers_a_missing_file_and_a_slot_that_asked_nothing_i
 ) -> None:
     missing = command("approve", str(tmp_path / "none.db"), "refunds", "1")
     assert (missing.returncode, missing.stderr) == (
-        1,
+        2,
         f"error: no journal at {tmp_path / 'none.db'}\n",
     )
     path = tmp_path / "journal.db"
     refund(path, Refunds())
     nothing = command("approve", str(path), "refunds", "0", "--by", "alice")
     assert (nothing.returncode, nothing.stderr) == (
-        1,
+        2,
         "error: run 'refunds' has no question at round 0 slot 0\n",
     )
 
@@ -261,7 +261,7 @@ def test_the_command_line_names_the_rule_for_a_slot(tmp_path: Path) -> None:
     path = tmp_path / "journal.db"
     refund(path, Refunds())
     bad = command("approve", str(path), "refunds", "first")
-    assert bad.returncode == 1
+    assert bad.returncode == 2
     assert len(bad.stderr.splitlines()) == 1  # one line, no usage block
     assert "a slot is a number from 0 to 2**63-1, or 'planner', not 'first'" in bad.stderr
 
