@@ -17,6 +17,8 @@ import dataclasses
 import functools
 import json
 import os
+import secrets
+import socket
 import sqlite3
 import threading
 import time
@@ -71,14 +73,14 @@ ADDED = {
 """The columns a journal of an earlier version lacks, and what adds each when a writer opens
 it (a read-only open reads it as it is)."""
 
-# a row is written unless it has an owner (?14, a leased run's supervisor) that no longer holds
-# the slot's lease: a supervisor whose lease was taken over never records over the new owner
+# a row is written unless it is a leased run's (?15: its supervisor) whose lease of the slot
+# is gone: a supervisor whose lease was taken over never records over the new owner
 INSERT = (
     "INSERT INTO results (run_id, round, slot, subtask, status, output, error_type, error, "
     "attempts, started, finished, hedges, written, owner) "
     "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14 "
-    "WHERE ?14 IS NULL OR EXISTS (SELECT 1 FROM leases WHERE run_id = ?1 AND round = ?2 "
-    "AND slot = ?3 AND owner = ?14) "
+    "WHERE ?15 IS NULL OR EXISTS (SELECT 1 FROM leases WHERE run_id = ?1 AND round = ?2 "
+    "AND slot = ?3 AND owner = ?15) "
     "ON CONFLICT (run_id, round, slot) DO UPDATE SET subtask = excluded.subtask, "
     "status = excluded.status, output = excluded.output, error_type = excluded.error_type, "
     "error = excluded.error, attempts = excluded.attempts, started = excluded.started, "
@@ -119,6 +121,8 @@ class JsonCodec:
 
 
 FLUSH = ("group", "each")
+LEASE = 30.0  # seconds a slot's lease lasts unless renewed
+CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found
 PARKED = "awaiting approval"
 WRITERS = ("thread", "inline")
 
@@ -265,6 +269,9 @@ class Journal:
         time (``trio.testing.MockClock``), where a commit must happen at a virtual instant.
       create: False: refuse a file that is not a journal yet (missing, or an empty database)
         instead of making it one, as the command line does.
+      lease: seconds a supervisor holds each slot it runs before another supervisor on the
+        same run may take it over (renewed every third of it while the slot runs); None: no
+        leases, every supervisor on one run runs every slot it has no result of.
       read_only: open the file only to read it (what the command line's ``runs`` and ``show``
         do): nothing is written to it, a journal of an earlier version is read as it is, not
         given what it lacks; implies ``create=False`` and ``writer="inline"``.
@@ -295,6 +302,7 @@ class Journal:
         writer: str = "thread",
         create: bool = True,
         read_only: bool = False,
+        lease: float | None = LEASE,
     ) -> None:
         if not isinstance(path, str | PathLike) or not isinstance(os.fspath(path), str):
             raise TypeError(
@@ -309,6 +317,14 @@ class Journal:
             raise ValueError(f"count must be an int >= 1, got {count!r}")
         if writer not in WRITERS:
             raise ValueError(f'writer must be "thread" or "inline", got {writer!r}')
+        if lease is not None and (
+            isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < 1e9
+        ):
+            raise ValueError(
+                f"lease must be a positive number of seconds or None, got {lease!r}: how long "
+                "a supervisor holds a slot it runs before another may take it over"
+            )
+        self.lease: float | None = None if lease is None else float(lease)
         self.path = os.fspath(path)
         self.read_only = bool(read_only)
         if read_only:
@@ -473,10 +489,11 @@ class Journal:
         slot: int,
         result: SubResult[Any, Any],
         owner: str | None = None,
+        leased: bool = False,
     ) -> None:  # called by the engine's feeds
         """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer;
-        ``owner``: the supervisor that ran it, whose lease the row is written under (None: no
-        lease, the row is written whoever else ran the slot)."""
+        ``owner``: the supervisor that ran it; ``leased``: it ran it under a lease, and the row
+        is written only while it holds the lease still (which the row then gives up)."""
         if self._stopping is not None:
             raise RuntimeError(f"the journal {self.path} is closed: open another to go on")
         status = result.status
@@ -507,6 +524,7 @@ class Journal:
                 result.hedges,
                 time.time(),
                 owner,
+                owner if leased else None,
             )
         )
         self._appended += 1
@@ -798,6 +816,43 @@ class Journal:
         found: list[str] = self._call(read)
         return found
 
+    def _lease_clock(self) -> float:
+        """The time leases are read at: unix time; trio's clock with the inline writer (tests
+        on virtual time, where several supervisors share one trio run)."""
+        return trio.current_time() if self._inline is not None else time.time()
+
+    async def claim(
+        self, run: tuple[str, int], slots: Sequence[int], owner: str, since: float
+    ) -> list[tuple[int, str, Any]]:
+        """Claim ``slots`` of ``run`` for ``owner``, for one lease each, in one transaction:
+        each slot ``CLAIMED``; ``HELD`` by another supervisor's live lease (its expiry); or
+        ``DONE`` (its result, each subtask its repr): a final OK row, or any final row written
+        since ``since`` (unix time: a peer's, not a killed run's to run again). A lease whose
+        owner's process is known gone (on this host) is taken over at once."""
+        assert self.lease is not None
+        now = self._lease_clock()
+        found = await self._run(
+            lambda conn: _claim(conn, run, slots, owner, now, now + self.lease, since)  # type: ignore[operator]
+        )
+        return [
+            (slot, kind, self._result(_text(got[1]), got) if kind == DONE else got)
+            for slot, kind, got in found
+        ]
+
+    async def renew(self, run: tuple[str, int], owner: str) -> set[int]:
+        """Renew every lease ``owner`` holds of ``run``'s slots: the slots it still holds (a
+        slot it held and is not among them was taken over)."""
+        assert self.lease is not None
+        expires = self._lease_clock() + self.lease
+        held: set[int] = await self._run(lambda conn: _renew(conn, run, owner, expires))
+        return held
+
+    async def release(self, run: tuple[str, int], owner: str) -> None:
+        """``owner`` gives up its leases of ``run``'s slots: another supervisor (or a resume)
+        may take them at once. A result it journaled and that is not committed yet is still
+        written (its row names the owner), unless another took the slot over meanwhile."""
+        await self._run(lambda conn: _release(conn, run, owner))
+
     def summaries(self) -> list[RunSummary]:
         """Every run the journal holds, sorted by run_id: its plan's size, its results by kind,
         the slots a supervisor runs now, when it was last active, and whether it finished (what
@@ -1067,7 +1122,7 @@ def _write(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.executemany(INSERT, rows)
-        leased = [(*row[:3], row[13]) for row in rows if row[13] is not None]
+        leased = [(*row[:3], row[14]) for row in rows if row[14] is not None]
         if leased:
             conn.executemany(RELEASE, leased)
     except BaseException:
@@ -1175,6 +1230,114 @@ def _begin(
         conn.execute("COMMIT")
 
 
+def _claim(
+    conn: sqlite3.Connection,
+    run: tuple[str, int],
+    slots: Sequence[int],
+    owner: str,
+    now: float,
+    expires: float,
+    since: float,
+) -> list[tuple[int, str, Any]]:
+    """What ``Journal.claim`` finds, each slot's row (as ``_rows`` reads it) when done."""
+    marks = ", ".join("?" * len(slots))
+    conn.execute("BEGIN IMMEDIATE")  # checked and claimed at once, whoever else opens the file
+    try:
+        done = {
+            row[0]: row
+            for row in conn.execute(
+                "SELECT slot, subtask, status, output, error, attempts, started, finished, "
+                "hedges, written FROM results WHERE run_id = ? AND round = ? "
+                f"AND slot IN ({marks})",
+                (*run, *slots),
+            )
+            if row[2] == "ok" or (row[9] is not None and row[9] >= since)
+        }
+        held = {
+            slot: until
+            for slot, holder, until in conn.execute(
+                "SELECT slot, owner, expires FROM leases WHERE run_id = ? AND round = ? "
+                f"AND slot IN ({marks})",
+                (*run, *slots),
+            )
+            if holder != owner and until > now and not _gone(holder)
+        }
+        found: list[tuple[int, str, Any]] = []
+        claims = []
+        for slot in slots:
+            if slot in done:
+                found.append((slot, DONE, done[slot][:9]))
+            elif slot in held:
+                found.append((slot, HELD, held[slot]))
+            else:
+                found.append((slot, CLAIMED, None))
+                claims.append((*run, slot, owner, now, expires))
+        conn.executemany(
+            "INSERT INTO leases (run_id, round, slot, owner, claimed, expires) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, round, slot) DO UPDATE SET "
+            "owner = excluded.owner, claimed = excluded.claimed, expires = excluded.expires",
+            claims,
+        )
+        return found
+    finally:
+        conn.execute("COMMIT")
+
+
+def _renew(conn: sqlite3.Connection, run: tuple[str, int], owner: str, expires: float) -> set[int]:
+    """What ``Journal.renew`` does, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "UPDATE leases SET expires = ? WHERE run_id = ? AND round = ? AND owner = ?",
+            (expires, *run, owner),
+        )
+        return {
+            slot
+            for (slot,) in conn.execute(
+                "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
+                (*run, owner),
+            )
+        }
+    finally:
+        conn.execute("COMMIT")
+
+
+def _release(conn: sqlite3.Connection, run: tuple[str, int], owner: str) -> None:
+    """What ``Journal.release`` does: ``owner``'s leases of ``run`` expire now (kept, so that
+    a result of its not committed yet is still written under them)."""
+    conn.execute(
+        "UPDATE leases SET expires = -1e300 WHERE run_id = ? AND round = ? AND owner = ?",
+        (*run, owner),
+    )
+
+
+HOST = socket.gethostname()
+
+
+def new_owner() -> str:
+    """A name for one supervisor's run, unique among every process on every host: its host,
+    its process, a random part (what a lease and a result row name as their owner)."""
+    return f"{HOST}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def _gone(owner: str) -> bool:
+    """Whether ``owner``'s process is known to have ended: one of another process on this
+    host that is no longer running (its leases need not be waited out)."""
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != HOST or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # running, and another user's
+        return False
+    return False
+
+
 def _replanned(conn: sqlite3.Connection, run_id: str) -> bool:
     """Whether a re-planning run journaled ``run_id`` (a decision, or its planner's question)."""
     found = conn.execute(
@@ -1214,6 +1377,9 @@ class DurableRun(RunName):
     journal as one value, with what a run does with its journal, keyed by its id and round."""
 
     journal: Journal
+    owner: str = field(default_factory=new_owner, compare=False)
+    """This supervisor's run's name among others on the same run: its leases' owner, and the
+    owner its result rows name."""
     rows: tuple[str, int] = field(init=False, repr=False, compare=False)
     """The key of the run's rows in the journal: its id and round."""
 
@@ -1260,19 +1426,39 @@ class DurableRun(RunName):
 
     def record(self, slot: int, result: SubResult[Any, Any]) -> None:
         """Journal slot ``slot``'s final ``result`` (appended to the buffer)."""
-        self.journal.record(self.rows, slot, result)
+        self.journal.record(self.rows, slot, result, self.owner)
 
-    def recording(self, store: Put) -> Put:
+    def recording(self, store: Put, leased: bool = False) -> Put:
         """``store``, each result journaled first: what a run's or a stream's feed puts its
-        final results with."""
+        final results with; ``leased``: each slot ran under this run's lease, and its row is
+        written only while the lease is still held."""
         record = self.journal.record
         rows = self.rows
+        owner = self.owner
 
         def put(slot: int, result: SubResult[Any, Any]) -> None:
-            record(rows, slot, result)
+            record(rows, slot, result, owner, leased)
             store(slot, result)
 
         return put
+
+    @property
+    def lease(self) -> float | None:
+        """Seconds each slot's lease lasts (the journal's ``lease``), None without leases."""
+        return self.journal.lease
+
+    async def claim(self, slots: Sequence[int], since: float) -> list[tuple[int, str, Any]]:
+        """Claim ``slots`` for this run's supervisor (see
+        [`Journal.claim`][trio_supervisor.Journal.claim])."""
+        return await self.journal.claim(self.rows, slots, self.owner, since)
+
+    async def renew(self) -> set[int]:
+        """Renew this run's leases: the slots it still holds."""
+        return await self.journal.renew(self.rows, self.owner)
+
+    async def release(self) -> None:
+        """Give up this run's leases (it ends): another may take its slots at once."""
+        await self.journal.release(self.rows, self.owner)
 
     @property
     def each_commit(self) -> Callable[[], Awaitable[None]] | None:
