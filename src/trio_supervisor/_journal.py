@@ -1,25 +1,24 @@
-"""The journal's store: a run's final results on disk, so that a run killed part way resumes
+"""The journal: a run's final results in a database, so that a run killed part way resumes
 where it stopped, and the questions its workers asked.
 
-A [`Journal`][trio_supervisor.Journal] is one SQLite database (WAL mode), written by one thread
+A [`Journal`][trio_supervisor.Journal] is one SQLite file (WAL mode) or one PostgreSQL database
+(``_store``, ``_postgres``: the same statements, in each one's dialect), written by one thread
 of its own: a run hands it each final result as the slot settles (a row appended to a buffer,
 never a wait on the disk), and the thread commits the buffer in groups, at most ``interval``
 seconds and ``count`` rows apart, or after every row with ``flush="each"``. The schema is in
-the class's docstring, where the API reference shows it; ``SCHEMA`` is what makes the tables
+the class's docstring, where the API reference shows it; ``_store.SCHEMA`` is what makes the
+tables
 (``tests/library/test_journal.py`` holds the two to each other).
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import dataclasses
-import functools
 import json
 import os
 import secrets
 import socket
-import sqlite3
 import threading
 import time
 import weakref
@@ -27,7 +26,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
-from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import trio
@@ -37,58 +35,21 @@ from ._approval import asker
 from ._contract import Status, SubResult, revised
 from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
 from ._identity import PLANNER, RunName
-from ._journal_view import RunSummary, SlotRow, collect, present, slot_rows, summaries
+from ._journal_view import RunSummary, SlotRow, collect, slot_rows, summaries
+from ._store import Store, is_postgres, open_store, shown, stored, text_of
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, fingerprint TEXT, plan BLOB,
-  started REAL NOT NULL, PRIMARY KEY (run_id, round)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS decisions (
-  run_id TEXT NOT NULL, number INTEGER NOT NULL, decision BLOB NOT NULL, decided REAL NOT NULL,
-  PRIMARY KEY (run_id, number)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS approvals (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, question TEXT NOT NULL,
-  status TEXT NOT NULL, by TEXT, note TEXT, asked REAL NOT NULL, decided REAL,
-  PRIMARY KEY (run_id, round, slot, question)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS results (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
-  status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
-  started REAL, finished REAL, hedges INTEGER NOT NULL DEFAULT 0, written REAL, owner TEXT,
-  PRIMARY KEY (run_id, round, slot)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS leases (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, owner TEXT NOT NULL,
-  claimed REAL NOT NULL, expires REAL NOT NULL, PRIMARY KEY (run_id, round, slot)
-) WITHOUT ROWID;
-"""
-
-ADDED = {
-    ("results", "hedges"): "ALTER TABLE results ADD COLUMN hedges INTEGER NOT NULL DEFAULT 0",
-    ("results", "written"): "ALTER TABLE results ADD COLUMN written REAL",
-    ("results", "owner"): "ALTER TABLE results ADD COLUMN owner TEXT",
-}
-"""The columns a journal of an earlier version lacks, and what adds each when a writer opens
-it (a read-only open reads it as it is)."""
-
-# a row is written unless it is a leased run's (?15: its supervisor) whose lease of the slot
-# is gone: a supervisor whose lease was taken over never records over the new owner
 INSERT = (
     "INSERT INTO results (run_id, round, slot, subtask, status, output, error_type, error, "
     "attempts, started, finished, hedges, written, owner) "
-    "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14 "
-    "WHERE ?15 IS NULL OR EXISTS (SELECT 1 FROM leases WHERE run_id = ?1 AND round = ?2 "
-    "AND slot = ?3 AND owner = ?15) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id, round, slot) DO UPDATE SET subtask = excluded.subtask, "
     "status = excluded.status, output = excluded.output, error_type = excluded.error_type, "
     "error = excluded.error, attempts = excluded.attempts, started = excluded.started, "
     "finished = excluded.finished, hedges = excluded.hedges, written = excluded.written, "
     "owner = excluded.owner WHERE results.status != 'ok'"
 )
+COLUMNS = 14  # a row's values; a leased slot's row has its lease's owner after them
 RELEASE = "DELETE FROM leases WHERE run_id = ? AND round = ? AND slot = ? AND owner = ?"
-BUSY = 10.0  # seconds a connection waits for another's lock before it gives up
 
 
 class Codec(Protocol):
@@ -128,8 +89,9 @@ WRITERS = ("thread", "inline")
 
 
 class Journal:
-    """A run's final results, kept in a SQLite file so that a run killed part way (a deploy,
-    an out-of-memory kill, a laptop lid) resumes with the same ``run_id`` where it stopped.
+    """A run's final results, kept in a SQLite file or a PostgreSQL database so that a run
+    killed part way (a deploy, an out-of-memory kill, a laptop lid) resumes with the same
+    ``run_id`` where it stopped.
 
     ```pycon
     >>> import tempfile, pathlib
@@ -171,7 +133,7 @@ class Journal:
 
     A worker can also stop for a person's yes: [`approval`][trio_supervisor.approval] journals
     its question and parks the slot until ``approve`` or ``reject`` answers it, from this
-    process or any other that opens the file. So can a re-planning run's planner, for the batch
+    process or any other that opens the journal. So can a re-planning run's planner, for the batch
     it is about to dispatch: its question is slot ``PLANNER`` (-1) of the decision's number.
 
     The file's schema, which the ``sqlite3`` shell reads as well as this module does (a
@@ -244,6 +206,17 @@ class Journal:
     module is opened as it is, given what it lacks (the ``hedges`` column, a table): its results
     come back too.
 
+    ``Journal("postgresql://user@host:port/dbname")`` (a connection string, which psycopg 3
+    reads: the ``postgres`` extra) keeps the same tables, columns and keys in that database's
+    current schema, which ``psql`` reads, in PostgreSQL's types: ``BIGINT`` for ``INTEGER``,
+    ``DOUBLE PRECISION`` for ``REAL``, ``BYTEA`` for ``BLOB``, no ``WITHOUT ROWID``. Its
+    writers, in any process on any machine, take turns through a transaction-level advisory
+    lock, as on a file (``BEGIN IMMEDIATE``); its thread, not the trio loop, waits on the
+    server. Two things differ, as a ``TEXT`` column holds neither NUL nor a lone surrogate: a
+    subtask's or an error's text holding one is kept escaped (``\\x00``, ``\\udce9``), and
+    an output is kept as ``BYTEA`` (a str as its UTF-8), so a codec's ``decode`` is given bytes
+    (the JSON codec reads both). Errors name the server without its password.
+
     Open it once per process and share it (making one opens the file and starts its writer: a
     short blocking call); ``close()`` (or leaving its ``with`` block) commits what is left, and
     moves it into the main file (a checkpoint of the WAL): a closed journal's file, copied
@@ -252,9 +225,10 @@ class Journal:
     each slot is journaled once, though both may run it.
 
     Args:
-      path: the database file, made if missing (in a folder that exists). A file is checked
-        before anything is written to it: one that is not SQLite, or holds tables of another
-        schema, is refused and left as it was.
+      path: the database file, made if missing (in a folder that exists), or a PostgreSQL
+        connection string (``postgresql://...`` or ``postgres://...``), whose tables are made
+        if it holds none. A database is checked before anything is written to it: one that is
+        not SQLite, or holds tables of another schema, is refused and left as it was.
       codec: encodes outputs (``encode(value) -> str | bytes``, ``decode(data)``); JSON when
         None. An output it cannot encode, or encodes as text SQLite cannot hold, fails the run
         with a `TypeError` naming the slot, the output's type and the fix; what was journaled
@@ -267,8 +241,8 @@ class Journal:
       writer: ``"thread"`` (the writer thread) or ``"inline"``: commits in the calling thread,
         ``interval`` read on trio's clock, blocking trio while it writes; for tests on virtual
         time (``trio.testing.MockClock``), where a commit must happen at a virtual instant.
-      create: False: refuse a file that is not a journal yet (missing, or an empty database)
-        instead of making it one, as the command line does.
+      create: False: refuse a database that is not a journal yet (a missing file, or an empty
+        database) instead of making it one, as the command line does.
       lease: seconds a supervisor holds each slot it runs before another supervisor on the
         same run may take it over (renewed every third of it while the slot runs); None: no
         leases, every supervisor on one run runs every slot it has no result of.
@@ -285,6 +259,8 @@ class Journal:
       IsADirectoryError: if ``path`` is a directory.
       FileNotFoundError: if its folder does not exist; with ``create=False``, if it does not.
       sqlite3.Error: if SQLite cannot open or write the file (read-only, say), naming it.
+      ConnectionError: if the PostgreSQL server cannot be reached, or refuses the connection.
+      ImportError: for a connection string, if psycopg is not installed, naming the extra.
     """
 
     PLANNER: ClassVar[int] = PLANNER
@@ -307,7 +283,7 @@ class Journal:
         if not isinstance(path, str | PathLike) or not isinstance(os.fspath(path), str):
             raise TypeError(
                 f"path must be a str or a path, got {type(path).__name__} {path!r}: the name of "
-                "the journal's file"
+                "the journal's file, or a postgresql:// connection string"
             )
         if flush not in FLUSH:
             raise ValueError(f'flush must be "group" or "each", got {flush!r}')
@@ -325,7 +301,9 @@ class Journal:
                 "a supervisor holds a slot it runs before another may take it over"
             )
         self.lease: float | None = None if lease is None else float(lease)
-        self.path = os.fspath(path)
+        self._target = os.fspath(path)
+        self.path = shown(self._target) if is_postgres(self._target) else self._target
+        """The database as messages name it: the file, or the server (without password)."""
         self.read_only = bool(read_only)
         if read_only:
             create, writer = False, "inline"
@@ -339,7 +317,7 @@ class Journal:
         # invariant: rows in _buffer are appended by the trio side, taken by the writer only;
         # _appended counts every row appended, _committed those the writer has committed
         self._buffer: deque[tuple[Any, ...]] = deque()
-        self._calls: deque[tuple[Callable[[sqlite3.Connection], Any], list[Any]]] = deque()
+        self._calls: deque[tuple[Callable[[Store], Any], list[Any]]] = deque()
         self._appended = 0
         self._committed = 0
         self._arrived = threading.Event()  # the buffer got a row, or a call came
@@ -348,11 +326,11 @@ class Journal:
         self._stopping: bool | None = None  # True: commit then stop; False: drop and stop
         self._failure: BaseException | None = None  # a row lost since the last wait
         self.writer = writer
-        self._inline: sqlite3.Connection | None = None
+        self._inline: Store | None = None
         self._first = 0.0  # inline: trio time of the oldest row in the buffer
         atexit.register(_close_at_exit, weakref.ref(self))
         if writer == "inline":
-            self._inline = _connect(self.path, create, self.read_only)
+            self._inline = open_store(self._target, create, self.read_only)
             return
         ready: list[BaseException | None] = []
         self._thread = threading.Thread(
@@ -380,7 +358,7 @@ class Journal:
 
     def _serve(self, ready: list[BaseException | None]) -> None:
         try:
-            conn = _connect(self.path, self.create)
+            conn = open_store(self._target, self.create)
         except BaseException as exc:
             with self._done:
                 ready.append(exc)
@@ -411,12 +389,12 @@ class Journal:
                 if self._stopping is not None and not self._buffer:
                     break
         finally:
-            _close(conn)
+            conn.close()
             with self._done:
                 self._stopping = False if self._stopping is None else self._stopping
                 self._done.notify_all()
 
-    def _commit(self, conn: sqlite3.Connection) -> None:
+    def _commit(self, conn: Store) -> None:
         """Commit what the buffer holds, in groups of ``count``. A group the database refuses
         is committed again row by row: a row refused alone is lost (its slot runs again on
         resume), said by the next wait for the commit; the rows beside it, and the journal, go
@@ -443,7 +421,7 @@ class Journal:
         with self._done:
             if self._failure is None:
                 self._failure = RuntimeError(
-                    f"slot {row[2]} of run {_text(row[0])!r} round {row[1]} could not be "
+                    f"slot {row[2]} of run {text_of(row[0])!r} round {row[1]} could not be "
                     f"journaled in {self.path} ({type(exc).__name__}: {exc}): it runs again on "
                     "resume"
                 )
@@ -456,7 +434,7 @@ class Journal:
         if failure is not None:
             raise failure
 
-    def _call(self, call: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _call(self, call: Callable[[Store], Any]) -> Any:
         """Run ``call`` on the writer's connection, after what the buffer holds; blocks."""
         if self._inline is not None:
             if self._stopping is not None:
@@ -505,28 +483,26 @@ class Journal:
         else:
             data = None
             exception = result.exception
-            error_type = None if exception is None else _stored(type(exception).__name__)
-            error = None if result.error is None else _stored(result.error)
-        buffer = self._buffer
-        buffer.append(
-            (
-                run[0],
-                run[1],
-                slot,
-                _stored(subtask_text(result.subtask)),
-                status.value,
-                data,
-                error_type,
-                error,
-                result.attempts,
-                result.started,
-                result.finished,
-                result.hedges,
-                time.time(),
-                owner,
-                owner if leased else None,
-            )
+            error_type = None if exception is None else stored(type(exception).__name__)
+            error = None if result.error is None else stored(result.error)
+        row = (
+            run[0],
+            run[1],
+            slot,
+            stored(subtask_text(result.subtask)),
+            status.value,
+            data,
+            error_type,
+            error,
+            result.attempts,
+            result.started,
+            result.finished,
+            result.hedges,
+            time.time(),
+            owner,
         )
+        buffer = self._buffer
+        buffer.append(row if not leased else (*row, owner))  # leased: written while it holds
         self._appended += 1
         size = len(buffer)
         if self._inline is not None:  # commits in the caller's thread, on trio's clock
@@ -553,7 +529,7 @@ class Journal:
         except (TypeError, ValueError) as exc:
             raise self._unencodable(slot, output, str(exc)) from None
         if type(data) is str:
-            if data.isascii() or _stored(data) is data:
+            if data.isascii() or stored(data) is data:
                 return data
             if isinstance(codec, JsonCodec):
                 return codec.escaped(output)
@@ -652,7 +628,7 @@ class Journal:
           ValueError: if ``run_id`` was journaled by a run (or a stream) of its own plan.
         """
 
-        def read(conn: sqlite3.Connection) -> tuple[str | None, Any]:
+        def read(conn: Store) -> tuple[str | None, Any]:
             if conn.execute(
                 "SELECT 1 FROM runs WHERE run_id = ? AND round = 0", (run_id,)
             ).fetchone():
@@ -685,7 +661,7 @@ class Journal:
                     continue
                 subtask = plan[slot]
             else:
-                subtask = _text(subtask)
+                subtask = text_of(subtask)
             kept[slot] = self._result(subtask, row)
         return kept
 
@@ -703,7 +679,7 @@ class Journal:
             )
         return SubResult(
             subtask,
-            error=_text(error) if error is not None else status,
+            error=text_of(error) if error is not None else status,
             status=Status(status),
             attempts=attempts,
             started=started,
@@ -743,18 +719,18 @@ class Journal:
                 f"({exc}): plan subtasks the codec encodes, or give Journal(codec=...) one that "
                 "encodes them"
             ) from None
-        row = (run_id, number, data, time.time())
+        decided = time.time()
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: Store) -> None:
             conn.execute(
                 "INSERT INTO decisions (run_id, number, decision, decided) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
-                row,
+                (run_id, number, conn.blob(data), decided),
             )
 
         await self._run(write)
 
-    async def _run(self, call: Callable[[sqlite3.Connection], Any]) -> Any:
+    async def _run(self, call: Callable[[Store], Any]) -> Any:
         """``call`` on the writer's connection, awaited in a thread (inline: at once)."""
         if self._inline is not None:
             return self._call(call)
@@ -764,7 +740,7 @@ class Journal:
         """The results journaled for ``run_id``'s round ``round``, in slot order (the subtask of
         each is its repr); blocks while it reads, so call it outside a trio run or in a thread."""
         rows = self._call(lambda conn: _rows(conn, (run_id, round)))
-        return [self._result(_text(row[1]), row) for row in rows]
+        return [self._result(text_of(row[1]), row) for row in rows]
 
     def approve(self, run_id: str, slot: int, *, by: str, note: str = "", round: int = 0) -> None:
         """Approve the question slot ``slot`` of run ``run_id`` waits on (the last it asked, as
@@ -804,14 +780,14 @@ class Journal:
         """The run_ids the journal holds (a run begun, a decision or a question), sorted; blocks
         while it reads."""
 
-        def read(conn: sqlite3.Connection) -> list[str]:
-            tables = present(conn)  # a journal read as it is may lack some
+        def read(conn: Store) -> list[str]:
+            tables = conn.found()  # a journal read as it is may lack some
             union = " UNION ".join(
                 f"SELECT run_id FROM {name}"
                 for name in ("runs", "decisions", "approvals")
                 if name in tables
             )
-            return [_text(name) for (name,) in conn.execute(f"{union} ORDER BY 1")]
+            return [text_of(name) for (name,) in conn.execute(f"{union} ORDER BY 1")]
 
         found: list[str] = self._call(read)
         return found
@@ -835,7 +811,7 @@ class Journal:
             lambda conn: _claim(conn, run, slots, owner, now, now + self.lease, since)  # type: ignore[operator]
         )
         return [
-            (slot, kind, self._result(_text(got[1]), got) if kind == DONE else got)
+            (slot, kind, self._result(text_of(got[1]), got) if kind == DONE else got)
             for slot, kind, got in found
         ]
 
@@ -894,9 +870,8 @@ class Journal:
         if not isinstance(by, str) or not by:
             raise ValueError(f"say who answers: by must be a non-empty str, got {by!r}")
 
-        def write(conn: sqlite3.Connection) -> str | None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+        def write(conn: Store) -> str | None:
+            with conn.transaction():
                 # the question the slot waits on: the last it asked (one asked before and
                 # answered is answered once; it is named when nothing is left to answer)
                 found = conn.execute(
@@ -921,8 +896,6 @@ class Journal:
                     (status, by, note, time.time(), run_id, round, slot, question),
                 )
                 return None
-            finally:
-                conn.execute("COMMIT")
 
         refused = self._call(write)
         if refused is not None:
@@ -934,7 +907,7 @@ class Journal:
         """Slot ``slot``'s ``question``: journaled as pending the first time it is asked; its
         answer (each question of a slot has its own: a yes to one approves no other)."""
 
-        def ask(conn: sqlite3.Connection) -> tuple[str, str | None, str | None] | None:
+        def ask(conn: Store) -> tuple[str, str | None, str | None] | None:
             conn.execute(
                 "INSERT INTO approvals (run_id, round, slot, question, status, asked) "
                 "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING",
@@ -965,7 +938,7 @@ class Journal:
                 if flush:
                     self._commit(self._inline)
                 self._buffer.clear()
-                _close(self._inline)
+                self._inline.close()
             return
         if self._stopping is None:
             self._stopping = flush
@@ -974,191 +947,32 @@ class Journal:
         self._thread.join()
 
 
-def _connect(path: str, create: bool, read_only: bool = False) -> sqlite3.Connection:
-    """A connection to the journal at ``path`` (in WAL mode), its schema checked before
-    anything is written, and made where the file is new (unless not ``create``); with
-    ``read_only``, a connection that only reads it, its schema checked and left as it is.
-
-    Raises:
-      IsADirectoryError, FileNotFoundError: if ``path`` is a directory, is in a folder that does
-        not exist, or (not ``create``) is no file.
-      ValueError: if the file is not a journal: not SQLite, or of another schema.
-      sqlite3.Error: if SQLite cannot open or write it (naming the file).
-    """
-    where = Path(path)
-    if where.is_dir():
-        raise IsADirectoryError(
-            f"the journal {path} is a directory: give a file, such as {where / 'runs.db'}"
-        )
-    if not create and not where.is_file():
-        raise FileNotFoundError(f"no journal at {path}")
-    if not where.absolute().parent.is_dir():
-        raise FileNotFoundError(
-            f"the journal {path} cannot be made: its folder {where.parent} does not exist"
-        )
-    # never made by a journal that must not create: SQLite's read-write mode, not create
-    name = path if create else where.absolute().as_uri() + ("?mode=ro" if read_only else "?mode=rw")
-    try:
-        # the busy timeout is set by connect, before the first statement waits on a lock
-        conn = sqlite3.connect(
-            name, timeout=BUSY, isolation_level=None, check_same_thread=False, uri=not create
-        )
-    except sqlite3.Error as exc:
-        raise type(exc)(f"cannot open the journal {path}: {exc}") from None
-    try:
-        if read_only:
-            _lacking(conn, path, create)  # refuses a file that is not a journal
-            return conn
-        _make_schema(conn, path, create)
-        _wal(conn)
-        conn.execute("PRAGMA synchronous=NORMAL")
-    except sqlite3.Error as exc:
-        conn.close()
-        raise type(exc)(f"cannot open the journal {path}: {exc}") from None
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _make_schema(conn: sqlite3.Connection, path: str, create: bool) -> None:
-    """Make what the journal at ``path`` lacks of the schema (every table, in a new file; a
-    column or a table added since, in a journal of an earlier version), in one transaction.
-
-    Raises:
-      ValueError: if the file is not a journal, before anything is written.
-    """
-    if not _lacking(conn, path, create):
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in _lacking(conn, path, create):  # again: another may have made it since
-            conn.execute(statement)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _wal(conn: sqlite3.Connection) -> None:
-    """Put the file in WAL mode. Switching it is refused at once (``database is locked``), not
-    after the busy timeout, while another connection switches it or reads it: so it tries again,
-    a little later each time, until the timeout."""
-    until = time.monotonic() + BUSY
-    pause = 0.001
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorname != "SQLITE_BUSY" or time.monotonic() >= until:
-                raise
-        else:
-            return
-        time.sleep(pause)
-        pause = min(2 * pause, 0.05)
-
-
-@functools.cache
-def _tables() -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Each table of ``SCHEMA``: the statement that makes it, and its columns."""
-    made: dict[str, tuple[str, tuple[str, ...]]] = {}
-    with contextlib.closing(sqlite3.connect(":memory:")) as conn:
-        for statement in filter(str.strip, SCHEMA.split(";")):
-            name = statement.split("EXISTS", 1)[1].split("(", 1)[0].strip()
-            conn.execute(statement)
-            columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({name})"))
-            made[name] = (statement, columns)
-    return made
-
-
-def _lacking(conn: sqlite3.Connection, path: str, create: bool) -> list[str]:
-    """The statements that make what the journal at ``path`` lacks of the schema.
-
-    Raises:
-      ValueError: if the file is not SQLite; holds tables and none of a journal's; holds a
-        journal's table without its columns; or holds nothing and not ``create``.
-    """
-    try:
-        found = {
-            name: tuple(row[1] for row in conn.execute(f"PRAGMA table_info({name!r})"))
-            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
-    except sqlite3.DatabaseError as exc:
-        if type(exc) is not sqlite3.DatabaseError:  # locked, or unreadable: not its content
-            raise
-        raise ValueError(f"{path} is not a journal: not a SQLite database ({exc})") from None
-    tables = _tables()
-    if not found.keys() & tables.keys():
-        if found:
-            raise ValueError(
-                f"{path} is not a journal: it holds tables of another schema "
-                f"({', '.join(sorted(found))}) and none of a journal's: give the journal a file "
-                "of its own"
-            )
-        if not create:
-            raise ValueError(
-                f"{path} is not a journal: it holds no table (an empty database): give the file "
-                "a journaled run made"
-            )
-    lacking: list[str] = []
-    for name, (statement, columns) in tables.items():
-        if name not in found:
-            lacking.append(statement)
-            continue
-        missing = [column for column in columns if column not in found[name]]
-        strange = [column for column in missing if (name, column) not in ADDED]
-        if strange:
-            raise ValueError(
-                f"{path} is not a journal: its table {name} lacks the columns "
-                f"{', '.join(strange)}: give the journal a file of its own"
-            )
-        lacking.extend(ADDED[name, column] for column in missing)
-    return lacking
-
-
-def _write(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Commit ``rows`` to the results, in one transaction: a leased slot's row only while its
-    owner holds the lease, which is then given up."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.executemany(INSERT, rows)
-        leased = [(*row[:3], row[14]) for row in rows if row[14] is not None]
+def _write(conn: Store, rows: list[tuple[Any, ...]]) -> None:
+    """Commit ``rows`` to the results, in one transaction: a leased slot's row (one with the
+    lease's owner after its columns) only while its owner holds the lease, which it then gives
+    up."""
+    with conn.transaction():
+        leased = [row for row in rows if len(row) > COLUMNS]
         if leased:
-            conn.executemany(RELEASE, leased)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _close(conn: sqlite3.Connection) -> None:
-    """Close ``conn``, what the WAL holds moved into the main file first (and the WAL emptied):
-    the file a command leaves holds its data, and a copy of it takes the journal whole."""
-    with contextlib.suppress(sqlite3.Error):  # another process is in the file: its close does it
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-
-
-def _stored(text: str) -> str | bytes:
-    """``text`` as SQLite holds it: itself, or where it holds a lone surrogate (which UTF-8
-    cannot say), its bytes, surrogates kept (``_text`` makes it the same str again)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-    return text
-
-
-def _text(value: str | bytes) -> str:
-    """The str ``_stored`` kept as ``value``."""
-    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+            held: dict[tuple[Any, ...], set[int]] = {}
+            for key in {(row[0], row[1], row[COLUMNS]) for row in leased}:
+                held[key] = {
+                    slot
+                    for (slot,) in conn.execute(
+                        "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
+                        key,
+                    )
+                }
+            kept = [row for row in leased if row[2] in held[row[0], row[1], row[COLUMNS]]]
+            rows = [row for row in rows if len(row) == COLUMNS] + [row[:COLUMNS] for row in kept]
+        conn.executemany(INSERT, conn.results(rows))
+        if leased:
+            conn.executemany(RELEASE, [(*row[:3], row[COLUMNS]) for row in kept])
 
 
 def _seen(rows: list[tuple[Any, ...]]) -> list[tuple[int, str]]:
     """Each slot of ``rows`` (as ``_rows`` reads them) and its subtask's text."""
-    return [(row[0], _text(row[1])) for row in rows]
+    return [(row[0], text_of(row[1])) for row in rows]
 
 
 def _close_at_exit(ref: weakref.ref[Journal]) -> None:
@@ -1167,7 +981,7 @@ def _close_at_exit(ref: weakref.ref[Journal]) -> None:
         journal.close()
 
 
-def _rows(conn: sqlite3.Connection, run: tuple[str, int]) -> list[tuple[Any, ...]]:
+def _rows(conn: Store, run: tuple[str, int]) -> list[tuple[Any, ...]]:
     return conn.execute(
         "SELECT slot, subtask, status, output, error, attempts, started, finished, hedges "
         "FROM results WHERE run_id = ? AND round = ? ORDER BY slot",
@@ -1176,7 +990,7 @@ def _rows(conn: sqlite3.Connection, run: tuple[str, int]) -> list[tuple[Any, ...
 
 
 def _begin(
-    conn: sqlite3.Connection,
+    conn: Store,
     run: tuple[str, int],
     digest: tuple[str, bytes, list[str]] | None,
     plan: Sequence[Any] | None,
@@ -1185,8 +999,7 @@ def _begin(
     None for a lazy stream's), or checked against what was: why it is refused (or None), the
     plan journaled (packed; None if unknown) and the rows of its slots."""
     run_id, round_ = run
-    conn.execute("BEGIN IMMEDIATE")  # checked and journaled at once, whoever else opens the file
-    try:
+    with conn.transaction():  # checked and journaled at once, whoever else opens it
         if round_ == 0 and _replanned(conn, run_id):
             said = "input" if plan is None else "plan"
             why = "by a re-planning run (Supervisor.replan)"
@@ -1226,12 +1039,10 @@ def _begin(
             (fingerprint, packed, *run),
         )
         return None, packed, rows
-    finally:
-        conn.execute("COMMIT")
 
 
 def _claim(
-    conn: sqlite3.Connection,
+    conn: Store,
     run: tuple[str, int],
     slots: Sequence[int],
     owner: str,
@@ -1241,8 +1052,7 @@ def _claim(
 ) -> list[tuple[int, str, Any]]:
     """What ``Journal.claim`` finds, each slot's row (as ``_rows`` reads it) when done."""
     marks = ", ".join("?" * len(slots))
-    conn.execute("BEGIN IMMEDIATE")  # checked and claimed at once, whoever else opens the file
-    try:
+    with conn.transaction():  # checked and claimed at once, whoever else opens the journal
         done = {
             row[0]: row
             for row in conn.execute(
@@ -1278,15 +1088,12 @@ def _claim(
             "owner = excluded.owner, claimed = excluded.claimed, expires = excluded.expires",
             claims,
         )
-        return found
-    finally:
-        conn.execute("COMMIT")
+    return found
 
 
-def _renew(conn: sqlite3.Connection, run: tuple[str, int], owner: str, expires: float) -> set[int]:
+def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> set[int]:
     """What ``Journal.renew`` does, in one transaction."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with conn.transaction():
         conn.execute(
             "UPDATE leases SET expires = ? WHERE run_id = ? AND round = ? AND owner = ?",
             (expires, *run, owner),
@@ -1298,11 +1105,9 @@ def _renew(conn: sqlite3.Connection, run: tuple[str, int], owner: str, expires: 
                 (*run, owner),
             )
         }
-    finally:
-        conn.execute("COMMIT")
 
 
-def _release(conn: sqlite3.Connection, run: tuple[str, int], owner: str) -> None:
+def _release(conn: Store, run: tuple[str, int], owner: str) -> None:
     """What ``Journal.release`` does: ``owner``'s leases of ``run`` expire now (kept, so that
     a result of its not committed yet is still written under them)."""
     conn.execute(
@@ -1338,7 +1143,7 @@ def _gone(owner: str) -> bool:
     return False
 
 
-def _replanned(conn: sqlite3.Connection, run_id: str) -> bool:
+def _replanned(conn: Store, run_id: str) -> bool:
     """Whether a re-planning run journaled ``run_id`` (a decision, or its planner's question)."""
     found = conn.execute(
         "SELECT 1 FROM decisions WHERE run_id = ? UNION ALL SELECT 1 FROM approvals "
@@ -1355,7 +1160,7 @@ def check_journal(journal: object, run_id: object) -> RunName | None:
         raise TypeError(f"journal must be a Journal, got {type(journal).__name__} {journal!r}")
     if run_id is not None and (not isinstance(run_id, str) or not run_id):
         raise TypeError(f"run_id must be a non-empty str, got {run_id!r}")
-    if isinstance(run_id, str) and _stored(run_id) is not run_id:
+    if isinstance(run_id, str) and stored(run_id) is not run_id:
         raise ValueError(
             f"run_id must be text SQLite holds, got {run_id!r} (a lone surrogate): name the run "
             "in text that UTF-8 says"

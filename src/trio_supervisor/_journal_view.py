@@ -8,13 +8,13 @@ as it is: what it lacks reads as unknown.
 
 from __future__ import annotations
 
-import sqlite3
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from ._digest import plan_texts
+from ._store import Store, text_of
 
 PARKED = "awaiting approval"
 
@@ -56,30 +56,14 @@ class SlotRow:
     claimed: float | None = None  # a running slot's lease: when it was claimed
 
 
-def _text(value: str | bytes) -> str:
-    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+_text = text_of
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-
-
-def _has_leases(conn: sqlite3.Connection) -> bool:
-    return bool(_columns(conn, "leases"))
-
-
-def present(conn: sqlite3.Connection) -> set[str]:
-    """The tables the journal has: an older one may lack some (a reader reads it as it is)."""
-    return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-
-
-def summaries(
-    conn: sqlite3.Connection, now: float, done_kind: Callable[[Any], bool]
-) -> list[RunSummary]:
+def summaries(conn: Store, now: float, done_kind: Callable[[Any], bool]) -> list[RunSummary]:
     """Every run the journal holds, by run_id; ``now``: the unix time leases are read at;
     ``done_kind(data)``: whether a re-planning run's last decision (as journaled) ends it."""
-    written = "written" in _columns(conn, "results")
-    tables = present(conn)
+    tables = conn.found()  # a journal read as it is may lack some
+    written = "written" in tables.get("results", ())
     ids: set[str] = set()
     plans: dict[str, int | None] = defaultdict(int)
     last: dict[str, float] = {}
@@ -113,7 +97,7 @@ def summaries(
             per_round[name, round_] += count
         later(name, at)
     running: dict[str, int] = defaultdict(int)
-    if _has_leases(conn):
+    if "leases" in tables:
         for run_id, count, at in conn.execute(
             "SELECT run_id, count(*), max(claimed) FROM leases WHERE expires > ? AND NOT EXISTS "
             "(SELECT 1 FROM results WHERE results.run_id = leases.run_id AND results.round = "
@@ -165,13 +149,12 @@ def summaries(
     return found
 
 
-def slot_rows(
-    conn: sqlite3.Connection, run_id: str, now: float
-) -> tuple[float | None, list[SlotRow]]:
+def slot_rows(conn: Store, run_id: str, now: float) -> tuple[float | None, list[SlotRow]]:
     """When run ``run_id`` was first journaled (unix time; None if it never began a plan), and
     every slot of it the journal knows of, by round and slot: each planned slot (those without
     a result or a lease too), each with its result or its live lease."""
-    columns = _columns(conn, "results")
+    tables = conn.found()
+    columns = tables.get("results", ())
     added = {"hedges": "0", "written": "NULL", "owner": "NULL"}  # what an older journal lacks
     extra = ", ".join(name if name in columns else added[name] for name in added)
     rows: dict[tuple[int, int], SlotRow] = {}
@@ -199,7 +182,7 @@ def slot_rows(
             None if error is None else _text(error),
             *rest,
         )
-    if _has_leases(conn):
+    if "leases" in tables:
         for round_, slot, owner, claimed in conn.execute(
             "SELECT round, slot, owner, claimed FROM leases WHERE run_id = ? AND expires > ?",
             (run_id, now),
@@ -217,26 +200,21 @@ TABLES = ("results", "approvals", "decisions", "runs", "leases")
 
 
 def collect(
-    conn: sqlite3.Connection,
+    conn: Store,
     before: float,
     now: float,
     done_kind: Callable[[Any], bool],
 ) -> list[RunSummary]:
     """Remove every finished run last active before ``before`` (unix time), in one
     transaction; the runs removed. A run running, parked, or waiting for an answer stays."""
-    conn.execute("BEGIN IMMEDIATE")  # no writer slips a result in between the check and the cut
-    try:
+    with conn.transaction():  # no writer slips a result in between the check and the cut
         gone = [
             run
             for run in summaries(conn, now, done_kind)
             if run.finished and run.last is not None and run.last < before
         ]
-        tables = [table for table in TABLES if _columns(conn, table)]
+        tables = [table for table in TABLES if table in conn.found()]
         for run in gone:
             for table in tables:
                 conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run.run_id,))
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
     return gone

@@ -6,17 +6,18 @@ slots done, failed, parked for an answer and running now, its last activity); ``
 draws its slots as the timeline in the terminal, from the journal alone; ``gc FILE
 --older-than DURATION`` (``30m``, ``12h``, ``7d``) removes the finished runs last active longer
 ago than that, and says which (a run with a slot running or parked, or a question without an
-answer, is never removed). ``runs`` and ``show`` only read the file: a journal of an earlier
+answer, is never removed). ``runs`` and ``show`` only read the journal: one of an earlier
 version is read as it is.
 
 ``approve FILE RUN SLOT [--by NAME] [--note TEXT]``, and ``reject`` alike, answer a slot's
-question; ``pending FILE RUN`` lists the questions without an answer. A re-planning run's
-planner asks for its batch as slot ``planner``, its ``--round`` the decision's number (as
+question; ``pending FILE RUN`` lists the questions without an answer. ``FILE`` is the journal's
+SQLite file, or a PostgreSQL journal's connection string (``postgresql://...``). A re-planning
+run's planner asks for its batch as slot ``planner``, its ``--round`` the decision's number (as
 ``pending`` says it). Each error is one line on stderr, exit status 2: a command that does not
 parse (a missing argument, a slot or a round that is no number from 0 to 2**63-1, a duration
-that is no number and unit), a file that is missing, or is not a journal (it is never made
-one), a run the file does not hold, a slot that asked nothing, a question answered already, an
-empty ``--by``.
+that is no number and unit), a file that is missing, a server that cannot be reached, a
+database that is not a journal (it is never made one), a run the journal does not hold, a slot
+that asked nothing, a question answered already, an empty ``--by``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import argparse
 import getpass
 import re
 import shutil
-import sqlite3
 import sys
 import time
 from collections.abc import Sequence
@@ -35,6 +35,7 @@ from .._approval import asker
 from .._identity import PLANNER
 from .._journal import Journal
 from .._journal_view import RunSummary
+from .._store import errors
 
 __all__ = ["main"]
 
@@ -43,6 +44,7 @@ SHOWN = 10  # the runs an unknown run's error names at most
 REFUSED = 2  # the exit status of every error: the command, or what it names, is refused
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+WHERE = "the journal: its SQLite file, or a postgresql:// connection string"
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervisor.journal") -> int:
@@ -78,12 +80,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervis
     )
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     listing = commands.add_parser("runs", help="each run: plan, done, failed, parked, running")
-    listing.add_argument("file", help="the journal's database file")
+    listing.add_argument("file", help=WHERE)
     showing = commands.add_parser("show", help="a run's slots, as a timeline")
-    showing.add_argument("file", help="the journal's database file")
+    showing.add_argument("file", help=WHERE)
     showing.add_argument("run", help="the run's run_id")
     collecting = commands.add_parser("gc", help="remove finished runs older than a duration")
-    collecting.add_argument("file", help="the journal's database file")
+    collecting.add_argument("file", help=WHERE)
     collecting.add_argument(
         "--older-than",
         type=_duration,
@@ -93,7 +95,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervis
     )
     for name in ("approve", "reject"):
         command = commands.add_parser(name, help=f"{name} the question a slot asked")
-        command.add_argument("file", help="the journal's database file")
+        command.add_argument("file", help=WHERE)
         command.add_argument("run", help="the run's run_id")
         command.add_argument(
             "slot", type=_slot, help="the slot that asked, or 'planner' (a replan's planner)"
@@ -107,12 +109,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "python -m trio_supervis
         command.add_argument("--by", default=None, help="who answers (default: your login)")
         command.add_argument("--note", default="", help="what you say with it")
     asking = commands.add_parser("pending", help="the questions without an answer")
-    asking.add_argument("file", help="the journal's database file")
+    asking.add_argument("file", help=WHERE)
     asking.add_argument("run", help="the run's run_id")
     options = parser.parse_args(argv)
+    refused: tuple[type[Exception], ...] = (OSError, ValueError, RuntimeError, *errors())
     try:
         said = _command(options)
-    except (OSError, ValueError, RuntimeError, sqlite3.Error) as exc:
+    except refused as exc:
         print(f"error: {exc}", file=sys.stderr)
         return REFUSED
     print(said, end="")
@@ -123,7 +126,7 @@ def _command(options: argparse.Namespace) -> str:
     """What the command of ``options`` says on stdout, once done.
 
     Raises:
-      OSError, ValueError, RuntimeError, sqlite3.Error: what it refuses, in one line.
+      OSError, ValueError, RuntimeError, a driver's error: what it refuses, in one line.
     """
     command = options.command
     if command in ("runs", "show"):
