@@ -801,7 +801,7 @@ class Journal:
         self, run: tuple[str, int], slots: Sequence[int], owner: str, since: float
     ) -> list[tuple[int, str, Any]]:
         """Claim ``slots`` of ``run`` for ``owner``, for one lease each, in one transaction:
-        each slot ``CLAIMED``; ``HELD`` by another supervisor's live lease (its expiry); or
+        each slot ``CLAIMED``; ``HELD`` by another supervisor's live lease (the seconds it has left); or
         ``DONE`` (its result, each subtask its repr): a final OK row, or any final row written
         since ``since`` (unix time: a peer's, not a killed run's to run again). A lease whose
         owner's process is known gone (on this host) is taken over at once."""
@@ -811,7 +811,15 @@ class Journal:
             lambda conn: _claim(conn, run, slots, owner, now, now + self.lease, since)  # type: ignore[operator]
         )
         return [
-            (slot, kind, self._result(text_of(got[1]), got) if kind == DONE else got)
+            (
+                slot,
+                kind,
+                self._result(text_of(got[1]), got)
+                if kind == DONE
+                else got - now
+                if kind == HELD
+                else got,
+            )
             for slot, kind, got in found
         ]
 

@@ -197,10 +197,9 @@ class Keeper:
             if len(self.queue) < self.chunk and (self.fresh or self._due()):
                 await trio.lowlevel.checkpoint()
                 continue
-            wake = min(
-                renewal if self.held else math.inf,
-                min(self.deferred.values(), default=math.inf),
-            )
+            wake = renewal if self.held else math.inf
+            if len(self.queue) < self.chunk:  # a full queue claims nothing, due or not
+                wake = min(wake, min(self.deferred.values(), default=math.inf))
             with trio.move_on_at(wake):
                 await self._wake.wait()
             self._wake = trio.Event()
