@@ -801,9 +801,10 @@ class Journal:
         self, run: tuple[str, int], slots: Sequence[int], owner: str, since: float
     ) -> list[tuple[int, str, Any]]:
         """Claim ``slots`` of ``run`` for ``owner``, for one lease each, in one transaction:
-        each slot ``CLAIMED``; ``HELD`` by another supervisor's live lease (the seconds it has left); or
-        ``DONE`` (its result, each subtask its repr): a final OK row, or any final row written
-        since ``since`` (unix time: a peer's, not a killed run's to run again). A lease whose
+        each slot ``CLAIMED``; ``HELD`` by another supervisor's live lease (the seconds it has
+        left); or ``DONE`` (its result, each subtask its repr): a final OK row, or any final
+        row written since ``since`` (unix time: a peer's, not a killed run's to run again). A
+        lease whose
         owner's process is known gone (on this host) is taken over at once."""
         assert self.lease is not None
         now = self._lease_clock()
