@@ -17,6 +17,8 @@ import atexit
 import dataclasses
 import json
 import os
+import secrets
+import socket
 import threading
 import time
 import weakref
@@ -33,16 +35,21 @@ from ._approval import asker
 from ._contract import Status, SubResult, revised
 from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
 from ._identity import PLANNER, RunName
+from ._journal_view import RunSummary, SlotRow, collect, slot_rows, summaries
 from ._store import Store, is_postgres, open_store, shown, stored, text_of
 
 INSERT = (
     "INSERT INTO results (run_id, round, slot, subtask, status, output, error_type, error, "
-    "attempts, started, finished, hedges) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "attempts, started, finished, hedges, written, owner) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id, round, slot) DO UPDATE SET subtask = excluded.subtask, "
     "status = excluded.status, output = excluded.output, error_type = excluded.error_type, "
     "error = excluded.error, attempts = excluded.attempts, started = excluded.started, "
-    "finished = excluded.finished, hedges = excluded.hedges WHERE results.status != 'ok'"
+    "finished = excluded.finished, hedges = excluded.hedges, written = excluded.written, "
+    "owner = excluded.owner WHERE results.status != 'ok'"
 )
+COLUMNS = 14  # a row's values; a leased slot's row has its lease's owner after them
+RELEASE = "DELETE FROM leases WHERE run_id = ? AND round = ? AND slot = ? AND owner = ?"
 
 
 class Codec(Protocol):
@@ -75,6 +82,8 @@ class JsonCodec:
 
 
 FLUSH = ("group", "each")
+LEASE = 30.0  # seconds a slot's lease lasts unless renewed
+CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found
 PARKED = "awaiting approval"
 WRITERS = ("thread", "inline")
 
@@ -153,6 +162,17 @@ class Journal:
       started    REAL,          -- trio time of the first attempt, as the run recorded it
       finished   REAL,          -- trio time the slot ended
       hedges     INTEGER NOT NULL DEFAULT 0, -- how many of the attempts were hedges
+      written    REAL,          -- unix time the row was recorded (NULL in an older journal)
+      owner      TEXT,          -- the supervisor that ran the slot (NULL in an older journal)
+      PRIMARY KEY (run_id, round, slot)
+    ) WITHOUT ROWID;
+    CREATE TABLE leases (       -- the slots a supervisor runs now: another one skips them
+      run_id  TEXT NOT NULL,
+      round   INTEGER NOT NULL,
+      slot    INTEGER NOT NULL,
+      owner   TEXT NOT NULL,    -- the supervisor that claimed it (host, process, run)
+      claimed REAL NOT NULL,    -- when it claimed it
+      expires REAL NOT NULL,    -- when another may take it over, unless renewed before
       PRIMARY KEY (run_id, round, slot)
     ) WITHOUT ROWID;
     CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
@@ -223,6 +243,12 @@ class Journal:
         time (``trio.testing.MockClock``), where a commit must happen at a virtual instant.
       create: False: refuse a database that is not a journal yet (a missing file, or an empty
         database) instead of making it one, as the command line does.
+      lease: seconds a supervisor holds each slot it runs before another supervisor on the
+        same run may take it over (renewed every third of it while the slot runs); None: no
+        leases, every supervisor on one run runs every slot it has no result of.
+      read_only: open the file only to read it (what the command line's ``runs`` and ``show``
+        do): nothing is written to it, a journal of an earlier version is read as it is, not
+        given what it lacks; implies ``create=False`` and ``writer="inline"``.
 
     Raises:
       TypeError: if ``path`` is neither a str nor a path.
@@ -251,6 +277,8 @@ class Journal:
         keep_failed: bool = False,
         writer: str = "thread",
         create: bool = True,
+        read_only: bool = False,
+        lease: float | None = LEASE,
     ) -> None:
         if not isinstance(path, str | PathLike) or not isinstance(os.fspath(path), str):
             raise TypeError(
@@ -265,9 +293,20 @@ class Journal:
             raise ValueError(f"count must be an int >= 1, got {count!r}")
         if writer not in WRITERS:
             raise ValueError(f'writer must be "thread" or "inline", got {writer!r}')
+        if lease is not None and (
+            isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < 1e9
+        ):
+            raise ValueError(
+                f"lease must be a positive number of seconds or None, got {lease!r}: how long "
+                "a supervisor holds a slot it runs before another may take it over"
+            )
+        self.lease: float | None = None if lease is None else float(lease)
         self._target = os.fspath(path)
         self.path = shown(self._target) if is_postgres(self._target) else self._target
         """The database as messages name it: the file, or the server (without password)."""
+        self.read_only = bool(read_only)
+        if read_only:
+            create, writer = False, "inline"
         self.create = create
         self.codec: Codec = codec if codec is not None else JsonCodec()
         self.flush = flush
@@ -291,7 +330,7 @@ class Journal:
         self._first = 0.0  # inline: trio time of the oldest row in the buffer
         atexit.register(_close_at_exit, weakref.ref(self))
         if writer == "inline":
-            self._inline = open_store(self._target, create)
+            self._inline = open_store(self._target, create, self.read_only)
             return
         ready: list[BaseException | None] = []
         self._thread = threading.Thread(
@@ -423,9 +462,16 @@ class Journal:
     # -- what runs call -----------------------------------------------------------------------
 
     def record(
-        self, run: tuple[str, int], slot: int, result: SubResult[Any, Any]
+        self,
+        run: tuple[str, int],
+        slot: int,
+        result: SubResult[Any, Any],
+        owner: str | None = None,
+        leased: bool = False,
     ) -> None:  # called by the engine's feeds
-        """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer."""
+        """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer;
+        ``owner``: the supervisor that ran it; ``leased``: it ran it under a lease, and the row
+        is written only while it holds the lease still (which the row then gives up)."""
         if self._stopping is not None:
             raise RuntimeError(f"the journal {self.path} is closed: open another to go on")
         status = result.status
@@ -439,23 +485,24 @@ class Journal:
             exception = result.exception
             error_type = None if exception is None else stored(type(exception).__name__)
             error = None if result.error is None else stored(result.error)
-        buffer = self._buffer
-        buffer.append(
-            (
-                run[0],
-                run[1],
-                slot,
-                stored(subtask_text(result.subtask)),
-                status.value,
-                data,
-                error_type,
-                error,
-                result.attempts,
-                result.started,
-                result.finished,
-                result.hedges,
-            )
+        row = (
+            run[0],
+            run[1],
+            slot,
+            stored(subtask_text(result.subtask)),
+            status.value,
+            data,
+            error_type,
+            error,
+            result.attempts,
+            result.started,
+            result.finished,
+            result.hedges,
+            time.time(),
+            owner,
         )
+        buffer = self._buffer
+        buffer.append(row if not leased else (*row, owner))  # leased: written while it holds
         self._appended += 1
         size = len(buffer)
         if self._inline is not None:  # commits in the caller's thread, on trio's clock
@@ -734,16 +781,99 @@ class Journal:
         while it reads."""
 
         def read(conn: Store) -> list[str]:
-            return [
-                text_of(name)
-                for (name,) in conn.execute(
-                    "SELECT run_id FROM runs UNION SELECT run_id FROM decisions "
-                    "UNION SELECT run_id FROM approvals ORDER BY 1"
-                )
-            ]
+            tables = conn.found()  # a journal read as it is may lack some
+            union = " UNION ".join(
+                f"SELECT run_id FROM {name}"
+                for name in ("runs", "decisions", "approvals")
+                if name in tables
+            )
+            return [text_of(name) for (name,) in conn.execute(f"{union} ORDER BY 1")]
 
         found: list[str] = self._call(read)
         return found
+
+    def _lease_clock(self) -> float:
+        """The time leases are read at: unix time; trio's clock with the inline writer (tests
+        on virtual time, where several supervisors share one trio run)."""
+        return trio.current_time() if self._inline is not None else time.time()
+
+    async def claim(
+        self, run: tuple[str, int], slots: Sequence[int], owner: str, since: float
+    ) -> list[tuple[int, str, Any]]:
+        """Claim ``slots`` of ``run`` for ``owner``, for one lease each, in one transaction:
+        each slot ``CLAIMED``; ``HELD`` by another supervisor's live lease (the seconds it has
+        left); or ``DONE`` (its result, each subtask its repr): a final OK row, or any final
+        row written since ``since`` (unix time: a peer's, not a killed run's to run again). A
+        lease whose
+        owner's process is known gone (on this host) is taken over at once."""
+        assert self.lease is not None
+        now = self._lease_clock()
+        found = await self._run(
+            lambda conn: _claim(conn, run, slots, owner, now, now + self.lease, since)  # type: ignore[operator]
+        )
+        return [
+            (
+                slot,
+                kind,
+                self._result(text_of(got[1]), got)
+                if kind == DONE
+                else got - now
+                if kind == HELD
+                else got,
+            )
+            for slot, kind, got in found
+        ]
+
+    async def renew(self, run: tuple[str, int], owner: str) -> set[int]:
+        """Renew every lease ``owner`` holds of ``run``'s slots: the slots it still holds (a
+        slot it held and is not among them was taken over)."""
+        assert self.lease is not None
+        expires = self._lease_clock() + self.lease
+        held: set[int] = await self._run(lambda conn: _renew(conn, run, owner, expires))
+        return held
+
+    async def release(self, run: tuple[str, int], owner: str) -> None:
+        """``owner`` gives up its leases of ``run``'s slots: another supervisor (or a resume)
+        may take them at once. A result it journaled and that is not committed yet is still
+        written (its row names the owner), unless another took the slot over meanwhile."""
+        await self._run(lambda conn: _release(conn, run, owner))
+
+    def summaries(self) -> list[RunSummary]:
+        """Every run the journal holds, sorted by run_id: its plan's size, its results by kind,
+        the slots a supervisor runs now, when it was last active, and whether it finished (what
+        ``python -m trio_supervisor.journal runs`` prints); blocks while it reads."""
+        now = time.time()
+        found: list[RunSummary] = self._call(lambda conn: summaries(conn, now, self._ends))
+        return found
+
+    def slots(self, run_id: str) -> tuple[float | None, list[SlotRow]]:
+        """When run ``run_id`` was first journaled (unix time), and every slot of it the
+        journal knows of, by round and slot: its result, or the lease of the supervisor that
+        runs it now (what ``show`` draws); blocks while it reads."""
+        now = time.time()
+        found: tuple[float | None, list[SlotRow]] = self._call(
+            lambda conn: slot_rows(conn, run_id, now)
+        )
+        return found
+
+    def collect(self, older_than: float) -> list[RunSummary]:
+        """Remove every finished run whose last activity is more than ``older_than`` seconds
+        old (its results, questions, decisions and plan): the runs removed. A run with a slot
+        running (a live lease), parked, or a question without an answer is never removed;
+        blocks while it writes."""
+        now = time.time()
+        found: list[RunSummary] = self._call(
+            lambda conn: collect(conn, now - older_than, now, self._ends)
+        )
+        return found
+
+    def _ends(self, data: Any) -> bool:
+        """Whether a re-planning run's decision, as journaled, ends it (done, or failed)."""
+        try:
+            decision = self.codec.decode(data)
+        except Exception:  # a decision this codec does not read: not known to be the last
+            return False
+        return isinstance(decision, dict) and decision.get("kind") in ("done", "failed")
 
     def _answer(self, run_id: str, round: int, slot: int, status: str, by: str, note: str) -> None:
         if not isinstance(by, str) or not by:
@@ -827,9 +957,26 @@ class Journal:
 
 
 def _write(conn: Store, rows: list[tuple[Any, ...]]) -> None:
-    """Commit ``rows`` to the results, in one transaction."""
+    """Commit ``rows`` to the results, in one transaction: a leased slot's row (one with the
+    lease's owner after its columns) only while its owner holds the lease, which it then gives
+    up."""
     with conn.transaction():
+        leased = [row for row in rows if len(row) > COLUMNS]
+        if leased:
+            held: dict[tuple[Any, ...], set[int]] = {}
+            for key in {(row[0], row[1], row[COLUMNS]) for row in leased}:
+                held[key] = {
+                    slot
+                    for (slot,) in conn.execute(
+                        "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
+                        key,
+                    )
+                }
+            kept = [row for row in leased if row[2] in held[row[0], row[1], row[COLUMNS]]]
+            rows = [row for row in rows if len(row) == COLUMNS] + [row[:COLUMNS] for row in kept]
         conn.executemany(INSERT, conn.results(rows))
+        if leased:
+            conn.executemany(RELEASE, [(*row[:3], row[COLUMNS]) for row in kept])
 
 
 def _seen(rows: list[tuple[Any, ...]]) -> list[tuple[int, str]]:
@@ -903,6 +1050,108 @@ def _begin(
         return None, packed, rows
 
 
+def _claim(
+    conn: Store,
+    run: tuple[str, int],
+    slots: Sequence[int],
+    owner: str,
+    now: float,
+    expires: float,
+    since: float,
+) -> list[tuple[int, str, Any]]:
+    """What ``Journal.claim`` finds, each slot's row (as ``_rows`` reads it) when done."""
+    marks = ", ".join("?" * len(slots))
+    with conn.transaction():  # checked and claimed at once, whoever else opens the journal
+        done = {
+            row[0]: row
+            for row in conn.execute(
+                "SELECT slot, subtask, status, output, error, attempts, started, finished, "
+                "hedges, written FROM results WHERE run_id = ? AND round = ? "
+                f"AND slot IN ({marks})",
+                (*run, *slots),
+            )
+            if row[2] == "ok" or (row[9] is not None and row[9] >= since)
+        }
+        held = {
+            slot: until
+            for slot, holder, until in conn.execute(
+                "SELECT slot, owner, expires FROM leases WHERE run_id = ? AND round = ? "
+                f"AND slot IN ({marks})",
+                (*run, *slots),
+            )
+            if holder != owner and until > now and not _gone(holder)
+        }
+        found: list[tuple[int, str, Any]] = []
+        claims = []
+        for slot in slots:
+            if slot in done:
+                found.append((slot, DONE, done[slot][:9]))
+            elif slot in held:
+                found.append((slot, HELD, held[slot]))
+            else:
+                found.append((slot, CLAIMED, None))
+                claims.append((*run, slot, owner, now, expires))
+        conn.executemany(
+            "INSERT INTO leases (run_id, round, slot, owner, claimed, expires) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, round, slot) DO UPDATE SET "
+            "owner = excluded.owner, claimed = excluded.claimed, expires = excluded.expires",
+            claims,
+        )
+    return found
+
+
+def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> set[int]:
+    """What ``Journal.renew`` does, in one transaction."""
+    with conn.transaction():
+        conn.execute(
+            "UPDATE leases SET expires = ? WHERE run_id = ? AND round = ? AND owner = ?",
+            (expires, *run, owner),
+        )
+        return {
+            slot
+            for (slot,) in conn.execute(
+                "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
+                (*run, owner),
+            )
+        }
+
+
+def _release(conn: Store, run: tuple[str, int], owner: str) -> None:
+    """What ``Journal.release`` does: ``owner``'s leases of ``run`` expire now (kept, so that
+    a result of its not committed yet is still written under them)."""
+    conn.execute(
+        "UPDATE leases SET expires = -1e300 WHERE run_id = ? AND round = ? AND owner = ?",
+        (*run, owner),
+    )
+
+
+HOST = socket.gethostname()
+
+
+def new_owner() -> str:
+    """A name for one supervisor's run, unique among every process on every host: its host,
+    its process, a random part (what a lease and a result row name as their owner)."""
+    return f"{HOST}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def _gone(owner: str) -> bool:
+    """Whether ``owner``'s process is known to have ended: one of another process on this
+    host that is no longer running (its leases need not be waited out)."""
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != HOST or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # running, and another user's
+        return False
+    return False
+
+
 def _replanned(conn: Store, run_id: str) -> bool:
     """Whether a re-planning run journaled ``run_id`` (a decision, or its planner's question)."""
     found = conn.execute(
@@ -942,6 +1191,9 @@ class DurableRun(RunName):
     journal as one value, with what a run does with its journal, keyed by its id and round."""
 
     journal: Journal
+    owner: str = field(default_factory=new_owner, compare=False)
+    """This supervisor's run's name among others on the same run: its leases' owner, and the
+    owner its result rows name."""
     rows: tuple[str, int] = field(init=False, repr=False, compare=False)
     """The key of the run's rows in the journal: its id and round."""
 
@@ -988,19 +1240,39 @@ class DurableRun(RunName):
 
     def record(self, slot: int, result: SubResult[Any, Any]) -> None:
         """Journal slot ``slot``'s final ``result`` (appended to the buffer)."""
-        self.journal.record(self.rows, slot, result)
+        self.journal.record(self.rows, slot, result, self.owner)
 
-    def recording(self, store: Put) -> Put:
+    def recording(self, store: Put, leased: bool = False) -> Put:
         """``store``, each result journaled first: what a run's or a stream's feed puts its
-        final results with."""
+        final results with; ``leased``: each slot ran under this run's lease, and its row is
+        written only while the lease is still held."""
         record = self.journal.record
         rows = self.rows
+        owner = self.owner
 
         def put(slot: int, result: SubResult[Any, Any]) -> None:
-            record(rows, slot, result)
+            record(rows, slot, result, owner, leased)
             store(slot, result)
 
         return put
+
+    @property
+    def lease(self) -> float | None:
+        """Seconds each slot's lease lasts (the journal's ``lease``), None without leases."""
+        return self.journal.lease
+
+    async def claim(self, slots: Sequence[int], since: float) -> list[tuple[int, str, Any]]:
+        """Claim ``slots`` for this run's supervisor (see
+        [`Journal.claim`][trio_supervisor.Journal.claim])."""
+        return await self.journal.claim(self.rows, slots, self.owner, since)
+
+    async def renew(self) -> set[int]:
+        """Renew this run's leases: the slots it still holds."""
+        return await self.journal.renew(self.rows, self.owner)
+
+    async def release(self) -> None:
+        """Give up this run's leases (it ends): another may take its slots at once."""
+        await self.journal.release(self.rows, self.owner)
 
     @property
     def each_commit(self) -> Callable[[], Awaitable[None]] | None:

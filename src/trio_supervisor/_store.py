@@ -37,14 +37,23 @@ CREATE TABLE IF NOT EXISTS approvals (
 CREATE TABLE IF NOT EXISTS results (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
   status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
-  started REAL, finished REAL, hedges INTEGER NOT NULL DEFAULT 0,
+  started REAL, finished REAL, hedges INTEGER NOT NULL DEFAULT 0, written REAL, owner TEXT,
   PRIMARY KEY (run_id, round, slot)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leases (
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, owner TEXT NOT NULL,
+  claimed REAL NOT NULL, expires REAL NOT NULL, PRIMARY KEY (run_id, round, slot)
 ) WITHOUT ROWID;
 """
 """The journal's tables, in SQLite's words (``_postgres`` says the same tables in its own)."""
 
-ADDED = {("results", "hedges"): "ALTER TABLE results ADD COLUMN hedges INTEGER NOT NULL DEFAULT 0"}
-"""The columns a journal of an earlier version lacks, and what adds each when it is opened."""
+ADDED = {
+    ("results", "hedges"): "ALTER TABLE results ADD COLUMN hedges INTEGER NOT NULL DEFAULT 0",
+    ("results", "written"): "ALTER TABLE results ADD COLUMN written REAL",
+    ("results", "owner"): "ALTER TABLE results ADD COLUMN owner TEXT",
+}
+"""The columns a journal of an earlier version lacks, and what adds each when a writer opens
+it (a reader, ``read_only``, reads it as it is)."""
 
 BUSY = 10.0  # seconds a connection waits for another's lock before it gives up
 
