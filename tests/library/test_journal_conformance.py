@@ -13,6 +13,10 @@ a database of its own on a real PostgreSQL server on loopback; see ``stores.py``
   once, and the resume finishes it;
 - a foreign or damaged database is refused before any work, in one line, and left as it was;
   a journal of an earlier version gains what it lacks.
+
+The leases' laws on virtual time (two supervisors on one run call each worker once; a hung
+owner's slot taken over only once its lease ran out, never overwritten; a lost lease stops its
+attempt) take the same ``database`` fixture, in ``test_journal_leases.py`` beside their helpers.
 """
 
 from __future__ import annotations
