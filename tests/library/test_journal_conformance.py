@@ -543,3 +543,18 @@ def test_a_read_only_open_refuses_what_is_not_a_journal_and_leaves_it(database: 
     with pytest.raises(ValueError, match="it holds tables of another schema"):
         open_store(database.target, create=True, read_only=True)
     assert database.tables() == {"users": ["name"]}
+
+
+def test_the_runs_a_journal_holds_are_listed_and_shown_from_either_store(
+    database: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refund(database.target, Refunds())  # 3 slots: two done, one parked
+    capsys.readouterr()
+    assert journal_main(["runs", database.target]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split()[:6] == ["run", "plan", "done", "failed", "parked", "running"]
+    assert row.split()[:6] == ["refunds", "3", "2", "0", "1", "0"]
+    assert journal_main(["show", database.target, "refunds"]) == 0
+    shown = capsys.readouterr().out
+    assert "awaiting approval" in shown
+    assert shown.count("✓ ok") == 2
