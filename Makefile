@@ -15,12 +15,12 @@ export PYTHONPATH := $(CURDIR)
 # mkdocs-material prints a banner about its successor on every build; once is enough
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: lessons test lint dupcheck typecheck pytest docs-build docs docs-check phoenix-check clean
+.PHONY: lessons test lint dupcheck typecheck pytest postgres-server docs-build docs docs-check phoenix-check clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,docs,bench,agents,processes,ray,otel,timeline]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs,bench,agents,processes,ray,otel,timeline,postgres]'
 	touch $@
 
 lessons: $(BIN)/.installed
@@ -39,8 +39,18 @@ dupcheck: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
-pytest: $(BIN)/.installed
+pytest: $(BIN)/.installed postgres-server
 	$(BIN)/pytest
+
+# PostgreSQL's server binaries (initdb, postgres), which the Postgres journal's tests and
+# benchmarks start on loopback in a temporary folder (trio_supervisor.testing.postgres):
+# Debian's package when they are missing, told not to make (and start) a cluster of its own
+postgres-server:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || { \
+		mkdir -p /etc/postgresql-common && \
+		echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf && \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
+			-o Dpkg::Options::=--force-confold postgresql; }
 
 $(MERMAID): Makefile
 	@command -v npm >/dev/null || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y npm; }

@@ -11,19 +11,30 @@ Four figures, one run each (the median of ``--reps`` repetitions that take turns
 
 Targets (issue 22): group commit <= 1.5x plain at N=100k fast slots, <= 1.05x at 10 ms.
 
+``--store postgres`` measures the same against a PostgreSQL journal, on a real server this
+script starts on loopback (``trio_supervisor.testing.postgres``, with ``fsync`` on, as a team
+runs it: each commit is on disk), a database of its own per journal; ``--store both`` measures
+each store in turn, and ``--sizes 10000,100000`` each N of fast slots, a row per store and N.
+
 Run: ``python benchmarks/journal.py`` (about a minute on 2 cores; ``--quick`` for a smoke run,
-``--json`` for the figures as JSON).
+``--json`` for the figures as JSON). The stores side by side, as published in
+``results/journal_stores.json``: ``python benchmarks/journal.py --store both --sizes
+10000,100000 --results benchmarks/results/journal_stores.json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +44,7 @@ import trio.lowlevel
 from _machine import machine
 
 from trio_supervisor import Durable, Journal, Supervisor
+from trio_supervisor.testing.postgres import postgres_server
 
 K = 100
 
@@ -61,8 +73,56 @@ def timed(worker: Any, n: int, journal: Journal | None, run_id: str) -> float:
     return trio.run(main)
 
 
-def measure(n: int, each_n: int, slow_n: int, reps: int) -> dict[str, float]:
-    where = Path(tempfile.mkdtemp())
+class Store:
+    """Where the benchmark's journals go: a new SQLite file, or a new database on the
+    loopback server, for each."""
+
+    def __init__(self, kind: str, folder: Path, server: str | None) -> None:
+        self.kind = kind
+        self.folder = folder
+        self.server = server
+        self.numbers = itertools.count()
+
+    def fresh(self) -> str:
+        """A new, empty journal's target."""
+        number = next(self.numbers)
+        if self.server is None:
+            return str(self.folder / f"journal-{number}.db")
+        import psycopg
+
+        with psycopg.connect(self.server, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE bench{number}")
+        return f"{self.server.rsplit('/', 1)[0]}/bench{number}"
+
+    def size(self, target: str) -> int:
+        """The bytes the journal at ``target`` holds: its file and WAL, or its tables."""
+        if self.server is None:
+            return sum(p.stat().st_size for p in Path(target).parent.glob(Path(target).name + "*"))
+        import psycopg
+
+        with psycopg.connect(target, autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n "
+                "ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relkind = 'r'"
+            ).fetchone()
+        return int(row[0]) if row and row[0] else 0
+
+
+@contextlib.contextmanager
+def opened(kind: str) -> Iterator[Store]:
+    """The store ``kind`` for the block: a temporary folder, and for ``postgres`` a server."""
+    folder = Path(tempfile.mkdtemp())
+    try:
+        if kind == "postgres":
+            with postgres_server(fsync=True) as server:
+                yield Store(kind, folder, server)
+        else:
+            yield Store(kind, folder, None)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def measure(store: Store, n: int, each_n: int, slow_n: int, reps: int) -> dict[str, Any]:
     times: dict[str, list[float]] = {
         "plain": [],
         "group": [],
@@ -73,22 +133,19 @@ def measure(n: int, each_n: int, slow_n: int, reps: int) -> dict[str, float]:
         "resume": [],
     }
     size = 0.0
-    try:
-        for rep in range(reps):
-            times["plain"].append(timed(fast, n, None, ""))
-            path = where / f"group-{rep}.db"
-            with Journal(path) as journal:
-                times["group"].append(timed(fast, n, journal, "bench"))
-                times["resume"].append(timed(fast, n, journal, "bench"))
-            size = sum(p.stat().st_size for p in where.glob(f"group-{rep}.db*")) / n
-            times["each plain"].append(timed(fast, each_n, None, ""))
-            with Journal(where / f"each-{rep}.db", flush="each") as journal:
-                times["each"].append(timed(fast, each_n, journal, "bench"))
-            times["slow plain"].append(timed(slow, slow_n, None, ""))
-            with Journal(where / f"slow-{rep}.db") as journal:
-                times["slow group"].append(timed(slow, slow_n, journal, "bench"))
-    finally:
-        shutil.rmtree(where, ignore_errors=True)
+    for _ in range(reps):
+        times["plain"].append(timed(fast, n, None, ""))
+        target = store.fresh()
+        with Journal(target) as journal:
+            times["group"].append(timed(fast, n, journal, "bench"))
+            times["resume"].append(timed(fast, n, journal, "bench"))
+        size = store.size(target) / n
+        times["each plain"].append(timed(fast, each_n, None, ""))
+        with Journal(store.fresh(), flush="each") as journal:
+            times["each"].append(timed(fast, each_n, journal, "bench"))
+        times["slow plain"].append(timed(slow, slow_n, None, ""))
+        with Journal(store.fresh()) as journal:
+            times["slow group"].append(timed(slow, slow_n, journal, "bench"))
     median = {name: statistics.median(values) for name, values in times.items()}
     return {
         "N": n,
@@ -105,43 +162,25 @@ def measure(n: int, each_n: int, slow_n: int, reps: int) -> dict[str, float]:
     }
 
 
-def write_results(path: Path, figures: dict[str, float]) -> None:
+def write_results(path: Path, rows: list[dict[str, Any]], command: str) -> None:
     """The figures as data, the docs site's performance page draws from: when and where they
-    were measured, and one row of every figure."""
+    were measured, and one row of every figure (per store and N, when there are several)."""
     where = f"{machine()}, load average {os.getloadavg()[0]:.1f}"
     data = {
         "measured": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": where,
         "benchmark": "journal.py",
-        "command": "python benchmarks/journal.py",
-        "rows": [figures],
+        "command": command,
+        "rows": rows,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="a smoke run at a tiny size")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument(
-        "--results",
-        type=Path,
-        metavar="FILE",
-        help="also write the figures there as JSON (benchmarks/results/journal.json)",
-    )
-    options = parser.parse_args()
-    if options.quick:
-        figures = measure(300, 100, 200, 1)
-    else:
-        figures = measure(100_000, 5_000, 5_000, options.reps)
-    if options.results:
-        write_results(options.results, figures)
-    if options.json:
-        print(json.dumps(figures, indent=2))
-        return
-    print(f"fast slots, N={figures['N']:,}, K={K}:")
+def report(figures: dict[str, Any]) -> None:
+    """Print one row of figures."""
+    store = f" ({figures['store']})" if "store" in figures else ""
+    print(f"fast slots, N={figures['N']:,}, K={K}{store}:")
     print(
         f"  plain {figures['plain s']:.3f}s, group commit {figures['group s']:.3f}s: "
         f"{figures['group / plain']:.2f}x (target <= 1.5x)"
@@ -156,6 +195,52 @@ def main() -> None:
     )
     print(f"journal bytes per slot: {figures['bytes per slot']:.0f}")
     print(f"resume of {figures['N']:,} finished slots: {figures['resume s']:.3f}s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a smoke run at a tiny size")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument(
+        "--store",
+        choices=["sqlite", "postgres", "both"],
+        default="sqlite",
+        help="the journal's store: a SQLite file, a PostgreSQL server on loopback, or each",
+    )
+    parser.add_argument(
+        "--sizes",
+        default="100000",
+        help="the N of the fast-slot runs, comma-separated (a row each)",
+    )
+    parser.add_argument(
+        "--results",
+        type=Path,
+        metavar="FILE",
+        help="also write the figures there as JSON (benchmarks/results/journal.json)",
+    )
+    options = parser.parse_args()
+    kinds = ["sqlite", "postgres"] if options.store == "both" else [options.store]
+    sizes = [300] if options.quick else [int(size) for size in options.sizes.split(",")]
+    rows: list[dict[str, Any]] = []
+    for kind in kinds:
+        with opened(kind) as store:
+            for n in sizes:
+                if options.quick:
+                    figures = measure(store, n, 100, 200, 1)
+                else:
+                    figures = measure(store, n, 5_000, 5_000, options.reps)
+                if options.store != "sqlite":
+                    figures = {"store": kind, **figures}
+                rows.append(figures)
+    if options.results:
+        said = " ".join(["python", "benchmarks/journal.py", *sys.argv[1:]])
+        write_results(options.results, rows, said)
+    if options.json:
+        print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
+        return
+    for figures in rows:
+        report(figures)
 
 
 if __name__ == "__main__":

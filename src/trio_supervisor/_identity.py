@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -53,10 +53,27 @@ class RunName:
     run_id: str
     round: int
 
-    def recording(self, store: Put) -> Put:
+    def recording(self, store: Put, leased: bool = False) -> Put:
         """``store``, as a run puts its final results with: as it is (a ``DurableRun``
         journals each first)."""
         return store
+
+    @property
+    def lease(self) -> float | None:
+        """Seconds a slot's lease lasts: None, a run without a journal shares no slots (a
+        ``DurableRun`` whose journal leases claims each slot before it runs it)."""
+        return None
+
+    async def claim(self, slots: Sequence[int], since: float) -> list[tuple[int, str, Any]]:
+        """Claim ``slots``: each is this run's at once, without a journal."""
+        return [(slot, "claimed", None) for slot in slots]
+
+    async def renew(self) -> set[int]:
+        """Renew this run's leases: it holds none."""
+        return set()
+
+    async def release(self) -> None:
+        """Give up this run's leases: it holds none."""
 
     @property
     def each_commit(self) -> Callable[[], Awaitable[None]] | None:

@@ -1,23 +1,24 @@
-"""The journal's store: a run's final results on disk, so that a run killed part way resumes
+"""The journal: a run's final results in a database, so that a run killed part way resumes
 where it stopped, and the questions its workers asked.
 
-A [`Journal`][trio_supervisor.Journal] is one SQLite database (WAL mode), written by one thread
+A [`Journal`][trio_supervisor.Journal] is one SQLite file (WAL mode) or one PostgreSQL database
+(``_store``, ``_postgres``: the same statements, in each one's dialect), written by one thread
 of its own: a run hands it each final result as the slot settles (a row appended to a buffer,
 never a wait on the disk), and the thread commits the buffer in groups, at most ``interval``
 seconds and ``count`` rows apart, or after every row with ``flush="each"``. The schema is in
-the class's docstring, where the API reference shows it; ``SCHEMA`` is what makes the tables
+the class's docstring, where the API reference shows it; ``_store.SCHEMA`` is what makes the
+tables
 (``tests/library/test_journal.py`` holds the two to each other).
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import dataclasses
-import functools
 import json
 import os
-import sqlite3
+import secrets
+import socket
 import threading
 import time
 import weakref
@@ -25,7 +26,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
-from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import trio
@@ -35,41 +35,41 @@ from ._approval import asker
 from ._contract import Status, SubResult, revised
 from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
 from ._identity import PLANNER, RunName
+from ._journal_view import RunSummary, SlotRow, collect, slot_rows, summaries
+from ._store import SqliteStore, Store, is_postgres, shown, stored, text_of
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, fingerprint TEXT, plan BLOB,
-  started REAL NOT NULL, PRIMARY KEY (run_id, round)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS decisions (
-  run_id TEXT NOT NULL, number INTEGER NOT NULL, decision BLOB NOT NULL, decided REAL NOT NULL,
-  PRIMARY KEY (run_id, number)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS approvals (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, question TEXT NOT NULL,
-  status TEXT NOT NULL, by TEXT, note TEXT, asked REAL NOT NULL, decided REAL,
-  PRIMARY KEY (run_id, round, slot, question)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS results (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
-  status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
-  started REAL, finished REAL, hedges INTEGER NOT NULL DEFAULT 0,
-  PRIMARY KEY (run_id, round, slot)
-) WITHOUT ROWID;
-"""
 
-ADDED = {("results", "hedges"): "ALTER TABLE results ADD COLUMN hedges INTEGER NOT NULL DEFAULT 0"}
-"""The columns a journal of an earlier version lacks, and what adds each when it is opened."""
+def open_store(target: str, create: bool, read_only: bool = False) -> Store:
+    """The store of ``target``: PostgreSQL for a connection string (``postgresql://...``),
+    else a SQLite file. With ``read_only``, one that only reads: its database checked to be a
+    journal, never given what it lacks, and every transaction read-only.
+
+    Raises:
+      what each store's opening raises (see ``SqliteStore.open``, ``_postgres.open_postgres``).
+    """
+    if is_postgres(target):
+        try:  # psycopg is imported only by who needs it
+            from ._postgres import open_postgres
+        except ImportError as exc:
+            raise ImportError(
+                f"a PostgreSQL journal needs psycopg 3 ({exc}): install trio-supervisor[postgres]"
+            ) from None
+        return open_postgres(target, create, read_only)
+    return SqliteStore.open(target, create, read_only)
+
 
 INSERT = (
     "INSERT INTO results (run_id, round, slot, subtask, status, output, error_type, error, "
-    "attempts, started, finished, hedges) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "attempts, started, finished, hedges, written, owner) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (run_id, round, slot) DO UPDATE SET subtask = excluded.subtask, "
     "status = excluded.status, output = excluded.output, error_type = excluded.error_type, "
     "error = excluded.error, attempts = excluded.attempts, started = excluded.started, "
-    "finished = excluded.finished, hedges = excluded.hedges WHERE results.status != 'ok'"
+    "finished = excluded.finished, hedges = excluded.hedges, written = excluded.written, "
+    "owner = excluded.owner WHERE results.status != 'ok'"
 )
-BUSY = 10.0  # seconds a connection waits for another's lock before it gives up
+COLUMNS = 14  # a row's values; a leased slot's row has its lease's owner after them
+RELEASE = "DELETE FROM leases WHERE run_id = ? AND round = ? AND slot = ? AND owner = ?"
 
 
 class Codec(Protocol):
@@ -102,13 +102,16 @@ class JsonCodec:
 
 
 FLUSH = ("group", "each")
+LEASE = 30.0  # seconds a slot's lease lasts unless renewed
+CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found
 PARKED = "awaiting approval"
 WRITERS = ("thread", "inline")
 
 
 class Journal:
-    """A run's final results, kept in a SQLite file so that a run killed part way (a deploy,
-    an out-of-memory kill, a laptop lid) resumes with the same ``run_id`` where it stopped.
+    """A run's final results, kept in a SQLite file or a PostgreSQL database so that a run
+    killed part way (a deploy, an out-of-memory kill, a laptop lid) resumes with the same
+    ``run_id`` where it stopped.
 
     ```pycon
     >>> import tempfile, pathlib
@@ -151,7 +154,7 @@ class Journal:
 
     A worker can also stop for a person's yes: [`approval`][trio_supervisor.approval] journals
     its question and parks the slot until ``approve`` or ``reject`` answers it, from this
-    process or any other that opens the file. So can a re-planning run's planner, for the batch
+    process or any other that opens the journal. So can a re-planning run's planner, for the batch
     it is about to dispatch: its question is slot ``PLANNER`` (-1) of the decision's number.
 
     The file's schema, which the ``sqlite3`` shell reads as well as this module does (a
@@ -180,6 +183,17 @@ class Journal:
       started    REAL,          -- trio time of the first attempt, as the run recorded it
       finished   REAL,          -- trio time the slot ended
       hedges     INTEGER NOT NULL DEFAULT 0, -- how many of the attempts were hedges
+      written    REAL,          -- unix time the row was recorded (NULL in an older journal)
+      owner      TEXT,          -- the supervisor that ran the slot (NULL in an older journal)
+      PRIMARY KEY (run_id, round, slot)
+    ) WITHOUT ROWID;
+    CREATE TABLE leases (       -- the slots a supervisor runs now: another one skips them
+      run_id  TEXT NOT NULL,
+      round   INTEGER NOT NULL,
+      slot    INTEGER NOT NULL,
+      owner   TEXT NOT NULL,    -- the supervisor that claimed it (host, process, run)
+      claimed REAL NOT NULL,    -- when it claimed it
+      expires REAL NOT NULL,    -- when another may take it over, unless renewed before
       PRIMARY KEY (run_id, round, slot)
     ) WITHOUT ROWID;
     CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
@@ -213,6 +227,17 @@ class Journal:
     module is opened as it is, given what it lacks (the ``hedges`` column, a table): its results
     come back too.
 
+    ``Journal("postgresql://user@host:port/dbname")`` (a connection string, which psycopg 3
+    reads: the ``postgres`` extra) keeps the same tables, columns and keys in that database's
+    current schema, which ``psql`` reads, in PostgreSQL's types: ``BIGINT`` for ``INTEGER``,
+    ``DOUBLE PRECISION`` for ``REAL``, ``BYTEA`` for ``BLOB``, no ``WITHOUT ROWID``. Its
+    writers, in any process on any machine, take turns through a transaction-level advisory
+    lock, as on a file (``BEGIN IMMEDIATE``); its thread, not the trio loop, waits on the
+    server. Two things differ, as a ``TEXT`` column holds neither NUL nor a lone surrogate: a
+    subtask's or an error's text holding one is kept escaped (``\\x00``, ``\\udce9``), and
+    an output is kept as ``BYTEA`` (a str as its UTF-8), so a codec's ``decode`` is given bytes
+    (the JSON codec reads both). Errors name the server without its password.
+
     Open it once per process and share it (making one opens the file and starts its writer: a
     short blocking call); ``close()`` (or leaving its ``with`` block) commits what is left, and
     moves it into the main file (a checkpoint of the WAL): a closed journal's file, copied
@@ -221,9 +246,10 @@ class Journal:
     each slot is journaled once, though both may run it.
 
     Args:
-      path: the database file, made if missing (in a folder that exists). A file is checked
-        before anything is written to it: one that is not SQLite, or holds tables of another
-        schema, is refused and left as it was.
+      path: the database file, made if missing (in a folder that exists), or a PostgreSQL
+        connection string (``postgresql://...`` or ``postgres://...``), whose tables are made
+        if it holds none. A database is checked before anything is written to it: one that is
+        not SQLite, or holds tables of another schema, is refused and left as it was.
       codec: encodes outputs (``encode(value) -> str | bytes``, ``decode(data)``); JSON when
         None. An output it cannot encode, or encodes as text SQLite cannot hold, fails the run
         with a `TypeError` naming the slot, the output's type and the fix; what was journaled
@@ -236,8 +262,14 @@ class Journal:
       writer: ``"thread"`` (the writer thread) or ``"inline"``: commits in the calling thread,
         ``interval`` read on trio's clock, blocking trio while it writes; for tests on virtual
         time (``trio.testing.MockClock``), where a commit must happen at a virtual instant.
-      create: False: refuse a file that is not a journal yet (missing, or an empty database)
-        instead of making it one, as the command line does.
+      create: False: refuse a database that is not a journal yet (a missing file, or an empty
+        database) instead of making it one, as the command line does.
+      lease: seconds a supervisor holds each slot it runs before another supervisor on the
+        same run may take it over (renewed every third of it while the slot runs); None: no
+        leases, every supervisor on one run runs every slot it has no result of.
+      read_only: open the file only to read it (what the command line's ``runs`` and ``show``
+        do): nothing is written to it, a journal of an earlier version is read as it is, not
+        given what it lacks; implies ``create=False`` and ``writer="inline"``.
 
     Raises:
       TypeError: if ``path`` is neither a str nor a path.
@@ -248,6 +280,8 @@ class Journal:
       IsADirectoryError: if ``path`` is a directory.
       FileNotFoundError: if its folder does not exist; with ``create=False``, if it does not.
       sqlite3.Error: if SQLite cannot open or write the file (read-only, say), naming it.
+      ConnectionError: if the PostgreSQL server cannot be reached, or refuses the connection.
+      ImportError: for a connection string, if psycopg is not installed, naming the extra.
     """
 
     PLANNER: ClassVar[int] = PLANNER
@@ -264,11 +298,13 @@ class Journal:
         keep_failed: bool = False,
         writer: str = "thread",
         create: bool = True,
+        read_only: bool = False,
+        lease: float | None = LEASE,
     ) -> None:
         if not isinstance(path, str | PathLike) or not isinstance(os.fspath(path), str):
             raise TypeError(
                 f"path must be a str or a path, got {type(path).__name__} {path!r}: the name of "
-                "the journal's file"
+                "the journal's file, or a postgresql:// connection string"
             )
         if flush not in FLUSH:
             raise ValueError(f'flush must be "group" or "each", got {flush!r}')
@@ -278,7 +314,20 @@ class Journal:
             raise ValueError(f"count must be an int >= 1, got {count!r}")
         if writer not in WRITERS:
             raise ValueError(f'writer must be "thread" or "inline", got {writer!r}')
-        self.path = os.fspath(path)
+        if lease is not None and (
+            isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < 1e9
+        ):
+            raise ValueError(
+                f"lease must be a positive number of seconds or None, got {lease!r}: how long "
+                "a supervisor holds a slot it runs before another may take it over"
+            )
+        self.lease: float | None = None if lease is None else float(lease)
+        self._target = os.fspath(path)
+        self.path = shown(self._target) if is_postgres(self._target) else self._target
+        """The database as messages name it: the file, or the server (without password)."""
+        self.read_only = bool(read_only)
+        if read_only:
+            create, writer = False, "inline"
         self.create = create
         self.codec: Codec = codec if codec is not None else JsonCodec()
         self.flush = flush
@@ -289,7 +338,7 @@ class Journal:
         # invariant: rows in _buffer are appended by the trio side, taken by the writer only;
         # _appended counts every row appended, _committed those the writer has committed
         self._buffer: deque[tuple[Any, ...]] = deque()
-        self._calls: deque[tuple[Callable[[sqlite3.Connection], Any], list[Any]]] = deque()
+        self._calls: deque[tuple[Callable[[Store], Any], list[Any]]] = deque()
         self._appended = 0
         self._committed = 0
         self._arrived = threading.Event()  # the buffer got a row, or a call came
@@ -298,11 +347,11 @@ class Journal:
         self._stopping: bool | None = None  # True: commit then stop; False: drop and stop
         self._failure: BaseException | None = None  # a row lost since the last wait
         self.writer = writer
-        self._inline: sqlite3.Connection | None = None
+        self._inline: Store | None = None
         self._first = 0.0  # inline: trio time of the oldest row in the buffer
         atexit.register(_close_at_exit, weakref.ref(self))
         if writer == "inline":
-            self._inline = _connect(self.path, create)
+            self._inline = open_store(self._target, create, self.read_only)
             return
         ready: list[BaseException | None] = []
         self._thread = threading.Thread(
@@ -330,7 +379,7 @@ class Journal:
 
     def _serve(self, ready: list[BaseException | None]) -> None:
         try:
-            conn = _connect(self.path, self.create)
+            conn = open_store(self._target, self.create)
         except BaseException as exc:
             with self._done:
                 ready.append(exc)
@@ -361,12 +410,12 @@ class Journal:
                 if self._stopping is not None and not self._buffer:
                     break
         finally:
-            _close(conn)
+            conn.close()
             with self._done:
                 self._stopping = False if self._stopping is None else self._stopping
                 self._done.notify_all()
 
-    def _commit(self, conn: sqlite3.Connection) -> None:
+    def _commit(self, conn: Store) -> None:
         """Commit what the buffer holds, in groups of ``count``. A group the database refuses
         is committed again row by row: a row refused alone is lost (its slot runs again on
         resume), said by the next wait for the commit; the rows beside it, and the journal, go
@@ -393,7 +442,7 @@ class Journal:
         with self._done:
             if self._failure is None:
                 self._failure = RuntimeError(
-                    f"slot {row[2]} of run {_text(row[0])!r} round {row[1]} could not be "
+                    f"slot {row[2]} of run {text_of(row[0])!r} round {row[1]} could not be "
                     f"journaled in {self.path} ({type(exc).__name__}: {exc}): it runs again on "
                     "resume"
                 )
@@ -406,7 +455,7 @@ class Journal:
         if failure is not None:
             raise failure
 
-    def _call(self, call: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _call(self, call: Callable[[Store], Any]) -> Any:
         """Run ``call`` on the writer's connection, after what the buffer holds; blocks."""
         if self._inline is not None:
             if self._stopping is not None:
@@ -434,9 +483,16 @@ class Journal:
     # -- what runs call -----------------------------------------------------------------------
 
     def record(
-        self, run: tuple[str, int], slot: int, result: SubResult[Any, Any]
+        self,
+        run: tuple[str, int],
+        slot: int,
+        result: SubResult[Any, Any],
+        owner: str | None = None,
+        leased: bool = False,
     ) -> None:  # called by the engine's feeds
-        """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer."""
+        """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer;
+        ``owner``: the supervisor that ran it; ``leased``: it ran it under a lease, and the row
+        is written only while it holds the lease still (which the row then gives up)."""
         if self._stopping is not None:
             raise RuntimeError(f"the journal {self.path} is closed: open another to go on")
         status = result.status
@@ -448,25 +504,26 @@ class Journal:
         else:
             data = None
             exception = result.exception
-            error_type = None if exception is None else _stored(type(exception).__name__)
-            error = None if result.error is None else _stored(result.error)
-        buffer = self._buffer
-        buffer.append(
-            (
-                run[0],
-                run[1],
-                slot,
-                _stored(subtask_text(result.subtask)),
-                status.value,
-                data,
-                error_type,
-                error,
-                result.attempts,
-                result.started,
-                result.finished,
-                result.hedges,
-            )
+            error_type = None if exception is None else stored(type(exception).__name__)
+            error = None if result.error is None else stored(result.error)
+        row = (
+            run[0],
+            run[1],
+            slot,
+            stored(subtask_text(result.subtask)),
+            status.value,
+            data,
+            error_type,
+            error,
+            result.attempts,
+            result.started,
+            result.finished,
+            result.hedges,
+            time.time(),
+            owner,
         )
+        buffer = self._buffer
+        buffer.append(row if not leased else (*row, owner))  # leased: written while it holds
         self._appended += 1
         size = len(buffer)
         if self._inline is not None:  # commits in the caller's thread, on trio's clock
@@ -493,7 +550,7 @@ class Journal:
         except (TypeError, ValueError) as exc:
             raise self._unencodable(slot, output, str(exc)) from None
         if type(data) is str:
-            if data.isascii() or _stored(data) is data:
+            if data.isascii() or stored(data) is data:
                 return data
             if isinstance(codec, JsonCodec):
                 return codec.escaped(output)
@@ -592,7 +649,7 @@ class Journal:
           ValueError: if ``run_id`` was journaled by a run (or a stream) of its own plan.
         """
 
-        def read(conn: sqlite3.Connection) -> tuple[str | None, Any]:
+        def read(conn: Store) -> tuple[str | None, Any]:
             if conn.execute(
                 "SELECT 1 FROM runs WHERE run_id = ? AND round = 0", (run_id,)
             ).fetchone():
@@ -625,7 +682,7 @@ class Journal:
                     continue
                 subtask = plan[slot]
             else:
-                subtask = _text(subtask)
+                subtask = text_of(subtask)
             kept[slot] = self._result(subtask, row)
         return kept
 
@@ -643,7 +700,7 @@ class Journal:
             )
         return SubResult(
             subtask,
-            error=_text(error) if error is not None else status,
+            error=text_of(error) if error is not None else status,
             status=Status(status),
             attempts=attempts,
             started=started,
@@ -683,18 +740,18 @@ class Journal:
                 f"({exc}): plan subtasks the codec encodes, or give Journal(codec=...) one that "
                 "encodes them"
             ) from None
-        row = (run_id, number, data, time.time())
+        decided = time.time()
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write(conn: Store) -> None:
             conn.execute(
                 "INSERT INTO decisions (run_id, number, decision, decided) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT DO NOTHING",
-                row,
+                (run_id, number, conn.blob(data), decided),
             )
 
         await self._run(write)
 
-    async def _run(self, call: Callable[[sqlite3.Connection], Any]) -> Any:
+    async def _run(self, call: Callable[[Store], Any]) -> Any:
         """``call`` on the writer's connection, awaited in a thread (inline: at once)."""
         if self._inline is not None:
             return self._call(call)
@@ -704,7 +761,7 @@ class Journal:
         """The results journaled for ``run_id``'s round ``round``, in slot order (the subtask of
         each is its repr); blocks while it reads, so call it outside a trio run or in a thread."""
         rows = self._call(lambda conn: _rows(conn, (run_id, round)))
-        return [self._result(_text(row[1]), row) for row in rows]
+        return [self._result(text_of(row[1]), row) for row in rows]
 
     def approve(self, run_id: str, slot: int, *, by: str, note: str = "", round: int = 0) -> None:
         """Approve the question slot ``slot`` of run ``run_id`` waits on (the last it asked, as
@@ -744,25 +801,107 @@ class Journal:
         """The run_ids the journal holds (a run begun, a decision or a question), sorted; blocks
         while it reads."""
 
-        def read(conn: sqlite3.Connection) -> list[str]:
-            return [
-                _text(name)
-                for (name,) in conn.execute(
-                    "SELECT run_id FROM runs UNION SELECT run_id FROM decisions "
-                    "UNION SELECT run_id FROM approvals ORDER BY 1"
-                )
-            ]
+        def read(conn: Store) -> list[str]:
+            tables = conn.found()  # a journal read as it is may lack some
+            union = " UNION ".join(
+                f"SELECT run_id FROM {name}"
+                for name in ("runs", "decisions", "approvals")
+                if name in tables
+            )
+            return [text_of(name) for (name,) in conn.execute(f"{union} ORDER BY 1")]
 
         found: list[str] = self._call(read)
         return found
+
+    def _lease_clock(self) -> float:
+        """The time leases are read at: unix time; trio's clock with the inline writer (tests
+        on virtual time, where several supervisors share one trio run)."""
+        return trio.current_time() if self._inline is not None else time.time()
+
+    async def claim(
+        self, run: tuple[str, int], slots: Sequence[int], owner: str, since: float
+    ) -> list[tuple[int, str, Any]]:
+        """Claim ``slots`` of ``run`` for ``owner``, for one lease each, in one transaction:
+        each slot ``CLAIMED``; ``HELD`` by another supervisor's live lease (the seconds it has
+        left); or ``DONE`` (its result, each subtask its repr): a final OK row, or any final
+        row written since ``since`` (unix time: a peer's, not a killed run's to run again). A
+        lease whose
+        owner's process is known gone (on this host) is taken over at once."""
+        assert self.lease is not None
+        now = self._lease_clock()
+        found = await self._run(
+            lambda conn: _claim(conn, run, slots, owner, now, now + self.lease, since)  # type: ignore[operator]
+        )
+        return [
+            (
+                slot,
+                kind,
+                self._result(text_of(got[1]), got)
+                if kind == DONE
+                else got - now
+                if kind == HELD
+                else got,
+            )
+            for slot, kind, got in found
+        ]
+
+    async def renew(self, run: tuple[str, int], owner: str) -> set[int]:
+        """Renew every lease ``owner`` holds of ``run``'s slots: the slots it still holds (a
+        slot it held and is not among them was taken over)."""
+        assert self.lease is not None
+        expires = self._lease_clock() + self.lease
+        held: set[int] = await self._run(lambda conn: _renew(conn, run, owner, expires))
+        return held
+
+    async def release(self, run: tuple[str, int], owner: str) -> None:
+        """``owner`` gives up its leases of ``run``'s slots: another supervisor (or a resume)
+        may take them at once. A result it journaled and that is not committed yet is still
+        written (its row names the owner), unless another took the slot over meanwhile."""
+        await self._run(lambda conn: _release(conn, run, owner))
+
+    def summaries(self) -> list[RunSummary]:
+        """Every run the journal holds, sorted by run_id: its plan's size, its results by kind,
+        the slots a supervisor runs now, when it was last active, and whether it finished (what
+        ``python -m trio_supervisor.journal runs`` prints); blocks while it reads."""
+        now = time.time()
+        found: list[RunSummary] = self._call(lambda conn: summaries(conn, now, self._ends))
+        return found
+
+    def slots(self, run_id: str) -> tuple[float | None, list[SlotRow]]:
+        """When run ``run_id`` was first journaled (unix time), and every slot of it the
+        journal knows of, by round and slot: its result, or the lease of the supervisor that
+        runs it now (what ``show`` draws); blocks while it reads."""
+        now = time.time()
+        found: tuple[float | None, list[SlotRow]] = self._call(
+            lambda conn: slot_rows(conn, run_id, now)
+        )
+        return found
+
+    def collect(self, older_than: float) -> list[RunSummary]:
+        """Remove every finished run whose last activity is more than ``older_than`` seconds
+        old (its results, questions, decisions and plan): the runs removed. A run with a slot
+        running (a live lease), parked, or a question without an answer is never removed;
+        blocks while it writes."""
+        now = time.time()
+        found: list[RunSummary] = self._call(
+            lambda conn: collect(conn, now - older_than, now, self._ends)
+        )
+        return found
+
+    def _ends(self, data: Any) -> bool:
+        """Whether a re-planning run's decision, as journaled, ends it (done, or failed)."""
+        try:
+            decision = self.codec.decode(data)
+        except Exception:  # a decision this codec does not read: not known to be the last
+            return False
+        return isinstance(decision, dict) and decision.get("kind") in ("done", "failed")
 
     def _answer(self, run_id: str, round: int, slot: int, status: str, by: str, note: str) -> None:
         if not isinstance(by, str) or not by:
             raise ValueError(f"say who answers: by must be a non-empty str, got {by!r}")
 
-        def write(conn: sqlite3.Connection) -> str | None:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+        def write(conn: Store) -> str | None:
+            with conn.transaction():
                 # the question the slot waits on: the last it asked (one asked before and
                 # answered is answered once; it is named when nothing is left to answer)
                 found = conn.execute(
@@ -787,8 +926,6 @@ class Journal:
                     (status, by, note, time.time(), run_id, round, slot, question),
                 )
                 return None
-            finally:
-                conn.execute("COMMIT")
 
         refused = self._call(write)
         if refused is not None:
@@ -800,7 +937,7 @@ class Journal:
         """Slot ``slot``'s ``question``: journaled as pending the first time it is asked; its
         answer (each question of a slot has its own: a yes to one approves no other)."""
 
-        def ask(conn: sqlite3.Connection) -> tuple[str, str | None, str | None] | None:
+        def ask(conn: Store) -> tuple[str, str | None, str | None] | None:
             conn.execute(
                 "INSERT INTO approvals (run_id, round, slot, question, status, asked) "
                 "VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING",
@@ -831,7 +968,7 @@ class Journal:
                 if flush:
                     self._commit(self._inline)
                 self._buffer.clear()
-                _close(self._inline)
+                self._inline.close()
             return
         if self._stopping is None:
             self._stopping = flush
@@ -840,183 +977,32 @@ class Journal:
         self._thread.join()
 
 
-def _connect(path: str, create: bool) -> sqlite3.Connection:
-    """A connection to the journal at ``path`` (in WAL mode), its schema checked before
-    anything is written, and made where the file is new (unless not ``create``).
-
-    Raises:
-      IsADirectoryError, FileNotFoundError: if ``path`` is a directory, is in a folder that does
-        not exist, or (not ``create``) is no file.
-      ValueError: if the file is not a journal: not SQLite, or of another schema.
-      sqlite3.Error: if SQLite cannot open or write it (naming the file).
-    """
-    where = Path(path)
-    if where.is_dir():
-        raise IsADirectoryError(
-            f"the journal {path} is a directory: give a file, such as {where / 'runs.db'}"
-        )
-    if not create and not where.is_file():
-        raise FileNotFoundError(f"no journal at {path}")
-    if not where.absolute().parent.is_dir():
-        raise FileNotFoundError(
-            f"the journal {path} cannot be made: its folder {where.parent} does not exist"
-        )
-    # never made by a journal that must not create: SQLite's read-write mode, not create
-    name = path if create else where.absolute().as_uri() + "?mode=rw"
-    try:
-        # the busy timeout is set by connect, before the first statement waits on a lock
-        conn = sqlite3.connect(
-            name, timeout=BUSY, isolation_level=None, check_same_thread=False, uri=not create
-        )
-    except sqlite3.Error as exc:
-        raise type(exc)(f"cannot open the journal {path}: {exc}") from None
-    try:
-        _make_schema(conn, path, create)
-        _wal(conn)
-        conn.execute("PRAGMA synchronous=NORMAL")
-    except sqlite3.Error as exc:
-        conn.close()
-        raise type(exc)(f"cannot open the journal {path}: {exc}") from None
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _make_schema(conn: sqlite3.Connection, path: str, create: bool) -> None:
-    """Make what the journal at ``path`` lacks of the schema (every table, in a new file; a
-    column or a table added since, in a journal of an earlier version), in one transaction.
-
-    Raises:
-      ValueError: if the file is not a journal, before anything is written.
-    """
-    if not _lacking(conn, path, create):
-        return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for statement in _lacking(conn, path, create):  # again: another may have made it since
-            conn.execute(statement)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _wal(conn: sqlite3.Connection) -> None:
-    """Put the file in WAL mode. Switching it is refused at once (``database is locked``), not
-    after the busy timeout, while another connection switches it or reads it: so it tries again,
-    a little later each time, until the timeout."""
-    until = time.monotonic() + BUSY
-    pause = 0.001
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorname != "SQLITE_BUSY" or time.monotonic() >= until:
-                raise
-        else:
-            return
-        time.sleep(pause)
-        pause = min(2 * pause, 0.05)
-
-
-@functools.cache
-def _tables() -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Each table of ``SCHEMA``: the statement that makes it, and its columns."""
-    made: dict[str, tuple[str, tuple[str, ...]]] = {}
-    with contextlib.closing(sqlite3.connect(":memory:")) as conn:
-        for statement in filter(str.strip, SCHEMA.split(";")):
-            name = statement.split("EXISTS", 1)[1].split("(", 1)[0].strip()
-            conn.execute(statement)
-            columns = tuple(row[1] for row in conn.execute(f"PRAGMA table_info({name})"))
-            made[name] = (statement, columns)
-    return made
-
-
-def _lacking(conn: sqlite3.Connection, path: str, create: bool) -> list[str]:
-    """The statements that make what the journal at ``path`` lacks of the schema.
-
-    Raises:
-      ValueError: if the file is not SQLite; holds tables and none of a journal's; holds a
-        journal's table without its columns; or holds nothing and not ``create``.
-    """
-    try:
-        found = {
-            name: tuple(row[1] for row in conn.execute(f"PRAGMA table_info({name!r})"))
-            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
-    except sqlite3.DatabaseError as exc:
-        if type(exc) is not sqlite3.DatabaseError:  # locked, or unreadable: not its content
-            raise
-        raise ValueError(f"{path} is not a journal: not a SQLite database ({exc})") from None
-    tables = _tables()
-    if not found.keys() & tables.keys():
-        if found:
-            raise ValueError(
-                f"{path} is not a journal: it holds tables of another schema "
-                f"({', '.join(sorted(found))}) and none of a journal's: give the journal a file "
-                "of its own"
-            )
-        if not create:
-            raise ValueError(
-                f"{path} is not a journal: it holds no table (an empty database): give the file "
-                "a journaled run made"
-            )
-    lacking: list[str] = []
-    for name, (statement, columns) in tables.items():
-        if name not in found:
-            lacking.append(statement)
-            continue
-        missing = [column for column in columns if column not in found[name]]
-        strange = [column for column in missing if (name, column) not in ADDED]
-        if strange:
-            raise ValueError(
-                f"{path} is not a journal: its table {name} lacks the columns "
-                f"{', '.join(strange)}: give the journal a file of its own"
-            )
-        lacking.extend(ADDED[name, column] for column in missing)
-    return lacking
-
-
-def _write(conn: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Commit ``rows`` to the results, in one transaction."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.executemany(INSERT, rows)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-def _close(conn: sqlite3.Connection) -> None:
-    """Close ``conn``, what the WAL holds moved into the main file first (and the WAL emptied):
-    the file a command leaves holds its data, and a copy of it takes the journal whole."""
-    with contextlib.suppress(sqlite3.Error):  # another process is in the file: its close does it
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    conn.close()
-
-
-def _stored(text: str) -> str | bytes:
-    """``text`` as SQLite holds it: itself, or where it holds a lone surrogate (which UTF-8
-    cannot say), its bytes, surrogates kept (``_text`` makes it the same str again)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
-    return text
-
-
-def _text(value: str | bytes) -> str:
-    """The str ``_stored`` kept as ``value``."""
-    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+def _write(conn: Store, rows: list[tuple[Any, ...]]) -> None:
+    """Commit ``rows`` to the results, in one transaction: a leased slot's row (one with the
+    lease's owner after its columns) only while its owner holds the lease, which it then gives
+    up."""
+    with conn.transaction():
+        leased = [row for row in rows if len(row) > COLUMNS]
+        if leased:
+            held: dict[tuple[Any, ...], set[int]] = {}
+            for key in {(row[0], row[1], row[COLUMNS]) for row in leased}:
+                held[key] = {
+                    slot
+                    for (slot,) in conn.execute(
+                        "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
+                        key,
+                    )
+                }
+            kept = [row for row in leased if row[2] in held[row[0], row[1], row[COLUMNS]]]
+            rows = [row for row in rows if len(row) == COLUMNS] + [row[:COLUMNS] for row in kept]
+        conn.executemany(INSERT, conn.results(rows))
+        if leased:
+            conn.executemany(RELEASE, [(*row[:3], row[COLUMNS]) for row in kept])
 
 
 def _seen(rows: list[tuple[Any, ...]]) -> list[tuple[int, str]]:
     """Each slot of ``rows`` (as ``_rows`` reads them) and its subtask's text."""
-    return [(row[0], _text(row[1])) for row in rows]
+    return [(row[0], text_of(row[1])) for row in rows]
 
 
 def _close_at_exit(ref: weakref.ref[Journal]) -> None:
@@ -1025,7 +1011,7 @@ def _close_at_exit(ref: weakref.ref[Journal]) -> None:
         journal.close()
 
 
-def _rows(conn: sqlite3.Connection, run: tuple[str, int]) -> list[tuple[Any, ...]]:
+def _rows(conn: Store, run: tuple[str, int]) -> list[tuple[Any, ...]]:
     return conn.execute(
         "SELECT slot, subtask, status, output, error, attempts, started, finished, hedges "
         "FROM results WHERE run_id = ? AND round = ? ORDER BY slot",
@@ -1034,7 +1020,7 @@ def _rows(conn: sqlite3.Connection, run: tuple[str, int]) -> list[tuple[Any, ...
 
 
 def _begin(
-    conn: sqlite3.Connection,
+    conn: Store,
     run: tuple[str, int],
     digest: tuple[str, bytes, list[str]] | None,
     plan: Sequence[Any] | None,
@@ -1043,8 +1029,7 @@ def _begin(
     None for a lazy stream's), or checked against what was: why it is refused (or None), the
     plan journaled (packed; None if unknown) and the rows of its slots."""
     run_id, round_ = run
-    conn.execute("BEGIN IMMEDIATE")  # checked and journaled at once, whoever else opens the file
-    try:
+    with conn.transaction():  # checked and journaled at once, whoever else opens it
         if round_ == 0 and _replanned(conn, run_id):
             said = "input" if plan is None else "plan"
             why = "by a re-planning run (Supervisor.replan)"
@@ -1084,11 +1069,111 @@ def _begin(
             (fingerprint, packed, *run),
         )
         return None, packed, rows
-    finally:
-        conn.execute("COMMIT")
 
 
-def _replanned(conn: sqlite3.Connection, run_id: str) -> bool:
+def _claim(
+    conn: Store,
+    run: tuple[str, int],
+    slots: Sequence[int],
+    owner: str,
+    now: float,
+    expires: float,
+    since: float,
+) -> list[tuple[int, str, Any]]:
+    """What ``Journal.claim`` finds, each slot's row (as ``_rows`` reads it) when done."""
+    marks = ", ".join("?" * len(slots))
+    with conn.transaction():  # checked and claimed at once, whoever else opens the journal
+        done = {
+            row[0]: row
+            for row in conn.execute(
+                "SELECT slot, subtask, status, output, error, attempts, started, finished, "
+                "hedges, written FROM results WHERE run_id = ? AND round = ? "
+                f"AND slot IN ({marks})",
+                (*run, *slots),
+            )
+            if row[2] == "ok" or (row[9] is not None and row[9] >= since)
+        }
+        held = {
+            slot: until
+            for slot, holder, until in conn.execute(
+                "SELECT slot, owner, expires FROM leases WHERE run_id = ? AND round = ? "
+                f"AND slot IN ({marks})",
+                (*run, *slots),
+            )
+            if holder != owner and until > now and not _gone(holder)
+        }
+        found: list[tuple[int, str, Any]] = []
+        claims = []
+        for slot in slots:
+            if slot in done:
+                found.append((slot, DONE, done[slot][:9]))
+            elif slot in held:
+                found.append((slot, HELD, held[slot]))
+            else:
+                found.append((slot, CLAIMED, None))
+                claims.append((*run, slot, owner, now, expires))
+        conn.executemany(
+            "INSERT INTO leases (run_id, round, slot, owner, claimed, expires) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, round, slot) DO UPDATE SET "
+            "owner = excluded.owner, claimed = excluded.claimed, expires = excluded.expires",
+            claims,
+        )
+    return found
+
+
+def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> set[int]:
+    """What ``Journal.renew`` does, in one transaction."""
+    with conn.transaction():
+        conn.execute(
+            "UPDATE leases SET expires = ? WHERE run_id = ? AND round = ? AND owner = ?",
+            (expires, *run, owner),
+        )
+        return {
+            slot
+            for (slot,) in conn.execute(
+                "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
+                (*run, owner),
+            )
+        }
+
+
+def _release(conn: Store, run: tuple[str, int], owner: str) -> None:
+    """What ``Journal.release`` does: ``owner``'s leases of ``run`` expire now (kept, so that
+    a result of its not committed yet is still written under them)."""
+    conn.execute(
+        "UPDATE leases SET expires = -1e300 WHERE run_id = ? AND round = ? AND owner = ?",
+        (*run, owner),
+    )
+
+
+HOST = socket.gethostname()
+
+
+def new_owner() -> str:
+    """A name for one supervisor's run, unique among every process on every host: its host,
+    its process, a random part (what a lease and a result row name as their owner)."""
+    return f"{HOST}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+def _gone(owner: str) -> bool:
+    """Whether ``owner``'s process is known to have ended: one of another process on this
+    host that is no longer running (its leases need not be waited out)."""
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != HOST or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # running, and another user's
+        return False
+    return False
+
+
+def _replanned(conn: Store, run_id: str) -> bool:
     """Whether a re-planning run journaled ``run_id`` (a decision, or its planner's question)."""
     found = conn.execute(
         "SELECT 1 FROM decisions WHERE run_id = ? UNION ALL SELECT 1 FROM approvals "
@@ -1132,7 +1217,7 @@ class Durable:
         run_id, journal = self.run_id, self.journal
         if not isinstance(run_id, str) or not run_id:
             raise TypeError(f"Durable run_id must be a non-empty str, got {run_id!r}")
-        if _stored(run_id) is not run_id:
+        if stored(run_id) is not run_id:
             raise ValueError(
                 f"Durable run_id must be text SQLite holds, got {run_id!r} (a lone surrogate): "
                 "name the run in text that UTF-8 says"
@@ -1170,6 +1255,9 @@ class DurableRun(RunName):
     journal as one value, with what a run does with its journal, keyed by its id and round."""
 
     journal: Journal
+    owner: str = field(default_factory=new_owner, compare=False)
+    """This supervisor's run's name among others on the same run: its leases' owner, and the
+    owner its result rows name."""
     rows: tuple[str, int] = field(init=False, repr=False, compare=False)
     """The key of the run's rows in the journal: its id and round."""
 
@@ -1216,19 +1304,39 @@ class DurableRun(RunName):
 
     def record(self, slot: int, result: SubResult[Any, Any]) -> None:
         """Journal slot ``slot``'s final ``result`` (appended to the buffer)."""
-        self.journal.record(self.rows, slot, result)
+        self.journal.record(self.rows, slot, result, self.owner)
 
-    def recording(self, store: Put) -> Put:
+    def recording(self, store: Put, leased: bool = False) -> Put:
         """``store``, each result journaled first: what a run's or a stream's feed puts its
-        final results with."""
+        final results with; ``leased``: each slot ran under this run's lease, and its row is
+        written only while the lease is still held."""
         record = self.journal.record
         rows = self.rows
+        owner = self.owner
 
         def put(slot: int, result: SubResult[Any, Any]) -> None:
-            record(rows, slot, result)
+            record(rows, slot, result, owner, leased)
             store(slot, result)
 
         return put
+
+    @property
+    def lease(self) -> float | None:
+        """Seconds each slot's lease lasts (the journal's ``lease``), None without leases."""
+        return self.journal.lease
+
+    async def claim(self, slots: Sequence[int], since: float) -> list[tuple[int, str, Any]]:
+        """Claim ``slots`` for this run's supervisor (see
+        [`Journal.claim`][trio_supervisor.Journal.claim])."""
+        return await self.journal.claim(self.rows, slots, self.owner, since)
+
+    async def renew(self) -> set[int]:
+        """Renew this run's leases: the slots it still holds."""
+        return await self.journal.renew(self.rows, self.owner)
+
+    async def release(self) -> None:
+        """Give up this run's leases (it ends): another may take its slots at once."""
+        await self.journal.release(self.rows, self.owner)
 
     @property
     def each_commit(self) -> Callable[[], Awaitable[None]] | None:

@@ -16,6 +16,7 @@ from ._contract import Aggregate, Status, SubResult, revised
 from ._ending import ending
 from ._engine.attempt import CUT_SHORT, Engine, Timer
 from ._engine.lanes import Feeding, Waiting, lane
+from ._engine.leases import Keeper
 from ._engine.restarting import restarting_run
 from ._identity import RunName
 from ._journal import DurableRun
@@ -101,10 +102,19 @@ async def fan_out(
     result yet: those of a journal are not run again). With a ``quorum``, the lanes are
     cancelled the instant it is decided."""
     timer = engine.timer()
-    feed = RunFeed(plan, results, cuts, trace, timer, engine.run_key(), run)
+    leased = run is not None and run.lease is not None
+    feed = (LeasedFeed if leased else RunFeed)(
+        plan, results, cuts, trace, timer, engine.run_key(), run
+    )
+    keeper = None
+    if isinstance(feed, LeasedFeed) and feed.left:
+        keeper = feed.leased(plan, results, trace, min(max_workers, feed.left))
     async with trio.open_nursery() as timing:
         if timer is not None:
             timing.start_soon(timer.watch)
+        if keeper is not None:
+            await keeper.claim()  # the first slots claimed before any lane starts
+            timing.start_soon(keeper.keep)
         try:
             async with trio.open_nursery() as nursery:
                 if quorum is not None:
@@ -118,6 +128,8 @@ async def fan_out(
                 if trace is not None:
                     trace.end_open_slot(parked.slot, Status.CANCELLED)
                 cuts[parked.slot] = engine.cut(parked)
+            if keeper is not None:
+                await keeper.release()
         timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
 
 
@@ -161,6 +173,47 @@ class RunFeed(Feeding):
     async def more(self) -> bool:
         """No slot comes after the plan's."""
         return False
+
+
+class LeasedFeed(RunFeed):
+    """A run's feed when its journal leases slots (several supervisors may share the run):
+    its lanes take only the slots its [`Keeper`][trio_supervisor._engine.leases.Keeper]
+    claimed, and each result is journaled under its lease."""
+
+    __slots__ = ("keeper",)
+
+    def leased(
+        self,
+        plan: list[Any],
+        results: list[SubResult[Any, Any] | None],
+        trace: Trace | None,
+        lanes: int,
+    ) -> Keeper:
+        """Take the slots from a [`Keeper`][trio_supervisor._engine.leases.Keeper] of this
+        run's leases from now on (each claimed before a lane takes it, each result journaled
+        under its lease): the keeper, whose task the run starts."""
+        assert self.run is not None
+        todo = [slot for slot, done in enumerate(results) if done is None]
+        keeper = Keeper(self.run, plan, todo, results.__setitem__, trace, lanes)
+        self.leases = self.keeper = keeper
+        self.take = keeper.take
+        put = self.run.recording(results.__setitem__, leased=True)
+
+        def settled(slot: int, result: SubResult[Any, Any]) -> None:
+            put(slot, result)
+            keeper.settled(slot)
+
+        self.put = settled
+        return keeper
+
+    def ready(self) -> bool:
+        """Whether a claimed slot is waiting for a lane."""
+        return self.keeper.ready()
+
+    async def more(self) -> bool:
+        """Wait for a slot claimed (another supervisor's, whose lease ran out, say); False once
+        every slot is settled."""
+        return await self.keeper.more()
 
 
 def check_need(need: object, slots: int, restarting: bool) -> None:

@@ -14,3 +14,7 @@ async def nursery() -> AsyncIterator[trio.Nursery]:
     async with trio.open_nursery() as opened:
         yield opened
         opened.cancel_scope.cancel()
+
+
+# the journal's stores, for the conformance suite (test_journal_conformance.py) and its neighbours
+from tests.library.stores import database, databases, postgres_url  # noqa: E402, F401

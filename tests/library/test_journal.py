@@ -78,30 +78,6 @@ def test_a_run_is_journaled_in_a_wal_database_the_sqlite3_module_reads(tmp_path:
     assert started > 0
 
 
-@pytest.mark.parametrize("flush", ["group", "each"])
-def test_a_resumed_run_runs_only_the_slots_without_an_ok_record(tmp_path: Path, flush: str) -> None:
-    path = tmp_path / "runs.db"
-    worker = Worker(fail={2})
-    plan = [1, 2, 3, 4]
-
-    async def main() -> tuple[Any, Any, Trace]:
-        with Journal(path, flush=flush) as journal:
-            supervisor = Supervisor(worker, max_workers=2)
-            first = await supervisor.run(plan, durable=Durable("r", journal))
-            trace = Trace()
-            again = await supervisor.run(plan, durable=Durable("r", journal), trace=trace)
-        return first, again, trace
-
-    first, again, trace = virtual(main)
-    assert worker.calls == {1: 1, 2: 2, 3: 1, 4: 1}  # the failed slot, again; no other
-    assert [r.output for r in again] == [1, None, 9, 16]
-    assert again[1].status is Status.FAILED
-    for slot in (0, 2, 3):  # from the journal: the original attempts and times
-        assert again[slot] == first[slot]
-    assert [slot.journaled for slot in trace.slots] == [True, False, True, True]
-    assert trace.to_dict()["slots"][0]["journaled"] is True
-
-
 def test_keep_failed_keeps_a_failed_result_instead_of_running_it_again(tmp_path: Path) -> None:
     worker = Worker(fail={2})
 
@@ -364,7 +340,7 @@ def test_the_schema_the_docstring_shows_is_the_schema_the_journal_makes(tmp_path
     with sqlite3.connect(tmp_path / "made.db") as conn:
         made = "".join(row[0] + ";\n" for row in conn.execute("SELECT sql FROM sqlite_master"))
     assert tables(shown) == tables(made)
-    assert set(tables(shown)) == {"runs", "decisions", "approvals", "results"}
+    assert set(tables(shown)) == {"runs", "decisions", "approvals", "results", "leases"}
 
 
 def test_the_restarting_path_journals_what_finished_before_its_deadline(tmp_path: Path) -> None:

@@ -56,38 +56,6 @@ async def replanned(
     return None
 
 
-def test_a_replan_killed_in_its_second_round_resumes_after_the_first(tmp_path: Path) -> None:
-    writer = "inline"  # its commits at virtual instants
-    path = tmp_path / "journal.db"
-    plain = virtual(replanned, Counted(research_agent()), Counted(research_planner()), None)
-    assert plain is not None
-    first, second = plain.ledger.rounds[0], plain.ledger.rounds[1]
-    crash = (second.dispatched + second.finished) / 2  # the second round runs
-
-    journal = Journal(path, writer=writer, interval=100.0, count=1000)
-    worker, planner = Counted(research_agent()), Counted(research_planner())
-    assert virtual(replanned, worker, planner, journal, crash) is None
-    journal.close(flush=False)  # the crash
-    assert planner.calls == {"first": 1, "next": 1}
-    assert first.finished <= crash
-
-    worker, planner = Counted(research_agent()), Counted(research_planner())
-    with Journal(path, writer=writer) as journal:
-        resumed = virtual(replanned, worker, planner, journal)
-    assert resumed is not None
-    assert said(resumed) == said(plain)
-    assert planner.calls == {"next": 1}  # only the decision after the unfinished round
-    assert set(worker.calls) == {entry.subtask for entry in second.entries}  # round 2 only
-
-    with Journal(path, writer=writer) as journal:  # finished: nothing is asked or run again
-        worker, planner = Counted(research_agent()), Counted(research_planner())
-        again = virtual(replanned, worker, planner, journal)
-    assert again is not None
-    assert said(again) == said(plain)
-    assert not planner.calls
-    assert not worker.calls
-
-
 def test_a_journaled_replan_refuses_another_task_under_its_run_id(tmp_path: Path) -> None:
     async def main() -> None:
         with Journal(tmp_path / "journal.db") as journal:

@@ -78,6 +78,17 @@ class Waiting:
         return parked
 
 
+class Leasing(Protocol):
+    """A supervisor's leases of its run's slots, as its lanes see them (``leases.py``)."""
+
+    def holding(self, slot: int) -> trio.CancelScope | None:
+        """The scope an attempt of ``slot`` runs in (cancelled if its lease is lost), or None
+        if it was lost already."""
+
+    def let_go(self, slot: int) -> None:
+        """The attempt of ``slot`` is over."""
+
+
 class Feed(Protocol):
     """What a run or a stream hands its lanes.
 
@@ -93,6 +104,7 @@ class Feed(Protocol):
     run: RunName | None
     commit: Callable[[], Awaitable[None]] | None
     waiting: Waiting | None  # None: a slot waits out its backoff on its lane, holding its place
+    leases: Leasing | None  # None: the slots are this supervisor's alone (no lease to hold)
 
     def take(self) -> tuple[int, Any] | None:
         """The next slot and its subtask, or None when there is none right now."""
@@ -116,7 +128,7 @@ class Feeding:
     far a slot cut short got, goes. A journaled run's results are journaled as they are put,
     and, with ``flush="each"``, each is committed before its lane goes on."""
 
-    __slots__ = ("commit", "cut", "key", "put", "run", "timer", "trace", "waiting")
+    __slots__ = ("commit", "cut", "key", "leases", "put", "run", "timer", "trace", "waiting")
 
     def __init__(
         self,
@@ -136,6 +148,7 @@ class Feeding:
         self.cut = cut
         self.commit = None if run is None else run.each_commit
         self.waiting = waiting
+        self.leases: Leasing | None = None
 
 
 # What a lane leaves in its task's ``custom_sleep_data`` at each admission: trio sets that
@@ -194,6 +207,7 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
     key = feed.key
     commit = feed.commit
     waiting = feed.waiting
+    leases = feed.leases
     # whether a retry set aside (a run's) may start now; None when none ever is (a stream's
     # retries wait on their lane, and a slot of one attempt is never retried)
     retry_ready = None if waiting is None or engine.attempts < 2 else waiting.ready
@@ -266,7 +280,19 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
                     await trio.sleep(wait)
                 else:
                     await checkpoint_if_cancelled()  # a cancelled run calls no worker again
-            await attempt(running, trace, timer, now)
+            if leases is None:
+                await attempt(running, trace, timer, now)
+            else:
+                lease = leases.holding(slot)
+                if lease is not None:
+                    with lease:
+                        await attempt(running, trace, timer, now)
+                    leases.let_go(slot)
+                if lease is None or lease.cancelled_caught:  # another supervisor took it over
+                    if trace is not None:
+                        trace.end_open_slot(slot, Status.CANCELLED)
+                    running.leave()
+                    break
             if running.failure is None:
                 started: float = running.started  # type: ignore[assignment]  # set by attempt
                 put(

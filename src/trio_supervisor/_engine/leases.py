@@ -1,0 +1,215 @@
+"""Leases: several supervisors on one journaled run share its slots, each slot run by one.
+
+A [`Keeper`][trio_supervisor._engine.leases.Keeper] is one supervisor's side of it, for one
+run (a task in the run's nursery beside the timer). It claims the run's slots in the journal
+ahead of its lanes, a few at a time in plan order (one transaction each time), and hands its
+lanes only the slots it claimed; it renews its leases every third of a lease while they run;
+a slot another supervisor holds is set aside and tried again when that lease runs out (or
+sooner, every third of a lease: its holder may finish it, and its result is then taken from
+the journal, as a resumed run's is). A slot whose lease it lost (renewed too late: another took
+it over) has its attempt cancelled, and its result, if it comes anyway, is not journaled: the
+row's write is conditional on the lease (``_journal.py``).
+
+The lanes see it only through their feed (``take``, ``ready``, ``more``) and through
+``holding``, the cancel scope each attempt of a leased slot runs in; a run without leases (no
+journal, or a journal given ``lease=None``) has none, and pays nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import trio
+
+from .._contract import SubResult, revised
+from .._identity import RunName
+from .._trace import Trace
+
+CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found (the journal's)
+RENEWALS = 3  # a lease is renewed this many times per its length
+POLL = 0.05  # seconds before a slot another holds is first looked at again (then doubled)
+
+
+class Keeper:
+    """One supervisor's leases of one run's slots ``todo`` (in plan order): what its lanes take
+    (the slots it claimed), and the task that claims, renews and takes over.
+
+    Args:
+      run: the run's name, whose ``claim``, ``renew`` and ``release`` reach its journal.
+      plan: the run's subtasks.
+      todo: the slots without a result yet, in plan order.
+      done: where a slot another supervisor finished puts its journaled result.
+      trace: records such a slot as journaled (or None).
+      lanes: how many lanes take slots: the keeper claims twice as many ahead, at least 8.
+    """
+
+    def __init__(
+        self,
+        run: RunName,
+        plan: Sequence[Any],
+        todo: Sequence[int],
+        done: Callable[[int, SubResult[Any, Any]], None],
+        trace: Trace | None,
+        lanes: int,
+    ) -> None:
+        assert run.lease is not None
+        self.run = run
+        self.plan = plan
+        self.length = run.lease
+        self.every = run.lease / RENEWALS
+        # how long a slot another holds is set aside: POLL at first, doubled each time every
+        # slot looked at again was still held, up to a renewal's period; POLL again once one
+        # was not (its holder is done with it, or gone)
+        self.poll = min(POLL, self.every)
+        self.chunk = max(8, 2 * lanes)
+        self.since = time.time()  # a failure journaled after this is a peer's, final
+        self.done = done
+        self.trace = trace
+        # invariant: every slot of todo is in exactly one of fresh, deferred, queue or held
+        # (queue is a part of held) until it is settled; left counts those not settled
+        self.fresh: deque[int] = deque(todo)  # never claimed yet, in plan order
+        self.deferred: dict[int, float] = {}  # held by another: trio time to try again
+        self.queue: deque[int] = deque()  # claimed, not taken by a lane yet
+        self.held: set[int] = set()  # claimed, not settled (its result not put)
+        self.scopes: dict[int, trio.CancelScope] = {}  # the attempts running, by slot
+        self.left = len(todo)
+        self._changed = trio.Event()  # queue got a slot, or nothing is left
+        self._wake = trio.Event()  # the lanes want more claimed
+
+    # -- what the lanes call ---------------------------------------------------------------------
+
+    def take(self) -> tuple[int, Any] | None:
+        """The next slot claimed for this supervisor, and its subtask; None if none is now."""
+        queue = self.queue
+        if not queue:
+            return None
+        slot = queue.popleft()
+        if len(queue) * 2 < self.chunk:
+            self._wake.set()
+        return slot, self.plan[slot]
+
+    def ready(self) -> bool:
+        """Whether ``take`` would give a slot now."""
+        return bool(self.queue)
+
+    async def more(self) -> bool:
+        """Wait until a slot is claimed for this supervisor (True), or every slot is settled
+        (False)."""
+        while not self.queue:
+            if not self.left:
+                return False
+            self._wake.set()
+            if self._changed.is_set():
+                self._changed = trio.Event()
+            await self._changed.wait()
+        return True
+
+    def settled(self, slot: int) -> None:
+        """Slot ``slot``'s final result was put (and journaled, under its lease)."""
+        if slot in self.held:
+            self.held.discard(slot)
+            self._settle()
+
+    def holding(self, slot: int) -> trio.CancelScope | None:
+        """The scope an attempt of ``slot`` runs in, cancelled if its lease is lost; None if
+        it was lost already (another supervisor runs it: no attempt starts)."""
+        if slot not in self.held:
+            return None
+        scope = self.scopes[slot] = trio.CancelScope()
+        return scope
+
+    def let_go(self, slot: int) -> None:
+        """The attempt of ``slot`` is over: its scope is no longer cancelled on a loss."""
+        self.scopes.pop(slot, None)
+
+    # -- the keeper's task -----------------------------------------------------------------------
+
+    def _settle(self) -> None:
+        self.left -= 1
+        if not self.left:
+            self._changed.set()
+
+    async def claim(self) -> None:
+        """Claim what the lanes will take next: slots set aside whose time came, then fresh
+        ones, in plan order, up to ``chunk`` ahead."""
+        now = trio.current_time()
+        room = self.chunk - len(self.queue)
+        if room <= 0:
+            return
+        due = sorted(slot for slot, at in self.deferred.items() if at <= now)[:room]
+        wanted = due + [self.fresh[i] for i in range(min(room - len(due), len(self.fresh)))]
+        if not wanted:
+            return
+        for slot in due:
+            del self.deferred[slot]
+        for _ in range(len(wanted) - len(due)):
+            self.fresh.popleft()
+        kinds = await self.run.claim(wanted, self.since)
+        if due:  # looked at again: still held, all of them (wait longer), or not
+            rechecked = set(due)
+            held = all(kind == HELD for slot, kind, _ in kinds if slot in rechecked)
+            self.poll = min(2 * self.poll, self.every) if held else min(POLL, self.every)
+        for slot, kind, found in kinds:
+            if kind == CLAIMED:
+                self.held.add(slot)
+                self.queue.append(slot)
+            elif kind == HELD:  # again when its lease runs out, or sooner: it may be done
+                self.deferred[slot] = now + min(max(found, 0.0), self.poll)
+            else:
+                self.done(slot, revised(found, subtask=self.plan[slot]))
+                if self.trace is not None:
+                    self.trace.journaled(slot)
+                self._settle()
+        if self.queue:
+            self._changed.set()
+
+    async def renew(self) -> None:
+        """Renew the leases held; a slot whose lease was lost is given up: its attempt is
+        cancelled, and it is set aside to be read back once its new owner is done."""
+        still = await self.run.renew()
+        lost = self.held - still
+        if not lost:
+            return
+        now = trio.current_time()
+        for slot in lost:
+            self.held.discard(slot)
+            self.deferred[slot] = now
+            scope = self.scopes.pop(slot, None)
+            if scope is not None:
+                scope.cancel()
+        self.queue = deque(slot for slot in self.queue if slot not in lost)
+
+    async def keep(self) -> None:
+        """The keeper's task, until every slot is settled: claim while the lanes have fewer
+        than ``chunk`` slots claimed ahead and some slot may be claimed (a fresh one, or one
+        set aside whose time came); renew every third of a lease; else sleep until a lane
+        takes a slot, the next renewal, or a set-aside slot's time."""
+        renewal = trio.current_time() + self.every
+        while self.left:
+            await self.claim()
+            if trio.current_time() >= renewal:
+                await self.renew()
+                renewal = trio.current_time() + self.every
+            if len(self.queue) < self.chunk and (self.fresh or self._due()):
+                await trio.lowlevel.checkpoint()
+                continue
+            wake = renewal if self.held else math.inf
+            if len(self.queue) < self.chunk:  # a full queue claims nothing, due or not
+                wake = min(wake, min(self.deferred.values(), default=math.inf))
+            with trio.move_on_at(wake):
+                await self._wake.wait()
+            self._wake = trio.Event()
+
+    def _due(self) -> bool:
+        now = trio.current_time()
+        return any(at <= now for at in self.deferred.values())
+
+    async def release(self) -> None:
+        """Give up every lease left (the run ends, well or not), shielded from its
+        cancellation: another supervisor, or a resume, may take those slots at once."""
+        with trio.CancelScope(shield=True):
+            await self.run.release()

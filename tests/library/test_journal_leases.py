@@ -1,0 +1,252 @@
+"""Slot leases: several supervisors on one journaled run share its slots. Each slot's worker is
+called once while every owner renews its leases; a slot whose owner stopped renewing (hung,
+killed) is taken over only once its lease ran out; an owner whose lease was taken over stops
+that attempt, and never records over the new owner. On virtual time, with two supervisors in
+one trio run on one journal (a SQLite file, and a PostgreSQL database: the laws on virtual time
+are part of the journal's conformance suite, run on both stores), and once with two real
+processes, one killed with SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from tests.library import lease_child
+from tests.library.stores import Database
+from trio_supervisor import Durable, Journal, Supervisor
+
+ROOT = Path(__file__).resolve().parents[2]
+LEASE = 10.0
+PLAN = list(range(6))
+
+
+def virtual(fn: Any, *args: Any) -> Any:
+    return trio.run(fn, *args, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+class Calls:
+    """Every worker call: (slot, which supervisor, when), and how a slot's call behaves."""
+
+    def __init__(self, hang: dict[tuple[str, int], float] | None = None) -> None:
+        self.calls: list[tuple[int, str, float]] = []
+        self.ended: list[tuple[int, str, float]] = []
+        self.hang = hang or {}
+
+    def worker(self, who: str) -> Any:
+        async def worker(slot: int) -> str:
+            self.calls.append((slot, who, trio.current_time()))
+            await trio.sleep(self.hang.get((who, slot), 1 + slot % 3))
+            self.ended.append((slot, who, trio.current_time()))
+            return f"{who}-{slot}"
+
+        return worker
+
+    def per_slot(self) -> Counter[int]:
+        return Counter(slot for slot, _, _ in self.calls)
+
+
+class Stuck(Journal):
+    """A journal whose supervisor stops renewing its leases (hung), from ``after`` (trio time)
+    on, for ``hung`` seconds (forever when None)."""
+
+    def __init__(self, *args: Any, after: float = 0.0, hung: float | None = None, **kw: Any):
+        super().__init__(*args, **kw)
+        self.after = after
+        self.hung = hung
+
+    async def renew(self, run: tuple[str, int], owner: str) -> set[int]:
+        if trio.current_time() >= self.after:
+            if self.hung is None:
+                await trio.sleep_forever()
+            await trio.sleep(self.hung)
+            self.hung = 0.0  # once
+        return await super().renew(run, owner)
+
+
+async def two(
+    calls: Calls, a: Journal, b: Journal, late: float = 1.0, plan: list[int] = PLAN
+) -> dict[str, Any]:
+    """Supervisors ``a`` and ``b`` on one run of ``plan``, ``b`` started ``late``."""
+    out: dict[str, Any] = {}
+
+    async def go(who: str, journal: Journal, wait: float) -> None:
+        await trio.sleep(wait)
+        supervisor = Supervisor(calls.worker(who), max_workers=3)
+        out[who] = await supervisor.run(plan, durable=Durable("shared", journal))
+        out[f"{who} ended"] = trio.current_time()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(go, "a", a, 0.0)
+        nursery.start_soon(go, "b", b, late)
+    a.close()
+    b.close()
+    return out
+
+
+def rows(database: Database) -> dict[int, tuple[str, str]]:
+    """Each slot's journaled output and owner."""
+    return {
+        slot: (json.loads(output), owner)
+        for slot, output, owner in database.query("SELECT slot, output, owner FROM results")
+    }
+
+
+def test_two_supervisors_on_one_run_call_each_slots_worker_once(database: Database) -> None:
+    path = database.target
+    calls = Calls()
+
+    async def main() -> dict[str, Any]:
+        a = Journal(path, writer="inline", lease=LEASE)
+        b = Journal(path, writer="inline", lease=LEASE)
+        return await two(calls, a, b, late=0.0, plan=list(range(40)))
+
+    out = virtual(main)
+    assert calls.per_slot() == dict.fromkeys(range(40), 1)
+    assert {who for _, who, _ in calls.calls} == {"a", "b"}  # the work is shared
+    kept = rows(database)
+    assert [r.output for r in out["a"]] == [kept[slot][0] for slot in range(40)]
+    assert out["a"] == out["b"]  # each gives every slot's result, the other's too
+
+
+def test_a_hung_owners_slot_is_taken_over_only_once_its_lease_ran_out_and_never_overwritten(
+    database: Database,
+) -> None:
+    """``a`` claims every slot at 0 and never renews; its slot 0 hangs for 15 s. ``b`` waits
+    for ``a``'s lease of slot 0 to run out (at 10 s), runs it, and journals it; ``a``'s late
+    result is not written over ``b``'s."""
+    path = database.target
+    calls = Calls(hang={("a", 0): 15.0})
+
+    async def main() -> dict[str, Any]:
+        a = Stuck(path, writer="inline", lease=LEASE, flush="each")
+        b = Journal(path, writer="inline", lease=LEASE, flush="each")
+        return await two(calls, a, b)
+
+    out = virtual(main)
+    assert calls.per_slot() == {0: 2, **dict.fromkeys(PLAN[1:], 1)}
+    (taken,) = [when for slot, who, when in calls.calls if who == "b" and slot == 0]
+    assert taken >= LEASE  # not before a's lease of it ran out
+    assert all(who == "a" for slot, who, _ in calls.calls if slot)  # the others: a's alone
+    kept = rows(database)
+    assert kept[0][0] == "b-0"  # a's result, come at 15 s, did not overwrite b's
+    assert ("a", 15.0) in {(who, when) for slot, who, when in calls.ended if slot == 0}
+    assert out["b"][0].output == "b-0"
+    assert [r.output for r in out["b"]] == [kept[slot][0] for slot in PLAN]
+
+
+def test_an_owner_that_finds_its_lease_lost_stops_the_attempt_and_reads_the_new_owners_result(
+    database: Database,
+) -> None:
+    """``a``'s renewals stall from 3 s for 9 s: its lease of slot 0 (whose worker runs 30 s),
+    claimed at 0, runs out at 10 s and ``b`` takes it over; ``a``'s renewal, done at last,
+    finds it lost, cancels its attempt, and its run gives back ``b``'s result."""
+    path = database.target
+    calls = Calls(hang={("a", 0): 30.0})
+
+    async def main() -> dict[str, Any]:
+        a = Stuck(path, writer="inline", lease=LEASE, after=3.0, hung=9.0, flush="each")
+        b = Journal(path, writer="inline", lease=LEASE, flush="each")
+        return await two(calls, a, b)
+
+    out = virtual(main)
+    assert calls.per_slot() == {0: 2, **dict.fromkeys(PLAN[1:], 1)}
+    assert not [when for slot, who, when in calls.ended if (slot, who) == (0, "a")]  # stopped
+    (taken,) = [when for slot, who, when in calls.calls if (slot, who) == (0, "b")]
+    assert taken >= LEASE  # a's lease of it, claimed at 0 and never renewed in time
+    assert out["a ended"] < 30.0  # a did not wait its worker out
+    assert rows(database)[0][0] == "b-0"
+    assert out["a"][0].output == out["b"][0].output == "b-0"
+    assert out["a"] == out["b"]
+
+
+def test_one_supervisor_with_leases_or_without_gives_the_same_results(tmp_path: Path) -> None:
+    calls = Calls()
+
+    async def main(lease: float | None, name: str) -> Any:
+        with Journal(tmp_path / name, writer="inline", lease=lease) as journal:
+            supervisor = Supervisor(calls.worker("a"), max_workers=2)
+            aggregate = await supervisor.run(PLAN, durable=Durable("r", journal))
+            return aggregate, trio.current_time()
+
+    assert virtual(main, LEASE, "leased.db") == virtual(main, None, "plain.db")
+    with sqlite3.connect(tmp_path / "leased.db") as conn:  # every lease given up with its row
+        assert conn.execute("SELECT count(*) FROM leases").fetchone() == (0,)
+    conn.close()
+
+
+def test_a_lease_must_be_a_positive_number_of_seconds(tmp_path: Path) -> None:
+    for bad in (0, -1, "30", True):
+        with pytest.raises(ValueError, match="lease must be a positive number of seconds"):
+            Journal(tmp_path / "runs.db", lease=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_two_processes_on_one_run_one_killed_every_slot_done_once_but_the_killed_ones(
+    tmp_path: Path,
+) -> None:
+    """Two processes run one SQLite run; one is killed with SIGKILL part way. The other
+    finishes every slot, with the outcome of a run never killed; a slot's worker is called a
+    second time only if the killed process had called it and its result was not journaled."""
+    db = tmp_path / "runs.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
+    logs = [tmp_path / f"calls-{n}.log" for n in range(2)]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.library.lease_child", str(db), str(log)],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for log in logs
+    ]
+    try:
+        for child in children:  # both have opened the journal: both start at one instant
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "ready"
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        victim, survivor = children
+        assert victim.stdout is not None
+        assert victim.stdout.readline().strip() == f"called {lease_child.KILL_AFTER}"
+        victim.send_signal(signal.SIGKILL)
+        victim.communicate(timeout=60)
+        out, err = survivor.communicate(timeout=120)
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.communicate(timeout=10)
+    assert survivor.returncode == 0, err
+    assert json.loads(out.splitlines()[-1]) == lease_child.expected()
+    called = [[int(line) for line in log.read_text().split()] for log in logs]
+    killed, lived = Counter(called[0]), Counter(called[1])
+    assert killed, "the killed process ran no slot"
+    with sqlite3.connect(db) as conn:
+        owners = dict(conn.execute("SELECT slot, owner FROM results"))
+    conn.close()
+    assert sorted(owners) == list(range(lease_child.SLOTS))  # every slot journaled, once
+    pid = f":{victim.pid}:"
+    for slot in range(lease_child.SLOTS):
+        calls = killed[slot] + lived[slot]
+        attempts = lease_child.attempts(slot)
+        if killed[slot] and lived[slot]:  # run again: the killed one's result never journaled
+            assert pid not in owners[slot]
+            assert lived[slot] == attempts
+        else:
+            assert calls == attempts, slot  # each attempt's call made once
