@@ -94,6 +94,31 @@ def exercisable() -> dict[int, str]:
     }
 
 
+def spans(numbers: Sequence[int]) -> list[tuple[int, int]]:
+    """Step numbers as runs of consecutive ones: ``[2, 3, 4, 7]`` -> ``[(2, 4), (7, 7)]``."""
+    runs: list[tuple[int, int]] = []
+    for number in sorted(numbers):
+        if runs and runs[-1][1] == number - 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return runs
+
+
+def which(numbers: Sequence[int] | None = None) -> str:
+    """The steps with an exercise as a reader reads them, ``"2 to 25"`` (``"2 to 10 and 14"``
+    were there a gap): the one wording the runner, the README and the site's pages say it in."""
+    runs = spans(list(exercisable()) if numbers is None else numbers)
+    said = [str(first) if first == last else f"{first} to {last}" for first, last in runs]
+    return " and ".join([", ".join(said[:-1]), said[-1]] if len(said) > 1 else said)
+
+
+def offered() -> str:
+    """The sentence that says which steps have an exercise, as the README must say it (a test
+    holds the README to it: a README cannot include a generated file)."""
+    return f"Steps {which()} are also exercises"
+
+
 def _docstring(name: str) -> str:
     return ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
 
@@ -513,14 +538,14 @@ def parser() -> argparse.ArgumentParser:
             "Write step N's exercise into exercises/: step N-1's code, the places to change marked."
         ),
     )
-    exercise.add_argument("number", type=_step, metavar="N", help="the step")
+    exercise.add_argument("number", type=_step, metavar="N", help=f"the step: {which()}")
     exercise.add_argument("--force", action="store_true", help="replace an existing file")
     checking = commands.add_parser(
         "check",
         help="run step N's laws on your code",
         description="Run step N's laws on the supervise (or stream) in PATH, on virtual time.",
     )
-    checking.add_argument("number", type=_step, metavar="N", help="the step")
+    checking.add_argument("number", type=_step, metavar="N", help=f"the step: {which()}")
     checking.add_argument("path", nargs="?", type=Path, metavar="PATH", help="your file")
     checking.add_argument("--hint", action="store_true", help="print the next hint instead")
     checking.add_argument(

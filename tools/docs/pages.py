@@ -22,7 +22,7 @@ from lessons._course.arguments import parser
 from lessons._course.demos import Demo, demos
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.showing import ConsoleWatch, round_sections, show
-from lessons._course.steps import step_number, step_path, steps
+from lessons._course.steps import part_two, step_number, step_path, steps
 from tools.docs.paths import WIDTH
 from trio_supervisor.timeline import render_svg
 
@@ -501,6 +501,38 @@ def demos_fragment(name: str, made: list[Picture]) -> str:
             + "    ```\n"
         )
     return code_section(name) + "\n## The demos, run\n\n" + "\n".join(parts)
+
+
+def offered_fragments() -> dict[str, str]:
+    """The sentences that say which steps have an exercise, one per page that says it, under
+    ``docs/generated/exercises/``: all read `exercises.exercisable`, so no page types a range
+    of steps by hand (a page in ``steps/`` links one folder up)."""
+    known = exercises.exercisable()
+    first = min(known)
+
+    def linked(up: str) -> str:
+        runs = exercises.spans(list(known))
+        said = [
+            f"[{a}]({up}steps/{known[a]}.md)"
+            + ("" if a == b else f" to [{b}]({up}steps/{known[b]}.md)")
+            for a, b in runs
+        ]
+        return " and ".join(said)
+
+    second = [number for number in known if part_two(known[number])]
+    before = [number for number in steps() if number not in known]
+    return {
+        "home.md": f"Steps {exercises.which()} are also [exercises](exercises.md): "
+        "`python -m lessons exercise N` writes you a starter, and `python -m lessons check N` "
+        "grades it by the step's laws.\n",
+        "page.md": f"Steps {linked('')} are also exercises, Part I's and Part II's.\n",
+        "part-two.md": f"Part II's steps {exercises.which(second)} are exercises too.\n",
+        "first-step.md": f"Step{'s' if len(before) > 1 else ''} {exercises.which(before)} "
+        f"{'have' if len(before) > 1 else 'has'} no exercise: there is no step before "
+        f"{'them' if len(before) > 1 else 'it'} to start from. Steps {exercises.which()} have "
+        f"one each, starting with step {first}, which you can write from this page's code "
+        f"before you read it (see [Exercises](../exercises.md)):\n",
+    }
 
 
 def write_if_changed(path: Path, text: str) -> bool:
