@@ -431,11 +431,16 @@ def exercise_tip(name: str) -> str:
         )
         + f"    $ python -m lessons check {number} --hint\n"
     )
+    start = (
+        f"step {number}'s module with what it changes as step {before} has it, and the places"
+        if part_two(name) and part_two(previous_step(name) or name)
+        else f"step {before}'s code with the places"
+    )
     return (
         "## Write it yourself\n\n"
         '!!! tip "Write this step yourself"\n\n'
-        f"    Try it before you read the code below: the exercise is step {before}'s code with "
-        f"the places\n    where step {number} changes it marked, and the check grades your code "
+        f"    Try it before you read the code below: the exercise is {start}\n    where step "
+        f"{number} changes it marked, and the check grades your code "
         "by this step's laws (see\n    [Exercises](../exercises.md)); with `--watch` it checks "
         "again each time you save the file.\n\n"
         "    ```console\n" + commands + "    ```\n\n"
