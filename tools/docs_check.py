@@ -78,7 +78,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from lessons._course.steps import step_path, steps
 from tools.docs import pages as step_pages
 from tools.docs import tests_page
-from tools.docs.dispatch import deciding
+from tools.docs.dispatch import deciding, unset_idea
 from trio_supervisor import decompose
 from trio_supervisor.timeline import crashed
 
@@ -434,6 +434,12 @@ def check_player(page: Page, base: str, name: str, result: Result, shot: Path) -
     )
     root.locator("select.dispatch-speed").select_option(max(speeds, key=float))
     default = recorded["default"]
+    unset = unset_idea(name, recorded)
+    if unset:
+        result.problems.append(
+            f"the player starts with {default!r}, which leaves the step's {', '.join(unset)} "
+            "unset: its first run does not show the step's idea"
+        )
     ordered = sorted(recorded["scenarios"], key=lambda scenario: scenario["key"] == default)
     for index, scenario in enumerate(ordered):
         key = scenario["key"]
