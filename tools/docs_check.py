@@ -576,6 +576,11 @@ def check_order(page: Page, name: str, result: Result) -> None:
             result.problems.append(f"the opening timeline {index + 1} is not displayed ({box})")
     if wanted == 2:
         result.problems.extend(apart(page))
+        if same_opening_pictures(page):
+            result.problems.append(
+                "the page's two opening pictures are the same: the step before and this step "
+                "draw the same run, so the picture shows nothing of the step's idea"
+            )
 
 
 def apart(page: Page) -> list[str]:
@@ -895,6 +900,58 @@ def sideways(page: Page) -> list[str]:
     return found
 
 
+def wider_than_the_column(page: Page) -> list[str]:
+    """Each picture (a timeline, a tree) and each table drawn wider than the page's column:
+    it scrolls inside its box, or is scaled down until its labels are unreadable. An opening
+    pair's pictures are held to their half of the column (`apart`)."""
+    found: list[str] = page.evaluate(
+        """() => {
+            const body = document.querySelector(".md-content .md-typeset");
+            if (!body) return [];
+            const column = body.clientWidth;
+            const out = [];
+            const pictures = document.querySelectorAll(
+                ".md-content figure:not([data-compare]) > svg, .md-content .ts-tree svg");
+            for (const svg of pictures) {
+                const drawn = parseFloat(svg.getAttribute("width") || "0")
+                    || svg.viewBox.baseVal.width;
+                if (drawn > column + 1) {
+                    const title = svg.querySelector("title");
+                    out.push(`a picture ${Math.round(drawn)}px wide in a ${column}px column: ${
+                        (title ? title.textContent : svg.className.baseVal).slice(0, 60)}`);
+                }
+            }
+            for (const table of document.querySelectorAll(".md-content table")) {
+                if (table.scrollWidth > column + 1) {
+                    const head = table.querySelector("th, td");
+                    out.push(`a table ${table.scrollWidth}px wide in a ${column}px column: ${
+                        head ? head.textContent.trim().slice(0, 40) : ""}`);
+                }
+            }
+            return out;
+        }"""
+    )
+    return found
+
+
+def same_opening_pictures(page: Page) -> bool:
+    """Whether a step page's two opening pictures (the step before, this step) draw the same
+    rows: a before and after that show no difference show nothing of the step's idea."""
+    same: bool = page.evaluate(
+        """() => {
+            const figures = [...document.querySelectorAll("figure.timeline[data-compare]")];
+            if (figures.length !== 2) return false;
+            const rows = (figure) => [...figure.querySelectorAll("g.ts-row")]
+                .map((row) => row.textContent.replace(/\\s+/g, " ").trim()
+                    + [...row.querySelectorAll("rect")].map((rect) =>
+                        `${rect.getAttribute("x")},${rect.getAttribute("width")},${
+                            rect.getAttribute("class")}`).join(";"));
+            return JSON.stringify(rows(figures[0])) === JSON.stringify(rows(figures[1]));
+        }"""
+    )
+    return same
+
+
 def wrapped_terminals(page: Page) -> list[str]:
     """Code blocks whose lines wrap (``pre-wrap``) instead of scrolling: a terminal's columns
     broken into the next line."""
@@ -971,6 +1028,7 @@ def reader_checks(page: Page, result: Result, fonts: Fonts, where: str, full: bo
                 f"{MIN_MARK_CONTRAST}), tint {tint:.2f} (at least {MIN_TINT_CONTRAST})"
             )
     if full:
+        result.problems.extend(f"{where}: {wide}" for wide in wider_than_the_column(page))
         result.problems.extend(
             f"a code block holds a Markdown table: {name!r}"
             for name in markdown_tables_in_code(page)

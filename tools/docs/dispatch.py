@@ -43,13 +43,13 @@ from lessons._course.demos import FIVE, TREE, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.steps import part_two, step, step_number, steps
+from tools.docs.pages import fitted
 from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
     MARKS,
     legend_keys,
-    render_svg,
     ticks,
     timeline_rows,
 )
@@ -420,7 +420,7 @@ def fragment(name: str, first: Run) -> str:
     timeline of the site is) and the link to the recorded runs, which the script reads."""
     assert first.trace is not None
     title = f"{name} · {first.demo.title}: the player's first scenario, on virtual time"
-    svg = render_svg(first.trace, final_statuses(first), title=title)
+    svg = fitted(first.trace, final_statuses(first), title=title)
     number = step_number(name)
     return (
         "### Dispatch\n\n"

@@ -10,10 +10,10 @@ import difflib
 import html
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -24,6 +24,7 @@ from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.showing import ConsoleWatch, round_sections, show
 from lessons._course.steps import part_two, step_number, step_path, steps
 from tools.docs.paths import WIDTH
+from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_svg
 
 if TYPE_CHECKING:
@@ -256,8 +257,24 @@ def picture(ran: str, demo: Demo, command: str) -> Picture:
     output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
     title = f"{ran} · {demo.title}: one row per slot, waiting then running, on virtual time"
     sections = round_sections(run)  # a re-planning step's rounds, headed by their decisions
-    svg = render_svg(run.trace, final_statuses(run), title=title, sections=sections)
+    svg = fitted(run.trace, final_statuses(run), title=title, sections=sections)
     return Picture(demo, command, run, svg, output + "\n")
+
+
+COLUMN = 832  # pixels: the content column of a page at 1280 px, which a timeline fits
+AXIS = 320.0  # pixels: a timeline's time axis where the column has room for it
+NARROWEST_AXIS = 160.0  # pixels: the narrowest axis a timeline is drawn with to fit the column
+
+
+def fitted(trace: Trace, final: Mapping[int, Status], **options: Any) -> str:
+    """``render_svg`` of ``trace`` no wider than `COLUMN`: its time axis `AXIS` wide, or as
+    much narrower (to `NARROWEST_AXIS`) as its labels and end column leave room for."""
+    svg = render_svg(trace, final, width=AXIS, **options)
+    found = re.search(r'viewBox="0 0 ([\d.]+) ', svg)
+    if found is not None and float(found.group(1)) > COLUMN:
+        axis = max(NARROWEST_AXIS, AXIS - (float(found.group(1)) - COLUMN))
+        svg = render_svg(trace, final, width=axis, **options)
+    return svg
 
 
 def pictures(name: str) -> list[Picture]:
@@ -326,16 +343,19 @@ def compared(name: str) -> list[Picture]:
 COMPARED_WIDTH = 404
 #: The narrowest time axis of an opening picture, in pixels: narrower, it is drawn wider than
 #: `COMPARED_WIDTH` and the page puts the two pictures one above the other.
-COMPARED_AXIS = (80, 150)
+COMPARED_AXIS = (80.0, 150.0)
 
 
-def side_by_side(shown: Picture) -> str:
+def side_by_side(shown: Picture, axis: float | None = None) -> str:
     """``shown``'s run as a compact timeline (`render_svg`'s ``compact``) no wider than
-    `COMPARED_WIDTH`, its time axis as wide as that leaves, within `COMPARED_AXIS`."""
+    `COMPARED_WIDTH`, its time axis as wide as that leaves, within `COMPARED_AXIS` (or
+    ``axis`` pixels wide, for a pair drawn on one time scale: see `one_scale`)."""
     run = shown.run
     trace = run.trace
     assert trace is not None
     narrowest, widest = COMPARED_AXIS
+    if axis is not None:
+        narrowest, widest = min(narrowest, axis), axis
 
     def drawn(axis: float) -> tuple[str, float]:
         svg = render_svg(
@@ -356,6 +376,18 @@ def side_by_side(shown: Picture) -> str:
     return svg
 
 
+def one_scale(made: list[Picture]) -> list[float | None]:
+    """The time axis of each opening picture, in pixels, so that a second is as wide in both:
+    the longer run's axis is as `side_by_side` fits it, the shorter's shrunk in proportion to
+    its wall time (never under a fifth of it, so that a near-instant run is still seen)."""
+    walls = [picture.run.trace.wall if picture.run.trace else 0.0 for picture in made]
+    longest = max(walls)
+    if len(made) < 2 or not longest > 0:
+        return [None] * len(made)
+    widest = COMPARED_AXIS[1]
+    return [max(widest / 5, widest * wall / longest) for wall in walls]
+
+
 def comparison(name: str) -> str:
     """The markdown of a step page's first picture: the same demo on the step before and on this
     step, side by side where the page is wide enough for both, one above the other where not."""
@@ -372,11 +404,11 @@ def comparison(name: str) -> str:
             f"[step {step_number(before)}]({before}.md) and on this step."
         )
     figures = []
-    for shown in made:
+    for shown, axis in zip(made, one_scale(made), strict=True):
         ran = shown.run
         assert ran.trace is not None
         which = "before" if ran.step != name else "after"
-        svg = side_by_side(shown)
+        svg = side_by_side(shown, axis)
         figures.append(
             f'<figure class="timeline" data-compare="{which}" data-step="{ran.step}" '
             f'data-demo="{slug(demo)}">\n'
