@@ -934,6 +934,23 @@ def wider_than_the_column(page: Page) -> list[str]:
     return found
 
 
+def scrolls_without_a_hint(page: Page) -> list[str]:
+    """Each picture box (a timeline, a tree, the player, a diagram) that scrolls sideways at
+    this width with nothing that says so: no shadow on its edges (``extra.css``), so a reader
+    sees a picture cut at the screen's edge and no sign there is more."""
+    found: list[str] = page.evaluate(
+        """() => [...document.querySelectorAll(
+                ".md-content figure.timeline, .md-content figure.ts-tree-figure, "
+                + ".md-content .dispatch-player, .md-content .mermaid")]
+            .filter((box) => box.scrollWidth > box.clientWidth + 1
+                && !getComputedStyle(box).backgroundImage.includes("gradient"))
+            .map((box) => `${box.tagName.toLowerCase()}.${
+                String(box.className).trim().split(/\\s+/).join(".")} scrolls ${
+                box.scrollWidth}px in ${box.clientWidth}px with no hint`)"""
+    )
+    return found
+
+
 def same_opening_pictures(page: Page) -> bool:
     """Whether a step page's two opening pictures (the step before, this step) draw the same
     rows: a before and after that show no difference show nothing of the step's idea."""
@@ -1014,6 +1031,7 @@ def reader_checks(page: Page, result: Result, fonts: Fonts, where: str, full: bo
     not depend on the width or the scheme, too)."""
     families = check_svg_text(page, result, where)
     result.problems.extend(f"{where}: {wide}" for wide in sideways(page))
+    result.problems.extend(f"{where}: {box}" for box in scrolls_without_a_hint(page))
     result.problems.extend(
         f"{where}: a code block wraps its lines instead of scrolling: {name!r}"
         for name in wrapped_terminals(page)
