@@ -5,6 +5,7 @@ home page's list of steps."""
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import difflib
 import html
@@ -376,6 +377,31 @@ def side_by_side(shown: Picture, axis: float | None = None) -> str:
     return svg
 
 
+def returned_order(made: list[Picture]) -> list[Picture]:
+    """The opening pair, each row's label led by the place its result has in what its run
+    returned, where the two runs return their results in different orders (step 3 in the order
+    they complete, step 4 in plan order): their rows, always in plan order, are otherwise the
+    same picture, and the order a run returns is the step's idea. The pair as it is otherwise."""
+    orders = [
+        None if shown.run.aggregate is None else [r.subtask for r in shown.run.aggregate.results]
+        for shown in made
+    ]
+    if len(made) < 2 or None in orders or orders[0] == orders[1]:
+        return made
+    relabelled = []
+    for shown, order in zip(made, orders, strict=True):
+        trace = copy.deepcopy(shown.run.trace)
+        assert trace is not None
+        assert order is not None
+        place = {subtask: index for index, subtask in enumerate(order, start=1)}
+        for slot in trace.slots:
+            if slot.subtask in place:
+                slot.subtask = f"{place[slot.subtask]} {slot.subtask}"
+        run = dataclasses.replace(shown.run, trace=trace)
+        relabelled.append(dataclasses.replace(shown, run=run))
+    return relabelled
+
+
 def one_scale(made: list[Picture]) -> list[float | None]:
     """The time axis of each opening picture, in pixels, so that a second is as wide in both:
     the longer run's axis is as `side_by_side` fits it, the shorter's shrunk in proportion to
@@ -391,7 +417,8 @@ def one_scale(made: list[Picture]) -> list[float | None]:
 def comparison(name: str) -> str:
     """The markdown of a step page's first picture: the same demo on the step before and on this
     step, side by side where the page is wide enough for both, one above the other where not."""
-    made = compared(name)
+    original = compared(name)
+    made = returned_order(original)
     demo = made[-1].demo
     run = made[-1].run
     options = "".join(f", `{key}={value}`" for key, value in run.options.items())
@@ -421,7 +448,14 @@ def comparison(name: str) -> str:
     return (
         "## The idea, run\n\n"
         "### Before and after\n\n"
-        f"{said}{demo_does(demo)}\n\n"
+        f"{said}{demo_does(demo)}"
+        + (
+            " The number before each subtask is the place of its result in what the run "
+            "returned: the rows stay in plan order."
+            if made is not original
+            else ""
+        )
+        + "\n\n"
         '<div class="ts-compare" markdown="0">\n' + "".join(figures) + "</div>\n"
     )
 
