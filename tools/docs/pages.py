@@ -388,6 +388,8 @@ def returned_order(made: list[Picture]) -> list[Picture]:
     ]
     if len(made) < 2 or None in orders or orders[0] == orders[1]:
         return made
+    if sorted(orders[0] or []) != sorted(orders[1] or []):  # not the same results reordered
+        return made
     relabelled = []
     for shown, order in zip(made, orders, strict=True):
         trace = copy.deepcopy(shown.run.trace)
@@ -426,8 +428,12 @@ def comparison(name: str) -> str:
     if before is None:
         said = f"The task *{demo.task}*, planned into {len(run.plan)} subtasks{options}."
     else:
+        counts = [len(shown.run.plan) for shown in made]
+        planned = f"planned into {counts[-1]} subtasks"
+        if counts[0] != counts[-1]:  # a feed pulled, or rounds re-planned, as far as each run got
+            planned = f"{counts[0]} subtasks on step {step_number(before)} and {counts[-1]} here"
         said = (
-            f"The same task, *{demo.task}*, planned into {len(run.plan)} subtasks{options}, on "
+            f"The same task, *{demo.task}*, {planned}{options}, on "
             f"[step {step_number(before)}]({before}.md) and on this step."
         )
     figures = []
