@@ -711,3 +711,22 @@ def test_the_player_draws_a_hedge_as_a_lower_bar_and_its_card_follows_the_decidi
         elif t >= slot.ended - origin:
             assert card["state"] == slot.status.value, (t, card)
             assert card["when"] == f"0.00s → {slot.ended - origin:.2f}s"
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_the_player_starts_with_a_scenario_of_the_steps_own_idea(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """A scenario that sets an option the step adds wherever one does (step 8's retried slot,
+    step 25's hedge), else one the step before does not offer: every page opened on "slot 1
+    fails, 2 workers" before, so step 8 played it with one attempt and step 25 without a hedge."""
+    data = recorded[name]
+    assert data["default"] == dispatch.default(name)
+    assert dispatch.unset_idea(name, data) == []
+
+
+@pytest.mark.parametrize("name", ["step08_retries", "step25_hedging"])
+def test_a_player_opening_on_a_run_without_its_idea_is_told(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    assert dispatch.unset_idea(name, {**recorded[name], "default": dispatch.DEFAULT}) != []
