@@ -78,7 +78,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from lessons._course.steps import step_path, steps
 from tools.docs import pages as step_pages
 from tools.docs import tests_page
-from tools.docs.dispatch import deciding
+from tools.docs.dispatch import deciding, unset_idea
 from trio_supervisor import decompose
 from trio_supervisor.timeline import crashed
 
@@ -94,6 +94,7 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 NARROW: ViewportSize = {"width": 390, "height": 844}  # a phone, held upright
+OPENING_AT_LEAST = 160  # px: an opening picture narrower than this is not really displayed
 SMALL_OF_BODY = 0.75  # a diagram's text is at least this share of the body text (12 px of 16)
 MIN_MARK_CONTRAST = 3.0  # WCAG's non-text contrast: the bar that marks a changed line
 #: the changed line's tint against the code's background: the theme's own 10% tint, 1.11 in the
@@ -434,6 +435,12 @@ def check_player(page: Page, base: str, name: str, result: Result, shot: Path) -
     )
     root.locator("select.dispatch-speed").select_option(max(speeds, key=float))
     default = recorded["default"]
+    unset = unset_idea(name, recorded)
+    if unset:
+        result.problems.append(
+            f"the player starts with {default!r}, which leaves the step's {', '.join(unset)} "
+            "unset: its first run does not show the step's idea"
+        )
     ordered = sorted(recorded["scenarios"], key=lambda scenario: scenario["key"] == default)
     for index, scenario in enumerate(ordered):
         key = scenario["key"]
@@ -566,10 +573,16 @@ def check_order(page: Page, name: str, result: Result) -> None:
         )
     for index in range(compared.count()):
         box = compared.nth(index).locator("svg.ts-chart").bounding_box()
-        if box is None or box["width"] < 300:
+        # the pair shares one time scale: a run much shorter than the other is drawn narrower
+        if box is None or box["width"] < OPENING_AT_LEAST:
             result.problems.append(f"the opening timeline {index + 1} is not displayed ({box})")
     if wanted == 2:
         result.problems.extend(apart(page))
+        if same_opening_pictures(page):
+            result.problems.append(
+                "the page's two opening pictures are the same: the step before and this step "
+                "draw the same run, so the picture shows nothing of the step's idea"
+            )
 
 
 def apart(page: Page) -> list[str]:
@@ -889,6 +902,75 @@ def sideways(page: Page) -> list[str]:
     return found
 
 
+def wider_than_the_column(page: Page) -> list[str]:
+    """Each picture (a timeline, a tree) and each table drawn wider than the page's column:
+    it scrolls inside its box, or is scaled down until its labels are unreadable. An opening
+    pair's pictures are held to their half of the column (`apart`)."""
+    found: list[str] = page.evaluate(
+        """() => {
+            const body = document.querySelector(".md-content .md-typeset");
+            if (!body) return [];
+            const column = body.clientWidth;
+            const out = [];
+            const pictures = document.querySelectorAll(
+                ".md-content figure:not([data-compare]) > svg, .md-content .ts-tree svg");
+            for (const svg of pictures) {
+                const drawn = parseFloat(svg.getAttribute("width") || "0")
+                    || svg.viewBox.baseVal.width;
+                if (drawn > column + 1) {
+                    const title = svg.querySelector("title");
+                    out.push(`a picture ${Math.round(drawn)}px wide in a ${column}px column: ${
+                        (title ? title.textContent : svg.className.baseVal).slice(0, 60)}`);
+                }
+            }
+            for (const table of document.querySelectorAll(".md-content table")) {
+                if (table.scrollWidth > column + 1) {
+                    const head = table.querySelector("th, td");
+                    out.push(`a table ${table.scrollWidth}px wide in a ${column}px column: ${
+                        head ? head.textContent.trim().slice(0, 40) : ""}`);
+                }
+            }
+            return out;
+        }"""
+    )
+    return found
+
+
+def scrolls_without_a_hint(page: Page) -> list[str]:
+    """Each picture box (a timeline, a tree, the player, a diagram) that scrolls sideways at
+    this width with nothing that says so: no shadow on its edges (``extra.css``), so a reader
+    sees a picture cut at the screen's edge and no sign there is more."""
+    found: list[str] = page.evaluate(
+        """() => [...document.querySelectorAll(
+                ".md-content figure.timeline, .md-content figure.ts-tree-figure, "
+                + ".md-content .dispatch-player, .md-content .mermaid")]
+            .filter((box) => box.scrollWidth > box.clientWidth + 1
+                && !getComputedStyle(box).backgroundImage.includes("gradient"))
+            .map((box) => `${box.tagName.toLowerCase()}.${
+                String(box.className).trim().split(/\\s+/).join(".")} scrolls ${
+                box.scrollWidth}px in ${box.clientWidth}px with no hint`)"""
+    )
+    return found
+
+
+def same_opening_pictures(page: Page) -> bool:
+    """Whether a step page's two opening pictures (the step before, this step) draw the same
+    rows: a before and after that show no difference show nothing of the step's idea."""
+    same: bool = page.evaluate(
+        """() => {
+            const figures = [...document.querySelectorAll("figure.timeline[data-compare]")];
+            if (figures.length !== 2) return false;
+            const rows = (figure) => [...figure.querySelectorAll("g.ts-row")]
+                .map((row) => row.textContent.replace(/\\s+/g, " ").trim()
+                    + [...row.querySelectorAll("rect")].map((rect) =>
+                        `${rect.getAttribute("x")},${rect.getAttribute("width")},${
+                            rect.getAttribute("class")}`).join(";"));
+            return JSON.stringify(rows(figures[0])) === JSON.stringify(rows(figures[1]));
+        }"""
+    )
+    return same
+
+
 def wrapped_terminals(page: Page) -> list[str]:
     """Code blocks whose lines wrap (``pre-wrap``) instead of scrolling: a terminal's columns
     broken into the next line."""
@@ -951,6 +1033,7 @@ def reader_checks(page: Page, result: Result, fonts: Fonts, where: str, full: bo
     not depend on the width or the scheme, too)."""
     families = check_svg_text(page, result, where)
     result.problems.extend(f"{where}: {wide}" for wide in sideways(page))
+    result.problems.extend(f"{where}: {box}" for box in scrolls_without_a_hint(page))
     result.problems.extend(
         f"{where}: a code block wraps its lines instead of scrolling: {name!r}"
         for name in wrapped_terminals(page)
@@ -965,6 +1048,7 @@ def reader_checks(page: Page, result: Result, fonts: Fonts, where: str, full: bo
                 f"{MIN_MARK_CONTRAST}), tint {tint:.2f} (at least {MIN_TINT_CONTRAST})"
             )
     if full:
+        result.problems.extend(f"{where}: {wide}" for wide in wider_than_the_column(page))
         result.problems.extend(
             f"a code block holds a Markdown table: {name!r}"
             for name in markdown_tables_in_code(page)

@@ -48,7 +48,7 @@ from lessons._course import laws as _laws
 from lessons._course.errors import describe
 from lessons._course.laws import Law, Seen, laws_of, secs
 from lessons._course.showing import legend_lines
-from lessons._course.steps import STEPS, Step, step_path, steps
+from lessons._course.steps import STEPS, Step, load_step, part_two, step_path, steps
 from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_timeline, timeline_rows
 
@@ -94,6 +94,31 @@ def exercisable() -> dict[int, str]:
     }
 
 
+def spans(numbers: Sequence[int]) -> list[tuple[int, int]]:
+    """Step numbers as runs of consecutive ones: ``[2, 3, 4, 7]`` -> ``[(2, 4), (7, 7)]``."""
+    runs: list[tuple[int, int]] = []
+    for number in sorted(numbers):
+        if runs and runs[-1][1] == number - 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return runs
+
+
+def which(numbers: Sequence[int] | None = None) -> str:
+    """The steps with an exercise as a reader reads them, ``"2 to 25"`` (``"2 to 10 and 14"``
+    were there a gap): the one wording the runner, the README and the site's pages say it in."""
+    runs = spans(list(exercisable()) if numbers is None else numbers)
+    said = [str(first) if first == last else f"{first} to {last}" for first, last in runs]
+    return " and ".join([", ".join(said[:-1]), said[-1]] if len(said) > 1 else said)
+
+
+def offered() -> str:
+    """The sentence that says which steps have an exercise, as the README must say it (a test
+    holds the README to it: a README cannot include a generated file)."""
+    return f"Steps {which()} are also exercises"
+
+
 def _docstring(name: str) -> str:
     return ast.get_docstring(ast.parse(step_path(name).read_text())) or ""
 
@@ -135,6 +160,148 @@ def _code(source: str) -> list[str]:
     return code
 
 
+def _names(node: ast.stmt) -> list[str]:
+    """The names a top-level statement defines: a def's or class's, an assignment's targets."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [node.name]
+    if isinstance(node, ast.Assign):
+        return [target.id for target in node.targets if isinstance(target, ast.Name)]
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return [node.target.id]
+    return []
+
+
+def _globals_used(function: object) -> set[str]:
+    """The module-level names ``function``'s code (its nested functions' too) reads."""
+    code = getattr(inspect.unwrap(function), "__code__", None)  # type: ignore[arg-type]
+    found: set[str] = set()
+    codes = [code] if code is not None else []
+    while codes:
+        current = codes.pop()
+        found.update(current.co_names)
+        codes.extend(const for const in current.co_consts if inspect.iscode(const))
+    return found
+
+
+def _imported(name: str, value: object, home: str) -> str:
+    """The import that binds ``name`` to ``value``, a global of module ``home``."""
+    if isinstance(value, ModuleType):
+        package, _, last = value.__name__.rpartition(".")
+        if last == name and package:
+            return f"from {package} import {name}"
+        return f"import {value.__name__} as {name}"
+    return f"from {home} import {name} as {name}"
+
+
+def _is_text(node: ast.stmt | None) -> bool:
+    """Whether ``node`` is a bare string: a docstring, or the one an assignment has after it."""
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+def _statements(tree: ast.Module) -> list[list[ast.stmt]]:
+    """A module's top-level statements, its docstring and ``__main__`` block left out, each
+    with the string after it that documents it (an assignment's docstring)."""
+    body = list(tree.body)
+    if body and _is_text(body[0]):
+        body.pop(0)
+    if body and isinstance(body[-1], ast.If) and "__main__" in ast.unparse(body[-1].test):
+        body.pop()
+    grouped: list[list[ast.stmt]] = []
+    for node in body:
+        if grouped and _is_text(node) and not _is_text(grouped[-1][-1]):
+            grouped[-1].append(node)
+        else:
+            grouped.append([node])
+    return grouped
+
+
+def _wraps(node: ast.stmt, module: ModuleType) -> bool:
+    """Whether ``node``, a definition in ``module``, calls the one of the same name in another
+    module (``step21.open_worker`` in step 22's ``open_worker``): a definition that wraps the
+    step before's, as an idea does that adds to it."""
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return False
+    return any(
+        isinstance(inner, ast.Attribute)
+        and inner.attr == node.name
+        and isinstance(inner.value, ast.Name)
+        and isinstance(vars(module).get(inner.value.id), ModuleType)
+        for inner in ast.walk(node)
+    )
+
+
+def before_idea(number: int) -> list[str]:
+    """Step ``number``'s code as it is without its idea, for a Part II step that imports the
+    step before it and redefines only what its idea changes: each definition it changes put back
+    as the step before has it (``inspect.getsource`` of the same name there), each definition
+    the idea adds left out, everything else (its imports, what it keeps) as it is, and the
+    imports the put-back code needs. The starter marks where step ``number`` differs from it,
+    so it asks for the step's idea alone, never for what the step imports unchanged (see
+    `_by_idea`)."""
+    known = steps()
+    previous, current = load_step(known[number - 1]), load_step(known[number])
+    source = step_path(known[number]).read_text()
+    lines = source.splitlines()
+    out: list[str] = []
+    needed: dict[str, str] = {}
+    defined: set[str] = set()
+    at: int | None = None
+    place = 0
+    for group in _statements(ast.parse(source)):
+        node = group[0]
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        last = group[-1].end_lineno
+        assert last is not None
+        if at is not None:
+            out.extend(lines[at : first - 1])  # the blank lines and comments between
+        at = last
+        own = lines[first - 1 : last]
+        names = _names(node)
+        if not names:
+            out.extend(own)
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                defined.update((a.asname or a.name).partition(".")[0] for a in node.names)
+                place = len(out)  # the put-back code's imports go after the last import
+            continue
+        if not any(hasattr(previous, name) for name in names):
+            continue  # the idea adds it: the reader writes it
+        if _wraps(node, current):  # the idea wraps the step before's: the reader writes it
+            needed[names[0]] = _imported(names[0], getattr(previous, names[0]), previous.__name__)
+            continue
+        defined.update(names)
+        value = getattr(previous, names[0])
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.extend(own)  # a value the step before has too
+            continue
+        theirs = textwrap.dedent(inspect.getsource(value)).rstrip("\n").splitlines()
+        out.extend(theirs)
+        if theirs != own:
+            home = getattr(inspect.unwrap(value), "__globals__", {})
+            for used in sorted(_globals_used(value)):
+                if used in home:
+                    needed[used] = _imported(used, home[used], value.__module__)
+    out[place:place] = [line for used, line in needed.items() if used not in defined]
+    kept: list[str] = []
+    for line in out:  # at most two blank lines in a row, as the code has
+        if line.strip() or kept[-2:] != ["", ""]:
+            kept.append(line if line.strip() else "")
+    while kept and not kept[-1]:
+        kept.pop()
+    return kept
+
+
+def _by_idea(number: int) -> bool:
+    """Whether step ``number``'s exercise starts from step ``number`` without its idea
+    (`before_idea`) rather than from the step before's code: a Part II step after the first,
+    which imports the step before it and redefines only what its idea changes."""
+    known = steps()
+    return number - 1 in known and part_two(known[number - 1])
+
+
 def _wrap(text: str, indent: str = "") -> list[str]:
     words, lines, line = text.split(), [], indent
     for word in words:
@@ -158,7 +325,8 @@ def starter(number: int) -> str:
     if number not in known:
         raise ValueError(_no_exercise(number))
     name, before = known[number], steps()[number - 1]
-    old, new = _code(step_path(before).read_text()), _code(step_path(name).read_text())
+    new = _code(step_path(name).read_text())
+    old = before_idea(number) if _by_idea(number) else _code(step_path(before).read_text())
     mark = MARK.format(number=number)
     marked: list[str] = []
     places = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
@@ -179,7 +347,12 @@ def starter(number: int) -> str:
     header = [
         f'"""Exercise: step {number}. {summary(name)}',
         "",
-        f"This is step {number - 1}'s code ({before}). What is still wrong with it:",
+        (
+            f"This is step {number}'s module without its idea: what it changes as step "
+            f"{number - 1} ({before}) has it. What is still wrong with step {number - 1}:"
+            if _by_idea(number)
+            else f"This is step {number - 1}'s code ({before}). What is still wrong with it:"
+        ),
         "",
         *_wrap(_paragraph(before, "What is still wrong:")),
         "",
@@ -513,14 +686,14 @@ def parser() -> argparse.ArgumentParser:
             "Write step N's exercise into exercises/: step N-1's code, the places to change marked."
         ),
     )
-    exercise.add_argument("number", type=_step, metavar="N", help="the step")
+    exercise.add_argument("number", type=_step, metavar="N", help=f"the step: {which()}")
     exercise.add_argument("--force", action="store_true", help="replace an existing file")
     checking = commands.add_parser(
         "check",
         help="run step N's laws on your code",
         description="Run step N's laws on the supervise (or stream) in PATH, on virtual time.",
     )
-    checking.add_argument("number", type=_step, metavar="N", help="the step")
+    checking.add_argument("number", type=_step, metavar="N", help=f"the step: {which()}")
     checking.add_argument("path", nargs="?", type=Path, metavar="PATH", help="your file")
     checking.add_argument("--hint", action="store_true", help="print the next hint instead")
     checking.add_argument(

@@ -568,7 +568,10 @@ def test_each_step_page_offers_its_exercise_with_its_commands_before_its_code(nu
         assert f"$ python -m lessons {command} {number}\n" in tip
     for option in ("--watch", "--hint"):
         assert f"$ python -m lessons check {number} {option}\n" in tip
-    assert f"the exercise is step {number - 1}'s code" in " ".join(tip.split())
+    start = f"step {number - 1}'s code"  # Part II's: the step's module without its idea
+    if number - 1 >= PART_TWO:
+        start = f"step {number}'s module with what it changes as step {number - 1} has it"
+    assert f"the exercise is {start}" in " ".join(tip.split())
     assert part.index("## Write it yourself") < part.index("## The code that changed")
 
 

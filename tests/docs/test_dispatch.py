@@ -118,12 +118,13 @@ def test_scenarios_are_offered_only_where_the_step_can_tell_them_apart() -> None
     assert keys["step02_fan_out"] == ["workers", "fails", "hangs"]
     workers = ["workers-1", "workers-2", "workers-3", "workers-4"]
     assert keys["step03_capacity_limiter"] == [*workers, "fails", "hangs"]
-    assert keys["step08_retries"] == [*workers, "fails", "retried", "hangs"]
+    assert keys["step08_retries"] == [*workers, "fails", "retried", "hangs", "deadline"]
     for scenario in dispatch.scenarios("step04_ordered_slots")[:4]:
         assert scenario.run("step04_ordered_slots").options == {"max_workers": scenario.workers}
 
 
 OWN = (
+    "deadline",
     "gives-up",
     "left",
     "window",
@@ -142,6 +143,7 @@ def offered(name: str) -> list[str]:
     """The scenarios of its own ideas step ``name``'s record says it can show."""
     record = step(name)
     takes = {
+        "deadline": record.takes("deadline") and not record.replans and not record.streams,
         # a library stream (step 14) cannot restart: only a hand-written one gives up
         "gives-up": record.takes("intensity")
         and record.takes("attempts")
@@ -171,15 +173,16 @@ def test_each_part_one_step_gets_the_scenarios_of_the_ideas_it_has() -> None:
         if 8 <= number <= 13
     }
     assert own == {
-        8: [],
-        9: ["gives-up"],
+        8: ["deadline"],
+        9: ["deadline", "gives-up"],
         10: ["gives-up", "left"],
         11: ["gives-up", "left"],
         12: ["gives-up", "left", "window"],
         13: ["gives-up", "left", "lazy"],
     }
-    for number in range(1, 8):
+    for number in range(1, 7):
         assert not set(OWN) & {s.key for s in dispatch.scenarios(steps()[number])}
+    assert [s.key for s in dispatch.scenarios(steps()[7])][-1] == "deadline"  # its own idea
 
 
 @pytest.mark.parametrize("name", STEPS)
@@ -708,3 +711,22 @@ def test_the_player_draws_a_hedge_as_a_lower_bar_and_its_card_follows_the_decidi
         elif t >= slot.ended - origin:
             assert card["state"] == slot.status.value, (t, card)
             assert card["when"] == f"0.00s → {slot.ended - origin:.2f}s"
+
+
+@pytest.mark.parametrize("name", STEPS)
+def test_the_player_starts_with_a_scenario_of_the_steps_own_idea(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    """A scenario that sets an option the step adds wherever one does (step 8's retried slot,
+    step 25's hedge), else one the step before does not offer: every page opened on "slot 1
+    fails, 2 workers" before, so step 8 played it with one attempt and step 25 without a hedge."""
+    data = recorded[name]
+    assert data["default"] == dispatch.default(name)
+    assert dispatch.unset_idea(name, data) == []
+
+
+@pytest.mark.parametrize("name", ["step08_retries", "step25_hedging"])
+def test_a_player_opening_on_a_run_without_its_idea_is_told(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    assert dispatch.unset_idea(name, {**recorded[name], "default": dispatch.DEFAULT}) != []

@@ -16,14 +16,18 @@ it is: the run never returns, and the runner's guard stops it
 
 Then each step gets the scenarios built on the ideas it has, each offered where the step's record
 says it takes what the scenario needs, never by its number, so that a step added or renumbered gets
-what its record says: ``intensity`` a run that gives up past its restart intensity, a stream a
-caller that leaves early (step 10 shows its workers run on, step 11 on cancels them), ``window`` a
-window filling behind a slow slot, ``rate`` attempts spaced out by a token bucket, ``adaptive`` the
-workers allowed fitted to what the server takes, a lazy input a feed pulled only as the window has
-room, a tree (a step that records its own trace and checks its task's form) two companies with a
-child supervisor each, a step whose workers run in processes one that dies, and a step that
-journals its runs a supervisor killed part way and resumed (its player shows the resume, the
-slots that came from the journal drawn as such).
+what its record says: ``deadline`` a hung slot the run answers without, ``intensity`` a run that
+gives up past its restart intensity, a stream a caller that leaves early (step 10 shows its workers
+run on, step 11 on cancels them), ``window`` a window filling behind a slow slot, ``rate`` attempts
+spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes, a
+lazy input a feed pulled only as the window has room, a tree (a step that records its own trace and
+checks its task's form) two companies with a child supervisor each, a step whose workers run in
+processes one that dies, and a step that journals its runs a supervisor killed part way and resumed
+(its player shows the resume, the slots that came from the journal drawn as such).
+
+A page's player starts with the scenario of its step's own idea (`default`): one that sets an
+option the step adds, else one the step before does not offer; `unset_idea` tells a recorded
+player that starts with a run without it (``tools/docs_check.py`` fails such a page).
 """
 
 from __future__ import annotations
@@ -38,14 +42,14 @@ from lessons._course.arguments import parser
 from lessons._course.demos import FIVE, TREE, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
-from lessons._course.steps import part_two, step, step_number
+from lessons._course.steps import part_two, step, step_number, steps
+from tools.docs.pages import fitted
 from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
     MARKS,
     legend_keys,
-    render_svg,
     ticks,
     timeline_rows,
 )
@@ -63,7 +67,8 @@ FAILING = 1  # the slot that fails, in the failing scenario
 HANGING = 1  # the slot that never answers, in the hanging scenario
 RETRIED = 2  # calls per slot at most, in the scenario where a slot fails once (steps with retries)
 TIMEOUT = 1.5  # seconds: the hanging slot's worker_timeout, for a step that takes one
-DEFAULT = "fails"  # the scenario a page shows first: one sub-agent fails, the others carry on
+DEFAULT = "fails"  # the scenario a page shows first when none shows its idea (see `default`)
+DEADLINE = 2.0  # seconds: the run's deadline, in the scenario where a slot hangs past it
 INTENSITY = (2, 10.0)  # the restarts allowed within seconds, where four slots fail for good
 DOWN = frozenset(range(1, 5))  # the slots down for good, in the scenario that gives up
 TAKEN = 2  # results the caller takes before it leaves, in the scenario where it leaves early
@@ -139,6 +144,69 @@ def scenarios(name: str) -> list[Scenario]:
     return chosen
 
 
+def sets(scenario: Scenario) -> set[str]:
+    """The options ``scenario`` sets: its demo's, and ``max_workers`` for a choice of workers."""
+    return {
+        *scenario.demo.options,
+        *(["max_workers"] if scenario.key.startswith("workers-") else []),
+    }
+
+
+def added(name: str) -> set[str]:
+    """The options step ``name`` takes that the step before it does not: its idea's."""
+    names = list(steps().values())
+    at = names.index(name)
+    before = set(step(names[at - 1]).options) if at else set()
+    return set(step(name).options) - before
+
+
+def unset_idea(name: str, data: Mapping[str, Any]) -> list[str]:
+    """The options step ``name`` adds that a scenario of its recorded player (``data``, as
+    ``dispatch.json`` holds it) sets and the scenario it starts with leaves as the step's
+    default: a page whose player opens on a run without its own idea. Empty when it shows it."""
+    defaults = step(name).options
+    runs = {scenario["key"]: scenario["run"]["options"] for scenario in data["scenarios"]}
+
+    def value(options: Mapping[str, Any], option: str) -> Any:
+        return options.get(option, defaults.get(option))
+
+    # an option every run sets alike (the runner's seed) is no scenario's choice
+    chosen = {
+        option
+        for option in added(name)
+        if len({repr(value(options, option)) for options in runs.values()}) > 1
+    }
+
+    def set_in(options: Mapping[str, Any]) -> set[str]:
+        return {option for option in chosen if value(options, option) != defaults.get(option)}
+
+    anywhere = set().union(*(set_in(options) for options in runs.values()))
+    if not anywhere:
+        return []
+    first = set_in(runs[data["default"]])
+    return [] if first else sorted(anywhere)
+
+
+def default(name: str) -> str:
+    """The scenario step ``name``'s page shows first: one that shows the step's idea. The first
+    that sets an option the step adds (with `TROUBLE_WORKERS` where the workers are the choice),
+    else the last scenario the step before does not offer, else the last built on an idea the
+    step keeps (`own_scenarios`), else `DEFAULT`."""
+    chosen = scenarios(name)
+    own = [scenario for scenario in chosen if sets(scenario) & added(name)]
+    if own:
+        crowded = [scenario for scenario in own if scenario.workers == TROUBLE_WORKERS]
+        return (crowded or own)[0].key
+    names = list(steps().values())
+    at = names.index(name)
+    before = {scenario.key for scenario in scenarios(names[at - 1])} if at else set()
+    new = [scenario.key for scenario in chosen if scenario.key not in before]
+    if new and at:
+        return new[-1]
+    ideas = [scenario.key for scenario in own_scenarios(name, "")]  # its ideas, kept since
+    return ideas[-1] if ideas else DEFAULT
+
+
 HEDGE_AFTER = 1.5  # seconds a leaf runs before its hedge starts
 STRAGGLING = "acme: pricing, reviews; globex: pricing, reviews"
 STRAGGLER = "globex reviews"  # its first request takes 12 seconds, its hedge does not
@@ -153,6 +221,15 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
     # an intensity there, as Supervisor.stream does): only a hand-written stream gives up; a
     # re-planning run reroutes a failed subtask instead (steps 17 on; 21 shows escalation)
     gives_up_here = not (record.streams and part_two(name)) and not record.replans
+    if record.takes("deadline") and not record.replans and not record.streams:
+        late = Demo(
+            f"slot {HANGING} hangs{crowd}, deadline={DEADLINE:g}s: the run answers by then",
+            FIVE,
+            hang=frozenset({HANGING}),
+            slow={slot: latency for slot, latency in LATENCIES.items() if slot != HANGING},
+            options={"deadline": DEADLINE},
+        )
+        chosen.append(Scenario("deadline", late.title, late, TROUBLE_WORKERS))
     if record.takes("intensity") and record.takes("attempts") and gives_up_here:
         restarts, within = INTENSITY
         gives_up = Demo(
@@ -307,9 +384,10 @@ def recorded(name: str) -> tuple[dict[str, Any], Run]:
     """Every scenario of step ``name`` run once: the data of ``dispatch.json``, and the run of
     the scenario the page shows first (its timeline is what a reader without JavaScript sees)."""
     runs = {scenario.key: (scenario, scenario.run(name)) for scenario in scenarios(name)}
+    first = default(name)
     data = {
         "step": name,
-        "default": DEFAULT,
+        "default": first,
         "endings": endings(),
         "scenarios": [
             {
@@ -321,7 +399,7 @@ def recorded(name: str) -> tuple[dict[str, Any], Run]:
             for scenario, run in runs.values()
         ],
     }
-    return data, runs[DEFAULT][1]
+    return data, runs[first][1]
 
 
 def to_json(data: dict[str, Any]) -> str:
@@ -342,7 +420,7 @@ def fragment(name: str, first: Run) -> str:
     timeline of the site is) and the link to the recorded runs, which the script reads."""
     assert first.trace is not None
     title = f"{name} · {first.demo.title}: the player's first scenario, on virtual time"
-    svg = render_svg(first.trace, final_statuses(first), title=title)
+    svg = fitted(first.trace, final_statuses(first), title=title)
     number = step_number(name)
     return (
         "### Dispatch\n\n"

@@ -19,7 +19,9 @@ the same code path as ``python -m lessons --virtual`` (`lessons._course.running.
 - ``course.md``: the home page's list of steps, from the steps' docstrings;
 - ``laws/smallest-leak.md``: a real Hypothesis search for latencies that make step 2 return its
   results out of plan order, shrunk to the smallest, with its timeline;
-- ``exercises/sample.md``: what the exercises' commands print on step 4's untouched starter.
+- ``exercises/sample.md``: what the exercises' commands print on step 4's untouched starter;
+- ``exercises/home.md``, ``page.md``, ``part-two.md``, ``first-step.md``: the sentence each page
+  says which steps have an exercise in, from ``lessons._course.exercises.exercisable``.
 
 It also fills the nav's ``Tutorial`` section (after the primer) with one page per step found by
 ``lessons._course.steps.STEPS`` and adds the generated ``tests.md`` page, a section per test
@@ -57,6 +59,7 @@ from tools.docs.pages import (
     course,
     demos_fragment,
     idea,
+    offered_fragments,
     pages,
     pictures,
     slug,
@@ -162,6 +165,8 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
         *(out / "steps" / name / PLAYER_DATA for name in steps().values()),
         *(out / "steps" / f"{name}.tree.md" for name in steps().values() if is_tree(name)),
     ]
+    for fragment, text in offered_fragments().items():  # which steps have an exercise
+        write_if_changed(out / "exercises" / fragment, text)
     write_if_changed(out / "laws" / "grid.md", grid())
     write_if_changed(out / "imports.md", imports.drawing())  # the architecture page's floors
     write_if_changed(out / "how-to.md", site.how_to_list(Path(config.docs_dir)))

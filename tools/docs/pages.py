@@ -5,15 +5,16 @@ home page's list of steps."""
 from __future__ import annotations
 
 import ast
+import copy
 import dataclasses
 import difflib
 import html
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -22,8 +23,9 @@ from lessons._course.arguments import parser
 from lessons._course.demos import Demo, demos
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.showing import ConsoleWatch, round_sections, show
-from lessons._course.steps import step_number, step_path, steps
+from lessons._course.steps import part_two, step_number, step_path, steps
 from tools.docs.paths import WIDTH
+from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_svg
 
 if TYPE_CHECKING:
@@ -256,8 +258,24 @@ def picture(ran: str, demo: Demo, command: str) -> Picture:
     output = "\n".join(line.rstrip() for line in out.getvalue().strip("\n").splitlines())
     title = f"{ran} · {demo.title}: one row per slot, waiting then running, on virtual time"
     sections = round_sections(run)  # a re-planning step's rounds, headed by their decisions
-    svg = render_svg(run.trace, final_statuses(run), title=title, sections=sections)
+    svg = fitted(run.trace, final_statuses(run), title=title, sections=sections)
     return Picture(demo, command, run, svg, output + "\n")
+
+
+COLUMN = 832  # pixels: the content column of a page at 1280 px, which a timeline fits
+AXIS = 320.0  # pixels: a timeline's time axis where the column has room for it
+NARROWEST_AXIS = 160.0  # pixels: the narrowest axis a timeline is drawn with to fit the column
+
+
+def fitted(trace: Trace, final: Mapping[int, Status], **options: Any) -> str:
+    """``render_svg`` of ``trace`` no wider than `COLUMN`: its time axis `AXIS` wide, or as
+    much narrower (to `NARROWEST_AXIS`) as its labels and end column leave room for."""
+    svg = render_svg(trace, final, width=AXIS, **options)
+    found = re.search(r'viewBox="0 0 ([\d.]+) ', svg)
+    if found is not None and float(found.group(1)) > COLUMN:
+        axis = max(NARROWEST_AXIS, AXIS - (float(found.group(1)) - COLUMN))
+        svg = render_svg(trace, final, width=axis, **options)
+    return svg
 
 
 def pictures(name: str) -> list[Picture]:
@@ -326,16 +344,19 @@ def compared(name: str) -> list[Picture]:
 COMPARED_WIDTH = 404
 #: The narrowest time axis of an opening picture, in pixels: narrower, it is drawn wider than
 #: `COMPARED_WIDTH` and the page puts the two pictures one above the other.
-COMPARED_AXIS = (80, 150)
+COMPARED_AXIS = (80.0, 150.0)
 
 
-def side_by_side(shown: Picture) -> str:
+def side_by_side(shown: Picture, axis: float | None = None) -> str:
     """``shown``'s run as a compact timeline (`render_svg`'s ``compact``) no wider than
-    `COMPARED_WIDTH`, its time axis as wide as that leaves, within `COMPARED_AXIS`."""
+    `COMPARED_WIDTH`, its time axis as wide as that leaves, within `COMPARED_AXIS` (or
+    ``axis`` pixels wide, for a pair drawn on one time scale: see `one_scale`)."""
     run = shown.run
     trace = run.trace
     assert trace is not None
     narrowest, widest = COMPARED_AXIS
+    if axis is not None:
+        narrowest, widest = min(narrowest, axis), axis
 
     def drawn(axis: float) -> tuple[str, float]:
         svg = render_svg(
@@ -356,10 +377,50 @@ def side_by_side(shown: Picture) -> str:
     return svg
 
 
+def returned_order(made: list[Picture]) -> list[Picture]:
+    """The opening pair, each row's label led by the place its result has in what its run
+    returned, where the two runs return their results in different orders (step 3 in the order
+    they complete, step 4 in plan order): their rows, always in plan order, are otherwise the
+    same picture, and the order a run returns is the step's idea. The pair as it is otherwise."""
+    orders = [
+        None if shown.run.aggregate is None else [r.subtask for r in shown.run.aggregate.results]
+        for shown in made
+    ]
+    if len(made) < 2 or None in orders or orders[0] == orders[1]:
+        return made
+    if sorted(orders[0] or []) != sorted(orders[1] or []):  # not the same results reordered
+        return made
+    relabelled = []
+    for shown, order in zip(made, orders, strict=True):
+        trace = copy.deepcopy(shown.run.trace)
+        assert trace is not None
+        assert order is not None
+        place = {subtask: index for index, subtask in enumerate(order, start=1)}
+        for slot in trace.slots:
+            if slot.subtask in place:
+                slot.subtask = f"{place[slot.subtask]} {slot.subtask}"
+        run = dataclasses.replace(shown.run, trace=trace)
+        relabelled.append(dataclasses.replace(shown, run=run))
+    return relabelled
+
+
+def one_scale(made: list[Picture]) -> list[float | None]:
+    """The time axis of each opening picture, in pixels, so that a second is as wide in both:
+    the longer run's axis is as `side_by_side` fits it, the shorter's shrunk in proportion to
+    its wall time (never under a fifth of it, so that a near-instant run is still seen)."""
+    walls = [picture.run.trace.wall if picture.run.trace else 0.0 for picture in made]
+    longest = max(walls)
+    if len(made) < 2 or not longest > 0:
+        return [None] * len(made)
+    widest = COMPARED_AXIS[1]
+    return [max(widest / 5, widest * wall / longest) for wall in walls]
+
+
 def comparison(name: str) -> str:
     """The markdown of a step page's first picture: the same demo on the step before and on this
     step, side by side where the page is wide enough for both, one above the other where not."""
-    made = compared(name)
+    original = compared(name)
+    made = returned_order(original)
     demo = made[-1].demo
     run = made[-1].run
     options = "".join(f", `{key}={value}`" for key, value in run.options.items())
@@ -367,16 +428,20 @@ def comparison(name: str) -> str:
     if before is None:
         said = f"The task *{demo.task}*, planned into {len(run.plan)} subtasks{options}."
     else:
+        counts = [len(shown.run.plan) for shown in made]
+        planned = f"planned into {counts[-1]} subtasks"
+        if counts[0] != counts[-1]:  # a feed pulled, or rounds re-planned, as far as each run got
+            planned = f"{counts[0]} subtasks on step {step_number(before)} and {counts[-1]} here"
         said = (
-            f"The same task, *{demo.task}*, planned into {len(run.plan)} subtasks{options}, on "
+            f"The same task, *{demo.task}*, {planned}{options}, on "
             f"[step {step_number(before)}]({before}.md) and on this step."
         )
     figures = []
-    for shown in made:
+    for shown, axis in zip(made, one_scale(made), strict=True):
         ran = shown.run
         assert ran.trace is not None
         which = "before" if ran.step != name else "after"
-        svg = side_by_side(shown)
+        svg = side_by_side(shown, axis)
         figures.append(
             f'<figure class="timeline" data-compare="{which}" data-step="{ran.step}" '
             f'data-demo="{slug(demo)}">\n'
@@ -389,7 +454,14 @@ def comparison(name: str) -> str:
     return (
         "## The idea, run\n\n"
         "### Before and after\n\n"
-        f"{said}{demo_does(demo)}\n\n"
+        f"{said}{demo_does(demo)}"
+        + (
+            " The number before each subtask is the place of its result in what the run "
+            "returned: the rows stay in plan order."
+            if made is not original
+            else ""
+        )
+        + "\n\n"
         '<div class="ts-compare" markdown="0">\n' + "".join(figures) + "</div>\n"
     )
 
@@ -431,11 +503,16 @@ def exercise_tip(name: str) -> str:
         )
         + f"    $ python -m lessons check {number} --hint\n"
     )
+    start = (
+        f"step {number}'s module with what it changes as step {before} has it, and the places"
+        if part_two(name) and part_two(previous_step(name) or name)
+        else f"step {before}'s code with the places"
+    )
     return (
         "## Write it yourself\n\n"
         '!!! tip "Write this step yourself"\n\n'
-        f"    Try it before you read the code below: the exercise is step {before}'s code with "
-        f"the places\n    where step {number} changes it marked, and the check grades your code "
+        f"    Try it before you read the code below: the exercise is {start}\n    where step "
+        f"{number} changes it marked, and the check grades your code "
         "by this step's laws (see\n    [Exercises](../exercises.md)); with `--watch` it checks "
         "again each time you save the file.\n\n"
         "    ```console\n" + commands + "    ```\n\n"
@@ -501,6 +578,38 @@ def demos_fragment(name: str, made: list[Picture]) -> str:
             + "    ```\n"
         )
     return code_section(name) + "\n## The demos, run\n\n" + "\n".join(parts)
+
+
+def offered_fragments() -> dict[str, str]:
+    """The sentences that say which steps have an exercise, one per page that says it, under
+    ``docs/generated/exercises/``: all read `exercises.exercisable`, so no page types a range
+    of steps by hand (a page in ``steps/`` links one folder up)."""
+    known = exercises.exercisable()
+    first = min(known)
+
+    def linked(up: str) -> str:
+        runs = exercises.spans(list(known))
+        said = [
+            f"[{a}]({up}steps/{known[a]}.md)"
+            + ("" if a == b else f" to [{b}]({up}steps/{known[b]}.md)")
+            for a, b in runs
+        ]
+        return " and ".join(said)
+
+    second = [number for number in known if part_two(known[number])]
+    before = [number for number in steps() if number not in known]
+    return {
+        "home.md": f"Steps {exercises.which()} are also [exercises](exercises.md): "
+        "`python -m lessons exercise N` writes you a starter, and `python -m lessons check N` "
+        "grades it by the step's laws.\n",
+        "page.md": f"Steps {linked('')} are also exercises, Part I's and Part II's.\n",
+        "part-two.md": f"Part II's steps {exercises.which(second)} are exercises too.\n",
+        "first-step.md": f"Step{'s' if len(before) > 1 else ''} {exercises.which(before)} "
+        f"{'have' if len(before) > 1 else 'has'} no exercise: there is no step before "
+        f"{'them' if len(before) > 1 else 'it'} to start from. Steps {exercises.which()} have "
+        f"one each, starting with step {first}, which you can write from this page's code "
+        f"before you read it (see [Exercises](../exercises.md)):\n",
+    }
 
 
 def write_if_changed(path: Path, text: str) -> bool:

@@ -111,7 +111,8 @@ def table(
     headers: Mapping[str, str] | None = None,
 ) -> str:
     """``rows`` as a Markdown table: its columns are ``columns``, or every key of the rows in
-    the order first met; numeric columns are aligned right."""
+    the order first met; numeric columns are aligned right. The table is in a ``ts-figures``
+    box, which the site draws compact (small figures, headings that wrap) to fit its column."""
     if not rows:
         return ""
     keys = list(columns) if columns is not None else list(dict.fromkeys(k for r in rows for k in r))
@@ -133,7 +134,8 @@ def table(
         "|" + "|".join("---:" if key in numeric else "---" for key in keys) + "|",
     ]
     lines += ["| " + " | ".join(cell(row.get(key)) for key in keys) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+    # in a box the page's CSS sets compact (``extra.css``), so that it fits the column
+    return '<div class="ts-figures" markdown>\n\n' + "\n".join(lines) + "\n\n</div>\n"
 
 
 def measured(result: Result) -> str:

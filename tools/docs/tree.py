@@ -25,7 +25,8 @@ from trio_supervisor.timeline import ENDINGS, Ending, Row, svg_style, timeline_r
 FILE = "tree.md"  # generated/steps/<step>.tree.md: what a tree step's page includes
 _CHAR = 7.3  # the advance of one 12px monospace character
 _NODE = 26  # characters a node's widest line holds; a longer name is cut, its full one on hover
-_WIDE = _NODE * _CHAR + 16  # a node's width, in pixels
+_WIDE = _NODE * _CHAR + 16  # a node's width, in pixels, at most
+COLUMN = 832  # pixels: the page's column at 1280 px, which the tree fits (its nodes narrowed)
 _GAP = 14.0  # pixels between two nodes side by side
 _TALL = 56.0  # a node's height: three lines
 _LEVEL = 96.0  # pixels from one level's top to the next's
@@ -75,23 +76,29 @@ def _roles(node: Node, depth: int = 0) -> None:
         _roles(child, depth + 1)
 
 
-def _place(node: Node, next_x: list[float]) -> None:
-    """Leaves left to right, a parent centred over its children."""
+def _place(node: Node, next_x: list[float], wide: float = _WIDE) -> None:
+    """Leaves left to right, ``wide`` pixels each, a parent centred over its children."""
     for child in node.children:
-        _place(child, next_x)
+        _place(child, next_x, wide)
     if node.children:
         node.x = (node.children[0].x + node.children[-1].x) / 2
     else:
         node.x = next_x[0]
-        next_x[0] += _WIDE + _GAP
+        next_x[0] += wide + _GAP
 
 
 def _all(node: Node) -> list[Node]:
     return [node, *(n for child in node.children for n in _all(child))]
 
 
-def _cut(text: str) -> str:
-    return text if len(text) <= _NODE else text[: _NODE - 1] + "…"
+def _cut(text: str, most: int = _NODE) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _company(name: str) -> str:
+    """A child supervisor's name as its node says it: the company (``"globex: pricing,
+    reviews"`` -> ``"globex"``), its leaves being drawn under it; a leaf's name as it is."""
+    return name.partition(":")[0] if ":" in name else name
 
 
 def tree_svg(trace: Trace, run: Run, title: str) -> str:
@@ -103,10 +110,14 @@ def tree_svg(trace: Trace, run: Run, title: str) -> str:
         said = f"the parent: {count} round{'' if count == 1 else 's'}"
     top = Node(f"step {step_number(run.step)}: supervise", said, None, "")
     _nodes(rows, top)
-    _place(top, [8.0])
+    leaves_across = sum(1 for node in _all(top) if not node.children) or 1
+    room = (COLUMN - 16 + _GAP) / leaves_across - _GAP  # a node's width that fits the column
+    chars = max(12, min(_NODE, int((room - 16) / _CHAR)))
+    wide = chars * _CHAR + 16
+    _place(top, [8.0], wide)
     nodes = _all(top)
     depth = max(node.depth for node in nodes)
-    width = max(node.x for node in nodes) + _WIDE + 8
+    width = max(node.x for node in nodes) + wide + 8
     used = [drawn for drawn in ENDINGS.values() if drawn in {n.ending for n in nodes}]
     legend_y = 20 + depth * _LEVEL + _TALL + 48
     height = legend_y + 16 * len(used) + 8
@@ -123,7 +134,7 @@ def tree_svg(trace: Trace, run: Run, title: str) -> str:
     leaves = [node for node in nodes if not node.children and node.depth]
     if leaves and run.options.get("max_workers") is not None:  # the leaves' shared places
         low = min(node.x for node in leaves) - 4
-        high = max(node.x for node in leaves) + _WIDE + 4
+        high = max(node.x for node in leaves) + wide + 4
         y = 20 + depth * _LEVEL - 6
         out.append(
             f'<rect class="ts-places" x="{low:.2f}" y="{y:.2f}" width="{high - low:.2f}" '
@@ -136,8 +147,8 @@ def tree_svg(trace: Trace, run: Run, title: str) -> str:
         for child in node.children:
             middle = y + _TALL + (_LEVEL - _TALL) / 2
             out.append(
-                f'<path class="ts-edge" d="M{node.x + _WIDE / 2:.2f} {y + _TALL:.2f}'
-                f'V{middle:.2f}H{child.x + _WIDE / 2:.2f}V{y + _LEVEL:.2f}"/>'
+                f'<path class="ts-edge" d="M{node.x + wide / 2:.2f} {y + _TALL:.2f}'
+                f'V{middle:.2f}H{child.x + wide / 2:.2f}V{y + _LEVEL:.2f}"/>'
             )
     for node in nodes:
         y = 20 + node.depth * _LEVEL
@@ -146,17 +157,18 @@ def tree_svg(trace: Trace, run: Run, title: str) -> str:
         stroke = "" if node.ending is None else f' style="stroke:{node.ending.fill}"'
         out.append(f'<g class="ts-tree-node{css}"{word}>')
         out.append(
-            f'<rect class="ts-node" x="{node.x:.2f}" y="{y:.2f}" width="{_WIDE:.2f}" '
+            f'<rect class="ts-node" x="{node.x:.2f}" y="{y:.2f}" width="{wide:.2f}" '
             f'height="{_TALL:.2f}" rx="4"{stroke}/>'
         )
-        lines = [(node.name, "ts-bold", True), (node.role, "ts-head", False)]
+        shown = _company(node.name) if node.children and node.depth else node.name
+        lines = [(shown, "ts-bold", node.name), (node.role, "ts-head", "")]
         if node.ending is not None:
-            lines.append((node.said, f"ts-end{css}", False))
-        for index, (text, kind, titled) in enumerate(lines):
-            hover = f"<title>{html.escape(text)}</title>" if titled else ""
+            lines.append((node.said, f"ts-end{css}", ""))
+        for index, (text, kind, whole) in enumerate(lines):
+            hover = f"<title>{html.escape(whole)}</title>" if whole else ""
             out.append(
                 f'<text class="{kind}" x="{node.x + 8:.2f}" y="{y + 16 + 16 * index:.2f}">'
-                f"{hover}{html.escape(_cut(text))}</text>"
+                f"{hover}{html.escape(_cut(text, chars))}</text>"
             )
         out.append("</g>")
     out.append('<g class="ts-legend">')
