@@ -120,14 +120,12 @@ async def execute(
         retry=Retry(attempts=options["attempts"], backoff=Backoff(0.1, 1.0), seed=3),
     )
     plan = list(range(len(worker.latency)))
-    named: dict[str, Any] = {"run_id": "law"}  # the keys the worker fails by
-    if journal is not None:
-        named["journal"] = journal
+    durable = Durable("law", journal)  # "law": the keys the worker fails by
     with trio.move_on_after(crash if crash is not None else float("inf")):
         if options["stream"]:
-            async with supervisor.stream(plan, **named) as results:
+            async with supervisor.stream(plan, durable=durable) as results:
                 return Aggregate([result async for result in results]), trio.current_time()
-        return await supervisor.run(plan, **named), trio.current_time()
+        return await supervisor.run(plan, durable=durable), trio.current_time()
     return None, trio.current_time()
 
 
