@@ -392,10 +392,10 @@ class Adaptive:
     PATIENCE = 4
     """Rounds the limit waits, next to a count in flight that was refused, before trying it
     (``latency=False``)."""
-    GAIN = 0.3
+    GAIN = 0.5
     """The least growth of throughput worth more in flight: ``n ** GAIN`` for ``n`` times as
     many, 23% a doubling."""
-    GROWTH = 8
+    GROWTH = 6
     """What the limit is multiplied by after a round that gained, until the knee is known."""
     KNEE = 0.95
     """A limit a level lower is taken when it keeps this share of the throughput."""
@@ -417,7 +417,7 @@ class Adaptive:
         decrease: float = 0.5,
         shrink_on: type[Exception] | tuple[type[Exception], ...] | None = None,
         fit: bool = True,
-        latency: bool = False,
+        latency: bool = True,
     ) -> None:
         self.ceiling = _validate.count("ceiling", ceiling)
         self.floor = _validate.count("floor", floor)
@@ -458,16 +458,23 @@ class Adaptive:
         self._latencies: deque[float] = deque(maxlen=self.WINDOW)
         # the round under way: since when, the area under the count in flight, the count now
         # and when it last changed, the answers and their latencies so far
-        self._round_began = self._mark = self._first_answer = 0.0
-        self._area = 0.0
+        self._round_began = self._mark = self._measured = 0.0
         self._holding = 0
         self._answers = 0
+        self._all = 0  # every answer in the round, let in before it or not
         self._took = 0.0
         self._first: tuple[int, float] | None = None  # the start's last round that gained
         self._home: tuple[int, float] | None = None  # the knee: its limit and throughput
         self._probing = 0  # the direction of the probe under way: +1 up, -1 down, 0 none
         self._rounds = 0  # rounds at the knee since the last probe
         self._next_probe = 1  # the direction of the next probe
+        self._slope: float | None = None  # how throughput grew with the limit at the start
+        self._bounded = False  # whether a refusal bounded the limit
+        self._draining = False  # whether the round under way drains a higher limit's queue
+        self._paused = -_INF  # no place opens before then: the wait a refusal asked
+        # the last rise: from, to, since when, over how long
+        self._ramp: tuple[int, int, float, float] | None = None
+        self._rising = 0  # places held that wait for their turn in the rise
         self.decreases = 0
         """How many times the limit was decreased."""
 
@@ -497,7 +504,23 @@ class Adaptive:
     async def acquire(self) -> None:
         """Wait for a place under the current limit (a cancellation point)."""
         capacity = self._capacity
-        await capacity.acquire()
+        while True:
+            while self._paused > trio.current_time():  # the wait a refusal asked, no place held
+                await trio.sleep_until(self._paused)
+            await capacity.acquire()
+            due = self._opens(self._holding + self._rising + 1)
+            if due > trio.current_time():  # a place above the limit before it grew: its turn
+                self._rising += 1
+                try:
+                    await trio.sleep_until(due)
+                except BaseException:
+                    capacity.release()
+                    raise
+                finally:
+                    self._rising -= 1
+            if self._paused <= trio.current_time() and capacity.in_use <= capacity.limit:
+                break
+            capacity.release()  # a refusal came, or the limit fell, meanwhile: wait again
         task = trio.lowlevel.current_task()
         reported = _REPORTED.get()
         if reported is None:  # the first Adaptive of this attempt: where its worker reports
@@ -505,6 +528,30 @@ class Adaptive:
             self._tokens[task] = _REPORTED.set(reported)
         now = self._held(+1)
         self._began[task] = (self._epoch, capacity.in_use, now, reported)
+
+    def _opens(self, place: int) -> float:
+        """When the ``place``-th place held opens: one above the limit before it grew, in
+        turn over one no-load latency, after the places waiting for their turn already."""
+        ramp = self._ramp
+        if ramp is None or place <= ramp[0]:
+            return -_INF
+        base, top, since, spread = ramp
+        return since + spread * min(1.0, (place - base) / (top - base))
+
+    def _set(self, limit: int) -> None:
+        """Move the limit to ``limit``: a rise opens its new places in turn over one no-load
+        latency (a refusal, which comes back at once, stops it early), a fall at once."""
+        now = self._capacity.limit
+        if self.latency and limit > now and self.no_load:
+            since = trio.current_time()
+            spread = self.no_load
+            self._ramp = (now, limit, since, spread)
+            # the round measures the new limit once its places are all open
+            self._measured = max(self._measured, since + spread)
+            self._round_began = self._measured
+        elif limit < now:
+            self._ramp = None
+        self._capacity.limit = limit
 
     def release(self) -> None:
         """Give back the place the current task holds."""
@@ -518,7 +565,6 @@ class Adaptive:
         """Count a place taken (``+1``) or given back (``-1``), adding the time since the last
         change to the round's area under the count in flight; the time now."""
         now = trio.current_time()
-        self._area += self._holding * (now - self._mark)
         self._mark = now
         self._holding += step
         return now
@@ -534,18 +580,27 @@ class Adaptive:
         )
         limit = self._capacity.limit
         if failure is not None:
-            if began == self._epoch and self._shrinks(failure):
+            if not self._shrinks(failure):
+                return
+            wait = getattr(failure, "retry_after", None)
+            if self.latency and isinstance(wait, int | float) and not isinstance(wait, bool):
+                self._paused = max(self._paused, trio.current_time() + wait)
+            if began == self._epoch:
                 self._decrease(limit, in_flight)
                 self._new_round()
+            elif self.latency and self.fit and self._holding < limit:
+                # one more refusal of the burst that was refused: the endpoint holds at most
+                # what is still in flight
+                self._settle(max(self.floor, self._holding), 0.0)
             return
         if not self.latency:
             self._refusals_only(limit)
         elif started is not None:  # an attempt this meter let in
             took = reported[-1] if reported else trio.current_time() - started
             self._latencies.append(took)
+            if trio.current_time() >= self._measured:
+                self._all += 1
             if started >= self._round_began:  # let in under this round's limit: counted
-                if not self._answers:
-                    self._first_answer = trio.current_time()
                 self._answers += 1
                 self._took += took
                 if self._answers >= max(limit, self.ROUND):
@@ -571,26 +626,25 @@ class Adaptive:
     def _new_round(self) -> None:
         """Start counting a round from now."""
         self._held(0)
-        self._round_began = self._mark
-        self._area = 0.0
+        self._round_began = self._measured = self._mark
         self._answers = 0
+        self._all = 0
         self._took = 0.0
 
     def _end_round(self, limit: int) -> None:
         """A round of answers is in: its throughput decides the next limit."""
         self._held(0)
-        spent = self._mark - self._round_began
+        spent = self._mark - self._measured
         if spent <= 0:
             return  # a round of no time: nothing measured; let it go on
-        # answers a second from the round's first answer on (not the wait for it, which
-        # drains what earlier rounds left queued), or over the round if all came at once
-        answering = self._mark - self._first_answer
-        if self._answers > 1 and answering > 0:
-            rate = (self._answers - 1) / answering
-        else:
-            rate = self._answers / spent
+        # answers a second over the round: every answer that came in it, whenever its
+        # attempt was let in (one let in earlier still shows what the endpoint does now)
+        rate = self._all / spent
         took = self._took / self._answers
         self._new_round()
+        if self._draining:  # what a higher limit left queued went out in it: measure again
+            self._draining = False
+            return
         home = self._home
         if home is None:  # the start: grow while it gains, or find the knee
             self._start(limit, rate, took)
@@ -598,8 +652,11 @@ class Adaptive:
         at, best = home
         if self._probing > 0:  # a level up: taken if it gained enough for its concurrency
             if rate >= best * (limit / at) ** self.GAIN:
-                self._home = (limit, rate)
-                self._go(limit, up=True)
+                if self._bounded:  # next to a refused bound: one level at a time
+                    self._settle(limit, rate)
+                else:
+                    self._home = (limit, rate)
+                    self._go(limit, up=True)
             else:
                 self._settle(at, best)
         elif self._probing < 0:  # a level down: taken if it kept nearly all the throughput
@@ -611,7 +668,9 @@ class Adaptive:
         else:  # a round at the knee: its throughput now, and a probe every PROBE rounds
             self._home = (at, rate)
             self._rounds += 1
-            if self._rounds >= self.PROBE:
+            # next to a bound the endpoint refused, a probe up is rarer: PATIENCE times
+            patience = self.PATIENCE if self._next_probe > 0 and self._bounded else 1
+            if self._rounds >= self.PROBE * patience:
                 self._rounds = 0
                 self._go(at, up=self._next_probe > 0)
                 self._next_probe = -self._next_probe
@@ -626,60 +685,79 @@ class Adaptive:
             at, best = first
             gained = limit > at and rate >= best * (limit / at) ** self.GAIN
         if gained and limit < self.ceiling:
+            if first is not None and rate > first[1]:  # how throughput grew with the limit
+                self._slope = math.log(rate / first[1]) / math.log(limit / first[0])
             self._first = (limit, rate)
-            self._capacity.limit = min(self.ceiling, limit * self.GROWTH)
+            self._set(min(self.ceiling, limit * self.GROWTH))
             return
-        if gained or first is None or rate >= first[1] * self.KNEE:
-            # the ceiling reached, or no round to go back to: the knee is here, or (a queue
-            # from the first round) what the endpoint works on at once, by Little's law
-            no_load = self.no_load or took
-            at = limit if gained or first is not None else round(rate * no_load)
-            self._home = (max(self.floor, min(limit, at)), rate)
+        if gained:  # the ceiling, reached
+            at = limit
+        elif first is None:  # the first round queued: what the endpoint works on at once,
+            at = round(rate * (self.no_load or took))  # by Little's law
         else:
-            self._home = first
+            # the knee is between the last level that gained and this one: where the
+            # throughput, growing as it did below (as the limit, when unknown), meets this
+            # round's
+            below, gave = first
+            slope = self._slope or self.GAIN
+            at = below
+            if rate > gave:
+                at = round(below * (rate / gave) ** (1 / slope))
+        at = max(self.floor, min(limit, self.ceiling, at))
         self._first = None
         # the knee is at most here: measure a round there, then look one level down first
-        self._settle(*self._home)
+        self._settle(at, rate)
         self._rounds = self.PROBE - 1
         self._next_probe = -1
 
     def _go(self, limit: int, *, up: bool) -> None:
-        """Probe the level beside ``limit`` (``sqrt(2)`` up or down), or settle at ``limit``
-        when there is none within ``[floor, ceiling]``."""
-        step = math.ceil(limit * _ROOT2) if up else math.floor(limit / _ROOT2)
+        """Probe the level beside ``limit`` (``sqrt(2)`` up or down, or one up next to a bound
+        the endpoint refused), or settle at ``limit`` when there is none within ``[floor,
+        ceiling]``."""
+        if up:
+            step = limit + 1 if self._bounded else math.ceil(limit * _ROOT2)
+        else:
+            step = math.floor(limit / _ROOT2)
         step = max(self.floor, min(self.ceiling, step))
         if step == limit:
             self._probing = 0
-            self._capacity.limit = limit
+            self._set(limit)
             return
         self._probing = 1 if up else -1
-        self._capacity.limit = step
+        self._draining = not up
+        self._set(step)
 
     def _settle(self, at: int, rate: float) -> None:
         """The probe did not pay: back to the knee, ``at``."""
+        self._draining = at < self._capacity.limit
         self._home = (at, rate)
         self._probing = 0
         self._rounds = 0
-        self._capacity.limit = at
+        self._set(at)
 
     def _decrease(self, limit: int, in_flight: int) -> None:
-        """A 429 refused an attempt sent with ``in_flight`` in flight, under ``limit``."""
+        """A refusal of an attempt sent with ``in_flight`` in flight, under ``limit``."""
         least = int(limit * self.decrease)  # plain AIMD's decrease: the most it goes down
-        shrunk = max(least, in_flight - 1) if self.fit else least
+        if not self.fit:
+            shrunk = least
+        elif not self.latency:
+            shrunk = max(least, in_flight - 1)
+        else:  # to what the endpoint holds now: the attempts sent and not answered
+            shrunk = min(limit - 1, self._holding)
         self._epoch += 1
         self.decreases += 1
         self._successes = 0
         self._refused = in_flight
-        self._capacity.limit = max(self.floor, shrunk)
+        self._set(max(self.floor, shrunk))
         if self.latency:  # the bound is known: the knee is at most here
             self._first = None
-            self._home = (self._capacity.limit, 0.0)
-            self._probing = 0
-            self._rounds = 0
+            self._bounded = True
+            self._settle(self._capacity.limit, 0.0)
+            self._next_probe = 1
 
     def __repr__(self) -> str:
         fit = "" if self.fit else ", fit=False"
-        latency = ", latency=True" if self.latency else ""
+        latency = "" if self.latency else ", latency=False"
         return (
             f"Adaptive(limit={self.limit}, floor={self.floor}, ceiling={self.ceiling}, "
             f"decrease={self.decrease:g}{fit}{latency})"
