@@ -469,9 +469,7 @@ class Adaptive:
         self._rounds = 0  # rounds at the knee since the last probe
         self._next_probe = 1  # the direction of the next probe
         self._slope: float | None = None  # how throughput grew with the limit at the start
-        self._bounded = False  # whether a refusal bounded the limit
         self._draining = False  # whether the round under way drains a higher limit's queue
-        self._paused = -_INF  # no place opens before then: the wait a refusal asked
         # the last rise: from, to, since when, over how long
         self._ramp: tuple[int, int, float, float] | None = None
         self._rising = 0  # places held that wait for their turn in the rise
@@ -505,8 +503,6 @@ class Adaptive:
         """Wait for a place under the current limit (a cancellation point)."""
         capacity = self._capacity
         while True:
-            while self._paused > trio.current_time():  # the wait a refusal asked, no place held
-                await trio.sleep_until(self._paused)
             await capacity.acquire()
             due = self._opens(self._holding + self._rising + 1)
             if due > trio.current_time():  # a place above the limit before it grew: its turn
@@ -518,9 +514,9 @@ class Adaptive:
                     raise
                 finally:
                     self._rising -= 1
-            if self._paused <= trio.current_time() and capacity.in_use <= capacity.limit:
+            if capacity.in_use <= capacity.limit:
                 break
-            capacity.release()  # a refusal came, or the limit fell, meanwhile: wait again
+            capacity.release()  # the limit fell meanwhile (a refusal): wait for a place again
         task = trio.lowlevel.current_task()
         reported = _REPORTED.get()
         if reported is None:  # the first Adaptive of this attempt: where its worker reports
@@ -582,9 +578,6 @@ class Adaptive:
         if failure is not None:
             if not self._shrinks(failure):
                 return
-            wait = getattr(failure, "retry_after", None)
-            if self.latency and isinstance(wait, int | float) and not isinstance(wait, bool):
-                self._paused = max(self._paused, trio.current_time() + wait)
             if began == self._epoch:
                 self._decrease(limit, in_flight)
                 self._new_round()
@@ -652,7 +645,9 @@ class Adaptive:
         at, best = home
         if self._probing > 0:  # a level up: taken if it gained enough for its concurrency
             if rate >= best * (limit / at) ** self.GAIN:
-                if self._bounded:  # next to a refused bound: one level at a time
+                if limit >= self._refused:
+                    self._refused = 0  # the count that was refused went well this time
+                if self._near(limit):  # next to a count that was refused: one at a time
                     self._settle(limit, rate)
                 else:
                     self._home = (limit, rate)
@@ -668,8 +663,8 @@ class Adaptive:
         else:  # a round at the knee: its throughput now, and a probe every PROBE rounds
             self._home = (at, rate)
             self._rounds += 1
-            # next to a bound the endpoint refused, a probe up is rarer: PATIENCE times
-            patience = self.PATIENCE if self._next_probe > 0 and self._bounded else 1
+            # next to a count the endpoint refused, a probe up is rarer: PATIENCE times
+            patience = self.PATIENCE if self._next_probe > 0 and self._near(at) else 1
             if self._rounds >= self.PROBE * patience:
                 self._rounds = 0
                 self._go(at, up=self._next_probe > 0)
@@ -711,11 +706,11 @@ class Adaptive:
         self._next_probe = -1
 
     def _go(self, limit: int, *, up: bool) -> None:
-        """Probe the level beside ``limit`` (``sqrt(2)`` up or down, or one up next to a bound
+        """Probe the level beside ``limit`` (``sqrt(2)`` up or down, or one up next to a count
         the endpoint refused), or settle at ``limit`` when there is none within ``[floor,
         ceiling]``."""
         if up:
-            step = limit + 1 if self._bounded else math.ceil(limit * _ROOT2)
+            step = limit + 1 if self._near(limit) else math.ceil(limit * _ROOT2)
         else:
             step = math.floor(limit / _ROOT2)
         step = max(self.floor, min(self.ceiling, step))
@@ -726,6 +721,11 @@ class Adaptive:
         self._probing = 1 if up else -1
         self._draining = not up
         self._set(step)
+
+    def _near(self, limit: int) -> bool:
+        """Whether a level up from ``limit`` (``sqrt(2)`` times it) reaches a count in flight
+        that the endpoint refused."""
+        return bool(self._refused) and math.ceil(limit * _ROOT2) >= self._refused
 
     def _settle(self, at: int, rate: float) -> None:
         """The probe did not pay: back to the knee, ``at``."""
@@ -751,7 +751,6 @@ class Adaptive:
         self._set(max(self.floor, shrunk))
         if self.latency:  # the bound is known: the knee is at most here
             self._first = None
-            self._bounded = True
             self._settle(self._capacity.limit, 0.0)
             self._next_probe = 1
 
