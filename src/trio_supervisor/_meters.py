@@ -656,7 +656,8 @@ class Adaptive:
                 self._settle(at, best)
         elif self._probing < 0:  # a level down: taken if it kept nearly all the throughput
             if rate >= best * self.KNEE:
-                self._home = (limit, rate)
+                # fewer in flight answer no faster: more is what a queue left drained
+                self._home = (limit, min(rate, best))
                 self._go(limit, up=False)
             else:
                 self._settle(at, best)
@@ -742,8 +743,9 @@ class Adaptive:
             shrunk = least
         elif not self.latency:
             shrunk = max(least, in_flight - 1)
-        else:  # to what the endpoint holds now: the attempts sent and not answered
-            shrunk = min(limit - 1, self._holding)
+        else:  # to what the endpoint holds now (the attempts sent and not answered), at
+            # most by ``decrease``: the burst's next refusals take it lower (see observe)
+            shrunk = min(limit - 1, max(least, self._holding))
         self._epoch += 1
         self.decreases += 1
         self._successes = 0
