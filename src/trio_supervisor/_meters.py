@@ -258,7 +258,7 @@ def report_latency(seconds: float) -> None:
     ...     await trio.sleep(2)  # a long reply: 2 s, of which the first token took 0.5
     ...     report_latency(0.5)
     ...     return prompt
-    >>> adaptive = Adaptive(64, latency=True)
+    >>> adaptive = Adaptive(64)
     >>> _ = trio.run(Supervisor(worker, max_workers=4, meters=[adaptive]).run, ["a"],
     ...              clock=trio.testing.MockClock(autojump_threshold=0))
     >>> adaptive.no_load
@@ -289,13 +289,13 @@ class Adaptive:
     answers, and from its refusals.
 
     ```pycon
-    >>> adaptive = Adaptive(128, latency=True)  # at most 128, starting at 10
+    >>> adaptive = Adaptive(128)  # at most 128, starting at 10
     >>> adaptive
-    Adaptive(limit=10, floor=1, ceiling=128, decrease=0.5, latency=True)
+    Adaptive(limit=10, floor=1, ceiling=128, decrease=0.5)
     >>> async def ask(prompt):  # an endpoint that takes 1 s whatever the load
     ...     await trio.sleep(1)
     ...     return prompt.upper()
-    >>> run = trio.run(Supervisor(ask, max_workers=128, meters=[adaptive]).run, ["a"] * 200,
+    >>> run = trio.run(Supervisor(ask, max_workers=128, meters=[adaptive]).run, ["a"] * 400,
     ...                clock=trio.testing.MockClock(autojump_threshold=0))
     >>> adaptive.limit  # more in flight bought more answers a second each time: the ceiling
     128
@@ -304,64 +304,78 @@ class Adaptive:
 
     It is a [`Capacity`][trio_supervisor.Capacity] whose limit it moves itself, from how each
     attempt went (``observe``): the principle of Netflix's ``concurrency-limits`` (Gradient2,
-    Vegas) and Envoy's adaptive concurrency, judged on throughput rather than on latency
-    alone, since a batching GPU server answers each request slower the more it is given and
-    still answers more a second. Answers are counted in rounds: a round ends when ``limit``
-    answers (at least ``ROUND``) of attempts let in since it began are in, and measures the
-    throughput at that limit (answers a second, from its first answer to its last). A
-    latency is an attempt's time from its place to its end, or what its worker reported with
+    Vegas) and Envoy's adaptive concurrency (a no-load latency, a limit that grows while
+    latency shows no queue and falls when it does), judged on throughput rather than on
+    latency alone, since a batching GPU server answers each request slower the more it is
+    given and still answers more a second. Answers are counted in rounds: a round ends when
+    ``limit`` answers (at least ``ROUND``) of attempts let in since it began are in, and
+    measures the throughput at that limit (every answer in it, a second). A latency is an
+    attempt's time from its place to its end, or what its worker reported with
     [`report_latency`][trio_supervisor.report_latency] (a time to first token, a queue time);
-    the no-load estimate is the least of the last ``WINDOW``.
+    the no-load estimate is the least of the last ``WINDOW`` (a window, so it is measured
+    again as the endpoint changes).
 
     - **Start: grow while more in flight buys more throughput.** After the first round, if
       its mean latency is within ``1 + TOLERANCE`` of the no-load estimate (nothing queued),
       the limit is multiplied by ``GROWTH``; after each later one, again if the throughput
-      grew at least as ``(limit / previous) ** GAIN``. From 10, that is 80 after one round of
-      answers and 256 after two, however long an answer takes.
+      grew at least as ``(limit / previous) ** GAIN`` (a server that runs them all at once
+      gains as the limit; one that batches, as the limit to a power under 1). From 10, that
+      is 60 after one round of answers and 256 after two, however long an answer takes.
+    - **Open a rise in turn.** The places a rise adds open one after another over one
+      no-load latency, not at once, and the round measures the new limit once they are all
+      open. A refusal comes back at once: against a rate limit it stops a rise after a few
+      places, where a burst of them would all be refused.
     - **Stop, and shrink, when latency inflates without it.** A first round that queued (its
       latency inflated, its throughput that of fewer in flight) sets the limit to what the
       endpoint works on at once by Little's law: throughput times no-load latency (1 against
-      a server that answers one at a time). A later round that gained too little goes back
-      to the previous limit, unless it kept ``KNEE`` of its throughput. That limit is the
-      knee.
+      a server that answers one at a time). A later round that gained too little puts it
+      where the throughput, growing as it did below (``GAIN``'s pace when unknown), meets
+      that round's: the knee, looked at from above.
     - **Re-probe now and then.** After a round at the knee, and then every ``PROBE`` rounds,
       the level beside it (``sqrt(2)`` times it, down and up in turn) is tried for a round: a
       level down is kept when it keeps ``KNEE`` of the throughput (the same answers with less
       queued), a level up when it gains as above; a kept level is followed by the next one
-      the same way. So an endpoint that got faster or slower is met at its new bound.
-    - **Drop at once on a refusal.** A refused attempt was sent while ``n`` attempts held a
-      place: the endpoint holds fewer than ``n``, so the limit goes to ``n - 1``, never lower
-      than ``decrease`` times itself (``fit``), or to ``decrease`` times itself (plain AIMD,
-      ``fit=False``), and that is the knee from then on.
+      the same way. A round after a fall is not measured (the queue the higher limit left
+      goes out in it). So an endpoint that got faster or slower is met at its new bound.
+    - **Drop at once on a refusal.** A refused attempt says the endpoint holds no more than
+      what it still works on: the limit goes to the attempts sent and not yet answered, one
+      lower at least and at most ``decrease`` times lower; the same burst's next refusals
+      take it down to what is still in flight, at once (``fit=False``: to ``decrease`` times
+      itself). Next to a count in flight that was refused, a probe up is one more, and waits
+      ``PATIENCE`` times as long.
 
     Why not start slow, as TCP does, or at the ceiling? A slow start doubles the limit each
     round of answers, so against a GPU server whose answers take seconds it spends five rounds
     going from 10 to 256, with no refusal to stop it early either way. Starting at the
     ceiling costs a whole ceiling's queue against a server that works on one request at a
-    time. Multiplying by 8 a round reaches 256 in two rounds, and the first round (10 at
-    once) already tells a server that queues them from one that works on them together.
+    time. Multiplying by 6 a round reaches 256 in two rounds, a first round at 60 against a
+    server of 32 queues at most one batch more, and the first round (10 at once) already tells
+    a server that queues them from one that works on them together.
 
     A refusal is a failure that says the endpoint is over its limit: by default one whose
     ``retry_after`` is a number (the server asked for a wait: a 429, a 503 or 529 with
     ``Retry-After``) or whose ``status`` is 429, as a
     [`RateLimited`][trio_supervisor.agents.RateLimited]'s; other failures leave the limit as it
     is and are no sample. Only the refusal of an attempt started after the last decrease
-    decreases it again, so one burst of refusals decreases it once. A refused slot sleeps its
-    Retry-After with no place held. The limit never leaves ``[floor, ceiling]``.
+    decreases it again, so one burst of refusals decreases it once (and fits it to what is in
+    flight). A refused slot sleeps its Retry-After with no place held. The limit never leaves
+    ``[floor, ceiling]``.
 
-    With ``latency=False``, the default for now, the refusals alone move it (the rule before
-    latencies were read):
+    With ``latency=False``, the refusals alone move it (the rule before latencies were read):
 
     - **Slow start.** Until the first decrease, each success raises the limit by one, so it
       doubles with every round of attempts.
     - **Increase.** After a decrease, the limit grows by one after every ``limit`` successes
       (one round), up to ``ceiling``; next to a count in flight that the endpoint refused, after
       ``PATIENCE`` rounds, so that a hard bound is probed rarely.
-    - **Decrease**, as above; against a rate, which no count in flight measures, each refusal
-      of an attempt sent after the last decrease takes it down again, by one at least.
+    - **Decrease.** A refused attempt was sent while ``n`` attempts held a place: the limit
+      goes to ``n - 1``, never lower than ``decrease`` times itself (``fit``), or to
+      ``decrease`` times itself (plain AIMD, ``fit=False``); against a rate, which no count in
+      flight measures, each refusal of an attempt sent after the last decrease takes it down
+      again, by one at least.
 
     ```python
-    adaptive = Adaptive(256, latency=True)  # share one among the supervisors of one endpoint
+    adaptive = Adaptive(256)  # share one among the supervisors of one endpoint
     supervisor = Supervisor(agent, max_workers=256, meters=[adaptive])
     ```
 
@@ -374,14 +388,14 @@ class Adaptive:
       floor: the smallest limit.
       start: the limit to begin with: 10 by default, or ``floor`` or ``ceiling`` if 10 is not
         between them.
-      decrease: the factor that bounds a decrease (``fit``) or makes it (plain AIMD), in
-        ``(0, 1)``.
+      decrease: the factor that bounds a refusal's first drop (``fit``) or makes it (plain
+        AIMD), in ``(0, 1)``.
       shrink_on: the failures that count as refusals: an `Exception` subclass or a tuple of
         them; None for the default above.
       fit: True (the default) to fit the limit to the endpoint's bound from each refusal;
         False for plain AIMD.
-      latency: True to read each answer's latency as above; False (the default while the
-        latency rule is measured against more endpoints) for the refusals alone.
+      latency: True (the default) to read each answer's latency as above; False for the
+        refusals alone.
 
     Raises:
       TypeError: if a bound is not an int, ``shrink_on`` not exception classes, or ``fit``
@@ -390,11 +404,11 @@ class Adaptive:
     """
 
     PATIENCE = 4
-    """Rounds the limit waits, next to a count in flight that was refused, before trying it
-    (``latency=False``)."""
+    """How many times as long the limit waits, next to a count in flight that was refused,
+    before trying one more (rounds, ``latency=False``; probes, the latency rule)."""
     GAIN = 0.5
     """The least growth of throughput worth more in flight: ``n ** GAIN`` for ``n`` times as
-    many, 23% a doubling."""
+    many, 41% a doubling."""
     GROWTH = 6
     """What the limit is multiplied by after a round that gained, until the knee is known."""
     KNEE = 0.95
@@ -456,8 +470,9 @@ class Adaptive:
             weakref.WeakKeyDictionary()
         )
         self._latencies: deque[float] = deque(maxlen=self.WINDOW)
-        # the round under way: since when, the area under the count in flight, the count now
-        # and when it last changed, the answers and their latencies so far
+        # the round under way: since when it counts attempts let in, since when it measures
+        # answers, the last change of the count sent, that count (attempts sent and not
+        # ended), the counted answers and their latencies so far
         self._round_began = self._mark = self._measured = 0.0
         self._holding = 0
         self._answers = 0
@@ -558,8 +573,7 @@ class Adaptive:
             _REPORTED.reset(token)
 
     def _held(self, step: int) -> float:
-        """Count a place taken (``+1``) or given back (``-1``), adding the time since the last
-        change to the round's area under the count in flight; the time now."""
+        """Count an attempt sent (``+1``) or ended (``-1``); the time now."""
         now = trio.current_time()
         self._mark = now
         self._holding += step
@@ -585,6 +599,7 @@ class Adaptive:
                 # one more refusal of the burst that was refused: the endpoint holds at most
                 # what is still in flight
                 self._settle(max(self.floor, self._holding), 0.0)
+                self._refused = min(self._refused, self._capacity.limit + 1)
             return
         if not self.latency:
             self._refusals_only(limit)
@@ -645,8 +660,8 @@ class Adaptive:
         at, best = home
         if self._probing > 0:  # a level up: taken if it gained enough for its concurrency
             if rate >= best * (limit / at) ** self.GAIN:
-                if limit >= self._refused:
-                    self._refused = 0  # the count that was refused went well this time
+                if limit > self._refused:
+                    self._refused = 0  # more than the count that was refused went well
                 if self._near(limit):  # next to a count that was refused: one at a time
                     self._settle(limit, rate)
                 else:
@@ -664,8 +679,12 @@ class Adaptive:
         else:  # a round at the knee: its throughput now, and a probe every PROBE rounds
             self._home = (at, rate)
             self._rounds += 1
-            # next to a count the endpoint refused, a probe up is rarer: PATIENCE times
-            patience = self.PATIENCE if self._next_probe > 0 and self._near(at) else 1
+            # next to a count the endpoint refused, the bound is that count, not a queue:
+            # probes go up only, one at a time and PATIENCE times as rarely
+            near = self._near(at)
+            if near:
+                self._next_probe = 1
+            patience = self.PATIENCE if near else 1
             if self._rounds >= self.PROBE * patience:
                 self._rounds = 0
                 self._go(at, up=self._next_probe > 0)
