@@ -234,7 +234,7 @@ def report_latency(seconds: float) -> None:
     ...     await trio.sleep(2)  # a long reply: 2 s, of which the first token took 0.5
     ...     report_latency(0.5)
     ...     return prompt
-    >>> adaptive = Adaptive(64, latency=True)
+    >>> adaptive = Adaptive(64)
     >>> _ = trio.run(Supervisor(worker, max_workers=4, meters=[adaptive]).run, ["a"],
     ...              clock=trio.testing.MockClock(autojump_threshold=0))
     >>> adaptive.no_load
@@ -265,13 +265,13 @@ class Adaptive:
     answers, and from its refusals.
 
     ```pycon
-    >>> adaptive = Adaptive(128, latency=True)  # at most 128, starting at 10
+    >>> adaptive = Adaptive(128)  # at most 128, starting at 10
     >>> adaptive
-    Adaptive(limit=10, floor=1, ceiling=128, decrease=0.5, latency=True)
+    Adaptive(limit=10, floor=1, ceiling=128, decrease=0.5)
     >>> async def ask(prompt):  # an endpoint that takes 1 s whatever the load
     ...     await trio.sleep(1)
     ...     return prompt.upper()
-    >>> run = trio.run(Supervisor(ask, max_workers=128, meters=[adaptive]).run, ["a"] * 200,
+    >>> run = trio.run(Supervisor(ask, max_workers=128, meters=[adaptive]).run, ["a"] * 400,
     ...                clock=trio.testing.MockClock(autojump_threshold=0))
     >>> adaptive.limit  # more in flight bought more answers a second each time: the ceiling
     128
@@ -280,64 +280,78 @@ class Adaptive:
 
     It is a [`Capacity`][trio_supervisor.Capacity] whose limit it moves itself, from how each
     attempt went (``observe``): the principle of Netflix's ``concurrency-limits`` (Gradient2,
-    Vegas) and Envoy's adaptive concurrency, judged on throughput rather than on latency
-    alone, since a batching GPU server answers each request slower the more it is given and
-    still answers more a second. Answers are counted in rounds: a round ends when ``limit``
-    answers (at least ``ROUND``) of attempts let in since it began are in, and measures the
-    throughput at that limit (answers a second, from its first answer to its last). A
-    latency is an attempt's time from its place to its end, or what its worker reported with
+    Vegas) and Envoy's adaptive concurrency (a no-load latency, a limit that grows while
+    latency shows no queue and falls when it does), judged on throughput rather than on
+    latency alone, since a batching GPU server answers each request slower the more it is
+    given and still answers more a second. Answers are counted in rounds: a round ends when
+    ``limit`` answers (at least ``ROUND``) of attempts let in since it began are in, and
+    measures the throughput at that limit (every answer in it, a second). A latency is an
+    attempt's time from its place to its end, or what its worker reported with
     [`report_latency`][trio_supervisor.report_latency] (a time to first token, a queue time);
-    the no-load estimate is the least of the last ``WINDOW``.
+    the no-load estimate is the least of the last ``WINDOW`` (a window, so it is measured
+    again as the endpoint changes).
 
     - **Start: grow while more in flight buys more throughput.** After the first round, if
       its mean latency is within ``1 + TOLERANCE`` of the no-load estimate (nothing queued),
       the limit is multiplied by ``GROWTH``; after each later one, again if the throughput
-      grew at least as ``(limit / previous) ** GAIN``. From 10, that is 80 after one round of
-      answers and 256 after two, however long an answer takes.
+      grew at least as ``(limit / previous) ** GAIN`` (a server that runs them all at once
+      gains as the limit; one that batches, as the limit to a power under 1). From 10, that
+      is 60 after one round of answers and 256 after two, however long an answer takes.
+    - **Open a rise in turn.** The places a rise adds open one after another over one
+      no-load latency, not at once, and the round measures the new limit once they are all
+      open. A refusal comes back at once: against a rate limit it stops a rise after a few
+      places, where a burst of them would all be refused.
     - **Stop, and shrink, when latency inflates without it.** A first round that queued (its
       latency inflated, its throughput that of fewer in flight) sets the limit to what the
       endpoint works on at once by Little's law: throughput times no-load latency (1 against
-      a server that answers one at a time). A later round that gained too little goes back
-      to the previous limit, unless it kept ``KNEE`` of its throughput. That limit is the
-      knee.
+      a server that answers one at a time). A later round that gained too little puts it
+      where the throughput, growing as it did below (``GAIN``'s pace when unknown), meets
+      that round's: the knee, looked at from above.
     - **Re-probe now and then.** After a round at the knee, and then every ``PROBE`` rounds,
       the level beside it (``sqrt(2)`` times it, down and up in turn) is tried for a round: a
       level down is kept when it keeps ``KNEE`` of the throughput (the same answers with less
       queued), a level up when it gains as above; a kept level is followed by the next one
-      the same way. So an endpoint that got faster or slower is met at its new bound.
-    - **Drop at once on a refusal.** A refused attempt was sent while ``n`` attempts held a
-      place: the endpoint holds fewer than ``n``, so the limit goes to ``n - 1``, never lower
-      than ``decrease`` times itself (``fit``), or to ``decrease`` times itself (plain AIMD,
-      ``fit=False``), and that is the knee from then on.
+      the same way. A round after a fall is not measured (the queue the higher limit left
+      goes out in it). So an endpoint that got faster or slower is met at its new bound.
+    - **Drop at once on a refusal.** A refused attempt says the endpoint holds no more than
+      what it still works on: the limit goes to the attempts sent and not yet answered, one
+      lower at least and at most ``decrease`` times lower; the same burst's next refusals
+      take it down to what is still in flight, at once (``fit=False``: to ``decrease`` times
+      itself). Next to a count in flight that was refused, a probe up is one more, and waits
+      ``PATIENCE`` times as long.
 
     Why not start slow, as TCP does, or at the ceiling? A slow start doubles the limit each
     round of answers, so against a GPU server whose answers take seconds it spends five rounds
     going from 10 to 256, with no refusal to stop it early either way. Starting at the
     ceiling costs a whole ceiling's queue against a server that works on one request at a
-    time. Multiplying by 8 a round reaches 256 in two rounds, and the first round (10 at
-    once) already tells a server that queues them from one that works on them together.
+    time. Multiplying by 6 a round reaches 256 in two rounds, a first round at 60 against a
+    server of 32 queues at most one batch more, and the first round (10 at once) already tells
+    a server that queues them from one that works on them together.
 
     A refusal is a failure that says the endpoint is over its limit: by default one whose
     ``retry_after`` is a number (the server asked for a wait: a 429, a 503 or 529 with
     ``Retry-After``) or whose ``status`` is 429, as a
     [`RateLimited`][trio_supervisor.agents.RateLimited]'s; other failures leave the limit as it
     is and are no sample. Only the refusal of an attempt started after the last decrease
-    decreases it again, so one burst of refusals decreases it once. A refused slot sleeps its
-    Retry-After with no place held. The limit never leaves ``[floor, ceiling]``.
+    decreases it again, so one burst of refusals decreases it once (and fits it to what is in
+    flight). A refused slot sleeps its Retry-After with no place held. The limit never leaves
+    ``[floor, ceiling]``.
 
-    With ``latency=False``, the default for now, the refusals alone move it (the rule before
-    latencies were read):
+    With ``latency=False``, the refusals alone move it (the rule before latencies were read):
 
     - **Slow start.** Until the first decrease, each success raises the limit by one, so it
       doubles with every round of attempts.
     - **Increase.** After a decrease, the limit grows by one after every ``limit`` successes
       (one round), up to ``ceiling``; next to a count in flight that the endpoint refused, after
       ``PATIENCE`` rounds, so that a hard bound is probed rarely.
-    - **Decrease**, as above; against a rate, which no count in flight measures, each refusal
-      of an attempt sent after the last decrease takes it down again, by one at least.
+    - **Decrease.** A refused attempt was sent while ``n`` attempts held a place: the limit
+      goes to ``n - 1``, never lower than ``decrease`` times itself (``fit``), or to
+      ``decrease`` times itself (plain AIMD, ``fit=False``); against a rate, which no count in
+      flight measures, each refusal of an attempt sent after the last decrease takes it down
+      again, by one at least.
 
     ```python
-    adaptive = Adaptive(256, latency=True)  # share one among the supervisors of one endpoint
+    adaptive = Adaptive(256)  # share one among the supervisors of one endpoint
     supervisor = Supervisor(agent, max_workers=256, meters=[adaptive])
     ```
 
@@ -350,14 +364,14 @@ class Adaptive:
       floor: the smallest limit.
       start: the limit to begin with: 10 by default, or ``floor`` or ``ceiling`` if 10 is not
         between them.
-      decrease: the factor that bounds a decrease (``fit``) or makes it (plain AIMD), in
-        ``(0, 1)``.
+      decrease: the factor that bounds a refusal's first drop (``fit``) or makes it (plain
+        AIMD), in ``(0, 1)``.
       shrink_on: the failures that count as refusals: an `Exception` subclass or a tuple of
         them; None for the default above.
       fit: True (the default) to fit the limit to the endpoint's bound from each refusal;
         False for plain AIMD.
-      latency: True to read each answer's latency as above; False (the default while the
-        latency rule is measured against more endpoints) for the refusals alone.
+      latency: True (the default) to read each answer's latency as above; False for the
+        refusals alone.
 
     Raises:
       TypeError: if a bound is not an int, ``shrink_on`` not exception classes, or ``fit``
@@ -366,12 +380,12 @@ class Adaptive:
     """
 
     PATIENCE = 4
-    """Rounds the limit waits, next to a count in flight that was refused, before trying it
-    (``latency=False``)."""
-    GAIN = 0.3
+    """How many times as long the limit waits, next to a count in flight that was refused,
+    before trying one more (rounds, ``latency=False``; probes, the latency rule)."""
+    GAIN = 0.5
     """The least growth of throughput worth more in flight: ``n ** GAIN`` for ``n`` times as
-    many, 23% a doubling."""
-    GROWTH = 8
+    many, 41% a doubling."""
+    GROWTH = 6
     """What the limit is multiplied by after a round that gained, until the knee is known."""
     KNEE = 0.95
     """A limit a level lower is taken when it keeps this share of the throughput."""
@@ -393,7 +407,7 @@ class Adaptive:
         decrease: float = 0.5,
         shrink_on: type[Exception] | tuple[type[Exception], ...] | None = None,
         fit: bool = True,
-        latency: bool = False,
+        latency: bool = True,
     ) -> None:
         self.ceiling = _validate.count("ceiling", ceiling)
         self.floor = _validate.count("floor", floor)
@@ -432,18 +446,24 @@ class Adaptive:
             weakref.WeakKeyDictionary()
         )
         self._latencies: deque[float] = deque(maxlen=self.WINDOW)
-        # the round under way: since when, the area under the count in flight, the count now
-        # and when it last changed, the answers and their latencies so far
-        self._round_began = self._mark = self._first_answer = 0.0
-        self._area = 0.0
+        # the round under way: since when it counts attempts let in, since when it measures
+        # answers, the last change of the count sent, that count (attempts sent and not
+        # ended), the counted answers and their latencies so far
+        self._round_began = self._mark = self._measured = 0.0
         self._holding = 0
         self._answers = 0
+        self._all = 0  # every answer in the round, let in before it or not
         self._took = 0.0
         self._first: tuple[int, float] | None = None  # the start's last round that gained
         self._home: tuple[int, float] | None = None  # the knee: its limit and throughput
         self._probing = 0  # the direction of the probe under way: +1 up, -1 down, 0 none
         self._rounds = 0  # rounds at the knee since the last probe
         self._next_probe = 1  # the direction of the next probe
+        self._slope: float | None = None  # how throughput grew with the limit at the start
+        self._draining = False  # whether the round under way drains a higher limit's queue
+        # the last rise: from, to, since when, over how long
+        self._ramp: tuple[int, int, float, float] | None = None
+        self._rising = 0  # places held that wait for their turn in the rise
         self.decreases = 0
         """How many times the limit was decreased."""
 
@@ -473,7 +493,21 @@ class Adaptive:
     async def acquire(self) -> None:
         """Wait for a place under the current limit (a cancellation point)."""
         capacity = self._capacity
-        await capacity.acquire()
+        while True:
+            await capacity.acquire()
+            due = self._opens(self._holding + self._rising + 1)
+            if due > trio.current_time():  # a place above the limit before it grew: its turn
+                self._rising += 1
+                try:
+                    await trio.sleep_until(due)
+                except BaseException:
+                    capacity.release()
+                    raise
+                finally:
+                    self._rising -= 1
+            if capacity.in_use <= capacity.limit:
+                break
+            capacity.release()  # the limit fell meanwhile (a refusal): wait for a place again
         task = trio.lowlevel.current_task()
         reported = _REPORTED.get()
         if reported is None:  # the first Adaptive of this attempt: where its worker reports
@@ -481,6 +515,30 @@ class Adaptive:
             self._tokens[task] = _REPORTED.set(reported)
         now = self._held(+1)
         self._began[task] = (self._epoch, capacity.in_use, now, reported)
+
+    def _opens(self, place: int) -> float:
+        """When the ``place``-th place held opens: one above the limit before it grew, in
+        turn over one no-load latency, after the places waiting for their turn already."""
+        ramp = self._ramp
+        if ramp is None or place <= ramp[0]:
+            return -_INF
+        base, top, since, spread = ramp
+        return since + spread * min(1.0, (place - base) / (top - base))
+
+    def _set(self, limit: int) -> None:
+        """Move the limit to ``limit``: a rise opens its new places in turn over one no-load
+        latency (a refusal, which comes back at once, stops it early), a fall at once."""
+        now = self._capacity.limit
+        if self.latency and limit > now and self.no_load:
+            since = trio.current_time()
+            spread = self.no_load
+            self._ramp = (now, limit, since, spread)
+            # the round measures the new limit once its places are all open
+            self._measured = max(self._measured, since + spread)
+            self._round_began = self._measured
+        elif limit < now:
+            self._ramp = None
+        self._capacity.limit = limit
 
     def release(self) -> None:
         """Give back the place the current task holds."""
@@ -491,10 +549,8 @@ class Adaptive:
             _REPORTED.reset(token)
 
     def _held(self, step: int) -> float:
-        """Count a place taken (``+1``) or given back (``-1``), adding the time since the last
-        change to the round's area under the count in flight; the time now."""
+        """Count an attempt sent (``+1``) or ended (``-1``); the time now."""
         now = trio.current_time()
-        self._area += self._holding * (now - self._mark)
         self._mark = now
         self._holding += step
         return now
@@ -510,18 +566,25 @@ class Adaptive:
         )
         limit = self._capacity.limit
         if failure is not None:
-            if began == self._epoch and self._shrinks(failure):
+            if not self._shrinks(failure):
+                return
+            if began == self._epoch:
                 self._decrease(limit, in_flight)
                 self._new_round()
+            elif self.latency and self.fit and self._holding < limit:
+                # one more refusal of the burst that was refused: the endpoint holds at most
+                # what is still in flight
+                self._settle(max(self.floor, self._holding), 0.0)
+                self._refused = min(self._refused, self._capacity.limit + 1)
             return
         if not self.latency:
             self._refusals_only(limit)
         elif started is not None:  # an attempt this meter let in
             took = reported[-1] if reported else trio.current_time() - started
             self._latencies.append(took)
+            if trio.current_time() >= self._measured:
+                self._all += 1
             if started >= self._round_began:  # let in under this round's limit: counted
-                if not self._answers:
-                    self._first_answer = trio.current_time()
                 self._answers += 1
                 self._took += took
                 if self._answers >= max(limit, self.ROUND):
@@ -547,26 +610,25 @@ class Adaptive:
     def _new_round(self) -> None:
         """Start counting a round from now."""
         self._held(0)
-        self._round_began = self._mark
-        self._area = 0.0
+        self._round_began = self._measured = self._mark
         self._answers = 0
+        self._all = 0
         self._took = 0.0
 
     def _end_round(self, limit: int) -> None:
         """A round of answers is in: its throughput decides the next limit."""
         self._held(0)
-        spent = self._mark - self._round_began
+        spent = self._mark - self._measured
         if spent <= 0:
             return  # a round of no time: nothing measured; let it go on
-        # answers a second from the round's first answer on (not the wait for it, which
-        # drains what earlier rounds left queued), or over the round if all came at once
-        answering = self._mark - self._first_answer
-        if self._answers > 1 and answering > 0:
-            rate = (self._answers - 1) / answering
-        else:
-            rate = self._answers / spent
+        # answers a second over the round: every answer that came in it, whenever its
+        # attempt was let in (one let in earlier still shows what the endpoint does now)
+        rate = self._all / spent
         took = self._took / self._answers
         self._new_round()
+        if self._draining:  # what a higher limit left queued went out in it: measure again
+            self._draining = False
+            return
         home = self._home
         if home is None:  # the start: grow while it gains, or find the knee
             self._start(limit, rate, took)
@@ -574,20 +636,32 @@ class Adaptive:
         at, best = home
         if self._probing > 0:  # a level up: taken if it gained enough for its concurrency
             if rate >= best * (limit / at) ** self.GAIN:
-                self._home = (limit, rate)
-                self._go(limit, up=True)
+                if limit > self._refused:
+                    self._refused = 0  # more than the count that was refused went well
+                if self._near(limit):  # next to a count that was refused: one at a time
+                    self._settle(limit, rate)
+                else:
+                    self._home = (limit, rate)
+                    self._go(limit, up=True)
             else:
                 self._settle(at, best)
         elif self._probing < 0:  # a level down: taken if it kept nearly all the throughput
             if rate >= best * self.KNEE:
-                self._home = (limit, rate)
+                # fewer in flight answer no faster: more is what a queue left drained
+                self._home = (limit, min(rate, best))
                 self._go(limit, up=False)
             else:
                 self._settle(at, best)
         else:  # a round at the knee: its throughput now, and a probe every PROBE rounds
             self._home = (at, rate)
             self._rounds += 1
-            if self._rounds >= self.PROBE:
+            # next to a count the endpoint refused, the bound is that count, not a queue:
+            # probes go up only, one at a time and PATIENCE times as rarely
+            near = self._near(at)
+            if near:
+                self._next_probe = 1
+            patience = self.PATIENCE if near else 1
+            if self._rounds >= self.PROBE * patience:
                 self._rounds = 0
                 self._go(at, up=self._next_probe > 0)
                 self._next_probe = -self._next_probe
@@ -602,60 +676,84 @@ class Adaptive:
             at, best = first
             gained = limit > at and rate >= best * (limit / at) ** self.GAIN
         if gained and limit < self.ceiling:
+            if first is not None and rate > first[1]:  # how throughput grew with the limit
+                self._slope = math.log(rate / first[1]) / math.log(limit / first[0])
             self._first = (limit, rate)
-            self._capacity.limit = min(self.ceiling, limit * self.GROWTH)
+            self._set(min(self.ceiling, limit * self.GROWTH))
             return
-        if gained or first is None or rate >= first[1] * self.KNEE:
-            # the ceiling reached, or no round to go back to: the knee is here, or (a queue
-            # from the first round) what the endpoint works on at once, by Little's law
-            no_load = self.no_load or took
-            at = limit if gained or first is not None else round(rate * no_load)
-            self._home = (max(self.floor, min(limit, at)), rate)
+        if gained:  # the ceiling, reached
+            at = limit
+        elif first is None:  # the first round queued: what the endpoint works on at once,
+            at = round(rate * (self.no_load or took))  # by Little's law
         else:
-            self._home = first
+            # the knee is between the last level that gained and this one: where the
+            # throughput, growing as it did below (as the limit, when unknown), meets this
+            # round's
+            below, gave = first
+            slope = self._slope or self.GAIN
+            at = below
+            if rate > gave:
+                at = round(below * (rate / gave) ** (1 / slope))
+        at = max(self.floor, min(limit, self.ceiling, at))
         self._first = None
         # the knee is at most here: measure a round there, then look one level down first
-        self._settle(*self._home)
+        self._settle(at, rate)
         self._rounds = self.PROBE - 1
         self._next_probe = -1
 
     def _go(self, limit: int, *, up: bool) -> None:
-        """Probe the level beside ``limit`` (``sqrt(2)`` up or down), or settle at ``limit``
-        when there is none within ``[floor, ceiling]``."""
-        step = math.ceil(limit * _ROOT2) if up else math.floor(limit / _ROOT2)
+        """Probe the level beside ``limit`` (``sqrt(2)`` up or down, or one up next to a count
+        the endpoint refused), or settle at ``limit`` when there is none within ``[floor,
+        ceiling]``."""
+        if up:
+            step = limit + 1 if self._near(limit) else math.ceil(limit * _ROOT2)
+        else:
+            step = math.floor(limit / _ROOT2)
         step = max(self.floor, min(self.ceiling, step))
         if step == limit:
             self._probing = 0
-            self._capacity.limit = limit
+            self._set(limit)
             return
         self._probing = 1 if up else -1
-        self._capacity.limit = step
+        self._draining = not up
+        self._set(step)
+
+    def _near(self, limit: int) -> bool:
+        """Whether a level up from ``limit`` (``sqrt(2)`` times it) reaches a count in flight
+        that the endpoint refused."""
+        return bool(self._refused) and math.ceil(limit * _ROOT2) >= self._refused
 
     def _settle(self, at: int, rate: float) -> None:
         """The probe did not pay: back to the knee, ``at``."""
+        self._draining = at < self._capacity.limit
         self._home = (at, rate)
         self._probing = 0
         self._rounds = 0
-        self._capacity.limit = at
+        self._set(at)
 
     def _decrease(self, limit: int, in_flight: int) -> None:
-        """A 429 refused an attempt sent with ``in_flight`` in flight, under ``limit``."""
+        """A refusal of an attempt sent with ``in_flight`` in flight, under ``limit``."""
         least = int(limit * self.decrease)  # plain AIMD's decrease: the most it goes down
-        shrunk = max(least, in_flight - 1) if self.fit else least
+        if not self.fit:
+            shrunk = least
+        elif not self.latency:
+            shrunk = max(least, in_flight - 1)
+        else:  # to what the endpoint holds now (the attempts sent and not answered), at
+            # most by ``decrease``: the burst's next refusals take it lower (see observe)
+            shrunk = min(limit - 1, max(least, self._holding))
         self._epoch += 1
         self.decreases += 1
         self._successes = 0
         self._refused = in_flight
-        self._capacity.limit = max(self.floor, shrunk)
+        self._set(max(self.floor, shrunk))
         if self.latency:  # the bound is known: the knee is at most here
             self._first = None
-            self._home = (self._capacity.limit, 0.0)
-            self._probing = 0
-            self._rounds = 0
+            self._settle(self._capacity.limit, 0.0)
+            self._next_probe = 1
 
     def __repr__(self) -> str:
         fit = "" if self.fit else ", fit=False"
-        latency = ", latency=True" if self.latency else ""
+        latency = "" if self.latency else ", latency=False"
         return (
             f"Adaptive(limit={self.limit}, floor={self.floor}, ceiling={self.ceiling}, "
             f"decrease={self.decrease:g}{fit}{latency})"

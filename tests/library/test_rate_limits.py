@@ -235,11 +235,11 @@ def test_the_default_adaptive_rule_fits_the_limit_to_the_bound() -> None:
     assert Adaptive(128, fit=False).fit is False
 
 
-async def test_by_default_a_429_takes_the_limit_to_one_under_what_was_in_flight(
+async def test_by_refusals_alone_a_429_takes_the_limit_to_one_under_what_was_in_flight(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """16 in flight, all refused: the default goes to 15, not to 8 (half)."""
-    adaptive = Adaptive(16, start=16)
+    """16 in flight, all refused: the rule of refusals alone goes to 15, not to 8 (half)."""
+    adaptive = Adaptive(16, start=16, latency=False)
 
     async def busy(i: int) -> int:
         await trio.sleep(1)
@@ -388,8 +388,9 @@ async def test_the_adaptive_limit_shrinks_under_429s_and_recovers_after(
 async def test_one_burst_of_429s_decreases_the_limit_once(
     autojump_clock: trio.testing.MockClock, plain: bool, after: int
 ) -> None:
-    """16 sent at once, all refused: the endpoint holds fewer than 16, so 15 (plain AIMD: half)."""
-    adaptive = Adaptive(16, start=16, fit=not plain)
+    """16 sent at once, all refused: the endpoint holds fewer than 16, so 15 (plain AIMD: half),
+    by the rule of refusals alone (the latency rule's burst: test_adaptive_latency)."""
+    adaptive = Adaptive(16, start=16, fit=not plain, latency=False)
 
     async def busy(i: int) -> int:
         await trio.sleep(1)

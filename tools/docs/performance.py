@@ -492,7 +492,77 @@ class Parts:
     charts: list[Chart]
 
 
-KNOWN = ("overhead", "stream_memory", "rate_limited", "journal", "processes")
+ENDPOINT_MODES = {
+    "batching32": "batches of 32, the rest queued",
+    "batching256": "batches of 256, the rest queued",
+    "sequential": "one at a time, the rest queued",
+    "queue_bounded": "batches of 32, 32 queued, then 503",
+    "rate_limited": "all at once, 600 a minute, then 429",
+}
+
+
+def endpoints(result: Result) -> tuple[str, list[Chart]]:
+    """``endpoints.py``: per mode of the loopback server, the targets the adaptive rules are
+    held to, then the figures of the fixed K that the targets name (the best one and the
+    smallest within 90% of it), of K=256 and of every other contender."""
+    data = result.data
+    targets: dict[str, Any] = data.get("targets", {})
+    checks = []
+    for mode, verdict in targets.items():
+        for contender, figures in verdict.items():
+            if not isinstance(figures, dict) or not contender.startswith("Adaptive"):
+                continue
+            checks.append(
+                {
+                    "mode": mode,
+                    "contender": contender,
+                    "of best fixed": f"{figures['throughput_share']:.1%}",
+                    "p95 / reference": f"{figures['p95_ratio']:.2f}x",
+                    "refused": f"{figures['refused_share']:.1%}",
+                    "lost": figures["lost"],
+                }
+            )
+    parts = [measured(result)]
+    parts.append(
+        "**The targets.** Throughput at least 90% of the best fixed K's, p95 at most 2x the "
+        "reference's (the smallest fixed K within 90% of the best throughput), at most 2% "
+        "refused against the rate limit, nothing lost.\n"
+    )
+    parts.append(table(checks))
+    makespan: dict[str, float] = data.get("makespan_256", {})
+    fixed = makespan.get("fixed K=256")
+    if fixed:
+        rows = [
+            {
+                "contender": name,
+                "makespan (s)": round(seconds, 2),
+                "/ fixed K=256": ratio(seconds, fixed),
+            }
+            for name, seconds in makespan.items()
+        ]
+        parts.append("**256 requests against batches of 256** (target: within 1.2x of K=256).\n")
+        parts.append(table(rows))
+    for mode, verdict in targets.items():
+        named = {verdict.get("best_fixed"), verdict.get("reference"), "fixed K=256"}
+        rows = [
+            {
+                "contender": row["contender"],
+                "answers/s": round(row["throughput"], 2),
+                "p50 (s)": round(row["p50"], 2),
+                "p95 (s)": round(row["p95"], 2),
+                "refused": f"{row['refused_share']:.1%}",
+                "lost": row["lost"],
+            }
+            for row in result.rows
+            if row["mode"] == mode
+            and (row["contender"] in named or not row["contender"].startswith("fixed"))
+        ]
+        parts.append(f"**`{mode}`**: {ENDPOINT_MODES.get(mode, mode)}.\n")
+        parts.append(table(rows))
+    return "\n".join(parts), []
+
+
+KNOWN = ("overhead", "stream_memory", "rate_limited", "journal", "processes", "endpoints")
 
 
 def parts(results: Mapping[str, Result]) -> Parts:
@@ -506,6 +576,8 @@ def parts(results: Mapping[str, Result]) -> Parts:
         "journal": journal,
         "processes": processes,
     }
+    if "endpoints_virtual" in results:
+        fragments["endpoints"], drawn = endpoints(results["endpoints_virtual"])
     for name, render in renderers.items():
         if name in results:
             fragments[name], drawn = render(results[name])
@@ -513,7 +585,7 @@ def parts(results: Mapping[str, Result]) -> Parts:
     rates = [results[name] for name in ("rate_limited_virtual", "rate_limited") if name in results]
     fragments["rate_limited"], drawn = rate_limited(rates)
     charts += drawn
-    taken = {*KNOWN, "rate_limited_virtual"}
+    taken = {*KNOWN, "rate_limited_virtual", "endpoints_virtual"}
     others = [result for name, result in results.items() if name not in taken]
     fragments["others"] = "".join(
         f"### {result.data.get('title') or title(result)} {{#results-{result.name}}}\n\n"
