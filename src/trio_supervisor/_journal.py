@@ -222,7 +222,15 @@ class Journal:
     moves it into the main file (a checkpoint of the WAL): a closed journal's file, copied
     alone, holds every result. Another process may open the same file at the same time, a new
     one included (SQLite's WAL lets readers in while one writes), and run the same ``run_id``:
-    each slot is journaled once, though both may run it.
+    they share its slots through leases (the ``leases`` table). A supervisor claims each slot
+    for ``lease`` seconds before its worker is called, renews the lease every third of that
+    while the slot runs, and skips a slot another holds, coming back to it: it reads its result
+    once its holder is done, or takes it over once the lease ran out (its holder was killed, or
+    hung; at once, for a process on this host that is gone). A supervisor whose lease was taken
+    over stops that attempt, and its row is never written over the new owner's. So each slot's
+    worker is called once, but for the slots whose owner stopped renewing before it finished
+    them; each slot is journaled once. Leases cover a run's lanes; a stream and a run with
+    ``restarts=`` run every slot they have no result of.
 
     Args:
       path: the database file, made if missing (in a folder that exists), or a PostgreSQL
