@@ -49,7 +49,6 @@ INSERT = (
     "owner = excluded.owner WHERE results.status != 'ok'"
 )
 COLUMNS = 14  # a row's values; a leased slot's row has its lease's owner after them
-RELEASE = "DELETE FROM leases WHERE run_id = ? AND round = ? AND slot = ? AND owner = ?"
 
 
 class Codec(Protocol):
@@ -479,7 +478,7 @@ class Journal:
     ) -> None:  # called by the engine's feeds
         """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer;
         ``owner``: the supervisor that ran it; ``leased``: it ran it under a lease, and the row
-        is written only while it holds the lease still (which the row then gives up)."""
+        is written only while it holds the lease still."""
         if self._stopping is not None:
             raise RuntimeError(f"the journal {self.path} is closed: open another to go on")
         status = result.status
@@ -842,8 +841,7 @@ class Journal:
 
     async def release(self, run: tuple[str, int], owner: str) -> None:
         """``owner`` gives up its leases of ``run``'s slots: another supervisor (or a resume)
-        may take them at once. A result it journaled and that is not committed yet is still
-        written (its row names the owner), unless another took the slot over meanwhile."""
+        may take them at once. What it journaled is committed first (under its leases)."""
         await self._run(lambda conn: _release(conn, run, owner))
 
     def summaries(self) -> list[RunSummary]:
@@ -966,25 +964,25 @@ class Journal:
 
 def _write(conn: Store, rows: list[tuple[Any, ...]]) -> None:
     """Commit ``rows`` to the results, in one transaction: a leased slot's row (one with the
-    lease's owner after its columns) only while its owner holds the lease, which it then gives
-    up."""
+    lease's owner after its columns) only while its owner holds the lease (the lease row stays
+    until the run gives up its leases as it ends)."""
     with conn.transaction():
         leased = [row for row in rows if len(row) > COLUMNS]
         if leased:
             held: dict[tuple[Any, ...], set[int]] = {}
             for key in {(row[0], row[1], row[COLUMNS]) for row in leased}:
+                slots = [row[2] for row in leased if (row[0], row[1], row[COLUMNS]) == key]
                 held[key] = {
                     slot
                     for (slot,) in conn.execute(
-                        "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
-                        key,
+                        "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ? "
+                        "AND slot BETWEEN ? AND ?",
+                        (*key, min(slots), max(slots)),
                     )
                 }
-            kept = [row for row in leased if row[2] in held[row[0], row[1], row[COLUMNS]]]
-            rows = [row for row in rows if len(row) == COLUMNS] + [row[:COLUMNS] for row in kept]
+            kept = [row[:COLUMNS] for row in leased if row[2] in held[row[0], row[1], row[COLUMNS]]]
+            rows = [row for row in rows if len(row) == COLUMNS] + kept
         conn.executemany(INSERT, conn.results(rows))
-        if leased:
-            conn.executemany(RELEASE, [(*row[:3], row[COLUMNS]) for row in kept])
 
 
 def _seen(rows: list[tuple[Any, ...]]) -> list[tuple[int, str]]:
@@ -1125,12 +1123,9 @@ def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> set
 
 
 def _release(conn: Store, run: tuple[str, int], owner: str) -> None:
-    """What ``Journal.release`` does: ``owner``'s leases of ``run`` expire now (kept, so that
-    a result of its not committed yet is still written under them)."""
-    conn.execute(
-        "UPDATE leases SET expires = -1e300 WHERE run_id = ? AND round = ? AND owner = ?",
-        (*run, owner),
-    )
+    """What ``Journal.release`` does, once what its buffer held is committed (``_call`` does
+    that first): ``owner``'s leases of ``run`` are gone."""
+    conn.execute("DELETE FROM leases WHERE run_id = ? AND round = ? AND owner = ?", (*run, owner))
 
 
 HOST = socket.gethostname()
