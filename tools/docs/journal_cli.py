@@ -40,13 +40,14 @@ async def refund(order: str) -> str:
 async def shared(path: Path) -> None:
     """``refunds``, run by two supervisors at once (``a`` and ``b``), and ``nightly``, which
     one of them ran alone."""
+
+    async def supervise(journal: Journal) -> None:
+        await Supervisor(refund, max_workers=2).run(ORDERS, journal=journal, run_id="refunds")
+
     with Journal(path, lease=5) as a, Journal(path, lease=5) as b:
         async with trio.open_nursery() as nursery:
-            for journal in (a, b):
-                supervisor = Supervisor(refund, max_workers=2)
-                nursery.start_soon(
-                    lambda s=supervisor, j=journal: s.run(ORDERS, journal=j, run_id="refunds")
-                )
+            nursery.start_soon(supervise, a)
+            nursery.start_soon(supervise, b)
         await Supervisor(refund, max_workers=2).run(ORDERS[:2], journal=a, run_id="nightly")
 
 
