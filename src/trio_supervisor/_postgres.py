@@ -24,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from ._store import ADDED, Cursor, lacking, make_schema, shown, tables
+from ._store import Cursor, make_schema, shown, statements
 
 LOCK = 0x7472_696F_5F6A_6E6C  # the journal's advisory lock key ("trio_jnl")
 CONNECT = 10  # seconds a connection attempt takes at most
@@ -43,16 +43,29 @@ def postgres_ddl(statement: str) -> str:
     return statement
 
 
+NUMBERED = re.compile(r"\?(\d+)")
+
+
 @functools.cache
-def _said(sql: str) -> str:
-    """The journal's statement ``sql`` (``?`` placeholders) in psycopg's (``%s``)."""
-    return sql.replace("%", "%%").replace("?", "%s")
+def _said(sql: str) -> tuple[str, bool]:
+    """The journal's statement ``sql`` in psycopg's placeholders: ``?`` as ``%s``, a numbered
+    ``?N`` as ``%(pN)s``; and whether it had numbered ones."""
+    escaped = sql.replace("%", "%%")
+    if NUMBERED.search(escaped):
+        return NUMBERED.sub(lambda match: f"%(p{match[1]})s", escaped), True
+    return escaped.replace("?", "%s"), False
+
+
+def _named(params: Sequence[Any]) -> dict[str, Any]:
+    """Positional ``params`` as the ``%(pN)s`` of a statement with numbered placeholders."""
+    return {f"p{number}": value for number, value in enumerate(params, 1)}
 
 
 def open_postgres(target: str, create: bool, read_only: bool = False) -> PostgresStore:
     """A connection to the journal at ``target`` (a ``postgresql://`` URI), its schema checked
     before anything is written, and made where the database holds none (unless not
-    ``create``).
+    ``create``); with ``read_only``, a session whose transactions only read, its schema checked
+    and left as it is.
 
     Raises:
       ConnectionError: if the server cannot be reached or refuses the connection, naming it.
@@ -68,7 +81,8 @@ def open_postgres(target: str, create: bool, read_only: bool = False) -> Postgre
     store = PostgresStore(conn, name)
     try:
         if read_only:
-            store.lacking(create)  # refuses a database that is not a journal
+            conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            statements(store, False)  # refuses a database that is not a journal
             return store
         make_schema(store, create)
     except BaseException:
@@ -95,12 +109,27 @@ class PostgresStore:
         self.conn = conn
         self.name = name
 
+    # A statement with numbered placeholders (?1, ?2: one value named more than once) is bound
+    # on the client (psycopg's ClientCursor, which quotes each value): the server cannot type a
+    # parameter that is only tested (``?5 IS NULL``), nor a NULL in an INSERT's SELECT list.
+    # Every other statement is bound by the server, and prepared once it recurs.
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
-        return self.conn.execute(_said(sql), params)
+        said, numbered = _said(sql)
+        if not numbered:
+            return self.conn.execute(said, params)
+        cursor = psycopg.ClientCursor(self.conn)
+        cursor.execute(said, _named(params))
+        return cursor
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self.conn.cursor() as cursor:
-            cursor.executemany(_said(sql), rows)
+        said, numbered = _said(sql)
+        if not numbered:
+            with self.conn.cursor() as cursor:
+                cursor.executemany(said, rows)
+            return
+        with psycopg.ClientCursor(self.conn) as client:
+            client.executemany(said, [_named(row) for row in rows])
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -128,19 +157,6 @@ class PostgresStore:
     def blob(self, data: str | bytes) -> str | bytes:
         return data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
 
-    def lacking(self, create: bool) -> list[str]:
-        """The statements that make what the database lacks of the schema.
-
-        Raises:
-          ValueError: if it is not a journal (see ``_store.lacking``).
-        """
-        found = self.found()
-        schema = tables()
-        return [
-            postgres_ddl(schema[table][0] if column is None else ADDED[column])
-            for table, column in lacking(found, self.name, create)
-        ]
-
     def found(self) -> dict[str, tuple[str, ...]]:
         found: dict[str, tuple[str, ...]] = {
             name: ()
@@ -155,6 +171,9 @@ class PostgresStore:
         ):
             found[name] = (*found.get(name, ()), column)
         return found
+
+    def ddl(self, statement: str) -> str:
+        return postgres_ddl(statement)
 
     def close(self) -> None:
         self.conn.close()

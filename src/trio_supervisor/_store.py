@@ -102,18 +102,16 @@ class Store(Protocol):
         """``data`` (a codec's encoding) as this store holds it in a BLOB column."""
         ...
 
-    def lacking(self, create: bool) -> list[str]:
-        """The statements, in this store's words, that make what the database lacks of the
-        schema (see ``lacking``).
+    def found(self) -> dict[str, tuple[str, ...]]:
+        """The tables the database holds (in its current schema), each with its columns.
 
         Raises:
-          ValueError: if the database is not a journal.
+          ValueError: if the database is not one of this store's kind (a file not SQLite).
         """
         ...
 
-    def found(self) -> dict[str, tuple[str, ...]]:
-        """The tables the database holds, each with its columns (a journal of an earlier
-        version, read as it is, lacks some)."""
+    def ddl(self, statement: str) -> str:
+        """A statement of ``SCHEMA`` or ``ADDED`` (in SQLite's words) in this store's."""
         ...
 
     def close(self) -> None:
@@ -177,6 +175,20 @@ def lacking(
     return missing
 
 
+def statements(store: Store, create: bool) -> list[str]:
+    """The statements, in the words of ``store``, that make what its journal lacks of the
+    schema.
+
+    Raises:
+      ValueError: if the database is not a journal (see ``lacking``).
+    """
+    schema = tables()
+    return [
+        store.ddl(schema[table][0] if column is None else ADDED[column])
+        for table, column in lacking(store.found(), store.name, create)
+    ]
+
+
 def make_schema(store: Store, create: bool) -> None:
     """Make what the journal of ``store`` lacks of the schema (every table, in a new database;
     a column or a table added since, in a journal of an earlier version), in one transaction
@@ -185,17 +197,17 @@ def make_schema(store: Store, create: bool) -> None:
     Raises:
       ValueError: if the database is not a journal, before anything is written.
     """
-    if not store.lacking(create):
+    if not statements(store, create):
         return
     with store.transaction():
-        for statement in store.lacking(create):  # again: another may have made it since
+        for statement in statements(store, create):  # again: another may have made it since
             store.execute(statement)
 
 
 def open_store(target: str, create: bool, read_only: bool = False) -> Store:
     """The store of ``target``: PostgreSQL for a connection string (``postgresql://...``),
-    else a SQLite file; ``read_only``: only to read (its schema checked, never given what it
-    lacks).
+    else a SQLite file. With ``read_only``, one that only reads: its database checked to be a
+    journal, never given what it lacks, and every transaction read-only.
 
     Raises:
       what each store's opening raises (see ``SqliteStore.open``, ``_postgres.open_postgres``).
@@ -274,7 +286,8 @@ class SqliteStore:
     def open(cls, path: str, create: bool, read_only: bool = False) -> SqliteStore:
         """A connection to the journal at ``path`` (in WAL mode), its schema checked before
         anything is written, and made where the file is new (unless not ``create``); with
-        ``read_only``, one that only reads it (its schema checked and left as it is).
+        ``read_only``, one that only reads it (SQLite's ``mode=ro``), its schema checked and
+        left as it is.
 
         Raises:
           IsADirectoryError, FileNotFoundError: if ``path`` is a directory, is in a folder that
@@ -283,6 +296,7 @@ class SqliteStore:
           sqlite3.Error: if SQLite cannot open or write it (naming the file).
         """
         where = Path(path)
+        create = create and not read_only
         if where.is_dir():
             raise IsADirectoryError(
                 f"the journal {path} is a directory: give a file, such as {where / 'runs.db'}"
@@ -306,7 +320,7 @@ class SqliteStore:
         store = cls(conn, path)
         try:
             if read_only:
-                store.lacking(create)  # refuses a file that is not a journal
+                statements(store, create)  # refuses a database that is not a journal
                 return store
             make_schema(store, create)
             store.wal()
@@ -341,32 +355,22 @@ class SqliteStore:
     def blob(self, data: str | bytes) -> str | bytes:
         return data
 
-    def lacking(self, create: bool) -> list[str]:
-        """The statements that make what the file lacks of the schema.
-
-        Raises:
-          ValueError: if the file is not SQLite, or not a journal (see ``lacking``).
-        """
+    def found(self) -> dict[str, tuple[str, ...]]:
+        conn = self.conn
         try:
-            found = self.found()
+            return {
+                name: tuple(row[1] for row in conn.execute(f"PRAGMA table_info({name!r})"))
+                for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
         except sqlite3.DatabaseError as exc:
             if type(exc) is not sqlite3.DatabaseError:  # locked, or unreadable: not its content
                 raise
             raise ValueError(
                 f"{self.name} is not a journal: not a SQLite database ({exc})"
             ) from None
-        schema = tables()
-        return [
-            schema[table][0] if column is None else ADDED[column]
-            for table, column in lacking(found, self.name, create)
-        ]
 
-    def found(self) -> dict[str, tuple[str, ...]]:
-        conn = self.conn
-        return {
-            name: tuple(row[1] for row in conn.execute(f"PRAGMA table_info({name!r})"))
-            for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        }
+    def ddl(self, statement: str) -> str:
+        return statement
 
     def wal(self) -> None:
         """Put the file in WAL mode. Switching it is refused at once (``database is locked``),

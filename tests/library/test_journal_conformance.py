@@ -13,6 +13,10 @@ a database of its own on a real PostgreSQL server on loopback; see ``stores.py``
   once, and the resume finishes it;
 - a foreign or damaged database is refused before any work, in one line, and left as it was;
   a journal of an earlier version gains what it lacks.
+
+The leases' laws on virtual time (two supervisors on one run call each worker once; a hung
+owner's slot taken over only once its lease ran out, never overwritten; a lost lease stops its
+attempt) take the same ``database`` fixture, in ``test_journal_leases.py`` beside their helpers.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from trio_supervisor import (
     attempt_key,
 )
 from trio_supervisor._postgres import postgres_ddl
-from trio_supervisor._store import tables
+from trio_supervisor._store import open_store, tables
 from trio_supervisor.journal import main as journal_main
 
 
@@ -489,3 +493,68 @@ def test_a_server_that_cannot_be_reached_is_said_in_one_line_without_its_passwor
         assert "s3cret" not in line
     with Journal(postgres_url.replace("postgres@", "postgres:s3cret@")) as journal:
         assert "s3cret" not in repr(journal)
+
+
+# -- the store under the journal: one protocol, each store's dialect --------------------------
+
+
+def test_each_store_runs_the_journals_statements_alike(database: Database) -> None:
+    """What the journal's SQL may rely on, on either store: ``?`` and numbered ``?N``
+    placeholders (a value named twice, a NULL only tested, a NULL in an INSERT's SELECT list),
+    the write transaction, its rollback, and a read-only open that reads and never writes."""
+    store = open_store(database.target, create=True)
+    try:
+        assert store.found() == {name: columns for name, (_, columns) in tables().items()}
+        insert = (
+            "INSERT INTO runs (run_id, round, fingerprint, plan, started) "
+            "SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?6 IS NULL OR EXISTS "
+            "(SELECT 1 FROM runs WHERE run_id = ?6)"
+        )
+        with store.transaction():
+            store.executemany(
+                insert, [("a", 0, None, None, 1.5, None), ("b", 0, "f", b"\x00p", 2.5, "a")]
+            )
+        store.execute(insert, ("c", 0, None, None, 3.5, "nobody"))  # no such run: not written
+
+        def cut() -> None:
+            with store.transaction():
+                store.execute("DELETE FROM runs WHERE run_id = ?", ("a",))
+                raise KeyError("rolled back")
+
+        with pytest.raises(KeyError):
+            cut()
+        rows = store.execute("SELECT run_id, plan, started FROM runs ORDER BY run_id").fetchall()
+        assert [tuple(row) for row in rows] == [("a", None, 1.5), ("b", b"\x00p", 2.5)]
+    finally:
+        store.close()
+    reader = open_store(database.target, create=False, read_only=True)
+    try:
+        names = [row[0] for row in reader.execute("SELECT run_id FROM runs ORDER BY 1")]
+        assert names == ["a", "b"]
+        with pytest.raises(Exception, match=r"(?i)read.only|readonly"):
+            reader.execute("DELETE FROM runs")
+    finally:
+        reader.close()
+    assert len(database.query("SELECT run_id FROM runs")) == 2
+
+
+def test_a_read_only_open_refuses_what_is_not_a_journal_and_leaves_it(database: Database) -> None:
+    database.execute("CREATE TABLE users (name TEXT)")
+    with pytest.raises(ValueError, match="it holds tables of another schema"):
+        open_store(database.target, create=True, read_only=True)
+    assert database.tables() == {"users": ["name"]}
+
+
+def test_the_runs_a_journal_holds_are_listed_and_shown_from_either_store(
+    database: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refund(database.target, Refunds())  # 3 slots: two done, one parked
+    capsys.readouterr()
+    assert journal_main(["runs", database.target]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split()[:6] == ["run", "plan", "done", "failed", "parked", "running"]
+    assert row.split()[:6] == ["refunds", "3", "2", "0", "1", "0"]
+    assert journal_main(["show", database.target, "refunds"]) == 0
+    shown = capsys.readouterr().out
+    assert "awaiting approval" in shown
+    assert shown.count("✓ ok") == 2

@@ -2,7 +2,9 @@
 called once while every owner renews its leases; a slot whose owner stopped renewing (hung,
 killed) is taken over only once its lease ran out; an owner whose lease was taken over stops
 that attempt, and never records over the new owner. On virtual time, with two supervisors in
-one trio run on one journal file, and once with two real processes, one killed with SIGKILL."""
+one trio run on one journal (a SQLite file, and a PostgreSQL database: the laws on virtual time
+are part of the journal's conformance suite, run on both stores), and once with two real
+processes, one killed with SIGKILL."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ import trio
 import trio.testing
 
 from tests.library import lease_child
+from tests.library.stores import Database
 from trio_supervisor import Journal, Supervisor
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,19 +94,16 @@ async def two(
     return out
 
 
-def rows(path: Path) -> dict[int, tuple[str, str]]:
+def rows(database: Database) -> dict[int, tuple[str, str]]:
     """Each slot's journaled output and owner."""
-    with sqlite3.connect(path) as conn:
-        found = {
-            slot: (json.loads(output), owner)
-            for slot, output, owner in conn.execute("SELECT slot, output, owner FROM results")
-        }
-    conn.close()
-    return found
+    return {
+        slot: (json.loads(output), owner)
+        for slot, output, owner in database.query("SELECT slot, output, owner FROM results")
+    }
 
 
-def test_two_supervisors_on_one_run_call_each_slots_worker_once(tmp_path: Path) -> None:
-    path = tmp_path / "runs.db"
+def test_two_supervisors_on_one_run_call_each_slots_worker_once(database: Database) -> None:
+    path = database.target
     calls = Calls()
 
     async def main() -> dict[str, Any]:
@@ -114,18 +114,18 @@ def test_two_supervisors_on_one_run_call_each_slots_worker_once(tmp_path: Path) 
     out = virtual(main)
     assert calls.per_slot() == dict.fromkeys(range(40), 1)
     assert {who for _, who, _ in calls.calls} == {"a", "b"}  # the work is shared
-    kept = rows(path)
+    kept = rows(database)
     assert [r.output for r in out["a"]] == [kept[slot][0] for slot in range(40)]
     assert out["a"] == out["b"]  # each gives every slot's result, the other's too
 
 
 def test_a_hung_owners_slot_is_taken_over_only_once_its_lease_ran_out_and_never_overwritten(
-    tmp_path: Path,
+    database: Database,
 ) -> None:
     """``a`` claims every slot at 0 and never renews; its slot 0 hangs for 15 s. ``b`` waits
     for ``a``'s lease of slot 0 to run out (at 10 s), runs it, and journals it; ``a``'s late
     result is not written over ``b``'s."""
-    path = tmp_path / "runs.db"
+    path = database.target
     calls = Calls(hang={("a", 0): 15.0})
 
     async def main() -> dict[str, Any]:
@@ -138,7 +138,7 @@ def test_a_hung_owners_slot_is_taken_over_only_once_its_lease_ran_out_and_never_
     (taken,) = [when for slot, who, when in calls.calls if who == "b" and slot == 0]
     assert taken >= LEASE  # not before a's lease of it ran out
     assert all(who == "a" for slot, who, _ in calls.calls if slot)  # the others: a's alone
-    kept = rows(path)
+    kept = rows(database)
     assert kept[0][0] == "b-0"  # a's result, come at 15 s, did not overwrite b's
     assert ("a", 15.0) in {(who, when) for slot, who, when in calls.ended if slot == 0}
     assert out["b"][0].output == "b-0"
@@ -146,12 +146,12 @@ def test_a_hung_owners_slot_is_taken_over_only_once_its_lease_ran_out_and_never_
 
 
 def test_an_owner_that_finds_its_lease_lost_stops_the_attempt_and_reads_the_new_owners_result(
-    tmp_path: Path,
+    database: Database,
 ) -> None:
     """``a``'s renewals stall from 3 s for 9 s: its lease of slot 0 (whose worker runs 30 s),
     claimed at 0, runs out at 10 s and ``b`` takes it over; ``a``'s renewal, done at last,
     finds it lost, cancels its attempt, and its run gives back ``b``'s result."""
-    path = tmp_path / "runs.db"
+    path = database.target
     calls = Calls(hang={("a", 0): 30.0})
 
     async def main() -> dict[str, Any]:
@@ -165,7 +165,7 @@ def test_an_owner_that_finds_its_lease_lost_stops_the_attempt_and_reads_the_new_
     (taken,) = [when for slot, who, when in calls.calls if (slot, who) == (0, "b")]
     assert taken >= LEASE  # a's lease of it, claimed at 0 and never renewed in time
     assert out["a ended"] < 30.0  # a did not wait its worker out
-    assert rows(path)[0][0] == "b-0"
+    assert rows(database)[0][0] == "b-0"
     assert out["a"][0].output == out["b"][0].output == "b-0"
     assert out["a"] == out["b"]
 
