@@ -7,9 +7,14 @@ Four figures, one run each (the median of ``--reps`` repetitions that take turns
   fewer slots: a commit per result is the point of it, and the ratio is per slot);
 - slow slots: the same with a worker latency of 10 ms, where a real worker is;
 - journal bytes per slot: the database and its WAL after the group-commit run, over N;
-- resume: a run of the same ``run_id`` once all N slots are journaled (it runs nothing).
+- resume: a run of the same ``run_id`` once all N slots are journaled (it runs nothing);
+- leases: the journaled runs (fast and slow) with the journal's slot leases (the default)
+  against the same without (``Journal(lease=None)``): what sharing a run's slots between
+  supervisors costs one supervisor alone.
 
 Targets (issue 22): group commit <= 1.5x plain at N=100k fast slots, <= 1.05x at 10 ms.
+Targets (issue 34): leases <= 1.5x the journaled run without them at 10k fast slots, <= 1.05x
+at 10 ms.
 
 ``--store postgres`` measures the same against a PostgreSQL journal, on a real server this
 script starts on loopback (``trio_supervisor.testing.postgres``, with ``fsync`` on, as a team
@@ -131,6 +136,8 @@ def measure(store: Store, n: int, each_n: int, slow_n: int, reps: int) -> dict[s
         "slow plain": [],
         "slow group": [],
         "resume": [],
+        "unleased": [],
+        "slow unleased": [],
     }
     size = 0.0
     for _ in range(reps):
@@ -146,6 +153,10 @@ def measure(store: Store, n: int, each_n: int, slow_n: int, reps: int) -> dict[s
         times["slow plain"].append(timed(slow, slow_n, None, ""))
         with Journal(store.fresh()) as journal:
             times["slow group"].append(timed(slow, slow_n, journal, "bench"))
+        with Journal(store.fresh(), lease=None) as journal:
+            times["unleased"].append(timed(fast, n, journal, "bench"))
+        with Journal(store.fresh(), lease=None) as journal:
+            times["slow unleased"].append(timed(slow, slow_n, journal, "bench"))
     median = {name: statistics.median(values) for name, values in times.items()}
     return {
         "N": n,
@@ -159,6 +170,8 @@ def measure(store: Store, n: int, each_n: int, slow_n: int, reps: int) -> dict[s
         "slow group / plain": median["slow group"] / median["slow plain"],
         "bytes per slot": size,
         "resume s": median["resume"],
+        "leases / none": median["group"] / median["unleased"],
+        "slow leases / none": median["slow group"] / median["slow unleased"],
     }
 
 
@@ -195,6 +208,10 @@ def report(figures: dict[str, Any]) -> None:
     )
     print(f"journal bytes per slot: {figures['bytes per slot']:.0f}")
     print(f"resume of {figures['N']:,} finished slots: {figures['resume s']:.3f}s")
+    print(
+        f"leases: {figures['leases / none']:.2f}x the journaled run without them (target <= "
+        f"1.5x), {figures['slow leases / none']:.3f}x at 10 ms (target <= 1.05x)"
+    )
 
 
 def main() -> None:

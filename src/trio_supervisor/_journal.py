@@ -69,7 +69,6 @@ INSERT = (
     "owner = excluded.owner WHERE results.status != 'ok'"
 )
 COLUMNS = 14  # a row's values; a leased slot's row has its lease's owner after them
-RELEASE = "DELETE FROM leases WHERE run_id = ? AND round = ? AND slot = ? AND owner = ?"
 
 
 class Codec(Protocol):
@@ -243,7 +242,15 @@ class Journal:
     moves it into the main file (a checkpoint of the WAL): a closed journal's file, copied
     alone, holds every result. Another process may open the same file at the same time, a new
     one included (SQLite's WAL lets readers in while one writes), and run the same ``run_id``:
-    each slot is journaled once, though both may run it.
+    they share its slots through leases (the ``leases`` table). A supervisor claims each slot
+    for ``lease`` seconds before its worker is called, renews the lease every third of that
+    while the slot runs, and skips a slot another holds, coming back to it: it reads its result
+    once its holder is done, or takes it over once the lease ran out (its holder was killed, or
+    hung; at once, for a process on this host that is gone). A supervisor whose lease was taken
+    over stops that attempt, and its row is never written over the new owner's. So each slot's
+    worker is called once, but for the slots whose owner stopped renewing before it finished
+    them; each slot is journaled once. Leases cover a run's lanes; a stream and a run with
+    ``restarts=`` run every slot they have no result of.
 
     Args:
       path: the database file, made if missing (in a folder that exists), or a PostgreSQL
@@ -492,7 +499,7 @@ class Journal:
     ) -> None:  # called by the engine's feeds
         """Append slot ``slot``'s final ``result`` of ``run`` (its id and round) to the buffer;
         ``owner``: the supervisor that ran it; ``leased``: it ran it under a lease, and the row
-        is written only while it holds the lease still (which the row then gives up)."""
+        is written only while it holds the lease still."""
         if self._stopping is not None:
             raise RuntimeError(f"the journal {self.path} is closed: open another to go on")
         status = result.status
@@ -855,8 +862,7 @@ class Journal:
 
     async def release(self, run: tuple[str, int], owner: str) -> None:
         """``owner`` gives up its leases of ``run``'s slots: another supervisor (or a resume)
-        may take them at once. A result it journaled and that is not committed yet is still
-        written (its row names the owner), unless another took the slot over meanwhile."""
+        may take them at once. What it journaled is committed first (under its leases)."""
         await self._run(lambda conn: _release(conn, run, owner))
 
     def summaries(self) -> list[RunSummary]:
@@ -979,25 +985,25 @@ class Journal:
 
 def _write(conn: Store, rows: list[tuple[Any, ...]]) -> None:
     """Commit ``rows`` to the results, in one transaction: a leased slot's row (one with the
-    lease's owner after its columns) only while its owner holds the lease, which it then gives
-    up."""
+    lease's owner after its columns) only while its owner holds the lease (the lease row stays
+    until the run gives up its leases as it ends)."""
     with conn.transaction():
         leased = [row for row in rows if len(row) > COLUMNS]
         if leased:
             held: dict[tuple[Any, ...], set[int]] = {}
             for key in {(row[0], row[1], row[COLUMNS]) for row in leased}:
+                slots = [row[2] for row in leased if (row[0], row[1], row[COLUMNS]) == key]
                 held[key] = {
                     slot
                     for (slot,) in conn.execute(
-                        "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
-                        key,
+                        "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ? "
+                        "AND slot BETWEEN ? AND ?",
+                        (*key, min(slots), max(slots)),
                     )
                 }
-            kept = [row for row in leased if row[2] in held[row[0], row[1], row[COLUMNS]]]
-            rows = [row for row in rows if len(row) == COLUMNS] + [row[:COLUMNS] for row in kept]
+            kept = [row[:COLUMNS] for row in leased if row[2] in held[row[0], row[1], row[COLUMNS]]]
+            rows = [row for row in rows if len(row) == COLUMNS] + kept
         conn.executemany(INSERT, conn.results(rows))
-        if leased:
-            conn.executemany(RELEASE, [(*row[:3], row[COLUMNS]) for row in kept])
 
 
 def _seen(rows: list[tuple[Any, ...]]) -> list[tuple[int, str]]:
@@ -1138,12 +1144,9 @@ def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> set
 
 
 def _release(conn: Store, run: tuple[str, int], owner: str) -> None:
-    """What ``Journal.release`` does: ``owner``'s leases of ``run`` expire now (kept, so that
-    a result of its not committed yet is still written under them)."""
-    conn.execute(
-        "UPDATE leases SET expires = -1e300 WHERE run_id = ? AND round = ? AND owner = ?",
-        (*run, owner),
-    )
+    """What ``Journal.release`` does, once what its buffer held is committed (``_call`` does
+    that first): ``owner``'s leases of ``run`` are gone."""
+    conn.execute("DELETE FROM leases WHERE run_id = ? AND round = ? AND owner = ?", (*run, owner))
 
 
 HOST = socket.gethostname()

@@ -18,7 +18,8 @@ import pytest
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
-from tools.docs import site
+from tools.docs import journal_cli, site
+from tools.docs.hook import JOURNAL_CLI
 
 ROOT = Path(__file__).resolve().parents[2]
 # a role as written (:func:`x`) or as markdown renders its backticks (:func:<code>x</code>)
@@ -50,6 +51,10 @@ def build_api_page(root: Path, out: Path) -> tuple[str, list[str]]:
         (generated / "reference-rows.md").read_text() != rows
     ):
         (generated / "reference-rows.md").write_text(rows)
+    # what the journal's command line prints, which the journal's page includes
+    if not (generated / JOURNAL_CLI).is_file():
+        (generated / JOURNAL_CLI).parent.mkdir(parents=True, exist_ok=True)
+        (generated / JOURNAL_CLI).write_text(journal_cli.sample())
     pages = sorted((root / "docs" / "reference").glob("*.md"))
     for page in pages:
         (docs / "reference" / page.name).write_text(page.read_text())

@@ -244,3 +244,30 @@ def test_the_command_runs_as_a_module_in_a_process_of_its_own(tmp_path: Path) ->
         check=False,
     )
     assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
+
+
+def test_show_names_which_supervisor_ran_which_slot_of_a_shared_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "runs.db"
+
+    async def main() -> None:
+        async def share(journal: Journal) -> None:
+            async def quick(n: int) -> int:
+                await trio.sleep(1 + n % 3)
+                return n
+
+            await Supervisor(quick, max_workers=2).run(range(20), durable=Durable("r", journal))
+
+        with Journal(path, writer="inline") as a, Journal(path, writer="inline") as b:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(share, a)
+                nursery.start_soon(share, b)
+
+    virtual(main)
+    status, out, _ = cli(capsys, "show", str(path), "r")
+    assert status == 0
+    ran = [line for line in out.splitlines() if line.startswith("run by ")]
+    assert len(ran) == 2
+    slots = [int(slot) for line in ran for slot in line.split(": slots ")[1].split(", ")]
+    assert sorted(slots) == list(range(20))  # each slot by one of the two

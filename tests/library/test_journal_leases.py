@@ -180,7 +180,7 @@ def test_one_supervisor_with_leases_or_without_gives_the_same_results(tmp_path: 
             return aggregate, trio.current_time()
 
     assert virtual(main, LEASE, "leased.db") == virtual(main, None, "plain.db")
-    with sqlite3.connect(tmp_path / "leased.db") as conn:  # every lease given up with its row
+    with sqlite3.connect(tmp_path / "leased.db") as conn:  # every lease given up as the run ends
         assert conn.execute("SELECT count(*) FROM leases").fetchone() == (0,)
     conn.close()
 

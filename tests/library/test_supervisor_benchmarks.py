@@ -278,6 +278,13 @@ def test_the_journal_benchmark_reports_every_figure() -> None:
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
     assert figures["N"] == 300
-    for name in ("group / plain", "each / plain", "slow group / plain", "bytes per slot"):
+    for name in (
+        "group / plain",
+        "each / plain",
+        "slow group / plain",
+        "bytes per slot",
+        "leases / none",
+        "slow leases / none",
+    ):
         assert figures[name] > 0
     assert figures["resume s"] >= 0

@@ -22,6 +22,8 @@ the same code path as ``python -m lessons --virtual`` (`lessons._course.running.
 - ``exercises/sample.md``: what the exercises' commands print on step 4's untouched starter;
 - ``exercises/home.md``, ``page.md``, ``part-two.md``, ``first-step.md``: the sentence each page
   says which steps have an exercise in, from ``lessons._course.exercises.exercisable``.
+- ``journal/cli.md``: what the journal's command line (``runs``, ``show``, ``gc``) prints for a
+  real run two supervisors shared through leases (``tools.docs.journal_cli``).
 
 It also fills the nav's ``Tutorial`` section (after the primer) with one page per step found by
 ``lessons._course.steps.STEPS`` and adds the generated ``tests.md`` page, a section per test
@@ -48,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from lessons._course import exercises
 from lessons._course.steps import steps
-from tools.docs import imports, performance, site
+from tools.docs import imports, journal_cli, performance, site
 from tools.docs.dispatch import FILE as PLAYER_DATA
 from tools.docs.dispatch import player
 from tools.docs.laws_page import grid
@@ -77,14 +79,16 @@ if TYPE_CHECKING:
 
 COURSE = "Tutorial"  # the nav section this hook fills with the step pages, after the primer
 SAMPLE, SAMPLE_STEP = "exercises/sample.md", 4  # the exercises page's sample: step 4's exercise
+JOURNAL_CLI = "journal/cli.md"  # what the journal's command line prints, for its pages
 
 
 def generate(out: Path = GENERATED) -> list[Path]:
     """Write every step's generated files under ``out``; returns the paths, written or not."""
-    paths = [out / "course.md", out / "laws" / "smallest-leak.md", out / SAMPLE]
+    paths = [out / "course.md", out / "laws" / "smallest-leak.md", out / SAMPLE, out / JOURNAL_CLI]
     write_if_changed(paths[0], course())
     write_if_changed(paths[1], leak_page(find_leak(steps()[2])))
     write_if_changed(paths[2], exercises.sample(SAMPLE_STEP, width=WIDTH))
+    write_if_changed(paths[3], journal_cli.sample())
     for name in steps().values():
         made = pictures(name)
         for picture in made:
@@ -161,6 +165,7 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
         out / "course.md",
         out / "laws" / "smallest-leak.md",
         out / SAMPLE,
+        out / JOURNAL_CLI,
         *(out / "steps" / f"{name}.md" for name in steps().values()),
         *(out / "steps" / name / PLAYER_DATA for name in steps().values()),
         *(out / "steps" / f"{name}.tree.md" for name in steps().values() if is_tree(name)),

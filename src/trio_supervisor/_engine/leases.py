@@ -44,7 +44,7 @@ class Keeper:
       todo: the slots without a result yet, in plan order.
       done: where a slot another supervisor finished puts its journaled result.
       trace: records such a slot as journaled (or None).
-      lanes: how many lanes take slots: the keeper claims twice as many ahead, at least 8.
+      lanes: how many lanes take slots: the keeper claims twice as many ahead, at least 4.
     """
 
     def __init__(
@@ -65,7 +65,7 @@ class Keeper:
         # slot looked at again was still held, up to a renewal's period; POLL again once one
         # was not (its holder is done with it, or gone)
         self.poll = min(POLL, self.every)
-        self.chunk = max(8, 2 * lanes)
+        self.chunk = max(4, 2 * lanes)
         self.since = time.time()  # a failure journaled after this is a peer's, final
         self.done = done
         self.trace = trace

@@ -99,7 +99,7 @@ def render(rows: Sequence[SlotRow], begun: float | None, now: float, width: int)
         index: Status.AWAITING_APPROVAL for index, row in enumerate(rows) if row.status == PARKED
     }
     out = io.StringIO()
-    console = Console(file=out, width=max(width, WIDTH + 52), color_system=None)
+    console = Console(file=out, width=max(width, WIDTH + 62), color_system=None)
     console.print(render_timeline(trace, final, width=WIDTH, sections=sections))
     notes = []
     owners: dict[str, list[str]] = defaultdict(list)
