@@ -114,10 +114,10 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._queue: deque[tuple[int, Any]] = deque()
         self._exhausted = False  # the input has no more subtasks, or raised
         self._input_error: Exception | None = None  # what the input raised, until re-raised
-        # the puller, parked when the window is full, is woken once it has room for a batch of
-        # `_refill` subtasks (half what the window holds beyond the workers, at least one), so
-        # that it wakes once per batch, not once per result
-        self._refill = max(1, (window - max_workers) // 2)
+        # the puller, parked when the window is full, is woken by the first result the consumer
+        # takes; it runs after the consumer's burst of ready results, so it wakes once per
+        # burst and pulls a batch, not one subtask per result (a larger threshold only left the
+        # lanes without a pulled subtask while the window had room)
         self._room = ParkingLot()  # the puller waits here for room in the window
         self._idle = ParkingLot()  # lanes wait here for a pulled subtask
         self._ready = ParkingLot()  # the consumer waits here for the head slot, or the end
@@ -207,7 +207,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             if self._trace is not None:
                 self._trace.delivered(self._head)
             self._head += 1
-            if self._pulling_parked and self._window - (self._tail - self._head) >= self._refill:
+            if self._pulling_parked:  # the window, full, has room for one now
                 self._pulling_parked = False
                 self._room.unpark()
             return result
@@ -219,12 +219,18 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         room, queued for the lanes in slot order; a lane is started for it while fewer than
         ``max_workers`` run and none is idle. It pulls ahead of the workers only within the
         window, so that a worker that finishes finds its next subtask waiting."""
+        # whether nothing has run since the last cancellation check: a sync input's next()
+        # cannot await, so a run of pulls between two parks needs one check, not one each
+        checked = False
         try:
             while True:
                 while self._tail - self._head >= self._window:
                     self._pulling_parked = True  # cleared by the consumer as it unparks it
                     await self._room.park()
-                await checkpoint_if_cancelled()  # leaving the block: pull nothing more
+                    checked = False
+                if not checked:
+                    await checkpoint_if_cancelled()  # leaving the block: pull nothing more
+                    checked = not self._async
                 try:
                     if self._async:
                         subtask = await anext(self._input)  # type: ignore[arg-type]
