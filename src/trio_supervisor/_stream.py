@@ -8,7 +8,15 @@ from types import TracebackType
 from typing import Any, Generic, NoReturn, TypeVar
 
 import trio
-from trio.lowlevel import ParkingLot, checkpoint_if_cancelled
+from trio.lowlevel import (
+    Abort,
+    ParkingLot,
+    Task,
+    checkpoint_if_cancelled,
+    current_task,
+    reschedule,
+    wait_task_rescheduled,
+)
 
 from ._contract import SubResult
 from ._digest import InputCheck
@@ -28,6 +36,34 @@ def _only_cancelled(exc: BaseException | None) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return exc.split(trio.Cancelled)[1] is None
     return isinstance(exc, trio.Cancelled)
+
+
+class _Alarm:
+    """Where one task waits until another wakes it: the stream's consumer (for the head slot),
+    or its puller (for room in the window). What a ``ParkingLot`` does for one task, without
+    its queue: a stream wakes its consumer about once per batch of results, so this is paid
+    that often. A cancellation point; cancelled, the task is no longer waiting."""
+
+    __slots__ = ("_task",)
+
+    def __init__(self) -> None:
+        self._task: Task | None = None  # the task waiting, or None
+
+    async def wait(self) -> None:
+        """Wait until ``wake`` (one task at a time)."""
+        self._task = current_task()
+        await wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: object) -> Abort:
+        self._task = None
+        return Abort.SUCCEEDED
+
+    def wake(self) -> None:
+        """Wake the task waiting, if one is."""
+        task = self._task
+        if task is not None:
+            self._task = None
+            reschedule(task)
 
 
 class _NoPublicConstructor(type):
@@ -118,9 +154,9 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         # takes; it runs after the consumer's burst of ready results, so it wakes once per
         # burst and pulls a batch, not one subtask per result (a larger threshold only left the
         # lanes without a pulled subtask while the window had room)
-        self._room = ParkingLot()  # the puller waits here for room in the window
+        self._room = _Alarm()  # the puller waits here for room in the window
         self._idle = ParkingLot()  # lanes wait here for a pulled subtask
-        self._ready = ParkingLot()  # the consumer waits here for the head slot, or the end
+        self._ready = _Alarm()  # the consumer waits here for the head slot, or the end
         # who is parked where (kept here: a parking lot's len() is a Python-level call)
         self._pulling_parked = False
         self._idle_lanes = 0
@@ -202,14 +238,14 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                         raise error
                     raise StopAsyncIteration
                 self._waiting = True  # cleared by whoever unparks it
-                await self._ready.park()
+                await self._ready.wait()
             result = done.pop(self._head)
             if self._trace is not None:
                 self._trace.delivered(self._head)
             self._head += 1
             if self._pulling_parked:  # the window, full, has room for one now
                 self._pulling_parked = False
-                self._room.unpark()
+                self._room.wake()
             return result
         finally:
             self._consuming = False
@@ -226,7 +262,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             while True:
                 while self._tail - self._head >= self._window:
                     self._pulling_parked = True  # cleared by the consumer as it unparks it
-                    await self._room.park()
+                    await self._room.wait()
                     checked = False
                 if not checked:
                     await checkpoint_if_cancelled()  # leaving the block: pull nothing more
@@ -273,7 +309,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             self._idle_lanes = 0
             self._idle.unpark_all()
             self._waiting = False
-            self._ready.unpark_all()
+            self._ready.wake()
             # in this task, which pulled it: a generator that holds a cancel scope across its
             # `yield` must be resumed, and closed, by one task, with no scope of ours opened
             # around it in between (so the close is not shielded: a generator whose cleanup
@@ -316,7 +352,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._done[slot] = result
         if slot == self._head and self._waiting:
             self._waiting = False
-            self._ready.unpark()
+            self._ready.wake()
 
     async def _close_input(self) -> None:
         """Close the iterator the subtasks were pulled from, as ``aclosing`` would: a generator
