@@ -231,18 +231,19 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             # ready, so a consumer takes a burst of ready results (at most the window) at once.
             await checkpoint_if_cancelled()
             done = self._done
-            while self._head not in done:
-                if self._exhausted and self._head == self._tail:
+            head = self._head  # only this task moves it
+            while head not in done:
+                if self._exhausted and head == self._tail:
                     if self._input_error is not None:
                         error, self._input_error = self._input_error, None
                         raise error
                     raise StopAsyncIteration
                 self._waiting = True  # cleared by whoever unparks it
                 await self._ready.wait()
-            result = done.pop(self._head)
+            result = done.pop(head)
             if self._trace is not None:
-                self._trace.delivered(self._head)
-            self._head += 1
+                self._trace.delivered(head)
+            self._head = head + 1
             if self._pulling_parked:  # the window, full, has room for one now
                 self._pulling_parked = False
                 self._room.wake()
@@ -258,44 +259,53 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         # whether nothing has run since the last cancellation check: a sync input's next()
         # cannot await, so a run of pulls between two parks needs one check, not one each
         checked = False
+        # what stays as it is while the stream runs, read once
+        window, pulls_async, source, check, trace = (
+            self._window,
+            self._async,
+            self._input,
+            self._check,
+            self._trace,
+        )
+        queue = self._queue
         try:
             while True:
-                while self._tail - self._head >= self._window:
+                while self._tail - self._head >= window:
                     self._pulling_parked = True  # cleared by the consumer as it unparks it
                     await self._room.wait()
                     checked = False
                 if not checked:
                     await checkpoint_if_cancelled()  # leaving the block: pull nothing more
-                    checked = not self._async
+                    checked = not pulls_async
                 try:
-                    if self._async:
-                        subtask = await anext(self._input)  # type: ignore[arg-type]
+                    if pulls_async:
+                        subtask = await anext(source)  # type: ignore[arg-type]
                     else:
-                        subtask = next(self._input)  # type: ignore[arg-type]
+                        subtask = next(source)  # type: ignore[arg-type]
                 except (StopIteration, StopAsyncIteration):
-                    if self._check is not None:
-                        await self._input_ended(self._check)
+                    if check is not None:
+                        await self._input_ended(check)
                     return
                 except Exception as exc:
                     self._input_error = exc
                     return
                 slot = self._tail
-                if self._check is not None:  # a lazy input resumed: it is the one journaled
-                    refused = self._check.pulled(slot, subtask)
+                if check is not None:  # a lazy input resumed: it is the one journaled
+                    refused = check.pulled(slot, subtask)
                     if refused is not None:  # the input ends before this slot, with the error
                         self._input_error = ValueError(refused)
                         return
-                self._tail += 1
-                if self._trace is not None:
-                    self._trace.pulled(slot, subtask)
+                self._tail = slot + 1
+                if trace is not None:
+                    trace.pulled(slot, subtask)
                 if self._kept:
                     kept = self._kept.pop(slot, None)
                     if kept is not None:  # journaled: delivered as it was, not run again
-                        if self._trace is not None:
-                            self._trace.journaled(slot)
+                        if trace is not None:
+                            trace.journaled(slot)
                         self._deliver(slot, with_subtask(kept, subtask))
                         continue
-                self._queue.append((slot, subtask))
+                queue.append((slot, subtask))
                 if self._idle_lanes:
                     self._idle_lanes -= 1
                     self._idle.unpark()
