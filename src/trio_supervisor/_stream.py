@@ -8,7 +8,15 @@ from types import TracebackType
 from typing import Any, Generic, NoReturn, TypeVar
 
 import trio
-from trio.lowlevel import ParkingLot, checkpoint_if_cancelled
+from trio.lowlevel import (
+    Abort,
+    ParkingLot,
+    Task,
+    checkpoint_if_cancelled,
+    current_task,
+    reschedule,
+    wait_task_rescheduled,
+)
 
 from ._contract import SubResult
 from ._digest import InputCheck
@@ -28,6 +36,34 @@ def _only_cancelled(exc: BaseException | None) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return exc.split(trio.Cancelled)[1] is None
     return isinstance(exc, trio.Cancelled)
+
+
+class _Alarm:
+    """Where one task waits until another wakes it: the stream's consumer (for the head slot),
+    or its puller (for room in the window). What a ``ParkingLot`` does for one task, without
+    its queue: a stream wakes its consumer about once per batch of results, so this is paid
+    that often. A cancellation point; cancelled, the task is no longer waiting."""
+
+    __slots__ = ("_task",)
+
+    def __init__(self) -> None:
+        self._task: Task | None = None  # the task waiting, or None
+
+    async def wait(self) -> None:
+        """Wait until ``wake`` (one task at a time)."""
+        self._task = current_task()
+        await wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: object) -> Abort:
+        self._task = None
+        return Abort.SUCCEEDED
+
+    def wake(self) -> None:
+        """Wake the task waiting, if one is."""
+        task = self._task
+        if task is not None:
+            self._task = None
+            reschedule(task)
 
 
 class _NoPublicConstructor(type):
@@ -114,13 +150,13 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._queue: deque[tuple[int, Any]] = deque()
         self._exhausted = False  # the input has no more subtasks, or raised
         self._input_error: Exception | None = None  # what the input raised, until re-raised
-        # the puller, parked when the window is full, is woken once it has room for a batch of
-        # `_refill` subtasks (half what the window holds beyond the workers, at least one), so
-        # that it wakes once per batch, not once per result
-        self._refill = max(1, (window - max_workers) // 2)
-        self._room = ParkingLot()  # the puller waits here for room in the window
+        # the puller, parked when the window is full, is woken by the first result the consumer
+        # takes; it runs after the consumer's burst of ready results, so it wakes once per
+        # burst and pulls a batch, not one subtask per result (a larger threshold only left the
+        # lanes without a pulled subtask while the window had room)
+        self._room = _Alarm()  # the puller waits here for room in the window
         self._idle = ParkingLot()  # lanes wait here for a pulled subtask
-        self._ready = ParkingLot()  # the consumer waits here for the head slot, or the end
+        self._ready = _Alarm()  # the consumer waits here for the head slot, or the end
         # who is parked where (kept here: a parking lot's len() is a Python-level call)
         self._pulling_parked = False
         self._idle_lanes = 0
@@ -195,21 +231,22 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             # ready, so a consumer takes a burst of ready results (at most the window) at once.
             await checkpoint_if_cancelled()
             done = self._done
-            while self._head not in done:
-                if self._exhausted and self._head == self._tail:
+            head = self._head  # only this task moves it
+            while head not in done:
+                if self._exhausted and head == self._tail:
                     if self._input_error is not None:
                         error, self._input_error = self._input_error, None
                         raise error
                     raise StopAsyncIteration
                 self._waiting = True  # cleared by whoever unparks it
-                await self._ready.park()
-            result = done.pop(self._head)
+                await self._ready.wait()
+            result = done.pop(head)
             if self._trace is not None:
-                self._trace.delivered(self._head)
-            self._head += 1
-            if self._pulling_parked and self._window - (self._tail - self._head) >= self._refill:
+                self._trace.delivered(head)
+            self._head = head + 1
+            if self._pulling_parked:  # the window, full, has room for one now
                 self._pulling_parked = False
-                self._room.unpark()
+                self._room.wake()
             return result
         finally:
             self._consuming = False
@@ -219,41 +256,56 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         room, queued for the lanes in slot order; a lane is started for it while fewer than
         ``max_workers`` run and none is idle. It pulls ahead of the workers only within the
         window, so that a worker that finishes finds its next subtask waiting."""
+        # whether nothing has run since the last cancellation check: a sync input's next()
+        # cannot await, so a run of pulls between two parks needs one check, not one each
+        checked = False
+        # what stays as it is while the stream runs, read once
+        window, pulls_async, source, check, trace = (
+            self._window,
+            self._async,
+            self._input,
+            self._check,
+            self._trace,
+        )
+        queue = self._queue
         try:
             while True:
-                while self._tail - self._head >= self._window:
+                while self._tail - self._head >= window:
                     self._pulling_parked = True  # cleared by the consumer as it unparks it
-                    await self._room.park()
-                await checkpoint_if_cancelled()  # leaving the block: pull nothing more
+                    await self._room.wait()
+                    checked = False
+                if not checked:
+                    await checkpoint_if_cancelled()  # leaving the block: pull nothing more
+                    checked = not pulls_async
                 try:
-                    if self._async:
-                        subtask = await anext(self._input)  # type: ignore[arg-type]
+                    if pulls_async:
+                        subtask = await anext(source)  # type: ignore[arg-type]
                     else:
-                        subtask = next(self._input)  # type: ignore[arg-type]
+                        subtask = next(source)  # type: ignore[arg-type]
                 except (StopIteration, StopAsyncIteration):
-                    if self._check is not None:
-                        await self._input_ended(self._check)
+                    if check is not None:
+                        await self._input_ended(check)
                     return
                 except Exception as exc:
                     self._input_error = exc
                     return
                 slot = self._tail
-                if self._check is not None:  # a lazy input resumed: it is the one journaled
-                    refused = self._check.pulled(slot, subtask)
+                if check is not None:  # a lazy input resumed: it is the one journaled
+                    refused = check.pulled(slot, subtask)
                     if refused is not None:  # the input ends before this slot, with the error
                         self._input_error = ValueError(refused)
                         return
-                self._tail += 1
-                if self._trace is not None:
-                    self._trace.pulled(slot, subtask)
+                self._tail = slot + 1
+                if trace is not None:
+                    trace.pulled(slot, subtask)
                 if self._kept:
                     kept = self._kept.pop(slot, None)
                     if kept is not None:  # journaled: delivered as it was, not run again
-                        if self._trace is not None:
-                            self._trace.journaled(slot)
+                        if trace is not None:
+                            trace.journaled(slot)
                         self._deliver(slot, with_subtask(kept, subtask))
                         continue
-                self._queue.append((slot, subtask))
+                queue.append((slot, subtask))
                 if self._idle_lanes:
                     self._idle_lanes -= 1
                     self._idle.unpark()
@@ -267,7 +319,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             self._idle_lanes = 0
             self._idle.unpark_all()
             self._waiting = False
-            self._ready.unpark_all()
+            self._ready.wake()
             # in this task, which pulled it: a generator that holds a cancel scope across its
             # `yield` must be resumed, and closed, by one task, with no scope of ours opened
             # around it in between (so the close is not shielded: a generator whose cleanup
@@ -310,7 +362,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._done[slot] = result
         if slot == self._head and self._waiting:
             self._waiting = False
-            self._ready.unpark()
+            self._ready.wake()
 
     async def _close_input(self) -> None:
         """Close the iterator the subtasks were pulled from, as ``aclosing`` would: a generator

@@ -391,8 +391,8 @@ class Timer:
 
 
 class Call:
-    """What one call of the worker made (``Engine.call`` fills it in): its output or its
-    failure, the `Exception` part of a group it raised with ``trio.Cancelled``, and what it
+    """What one attempt of a hedged race made (``Engine.attempt`` fills it in): its output or
+    its failure, the `Exception` part of a group it raised with ``trio.Cancelled``, and what it
     reported using (None: nothing, or not tallied)."""
 
     __slots__ = ("failure", "mixed", "output", "usage")
@@ -493,17 +493,19 @@ class Engine(Generic[S, T]):
         trace: Trace | None,
         timer: Timer | None,
         now: Callable[[], float],
+        race: Call | None = None,
+        holds: list[Hold] | None = None,
     ) -> None:
         """Run one attempt of ``running``'s slot, inside ``running.scope`` when ``timer`` times
         it; ``now`` reads the run's clock (its bound ``current_time``, cheaper per call than
-        ``trio.current_time()``).
+        ``trio.current_time()``). This is the one function that calls the worker.
 
         It waits on every meter first and releases them after; it calls the worker, whose
         `Exception` is the attempt's failure (an exception group holding `Exception`s and
         ``trio.Cancelled`` has its `Exception` part kept in ``running.mixed`` while the rest
         propagates; a call that returns no awaitable raises the `TypeError` naming the fix);
         it tells the meters that observe how it went, unless it timed out; and it records the
-        attempt's span in ``trace``.
+        attempt's span in ``trace``, with what the worker reported using.
 
         On return, ``running.failure`` is None (``running.output`` holds the output) or the
         failure, and ``running.timed_out`` says whether the attempt ran past its timeout: the
@@ -513,91 +515,91 @@ class Engine(Generic[S, T]):
         [`timed_out`][trio_supervisor._engine.attempt.Engine.timed_out].
 
         With ``hedging``, the attempt is a race of the same slot's attempts (``hedging.py``),
-        which keeps every promise above for the race as a whole.
+        which keeps every promise above for the race as a whole. Each attempt of a race comes
+        back here with its ``race`` (a `Call`) and ``holds``: its own task took the meters
+        and keeps the race's books, so this only calls the worker, gives the meters back
+        (``holds`` settled, or the gates released), and fills ``race`` in: the output or the
+        failure (its frames forgotten past the worker's own), the `Exception` part of a group
+        raised with ``Cancelled``, and what the worker reported using when ``trace`` counts it.
         """
-        if self.hedging is not None:
-            await self.hedging.race(self, running, trace, timer, now)
-            return
-        meters = self.meters
-        holds: list[Hold] | None = None
-        if meters:
-            if self.budgets:
-                holds = await self.reserve(running, trace)
-                if holds is None:  # over budget: the worker is not called
-                    return
-            else:
-                await acquire(meters)
-        call = Call()
-        try:
+        if race is None:  # a slot's attempt; the branches below are skipped for a race's
+            if self.hedging is not None:
+                await self.hedging.race(self, running, trace, timer, now)
+                return
+            if self.meters:
+                if self.budgets:
+                    holds = await self.reserve(running, trace)
+                    if holds is None:  # over budget: the worker is not called
+                        return
+                else:
+                    await acquire(self.meters)
             started = now()
             running.start(started)
-            slot = running.slot
             if trace is not None:
-                trace.started(slot, running.subtask)  # type: ignore[arg-type]
+                trace.started(running.slot, running.subtask)  # type: ignore[arg-type]
             if timer is not None:
                 timer.start(running, started)
-            await self.call(running.subtask, holds, trace is not None, call)
+        worker = self.worker
+        output: Any = None
+        failure: Exception | None = None
+        mixed: BaseException | None = None
+        tally: Tally | None = None
+        returned: Any = NOTHING
+        try:
+            try:
+                if holds is not None or trace is not None:  # set just before the call: made
+                    tally = Tally()
+                    reported = TALLY.set(tally)
+                try:
+                    try:
+                        returned = worker(running.subtask)
+                        if type(returned) is CoroutineType or isawaitable(returned):
+                            awaitable, returned = returned, NOTHING
+                            output = await awaitable
+                    except Exception as exc:
+                        drop_own_frame(exc)  # its frames are forgotten if it is kept
+                        failure = exc
+                except* Exception as group:
+                    drop_own_frame(group)
+                    mixed = forget_frames(group)
+                finally:
+                    if tally is not None:
+                        TALLY.reset(reported)
+                if returned is not NOTHING:
+                    raise not_awaitable(worker, returned)
+            finally:  # each exactly once, cancelled or timed out too (nothing to give, no call)
+                if holds is not None or self.meters:
+                    self.give_back(holds, NOTHING_USED if tally is None else tally.usage)
         except BaseException:  # cut short, or the timer's Cancelled came through
-            running.stop(call.mixed)
+            if race is not None:
+                race.mixed = mixed
+            else:
+                running.stop(mixed)
             raise
         finally:
-            if call.usage is not None and trace is not None:
-                trace.used(running.slot, call.usage)  # type: ignore[arg-type]
+            if tally is not None and tally.usage is not None and trace is not None:
+                if race is not None:
+                    race.usage = tally.usage
+                else:
+                    trace.used(running.slot, tally.usage)  # type: ignore[arg-type]
+        if race is not None:  # the race decides what the outcome makes of the slot
+            race.failure = failure
+            race.output = output
+            return
         # a call that returns has no `mixed`: a group with Cancelled in it propagates
-        failure = call.failure
         if timer is not None and running.late(timer.timeout, failure is not None, started, now):
             running.stop(None)
             self.timed_out(running, trace)
             return
-        running.end(failure, call.output)
+        running.end(failure, output)
         for observer in self.observers:
             observer.observe(failure)
         if trace is not None:
+            slot: int = running.slot  # type: ignore[assignment]  # a slot is being attempted
             if failure is None:
-                trace.ended(slot, Status.OK)  # type: ignore[arg-type]
+                trace.ended(slot, Status.OK)
             else:
-                trace.ended(slot, failure_status(failure), failure)  # type: ignore[arg-type]
-
-    async def call(self, subtask: Any, holds: list[Hold] | None, counted: bool, call: Call) -> None:
-        """Call the worker once on ``subtask``, the one place that does, for a plain attempt
-        and for each attempt of a hedged race alike; ``call`` is filled in as it goes.
-
-        The worker's `Exception` is ``call.failure`` (its frames forgotten past its own); the
-        `Exception` part of a group it raised together with ``trio.Cancelled`` is
-        ``call.mixed`` while the rest propagates; a call that returns no awaitable raises the
-        `TypeError` naming the fix. What it reported through ``report_usage`` is tallied
-        (``call.usage``) when ``holds`` or ``counted`` asks for it. Whatever happens, the
-        meters are given back once: ``holds`` settled with what it used (nothing, if the
-        worker was never called), or the gates released.
-        """
-        worker = self.worker
-        tally: Tally | None = None
-        returned: Any = NOTHING
-        try:
-            if holds is not None or counted:  # set just before the call: it says it was made
-                tally = Tally()
-                reported = TALLY.set(tally)
-            try:
-                try:
-                    returned = worker(subtask)
-                    if type(returned) is CoroutineType or isawaitable(returned):
-                        awaitable, returned = returned, NOTHING
-                        call.output = await awaitable
-                except Exception as exc:
-                    drop_own_frame(exc)  # its frames are forgotten if it is kept
-                    call.failure = exc
-            except* Exception as group:
-                drop_own_frame(group)
-                call.mixed = forget_frames(group)
-            finally:
-                if tally is not None:
-                    TALLY.reset(reported)
-                    call.usage = tally.usage
-            if returned is not NOTHING:
-                raise not_awaitable(worker, returned)
-        finally:  # each exactly once, cancelled or timed out too (nothing to give, no call)
-            if holds is not None or self.meters:
-                self.give_back(holds, NOTHING_USED if tally is None else tally.usage)
+                trace.ended(slot, failure_status(failure), failure)
 
     def give_back(self, holds: list[Hold] | None, used: Any) -> None:
         """Give back what one attempt held: settle ``holds`` with ``used`` (see ``unhold``), or,

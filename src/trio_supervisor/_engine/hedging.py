@@ -284,7 +284,7 @@ class Hedging:
                     race.calling += 1
                     called = True  # the call gives the meters back from here on
                     try:
-                        await engine.call(running.subtask, holds, trace is not None, call)
+                        await engine.attempt(running, trace, timer, now, call, holds)
                     finally:
                         if call.mixed is not None and race.won is None:  # not a loser's
                             running.raised(call.mixed)

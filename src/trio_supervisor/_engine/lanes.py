@@ -158,45 +158,39 @@ class Feeding:
 _ADMITTED = object()
 
 
+class _Unscoped:
+    """The scope of a lane without a timer: nothing to cancel, so nothing is entered (a lane
+    opens a ``trio.CancelScope`` only for the run's timer to cancel)."""
+
+    __slots__ = ()
+
+    cancelled_caught = False
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNSCOPED = _Unscoped()
+
+
 async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     """One worker task: take slot after slot from ``feed`` and run each to its result, until
     the feed has none and says none will come.
+
+    Each slot is admitted, then attempted until it succeeds or its failure is final. With a
+    timer, the slots run inside a scope the timer cancels; when it was cancelled and the worker
+    swallowed the cancellation, or the timer's ``Cancelled`` came through, the scope is spent,
+    and the slot's next step is decided under a new one. The loop is one function, not a lane
+    calling a loop: every frame between the task and the worker costs each of the worker's
+    checkpoints a resumption.
 
     A slot cut short (the run cancelled around it, or an exception that is not the worker's
     failure) is reported to ``feed.cut``, with the attempts it made, before the lane unwinds.
     """
     running = Running()
-    timer = feed.timer
-    if feed.run is not None:
-        bind_key(feed.run, running)  # what attempt_key() and approval() read
-    try:
-        if timer is None:
-            await slots(engine, feed, running)
-            return
-        while True:
-            scope = running.open_scope()
-            done = False
-            with scope:
-                done = await slots(engine, feed, running)
-            if done:
-                return
-            if scope.cancelled_caught:
-                engine.timed_out(running, feed.trace)  # the timer fired inside the attempt
-    finally:
-        engine.places.unseat(running)
-        if running.slot is not None:
-            if feed.trace is not None:
-                feed.trace.end_open_slot(running.slot, Status.CANCELLED)
-            feed.cut(running.slot, engine.cut(running))
-
-
-async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
-    """Run slots until the feed has none (True), or until the lane's timeout scope was
-    cancelled by the timer and the worker swallowed the cancellation (False: the scope is
-    spent, and the slot's next step is decided under a new one).
-
-    Each slot is admitted, then attempted until it succeeds or its failure is final.
-    """
     attempt = engine.attempt
     next_wait = engine.next_wait
     places = engine.places
@@ -214,99 +208,121 @@ async def slots(engine: Engine[Any, Any], feed: Feed, running: Running) -> bool:
     resumed = False  # the slot on this lane is a retry taken up from `waiting`: its wait is over
     now = trio.lowlevel.current_clock().current_time
     task = current_task()
-    while True:
-        if running.slot is None:  # admit the next slot
-            # The admission checkpoint: a cancelled run admits nothing more, and a lane
-            # whose worker never awaits still lets other tasks run. It yields only when it
-            # must: the run is cancelled, or the lane has not yielded since its previous
-            # admission (the mark it left in its task is still there: see _ADMITTED).
-            if task.custom_sleep_data is _ADMITTED:
-                await checkpoint()
-            else:
-                await checkpoint_if_cancelled()
-            task.custom_sleep_data = _ADMITTED
-            # a place under the capacity bound: kept from slot to slot, unless another lane
-            # waits for one or a shared limit was lowered (then it queues behind: concurrent
-            # runs take turns); a lane with nothing to take waits for no place
-            if not running.placed or places.wanted():
-                places.unseat(running)
-                if not feed.ready() and not (retry_ready is not None and retry_ready(now)):
-                    if waiting:  # nothing to take before the next retry may start
-                        await trio.sleep_until(waiting.due())
-                        continue
-                    if not await feed.more():
-                        return True
-                    continue
-                await places.seat(running)
-            due = retry_ready is not None and retry_ready(now)  # a retry first, then the plan
-            item = None if due else take()
-            if item is not None:
-                slot, subtask = item
-                running.begin(slot, subtask)
-                if trace is not None:
-                    trace.admitted(slot, subtask)
-            elif due:
-                waiting.take(running)  # type: ignore[union-attr]  # due: waiting is not None
-                slot, subtask = running.slot, running.subtask  # type: ignore[assignment]
-                resumed = True
-            else:  # taken by another lane meanwhile, or a stream waits for input
-                places.idle(running)  # kept while it waits, unless a lane needs it
-                try:
-                    if waiting:  # nothing to take before the next retry may start
-                        await trio.sleep_until(waiting.due())
-                    elif not await feed.more():
-                        return True
-                finally:
-                    places.busy(running)
-                continue
-        else:  # a slot whose attempt ran past its timeout, under the scope before this one
-            slot, subtask = running.slot, running.subtask
-        while True:
-            if resumed:  # a retry whose wait is over: it starts now
-                resumed = False
-            elif running.failures:  # after a failed or timed-out attempt: retried, or final
-                wait = next_wait(running, key)
-                if wait is None:
-                    put(slot, engine.failed(running, now()))
-                    running.leave()
-                    if commit is not None:
-                        await commit()
-                    break
-                if wait > 0 and waiting is not None:  # it waits holding no place
-                    waiting.put(now() + wait, running)
-                    running.leave()
-                    break
-                if wait > 0:
-                    await trio.sleep(wait)
-                else:
-                    await checkpoint_if_cancelled()  # a cancelled run calls no worker again
-            if leases is None:
-                await attempt(running, trace, timer, now)
-            else:
-                lease = leases.holding(slot)
-                if lease is not None:
-                    with lease:
+    slot: int = 0
+    subtask: Any = None
+    if feed.run is not None:
+        bind_key(feed.run, running)  # what attempt_key() and approval() read
+    try:
+        while True:  # one turn per scope: the timer's (a new one after it fired), or none
+            scope = _UNSCOPED if timer is None else running.open_scope()
+            with scope:
+                while True:  # one turn per attempt, admitting a slot first when none is here
+                    if running.slot is None:  # admit the next slot
+                        # The admission checkpoint: a cancelled run admits nothing more, and a
+                        # lane whose worker never awaits still lets other tasks run. It yields
+                        # only when it must: the run is cancelled, or the lane has not yielded
+                        # since its previous admission (the mark it left in its task is still
+                        # there: see _ADMITTED).
+                        if task.custom_sleep_data is _ADMITTED:
+                            await checkpoint()
+                        else:
+                            await checkpoint_if_cancelled()
+                        task.custom_sleep_data = _ADMITTED
+                        # a place under the capacity bound: kept from slot to slot, unless
+                        # another lane waits for one or a shared limit was lowered (then it
+                        # queues behind: concurrent runs take turns); a lane with nothing to
+                        # take waits for no place
+                        if not running.placed or places.wanted():
+                            places.unseat(running)
+                            if not feed.ready() and not (
+                                retry_ready is not None and retry_ready(now)
+                            ):
+                                if waiting:  # nothing to take before the next retry may start
+                                    await trio.sleep_until(waiting.due())
+                                    continue
+                                if not await feed.more():
+                                    return
+                                continue
+                            await places.seat(running)
+                        # a retry first, then the plan
+                        due = retry_ready is not None and retry_ready(now)
+                        item = None if due else take()
+                        if item is not None:
+                            slot, subtask = item
+                            running.begin(slot, subtask)
+                            if trace is not None:
+                                trace.admitted(slot, subtask)
+                        elif due:
+                            waiting.take(running)  # type: ignore[union-attr]  # due: not None
+                            slot, subtask = running.slot, running.subtask  # type: ignore[assignment]
+                            resumed = True
+                        else:  # taken by another lane meanwhile, or a stream waits for input
+                            places.idle(running)  # kept while it waits, unless a lane needs it
+                            try:
+                                if waiting:  # nothing to take before the next retry may start
+                                    await trio.sleep_until(waiting.due())
+                                elif not await feed.more():
+                                    return
+                            finally:
+                                places.busy(running)
+                            continue
+                    if resumed:  # a retry whose wait is over: it starts now
+                        resumed = False
+                    elif running.failures:  # after a failed or timed-out attempt: retried, or final
+                        wait = next_wait(running, key)
+                        if wait is None:
+                            put(slot, engine.failed(running, now()))
+                            running.leave()
+                            if commit is not None:
+                                await commit()
+                            continue
+                        if wait > 0 and waiting is not None:  # it waits holding no place
+                            waiting.put(now() + wait, running)
+                            running.leave()
+                            continue
+                        if wait > 0:
+                            await trio.sleep(wait)
+                        else:
+                            await checkpoint_if_cancelled()  # a cancelled run calls no worker again
+                    if leases is None:
                         await attempt(running, trace, timer, now)
-                    leases.let_go(slot)
-                if lease is None or lease.cancelled_caught:  # another supervisor took it over
-                    if trace is not None:
-                        trace.end_open_slot(slot, Status.CANCELLED)
-                    running.leave()
-                    break
-            if running.failure is None:
-                started: float = running.started  # type: ignore[assignment]  # set by attempt
-                put(
-                    slot,
-                    ok_result(
-                        subtask, running.output, running.attempts, started, now(), running.hedges
-                    ),
-                )
-                running.leave()
-                if running.spent:
-                    return False  # the worker swallowed the timer's cancellation: scope spent
-                if commit is not None:
-                    await commit()
-                break
-            if running.spent:
-                return False
-            # a failure: the top of this loop decides its retry
+                    else:
+                        lease = leases.holding(slot)
+                        if lease is not None:
+                            with lease:
+                                await attempt(running, trace, timer, now)
+                            leases.let_go(slot)
+                        if lease is None or lease.cancelled_caught:  # another took it over
+                            if trace is not None:
+                                trace.end_open_slot(slot, Status.CANCELLED)
+                            running.leave()
+                            continue
+                    if running.failure is None:
+                        started: float = running.started  # type: ignore[assignment]  # set by attempt
+                        put(
+                            slot,
+                            ok_result(
+                                subtask,
+                                running.output,
+                                running.attempts,
+                                started,
+                                now(),
+                                running.hedges,
+                            ),
+                        )
+                        running.leave()
+                        if running.spent:
+                            break  # the worker swallowed the timer's cancellation: scope spent
+                        if commit is not None:
+                            await commit()
+                    elif running.spent:
+                        break
+                    # a failure: the next turn decides its retry
+            if scope.cancelled_caught:
+                engine.timed_out(running, trace)  # the timer fired inside the attempt
+    finally:
+        engine.places.unseat(running)
+        if running.slot is not None:
+            if trace is not None:
+                trace.end_open_slot(running.slot, Status.CANCELLED)
+            feed.cut(running.slot, engine.cut(running))
