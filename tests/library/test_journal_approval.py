@@ -122,14 +122,14 @@ def test_the_command_line_answers_a_missing_file_and_a_slot_that_asked_nothing_i
 ) -> None:
     missing = command("approve", str(tmp_path / "none.db"), "refunds", "1")
     assert (missing.returncode, missing.stderr) == (
-        2,
+        1,
         f"error: no journal at {tmp_path / 'none.db'}\n",
     )
     path = tmp_path / "journal.db"
     refund(path, Refunds())
     nothing = command("approve", str(path), "refunds", "0", "--by", "alice")
     assert (nothing.returncode, nothing.stderr) == (
-        2,
+        1,
         "error: run 'refunds' has no question at round 0 slot 0\n",
     )
 
@@ -225,7 +225,7 @@ def test_the_command_line_names_the_rule_for_a_slot(tmp_path: Path) -> None:
     path = tmp_path / "journal.db"
     refund(path, Refunds())
     bad = command("approve", str(path), "refunds", "first")
-    assert bad.returncode == 2
+    assert bad.returncode == 1
     assert len(bad.stderr.splitlines()) == 1  # one line, no usage block
     assert "a slot is a number from 0 to 2**63-1, or 'planner', not 'first'" in bad.stderr
 

@@ -61,7 +61,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     status, out, err = cli(capsys, *argv)
-    assert (status, out) == (2, "")
+    assert (status, out) == (1, "")
     (line,) = err.splitlines()
     return line
 
@@ -193,7 +193,7 @@ def test_runs_and_show_read_an_older_journal_and_never_write_to_it(
     )
 
 
-def test_every_bad_argument_is_one_line_and_exit_status_2(
+def test_every_bad_argument_is_one_line_and_exit_status_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "runs.db"
@@ -243,7 +243,7 @@ def test_the_command_runs_as_a_module_in_a_process_of_its_own(tmp_path: Path) ->
         timeout=60,
         check=False,
     )
-    assert (bad.returncode, bad.stderr.count("\n")) == (2, 1)
+    assert (bad.returncode, bad.stderr.count("\n")) == (1, 1)
 
 
 def test_show_names_which_supervisor_ran_which_slot_of_a_shared_run(

@@ -13,7 +13,7 @@ version is read as it is.
 question; ``pending FILE RUN`` lists the questions without an answer. ``FILE`` is the journal's
 SQLite file, or a PostgreSQL journal's connection string (``postgresql://...``). A re-planning
 run's planner asks for its batch as slot ``planner``, its ``--round`` the decision's number (as
-``pending`` says it). Each error is one line on stderr, exit status 2: a command that does not
+``pending`` says it). Each error is one line on stderr, exit status 1: a command that does not
 parse (a missing argument, a slot or a round that is no number from 0 to 2**63-1, a duration
 that is no number and unit), a file that is missing, a server that cannot be reached, a
 database that is not a journal (it is never made one), a run the journal does not hold, a slot
@@ -41,7 +41,7 @@ __all__ = ["main"]
 
 LARGEST = 2**63 - 1  # the largest integer SQLite holds
 SHOWN = 10  # the runs an unknown run's error names at most
-REFUSED = 2  # the exit status of every error: the command, or what it names, is refused
+REFUSED = 1  # the exit status of every error: the command, or what it names, is refused
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 WHERE = "the journal: its SQLite file, or a postgresql:// connection string"
@@ -203,7 +203,7 @@ def _when(at: float | None) -> str:
 
 class _Parser(argparse.ArgumentParser):
     """A parser whose every error is one line on stderr, with the way to its usage, and exit
-    status 2, as the command's other errors."""
+    status 1, as the command's other errors."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(REFUSED, f"{self.prog}: {message} (see {self.prog} --help)\n")
