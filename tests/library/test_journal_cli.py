@@ -2,7 +2,7 @@
 by how they ended (and those running now, under a live lease), ``show`` draws a run's slots from
 the journal alone, ``gc`` removes finished runs older than a duration and nothing running or
 parked; ``runs`` and ``show`` never write (an older journal stays as it was); every bad
-argument is one line and exit status 2."""
+argument is one line and exit status 1."""
 
 from __future__ import annotations
 
