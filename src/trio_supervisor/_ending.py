@@ -19,17 +19,27 @@ def sole(group: BaseExceptionGroup[Any]) -> BaseException:
     Trio gathers what a nursery's tasks raise into an exception group, and the ``Cancelled`` of
     the run's own scopes is absorbed by them first; so when one exception is all that is left,
     ``except KeyboardInterrupt:`` around the program should see it, as it would without the
-    supervisor. This is the one place the library takes an exception out of a group.
+    supervisor. The same `KeyboardInterrupt` or `SystemExit` raised by several tasks at once (of
+    one type and the same message: every worker process of a program whose main module starts
+    its run unguarded says so at once) is one event, and comes out as one. This is the one place
+    the library takes an exception out of a group.
     """
     found: list[BaseException] = []
     pending: list[BaseException] = [group]
-    while pending and len(found) < 2:
+    while pending:
         current = pending.pop()
         if isinstance(current, BaseExceptionGroup):
             pending.extend(current.exceptions)
         else:
             found.append(current)
-    return found[0] if len(found) == 1 and not pending else group
+    first = found[0]
+    if len(found) == 1:
+        return first
+    if isinstance(first, KeyboardInterrupt | SystemExit) and all(
+        type(other) is type(first) and other.args == first.args for other in found
+    ):
+        return first
+    return group
 
 
 @contextlib.contextmanager
