@@ -238,7 +238,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 def one_line(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     status, err = cli(capsys, *argv)
-    assert status == 2
+    assert status == 1
     (line,) = err.splitlines()
     assert line.startswith("error: ")
     return line
@@ -282,7 +282,7 @@ def test_the_command_line_says_an_unknown_run_and_refuses_an_empty_by(
     for argv in (["r", big], ["r", "0", "--round", big], ["r", "planner", "--round", "-1"]):
         with pytest.raises(SystemExit) as refused:  # a command that does not parse: one line
             journal_main(["approve", str(path), *argv, "--by", "ana"])
-        assert refused.value.code == 2
+        assert refused.value.code == 1
         said = capsys.readouterr().err.splitlines()
         assert len(said) == 1
         assert "from 0 to 2**63-1" in said[0]

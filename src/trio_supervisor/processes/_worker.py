@@ -273,7 +273,7 @@ class ProcessWorker(Generic[S, T]):
         if failures:  # the first, bare: the others are the same failure
             first = failures[0]
             if isinstance(first, trio_parallel.BrokenWorkerError):
-                raise _died(first) from first
+                raise await _died(first) from first
             raise first
 
     async def __call__(self, subtask: S) -> T:
@@ -295,7 +295,7 @@ class ProcessWorker(Generic[S, T]):
                 limiter=_UNBOUNDED if self._limiter is None else self._limiter,
             )
         except trio_parallel.BrokenWorkerError as error:
-            raise _died(error) from error
+            raise await _died(error) from error
         try:
             output: T = pickle.loads(sent)
         except Exception as error:
@@ -322,11 +322,20 @@ async def _run_sync(function: Callable[..., bytes | None], *args: Any, limiter: 
         raise
 
 
-def _died(error: trio_parallel.BrokenWorkerError) -> BaseException:
+async def _died(error: trio_parallel.BrokenWorkerError) -> BaseException:
     """What a call raises for a process that died: WorkerCrashed naming how, or SystemExit for
-    a process that found the program's main module unguarded."""
+    a process that found the program's main module unguarded.
+
+    A process whose end the pool saw before the operating system reported its exit code is
+    waited for, in a thread (never on the trio loop) and for a second at most, so that the
+    error can say how it died."""
     process = error.args[-1] if error.args else None
     exitcode = getattr(process, "exitcode", None)
+    join = getattr(process, "join", None)
+    if exitcode is None and callable(join):
+        with trio.move_on_after(1.0):
+            await trio.to_thread.run_sync(join, 1.0, abandon_on_cancel=True)
+        exitcode = getattr(process, "exitcode", None)
     if exitcode == _UNGUARDED:
         main = getattr(sys.modules.get("__main__"), "__file__", None)
         where = "" if main is None else f" ({main})"
