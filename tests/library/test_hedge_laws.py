@@ -47,6 +47,30 @@ class Scenario:
         return calls[min(call, len(calls) - 1)]
 
 
+def scenario_supervisor(scenario: Scenario, **options: Any) -> Supervisor[int, int]:
+    """A supervisor of ``scenario``'s worker (call ``c`` of subtask ``s`` sleeps ``latency(s, c)``
+    and fails when ``(s, c)`` is in ``fails``), retrying without waiting, under its timeout and
+    its hedge; ``options`` are the supervisor's others (spans, restarts)."""
+    calls: dict[int, int] = {}
+
+    async def worker(subtask: int) -> int:
+        call = calls.get(subtask, 0)
+        calls[subtask] = call + 1
+        await trio.sleep(scenario.latency(subtask, call))
+        if (subtask, call) in scenario.fails:
+            raise RuntimeError(f"call {call} of {subtask} failed")
+        return subtask
+
+    return Supervisor(
+        worker,
+        max_workers=scenario.max_workers,
+        retry=Retry(attempts=scenario.attempts, backoff=Backoff(initial=0, maximum=0)),
+        timeout=scenario.timeout,
+        hedge=policy(scenario),
+        **options,
+    )
+
+
 @dataclass
 class Observed:
     """What the worker saw while a scenario ran."""

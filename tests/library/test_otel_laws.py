@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -20,9 +19,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from tests.library.scripted_worker import PATHS
-from tests.library.test_hedge_laws import Scenario, policy, scenarios
+from tests.library.test_hedge_laws import Scenario, scenario_supervisor, scenarios
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Backoff, Retry, Status, Supervisor, Trace
+from trio_supervisor import Status, Trace
 from trio_supervisor.otel import Spans
 
 SLOT = "trio_supervisor.slot"
@@ -54,25 +53,7 @@ def recorded_run(
 
     async def main() -> tuple[Any, Trace]:
         trace = Trace()
-        calls: dict[int, int] = {}
-
-        async def worker(subtask: int) -> int:
-            call = calls.get(subtask, 0)
-            calls[subtask] = call + 1
-            await trio.sleep(scenario.latency(subtask, call))
-            if (subtask, call) in scenario.fails:
-                raise RuntimeError(f"call {call} of {subtask} failed")
-            return subtask
-
-        supervisor = Supervisor(
-            worker,
-            max_workers=scenario.max_workers,
-            retry=Retry(attempts=scenario.attempts, backoff=Backoff(initial=0, maximum=0)),
-            timeout=scenario.timeout,
-            hedge=policy(scenario),
-            spans=spans,
-            **PATHS[path],
-        )
+        supervisor = scenario_supervisor(scenario, spans=spans, **PATHS[path])
         return await supervisor.run(range(scenario.slots), trace=trace), trace
 
     aggregate, trace = run_virtual(main)

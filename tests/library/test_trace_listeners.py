@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.library.scripted_worker import PATHS
-from tests.library.test_hedge_laws import Scenario, policy, scenarios
+from tests.library.test_hedge_laws import Scenario, scenario_supervisor, scenarios
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Backoff, Hedge, Retry, Status, Supervisor, Trace
+from trio_supervisor import Hedge, Status, Supervisor, Trace
 from trio_supervisor._trace import Listener, Span
 
 
@@ -56,24 +56,7 @@ def heard_run(scenario: Scenario, path: str) -> tuple[Any, Trace, Heard]:
     async def main() -> tuple[Any, Trace]:
         trace = Trace()
         trace.listen(heard)
-        calls: dict[int, int] = {}
-
-        async def worker(subtask: int) -> int:
-            call = calls.get(subtask, 0)
-            calls[subtask] = call + 1
-            await trio.sleep(scenario.latency(subtask, call))
-            if (subtask, call) in scenario.fails:
-                raise RuntimeError(f"call {call} of {subtask} failed")
-            return subtask
-
-        supervisor = Supervisor(
-            worker,
-            max_workers=scenario.max_workers,
-            retry=Retry(attempts=scenario.attempts, backoff=Backoff(initial=0, maximum=0)),
-            timeout=scenario.timeout,
-            hedge=policy(scenario),
-            **PATHS[path],
-        )
+        supervisor = scenario_supervisor(scenario, **PATHS[path])
         return await supervisor.run(range(scenario.slots), trace=trace), trace
 
     aggregate, trace = run_virtual(main)
