@@ -19,6 +19,19 @@ import pytest
 from trio_supervisor.testing.postgres import PostgresUnavailable, postgres_server
 
 KINDS = ("sqlite", "postgres")
+
+OLD_TABLES = """
+CREATE TABLE runs (
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, fingerprint TEXT, plan BLOB,
+  started REAL NOT NULL, PRIMARY KEY (run_id, round)
+) WITHOUT ROWID;
+CREATE TABLE results (
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
+  status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
+  started REAL, finished REAL, PRIMARY KEY (run_id, round, slot)
+) WITHOUT ROWID;
+"""
+"""A journal's tables as an older version made them: no leases, no written or owner columns."""
 _numbers = itertools.count()
 
 

@@ -18,6 +18,7 @@ import pytest
 import trio
 import trio.testing
 
+from tests.library.stores import OLD_TABLES
 from trio_supervisor import Durable, Journal, Supervisor, approval
 from trio_supervisor.journal import main as journal_main
 
@@ -146,19 +147,13 @@ def test_gc_removes_only_finished_runs_older_than_the_duration(
         assert len(journal.results("mixed")) == 5
 
 
-OLD_SCHEMA = """
-CREATE TABLE runs (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, fingerprint TEXT, plan BLOB,
-  started REAL NOT NULL, PRIMARY KEY (run_id, round)
-) WITHOUT ROWID;
-CREATE TABLE results (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
-  status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
-  started REAL, finished REAL, PRIMARY KEY (run_id, round, slot)
-) WITHOUT ROWID;
+OLD_SCHEMA = (
+    OLD_TABLES
+    + """
 INSERT INTO runs VALUES ('old', 0, NULL, NULL, 1000.0);
 INSERT INTO results VALUES ('old', 0, 0, '7', 'ok', '49', NULL, NULL, 2, 0.0, 1.0);
 """
+)
 
 
 def test_runs_and_show_read_an_older_journal_and_never_write_to_it(

@@ -32,7 +32,7 @@ import trio.testing
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.library.stores import Database, Databases
+from tests.library.stores import OLD_TABLES, Database, Databases
 from tests.library.test_journal import Worker as Squares
 from tests.library.test_journal_approval import Refunds, command, refund
 from tests.library.test_journal_plans import CHECKED, WAYS, Worker, cut_short, streamed
@@ -437,18 +437,12 @@ def test_the_command_line_never_makes_an_empty_database_a_journal(
     assert database.tables() == {}
 
 
-OLD_SCHEMA = """
-CREATE TABLE runs (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, fingerprint TEXT, plan BLOB,
-  started REAL NOT NULL, PRIMARY KEY (run_id, round)
-) WITHOUT ROWID;
-CREATE TABLE results (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, subtask TEXT NOT NULL,
-  status TEXT NOT NULL, output BLOB, error_type TEXT, error TEXT, attempts INTEGER NOT NULL,
-  started REAL, finished REAL, PRIMARY KEY (run_id, round, slot)
-) WITHOUT ROWID;
+OLD_SCHEMA = (
+    OLD_TABLES
+    + """
 INSERT INTO results VALUES ('old', 0, 0, '7', 'ok', '49', NULL, NULL, 1, 0.0, 1.0)
 """
+)
 
 
 def test_a_journal_of_an_older_version_opens_and_gains_what_it_lacks(database: Database) -> None:
