@@ -559,8 +559,6 @@ async def replan(
             "limits must be a ReplanLimits (ReplanLimits(max_rounds=..., max_subtasks=..., "
             f"max_stalls=..., max_resets=...)), got {type(limits).__name__} {limits!r}"
         )
-    max_rounds, max_subtasks = limits.max_rounds, limits.max_subtasks
-    max_stalls, max_resets = limits.max_stalls, limits.max_resets
     limit = _validate.seconds("deadline", deadline)
     durable = run if isinstance(run, DurableRun) else None  # round 0: not a batch's
     if durable is not None:
@@ -574,10 +572,7 @@ async def replan(
         runner,
         task,
         planner,
-        max_rounds=max_rounds,
-        max_subtasks=max_subtasks,
-        max_stalls=max_stalls,
-        max_resets=max_resets,
+        limits=limits,
         limit=limit,
         trace=trace,
         durable=durable,
@@ -688,7 +683,7 @@ class Replanning(Generic[S, T]):
       runner: runs each round's batch.
       task: what the planner plans for.
       planner: decides each batch.
-      max_rounds, max_subtasks, max_stalls, max_resets: the budgets, checked.
+      limits: the budgets, checked when they were made.
       limit: the run's deadline, in seconds from now, or None.
       trace: records each round's batch as its next slots, or None.
       durable: the run's journal, or None.
@@ -703,10 +698,7 @@ class Replanning(Generic[S, T]):
         "fresh",
         "ledger",
         "limit",
-        "max_resets",
-        "max_rounds",
-        "max_stalls",
-        "max_subtasks",
+        "limits",
         "planned",
         "planner",
         "resets",
@@ -724,10 +716,7 @@ class Replanning(Generic[S, T]):
         task: str,
         planner: Planner[S, T],
         *,
-        max_rounds: int,
-        max_subtasks: int,
-        max_stalls: int,
-        max_resets: int,
+        limits: ReplanLimits,
         limit: float | None,
         trace: Trace | None,
         durable: DurableRun | None,
@@ -735,10 +724,7 @@ class Replanning(Generic[S, T]):
         self.runner = runner
         self.task = task
         self.planner = planner
-        self.max_rounds = max_rounds
-        self.max_subtasks = max_subtasks
-        self.max_stalls = max_stalls
-        self.max_resets = max_resets
+        self.limits = limits
         self.limit = limit
         self.trace = trace
         self.durable = durable
@@ -832,8 +818,8 @@ class Replanning(Generic[S, T]):
             return self.end(None, f"the planner is done after {after}{said}", decision.answer)
         if isinstance(decision, _Failed):
             self.failure = decision.text
-        if len(self.ledger.rounds) >= self.max_rounds:
-            most = self.max_rounds
+        if len(self.ledger.rounds) >= self.limits.max_rounds:
+            most = self.limits.max_rounds
             return self.end("max_rounds", f"max_rounds ({most}) reached, the planner wanted more")
         return None
 
@@ -844,7 +830,7 @@ class Replanning(Generic[S, T]):
         assert isinstance(decision, Batch | _Failed)  # judged: no other goes on to a round
         batch = decision if isinstance(decision, Batch) else Batch[S]((), note=decision.text)
         subtasks = list(batch.subtasks)
-        most = self.max_subtasks
+        most = self.limits.max_subtasks
         room = most - self.dispatched
         if subtasks and room == 0:
             return self.end(
@@ -924,7 +910,7 @@ class Replanning(Generic[S, T]):
         if held_back:
             return self.end(
                 "max_subtasks",
-                f"max_subtasks ({self.max_subtasks}) reached in round {number}, "
+                f"max_subtasks ({self.limits.max_subtasks}) reached in round {number}, "
                 f"{held_back} of its subtasks not dispatched",
             )
         return None
@@ -939,14 +925,14 @@ class Replanning(Generic[S, T]):
             progress = False  # the planner's word
         self.ledger.record(dataclasses.replace(self.ledger.rounds[-1], stalled=not progress))
         self.stalls = max(0, self.stalls - 1) if progress else self.stalls + 1
-        if self.stalls > self.max_stalls and isinstance(decision, Batch | _Failed):
-            if self.resets >= self.max_resets:
+        if self.stalls > self.limits.max_stalls and isinstance(decision, Batch | _Failed):
+            if self.resets >= self.limits.max_resets:
                 if isinstance(decision, _Failed):
                     self.failure = decision.text
                 return self.end(
                     "max_stalls",
-                    f"more than max_stalls ({self.max_stalls}) stalled rounds, after "
-                    f"max_resets ({self.max_resets}) fresh plans",
+                    f"more than max_stalls ({self.limits.max_stalls}) stalled rounds, after "
+                    f"max_resets ({self.limits.max_resets}) fresh plans",
                 )
             self.resets += 1
             self.stalls = 0
