@@ -14,6 +14,7 @@ tables
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import json
 import os
@@ -23,7 +24,8 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any, ClassVar, Protocol
@@ -36,6 +38,7 @@ from ._contract import Status, SubResult, revised
 from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
 from ._identity import PLANNER, RunName
 from ._journal_view import RunSummary, SlotRow, collect, slot_rows, summaries
+from ._sharing import drop_place, renew_places, take_place, take_token
 from ._store import SqliteStore, Store, is_postgres, shown, stored, text_of
 
 
@@ -194,6 +197,19 @@ class Journal:
       claimed REAL NOT NULL,    -- when it claimed it
       expires REAL NOT NULL,    -- when another may take it over, unless renewed before
       PRIMARY KEY (run_id, round, slot)
+    ) WITHOUT ROWID;
+    CREATE TABLE places (       -- the places a shared Capacity's attempts hold now
+      meter   TEXT NOT NULL,    -- the capacity's shared= name
+      holder  TEXT NOT NULL,    -- one attempt's place (its owner, and a number)
+      owner   TEXT NOT NULL,    -- the process's meter that holds it (host, process, random)
+      claimed REAL NOT NULL,    -- when it was taken
+      expires REAL NOT NULL,    -- when it is free again, unless renewed before
+      PRIMARY KEY (meter, holder)
+    ) WITHOUT ROWID;
+    CREATE TABLE buckets (      -- a shared RateLimit's token bucket
+      meter TEXT NOT NULL,      -- the rate limit's shared= name
+      due   REAL NOT NULL,      -- when the bucket is full again (the cell rate algorithm's time)
+      PRIMARY KEY (meter)
     ) WITHOUT ROWID;
     CREATE TABLE decisions (    -- a re-planning run's planner decisions, in the order asked
       run_id   TEXT NOT NULL,
@@ -865,6 +881,51 @@ class Journal:
         may take them at once. What it journaled is committed first (under its leases)."""
         await self._run(lambda conn: _release(conn, run, owner))
 
+    # -- limits shared across processes (``_sharing``) ------------------------------------------
+
+    @property
+    def place_lease(self) -> float:
+        """Seconds a shared capacity's place lasts unless renewed: the journal's ``lease``, or
+        ``LEASE`` for a journal without slot leases."""
+        return self.lease if self.lease is not None else LEASE
+
+    async def take_place(self, meter: str, holder: str, owner: str, limit: int) -> bool:
+        """Take a place of the shared capacity ``meter`` for ``holder`` (of ``owner``), for one
+        lease, if fewer than ``limit`` are held: whether it was taken."""
+        now = self._lease_clock()
+        expires = now + self.place_lease
+        taken: bool = await self._run(
+            lambda conn: take_place(conn, meter, holder, owner, limit, now, expires, _gone)
+        )
+        return taken
+
+    async def renew_places(self, meter: str, owner: str) -> None:
+        """Renew, for one lease from now, every place ``owner`` holds of ``meter``."""
+        expires = self._lease_clock() + self.place_lease
+        await self._run(lambda conn: renew_places(conn, meter, owner, expires))
+
+    def drop_place(self, meter: str, holder: str) -> None:
+        """Give back ``holder``'s place of ``meter``, without waiting (it is written after what
+        the writer has before it; a journal closed meanwhile leaves it to expire)."""
+        if self._stopping is not None:
+            return
+        call: Callable[[Store], Any] = lambda conn: drop_place(conn, meter, holder)  # noqa: E731
+        if self._inline is not None:
+            self._call(call)
+            return
+        self._calls.append((call, []))
+        self._arrived.set()
+        self._urgent.set()
+
+    async def take_token(self, meter: str, interval: float, tolerance: float) -> float:
+        """Take a token of the shared rate limit ``meter``: 0.0 when taken, else the seconds
+        until one is due (see ``_sharing.take_token``)."""
+        now = self._lease_clock()
+        wait: float = await self._run(
+            lambda conn: take_token(conn, meter, interval, tolerance, now)
+        )
+        return wait
+
     def summaries(self) -> list[RunSummary]:
         """Every run the journal holds, sorted by run_id: its plan's size, its results by kind,
         the slots a supervisor runs now, when it was last active, and whether it finished (what
@@ -1230,6 +1291,52 @@ class Durable:
                 f"Durable journal must be a Journal or None, got {type(journal).__name__} "
                 f"{journal!r}"
             )
+
+
+SHARING: ContextVar[Journal | None] = ContextVar("trio_supervisor_sharing", default=None)
+"""The journal of the run the current task's attempts belong to, where a meter given
+``shared=`` keeps its count: set by a run (``sharing``) around its tasks."""
+
+
+@contextlib.contextmanager
+def sharing(run: RunName | None) -> Iterator[None]:
+    """Around what starts a run's or a stream's tasks: they find the run's journal (None for a
+    run without one) as where its shared meters keep their count."""
+    token = SHARING.set(run.journal if isinstance(run, DurableRun) else None)
+    try:
+        yield
+    finally:
+        SHARING.reset(token)
+
+
+def _unshared(meter: object) -> str:
+    return (
+        f"{meter!r} keeps its count in the run's journal, and this run has none: give the run "
+        "one, durable=Durable(run_id, Journal(path)), or leave shared= out"
+    )
+
+
+def check_shared(meters: Sequence[Any], run: RunName | None) -> None:
+    """Refuse, before any work, a meter given ``shared=`` on a run without a journal.
+
+    Raises:
+      ValueError: naming the meter and the fix.
+    """
+    for meter in meters:
+        if getattr(meter, "shared", None) is not None and not isinstance(run, DurableRun):
+            raise ValueError(_unshared(meter))
+
+
+def shared_journal(meter: object) -> Journal:
+    """The journal where ``meter`` (given ``shared=``) keeps its count: the current run's.
+
+    Raises:
+      RuntimeError: outside a run that has a journal, naming the fix.
+    """
+    journal = SHARING.get()
+    if journal is None:
+        raise RuntimeError(_unshared(meter))
+    return journal
 
 
 def check_durable(value: object) -> RunName | None:

@@ -13,6 +13,7 @@ of two methods so that trio's own primitives fit it: ``trio.Semaphore`` is a met
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
 from collections import deque
@@ -23,6 +24,11 @@ from typing import Any, Protocol, runtime_checkable
 import trio
 
 from . import _validate
+from ._journal import Journal, new_owner, shared_journal
+
+POLL = 0.01  # seconds a shared capacity's waiter first waits before it looks again (then doubled)
+POLL_MOST = 0.5  # seconds it waits at most between two looks
+RENEWALS = 3  # a shared place's lease is renewed this many times per its length
 
 
 @runtime_checkable
@@ -78,16 +84,32 @@ class Capacity:
     acquisition borrows on behalf of the task that runs the attempt, so a task holds at most one
     token of a given capacity at a time.
 
+    **Shared across processes.** ``Capacity(8, shared="endpoint-a")`` bounds the attempts of
+    every supervisor, in every process, whose run's journal (``durable=Durable(run_id,
+    journal)``) is on the same database and whose capacity has the same name: at most 8 of
+    them at once, all told. Each place is a row of the journal's ``places`` table, held with a
+    lease (the journal's ``lease``, 30 s without one) that this process renews every third of
+    it: a holder killed, or hung, loses its places once their lease runs out (at once, for a
+    process on this host that is gone). A waiter looks again after a short sleep that doubles,
+    up to ``POLL_MOST`` (at once when a place of this process is given back); ``in_use`` and
+    ``waiting`` count this process's attempts. Give every process the same limit. A run
+    without a journal is refused before any work.
+
     Args:
       limit: how many attempts may run at once.
+      shared: a name: the capacity is shared through the run's journal with every other
+        capacity of that name on its database; None: within this process.
 
     Raises:
-      TypeError: if ``limit`` is not an int.
-      ValueError: if ``limit`` is < 1.
+      TypeError: if ``limit`` is not an int, or ``shared`` not a str.
+      ValueError: if ``limit`` is < 1, or ``shared`` is empty.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, *, shared: str | None = None) -> None:
         self._limiter = trio.CapacityLimiter(_validate.count("limit", limit))
+        self.shared = _shared_name(shared)
+        """The name the capacity is shared under, or None."""
+        self._places = None if self.shared is None else _Places(self.shared)
 
     @property
     def limit(self) -> int:
@@ -121,8 +143,14 @@ class Capacity:
             # trio yields once after granting a place; if the limit was lowered meanwhile, the
             # place is over the new limit: give it back and wait for one under it
             if limiter.borrowed_tokens <= limiter.total_tokens:
-                return
+                break
             limiter.release()
+        if self._places is not None:  # and a place among every process's
+            try:
+                await self._places.take(self)
+            except BaseException:
+                limiter.release()
+                raise
 
     def release(self) -> None:
         """Give back the place the current task holds.
@@ -130,10 +158,89 @@ class Capacity:
         Raises:
           RuntimeError: if the current task holds no place.
         """
+        if self._places is not None:
+            self._places.give_back()
         self._limiter.release()
 
     def __repr__(self) -> str:
-        return f"Capacity(limit={self.limit}, in_use={self.in_use}, waiting={self.waiting})"
+        shared = "" if self.shared is None else f", shared={self.shared!r}"
+        return f"Capacity(limit={self.limit}{shared}, in_use={self.in_use}, waiting={self.waiting})"
+
+
+def _shared_name(shared: object) -> str | None:
+    """``shared`` checked: a non-empty str, or None."""
+    if shared is None:
+        return None
+    if not isinstance(shared, str) or not shared:
+        raise (TypeError if not isinstance(shared, str) else ValueError)(
+            f"shared must be a non-empty str (the name every process shares the meter by) or "
+            f"None, got {shared!r}"
+        )
+    return shared
+
+
+class _Places:
+    """The places of a shared [`Capacity`][trio_supervisor.Capacity] this process holds, in
+    the journals of the runs that took them, and the task that renews them.
+
+    Invariant: ``held`` has an entry for each attempt's task from the place taken to its
+    release; ``renewing`` holds each journal whose renewing task runs, while it holds a place
+    of ``held``.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.owner = new_owner()
+        self.numbers = itertools.count()
+        self.held: dict[trio.lowlevel.Task, tuple[Journal, str]] = {}
+        self.renewing: set[Journal] = set()
+        self.freed = trio.Event()  # a place of this process was given back
+        self.failure: Exception | None = None  # a renewal's, said by the next take
+
+    async def take(self, meter: Capacity) -> None:
+        """Wait for a place under ``meter``'s limit among every process on the run's
+        journal's database (a cancellation point)."""
+        journal = shared_journal(meter)
+        failure, self.failure = self.failure, None
+        if failure is not None:
+            raise failure
+        holder = f"{self.owner}:{next(self.numbers)}"
+        await trio.lowlevel.checkpoint_if_cancelled()
+        pause = POLL
+        # taken or not, the answer comes back whole: a place taken is in held before the next
+        # cancellation point, so its release gives it back
+        while not await journal.take_place(self.name, holder, self.owner, meter.limit):
+            with trio.move_on_after(pause):
+                await self.freed.wait()
+            pause = min(2 * pause, POLL_MOST)
+        self.held[trio.lowlevel.current_task()] = (journal, holder)
+        if journal not in self.renewing:
+            self.renewing.add(journal)
+            trio.lowlevel.spawn_system_task(self.renew, journal, name=f"renew {self.name}")
+
+    def give_back(self) -> None:
+        """The current task's attempt has ended: its place is free (written without waiting;
+        if that is lost, its lease runs out)."""
+        found = self.held.pop(trio.lowlevel.current_task(), None)
+        if found is None:
+            return
+        journal, holder = found
+        journal.drop_place(self.name, holder)
+        self.freed.set()
+        self.freed = trio.Event()
+
+    async def renew(self, journal: Journal) -> None:
+        """Renew this process's places in ``journal`` every third of their lease, while it
+        holds one (a system task: it ends with the trio run). A failure ends it, and is said
+        by the next ``take``; the places then run out with their lease."""
+        try:
+            while any(held is journal for held, _ in self.held.values()):
+                await trio.sleep(journal.place_lease / RENEWALS)
+                await journal.renew_places(self.name, self.owner)
+        except Exception as exc:
+            self.failure = exc
+        finally:
+            self.renewing.discard(journal)
 
 
 class RateLimit:
@@ -160,20 +267,30 @@ class RateLimit:
 
     It is kept as the generic cell rate algorithm: one theoretical arrival time, no timer.
 
+    **Shared across processes.** ``RateLimit(20, burst=20, shared="endpoint-a")`` bounds the
+    attempts that start in every process whose run's journal is on the same database, with a
+    rate limit of the same name: its theoretical arrival time is one row of the journal's
+    ``buckets`` table, read and moved in one transaction; a waiter sleeps until its token is
+    due (on the journal's clock) and asks again. Give every process the same rate and burst. A
+    run without a journal is refused before any work.
+
     Args:
       rate: how many attempts a second may start, in the long run.
       burst: how many may start at once after a quiet spell (the bucket's size).
+      shared: a name: the limit is shared through the run's journal with every other rate
+        limit of that name on its database; None: within this trio run.
 
     Raises:
-      TypeError: if ``rate`` is not a number or ``burst`` not an int.
-      ValueError: if ``rate`` is not positive or ``burst`` is < 1.
+      TypeError: if ``rate`` is not a number, ``burst`` not an int, ``shared`` not a str.
+      ValueError: if ``rate`` is not positive, ``burst`` is < 1, or ``shared`` is empty.
     """
 
-    __slots__ = ("_interval", "_lock", "_tat", "_tolerance", "burst", "rate")
+    __slots__ = ("_interval", "_lock", "_tat", "_tolerance", "burst", "rate", "shared")
 
-    def __init__(self, rate: float, burst: int = 1) -> None:
+    def __init__(self, rate: float, burst: int = 1, *, shared: str | None = None) -> None:
         self.rate = _validate.number("rate", rate)
         self.burst = _validate.count("burst", burst)
+        self.shared = _shared_name(shared)
         self._interval = 1.0 / self.rate
         self._tolerance = (self.burst - 1) * self._interval
         self._tat = -_INF  # when the bucket will be full again: long ago
@@ -184,6 +301,9 @@ class RateLimit:
         if self._lock is None:
             self._lock = trio.Lock()
         async with self._lock:
+            if self.shared is not None:
+                await self._take_shared()
+                return
             while True:
                 now = trio.current_time()
                 # `tat` is when the bucket would be full again; a token is free while that is
@@ -194,11 +314,22 @@ class RateLimit:
                     return
                 await trio.sleep(wait)
 
+    async def _take_shared(self) -> None:
+        """Wait for a token of the bucket every process on the run's journal shares."""
+        journal = shared_journal(self)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            wait = await journal.take_token(self.shared, self._interval, self._tolerance)  # type: ignore[arg-type]
+            if wait <= 0:
+                return
+            await trio.sleep(wait)
+
     def release(self) -> None:
         """Nothing to give back: a token is spent when its attempt starts."""
 
     def __repr__(self) -> str:
-        return f"RateLimit(rate={self.rate:g}, burst={self.burst})"
+        shared = "" if self.shared is None else f", shared={self.shared!r}"
+        return f"RateLimit(rate={self.rate:g}, burst={self.burst}{shared})"
 
 
 def check_meters(value: object) -> tuple[Any, ...]:

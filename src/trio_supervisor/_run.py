@@ -19,7 +19,7 @@ from ._engine.lanes import Feeding, Waiting, lane
 from ._engine.leases import Keeper
 from ._engine.restarting import restarting_run
 from ._identity import RunName
-from ._journal import DurableRun
+from ._journal import DurableRun, sharing
 from ._replan import deadline_words
 from ._restarts import Restarts
 from ._trace import Trace
@@ -57,7 +57,7 @@ async def run_plan(
     expired = False
     gave_up: str | None = None
     quorum = None if need is None else Quorum(need, len(plan), results)
-    with ending(trace, durable):
+    with ending(trace, durable), sharing(durable):
         with trio.move_on_after(limit if limit is not None else math.inf) as scope:
             if quorum is not None and quorum.decided:
                 pass  # the journal holds enough successes (or too many failures)

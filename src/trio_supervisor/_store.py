@@ -44,6 +44,13 @@ CREATE TABLE IF NOT EXISTS leases (
   run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, owner TEXT NOT NULL,
   claimed REAL NOT NULL, expires REAL NOT NULL, PRIMARY KEY (run_id, round, slot)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS places (
+  meter TEXT NOT NULL, holder TEXT NOT NULL, owner TEXT NOT NULL, claimed REAL NOT NULL,
+  expires REAL NOT NULL, PRIMARY KEY (meter, holder)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS buckets (
+  meter TEXT NOT NULL, due REAL NOT NULL, PRIMARY KEY (meter)
+) WITHOUT ROWID;
 """
 """The journal's tables, in SQLite's words (``_postgres`` says the same tables in its own)."""
 

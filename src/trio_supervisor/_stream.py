@@ -24,7 +24,7 @@ from ._ending import ending
 from ._engine.attempt import Engine, Timer
 from ._engine.lanes import Feeding, lane
 from ._identity import RunName
-from ._journal import DurableRun, with_subtask
+from ._journal import DurableRun, sharing, with_subtask
 from ._trace import Trace
 
 S = TypeVar("S")
@@ -186,7 +186,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._open = True
         if self._timer is not None:
             self._nursery.start_soon(self._timer.watch)
-        self._nursery.start_soon(self._pull_all)
+        with sharing(self._durable):  # its lanes, started by this task, find the run's journal
+            self._nursery.start_soon(self._pull_all)
         return self
 
     async def __aexit__(

@@ -13,7 +13,7 @@ from ._engine.hedging import Hedging
 from ._engine.places import Places
 from ._hedge import Hedge, check_hedge
 from ._identity import RunName
-from ._journal import Durable, check_durable
+from ._journal import Durable, check_durable, check_shared
 from ._legacy import refusing
 from ._meters import Meter, check_meters
 from ._replan import Answer, Planner, ReplanLimits, replan
@@ -336,7 +336,9 @@ class Supervisor(Generic[S, T]):
             check_need(need, len(plan), self._restarting_by() is not None)
         limit = _validate.seconds("deadline", deadline)
         check_trace(trace, plan)
-        return await self._run(plan, limit, trace, check_durable(durable), need)
+        run = check_durable(durable)
+        check_shared(self._meters, run)
+        return await self._run(plan, limit, trace, run, need)
 
     async def _run_round(
         self,
@@ -442,6 +444,7 @@ class Supervisor(Generic[S, T]):
         """
         check_trace(trace, [])
         run = check_durable(durable)
+        check_shared(self._meters, run)
         if self._spans is not None:
             trace = self._spans.replan(trace, task, self)
         try:
@@ -551,6 +554,7 @@ class Supervisor(Generic[S, T]):
         planned = source if isinstance(source, list | tuple) else None
         check_trace(trace, planned)
         run = check_durable(durable)
+        check_shared(self._meters, run)
         if self._spans is not None:
             trace = self._spans.stream(trace, planned, self)
         return open_stream(source, self._engine, self._max_workers, size, trace, run)

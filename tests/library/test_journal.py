@@ -340,7 +340,15 @@ def test_the_schema_the_docstring_shows_is_the_schema_the_journal_makes(tmp_path
     with sqlite3.connect(tmp_path / "made.db") as conn:
         made = "".join(row[0] + ";\n" for row in conn.execute("SELECT sql FROM sqlite_master"))
     assert tables(shown) == tables(made)
-    assert set(tables(shown)) == {"runs", "decisions", "approvals", "results", "leases"}
+    assert set(tables(shown)) == {
+        "runs",
+        "decisions",
+        "approvals",
+        "results",
+        "leases",
+        "places",
+        "buckets",
+    }
 
 
 def test_the_restarting_path_journals_what_finished_before_its_deadline(tmp_path: Path) -> None:
