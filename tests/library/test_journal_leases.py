@@ -9,10 +9,8 @@ processes, one killed with SIGKILL."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -199,28 +197,12 @@ def test_two_processes_on_one_run_one_killed_every_slot_done_once_but_the_killed
     finishes every slot, with the outcome of a run never killed; a slot's worker is called a
     second time only if the killed process had called it and its result was not journaled."""
     db = tmp_path / "runs.db"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     logs = [tmp_path / f"calls-{n}.log" for n in range(2)]
-    children = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.library.lease_child", str(db), str(log)],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for log in logs
-    ]
+    children = []
     try:
-        for child in children:  # both have opened the journal: both start at one instant
-            assert child.stdout is not None
-            assert child.stdout.readline().strip() == "ready"
-        for child in children:
-            assert child.stdin is not None
-            child.stdin.write("go\n")
-            child.stdin.flush()
+        children += [lease_child.spawn(str(db), log) for log in logs]  # both opened the journal
+        for child in children:  # both start at one instant
+            lease_child.go(child)
         victim, survivor = children
         assert victim.stdout is not None
         assert victim.stdout.readline().strip() == f"called {lease_child.KILL_AFTER}"
@@ -234,8 +216,9 @@ def test_two_processes_on_one_run_one_killed_every_slot_done_once_but_the_killed
                 child.communicate(timeout=10)
     assert survivor.returncode == 0, err
     assert json.loads(out.splitlines()[-1]) == lease_child.expected()
-    called = [[int(line) for line in log.read_text().split()] for log in logs]
-    killed, lived = Counter(called[0]), Counter(called[1])
+    killed, lived = (
+        Counter(call.slot for call in lease_child.calls([log]) if call.kind == "S") for log in logs
+    )
     assert killed, "the killed process ran no slot"
     with sqlite3.connect(db) as conn:
         owners = dict(conn.execute("SELECT slot, owner FROM results"))
