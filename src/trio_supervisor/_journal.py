@@ -289,7 +289,8 @@ class Journal:
         database) instead of making it one, as the command line does.
       lease: seconds a supervisor holds each slot it runs before another supervisor on the
         same run may take it over (renewed every third of it while the slot runs); None: no
-        leases, every supervisor on one run runs every slot it has no result of.
+        leases, every supervisor on one run runs every slot it has no result of. A place of
+        a shared [`Capacity`][trio_supervisor.Capacity] is held for as long (30 s with None).
       read_only: open the file only to read it (what the command line's ``runs`` and ``show``
         do): nothing is written to it, a journal of an earlier version is read as it is, not
         given what it lacks; implies ``create=False`` and ``writer="inline"``.

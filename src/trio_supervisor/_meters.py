@@ -195,13 +195,13 @@ class _Places:
         self.held: dict[trio.lowlevel.Task, tuple[Journal, str]] = {}
         self.renewing: set[Journal] = set()
         self.freed = trio.Event()  # a place of this process was given back
-        self.failure: Exception | None = None  # a renewal's, said by the next take
+        self.failures: dict[Journal, Exception] = {}  # a renewal's, said by the next take
 
     async def take(self, meter: Capacity) -> None:
         """Wait for a place under ``meter``'s limit among every process on the run's
         journal's database (a cancellation point)."""
         journal = shared_journal(meter)
-        failure, self.failure = self.failure, None
+        failure = self.failures.pop(journal, None)
         if failure is not None:
             raise failure
         holder = f"{self.owner}:{next(self.numbers)}"
@@ -232,13 +232,13 @@ class _Places:
     async def renew(self, journal: Journal) -> None:
         """Renew this process's places in ``journal`` every third of their lease, while it
         holds one (a system task: it ends with the trio run). A failure ends it, and is said
-        by the next ``take``; the places then run out with their lease."""
+        by the next ``take`` in that journal; the places then run out with their lease."""
         try:
             while any(held is journal for held, _ in self.held.values()):
                 await trio.sleep(journal.place_lease / RENEWALS)
                 await journal.renew_places(self.name, self.owner)
         except Exception as exc:
-            self.failure = exc
+            self.failures[journal] = exc
         finally:
             self.renewing.discard(journal)
 

@@ -16,7 +16,11 @@ a database of its own on a real PostgreSQL server on loopback; see ``stores.py``
 
 The leases' laws on virtual time (two supervisors on one run call each worker once; a hung
 owner's slot taken over only once its lease ran out, never overwritten; a lost lease stops its
-attempt) take the same ``database`` fixture, in ``test_journal_leases.py`` beside their helpers.
+attempt) take the same ``database`` fixture, in ``test_journal_leases.py`` beside their helpers;
+so do the laws of limits shared across processes (a shared capacity never exceeded across
+journals on one database, a holder that stops renewing losing its places after one lease, a
+shared rate limit, places given back on every exit path), in ``test_shared_meters.py``; and
+the laws of four processes on one run under real SIGKILLs, in ``test_journal_kill_laws.py``.
 """
 
 from __future__ import annotations
