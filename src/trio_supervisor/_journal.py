@@ -1323,9 +1323,10 @@ def check_shared(meters: Sequence[Any], run: RunName | None) -> None:
     Raises:
       ValueError: naming the meter and the fix.
     """
-    for meter in meters:
-        if getattr(meter, "shared", None) is not None and not isinstance(run, DurableRun):
-            raise ValueError(_unshared(meter))
+    shared = [meter for meter in meters if isinstance(getattr(meter, "shared", None), str)]
+    journaled = isinstance(run, DurableRun)
+    if shared and not journaled:
+        raise ValueError(_unshared(shared[0]))
 
 
 def shared_journal(meter: object) -> Journal:

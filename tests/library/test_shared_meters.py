@@ -88,6 +88,40 @@ def test_a_shared_capacity_bounds_every_supervisor_on_the_database_together(
     assert places(database) == 0  # every place given back
 
 
+def test_a_stream_and_a_run_share_one_capacity_through_their_journals(database: Database) -> None:
+    """A stream's lanes hold the places of a shared capacity as a run's do: together, at most
+    its size."""
+    held = Held()
+
+    async def main() -> int:
+        streamed = 0
+        a = Journal(database.target, writer="inline", lease=LEASE)
+        b = Journal(database.target, writer="inline", lease=LEASE)
+
+        async def run() -> None:
+            supervisor = Supervisor(
+                held.worker(), max_workers=4, meters=[Capacity(3, shared="endpoint-a")]
+            )
+            await supervisor.run(range(12), durable=Durable("run", a))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            supervisor = Supervisor(
+                held.worker(), max_workers=4, meters=[Capacity(3, shared="endpoint-a")]
+            )
+            async with supervisor.stream(range(12), durable=Durable("stream", b)) as results:
+                async for _ in results:
+                    streamed += 1
+        a.close()
+        b.close()
+        return streamed
+
+    assert virtual(main) == 12
+    assert held.most == 3
+    assert len(held.starts) == 24
+    assert places(database) == 0
+
+
 def test_a_holder_that_stops_renewing_loses_its_places_after_one_lease(database: Database) -> None:
     """A peer took every place and stopped renewing (hung, or killed on another host): the
     first attempt here starts once their lease ran out, within one poll of it."""
