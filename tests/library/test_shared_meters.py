@@ -16,6 +16,7 @@ import trio
 import trio.testing
 
 from tests.library.stores import Database
+from tests.library.test_replan import research_planner
 from trio_supervisor import Capacity, Durable, Journal, RateLimit, Retry, Supervisor
 from trio_supervisor._meters import POLL_MOST
 
@@ -243,6 +244,8 @@ def test_a_shared_meter_on_a_run_without_a_journal_is_refused_before_any_work(
                 await supervisor.run([1, 2], durable=durable)
             with pytest.raises(ValueError, match="keeps its count in the run's journal"):
                 supervisor.stream([1, 2], durable=durable)
+            with pytest.raises(ValueError, match="keeps its count in the run's journal"):
+                await supervisor.replan("a task", research_planner(), durable=durable)
 
     trio.run(main)
     assert called == []
