@@ -24,7 +24,6 @@ from tests.library import lease_child
 from tests.library.stores import Database
 from trio_supervisor import Durable, Journal, Supervisor
 
-ROOT = Path(__file__).resolve().parents[2]
 LEASE = 10.0
 PLAN = list(range(6))
 
