@@ -232,7 +232,7 @@ def test_a_shared_meter_on_a_run_without_a_journal_is_refused_before_any_work(
 ) -> None:
     called = []
 
-    async def worker(n: int) -> int:
+    async def worker(n: Any) -> Any:
         called.append(n)
         return n
 
