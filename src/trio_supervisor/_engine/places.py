@@ -47,13 +47,13 @@ class Places:
       max_workers: the supervisor's bound, across all its runs and streams.
     """
 
-    __slots__ = ("_idle", "_limiter", "_waiting")
+    __slots__ = ("_idle", "_limiter", "waiting")
 
     def __init__(self, max_workers: int) -> None:
         self._limiter = trio.CapacityLimiter(max_workers)
-        # how many of its lanes wait in take() now: while none does, nobody waits for a place,
-        # and an admission asks the limiter nothing
-        self._waiting = 0
+        # how many of its lanes wait in take() now (read, never written, by the lanes): while
+        # none does, nobody waits for a place, and an admission asks nothing, not even `wanted`
+        self.waiting = 0
         # the idle lanes (those that hold a place while they wait for the input)
         self._idle: dict[Lane, None] = {}
 
@@ -64,11 +64,11 @@ class Places:
         try:
             limiter.acquire_on_behalf_of_nowait(borrower)
         except trio.WouldBlock:
-            self._waiting += 1
+            self.waiting += 1
             try:
                 await self._wait_for(borrower)
             finally:
-                self._waiting -= 1
+                self.waiting -= 1
 
     def give_back(self, borrower: object) -> None:
         """Give back ``borrower``'s place."""
@@ -97,7 +97,7 @@ class Places:
     def wanted(self) -> bool:
         """Whether a lane should give its place back before its next slot: another lane waits
         for one (the lanes that hold one take turns)."""
-        return bool(self._waiting) and self._limiter.statistics().tasks_waiting > 0
+        return bool(self.waiting) and self._limiter.statistics().tasks_waiting > 0
 
     @property
     def in_use(self) -> int:
