@@ -106,9 +106,9 @@ class Retry:
         allowed. Kept as a tuple.
       backoff: how long a slot waits between attempts.
       seed: the jitter's generator: an int seeds each supervisor's own ``random.Random``, a
-        ``random.Random`` is used as given (injected), None seeds one from the operating
-        system. The process-wide ``random`` module is never used, so a run is reproducible
-        from its seed.
+        ``random.Random`` is used as given (injected), None draws each run's jitter from the
+        operating system. The process-wide ``random`` module is never used, so a run is
+        reproducible from its seed.
 
     Raises:
       TypeError: if ``attempts`` is not an int, ``on`` holds anything but `Exception`

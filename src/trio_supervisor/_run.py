@@ -8,6 +8,7 @@ import functools
 import math
 import operator
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any, TypeVar
 
 import trio
@@ -297,7 +298,7 @@ def _fill(
     words: tuple[str, str] | None = None,
 ) -> None:
     """Give every slot a result: a slot never started, or cut short, is ``CANCELLED``."""
-    if all(result is not None for result in results):
+    if all(map(operator.is_not, results, repeat(None))):  # the usual case, looked at in C
         return
     if words is not None:
         never, unfinished = words

@@ -13,6 +13,7 @@ import inspect
 import random
 from collections.abc import AsyncIterable, ItemsView, Iterable, KeysView, Mapping
 from collections.abc import Set as AbstractSet
+from types import FunctionType
 from typing import Any
 
 from ._decompose import decompose
@@ -81,6 +82,22 @@ def retry_on(value: object, name: str = "retry_on") -> tuple[type[Exception], ..
     return classes
 
 
+# The shapes of the plain functions found callable with one subtask (see `_shape`): a
+# supervisor made per call of a function (as a benchmark or a request handler does) reads its
+# worker's signature once, not each time (inspect.signature costs tens of microseconds).
+_FITTING: set[tuple[Any, ...]] = set()
+_MOST_FITTING = 1024  # a bound, for programs that compile functions on the fly
+
+
+def _shape(value: object) -> tuple[Any, ...] | None:
+    """What whether a plain function takes one subtask depends on: its code and which of its
+    parameters have defaults; None for any other callable, or a function with attributes of
+    its own (``__wrapped__`` or ``__signature__`` would change the signature read)."""
+    if type(value) is not FunctionType or value.__dict__:
+        return None
+    return (value.__code__, len(value.__defaults__ or ()), tuple(value.__kwdefaults__ or ()))
+
+
 def worker(value: object) -> None:
     """A worker is any callable that can be called with one subtask; whether its call returns
     an awaitable is seen at the call. A callable whose signature cannot take one positional
@@ -91,6 +108,9 @@ def worker(value: object) -> None:
             "worker must be a callable that takes one subtask and returns an awaitable "
             f"(an async def function), got {type(value).__name__} {value!r}"
         )
+    shape = _shape(value)
+    if shape is not None and shape in _FITTING:
+        return
     try:
         signature = inspect.signature(value)
     except (TypeError, ValueError):
@@ -108,6 +128,8 @@ def worker(value: object) -> None:
             f"{shown} is not ({error}): make it take the subtask, and give any other "
             "parameter a default or bind it with functools.partial"
         ) from None
+    if shape is not None and len(_FITTING) < _MOST_FITTING:
+        _FITTING.add(shape)
 
 
 def not_awaitable(worker: object, returned: object) -> TypeError:
@@ -132,9 +154,18 @@ def seed_kind(name: str, value: object) -> None:
         )
 
 
+_ENTROPY = random.SystemRandom()
+"""Every unseeded supervisor's generator: it holds no state, and reads the system's entropy
+at each draw (one per run), where seeding a ``random.Random`` of its own would read 2.5 KB of
+it for every supervisor made."""
+
+
 def seed(value: int | random.Random | None) -> random.Random:
-    """The supervisor's own generator, from a checked seed: ``random.Random(value)`` for an int
-    or None, ``value`` itself for a ``random.Random``."""
+    """The supervisor's own generator, from a checked seed: ``random.Random(value)`` for an int,
+    ``value`` itself for a ``random.Random``, and for None one that draws from the system's
+    entropy (as ``random.Random(None)`` is seeded from it)."""
+    if value is None:
+        return _ENTROPY
     return value if isinstance(value, random.Random) else random.Random(value)
 
 

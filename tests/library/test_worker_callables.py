@@ -166,3 +166,29 @@ def test_a_worker_that_cannot_take_one_subtask_is_refused_when_the_supervisor_is
 )
 def test_a_worker_that_can_take_one_subtask_is_accepted(worker: Any) -> None:
     assert Supervisor(worker, max_workers=1).worker is worker
+
+
+def test_a_worker_is_checked_on_its_own_defaults_though_one_of_the_same_code_passed() -> None:
+    """A function found callable with one subtask is not read again, but one made from the
+    same code with a default fewer, or wrapping another (``functools.wraps``), is."""
+
+    def made(*defaults: Any) -> Any:
+        async def worker(prefix: str, subtask: int = 0) -> str:
+            return f"{prefix} {subtask}"
+
+        worker.__defaults__ = defaults or None
+        return worker
+
+    assert Supervisor(made("bound", 0), max_workers=1)  # both parameters have a default
+    with pytest.raises(TypeError, match="missing a required argument: 'subtask'"):
+        Supervisor(made(), max_workers=1)  # the same code, no default
+
+    def wrapping(wrapped: Any = None) -> Any:
+        async def worker(subtask: int) -> str:
+            return await takes_two("wrapped", subtask)
+
+        return worker if wrapped is None else functools.wraps(wrapped)(worker)
+
+    assert Supervisor(wrapping(), max_workers=1)
+    with pytest.raises(TypeError, match=r"takes_two\(prefix, subtask\)"):
+        Supervisor(wrapping(takes_two), max_workers=1)  # inspect reads takes_two's signature

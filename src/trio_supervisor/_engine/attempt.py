@@ -31,7 +31,7 @@ from trio.lowlevel import ParkingLot
 
 from .._approval import AwaitingApproval, Rejected
 from .._budget import NOTHING_USED, TALLY, Hold, OverBudget, Tally, is_budget
-from .._contract import Status, SubResult, describe, failed_result
+from .._contract import Status, SubResult, describe, failed_result, ok_result
 from .._retry import Backoff
 from .._trace import Trace
 from .._validate import not_awaitable
@@ -134,6 +134,13 @@ class Running:
     def leave(self) -> None:
         """The slot is off this lane (its result given, or parked): none until the next."""
         self.slot = None
+
+    def succeeded(self, finished: float) -> SubResult[Any, Any]:
+        """The result of this slot, whose last attempt succeeded, at ``finished``; the slot is
+        off this lane (as after ``leave``): one call on the path every successful slot takes."""
+        self.slot = None
+        started: float = self.started  # type: ignore[assignment]  # set by its first attempt
+        return ok_result(self.subtask, self.output, self.attempts, started, finished, self.hedges)
 
     def park(self) -> tuple[Any, ...]:
         """What this slot got to, to go on with later on another lane (see ``resume``)."""

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import trio
 from trio.lowlevel import checkpoint, checkpoint_if_cancelled, current_task
 
-from .._contract import Status, SubResult, ok_result
+from .._contract import Status, SubResult
 from .._identity import RunName, bind_key
 from .._trace import Trace
 from .attempt import Engine, Running, Timer
@@ -232,7 +232,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                         # another lane waits for one or a shared limit was lowered (then it
                         # queues behind: concurrent runs take turns); a lane with nothing to
                         # take waits for no place
-                        if not running.placed or places.wanted():
+                        if not running.placed or (places.waiting and places.wanted()):
                             places.unseat(running)
                             if not feed.ready() and not (
                                 retry_ready is not None and retry_ready(now)
@@ -254,7 +254,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                                 trace.admitted(slot, subtask)
                         elif due:
                             waiting.take(running)  # type: ignore[union-attr]  # due: not None
-                            slot, subtask = running.slot, running.subtask  # type: ignore[assignment]
+                            slot = running.slot  # type: ignore[assignment]  # a slot is resumed
                             resumed = True
                         else:  # taken by another lane meanwhile, or a stream waits for input
                             places.idle(running)  # kept while it waits, unless a lane needs it
@@ -298,19 +298,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                             running.leave()
                             continue
                     if running.failure is None:
-                        started: float = running.started  # type: ignore[assignment]  # set by attempt
-                        put(
-                            slot,
-                            ok_result(
-                                subtask,
-                                running.output,
-                                running.attempts,
-                                started,
-                                now(),
-                                running.hedges,
-                            ),
-                        )
-                        running.leave()
+                        put(slot, running.succeeded(now()))
                         if running.spent:
                             break  # the worker swallowed the timer's cancellation: scope spent
                         if commit is not None:

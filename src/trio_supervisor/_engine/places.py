@@ -16,15 +16,16 @@ back the places of the idle lanes first (the idle lane takes a new one when it h
 again), so an idle stream holds no place anyone needs, and a busy one does not pay for giving
 its place back each time the input runs dry for an instant.
 
-Places are built on ``trio.CapacityLimiter``: a borrower holds at most one token, tokens go to
-waiters in the order they asked.
+Places are a count and a ``trio.lowlevel.ParkingLot``: a lane holds at most one place, and a place
+given back goes to the lane that asked first (``trio.CapacityLimiter`` does the same, for
+about a microsecond more per lane, which a run of few slots per lane pays in full).
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-import trio
+from trio.lowlevel import ParkingLot
 
 
 class Lane(Protocol):
@@ -47,32 +48,38 @@ class Places:
       max_workers: the supervisor's bound, across all its runs and streams.
     """
 
-    __slots__ = ("_idle", "_limiter", "_waiting")
+    __slots__ = ("_free", "_idle", "_lot", "_total", "waiting")
 
     def __init__(self, max_workers: int) -> None:
-        self._limiter = trio.CapacityLimiter(max_workers)
-        # how many of its lanes wait in take() now: while none does, nobody waits for a place,
-        # and an admission asks the limiter nothing
-        self._waiting = 0
+        self._total = max_workers
+        # invariants: _free places are held by nobody, and 0 <= _free <= _total; while a lane is
+        # parked in _lot, _free is 0 (a place given back goes to the first parked lane instead)
+        self._free = max_workers
+        self._lot = ParkingLot()  # the lanes that wait for a place, first come first served
+        # how many of its lanes wait in take() now (read, never written, by the lanes): while
+        # none does, nobody waits for a place, and an admission asks nothing, not even `wanted`
+        self.waiting = 0
         # the idle lanes (those that hold a place while they wait for the input)
         self._idle: dict[Lane, None] = {}
 
     async def take(self, borrower: object) -> None:
-        """Wait for a place on behalf of ``borrower`` (a lane); a cancellation point only when it
-        has to wait."""
-        limiter = self._limiter
+        """Wait for a place on behalf of ``borrower`` (a lane, holding none); a cancellation
+        point only when it has to wait."""
+        if self._free and not self._lot:  # a place is free, and no lane asked before
+            self._free -= 1
+            return
+        self.waiting += 1
         try:
-            limiter.acquire_on_behalf_of_nowait(borrower)
-        except trio.WouldBlock:
-            self._waiting += 1
-            try:
-                await self._wait_for(borrower)
-            finally:
-                self._waiting -= 1
+            await self._wait_for()
+        finally:
+            self.waiting -= 1
 
     def give_back(self, borrower: object) -> None:
-        """Give back ``borrower``'s place."""
-        self._limiter.release_on_behalf_of(borrower)
+        """Give back ``borrower``'s place: to the first lane that waits for one, if any."""
+        if self._lot:
+            self._lot.unpark()  # the place is that lane's now
+        else:
+            self._free += 1
 
     async def seat(self, lane: Lane) -> None:
         """``take`` places for ``lane``, which holds none, and mark it ``placed``."""
@@ -97,24 +104,20 @@ class Places:
     def wanted(self) -> bool:
         """Whether a lane should give its place back before its next slot: another lane waits
         for one (the lanes that hold one take turns)."""
-        return bool(self._waiting) and self._limiter.statistics().tasks_waiting > 0
+        return bool(self.waiting) and bool(self._lot)
 
     @property
     def in_use(self) -> int:
         """How many of the supervisor's places are held now."""
-        return self._limiter.borrowed_tokens
+        return self._total - self._free
 
-    async def _wait_for(self, borrower: object) -> None:
-        """Get a place, none being free: one an idle lane held, or one given back."""
-        limiter = self._limiter
-        if self._reclaim():
-            try:
-                limiter.acquire_on_behalf_of_nowait(borrower)
-            except trio.WouldBlock:  # what was taken back went to a lane that waited before
-                pass
-            else:
-                return
-        await limiter.acquire_on_behalf_of(borrower)
+    async def _wait_for(self) -> None:
+        """Get a place, none being free or others waiting first: one an idle lane held, or one
+        given back."""
+        if self._reclaim() and self._free and not self._lot:
+            self._free -= 1  # what was taken back, unless it went to a lane that waited before
+            return
+        await self._lot.park()  # woken by give_back, which hands this lane its place
 
     def _reclaim(self) -> bool:
         """Take back the places of the idle lanes, so that a lane that needs one gets it;
