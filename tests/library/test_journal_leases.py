@@ -188,7 +188,8 @@ class Shielded(Calls):
             if (who, slot) != ("a", 0):
                 return str(await inner(slot))
             with trio.CancelScope(shield=True):
-                return str(await inner(slot))
+                output = str(await inner(slot))
+            return output
 
         return worker
 
