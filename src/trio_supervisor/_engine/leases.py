@@ -18,6 +18,7 @@ journal, or a journal given ``lease=None``) has none, and pays nothing.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections import deque
@@ -160,7 +161,7 @@ class Keeper:
         if room <= 0:
             return
         due = sorted(slot for slot, at in self.deferred.items() if at <= now)[:room]
-        wanted = due + [self.fresh[i] for i in range(min(room - len(due), len(self.fresh)))]
+        wanted = due + list(itertools.islice(self.fresh, room - len(due)))  # not fresh[i]: O(i)
         if not wanted:
             return
         for slot in due:
