@@ -472,13 +472,13 @@ def journal_stores(result: Result) -> tuple[str, list[Chart]]:
     runs = result.rows
     named = [f"{run.get('store', 'sqlite')}, N = {cell(run.get('N'))}" for run in runs]
     rows = [
-        {"figure": label, **{name: run.get(key) for name, run in zip(named, runs, strict=True)}}
-        for key, label in STORES.items()
+        {"figure": said, **{name: run.get(key) for name, run in zip(named, runs, strict=True)}}
+        for key, said in STORES.items()
         if any(key in run for run in runs)
     ]
     slow = sorted({cell(run["slow N"]) for run in runs if "slow N" in run})
-    said = f"The 10 ms slots and `flush='each'`: N = {', '.join(slow)}.\n" if slow else ""
-    return measured(result) + "\n" + table(rows, ["figure", *named]) + "\n" + said, []
+    sizes = f"The 10 ms slots and `flush='each'`: N = {', '.join(slow)}.\n" if slow else ""
+    return measured(result) + "\n" + table(rows, ["figure", *named]) + "\n" + sizes, []
 
 
 def journal_processes(result: Result) -> tuple[str, list[Chart]]:
