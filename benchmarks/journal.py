@@ -21,6 +21,14 @@ script starts on loopback (``trio_supervisor.testing.postgres``, with ``fsync`` 
 runs it: each commit is on disk), a database of its own per journal; ``--store both`` measures
 each store in turn, and ``--sizes 10000,100000`` each N of fast slots, a row per store and N.
 
+``--processes 1,2,4`` measures, instead, supervisors in processes sharing one run: for each
+store and each count, that many processes (each this script, ``--child``) resume the same run
+id on the same journal at one instant, its slots shared through their leases; it reports the
+wall time from the start to the last one's end, the slots each process ran, and whether every
+slot's worker was called once in all and every process gave the whole run's results. Published
+in ``results/journal_processes.json``: ``python benchmarks/journal.py --store both
+--processes 1,2,4 --results benchmarks/results/journal_processes.json``.
+
 Run: ``python benchmarks/journal.py`` (about a minute on 2 cores; ``--quick`` for a smoke run,
 ``--json`` for the figures as JSON). The stores side by side, as published in
 ``results/journal_stores.json``: ``python benchmarks/journal.py --store both --sizes
@@ -36,9 +44,11 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -175,6 +185,85 @@ def measure(store: Store, n: int, each_n: int, slow_n: int, reps: int) -> dict[s
     }
 
 
+WORKERS = {"fast": fast, "10 ms": slow}
+SHARED = "shared"  # the run id the processes share
+
+
+def child(target: str, n: int, kind: str) -> None:
+    """One of the processes on one run (``--child``): open the journal, say ``ready``, wait for
+    ``go`` on stdin, run the plan of ``n`` slots as run ``SHARED``, then print as JSON the
+    slots whose worker it called and whether its results are the whole run's."""
+    work = WORKERS[kind]
+    ran: list[int] = []
+
+    async def worker(i: int) -> int:
+        ran.append(i)
+        return await work(i)
+
+    async def main(journal: Journal) -> bool:
+        supervisor = Supervisor(worker, max_workers=K)
+        aggregate = await supervisor.run(range(n), durable=Durable(SHARED, journal))
+        return [r.output for r in aggregate] == list(range(n))
+
+    with Journal(target) as journal:
+        print("ready", flush=True)
+        sys.stdin.readline()
+        whole = trio.run(main, journal)
+    print(json.dumps({"ran": ran, "whole": whole}), flush=True)
+
+
+def shared(store: Store, n: int, count: int, kind: str) -> dict[str, Any]:
+    """``count`` processes on one run of ``n`` slots of the ``kind`` worker, in a new journal
+    of ``store``, started at one instant: the wall time to the last one's end, the slots each
+    ran, and whether every slot ran once and each process gave the whole run."""
+    target = store.fresh()
+    with Journal(target):  # the schema made once, before the processes race to it
+        pass
+    command = [sys.executable, __file__, "--child", target, str(n), kind]
+    children = [
+        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for _ in range(count)
+    ]
+    try:
+        for one in children:
+            assert one.stdout is not None
+            assert one.stdout.readline().strip() == "ready"
+        start = time.perf_counter()
+        for one in children:
+            assert one.stdin is not None
+            one.stdin.write("go\n")
+            one.stdin.flush()
+        outs = [one.communicate(timeout=600)[0] for one in children]
+        wall = time.perf_counter() - start
+    finally:
+        for one in children:
+            if one.poll() is None:
+                one.kill()
+                one.communicate()
+    said = [json.loads(out.splitlines()[-1]) for out in outs]
+    calls = Counter(slot for one in said for slot in one["ran"])
+    return {
+        "store": store.kind,
+        "worker": kind,
+        "N": n,
+        "processes": count,
+        "wall s": wall,
+        "slots per process": sorted((len(one["ran"]) for one in said), reverse=True),
+        "every slot once": calls == Counter(range(n)),
+        "each gave the whole run": all(one["whole"] for one in said),
+    }
+
+
+def report_shared(figures: dict[str, Any]) -> None:
+    """Print one row of the processes' figures."""
+    print(
+        f"{figures['store']}, {figures['worker']} slots, N={figures['N']:,}, "
+        f"{figures['processes']} process(es): {figures['wall s']:.2f}s, slots per process "
+        f"{figures['slots per process']}, every slot once: {figures['every slot once']}, each "
+        f"gave the whole run: {figures['each gave the whole run']}"
+    )
+
+
 def write_results(path: Path, rows: list[dict[str, Any]], command: str) -> None:
     """The figures as data, the docs site's performance page draws from: when and where they
     were measured, and one row of every figure (per store and N, when there are several)."""
@@ -236,10 +325,37 @@ def main() -> None:
         metavar="FILE",
         help="also write the figures there as JSON (benchmarks/results/journal.json)",
     )
+    parser.add_argument(
+        "--processes",
+        metavar="COUNTS",
+        help="instead: that many processes on one run, comma-separated (1,2,4), per store",
+    )
+    parser.add_argument(
+        "--child", nargs=3, metavar=("TARGET", "N", "WORKER"), help=argparse.SUPPRESS
+    )
     options = parser.parse_args()
+    if options.child:
+        target, n, kind = options.child
+        child(target, int(n), kind)
+        return
     kinds = ["sqlite", "postgres"] if options.store == "both" else [options.store]
     sizes = [300] if options.quick else [int(size) for size in options.sizes.split(",")]
     rows: list[dict[str, Any]] = []
+    if options.processes:
+        counts = [int(count) for count in options.processes.split(",")]
+        n = 300 if options.quick else 10_000
+        for kind in kinds:
+            with opened(kind) as store:
+                rows += [shared(store, n, c, worker) for worker in WORKERS for c in counts]
+        if options.results:
+            said = " ".join(["python", "benchmarks/journal.py", *sys.argv[1:]])
+            write_results(options.results, rows, said)
+        if options.json:
+            print(json.dumps(rows, indent=2))
+            return
+        for figures in rows:
+            report_shared(figures)
+        return
     for kind in kinds:
         with opened(kind) as store:
             for n in sizes:

@@ -106,6 +106,8 @@ class JsonCodec:
 FLUSH = ("group", "each")
 LEASE = 30.0  # seconds a slot's lease lasts unless renewed
 CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found
+PIECE = 500  # slots one statement of a claim names at most (SQLite's oldest builds take 999)
+GAP = 16  # slots not claimed between two that are, past which a claim reads two ranges
 PARKED = "awaiting approval"
 WRITERS = ("thread", "inline")
 
@@ -1148,28 +1150,34 @@ def _claim(
     expires: float,
     since: float,
 ) -> list[tuple[int, str, Any]]:
-    """What ``Journal.claim`` finds, each slot's row (as ``_rows`` reads it) when done."""
-    marks = ", ".join("?" * len(slots))
+    """What ``Journal.claim`` finds, each slot's row (as ``_rows`` reads it) when done. It reads
+    the rows of ``slots`` by ranges (``_spans``), and the leases it takes go in with one
+    statement per ``PIECE`` slots, not one per slot (which costs a server such as PostgreSQL a
+    round of its own for each row)."""
+    wanted = set(slots)
     with conn.transaction():  # checked and claimed at once, whoever else opens the journal
-        done = {
-            row[0]: row
-            for row in conn.execute(
-                "SELECT slot, subtask, status, output, error, attempts, started, finished, "
-                "hedges, written FROM results WHERE run_id = ? AND round = ? "
-                f"AND slot IN ({marks})",
-                (*run, *slots),
+        done: dict[int, tuple[Any, ...]] = {}
+        held: dict[int, float] = {}
+        for span in _spans(wanted):
+            done.update(
+                (row[0], row)
+                for row in conn.execute(
+                    "SELECT slot, subtask, status, output, error, attempts, started, finished, "
+                    "hedges, written FROM results WHERE run_id = ? AND round = ? "
+                    "AND slot BETWEEN ? AND ?",
+                    (*run, *span),
+                )
+                if row[0] in wanted and (row[2] == "ok" or (row[9] is not None and row[9] >= since))
             )
-            if row[2] == "ok" or (row[9] is not None and row[9] >= since)
-        }
-        held = {
-            slot: until
-            for slot, holder, until in conn.execute(
-                "SELECT slot, owner, expires FROM leases WHERE run_id = ? AND round = ? "
-                f"AND slot IN ({marks})",
-                (*run, *slots),
+            held.update(
+                (slot, until)
+                for slot, holder, until in conn.execute(
+                    "SELECT slot, owner, expires FROM leases WHERE run_id = ? AND round = ? "
+                    "AND slot BETWEEN ? AND ?",
+                    (*run, *span),
+                )
+                if slot in wanted and holder != owner and until > now and not _gone(holder)
             )
-            if holder != owner and until > now and not _gone(holder)
-        }
         found: list[tuple[int, str, Any]] = []
         claims = []
         for slot in slots:
@@ -1179,14 +1187,40 @@ def _claim(
                 found.append((slot, HELD, held[slot]))
             else:
                 found.append((slot, CLAIMED, None))
-                claims.append((*run, slot, owner, now, expires))
-        conn.executemany(
-            "INSERT INTO leases (run_id, round, slot, owner, claimed, expires) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, round, slot) DO UPDATE SET "
-            "owner = excluded.owner, claimed = excluded.claimed, expires = excluded.expires",
-            claims,
-        )
+                claims.append(slot)
+        for piece in _pieces(claims):
+            # the slots as a VALUES list (both stores name its column column1); ``WHERE
+            # true`` tells SQLite the ON CONFLICT is the INSERT's, not a join's
+            marks = ", ".join(["(?)"] * len(piece))
+            conn.execute(
+                "INSERT INTO leases (run_id, round, slot, owner, claimed, expires) "
+                f"SELECT ?, ?, column1, ?, ?, ? FROM (VALUES {marks}) AS claimed WHERE true "
+                "ON CONFLICT (run_id, round, slot) DO UPDATE SET owner = excluded.owner, "
+                "claimed = excluded.claimed, expires = excluded.expires",
+                (*run, owner, now, expires, *piece),
+            )
     return found
+
+
+def _spans(slots: set[int]) -> Iterator[tuple[int, int]]:
+    """The ranges ``slots`` lie in, first and last, each split where ``GAP`` slots or more are
+    not among them: a claim reads each range with one ``BETWEEN`` (a range of the key), not an
+    ``IN`` of every slot, whose hundreds of values a server such as PostgreSQL plans slowly."""
+    ordered = sorted(slots)
+    start = previous = ordered[0] if ordered else 0
+    for slot in ordered[1:]:
+        if slot - previous > GAP:
+            yield start, previous
+            start = slot
+        previous = slot
+    if ordered:
+        yield start, previous
+
+
+def _pieces(slots: Sequence[int]) -> Iterator[Sequence[int]]:
+    """``slots`` in pieces of ``PIECE`` at most, each named in one statement."""
+    for start in range(0, len(slots), PIECE):
+        yield slots[start : start + PIECE]
 
 
 def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> set[int]:

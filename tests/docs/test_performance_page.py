@@ -39,6 +39,26 @@ def test_every_results_file_is_on_the_page_with_when_it_was_measured() -> None:
     assert text.count("Measured on ") == len(RESULTS)
 
 
+def test_the_page_includes_every_fragment_drawn() -> None:
+    page = (ROOT / "docs" / "performance.md").read_text()
+    for name in (*performance.KNOWN, "others"):
+        assert f'--8<-- "docs/generated/performance/{name}.md"' in page, name
+
+
+def test_the_journal_tables_are_narrow_enough_for_the_pages_column() -> None:
+    """The stores side by side and the processes on one run: a column of names, then four
+    figures at most (a table as wide as the column of 832 px holds about five)."""
+    results = performance.load()
+    drawn = [
+        performance.journal_stores(results["journal_stores"])[0],
+        performance.journal_processes(results["journal_processes"])[0],
+    ]
+    headers = [line for text in drawn for line in text.splitlines() if line.startswith("|---")]
+    assert headers
+    assert all(line.count("|") - 1 <= 5 for line in headers), headers
+    assert "| processes | wall (s) | slots per process | every slot once |" in drawn[1]
+
+
 def test_a_new_results_file_appears_as_a_table_without_editing_the_page(tmp_path: Path) -> None:
     (tmp_path / "tail.json").write_text(
         json.dumps(

@@ -72,14 +72,20 @@ class Stuck(Journal):
 
 
 async def two(
-    calls: Calls, a: Journal, b: Journal, late: float = 1.0, plan: list[int] = PLAN
+    calls: Calls,
+    a: Journal,
+    b: Journal,
+    late: float = 1.0,
+    plan: list[int] = PLAN,
+    limit: float | None = None,
 ) -> dict[str, Any]:
-    """Supervisors ``a`` and ``b`` on one run of ``plan``, ``b`` started ``late``."""
+    """Supervisors ``a`` and ``b`` on one run of ``plan``, ``b`` started ``late`` (each
+    attempt timed out after ``limit``, if not None)."""
     out: dict[str, Any] = {}
 
     async def go(who: str, journal: Journal, wait: float) -> None:
         await trio.sleep(wait)
-        supervisor = Supervisor(calls.worker(who), max_workers=3)
+        supervisor = Supervisor(calls.worker(who), max_workers=3, timeout=limit)
         out[who] = await supervisor.run(plan, durable=Durable("shared", journal))
         out[f"{who} ended"] = trio.current_time()
 
@@ -164,6 +170,48 @@ def test_an_owner_that_finds_its_lease_lost_stops_the_attempt_and_reads_the_new_
     assert out["a ended"] < 30.0  # a did not wait its worker out
     assert rows(database)[0][0] == "b-0"
     assert out["a"][0].output == out["b"][0].output == "b-0"
+    assert out["a"] == out["b"]
+
+
+class Shielded(Calls):
+    """Calls whose supervisor ``a`` runs slot 0 shielded from cancellation: told its lease is
+    lost, the attempt goes on to its end and returns (as a worker that swallows ``Cancelled``
+    does)."""
+
+    def worker(self, who: str) -> Any:
+        inner = super().worker(who)
+
+        async def worker(slot: int) -> str:
+            if (who, slot) != ("a", 0):
+                return str(await inner(slot))
+            with trio.CancelScope(shield=True):
+                output = str(await inner(slot))
+            return output
+
+        return worker
+
+
+@pytest.mark.parametrize("timeout", [None, 100.0])
+def test_a_lost_attempt_that_comes_back_anyway_is_dropped_and_its_lane_goes_on(
+    database: Database, timeout: float | None
+) -> None:
+    """As above, but ``a``'s attempt of slot 0 does not stop when its lease is lost (shielded):
+    its result, come at 30 s, is not ``a``'s (``b``'s is, read from the journal), no slot after
+    it on that lane is cut by the lost lease's cancellation, and with a timer running none is
+    said to time out."""
+    path = database.target
+    calls = Shielded(hang={("a", 0): 30.0})
+
+    async def main() -> dict[str, Any]:
+        a = Stuck(path, writer="inline", lease=LEASE, after=3.0, hung=9.0, flush="each")
+        b = Journal(path, writer="inline", lease=LEASE, flush="each")
+        return await two(calls, a, b, plan=list(range(12)), limit=timeout)
+
+    out = virtual(main)
+    assert calls.per_slot() == {0: 2, **dict.fromkeys(range(1, 12), 1)}
+    assert [when for slot, who, when in calls.ended if (slot, who) == (0, "a")] == [30.0]
+    assert rows(database)[0][0] == "b-0"
+    assert all(r.status.value == "ok" for r in out["a"])
     assert out["a"] == out["b"]
 
 

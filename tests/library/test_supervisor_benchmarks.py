@@ -288,3 +288,27 @@ def test_the_journal_benchmark_reports_every_figure() -> None:
     ):
         assert figures[name] > 0
     assert figures["resume s"] >= 0
+
+
+def test_the_journal_benchmark_runs_processes_on_one_run_each_slot_once() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "journal.py"), "--quick", "--json", "--processes", "1,2"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [(row["worker"], row["processes"]) for row in rows] == [
+        ("fast", 1),
+        ("fast", 2),
+        ("10 ms", 1),
+        ("10 ms", 2),
+    ]
+    for row in rows:
+        assert row["every slot once"] is True
+        assert row["each gave the whole run"] is True
+        assert sum(row["slots per process"]) == row["N"] == 300
+        assert len(row["slots per process"]) == row["processes"]
+        assert row["wall s"] > 0

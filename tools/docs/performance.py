@@ -453,6 +453,58 @@ def journal(result: Result) -> tuple[str, list[Chart]]:
     return measured(result) + "\n" + table(rows), []
 
 
+STORES = {
+    "group / plain": "journaled / plain, fast slots",
+    "slow group / plain": "journaled / plain, 10 ms slots",
+    "leases / none": "leases / none, fast slots (target <= 1.5)",
+    "slow leases / none": "leases / none, 10 ms slots (target <= 1.05)",
+    "each us per slot": "flush='each', µs more per slot",
+    "plain s": "a plain run, fast slots (s)",
+    "group s": "the same run journaled (s)",
+    "resume s": "resume of a run whose slots are all journaled (s)",
+    "bytes per slot": "journal bytes per slot",
+}
+
+
+def journal_stores(result: Result) -> tuple[str, list[Chart]]:
+    """``journal.py --store both``: each figure a row, each store and N of fast slots a column
+    (a column per measured row: four columns of figures fit the page's)."""
+    runs = result.rows
+    named = [f"{run.get('store', 'sqlite')}, N = {cell(run.get('N'))}" for run in runs]
+    rows = [
+        {"figure": said, **{name: run.get(key) for name, run in zip(named, runs, strict=True)}}
+        for key, said in STORES.items()
+        if any(key in run for run in runs)
+    ]
+    slow = sorted({cell(run["slow N"]) for run in runs if "slow N" in run})
+    sizes = f"The 10 ms slots and `flush='each'`: N = {', '.join(slow)}.\n" if slow else ""
+    return measured(result) + "\n" + table(rows, ["figure", *named]) + "\n" + sizes, []
+
+
+def journal_processes(result: Result) -> tuple[str, list[Chart]]:
+    """``journal.py --processes``: per store and worker, the runs of 1, 2, 4 processes on one
+    run: the wall time, the slots each process ran, and the two checks."""
+    parts = [measured(result)]
+    groups: dict[tuple[str, str, Any], list[Mapping[str, Any]]] = {}
+    for row in result.rows:
+        key = (str(row.get("store", "")), str(row.get("worker", "")), row.get("N"))
+        groups.setdefault(key, []).append(row)
+    for (store, worker, n), runs in groups.items():
+        parts.append(f"**{store}**, {worker} slots, N = {cell(n)}\n")
+        rows = [
+            {
+                "processes": run.get("processes"),
+                "wall (s)": run.get("wall s"),
+                "slots per process": " · ".join(cell(c) for c in run.get("slots per process", [])),
+                "every slot once": run.get("every slot once"),
+                "each gave the whole run": run.get("each gave the whole run"),
+            }
+            for run in runs
+        ]
+        parts.append(table(rows))
+    return "\n".join(parts), []
+
+
 def processes(result: Result) -> tuple[str, list[Chart]]:
     """``processes.py``: per function, a table of its contenders (time per subtask and the
     ratio to a plain call), then each pool's cold start and the run's load average."""
@@ -562,7 +614,16 @@ def endpoints(result: Result) -> tuple[str, list[Chart]]:
     return "\n".join(parts), []
 
 
-KNOWN = ("overhead", "stream_memory", "rate_limited", "journal", "processes", "endpoints")
+KNOWN = (
+    "overhead",
+    "stream_memory",
+    "rate_limited",
+    "journal",
+    "journal_stores",
+    "journal_processes",
+    "processes",
+    "endpoints",
+)
 
 
 def parts(results: Mapping[str, Result]) -> Parts:
@@ -574,6 +635,8 @@ def parts(results: Mapping[str, Result]) -> Parts:
         "overhead": overhead,
         "stream_memory": stream_memory,
         "journal": journal,
+        "journal_stores": journal_stores,
+        "journal_processes": journal_processes,
         "processes": processes,
     }
     if "endpoints_virtual" in results:

@@ -81,12 +81,15 @@ class Waiting:
 class Leasing(Protocol):
     """A supervisor's leases of its run's slots, as its lanes see them (``leases.py``)."""
 
-    def holding(self, slot: int) -> trio.CancelScope | None:
-        """The scope an attempt of ``slot`` runs in (cancelled if its lease is lost), or None
-        if it was lost already."""
+    def holding(self, slot: int, running: Running) -> bool:
+        """Whether ``slot``'s lease is held still: then its attempt on ``running``'s lane is
+        cancelled (``running.scope``, the lane's) if the lease is lost while it runs."""
 
     def let_go(self, slot: int) -> None:
         """The attempt of ``slot`` is over."""
+
+    def lost(self, slot: int) -> bool:
+        """Whether ``slot``'s lease was lost (another supervisor took it over)."""
 
 
 class Feed(Protocol):
@@ -213,8 +216,10 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     if feed.run is not None:
         bind_key(feed.run, running)  # what attempt_key() and approval() read
     try:
-        while True:  # one turn per scope: the timer's (a new one after it fired), or none
-            scope = _UNSCOPED if timer is None else running.open_scope()
+        # one turn per scope: the one the timer and the lost leases cancel (a new one after
+        # either did), or none when neither can
+        while True:
+            scope = _UNSCOPED if timer is None and leases is None else running.open_scope()
             with scope:
                 while True:  # one turn per attempt, admitting a slot first when none is here
                     if running.slot is None:  # admit the next slot
@@ -287,15 +292,17 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                     if leases is None:
                         await attempt(running, trace, timer, now)
                     else:
-                        lease = leases.holding(slot)
-                        if lease is not None:
-                            with lease:
+                        if leases.holding(slot, running):
+                            try:
                                 await attempt(running, trace, timer, now)
-                            leases.let_go(slot)
-                        if lease is None or lease.cancelled_caught:  # another took it over
+                            finally:
+                                leases.let_go(slot)
+                        if leases.lost(slot):  # another took it over: its result is not this
                             if trace is not None:
                                 trace.end_open_slot(slot, Status.CANCELLED)
                             running.leave()
+                            if running.scope.cancel_called:  # type: ignore[union-attr]
+                                break  # the worker swallowed the lease's cancellation
                             continue
                     if running.failure is None:
                         put(slot, running.succeeded(now()))
@@ -307,7 +314,13 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                         break
                     # a failure: the next turn decides its retry
             if scope.cancelled_caught:
-                engine.timed_out(running, trace)  # the timer fired inside the attempt
+                lost = running.slot
+                if leases is not None and lost is not None and leases.lost(lost):
+                    if trace is not None:  # its lease was lost: another supervisor runs it
+                        trace.end_open_slot(lost, Status.CANCELLED)
+                    running.leave()
+                else:
+                    engine.timed_out(running, trace)  # the timer fired inside the attempt
     finally:
         engine.places.unseat(running)
         if running.slot is not None:

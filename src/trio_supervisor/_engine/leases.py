@@ -11,12 +11,14 @@ it over) has its attempt cancelled, and its result, if it comes anyway, is not j
 row's write is conditional on the lease (``_journal.py``).
 
 The lanes see it only through their feed (``take``, ``ready``, ``more``) and through
-``holding``, the cancel scope each attempt of a leased slot runs in; a run without leases (no
+``holding``, which names the lane each attempt of a leased slot runs on (its scope is
+cancelled if the lease is lost); a run without leases (no
 journal, or a journal given ``lease=None``) has none, and pays nothing.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections import deque
@@ -28,10 +30,12 @@ import trio
 from .._contract import SubResult, revised
 from .._identity import RunName
 from .._trace import Trace
+from .attempt import Running
 
 CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found (the journal's)
 RENEWALS = 3  # a lease is renewed this many times per its length
 POLL = 0.05  # seconds before a slot another holds is first looked at again (then doubled)
+GROWTH = 16  # the most slots claimed ahead, as a multiple of the first claim's
 
 
 class Keeper:
@@ -65,7 +69,12 @@ class Keeper:
         # slot looked at again was still held, up to a renewal's period; POLL again once one
         # was not (its holder is done with it, or gone)
         self.poll = min(POLL, self.every)
+        # how many slots it claims ahead of its lanes: twice as many as they are at first,
+        # doubled each time they ran out of slots while more were to be claimed (fast workers
+        # take a claim's slots before the next claim is back), up to GROWTH times that
         self.chunk = max(4, 2 * lanes)
+        self.most = GROWTH * self.chunk
+        self.starved = False  # the lanes ran out of claimed slots since the last claim
         self.since = time.time()  # a failure journaled after this is a peer's, final
         self.done = done
         self.trace = trace
@@ -75,7 +84,7 @@ class Keeper:
         self.deferred: dict[int, float] = {}  # held by another: trio time to try again
         self.queue: deque[int] = deque()  # claimed, not taken by a lane yet
         self.held: set[int] = set()  # claimed, not settled (its result not put)
-        self.scopes: dict[int, trio.CancelScope] = {}  # the attempts running, by slot
+        self.running: dict[int, Running] = {}  # the lanes of the attempts running, by slot
         self.left = len(todo)
         self._changed = trio.Event()  # queue got a slot, or nothing is left
         self._wake = trio.Event()  # the lanes want more claimed
@@ -102,6 +111,8 @@ class Keeper:
         while not self.queue:
             if not self.left:
                 return False
+            if self.fresh:
+                self.starved = True
             self._wake.set()
             if self._changed.is_set():
                 self._changed = trio.Event()
@@ -114,17 +125,23 @@ class Keeper:
             self.held.discard(slot)
             self._settle()
 
-    def holding(self, slot: int) -> trio.CancelScope | None:
-        """The scope an attempt of ``slot`` runs in, cancelled if its lease is lost; None if
-        it was lost already (another supervisor runs it: no attempt starts)."""
+    def holding(self, slot: int, running: Running) -> bool:
+        """Whether ``slot``'s lease is held still (if not, another supervisor runs it: no
+        attempt starts); while its attempt runs, a loss of the lease cancels ``running``'s
+        scope (its lane's: one per lane, not one per attempt, which would cost a fast slot
+        more than its journaling)."""
         if slot not in self.held:
-            return None
-        scope = self.scopes[slot] = trio.CancelScope()
-        return scope
+            return False
+        self.running[slot] = running
+        return True
 
     def let_go(self, slot: int) -> None:
-        """The attempt of ``slot`` is over: its scope is no longer cancelled on a loss."""
-        self.scopes.pop(slot, None)
+        """The attempt of ``slot`` is over: a loss of its lease no longer cancels its lane."""
+        self.running.pop(slot, None)
+
+    def lost(self, slot: int) -> bool:
+        """Whether ``slot``'s lease is lost (not held, and not settled by this supervisor)."""
+        return slot not in self.held
 
     # -- the keeper's task -----------------------------------------------------------------------
 
@@ -137,11 +154,14 @@ class Keeper:
         """Claim what the lanes will take next: slots set aside whose time came, then fresh
         ones, in plan order, up to ``chunk`` ahead."""
         now = trio.current_time()
+        if self.starved:
+            self.starved = False
+            self.chunk = min(2 * self.chunk, self.most)
         room = self.chunk - len(self.queue)
         if room <= 0:
             return
         due = sorted(slot for slot, at in self.deferred.items() if at <= now)[:room]
-        wanted = due + [self.fresh[i] for i in range(min(room - len(due), len(self.fresh)))]
+        wanted = due + list(itertools.islice(self.fresh, room - len(due)))  # not fresh[i]: O(i)
         if not wanted:
             return
         for slot in due:
@@ -178,9 +198,10 @@ class Keeper:
         for slot in lost:
             self.held.discard(slot)
             self.deferred[slot] = now
-            scope = self.scopes.pop(slot, None)
-            if scope is not None:
-                scope.cancel()
+            running = self.running.pop(slot, None)
+            if running is not None:  # its attempt runs now: it is the one its lane's scope cuts
+                assert running.scope is not None
+                running.scope.cancel()
         self.queue = deque(slot for slot in self.queue if slot not in lost)
 
     async def keep(self) -> None:
