@@ -384,7 +384,7 @@ def test_the_players_drawing_has_every_row_and_a_legend_of_what_it_draws(
         assert len(drawing["ticks"]) >= 3, item["key"]
         for row in drawing["rows"]:
             assert len(row["label"]) <= LABEL
-            assert row["title"].endswith(row["label"].rstrip("…"))
+            assert row["title"].startswith(row["label"].rstrip("…"))
             if row["depth"]:
                 assert row["label"][2 * row["depth"] - 2] in "├└", row["label"]
 

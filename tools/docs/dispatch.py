@@ -54,6 +54,7 @@ from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
     MARKS,
+    cut_label,
     legend_keys,
     ticks,
     timeline_rows,
@@ -421,7 +422,7 @@ def trace_drawing(trace: Trace, final: Mapping[int, Status] | None = None) -> di
             + ([bar.hedge] if bar.hedge else [])
             for bar in row.bars
         ]
-        label = row.label if len(row.label) <= LABEL else row.label[: LABEL - 1] + "…"
+        label = cut_label(row.label, LABEL)
         drawn.append(
             {
                 "slot": row.slot,

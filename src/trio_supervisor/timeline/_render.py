@@ -806,8 +806,43 @@ def _wrapped(text: str, fits: int) -> list[str]:
     return lines
 
 
+def cut_label(text: str, fits: int = LABEL) -> str:
+    """``text`` in at most ``fits`` characters: whole when it fits, else cut after the last
+    whole word that fits, with an ellipsis, so that a label never ends inside a word, nor on a
+    number whose noun was cut (a first word longer than ``fits`` alone is cut inside it).
+    Pictures give the whole text on hover.
+
+    ```pycon
+    >>> cut_label("competitor discounts", 18)
+    'competitor…'
+    >>> cut_label("customer reviews, from app stores", 18)
+    'customer reviews…'
+    >>> cut_label("the parent: 2 rounds", 15)
+    'the parent…'
+    >>> cut_label("inventory", 18), cut_label("supercalifragilistic", 10)
+    ('inventory', 'supercali…')
+
+    ```
+
+    Raises:
+      ValueError: if ``fits`` is below 2 (no room for a character and the ellipsis).
+    """
+    if fits < 2:
+        raise ValueError(f"a label fits at least 2 characters, got fits={fits}")
+    if len(text) <= fits:
+        return text
+    head = text[: fits - 1]
+    if not text[fits - 1].isspace():  # the cut falls inside a word: drop that word
+        space = max(head.rfind(" "), head.rfind("\t"))
+        head = head[:space] if space > 0 else head
+    words = head.split()
+    if len(words) > 1 and words[-1].replace(".", "").isdigit():  # a count without its noun
+        head = head[: head.rstrip().rfind(" ")]
+    return head.rstrip(" \t,;:·-") + "…"
+
+
 def _cut(text: str, fits: int = LABEL) -> str:
-    return text if len(text) <= fits else text[: fits - 1] + "…"
+    return cut_label(text, fits)
 
 
 def render_svg(
