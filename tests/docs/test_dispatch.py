@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from lessons._course.demos import FIVE
 from lessons._course.recording import run_dict
 from lessons._course.steps import part_two, step, steps
 from tools.docs import dispatch
@@ -759,7 +760,7 @@ def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:
         for run in (scenario.run("step03_capacity_limiter"), scenario.run("step04_ordered_slots"))
         if run.aggregate is not None
     ]
-    assert orders[1] == [s.strip() for s in dispatch.FIVE.split(";")]
+    assert orders[1] == [s.strip() for s in FIVE.split(";")]
     assert orders[0] != orders[1]
 
 
