@@ -86,6 +86,8 @@ def show(console: Console, run: Run) -> None:
     ranks = run.trace.completion_rank()
     if run.replanned is not None:
         show_ledger(console, run, run.replanned)
+        if run.replies:
+            show_replies(console, run)
     elif run.aggregate is not None:
         table = Table(
             title="results, in the order supervise returned them",
@@ -269,6 +271,19 @@ def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
         )
     end = run.trace.wall if run.trace is not None else 0.0
     console.print(f"  {end:6.2f}s  {printable(answer.reason)}", markup=False, highlight=False)
+
+
+def show_replies(console: Console, run: Run) -> None:
+    """What a chat model planner replied, one reply a paragraph: the JSON its schema asks for,
+    spaced after each comma and colon so that it wraps between its items (a reply that is no
+    JSON, as the model wrote it): the replies each round of the ledger came from."""
+    console.print("what the chat model replied, one reply a decision:", style="bold")
+    for number, reply in enumerate(run.replies, start=1):
+        try:
+            said = json.dumps(json.loads(reply), ensure_ascii=False)
+        except ValueError:
+            said = reply
+        console.print(f"  {number}. {printable(said)}", markup=False, highlight=False)
 
 
 def show_retries(console: Console, trace: Trace) -> None:
