@@ -274,16 +274,20 @@ def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
 
 
 def show_replies(console: Console, run: Run) -> None:
-    """What a chat model planner replied, one reply a paragraph: the JSON its schema asks for,
-    spaced after each comma and colon so that it wraps between its items (a reply that is no
-    JSON, as the model wrote it): the replies each round of the ledger came from."""
+    """What a chat model planner replied, one reply a paragraph (`spaced`): the JSON its schema
+    asks for, the replies each round of the ledger came from."""
     console.print("what the chat model replied, one reply a decision:", style="bold")
     for number, reply in enumerate(run.replies, start=1):
-        try:
-            said = json.dumps(json.loads(reply), ensure_ascii=False)
-        except ValueError:
-            said = reply
-        console.print(f"  {number}. {printable(said)}", markup=False, highlight=False)
+        console.print(f"  {number}. {printable(spaced(reply))}", markup=False, highlight=False)
+
+
+def spaced(reply: str) -> str:
+    """A model's reply, its JSON spaced after each comma and colon (so that it wraps between
+    its items); a reply that is no JSON as the model wrote it."""
+    try:
+        return json.dumps(json.loads(reply), ensure_ascii=False)
+    except ValueError:
+        return reply
 
 
 def show_retries(console: Console, trace: Trace) -> None:
