@@ -113,8 +113,10 @@ def show(console: Console, run: Run) -> None:
     if run.answer is not None:
         console.print("[bold]answer[/bold]")
         console.print(printable(run.answer, lines=True), markup=False, highlight=False)
-    serial = "never (a subtask hangs)" if run.serial is None else f"{run.serial:.2f}s"
-    summary = f"wall {run.trace.wall:.2f}s · serial would take {serial}"
+    # the calls' own time (`running.serial_time`): no wait between them (a retry's backoff, a
+    # Retry-After, a rate's turn), so a run that mostly waits can take longer than its calls
+    serial = "never end (a subtask hangs)" if run.serial is None else f"{run.serial:.2f}s"
+    summary = f"wall {run.trace.wall:.2f}s · its calls alone, one after another: {serial}"
     if run.aggregate is not None:
         summary += f" · {tally(run.aggregate.results)}"
     console.print(summary, highlight=False)
