@@ -95,10 +95,6 @@ CHROMIUM_ARGS = [
 VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 NARROW: ViewportSize = {"width": 390, "height": 844}  # a phone, held upright
 OPENING_AT_LEAST = 160  # px: an opening picture narrower than this is not really displayed
-# Steps whose idea changes who decides, not what runs: the step before and the step draw the same
-# run by design, and the page's caption and code show the difference. Step 19's chat model plays
-# step 18's rules, so its rounds are step 18's rounds; its player and code show the model.
-SAME_RUN_BY_DESIGN = frozenset({"step19_llm_planner"})
 SMALL_OF_BODY = 0.75  # a diagram's text is at least this share of the body text (12 px of 16)
 MIN_MARK_CONTRAST = 3.0  # WCAG's non-text contrast: the bar that marks a changed line
 #: the changed line's tint against the code's background: the theme's own 10% tint, 1.11 in the
@@ -582,7 +578,7 @@ def check_order(page: Page, name: str, result: Result) -> None:
             result.problems.append(f"the opening timeline {index + 1} is not displayed ({box})")
     if wanted == 2:
         result.problems.extend(apart(page))
-        if same_opening_pictures(page) and name not in SAME_RUN_BY_DESIGN:
+        if same_opening_pictures(page):
             result.problems.append(
                 "the page's two opening pictures are the same: the step before and this step "
                 "draw the same run, so the picture shows nothing of the step's idea"
@@ -959,7 +955,8 @@ def scrolls_without_a_hint(page: Page) -> list[str]:
 
 def same_opening_pictures(page: Page) -> bool:
     """Whether a step page's two opening pictures (the step before, this step) draw the same
-    rows: a before and after that show no difference show nothing of the step's idea."""
+    rows and say the same under them (a chat model's replies, step 19's): a before and after
+    that show no difference show nothing of the step's idea."""
     same: bool = page.evaluate(
         """() => {
             const figures = [...document.querySelectorAll("figure.timeline[data-compare]")];
@@ -968,7 +965,9 @@ def same_opening_pictures(page: Page) -> bool:
                 .map((row) => row.textContent.replace(/\\s+/g, " ").trim()
                     + [...row.querySelectorAll("rect")].map((rect) =>
                         `${rect.getAttribute("x")},${rect.getAttribute("width")},${
-                            rect.getAttribute("class")}`).join(";"));
+                            rect.getAttribute("class")}`).join(";"))
+                .concat([...figure.querySelectorAll(".ts-replies li")]
+                    .map((reply) => reply.textContent));
             return JSON.stringify(rows(figures[0])) === JSON.stringify(rows(figures[1]));
         }"""
     )

@@ -79,6 +79,7 @@ class Run:
     killed_really: bool = False  # that was a child Python killed (real time), not a simulation
     answered: list[str] = field(default_factory=list)  # questions answered before (24)
     parked: list[tuple[str, int, int, str]] = field(default_factory=list)  # still unanswered
+    replies: list[str] = field(default_factory=list)  # a chat model planner's, as it wrote them
 
 
 class Watch(Protocol):
@@ -500,5 +501,12 @@ def run_demo(name: str, demo: Demo, args: argparse.Namespace, watch: Watch | Non
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if watch is not None:
         watch.starting(run)
+    if run.options.get("planner") == "llm":  # step 19 on: keep the JSON the model replied
+        from trio_supervisor.agents import recorded_replies  # the SDK: only for a chat model
+
+        with recorded_replies() as replies:
+            trio.run(run_guarded, module, run, agent, watch, clock=clock)
+        run.replies = replies
+        return run
     trio.run(run_guarded, module, run, agent, watch, clock=clock)
     return run

@@ -86,6 +86,8 @@ def show(console: Console, run: Run) -> None:
     ranks = run.trace.completion_rank()
     if run.replanned is not None:
         show_ledger(console, run, run.replanned)
+        if run.replies:
+            show_replies(console, run)
     elif run.aggregate is not None:
         table = Table(
             title="results, in the order supervise returned them",
@@ -111,8 +113,10 @@ def show(console: Console, run: Run) -> None:
     if run.answer is not None:
         console.print("[bold]answer[/bold]")
         console.print(printable(run.answer, lines=True), markup=False, highlight=False)
-    serial = "never (a subtask hangs)" if run.serial is None else f"{run.serial:.2f}s"
-    summary = f"wall {run.trace.wall:.2f}s · serial would take {serial}"
+    # the calls' own time (`running.serial_time`): no wait between them (a retry's backoff, a
+    # Retry-After, a rate's turn), so a run that mostly waits can take longer than its calls
+    serial = "never end (a subtask hangs)" if run.serial is None else f"{run.serial:.2f}s"
+    summary = f"wall {run.trace.wall:.2f}s · its calls alone, one after another: {serial}"
     if run.aggregate is not None:
         summary += f" · {tally(run.aggregate.results)}"
     console.print(summary, highlight=False)
@@ -269,6 +273,23 @@ def show_ledger(console: Console, run: Run, answer: Answer[str, str]) -> None:
         )
     end = run.trace.wall if run.trace is not None else 0.0
     console.print(f"  {end:6.2f}s  {printable(answer.reason)}", markup=False, highlight=False)
+
+
+def show_replies(console: Console, run: Run) -> None:
+    """What a chat model planner replied, one reply a paragraph (`spaced`): the JSON its schema
+    asks for, the replies each round of the ledger came from."""
+    console.print("what the chat model replied, one reply a decision:", style="bold")
+    for number, reply in enumerate(run.replies, start=1):
+        console.print(f"  {number}. {printable(spaced(reply))}", markup=False, highlight=False)
+
+
+def spaced(reply: str) -> str:
+    """A model's reply, its JSON spaced after each comma and colon (so that it wraps between
+    its items); a reply that is no JSON as the model wrote it."""
+    try:
+        return json.dumps(json.loads(reply), ensure_ascii=False)
+    except ValueError:
+        return reply
 
 
 def show_retries(console: Console, trace: Trace) -> None:

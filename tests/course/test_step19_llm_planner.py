@@ -16,10 +16,13 @@ from rich.console import Console
 
 from lessons import step19_llm_planner as step19
 from lessons._course import laws
+from lessons._course.arguments import parser
+from lessons._course.demos import demos
 from lessons._course.runner import main
+from lessons._course.running import run_demo
 from tests.course.step_laws import cases
 from tests.course.test_step17_rounds import run_json
-from trio_supervisor.agents import ChatPlanner
+from trio_supervisor.agents import ChatPlanner, PlannerReply
 from trio_supervisor.testing import SimulatedAgent
 
 
@@ -65,3 +68,31 @@ def test_the_command_line_offers_only_the_two_planners(capsys: pytest.CaptureFix
         main(["19", "--virtual", "--planner", "oracle"], console=Console(file=io.StringIO()))
     assert exit_.value.code == 2
     assert "argument --planner: invalid choice: 'oracle'" in capsys.readouterr().err
+
+
+def test_each_demo_run_keeps_the_replies_its_rounds_came_from() -> None:
+    """The runner keeps what the loopback model replied: each round's batch is a reply's, the
+    last reply says done, and the stall demo keeps the reply no round shows (nothing new to
+    try: the decision that asked for the fresh plan)."""
+    args = parser().parse_args(["19", "--virtual"])
+    research, stalled = (run_demo("step19_llm_planner", demo, args) for demo in demos(args, 19))
+    for run in (research, stalled):
+        assert run.replanned is not None
+        replies = [PlannerReply.model_validate_json(reply) for reply in run.replies]
+        batches = [[item.subtask for item in reply.batch] for reply in replies if reply.batch]
+        rounds = [[entry.subtask for entry in done.entries] for done in run.replanned.ledger.rounds]
+        assert batches == rounds
+        assert replies[-1].done
+    said = [PlannerReply.model_validate_json(reply).note for reply in stalled.replies]
+    assert any(note.startswith("nothing new to try") for note in said)
+
+
+def test_step_19s_demo_prints_the_json_its_model_replied_and_step_17s_does_not() -> None:
+    printed = {}
+    for number in (17, 19):
+        out = io.StringIO()
+        main([str(number), "--virtual"], console=Console(file=out, width=200))
+        printed[number] = out.getvalue()
+    assert "what the chat model replied" in printed[19]
+    assert '{"done": true, "note": "every subtask has a result"' in printed[19]
+    assert "what the chat model replied" not in printed[17]

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from lessons._course.demos import FIVE
 from lessons._course.recording import run_dict
 from lessons._course.steps import part_two, step, steps
 from tools.docs import dispatch
@@ -131,6 +132,9 @@ OWN = (
     "lazy",
     "rate",
     "adaptive",
+    "rounds",
+    "budgets",
+    "llm",
     "tree",
     "crashes",
     "killed",
@@ -142,6 +146,7 @@ OWN = (
 def offered(name: str) -> list[str]:
     """The scenarios of its own ideas step ``name``'s record says it can show."""
     record = step(name)
+    flat = record.replans and not (record.records_trace and record.check_task is not None)
     takes = {
         "deadline": record.takes("deadline") and not record.replans and not record.streams,
         # a library stream (step 14) cannot restart: only a hand-written one gives up
@@ -154,6 +159,9 @@ def offered(name: str) -> list[str]:
         "lazy": record.lazy and record.takes("window"),
         "rate": record.takes("rate") and not record.replans,
         "adaptive": record.takes("adaptive") and not record.replans,
+        "rounds": flat and record.takes("max_rounds"),
+        "budgets": flat and record.takes("max_subtasks"),
+        "llm": flat and record.takes("planner"),
         "tree": record.records_trace and record.check_task is not None,
         "crashes": record.takes_crash,
         "killed": record.journals,
@@ -377,7 +385,7 @@ def test_the_players_drawing_has_every_row_and_a_legend_of_what_it_draws(
         assert len(drawing["ticks"]) >= 3, item["key"]
         for row in drawing["rows"]:
             assert len(row["label"]) <= LABEL
-            assert row["title"].endswith(row["label"].rstrip("…"))
+            assert row["title"].startswith(row["label"].rstrip("…"))
             if row["depth"]:
                 assert row["label"][2 * row["depth"] - 2] in "├└", row["label"]
 
@@ -730,3 +738,43 @@ def test_a_player_opening_on_a_run_without_its_idea_is_told(
     name: str, recorded: dict[str, dict[str, Any]]
 ) -> None:
     assert dispatch.unset_idea(name, {**recorded[name], "default": dispatch.DEFAULT}) != []
+
+
+def test_each_page_opens_on_the_scenario_of_its_own_idea() -> None:
+    """Steps 4 and 5 add no option, so their players opened on "slot 1 fails": step 4's
+    (which raises) showed no order, and steps 17-19's opened without rounds, a budget or a model.
+    Now step 4 opens where its returned order differs from step 3's, step 5 where step 4 raises
+    and it answers, and steps 17-19 on a scenario that sets the option each adds."""
+    opens = {name: dispatch.default(name) for name in STEPS}
+    assert opens["step04_ordered_slots"] == "workers-2"
+    assert opens["step05_fault_isolation"] == "fails"
+    assert opens["step17_rounds"] == "rounds"
+    assert opens["step18_budgets"] == "budgets"
+    assert opens["step19_llm_planner"] == "llm"
+
+
+def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:
+    (scenario,) = [s for s in dispatch.scenarios("step04_ordered_slots") if s.key == "workers-2"]
+    orders = [
+        [result.subtask for result in run.aggregate.results]
+        for run in (scenario.run("step03_capacity_limiter"), scenario.run("step04_ordered_slots"))
+        if run.aggregate is not None
+    ]
+    assert orders[1] == [s.strip() for s in FIVE.split(";")]
+    assert orders[0] != orders[1]
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "reason"),
+    [
+        ("step17_rounds", "rounds", "the planner is done after 2 rounds"),
+        ("step18_budgets", "budgets", "max_subtasks (6) reached in round 2"),
+        ("step19_llm_planner", "llm", "the planner is done after 2 rounds"),
+    ],
+)
+def test_the_replanning_scenarios_play_their_rounds(
+    name: str, key: str, reason: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    (item,) = [item for item in recorded[name]["scenarios"] if item["key"] == key]
+    assert reason in item["run"]["replan"]["reason"]
+    assert item["run"]["replan"]["rounds"][1]["subtasks"] > 0

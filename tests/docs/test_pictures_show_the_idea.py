@@ -53,3 +53,15 @@ def test_a_step_pages_timelines_fit_the_column(name: str) -> None:
     data, first = recorded(name)
     assert data["default"]
     assert all(float(w) <= pages.COLUMN for w in WIDTH.findall(fragment(name, first)))
+
+
+def test_step_19s_opening_pair_differs_by_the_json_its_chat_model_replied() -> None:
+    """Step 19's model plays step 18's rules, so the two timelines are the same rounds: what
+    the step adds is the model's JSON, listed under its picture alone."""
+    markdown = pages.comparison("step19_llm_planner")
+    before, after = markdown.split('data-compare="after"')
+    assert "ts-replies" not in before
+    replies = re.findall(r"<li><code>([^<]*)</code></li>", after)
+    assert len(replies) >= 3
+    assert "&quot;done&quot;: true" in replies[-1]
+    assert "a chat model decides each round" in markdown

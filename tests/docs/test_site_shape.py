@@ -48,7 +48,7 @@ def test_the_laws_page_opens_with_the_grid_and_folds_each_laws_tests() -> None:
 
 def test_the_nav_keeps_a_page_still_to_come_only_once_it_exists(tmp_path: Path) -> None:
     (tmp_path / "how-to").mkdir()
-    (tmp_path / "how-to" / "endpoint.md").write_text("# Call a real endpoint\n")
+    (tmp_path / "how-to" / "endpoint.md").write_text("# Call a real OpenAI-compatible endpoint\n")
     nav = [
         {"Home": "index.md"},
         {"How-to guides": ["how-to/index.md", "how-to/endpoint.md", "how-to/ray.md"]},
@@ -63,7 +63,9 @@ def test_the_nav_keeps_a_page_still_to_come_only_once_it_exists(tmp_path: Path) 
         ]
         or site.OPTIONAL[3].exists()
     )
-    assert site.how_to_list(tmp_path).startswith("- [Call a real endpoint](endpoint.md): ")
+    assert site.how_to_list(tmp_path).startswith(
+        "- [Call a real OpenAI-compatible endpoint](endpoint.md): "
+    )
 
 
 def test_an_optional_reference_page_is_made_only_for_a_name_that_exists(tmp_path: Path) -> None:
@@ -87,3 +89,24 @@ def test_every_step_page_carries_a_picture_of_its_own_idea(name: str) -> None:
     diagram = re.search(r"^```mermaid$", page, re.MULTILINE) is not None
     drawn = f'--8<-- "docs/generated/steps/{name}.{tree.FILE}"' in page
     assert diagram or drawn, f"docs/steps/{name}.md has no picture of its idea"
+
+
+def test_every_link_to_a_how_to_guide_names_it_by_its_pages_title() -> None:
+    """The guides' list said "Export spans" for "See a run in Phoenix", a guide "Stay within
+    rate limits" for "Stay within an endpoint's rate limits": a link names the page it opens."""
+    docs = ROOT / "docs"
+    titles = {guide.page: site.page_title(docs / "how-to" / guide.page) for guide in site.HOW_TO}
+    assert all(titles.values())
+    assert [(guide.title, guide.page) for guide in site.HOW_TO] == [
+        (titles[guide.page], guide.page) for guide in site.HOW_TO
+    ]
+    listed = re.findall(r"- \[([^\]]+)\]\(([\w-]+\.md)\)", site.how_to_list(docs))
+    assert listed == [(titles[page], page) for _, page in listed]
+    link = re.compile(r"\[([^\]]+)\]\(([^)#\s]+)(?:#[^)]*)?\)")
+    for page in docs.rglob("*.md"):
+        if "generated" in page.parts:
+            continue
+        for text, target in link.findall(page.read_text()):
+            opened = (page.parent / target).resolve()
+            if opened.parent == docs / "how-to" and opened.name in titles:
+                assert " ".join(text.split()) == titles[opened.name], (page.name, text)

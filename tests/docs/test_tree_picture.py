@@ -3,6 +3,7 @@ the timelines' colours and words, and the tree step's page includes it."""
 
 from __future__ import annotations
 
+import html
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -60,3 +61,21 @@ def test_the_trees_step_page_includes_its_picture_before_its_walk_through() -> N
     # after the page's opening (before and after, the player, the code), before the prose
     assert page.index('--8<-- "docs/generated/steps/step20_trees.md"') < page.index(include)
     assert page.index(include) < page.index("## The change, walked through")
+
+
+def test_a_node_cut_to_fit_ends_on_a_whole_word_and_keeps_its_whole_text_on_hover() -> None:
+    """Nodes were cut inside a word ("globex: pricing, …", "the parent: 2…"): a cut line now
+    ends after a whole word, never on a count without its noun, its whole text on hover."""
+    cuts = 0
+    for name in ("step20_trees", "step21_escalation"):
+        for inner in re.findall(r"<text [^>]*>(.*?)</text>", tree.tree_fragment(name)):
+            if not inner.endswith("…"):
+                continue
+            cuts += 1
+            found = re.fullmatch(r"<title>([^<]*)</title>([^<]*)…", inner)
+            assert found is not None, inner  # its whole text on hover
+            whole, kept = html.unescape(found[1]), html.unescape(found[2])
+            assert whole.startswith(kept), (whole, kept)
+            assert whole[len(kept)] in " ,;:", (whole, kept)  # a word ended there
+            assert not kept.split()[-1].replace(".", "").isdigit(), kept
+    assert cuts  # the trees' narrow nodes do cut some lines

@@ -34,6 +34,7 @@ from trio_supervisor.agents import (
     PlannerReply,
     RateLimited,
     UnusableReply,
+    recorded_replies,
 )
 from trio_supervisor.testing import ScriptedPlanner, SimulatedAgent
 from trio_supervisor.testing.devserver import app, serve
@@ -112,6 +113,31 @@ async def test_a_reply_that_never_parses_is_asked_again_then_a_recorded_stall(
         f"the planner's last failure: {failed}"
     )
     assert answer.text == f"(degraded: {answer.reason})"
+
+
+async def test_recorded_replies_keeps_every_reply_of_its_block_as_the_model_wrote_it(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The refused replies too (three garbled ones a decision), and nothing outside."""
+
+    async def ask(task: str) -> None:
+        async with ChatPlanner(
+            "m", base_url="http://x/v1", api_key=KEY, transport=in_process()
+        ) as p:
+            limits = ReplanLimits(max_rounds=5, max_stalls=0, max_resets=0)
+            await Supervisor(agent(), max_workers=2).replan(task, p, limits=limits)
+
+    with recorded_replies() as replies:
+        await ask("a [garbled] task")
+    garbled = list(replies)
+    assert set(garbled) == {"{not a plan"}
+    assert len(garbled) % 3 == 0  # three a decision
+    await ask(TASK)  # outside the block: kept nowhere
+    assert replies == garbled
+    with recorded_replies() as replies:
+        await ask(TASK)
+    decided = [PlannerReply.model_validate_json(reply) for reply in replies]
+    assert [reply.done for reply in decided] == [False] * (len(decided) - 1) + [True]
 
 
 class Recorder(httpx2.AsyncBaseTransport):

@@ -434,9 +434,14 @@ def picture_width(svg: str) -> float:
 
 
 def texts_of(svg: str, css: str) -> list[str]:
+    """The text of each ``<text>`` of class ``css``, its lines (tspans) joined, without the
+    title a reader sees on hover."""
     root = ET.fromstring(svg)
     return [
-        "".join(text.itertext()) if text.find(f"{SVG}title") is None else text[0].tail or ""
+        "".join(text.itertext())
+        if text.find(f"{SVG}title") is None
+        else (text[0].tail or "")
+        + "".join("".join(t.itertext()) + (t.tail or "") for t in text[1:])
         for text in root.iter(f"{SVG}text")
         if css in classes(text)
     ]
@@ -454,8 +459,14 @@ def test_a_compact_picture_cuts_long_labels_keeps_them_on_hover_and_drops_the_en
     full, compact = render_svg(trace, width=120), render_svg(trace, width=120, compact=True)
     assert picture_width(compact) < picture_width(full)
     (cut,) = [label for label in texts_of(compact, "ts-label") if label.endswith("…")]
-    assert len(cut) == COMPACT_LABEL
     assert long.startswith(cut[:-1])
+    assert long[len(cut) - 1] == " "  # cut where a word ends, never inside one
+    (wrapped,) = [
+        t for t in ET.fromstring(compact).iter(f"{SVG}text") if t.find(f"{SVG}tspan") is not None
+    ]
+    lines = [(wrapped[0].tail or "").strip(), "".join(wrapped[1].itertext())]
+    assert lines == ["a subtask with a", "name much longer…"]  # two lines, each whole words
+    assert all(len(line) <= COMPACT_LABEL for line in lines)
     titles = [t.text for t in ET.fromstring(compact).iter(f"{SVG}title")]
     assert long in titles  # the full name, on hover
     assert texts_of(compact, "ts-end") == ["✓ ok", "✓ ok", "✗ failed"]

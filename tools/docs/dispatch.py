@@ -19,14 +19,18 @@ says it takes what the scenario needs, never by its number, so that a step added
 what its record says: ``deadline`` a hung slot the run answers without, ``intensity`` a run that
 gives up past its restart intensity, a stream a caller that leaves early (step 10 shows its workers
 run on, step 11 on cancels them), ``window`` a window filling behind a slow slot, ``rate`` attempts
-spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes, a
-lazy input a feed pulled only as the window has room, a tree (a step that records its own trace and
-checks its task's form) two companies with a child supervisor each, a step whose workers run in
-processes one that dies, and a step that journals its runs a supervisor killed part way and resumed
-(its player shows the resume, the slots that came from the journal drawn as such).
+spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes,
+a flat re-planning step's ``max_rounds`` a second round that follows a finding up and reroutes a
+failure, its ``max_subtasks`` that round cut at the budget, its ``planner`` a chat model that
+decides each round (the loopback server playing it), a lazy input a feed pulled only as the
+window has room, a tree (a step that records its own trace and checks its task's form) two
+companies with a child supervisor each, a step whose workers run in processes one that dies, and
+a step that journals its runs a supervisor killed part way and resumed (its player shows the
+resume, the slots that came from the journal drawn as such).
 
 A page's player starts with the scenario of its step's own idea (`default`): one that sets an
-option the step adds, else one the step before does not offer; `unset_idea` tells a recorded
+option the step adds, else one the step before does not offer, else one whose run returns
+something else on the step before; `unset_idea` tells a recorded
 player that starts with a run without it (``tools/docs_check.py`` fails such a page).
 """
 
@@ -42,6 +46,7 @@ from lessons._course.arguments import parser
 from lessons._course.demos import FIVE, TREE, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
+from lessons._course.showing import round_sections
 from lessons._course.steps import part_two, step, step_number, steps
 from tools.docs.pages import fitted
 from trio_supervisor import Status, Trace
@@ -49,6 +54,7 @@ from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
     MARKS,
+    cut_label,
     legend_keys,
     ticks,
     timeline_rows,
@@ -191,7 +197,9 @@ def default(name: str) -> str:
     """The scenario step ``name``'s page shows first: one that shows the step's idea. The first
     that sets an option the step adds (with `TROUBLE_WORKERS` where the workers are the choice),
     else the last scenario the step before does not offer, else the last built on an idea the
-    step keeps (`own_scenarios`), else `DEFAULT`."""
+    step keeps (`own_scenarios`), else the first (`TROUBLE_WORKERS` first) whose run `returns`
+    something else on the step before (step 4's plan order where step 3 returns completion
+    order, step 5's results where step 4 raises), else `DEFAULT`."""
     chosen = scenarios(name)
     own = [scenario for scenario in chosen if sets(scenario) & added(name)]
     if own:
@@ -204,9 +212,29 @@ def default(name: str) -> str:
     if new and at:
         return new[-1]
     ideas = [scenario.key for scenario in own_scenarios(name, "")]  # its ideas, kept since
-    return ideas[-1] if ideas else DEFAULT
+    if ideas:
+        return ideas[-1]
+    if at:  # an idea with no option of its own (step 4's order, step 5's isolation): its run
+        crowded = sorted(chosen, key=lambda scenario: scenario.workers != TROUBLE_WORKERS)
+        for scenario in crowded:
+            if returns(scenario.run(name)) != returns(scenario.run(names[at - 1])):
+                return scenario.key
+    return DEFAULT
 
 
+def returns(run: Run) -> tuple[object, ...]:
+    """What a run comes to, as a reader of the player sees it: whether it raised or never
+    returned, and the results it returned, in their order, with how each ended."""
+    results = [] if run.aggregate is None else run.aggregate.results
+    return (
+        run.error is not None,
+        run.stopped is not None,
+        tuple((result.subtask, result.status) for result in results),
+    )
+
+
+ROUNDS = 2  # the rounds allowed, in the scenario of a re-planning step: the planner needs two
+SUBTASKS = 6  # subtasks dispatched at most, in the budget scenario: round 2 asks for a seventh
 HEDGE_AFTER = 1.5  # seconds a leaf runs before its hedge starts
 STRAGGLING = "acme: pricing, reviews; globex: pricing, reviews"
 STRAGGLER = "globex reviews"  # its first request takes 12 seconds, its hedge does not
@@ -278,6 +306,38 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             options={"adaptive": True},
         )
         chosen.append(Scenario("adaptive", fitted.title, fitted, WORKERS[-1]))
+    # a re-planning step's rounds, budgets and planner, where it is one flat supervisor (a tree
+    # re-plans each company in its own child run: its scenario shows those rounds)
+    flat = record.replans and not (record.records_trace and record.check_task is not None)
+    if flat and record.takes("max_rounds"):  # rounds: a finding followed up, a failure rerouted
+        rounds = Demo(
+            f"slot {FAILING} fails{crowd}, max_rounds={ROUNDS}: round 2 follows a finding up "
+            "and reroutes the failure",
+            FIVE,
+            fail=frozenset({FAILING}),
+            slow=LATENCIES,
+            options={"max_rounds": ROUNDS},
+        )
+        chosen.append(Scenario("rounds", rounds.title, rounds, TROUBLE_WORKERS))
+    if flat and record.takes("max_subtasks"):  # a budget that ends what the planner asks for
+        capped = Demo(
+            f"slot {FAILING} fails{crowd}, max_subtasks={SUBTASKS}: round 2 is cut at the budget, "
+            "and the answer says so",
+            FIVE,
+            fail=frozenset({FAILING}),
+            slow=LATENCIES,
+            options={"max_subtasks": SUBTASKS},
+        )
+        chosen.append(Scenario("budgets", capped.title, capped, TROUBLE_WORKERS))
+    if flat and record.takes("planner"):  # a chat model decides each round, as JSON
+        chat = Demo(
+            f"slot {FAILING} fails{crowd}, planner=llm: a chat model decides each round",
+            FIVE,
+            fail=frozenset({FAILING}),
+            slow=LATENCIES,
+            options={"planner": "llm"},
+        )
+        chosen.append(Scenario("llm", chat.title, chat, TROUBLE_WORKERS))
     if record.records_trace and record.check_task is not None:  # a tree of supervisors
         # a worker for each of the four leaves: two trees tied for a place would take it in no
         # fixed order, and the recorded run would differ from build to build
@@ -362,7 +422,7 @@ def trace_drawing(trace: Trace, final: Mapping[int, Status] | None = None) -> di
             + ([bar.hedge] if bar.hedge else [])
             for bar in row.bars
         ]
-        label = row.label if len(row.label) <= LABEL else row.label[: LABEL - 1] + "…"
+        label = cut_label(row.label, LABEL)
         drawn.append(
             {
                 "slot": row.slot,
@@ -420,7 +480,7 @@ def fragment(name: str, first: Run) -> str:
     timeline of the site is) and the link to the recorded runs, which the script reads."""
     assert first.trace is not None
     title = f"{name} · {first.demo.title}: the player's first scenario, on virtual time"
-    svg = fitted(first.trace, final_statuses(first), title=title)
+    svg = fitted(first.trace, final_statuses(first), title=title, sections=round_sections(first))
     number = step_number(name)
     return (
         "### Dispatch\n\n"

@@ -22,7 +22,7 @@ from lessons._course import exercises
 from lessons._course.arguments import parser
 from lessons._course.demos import Demo, demos
 from lessons._course.running import Run, final_statuses, run_demo
-from lessons._course.showing import ConsoleWatch, round_sections, show
+from lessons._course.showing import ConsoleWatch, round_sections, show, spaced
 from lessons._course.steps import part_two, step_number, step_path, steps
 from tools.docs.paths import WIDTH
 from trio_supervisor import Status, Trace
@@ -449,7 +449,7 @@ def comparison(name: str) -> str:
             f"(<code>{ran.step}</code>): wall time {ran.trace.wall:.2f}s. "
             + re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(outcome(ran), quote=False))
             + "</figcaption>\n"
-            f"{svg}</figure>\n"
+            f"{svg}{replies_list(ran)}</figure>\n"
         )
     return (
         "## The idea, run\n\n"
@@ -461,8 +461,26 @@ def comparison(name: str) -> str:
             if made is not original
             else ""
         )
+        + (
+            " Here a chat model decides each round: under this step's picture, the JSON it "
+            "replied for each decision, which the run checked before it dispatched a batch."
+            if made[-1].run.replies and not made[0].run.replies
+            else ""
+        )
         + "\n\n"
         '<div class="ts-compare" markdown="0">\n' + "".join(figures) + "</div>\n"
+    )
+
+
+def replies_list(run: Run) -> str:
+    """What a chat model planner replied in ``run``, one item a decision, its JSON as the
+    runner prints it (``lessons._course.showing.show_replies``): nothing for another run."""
+    if not run.replies:
+        return ""
+    items = [f"<li><code>{html.escape(spaced(reply))}</code></li>\n" for reply in run.replies]
+    return (
+        '<p class="ts-replies-head">What the chat model replied, one reply a decision:</p>\n'
+        '<ol class="ts-replies">\n' + "".join(items) + "</ol>\n"
     )
 
 

@@ -19,7 +19,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Guide:
-    """A how-to guide: its page, its title in the list, and the task it does."""
+    """A how-to guide: its page, its title (the page's own first heading, which the list
+    links it by), and the task it does."""
 
     page: str
     title: str
@@ -27,14 +28,32 @@ class Guide:
 
 
 HOW_TO = (
-    Guide("endpoint.md", "Call a real endpoint", "a sub-agent over an OpenAI-compatible API"),
-    Guide("rate-limits.md", "Stay under a rate limit", "429s, Retry-After and adaptive limits"),
-    Guide("durable-runs.md", "Make a run durable", "a journal, resuming, and an approval gate"),
-    Guide("budgets.md", "Spend within a budget", "reserve before a call, settle after it"),
-    Guide("hedging.md", "Hedge a slow call", "a second attempt for the tail"),
-    Guide("opentelemetry.md", "Export spans", "a run, its slots and attempts to OpenTelemetry"),
-    Guide("ray.md", "Run workers on Ray", "a worker whose calls run as Ray tasks"),
-    Guide("processes.md", "Isolate a crashing worker", "calls in worker processes"),
+    Guide(
+        "endpoint.md",
+        "Call a real OpenAI-compatible endpoint",
+        "a sub-agent over an OpenAI-compatible API",
+    ),
+    Guide(
+        "rate-limits.md",
+        "Stay within an endpoint's rate limits",
+        "429s, Retry-After and adaptive limits",
+    ),
+    Guide(
+        "durable-runs.md",
+        "Make a run durable, and gate it on a person's yes",
+        "a journal, resuming, and an approval gate",
+    ),
+    Guide(
+        "budgets.md",
+        "Cap a run's tokens without overshoot",
+        "reserve before a call, settle after it",
+    ),
+    Guide("hedging.md", "Cut the tail with a hedge", "a second attempt for the tail"),
+    Guide(
+        "opentelemetry.md", "See a run in Phoenix", "a run, its slots and attempts to OpenTelemetry"
+    ),
+    Guide("ray.md", "Scale out with Ray", "a worker whose calls run as Ray tasks"),
+    Guide("processes.md", "Run workers in processes", "calls in worker processes"),
 )
 
 
@@ -144,13 +163,23 @@ def present(nav: list[Any], docs: Path) -> list[Any]:
 
 
 def how_to_list(docs: Path) -> str:
-    """The how-to guides' index: a line per guide whose page exists."""
-    lines = [
-        f"- [{guide.title}]({guide.page}): {guide.task}."
-        for guide in HOW_TO
-        if (docs / "how-to" / guide.page).exists()
-    ]
+    """The how-to guides' index: a line per guide whose page exists, linked by the page's own
+    title (its first heading; the guide's `Guide.title` for a page without one), so that a
+    link never names a guide otherwise than the page it opens does."""
+    lines = []
+    for guide in HOW_TO:
+        page = docs / "how-to" / guide.page
+        if page.exists():
+            lines.append(f"- [{page_title(page) or guide.title}]({guide.page}): {guide.task}.")
     return "\n".join(lines) + "\n" if lines else "No guide is written yet.\n"
+
+
+def page_title(page: Path) -> str | None:
+    """A markdown page's first ``# `` heading, None for a page without one."""
+    for line in page.read_text().splitlines():
+        if line.startswith("# "):
+            return line.removeprefix("# ").strip()
+    return None
 
 
 def redirect(path: Path, to: str) -> None:

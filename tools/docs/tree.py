@@ -20,7 +20,7 @@ from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.steps import step, step_number
 from tools.docs.pages import step_demos
 from trio_supervisor import Trace
-from trio_supervisor.timeline import ENDINGS, Ending, Row, svg_style, timeline_rows
+from trio_supervisor.timeline import ENDINGS, Ending, Row, cut_label, svg_style, timeline_rows
 
 FILE = "tree.md"  # generated/steps/<step>.tree.md: what a tree step's page includes
 _CHAR = 7.3  # the advance of one 12px monospace character
@@ -89,10 +89,6 @@ def _place(node: Node, next_x: list[float], wide: float = _WIDE) -> None:
 
 def _all(node: Node) -> list[Node]:
     return [node, *(n for child in node.children for n in _all(child))]
-
-
-def _cut(text: str, most: int = _NODE) -> str:
-    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def _company(name: str) -> str:
@@ -165,10 +161,12 @@ def tree_svg(trace: Trace, run: Run, title: str) -> str:
         if node.ending is not None:
             lines.append((node.said, f"ts-end{css}", ""))
         for index, (text, kind, whole) in enumerate(lines):
+            shown_line = cut_label(text, chars)
+            whole = whole or (text if shown_line != text else "")  # a cut line: whole on hover
             hover = f"<title>{html.escape(whole)}</title>" if whole else ""
             out.append(
                 f'<text class="{kind}" x="{node.x + 8:.2f}" y="{y + 16 + 16 * index:.2f}">'
-                f"{hover}{html.escape(_cut(text, chars))}</text>"
+                f"{hover}{html.escape(shown_line)}</text>"
             )
         out.append("</g>")
     out.append('<g class="ts-legend">')

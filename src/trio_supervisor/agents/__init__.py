@@ -41,7 +41,7 @@ from ._chat import (
 )
 from ._output import Output
 from ._planner import SYSTEM as PLANNER_SYSTEM
-from ._planner import ChatPlanner, PlannedSubtask, PlannerReply, UnusableReply
+from ._planner import ChatPlanner, PlannedSubtask, PlannerReply, UnusableReply, recorded_replies
 
 __all__ = [
     "PLANNER_SYSTEM",
@@ -62,6 +62,7 @@ __all__ = [
     "UnusableReply",
     "mask",
     "parse_retry_after",
+    "recorded_replies",
 ]
 
 fixup_module_metadata(__name__, globals())

@@ -12,6 +12,9 @@ almost right is refused with a message a model can act on.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -25,6 +28,44 @@ from ._output import Output
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
+
+
+# the list `recorded_replies` keeps, while its block runs: each planner's task appends to it
+_REPLIES: ContextVar[list[str] | None] = ContextVar("trio_supervisor_planner_replies", default=None)
+
+
+@contextmanager
+def recorded_replies() -> Iterator[list[str]]:
+    """Every reply a [`ChatPlanner`][trio_supervisor.agents.ChatPlanner] is given while the
+    block runs, its text as the model wrote it, in the order they came (a reply that did not
+    validate, and was asked again, included): what the model said, to show or log beside the
+    run's ledger, which keeps the decisions the replies came to.
+
+    ```pycon
+    >>> import httpx2
+    >>> from trio_supervisor import Supervisor
+    >>> from trio_supervisor.testing import SimulatedAgent, devserver
+    >>> async def main():
+    ...     model = httpx2.ASGITransport(app=devserver.app())
+    ...     url = "http://x/v1"
+    ...     async with ChatPlanner("m", base_url=url, api_key="k", transport=model) as chat:
+    ...         await Supervisor(SimulatedAgent(0), max_workers=2).replan("a; b", chat)
+    >>> with recorded_replies() as replies:
+    ...     trio.run(main)
+    >>> [PlannerReply.model_validate_json(reply).done for reply in replies]
+    [False, True]
+
+    ```
+
+    The block's tasks, and the tasks they start, share the list (a context variable holds
+    it): a run started in the block (``trio.run`` too) records into it.
+    """
+    replies: list[str] = []
+    token = _REPLIES.set(replies)
+    try:
+        yield replies
+    finally:
+        _REPLIES.reset(token)
 
 
 class PlannedSubtask(BaseModel):
@@ -282,6 +323,9 @@ class ChatPlanner:
         async def send(conversation: list[ChatCompletionMessageParam]) -> str:
             nonlocal waits
             text, waits = await self._ask(conversation, waits)
+            kept = _REPLIES.get()
+            if kept is not None:  # inside `recorded_replies`
+                kept.append(text)
             return text
 
         try:

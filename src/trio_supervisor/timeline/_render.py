@@ -726,6 +726,7 @@ def svg_style() -> str:
 
 _CHAR = 7.3  # the advance of one 12px monospace character, for laying out columns
 _ROW = 24.0  # height of one slot's row
+_LINE = 14.0  # the height a row grows by for its label's second line
 _BAR = 14.0  # height of a running bar (a waiting bar is a thin line through the row's middle)
 _GAP = 2.0  # pixels between two attempts that follow each other at once: never one bar
 _SLIVER = 2.0  # the narrowest attempt drawn: one that ended as it started still shows
@@ -806,8 +807,66 @@ def _wrapped(text: str, fits: int) -> list[str]:
     return lines
 
 
+def cut_label(text: str, fits: int = LABEL) -> str:
+    """``text`` in at most ``fits`` characters: whole when it fits, else cut after the last
+    whole word that fits, with an ellipsis, so that a label never ends inside a word, nor on a
+    number whose noun was cut (a first word longer than ``fits`` alone is cut inside it).
+    Pictures give the whole text on hover.
+
+    ```pycon
+    >>> cut_label("competitor discounts", 18)
+    'competitor…'
+    >>> cut_label("customer reviews, from app stores", 18)
+    'customer reviews…'
+    >>> cut_label("the parent: 2 rounds", 15)
+    'the parent…'
+    >>> cut_label("inventory", 18), cut_label("supercalifragilistic", 10)
+    ('inventory', 'supercali…')
+
+    ```
+
+    Raises:
+      ValueError: if ``fits`` is below 2 (no room for a character and the ellipsis).
+    """
+    if fits < 2:
+        raise ValueError(f"a label fits at least 2 characters, got fits={fits}")
+    if len(text) <= fits:
+        return text
+    head = text[: fits - 1]
+    if not text[fits - 1].isspace():  # the cut falls inside a word: drop that word
+        space = max(head.rfind(" "), head.rfind("\t"))
+        head = head[:space] if space > 0 else head
+    words = head.split()
+    if len(words) > 1 and words[-1].replace(".", "").isdigit():  # a count without its noun
+        head = head[: head.rstrip().rfind(" ")]
+    return head.rstrip(" \t,;:·-") + "…"
+
+
 def _cut(text: str, fits: int = LABEL) -> str:
-    return text if len(text) <= fits else text[: fits - 1] + "…"
+    return cut_label(text, fits)
+
+
+def label_lines(text: str, fits: int) -> list[str]:
+    """A row's label in lines of at most ``fits`` characters: one when it fits, else two,
+    broken where a word ends, the second cut (`cut_label`) if it is still too long; one line
+    cut inside its word when the first word alone is too long.
+
+    ```pycon
+    >>> label_lines("competitor discounts", 18)
+    ['competitor', 'discounts']
+    >>> label_lines("customer reviews, from app stores and forums", 18)
+    ['customer reviews,', 'from app stores…']
+    >>> label_lines("inventory", 18), label_lines("supercalifragilistic", 10)
+    (['inventory'], ['supercali…'])
+
+    ```
+    """
+    if len(text) <= fits:
+        return [text]
+    space = text.rfind(" ", 0, fits + 1)
+    if space <= 0:
+        return [cut_label(text, fits)]
+    return [text[:space].rstrip(), cut_label(text[space:].strip(), fits)]
 
 
 def render_svg(
@@ -920,17 +979,22 @@ class SvgPicture:
         self.total_width = self.x_rank + _CHAR
 
     def _lines(self, sections: Mapping[int, str]) -> None:
-        """The top of each row, and of each section's heading (a row above its first slot)."""
+        """The top of each row, and of each section's heading (a row above its first slot); a
+        row whose label is two lines (`label_lines`) is taller by a line."""
         self.top = _ROW  # the header takes one row
         self.ys: list[float] = []
         self.headings: list[tuple[float, str]] = []
+        self.label_lines = [label_lines(row.label, self.labels) for row in self.rows]
+        self.tall = [_ROW + _LINE * (len(lines) - 1) for lines in self.label_lines]
         ys, headings = self.ys, self.headings
-        for row in self.rows:
+        y = self.top
+        for index, row in enumerate(self.rows):
             if not row.depth and row.slot in sections:
-                y = self.top + _ROW * (len(ys) + len(headings))
                 headings.append((y, printable(sections[row.slot])))
-            ys.append(self.top + _ROW * (len(ys) + len(headings)))
-        self.bottom = self.top + _ROW * (len(self.rows) + len(headings))
+                y += _ROW
+            ys.append(y)
+            y += self.tall[index]
+        self.bottom = y
 
     def _legend_keys(self) -> None:
         """Where each legend key goes, its words wrapped to the picture's width; the picture
@@ -1033,7 +1097,8 @@ class SvgPicture:
         """Row ``index``: its tint when the slot failed, its number, label, bars, ending and
         rank."""
         y = self.ys[index]
-        middle = y + _ROW / 2
+        tall = self.tall[index]
+        middle = y + tall / 2
         text_y = _n(middle + 4)
         drawn = row.ending
         ended_as = "none" if row.status is None else row.status.value
@@ -1046,16 +1111,23 @@ class SvgPicture:
         if drawn.fault:  # the slot's own failure
             out.append(
                 f'<rect class="ts-band" x="0" y="{_n(y + 1)}" '
-                f'width="{_n(self.total_width)}" height="{_n(_ROW - 2)}"/>'
+                f'width="{_n(self.total_width)}" height="{_n(tall - 2)}"/>'
             )
         marked = f" {drawn.css} ts-bold" if drawn.fault else ""
         out.append(
             f'<text class="ts-slot{marked}" x="{_n(self.x_slot)}" y="{text_y}" '
             f'text-anchor="end">{row.slot}</text>'
         )
+        first, *rest = self.label_lines[index]
+        label_y = _n(middle + 4 - _LINE / 2 * len(rest))
+        second = "".join(
+            f'<tspan x="{_n(self.x_label)}" dy="{_n(_LINE)}">{escape(line)}</tspan>'
+            for line in rest
+        )
         out.append(
-            f'<text class="ts-label{marked}" x="{_n(self.x_label)}" y="{text_y}">'
-            f"<title>{escape(row.label)}</title>{escape(_cut(row.label, self.labels))}</text>"
+            f'<text class="ts-label{marked}" x="{_n(self.x_label)}" y="{label_y}">'
+            f"<title>{escape(row.label)}</title>{escape(first)}{' ' if rest else ''}{second}"
+            "</text>"
         )
         out += _svg_bars(row, middle, self.x_of, self.width / self.right)
         ran = any(bar.kind == "running" for bar in row.bars)
