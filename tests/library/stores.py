@@ -140,5 +140,6 @@ def databases(request: pytest.FixtureRequest) -> Iterator[Databases]:
 
 @pytest.fixture
 def database(databases: Databases) -> Database:
-    """One empty database of the store under test."""
-    return databases.fresh()
+    """One empty database of the store under test (on the server, the worker's one scratch
+    database emptied: see `Databases.emptied`)."""
+    return databases.emptied()
