@@ -97,10 +97,10 @@ class Databases:
         return Database(self.kind, self.server.rsplit("/", 1)[0] + "/" + name)
 
     def emptied(self) -> Database:
-        """An empty database, as `fresh` gives, for a test that needs one per drawn example: on
-        the server, one database kept for such calls, its schema dropped (tables, rows and all)
-        and made again, where a new database costs a copy of the template's few hundred files
-        (half a second each, and as long again to remove at the session's end)."""
+        """An empty database, as `fresh` gives, for each test and each drawn example: on the
+        server, one database kept for such calls, its schema dropped (tables, rows and all) and
+        made again, where a new database costs a copy of the template's few hundred files (half
+        a second each, and as long again to remove at the session's end)."""
         if self.server is None:
             return self.fresh()
         if self._scratch is None:
