@@ -39,8 +39,10 @@ dupcheck: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
+# on every core (pytest-xdist): a worker takes the next test as it is free, except the tests of
+# one xdist_group (one Ray cluster at a time), which one worker runs in turn
 pytest: $(BIN)/.installed postgres-server
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist loadgroup
 
 # PostgreSQL's server binaries (initdb, postgres), which the Postgres journal's tests and
 # benchmarks start on loopback in a temporary folder (trio_supervisor.testing.postgres):

@@ -9,6 +9,7 @@ output is the same on every run.
 from __future__ import annotations
 
 import difflib
+import functools
 import io
 import json
 import os
@@ -48,6 +49,18 @@ def run(*argv: str) -> tuple[int, str]:
     out = io.StringIO()
     status = main(list(argv), Console(file=out, width=100, highlight=False))
     return status, out.getvalue()
+
+
+@functools.cache
+def checked_on_the_step_before(number: int) -> tuple[int, str]:
+    """``check N`` on step N-1's code, run once in this process for every test that reads it: a
+    check is derandomized and on virtual time, so it tells the same on every run."""
+    return run("check", str(number), str(step_path(KNOWN[number - 1])))
+
+
+# the tests that read `checked_on_the_step_before`: one worker runs them all when the tests run
+# on several cores, so that each of those checks runs once
+STEP_BEFORE = pytest.mark.xdist_group("checks of the step before")
 
 
 def refused(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -112,9 +125,10 @@ def assert_told(out: str, law: Law, part_two: bool = False) -> None:
     assert re.search(r"^    the timeline of that run(:|, to .*\(stopped at .*\):)$", story, re.M)
 
 
+@STEP_BEFORE
 @pytest.mark.parametrize("number", PART_ONE)
 def test_check_fails_on_the_step_befores_code_and_tells_the_counterexample(number: int) -> None:
-    status, out = run("check", str(number), str(step_path(KNOWN[number - 1])))
+    status, out = checked_on_the_step_before(number)
     assert_told(out, fixed_by(number))
     assert status == 1
 
@@ -128,11 +142,12 @@ def test_check_fails_on_the_untouched_starter(number: int) -> None:
     assert status == 1
 
 
+@STEP_BEFORE
 def test_the_told_counterexample_is_the_smallest_and_shows_what_differs() -> None:
     """Step 3 returns results in completion order: the smallest case that shows it is two
     subtasks, the first slower, on two workers, and the results come back swapped. The plan's
     names are a real plan's, which do not sort in plan order (a sort by name is no plan order)."""
-    _, out = run("check", "4", str(step_path(KNOWN[3])))
+    _, out = checked_on_the_step_before(4)
     story = out.split("  FAILED  results come back in plan order", 1)[1].split("  passed  ")[0]
     assert story.splitlines()[1:10] == [
         "    the law's check failed",
@@ -413,11 +428,12 @@ def test_what_a_check_tells_fits_80_columns_with_every_column_of_its_timelines_w
                 assert row.split()[-1].isdigit(), row  # its rank shown whole
 
 
+@STEP_BEFORE
 def test_a_run_that_never_returned_is_drawn_to_when_it_was_due_and_what_differs_is_marked() -> None:
     """Step 5 never returns when a worker hangs: its timeline is drawn to when the law expected
     the run to end (the hung slot's timeout, then the two others, on one worker), not to the
     hour after which the check stopped it; and the line that differs is marked."""
-    status, out = run("check", "6", str(step_path(KNOWN[5])))
+    status, out = checked_on_the_step_before(6)
     rule = laws.HUNG_WORKER_FREES_ITS_SLOT.rule
     story = out.split(f"  FAILED  {rule}\n", 1)[1].split("\n  FAILED  ")[0]
     agent = SimulatedAgent()
@@ -457,11 +473,12 @@ def test_a_timeline_ends_where_its_run_ended_not_where_the_law_stopped_waiting()
     assert trace.wall == 0.5
 
 
+@STEP_BEFORE
 @pytest.mark.parametrize("number", PART_ONE)
 def test_every_told_timeline_spans_its_runs_real_extent(number: int) -> None:
     """Whatever law fails on the step before, its timeline ends neither before a slot ended
     nor at the hour a law waits after the run (or stops a run that never returns)."""
-    _, out = run("check", str(number), str(step_path(KNOWN[number - 1])))
+    _, out = checked_on_the_step_before(number)
     for _, *rows, axis in timelines(out):
         right = float(axis.split()[-1].removesuffix("s"))
         assert 0 < right < HOUR

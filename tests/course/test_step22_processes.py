@@ -10,7 +10,6 @@ the crash is raised as ``ProcessWorker`` reports one.
 from __future__ import annotations
 
 import io
-import json
 import os
 import subprocess
 import sys
@@ -85,13 +84,12 @@ def test_a_leaf_cut_by_its_timeout_or_a_cancelled_run_has_its_call_ended(
 
 
 def test_the_step_before_dies_whole_on_a_crash_and_step_22_returns_every_other_leaf() -> None:
+    """Step 22's half is the law's own real-process run (``laws.crashing_child``), which
+    test_a_crash_in_a_real_worker_process_spares_the_run makes on step 22 and holds to the
+    same ledger (acme b missing, acme a and c answered): here the step before, on the same
+    body, dies whole."""
     before = run_in_child("step21_escalation")
     assert (before.returncode, before.stdout) == (step22.CRASH, "")  # nothing returned
-    done = laws.crashing_child(step22)  # the law's own real-process run
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [
-        "acme a: findings on acme a; acme b: missing; acme c: findings on acme c"
-    ]
 
 
 def test_the_demo_crashes_one_leaf_and_the_tree_goes_on() -> None:

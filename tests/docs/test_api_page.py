@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ROLE = re.compile(r":(?:func|class|meth|attr|data|exc|mod|obj|const):(?:`|<code>)")
 # an autorefs link left unresolved: the markdown [title][identifier], or autorefs' own element
 UNRESOLVED = re.compile(r"\]\[[A-Za-z_][\w.]*\]|<autoref\b")
+# one worker runs the module when the tests run on several cores: the reference is built once
+pytestmark = pytest.mark.xdist_group("api page")
 
 
 class _Warnings(logging.Handler):

@@ -30,6 +30,9 @@ from trio_supervisor.timeline import ENDINGS, LABEL, MARKS
 
 STEPS = list(steps().values())
 STATUSES = {status.value for status in Status}
+# one worker runs the module when the tests run on several cores: its one recording of every
+# step's scenarios (``recorded``) is made once
+pytestmark = pytest.mark.xdist_group("dispatch")
 
 
 @pytest.fixture(scope="module")

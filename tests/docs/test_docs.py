@@ -31,6 +31,9 @@ STEPS = list(steps().values())
 # a fenced block that includes a file: its info string and the included path
 INCLUDE = re.compile(r'^```(?P<info>[^\n]*)\n--8<-- "(?P<path>[^"]+)"\n```$', re.MULTILINE)
 HL_LINES = re.compile(r'\bhl_lines="(?P<lines>[^"]*)"')
+# the tests that read the module's one generation of every step's pictures (``pictures``): one
+# worker runs them all when the tests run on several cores, so that it is made once
+ONE_GENERATION = pytest.mark.xdist_group("pictures")
 
 
 INCLUDED = re.compile(r'--8<-- "(?P<path>[^":]+):(?P<first>\d+):(?P<last>\d+)"')
@@ -133,11 +136,14 @@ def test_a_run_the_guard_stopped_is_said_to_never_return_not_to_raise() -> None:
     assert f"stopped it at {stopped.stopped:.2f}s" in said
 
 
+@ONE_GENERATION
 @pytest.mark.parametrize("name", STEPS)
-def test_the_terminal_output_is_folded_and_the_timelines_shown(name: str) -> None:
-    fragment = step_pages.demos_fragment(name, step_pages.pictures(name))
+def test_the_terminal_output_is_folded_and_the_timelines_shown(
+    name: str, pictures: dict[str, list[step_pages.Picture]]
+) -> None:
+    fragment = step_pages.demos_fragment(name, pictures[name])
     assert "???+ example" not in fragment, "a terminal's output opens only when asked"
-    assert fragment.count("??? example") == len(step_pages.demo_runs(name))
+    assert fragment.count("??? example") == len(pictures[name])  # a picture per demo run
 
 
 @pytest.mark.parametrize("name", STEPS)
@@ -245,9 +251,12 @@ def test_hl_lines_format_and_parse_round_trip() -> None:
 
 @pytest.fixture(scope="module")
 def pictures() -> dict[str, list[step_pages.Picture]]:
+    """Every step's demos, run and drawn once for the tests that read them (the longest part of
+    a site's generation)."""
     return {name: step_pages.pictures(name) for name in STEPS}
 
 
+@ONE_GENERATION
 @pytest.mark.parametrize("name", STEPS)
 def test_page_output_is_what_the_command_prints(
     name: str, pictures: dict[str, list[step_pages.Picture]]
@@ -270,6 +279,7 @@ END = re.compile(
 )
 
 
+@ONE_GENERATION
 @pytest.mark.parametrize("name", STEPS)
 def test_timeline_picture_and_terminal_timeline_agree(
     name: str, pictures: dict[str, list[step_pages.Picture]]
@@ -296,20 +306,26 @@ def test_timeline_picture_and_terminal_timeline_agree(
         assert len(drawn) == len(rows)
 
 
-def test_two_generations_draw_byte_identical_svgs(tmp_path: Path) -> None:
-    first = docs_hook.generate(tmp_path / "first")
-    second = docs_hook.generate(tmp_path / "second")
-    assert [path.relative_to(tmp_path / "first") for path in first] == [
-        path.relative_to(tmp_path / "second") for path in second
-    ]
-    svgs = [path for path in first if path.suffix == ".svg"]
+@ONE_GENERATION
+def test_two_generations_draw_byte_identical_svgs(
+    tmp_path: Path, pictures: dict[str, list[step_pages.Picture]]
+) -> None:
+    """The site's generation, and the module's own earlier one (``pictures``: every step's demos
+    run and drawn anew, as the generation does), draw the same SVGs to the byte."""
+    generated = docs_hook.generate(tmp_path)
+    svgs = [path for path in generated if path.suffix == ".svg"]
     assert len(svgs) == sum(  # a demo run on the step before too draws a second timeline
         len(ran) + sum(demo.against is not None for demo in ran)
         for ran in (demos(parser().parse_args([str(number)]), number) for number in steps())
     )
-    for one in svgs:
-        other = tmp_path / "second" / one.relative_to(tmp_path / "first")
-        assert one.read_bytes() == other.read_bytes(), one.name
+    earlier = {
+        tmp_path / "steps" / name / f"{step_pages.slug(picture.demo)}.svg": picture.svg
+        for name, made in pictures.items()
+        for picture in made
+    }
+    assert sorted(earlier) == sorted(svgs)
+    for path in svgs:
+        assert path.read_text() == earlier[path], path.name
 
 
 def test_generation_writes_only_what_changed(tmp_path: Path) -> None:

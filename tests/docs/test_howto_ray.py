@@ -8,29 +8,25 @@ cluster ends with that process), bounded by a timeout.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import trio_supervisor
+import pytest
+
+from tests.docs.test_howto_examples import EXAMPLES, run_example
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "docs" / "examples" / "howto_ray.py"
 PAGE = ROOT / "docs" / "how-to" / "ray.md"
+# after or before tests/library/test_ray.py, on the same worker: one cluster at a time
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 def test_the_example_scores_its_plan_on_the_cluster_and_a_crash_fails_one_slot() -> None:
-    src = Path(trio_supervisor.__file__).resolve().parents[1]
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLE)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(ROOT)])},
-        timeout=120,
-        check=False,
-    )
+    """The one run of the example (test_howto_examples.py runs every other guide's the same
+    way): it exits 0 and prints what the page says."""
+    assert EXAMPLE in EXAMPLES
+    done = run_example(EXAMPLE)
     assert done.returncode == 0, done.stderr
     # Ray copies its own processes' logs to the program's output, (raylet) lines among them
     lines = [line for line in done.stdout.splitlines() if "(raylet)" not in line]

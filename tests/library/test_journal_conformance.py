@@ -139,7 +139,7 @@ async def execute(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(options=runs())
 def test_resume_after_crash_equals_run(databases: Databases, options: dict[str, Any]) -> None:
-    database = databases.fresh()
+    database = databases.emptied()  # each example's store starts empty
     plain = Plan(options["latency"], options["fails"])
     expected, took = virtual(execute, plain, options, None, None)
 

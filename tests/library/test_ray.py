@@ -33,6 +33,9 @@ from trio_supervisor.processes import UnpicklableError, WorkerCrashed
 CPUS = 2
 BOUND = 60  # seconds a run on the cluster may take before the test fails (a crowded machine)
 GONE = 20  # seconds a killed process may take to go: less than a hung body's 30 s of sleep
+# one worker runs this module and the Ray how-to's example in turn (make pytest runs tests on
+# every core): one cluster at a time on the machine, started once for the module
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 @pytest.fixture(scope="module", autouse=True)
