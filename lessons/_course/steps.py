@@ -314,6 +314,24 @@ STEPS: dict[int, Step] = {
             hook=_HTTP | {"crash"},
             check_task="check_task",
         ),
+        Step(
+            26,
+            "step26_typed_replies",
+            "typed replies",
+            options={
+                **_PLANNED,
+                "strategy": "one_for_one",
+                "hedge": None,
+                "need": None,
+                "budget_tokens": None,
+                "journal": None,
+                "run_id": None,
+            },
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
     )
 }
 """Every step of the course, by number."""
