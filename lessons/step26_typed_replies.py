@@ -30,7 +30,8 @@ from lessons import step24_approval_gate as step24
 from lessons.step15_http_subagents import CONCURRENCY
 from lessons.step19_llm_planner import open_planner
 from lessons.step21_escalation import Escalated, subtasks_of, supervisor
-from lessons.step25_hedging import REPLY_TOKENS, THROTTLE
+from lessons.step25_hedging import REPLY_TOKENS as REPLY_TOKENS  # a reply at most: now max_tokens
+from lessons.step25_hedging import THROTTLE as THROTTLE
 from lessons.step25_hedging import check_task as check_task
 from lessons.step25_hedging import supervise_broken as supervise_broken
 from trio_supervisor import (
