@@ -357,14 +357,13 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     ),
     26: (  # the step before runs each too: it asks for text, and takes the prose as it is
         Demo(
-            "a leaf answered in prose once is asked again, told what was wrong, and answers a "
-            "Finding; one answered in prose three times fails its slot, InvalidReply",
+            "prose once is asked again and answers a Finding; prose three times fails, "
+            "InvalidReply",
             TYPED,
             against=25,
         ),
         Demo(
-            "the same tree under a token budget: each leaf reserves its three requests' worst "
-            "case before the first is sent, and gives back what its replies did not use",
+            "the same tree under a token budget: each leaf reserves its three requests first",
             TYPED,
             options={"budget_tokens": 5000},
             against=25,
