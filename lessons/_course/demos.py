@@ -362,10 +362,10 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             TYPED,
             against=25,
         ),
-        Demo(
-            "the same tree under a token budget: each leaf reserves its three requests first",
-            TYPED,
-            options={"budget_tokens": 5000},
+        Demo(  # a leaf reserves 2,214 to 2,238 tokens: three requests, re-asks included
+            "a budget of 2,220 tokens pays for one leaf's three requests: the others send nothing",
+            "acme: pricing, reviews prose 1, news prose 3",
+            options={"budget_tokens": 2220},
             against=25,
         ),
     ),
