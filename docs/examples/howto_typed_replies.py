@@ -69,12 +69,9 @@ async def research(agent: ChatAgent[Finding]) -> tuple[Aggregate[str, Finding], 
 
 def ignoring_response_format(prompt: str) -> devserver.Script:
     """The loopback server's answers: JSON, but prose the first time it is asked about
-    inventory; the re-ask (the last message: what was wrong) gets JSON."""
-    if prompt == "inventory":
-        return devserver.Script(reply="Inventory looks healthy, with a few gaps in spring.")
-    aspect = "inventory" if prompt.startswith("Your reply") else prompt
-    finding = {"aspect": aspect, "summary": f"findings on {aspect}", "confidence": 0.8}
-    return devserver.Script(reply=json.dumps(finding))
+    inventory; the re-ask (what was wrong, appended to the conversation) gets JSON."""
+    finding = {"aspect": prompt, "summary": f"findings on {prompt}", "confidence": 0.8}
+    return devserver.Script(reply=json.dumps(finding), prose=1 if prompt == "inventory" else 0)
 
 
 async def on_the_loopback() -> None:

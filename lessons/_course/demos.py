@@ -68,6 +68,7 @@ FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
 STALL = "competitor pricing; supplier risk; inventory"  # supplier risk has no other source
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
 REFUNDS = "acme: pricing, refund $500 to order 1234; globex: refund $40 to order 77"
+TYPED = "acme: pricing, reviews prose 1; globex: pricing, news prose 3"  # prose k times (26)
 STEP_13 = (  # step 13's demos, which step 14 runs too
     Demo(
         "a lazy feed of the same reviews: each pulled only when the window has room",
@@ -352,6 +353,20 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             straggle={"acme news": 12.0},
             options={"need": 2},
             against=24,
+        ),
+    ),
+    26: (  # the step before runs each too: it asks for text, and takes the prose as it is
+        Demo(
+            "prose once is asked again and answers a Finding; prose three times fails, "
+            "InvalidReply",
+            TYPED,
+            against=25,
+        ),
+        Demo(  # a leaf reserves 2,214 to 2,238 tokens: three requests, re-asks included
+            "a budget of 2,220 tokens pays for one leaf's three requests: the others send nothing",
+            "acme: pricing, reviews prose 1, news prose 3",
+            options={"budget_tokens": 2220},
+            against=25,
         ),
     ),
     24: (  # the answer given in this process, as `python -m lessons approve` gives it

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import trio
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from lessons._course import probes
 from lessons._course.errors import describe
@@ -1893,7 +1894,7 @@ def _answers_by_its_deadline(
 
 ANSWERS_BY_ITS_DEADLINE = Law(
     "a re-planning run with a hung sub-agent answers by its deadline, degraded, naming it",
-    (18, 19, 20, 21, 22, 23, 24, 25),
+    (18, 19, 20, 21, 22, 23, 24, 25, 26),
     _answers_by_its_deadline,
     {
         "workers": st.integers(1, 4),
@@ -1936,7 +1937,7 @@ def _ends_by_the_budget_it_was_given(step: Subject, seen: Seen, seed: int) -> No
 ENDS_BY_THE_BUDGET_IT_WAS_GIVEN = Law(
     "a re-planning run ends by the budget it was given, max_subtasks or max_stalls, naming it",
     # not step 20: a failing leaf there is answered "missing", a success, so nothing stalls
-    (18, 19, 21, 22, 23, 24, 25),
+    (18, 19, 21, 22, 23, 24, 25, 26),
     _ends_by_the_budget_it_was_given,
     {"seed": st.integers(0, 2**16)},
     settings(max_examples=3, deadline=None, phases=NO_SHRINK),
@@ -2006,7 +2007,7 @@ def _stalls_are_counted_up_and_down(
 STALLS_ARE_COUNTED_UP_AND_DOWN = Law(
     "a round with nothing new is a stall; the stall count goes up on a stall, down on "
     "progress, and past max_stalls asks a fresh plan, at most max_resets times",
-    (18, 19, 20, 21, 22, 23, 24, 25),
+    (18, 19, 20, 21, 22, 23, 24, 25, 26),
     _stalls_are_counted_up_and_down,
     {
         "failing": st.integers(1, 3),
@@ -2065,7 +2066,7 @@ def _a_planner_that_fails_costs_rounds(step: Subject, seen: Seen, workers: int) 
 A_PLANNER_THAT_FAILS_COSTS_ROUNDS = Law(
     "planner='llm' asks its chat model: one that cannot be reached costs each round, never "
     "the run, and the answer names it",
-    (19, 20, 21, 22, 23, 24, 25),
+    (19, 20, 21, 22, 23, 24, 25, 26),
     _a_planner_that_fails_costs_rounds,
     {"workers": st.integers(1, 4)},
     settings(max_examples=2, deadline=None, phases=NO_SHRINK),
@@ -2091,7 +2092,7 @@ def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed:
 AN_LLM_PLANS_AS_THE_RULES_DO = Law(
     "planner='llm' asks a chat model over HTTP; the loopback model, playing the rules, makes "
     "the scripted planner's ledger",
-    (19, 20, 21, 22, 23, 24, 25),
+    (19, 20, 21, 22, 23, 24, 25, 26),
     _an_llm_plans_as_the_rules_do,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -2137,7 +2138,7 @@ def _a_company_is_a_child_supervisor(
 A_COMPANY_IS_A_CHILD_SUPERVISOR = Law(
     "a company 'c: a, b' is a child supervisor: the worker gets its leaves, at most K at once "
     "in the whole tree, and its slot the child's digest",
-    (20, 21, 22, 23, 24, 25),
+    (20, 21, 22, 23, 24, 25, 26),
     _a_company_is_a_child_supervisor,
     {"task": companies(), "workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
@@ -2166,7 +2167,7 @@ def _no_leaf_outlives_the_deadline(
 
 NO_LEAF_OUTLIVES_THE_DEADLINE = Law(
     "no leaf of the tree outlives the run's deadline",
-    (20, 21, 22, 23, 24, 25),
+    (20, 21, 22, 23, 24, 25, 26),
     _no_leaf_outlives_the_deadline,
     {
         "task": companies(),
@@ -2204,7 +2205,7 @@ def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, o
 
 A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
     "a child past its restart intensity fails its parent's slot with Escalated and its reason",
-    (21, 22, 23, 24, 25),
+    (21, 22, 23, 24, 25, 26),
     _a_child_that_gives_up_escalates,
     {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
@@ -2279,7 +2280,7 @@ def _a_strategy_restarts_what_it_names(
 A_STRATEGY_RESTARTS_WHAT_IT_NAMES = Law(
     "children restarted with the one they depend on keep no stale work; one_for_one restarts "
     "the failed leaf alone",
-    (21, 22, 23, 24, 25),
+    (21, 22, 23, 24, 25, 26),
     _a_strategy_restarts_what_it_names,
     {
         "strategy": st.sampled_from(["rest_for_one", "one_for_all"]),
@@ -2311,7 +2312,7 @@ def _a_crash_fails_its_leaf_alone(step: Subject, seen: Seen, crashed: int, seed:
 
 A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
     "a leaf whose body crashes its process fails its own slot; its siblings get their results",
-    (22, 23, 24, 25),
+    (22, 23, 24, 25, 26),
     _a_crash_fails_its_leaf_alone,
     {"crashed": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -2451,7 +2452,7 @@ def _a_cut_leaf_ends_its_call(step: Subject, seen: Seen, hung: int, seed: int) -
 A_CUT_LEAF_ENDS_ITS_CALL = Law(
     "a leaf cut by its timeout, or by a cancelled run, has its call ended there: no body "
     "outlives the call that started it",
-    (22, 23, 24, 25),
+    (22, 23, 24, 25, 26),
     _a_cut_leaf_ends_its_call,
     {"hung": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -2530,7 +2531,7 @@ def _resume_after_a_crash_equals_a_run(
 RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
     "a journaled run whose supervisor is killed at any instant, resumed under its run_id, ends "
     "with the ledger and the answer of a run never killed",
-    (23, 24, 25),
+    (23, 24, 25, 26),
     _resume_after_a_crash_equals_a_run,
     {
         "workers": st.integers(1, 4),
@@ -2597,7 +2598,7 @@ def _a_parked_slot_is_finished_by_its_approval(
 A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
     "a refund over the threshold is parked, the run degraded naming its question; the resume "
     "after an answer finishes it: done if approved, missing if rejected",
-    (24, 25),
+    (24, 25, 26),
     _a_parked_slot_is_finished_by_its_approval,
     {
         "dollars": st.integers(101, 10_000),
@@ -2647,7 +2648,7 @@ def _a_straggler_is_answered_by_its_hedge(
 A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE = Law(
     "a leaf whose first request straggles is answered by its hedge, a second request of the "
     "same subtask: the answer comes long before the straggler would have, whole",
-    (25,),
+    (25, 26),
     _a_straggler_is_answered_by_its_hedge,
     {
         "leaves": st.integers(1, 4),
@@ -2691,7 +2692,7 @@ def _the_first_k_leaves_answer(
 THE_FIRST_K_LEAVES_ANSWER = Law(
     "with need=k, a company's child run returns at its k-th leaf's success: the slower leaf is "
     "cancelled and left out, the answer whole",
-    (25,),
+    (25, 26),
     _the_first_k_leaves_answer,
     {
         "leaves": st.integers(2, 4),
@@ -2758,6 +2759,111 @@ THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET = Law(
     raises=TypeError,
 )
 
+# --- Part II: typed replies ----------------------------------------------------------------------
+
+REASKS = 2
+"""How many times the course's step asks a reply again that does not validate (its ``RETRIES``)."""
+TOPICS = ("pricing", "news", "filings", "reviews")  # names that do not sort in plan order
+
+
+def _leaf_slots(trace: Trace) -> list[Any]:
+    """The leaf slots of a traced tree, company by company, each company's in its plan order."""
+    found = []
+    for slot in trace.slots:
+        for child in slot.children:
+            found += _leaf_slots(child)
+        if not slot.children:
+            found.append(slot)
+    return found
+
+
+def _a_reply_is_held_to_its_contract(
+    step: Subject, seen: Seen, proses: list[int], workers: int, budget: int | None, seed: int
+) -> None:
+    """One company whose leaves the loopback server answers in prose k times each (a leaf
+    named ``... prose k``: the server ignores the schema), then with valid JSON: a leaf whose k
+    is at most ``REASKS`` is ok after k + 1 requests, its output a pydantic model; past the
+    bound its slot fails, ``InvalidReply``, after ``REASKS + 1`` requests. The leaves keep their
+    plan order in the answer, each failing alone, and with ``budget_tokens`` every request, a
+    re-ask too, is charged: the tokens billed never exceed it, and a leaf it cannot pay for
+    sends nothing."""
+    leaves = [f"{TOPICS[i]} prose {k}" for i, k in enumerate(proses)]
+    task = "acme: " + ", ".join(leaves)
+    outputs: dict[str, object] = {}
+    options = {} if budget is None else {"budget_tokens": budget}
+    seen.drew["task"] = task
+
+    async def main() -> tuple[Any, Trace]:
+        agent = SimulatedAgent(seed)
+        async with step.module.open_worker(agent, virtual=True, max_workers=workers) as worker:
+
+            async def watched(subtask: str) -> Any:
+                outputs[subtask] = output = await worker(subtask)
+                return output
+
+            trace = Trace()
+            answer = await step.supervise(
+                task, watched, max_workers=workers, trace=trace, **options
+            )
+            return answer, trace
+
+    answer, trace = seen.virtual(main)
+    slots = {str(slot.subtask).removeprefix("acme "): slot for slot in _leaf_slots(trace)}
+    billed = 0
+    for leaf, k in zip(leaves, proses, strict=True):
+        slot = slots[leaf]
+        used = [span.usage for span in slot.spans if span.usage is not None]
+        asked = sum(usage.calls for usage in used)
+        billed += sum(usage.tokens for usage in used)
+        if slot.status is Status.OVER_BUDGET:
+            seen.fact(f"{leaf}: requests of a leaf over budget", asked, 0, asked == 0)
+            assert asked == 0, "a leaf the budget could not pay for sent a request"
+            continue
+        wanted = min(k, REASKS) + 1
+        seen.fact(f"{leaf}: requests", asked, wanted, asked == wanted)
+        assert asked == wanted, (
+            f"a leaf answered in prose {k} times made {asked} requests, not {wanted}"
+        )
+        status = slot.status.value if slot.status is not None else "never ended"
+        if k <= REASKS:
+            typed = isinstance(outputs.get(f"acme {leaf}"), BaseModel)
+            seen.fact(f"{leaf}: ended", status, "ok, a pydantic model", status == "ok" and typed)
+            assert slot.status is Status.OK, "a leaf whose reply validated in time failed"
+            assert typed, "a leaf's output is not its contract's model"
+        else:
+            error = kind(slot.spans[-1].error) if slot.spans else ""
+            holds = slot.status is Status.FAILED and error == "InvalidReply"
+            seen.fact(f"{leaf}: ended", f"{status}, {error}", "failed, InvalidReply", holds)
+            assert holds, "a leaf whose replies never validated did not fail with InvalidReply"
+    ok = [leaf for leaf in leaves if slots[leaf].status is Status.OK]
+    places = [answer.text.find(f"acme {leaf}") for leaf in ok]
+    seen.fact(
+        "the ok leaves' places in the answer", places, "in plan order", places == sorted(places)
+    )
+    assert -1 not in places, "a leaf that was ok is missing from the answer"
+    assert places == sorted(places), "the answer lost the plan order"
+    if budget is not None:
+        seen.fact("tokens billed", billed, f"at most {budget}", billed <= budget)
+        assert billed <= budget, "the leaves spent more tokens than budget_tokens"
+
+
+A_REPLY_IS_HELD_TO_ITS_CONTRACT = Law(
+    "a leaf answered in prose k times is ok after k + 1 requests, its output the contract's "
+    "model, when k is at most the bound, and fails with InvalidReply past it; plan order, "
+    "isolation and the token budget hold, each re-ask charged",
+    (26,),
+    _a_reply_is_held_to_its_contract,
+    {
+        "proses": st.lists(st.integers(0, REASKS + 1), min_size=1, max_size=4),
+        "workers": st.integers(1, 2),  # the loopback server takes two at once: no 429 here
+        # a tight budget too: one that pays for a leaf's first request, not for its re-asks
+        "budget": st.none() | st.integers(100, 400) | st.integers(400, 12_000),
+        "seed": st.integers(0, 2**16),
+    },
+    settings(max_examples=15, deadline=None, phases=NO_SHRINK),
+    flaw=(25, "step 25's flaw: a reply is taken as text, whatever it says; nothing asks again"),
+)
+
 LAWS = (
     PLAN_ORDER,
     SERIAL_WALL_TIME,
@@ -2814,6 +2920,8 @@ LAWS = (
     A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE,
     THE_FIRST_K_LEAVES_ANSWER,
     THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET,
+    # Part II: typed replies
+    A_REPLY_IS_HELD_TO_ITS_CONTRACT,
 )
 """Every law of the course, in the order of the steps that bring them."""
 

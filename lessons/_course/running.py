@@ -341,6 +341,21 @@ def leaf_spans(trace: Trace) -> list[Span]:
     return spans
 
 
+def reasked(trace: Trace) -> list[tuple[str, int, str | None]]:
+    """Every leaf attempt that made more than one request (a typed reply asked again, step
+    26): its subtask, its requests, and its error (None: it ended with a valid reply)."""
+    found: list[tuple[str, int, str | None]] = []
+    for slot in trace.slots:
+        for child in slot.children:
+            found += reasked(child)
+        if slot.children:
+            continue
+        for span in slot.spans:
+            if span.usage is not None and span.usage.calls > 1:
+                found.append((str(slot.subtask), span.usage.calls, span.error))
+    return found
+
+
 def serial_time(trace: Trace) -> float | None:
     """How long the calls the run made take one after another: every attempt of every slot
     that ran (retries too, and a stream's slots only as far as the caller read; in a tree, the

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from lessons._course.live import show_live
 from lessons._course.recording import endpoint_shown
-from lessons._course.running import Run, final_statuses, result_slots
+from lessons._course.running import Run, final_statuses, reasked, result_slots
 from lessons._course.steps import load_step, step
 from trio_supervisor import Answer, Status, SubResult, Trace
 from trio_supervisor.timeline import Row, legend, printable, render_timeline, timeline_rows
@@ -120,6 +120,9 @@ def show(console: Console, run: Run) -> None:
     if run.aggregate is not None:
         summary += f" · {tally(run.aggregate.results)}"
     console.print(summary, highlight=False)
+    for leaf, requests, error in reasked(run.trace):  # step 26: a reply asked again
+        said = "a valid reply at last" if error is None else printable(error)
+        console.print(f"{leaf}: {requests} requests in one attempt: {said}", markup=False)
     if run.killed is not None and run.demo.killed_at is not None:
         console.print(
             f"the supervisor was killed at {run.demo.killed_at:.2f}s ({how_killed(run)}) with "

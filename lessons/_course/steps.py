@@ -55,6 +55,8 @@ class Step:
     synthesizes: bool = False  # it has ``synthesize(aggregate)``: the answer shown after a run
     hook: frozenset[str] | None = None
     check_task: str | None = None  # a function of the module that refuses a malformed task
+    typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
+    # answered in prose its first k times by the loopback server, then asked again (step 26)
 
     @property
     def streams(self) -> bool:
@@ -313,6 +315,25 @@ STEPS: dict[int, Step] = {
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
+        ),
+        Step(
+            26,
+            "step26_typed_replies",
+            "typed replies",
+            options={
+                **_PLANNED,
+                "strategy": "one_for_one",
+                "hedge": None,
+                "need": None,
+                "budget_tokens": None,
+                "journal": None,
+                "run_id": None,
+            },
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+            typed=True,
         ),
     )
 }

@@ -11,8 +11,11 @@ from rich.console import Console
 import lessons._course.runner as runner
 from lessons._course.arguments import ATTEMPTS, COUNT, SECONDS, TOKENS, WORKERS
 from lessons._course.runner import main
+from lessons._course.steps import steps
 
 HUGE = "99999999999999999999"
+LAST = max(steps())  # the last step, as the refusal names it
+NAMED = "a step name, or 'all'"
 
 SECONDS_RULE = f"must be a number of seconds above 0 and at most {SECONDS:g}"
 SLOW_RULE = f"must be I:S (slot I takes S seconds, from 0 to {SECONDS:g}), e.g. 1:3"
@@ -168,8 +171,8 @@ def test_need_within_every_company_s_leaves_runs() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["²"], "unknown step '²': choose a number 1-25, a step name, or 'all'"),
-        (["9" * 5000], f"unknown step '{'9' * 5000}': choose a number 1-25, a step name, or 'all'"),
+        (["²"], f"unknown step '²': choose a number 1-{LAST}, a step name, or 'all'"),
+        (["9" * 5000], f"unknown step '{'9' * 5000}': choose a number 1-{LAST}, {NAMED}"),
         (["--task", "a; b"], "--task is for a step's runs: name the step (such as 3), or 'all'"),
         (["--virtual"], "--virtual is for a step's runs: name the step (such as 3), or 'all'"),
         (

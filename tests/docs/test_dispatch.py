@@ -142,6 +142,7 @@ OWN = (
     "crashes",
     "killed",
     "hedged",
+    "typed",
 )
 """The keys of the scenarios built on a step's own ideas, in the order a menu lists them."""
 
@@ -169,6 +170,7 @@ def offered(name: str) -> list[str]:
         "crashes": record.takes_crash,
         "killed": record.journals,
         "hedged": record.takes("hedge"),
+        "typed": record.typed,
     }
     return [key for key in OWN if takes[key]]
 

@@ -274,7 +274,7 @@ def test_page_output_is_what_the_command_prints(
 
 ROUND_HEADING = re.compile(r"^\s+round \d+ · ")  # a re-planning step's heading row, no slot
 END = re.compile(
-    r"(?P<end>[✓✗⊖◷⊘⊠…↺⊗?] (?:\w[\w ]*?,? )?(?:\d+\.\d\ds|never ran|journaled))"
+    r"(?P<end>[✓✗⊖◷⊘⊠…↺⊗?$] (?:\w[\w ]*?,? )?(?:\d+\.\d\ds|never ran|journaled))"
     r"\s*(?P<rank>\d*)$"
 )
 

@@ -574,3 +574,35 @@ def test_the_server_refuses_a_serving_or_structured_outputs_it_cannot_use() -> N
         app(serving="batching")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="structured_outputs must be True, False or 'ignored'"):
         app(structured_outputs="ignore")  # type: ignore[arg-type]
+
+
+async def test_a_scripted_prose_reply_is_answered_per_conversation_then_json(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``Script(prose=k)``: a conversation asking for JSON gets prose its first k times, and
+    a re-ask is the first prompt's (its script), so that two subtasks re-asked at once each
+    get their own JSON."""
+    from pydantic import BaseModel
+
+    from trio_supervisor.agents import ChatAgent, Output
+
+    class Said(BaseModel):
+        said: str
+
+    def script(prompt: str) -> Script:
+        return Script(reply=f'{{"said": "{prompt}"}}', prose={"a": 1, "b": 2}.get(prompt, 0))
+
+    endpoint = app(latency=(0, 0), script=script)
+    via = httpx2.ASGITransport(app=endpoint)
+    agent = ChatAgent(
+        "m", base_url="http://x/v1", api_key="k", transport=via, output=Output(Said), max_tokens=50
+    )
+    async with agent:
+        found = {s: await agent(s) for s in ("a", "b", "c")}
+        plain = await ChatAgent("m", base_url="http://x/v1", api_key="k", transport=via)("a")
+    assert found == {s: Said(said=s) for s in "abc"}
+    async with httpx2.AsyncClient(transport=via, base_url="http://x") as client:
+        assert (await client.get("/stats")).json()["requests"] == 2 + 3 + 1 + 1
+    assert plain == '{"said": "a"}'  # asked for no JSON: the reply as scripted
+    with pytest.raises(ValueError, match="Script prose must be an int >= 0, got -1"):
+        Script(prose=-1)

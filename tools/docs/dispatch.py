@@ -24,9 +24,10 @@ a flat re-planning step's ``max_rounds`` a second round that follows a finding u
 failure, its ``max_subtasks`` that round cut at the budget, its ``planner`` a chat model that
 decides each round (the loopback server playing it), a lazy input a feed pulled only as the
 window has room, a tree (a step that records its own trace and checks its task's form) two
-companies with a child supervisor each, a step whose workers run in processes one that dies, and
+companies with a child supervisor each, a step whose workers run in processes one that dies,
 a step that journals its runs a supervisor killed part way and resumed (its player shows the
-resume, the slots that came from the journal drawn as such).
+resume, the slots that came from the journal drawn as such), and a step whose replies are typed
+leaves answered in prose, asked again and, past the bound, failed.
 
 A page's player starts with the scenario of its step's own idea (`default`): one that sets an
 option the step adds, else one the step before does not offer, else one whose run returns
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lessons._course.arguments import parser
-from lessons._course.demos import FIVE, TREE, Demo
+from lessons._course.demos import FIVE, TREE, TYPED, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.showing import round_sections
@@ -356,6 +357,12 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         title = f"a leaf's first request straggles, hedge={HEDGE_AFTER:g}s{crowd}: its hedge wins"
         hedged = Demo(title, STRAGGLING, straggle={STRAGGLER: 12.0}, options={"hedge": HEDGE_AFTER})
         chosen.append(Scenario("hedged", hedged.title, hedged, WORKERS[-1]))
+    if record.typed:  # replies held to a contract: prose asked again, and past the bound failed
+        # a worker for each of the four leaves, as the tree's: no two tie for a place
+        leaves = f", {_plural(WORKERS[-1], 'worker')}" if crowd else ""
+        title = f"leaves answered in prose once and three times{leaves}: asked again, then failed"
+        typed = Demo(title, TYPED)
+        chosen.append(Scenario("typed", typed.title, typed, WORKERS[-1]))
     return chosen
 
 

@@ -73,9 +73,7 @@ class Output(Generic[T]):
         celsius: float
 
     def said(prompt):  # a server that ignores response_format the first time it is asked
-        if prompt.startswith("Your reply"):  # the re-ask: what was wrong, appended
-            return devserver.Script(reply='{"city": "Oslo", "celsius": 4.5}')
-        return devserver.Script(reply="It is a mild day in Oslo.")
+        return devserver.Script(reply='{"city": "Oslo", "celsius": 4.5}', prose=1)
 
     server = httpx2.ASGITransport(app=devserver.app(latency=(0, 0), script=said))
     async with ChatAgent(

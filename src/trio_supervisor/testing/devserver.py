@@ -207,10 +207,15 @@ class Script:
       echo_key: a failure's message and a reply's text repeat the request's ``Authorization``
         header (the API key), as a careless server does.
       refusal: the model refuses: a 200 whose message has no content and this ``refusal``.
+      prose: a request that asks for JSON (a ``response_format``) is answered in prose while
+        its conversation holds fewer than ``prose`` replies of the model: a model that ignores
+        the schema ``prose`` times, then answers ``reply``. A re-ask (a conversation asking
+        for JSON that holds a reply already) is its first user message's: its script, latency
+        and count are that prompt's.
 
     Raises:
-      ValueError: if a number is out of its range (a latency or wait < 0, a ``flaky`` < 0, a
-        ``status`` outside 400-599).
+      ValueError: if a number is out of its range (a latency or wait < 0, a ``flaky`` or
+        ``prose`` < 0, a ``status`` outside 400-599).
     """
 
     latency: float | None = None
@@ -225,6 +230,7 @@ class Script:
     should_retry: bool | None = None
     echo_key: bool = False
     refusal: str | None = None
+    prose: int = 0
 
     def __post_init__(self) -> None:
         if self.latency is not None:
@@ -233,6 +239,8 @@ class Script:
             _validate.number("Script straggle", self.straggle, strictly=False)
         if isinstance(self.flaky, bool) or not isinstance(self.flaky, int) or self.flaky < 0:
             raise ValueError(f"Script flaky must be an int >= 0, got {self.flaky!r}")
+        if isinstance(self.prose, bool) or not isinstance(self.prose, int) or self.prose < 0:
+            raise ValueError(f"Script prose must be an int >= 0, got {self.prose!r}")
         if (
             isinstance(self.status, bool)
             or not isinstance(self.status, int)
@@ -639,6 +647,9 @@ class _Endpoint:
             return self._error(400, "expected JSON with a non-empty 'messages' list")
         if not isinstance(prompt, str):
             return self._error(400, "the last message's content must be text")
+        replied = _replies(body) if body.get("response_format") is not None else 0
+        if replied:  # a re-ask of the conversation's first prompt: that prompt's request
+            prompt = _first_prompt(body, prompt)
         if body.get("response_format") is not None and self.structured_outputs is False:
             return self._error(400, "this server does not support the parameter response_format")
         if _asks_planner(body):  # the planner model: answered at once, outside the limits
@@ -711,6 +722,8 @@ class _Endpoint:
         if scripted.refusal is not None:
             return self._reply(model, None, refusal=scripted.refusal, body=body)
         text = f"answer to: {prompt}" if scripted.reply is None else scripted.reply
+        if replied < scripted.prose and body.get("response_format") is not None:
+            text = f"Happy to help with {prompt}! In short, it looks fine to me."  # no JSON
         if scripted.echo_key:
             text = f"{text} (you sent {token})"
         return self._reply(model, text, body=body)
@@ -806,6 +819,23 @@ def _words(body: dict[str, Any] | None) -> int:
         for message in messages
         if isinstance(message, dict) and isinstance(message.get("content"), str)
     )
+
+
+def _replies(body: dict[str, Any]) -> int:
+    """How many replies of the model a request's conversation holds (its re-asks so far)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return 0
+    return sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+
+
+def _first_prompt(body: dict[str, Any], last: str) -> str:
+    """A conversation's first user message's text (``last`` if it has none as text)."""
+    for message in body["messages"]:
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            return content if isinstance(content, str) else last
+    return last
 
 
 def _asks_planner(body: Any) -> bool:
