@@ -23,6 +23,11 @@ def test_attempts_start_no_faster_than_the_rate(step: ModuleType) -> None:
     laws.ATTEMPTS_START_AT_THE_RATE.verify(step)
 
 
+@pytest.mark.parametrize("step", cases(laws.ADAPTIVE_HOLDS_A_QUEUE_TO_ONE))
+def test_adaptive_holds_a_queue_to_one(step: ModuleType) -> None:
+    laws.ADAPTIVE_HOLDS_A_QUEUE_TO_ONE.verify(step)
+
+
 def refusals(run: Run) -> list[float]:
     """When each attempt the server answered 429 ended, in order."""
     assert run.trace is not None
