@@ -41,7 +41,8 @@ class Step:
     ``options`` maps each keyword option of the step's entry (``supervise``, or ``stream`` for a
     step that streams) to its default (`REQUIRED` for one without); ``hook`` names the keywords
     its ``open_worker`` takes (``virtual``, ``max_workers``, ``endpoint``, ``model``, ``plan``,
-    ``crash``, ``serving``), None for a step without one (its worker is the simulated sub-agent itself).
+    ``crash``, ``serving``), None for a step without one (its worker is the simulated sub-agent
+    itself).
     """
 
     number: int
