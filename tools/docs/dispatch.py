@@ -19,11 +19,12 @@ says it takes what the scenario needs, never by its number, so that a step added
 what its record says: ``deadline`` a hung slot the run answers without, ``intensity`` a run that
 gives up past its restart intensity, a stream a caller that leaves early (step 10 shows its workers
 run on, step 11 on cancels them), ``window`` a window filling behind a slow slot, ``rate`` attempts
-spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes, a
-lazy input a feed pulled only as the window has room, a tree (a step that records its own trace and
-checks its task's form) two companies with a child supervisor each, a step whose workers run in
-processes one that dies, and a step that journals its runs a supervisor killed part way and resumed
-(its player shows the resume, the slots that came from the journal drawn as such).
+spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes (one
+that refuses beyond, one that queues), a lazy input a feed pulled only as the window has room, a
+tree (a step that records its own trace and checks its task's form) two companies with a child
+supervisor each, a step whose workers run in processes one that dies, and a step that journals its
+runs a supervisor killed part way and resumed (its player shows the resume, the slots that came
+from the journal drawn as such).
 
 A page's player starts with the scenario of its step's own idea (`default`): one that sets an
 option the step adds, else one the step before does not offer; `unset_idea` tells a recorded
@@ -45,6 +46,7 @@ from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.steps import part_two, step, step_number, steps
 from tools.docs.pages import fitted
 from trio_supervisor import Status, Trace
+from trio_supervisor.testing.devserver import Serving
 from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
@@ -82,6 +84,8 @@ FEED_LATENCIES = {
     SLOW: 64 / 32,
     **{slot: (8 + 2 * slot) / 32 for slot in range(10) if slot != SLOW},
 }
+#: The subtasks of the scenario whose server queues: enough to run on past the first round (8)
+QUEUED = 16
 FILE = "dispatch.json"
 
 
@@ -278,6 +282,15 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             options={"adaptive": True},
         )
         chosen.append(Scenario("adaptive", fitted.title, fitted, WORKERS[-1]))
+        # and a server that queues instead of refusing: the limit falls after its first round
+        queued = Demo(
+            f"adaptive, {_plural(WORKERS[-1], 'worker')}, {QUEUED} subtasks against a server "
+            "that answers one at a time and queues the rest",
+            "; ".join(f"review {number:02}" for number in range(1, QUEUED + 1)),
+            options={"adaptive": True},
+            serving=Serving("sequential"),
+        )
+        chosen.append(Scenario("adaptive-queued", queued.title, queued, WORKERS[-1]))
     if record.records_trace and record.check_task is not None:  # a tree of supervisors
         # a worker for each of the four leaves: two trees tied for a place would take it in no
         # fixed order, and the recorded run would differ from build to build
