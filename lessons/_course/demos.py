@@ -248,8 +248,8 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"rate": 2.0},
         ),
         Demo(
-            "20 reviews on 4 workers through a server that answers one at a time and queues the "
-            "rest: step 15's wait behind 3 each, adaptive's after its first round behind 1",
+            "20 reviews through a server that answers one at a time: step 15's 4 workers keep 3 "
+            "ahead of each, adaptive 1 after its first round",
             FEED,
             options={"adaptive": True},
             against=15,  # step 15 on the same server: every request waits behind the other 3
