@@ -20,8 +20,14 @@ Contenders, each against a fresh server, every failure that asks for a wait retr
 (the refusals alone, the rule before it), and
 the SDK as it comes (``AsyncOpenAI``, its own two retries) under a semaphore at the best K
 found (a ``trio.Semaphore``: the run is trio's, on virtual time, as ``asyncio.Semaphore`` on
-asyncio). Each is measured by throughput (answers a second), p50/p95/p99 per subtask (its first
-attempt to its answer), the share of requests refused, and the subtasks lost. The targets
+asyncio). Three *oracles* run beside them: bounds, not policies, each as if it knew the
+endpoint batches 256. Each starts at ``L0`` in flight and, at its first answer, goes to the
+ceiling: from ``L0`` the largest start the sequential target allows for the run's size (see
+``largest_start``), and from ``L0 = 2``, the least start whose first answers can show a batch
+(two answered at once); or, from 2, first to the most in flight the batching32 target allows
+(``largest_probe``), and to the ceiling as soon as no answer shows the batch is over 32.
+Each is measured by throughput (answers a second), p50/p95/p99 per subtask (its first attempt
+to its answer), the share of requests refused, and the subtasks lost. The targets
 checked: an adaptive run's throughput >= 90% of the best fixed K's, its p95 <= 2x the p95 of
 the smallest fixed K within 90% of the best throughput, <= 2% refusals against the rate limit,
 nothing lost; and a ``--makespan`` run (256 requests against ``batching256``) within 1.2x of a
@@ -48,9 +54,9 @@ import trio
 import trio.testing
 from _machine import machine
 
-from trio_supervisor import Adaptive, Retry, Supervisor
+from trio_supervisor import Adaptive, Capacity, Retry, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
-from trio_supervisor.testing.devserver import Serving, app
+from trio_supervisor.testing.devserver import SLOWDOWN, Serving, app
 
 KEY = "benchmark"  # the loopback server checks none
 URL = "http://devserver/v1"
@@ -96,9 +102,87 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def supervised(workers: int, adaptive: dict[str, Any] | None = None) -> Run:
+def allowed(subtasks: int) -> int:
+    """How many of a run's ``subtasks`` may answer later than its p95 does: ``percentile``
+    takes the answer at index ``int(0.95 n)`` in order, so those after it."""
+    return subtasks - 1 - int(0.95 * subtasks)
+
+
+def largest_start(subtasks: int) -> int:
+    """The most requests a default may send before its first answer and still meet the
+    sequential target (p95 at most 2x fixed K=1's, one answer's time ``t``): against a server
+    that answers one at a time, the i-th of ``L0`` sent at once answers after ``i * t``, so all
+    but two of them wait behind more than one other, and at most ``allowed`` may."""
+    return allowed(subtasks) + 2
+
+
+def largest_probe(subtasks: int) -> int:
+    """The most requests in flight that keep the ``batching32`` target (p95 at most 2x fixed
+    K=32's, one batch's time): twice a batch, each request answered within two batches, and
+    ``allowed`` more."""
+    return 2 * 32 + allowed(subtasks)
+
+
+BATCH32 = ALONE * 32**SLOWDOWN
+"""Seconds a batch of 32 takes: when 32 of a larger count in flight would have answered under
+``batching32``, the first moment that tells it from ``batching256``."""
+
+
+class Oracle:
+    """A bound, not a policy: ``start`` places until the first answer, then ``probe`` places,
+    or the ceiling at once, as only a client that knew the endpoint could go (a meter: see
+    ``Meter``). With ``probe``, the ceiling comes ``BATCH32`` after the probe began (``leap``):
+    as soon as no answer by then shows that the endpoint batches more than 32."""
+
+    def __init__(self, start: int, ceiling: int, probe: int | None = None) -> None:
+        self.capacity = Capacity(start)
+        self.ceiling = ceiling
+        self.probe = probe
+        self.answered = trio.Event()
+
+    async def acquire(self) -> None:
+        await self.capacity.acquire()
+
+    def release(self) -> None:
+        self.capacity.release()
+
+    def observe(self, failure: Exception | None) -> None:
+        if failure is None and not self.answered.is_set():
+            self.answered.set()
+            self.capacity.limit = self.ceiling if self.probe is None else self.probe
+
+    async def leap(self) -> None:
+        await self.answered.wait()
+        await trio.sleep(BATCH32)
+        self.capacity.limit = self.ceiling
+
+
+def oracle_name(start: int, probe: int | None = None) -> str:
+    between = "" if probe is None else f"{probe} until a batch of 32 would answer, "
+    return f"oracle L0={start}, then {between}{CEILING} (a bound)"
+
+
+def oracles(subtasks: int) -> dict[str, Run]:
+    """The oracles for a run of ``subtasks``: from the largest start the sequential target
+    allows, from 2, and from 2 through the largest probe the batching32 target allows."""
+    largest, probe = largest_start(subtasks), largest_probe(subtasks)
+    return {
+        oracle_name(largest): supervised(CEILING, oracle=(largest, None)),
+        oracle_name(2): supervised(CEILING, oracle=(2, None)),
+        oracle_name(2, probe): supervised(CEILING, oracle=(2, probe)),
+    }
+
+
+def supervised(
+    workers: int,
+    adaptive: dict[str, Any] | None = None,
+    oracle: tuple[int, int | None] | None = None,
+) -> Run:
     async def run(prompts: list[str], transport: httpx2.ASGITransport) -> list[float | None]:
-        meters = [] if adaptive is None else [Adaptive(workers, **adaptive)]
+        meters: list[Any] = [] if adaptive is None else [Adaptive(workers, **adaptive)]
+        bound = None if oracle is None else Oracle(oracle[0], workers, oracle[1])
+        if bound is not None:
+            meters.append(bound)
         async with ChatAgent(
             "devserver",
             base_url=URL,
@@ -113,7 +197,11 @@ def supervised(workers: int, adaptive: dict[str, Any] | None = None) -> Run:
                 retry=Retry(attempts=ATTEMPTS, on=TRANSIENT, seed=0),
                 meters=meters,
             )
-            aggregate = await sup.run(prompts)
+            async with trio.open_nursery() as nursery:
+                if bound is not None and bound.probe is not None:
+                    nursery.start_soon(bound.leap)
+                aggregate = await sup.run(prompts)
+                nursery.cancel_scope.cancel()
         return [
             r.finished - r.started
             if r.ok and r.started is not None and r.finished is not None
@@ -207,7 +295,7 @@ def verdict(mode: str, rows: list[Figures]) -> dict[str, Any]:
     )
     checks: dict[str, Any] = {"best_fixed": best.contender, "reference": enough.contender}
     for row in rows:
-        if not row.contender.startswith(("Adaptive", "SDK")):
+        if not row.contender.startswith(("Adaptive", "SDK", "oracle")):
             continue
         checks[row.contender] = {
             "throughput_share": round(row.throughput / best.throughput, 3),
@@ -243,6 +331,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "Adaptive(256)": supervised(CEILING, {}),
             "Adaptive(256, latency=False)": supervised(CEILING, {"latency": False}),
             f"SDK + semaphore K={best}": sdk(int(best)),
+            **oracles(args.subtasks),
         }
         for name, run in contenders.items():
             mine.append(measure(mode, name, run, prompts))
@@ -257,6 +346,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "fixed K=256": supervised(CEILING),
             "Adaptive(256)": supervised(CEILING, {}),
             "Adaptive(256, latency=False)": supervised(CEILING, {"latency": False}),
+            **oracles(CEILING),
         }.items():
             makespan[name] = measure("batching256", name, run, burst).seconds
         print(f"256 requests against batching256, makespan: {makespan}", file=sys.stderr)
@@ -266,6 +356,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": machine(f"openai {openai.__version__}"),
         "where": "in process, virtual time",
         "subtasks": args.subtasks,
+        "bounds": {
+            str(size): {
+                "allowed": allowed(size),
+                "largest_start": largest_start(size),
+                "largest_probe": largest_probe(size),
+            }
+            for size in (args.subtasks, CEILING)
+        },
         "rows": [asdict(r) for r in rows],
         "targets": verdicts,
         "makespan_256": makespan,

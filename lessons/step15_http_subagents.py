@@ -6,8 +6,8 @@ are classified: a 429 carries the server's ``Retry-After``, a 5xx, a dropped con
 timeout is transient, any other 4xx (a wrong key, an unknown model) is permanent. Only
 ``TRANSIENT`` failures and timeouts are retried, what may succeed next time; a permanent one costs
 one request. ``open_worker`` says what the worker is: a loopback server scripted to do what the
-demo's simulated sub-agent does, with a limit of its own (two requests at once, a 429 beyond),
-or ``--endpoint``.
+demo's simulated sub-agent does, with a limit of its own (two requests at once, a 429 beyond;
+or serving as the demo's ``serving`` says), or ``--endpoint``.
 
 What is still wrong: nothing keeps the requests under the server's limits. With more workers
 than the server takes at once, every attempt past its limit is a 429, retried into the next 429.
@@ -26,6 +26,7 @@ from lessons.step14_library import synthesize as synthesize  # unchanged since s
 from trio_supervisor import Aggregate, Supervisor, Worker
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing import SimulatedAgent, devserver
+from trio_supervisor.testing.devserver import Serving
 
 CONCURRENCY = 2  # the loopback server's own limit: beyond it, 429 and Retry-After
 
@@ -68,18 +69,23 @@ async def open_worker(
     max_workers: int,
     endpoint: str | None = None,
     model: str | None = None,
+    serving: Serving | None = None,
 ) -> AsyncIterator[Worker[str, str]]:
     """The step's worker: a ``ChatAgent`` against ``endpoint`` (its key from ``OPENAI_API_KEY``),
     or against the loopback server, scripted to do what ``simulated`` does: served in this
-    process, with no socket, on virtual time, or on ``127.0.0.1`` (a free port) on real time."""
+    process, with no socket, on virtual time, or on ``127.0.0.1`` (a free port) on real time;
+    working through the requests as ``serving`` says (one at a time, say), with no limit of
+    its own, when it is given."""
     if endpoint is not None:
         chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers)
         async with chat as agent:  # the SDK's retries off; its key never shown
             yield agent
         return
     # the loopback server does what the simulated sub-agent does, answers two requests at once
-    # (a 429 beyond, asking to wait the mean simulated latency), and stops when the run is over
-    loopback = devserver.loopback(simulated, in_process=virtual, concurrency=CONCURRENCY)
+    # (a 429 beyond, asking to wait the mean simulated latency) or as `serving` says, and stops
+    # when the run is over
+    limits = {"concurrency": CONCURRENCY} if serving is None else {"serving": serving}
+    loopback = devserver.loopback(simulated, in_process=virtual, **limits)
     async with loopback as server:
         chat = ChatAgent(
             "devserver",

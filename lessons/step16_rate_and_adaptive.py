@@ -3,10 +3,13 @@
 What it adds: two *meters*, things each attempt waits on before it starts, besides a free
 worker. ``rate`` is a token bucket (``RateLimit``): at most ``rate`` attempts start a second,
 retries included, taking turns, to stay under an endpoint's budget of requests. ``adaptive``
-(``Adaptive``) lets fewer workers run than ``max_workers``, by AIMD: a 429 takes the limit down
-to one under the requests that were in flight (never below half of it), and it grows back by one
-after each window of successes. So a server that takes two at once soon sees two at once, and its
-429s end, where step 15 went on sending four.
+(``Adaptive``) lets fewer workers run than ``max_workers``, fitted to what the server takes. A
+429 takes the limit at once to the requests still in flight (never below half of it). And it
+reads how long each answer took, round by round: it grows while more in flight buys more
+answers a second, and falls to what the server works on at once when latency grows without
+them (a queue filling). So a server that takes two at once soon sees two at once, and its 429s
+end, where step 15 went on sending four; and a server that queues instead of refusing, which
+step 15 keeps four deep, soon has one or two at a time, each answered about as fast as alone.
 
 What is still wrong: the plan never changes, whatever the sub-agents find. A finding that calls
 for another subtask, or makes a planned one pointless, is ignored: the supervisor runs the plan it

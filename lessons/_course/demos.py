@@ -12,6 +12,7 @@ from typing import Any
 from lessons._course.steps import STEPS, Step
 from trio_supervisor import decompose
 from trio_supervisor.testing import SimulatedAgent
+from trio_supervisor.testing.devserver import Serving
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Demo:
     answers: str | None = None  # "approve" or "reject": its questions answered, resumed (24)
     # a leaf (by its text: a tree's leaves are no slots of the plan) -> its first call's latency
     straggle: Mapping[str, float] = field(default_factory=dict, hash=False)
+    # how the loopback server works through the requests (see `Serving`); None: the step's own
+    serving: Serving | None = None
 
     def agent(self, seed: int) -> SimulatedAgent:
         """The simulated sub-agent for this demo, its latencies picked by ``seed``."""
@@ -244,6 +247,14 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             "a dozen at 2 requests a second: a token bucket spaces them, no 429 at all",
             LARGE.task,
             options={"rate": 2.0},
+        ),
+        Demo(
+            "20 reviews through a server that answers one at a time: step 15's 4 workers keep 3 "
+            "ahead of each, adaptive 1 after its first round",
+            FEED,
+            options={"adaptive": True},
+            against=15,  # step 15 on the same server: every request waits behind the other 3
+            serving=Serving("sequential"),
         ),
     ),
     17: (  # the planner's rules: step 17's RULES (a competitor named, the reviews rerouted)

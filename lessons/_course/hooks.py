@@ -44,6 +44,7 @@ async def worker_of(
         "model": run.model,
         "plan": list(run.plan),
         "crash": {run.plan[slot] for slot in run.demo.crash},
+        "serving": run.demo.serving,
     }
     chosen = {name: value for name, value in given.items() if name in hook}
     async with module.open_worker(agent, **chosen) as worker:

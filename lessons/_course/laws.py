@@ -52,7 +52,7 @@ from lessons._course.probes import (
     tasks_below,
 )
 from lessons._course.steps import Step
-from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose, report_usage
+from trio_supervisor import Adaptive, Aggregate, Status, SubResult, Trace, decompose, report_usage
 from trio_supervisor.agents import PermanentError, RateLimited, TransientError
 from trio_supervisor.testing import SimulatedAgent
 
@@ -1762,6 +1762,64 @@ ADAPTIVE_ENDS_THE_429S = Law(
 )
 
 
+def _adaptive_holds_a_queue_to_one(
+    step: Subject, seen: Seen, size: int, workers: int, took: float
+) -> None:
+    """Through an endpoint that answers one request at a time in ``took`` seconds and queues
+    the rest, never refusing: with ``adaptive``, once its first round of answers is in
+    (``Adaptive.ROUND``, 8), each request sent waits behind at most one other (so it answers
+    within twice its time alone), where a fixed count of ``workers`` keeps ``workers - 1``
+    ahead of each to the end. A limit moved by 429s alone never moves here."""
+    plan = plan_of(size)
+    turn = trio.Lock()  # trio's lock is fair: the requests take their turns in order
+    inside = answered = 0
+    ahead: list[tuple[int, int]] = []  # each request: the answers in when sent, those ahead
+
+    async def one_at_a_time(subtask: str) -> str:
+        nonlocal inside, answered
+        ahead.append((answered, inside))
+        inside += 1
+        try:
+            async with turn:
+                await trio.sleep(took)
+            answered += 1
+            return f"out:{subtask}"
+        finally:
+            inside -= 1
+
+    async def main() -> None:
+        worker = seen.watch(one_at_a_time, plan)
+        aggregate = await seen.run(
+            lambda: supervise(step, task_of(plan), worker, max_workers=workers, adaptive=True)
+        )
+        later = [queued for answers, queued in ahead if answers >= Adaptive.ROUND]
+        seen.fact(
+            f"requests ahead of each sent after the first {Adaptive.ROUND} answers",
+            later,
+            "at most 1 each",
+            max(later, default=0) <= 1,
+        )
+        assert aggregate.succeeded == size
+        assert max(later, default=0) <= 1, "the requests queued up: nothing held the limit"
+
+    seen.virtual(main)
+
+
+ADAPTIVE_HOLDS_A_QUEUE_TO_ONE = Law(
+    "with adaptive, a server that answers one at a time and queues the rest: after the first "
+    "round of answers, each request waits behind one other at most",
+    (16,),
+    _adaptive_holds_a_queue_to_one,
+    {
+        "size": st.integers(16, 32),
+        "workers": st.integers(3, 8),
+        "took": st.sampled_from([0.25, 0.5, 1.0, 3.0]),
+    },
+    settings(max_examples=10, deadline=None),
+    flaw=(15, "step 15's flaw: its workers all send at once, and a queue holds them all"),
+)
+
+
 # --- Part II: rounds to processes ----------------------------------------------------------------
 
 RESEARCHED = "competitor pricing; customer reviews; inventory"
@@ -2898,6 +2956,7 @@ LAWS = (
     THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE,
     ATTEMPTS_START_AT_THE_RATE,
     ADAPTIVE_ENDS_THE_429S,
+    ADAPTIVE_HOLDS_A_QUEUE_TO_ONE,
     # Part II: rounds to processes
     ASKS_WHAT_THE_RESULTS_CALL_FOR,
     EVERY_DISPATCHED_SUBTASK_IN_THE_LEDGER_ONCE,

@@ -9,7 +9,8 @@ left when the run ends (a server it starts stops then). Besides the simulated su
 given, by keyword, those of these its record (``steps.Step.hook``) names: ``virtual`` (the run
 is on a ``trio.testing.MockClock``: no real socket, no real time), ``max_workers`` (the run's),
 ``endpoint`` and ``model`` (``--endpoint URL --model NAME``; None without them), ``plan`` (the
-subtasks), and ``crash`` (the subtasks whose worker is to end its process: ``--crash``).
+subtasks), ``crash`` (the subtasks whose worker is to end its process: ``--crash``), and
+``serving`` (how the demo's loopback server works through its requests: ``Demo.serving``).
 
 Nothing here prints: what a run shows while it goes on is a ``Watch``'s job
 (``showing.ConsoleWatch``).

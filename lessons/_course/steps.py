@@ -41,7 +41,8 @@ class Step:
     ``options`` maps each keyword option of the step's entry (``supervise``, or ``stream`` for a
     step that streams) to its default (`REQUIRED` for one without); ``hook`` names the keywords
     its ``open_worker`` takes (``virtual``, ``max_workers``, ``endpoint``, ``model``, ``plan``,
-    ``crash``), None for a step without one (its worker is the simulated sub-agent itself).
+    ``crash``, ``serving``), None for a step without one (its worker is the simulated sub-agent
+    itself).
     """
 
     number: int
@@ -102,11 +103,12 @@ _RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
 _LIBRARY_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}  # Part II's
 _LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
-# Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default
+# Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default; its
+# ``open_worker`` (kept to step 21) also takes how the loopback server serves (``serving``)
 _HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
-_HTTP_HOOK = frozenset({"virtual", "max_workers", "endpoint", "model"})
-# Part II from step 17: rounds over step 16's HTTP sub-agents, its knobs kept
 _HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
+_HTTP_HOOK = _HTTP | {"serving"}
+# Part II from step 17: rounds over step 16's HTTP sub-agents, its knobs kept
 _KNOBS = {
     "max_workers": REQUIRED,
     "worker_timeout": NO_LIMIT,
@@ -228,7 +230,7 @@ STEPS: dict[int, Step] = {
             options=_ROUNDS,
             replans=True,
             records_trace=True,
-            hook=_HTTP,
+            hook=_HTTP_HOOK,
         ),
         Step(
             18,
@@ -237,7 +239,7 @@ STEPS: dict[int, Step] = {
             options=_BUDGETS,
             replans=True,
             records_trace=True,
-            hook=_HTTP,
+            hook=_HTTP_HOOK,
         ),
         Step(
             19,
@@ -246,7 +248,7 @@ STEPS: dict[int, Step] = {
             options=_PLANNED,
             replans=True,
             records_trace=True,
-            hook=_HTTP,
+            hook=_HTTP_HOOK,
         ),
         Step(
             20,
@@ -255,7 +257,7 @@ STEPS: dict[int, Step] = {
             options=_PLANNED,
             replans=True,
             records_trace=True,
-            hook=_HTTP,
+            hook=_HTTP_HOOK,
             check_task="check_task",
         ),
         Step(
@@ -265,7 +267,7 @@ STEPS: dict[int, Step] = {
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
             records_trace=True,
-            hook=_HTTP,
+            hook=_HTTP_HOOK,
             check_task="check_task",
         ),
         Step(

@@ -23,6 +23,11 @@ def test_attempts_start_no_faster_than_the_rate(step: ModuleType) -> None:
     laws.ATTEMPTS_START_AT_THE_RATE.verify(step)
 
 
+@pytest.mark.parametrize("step", cases(laws.ADAPTIVE_HOLDS_A_QUEUE_TO_ONE))
+def test_adaptive_holds_a_queue_to_one(step: ModuleType) -> None:
+    laws.ADAPTIVE_HOLDS_A_QUEUE_TO_ONE.verify(step)
+
+
 def refusals(run: Run) -> list[float]:
     """When each attempt the server answered 429 ended, in order."""
     assert run.trace is not None
@@ -62,3 +67,33 @@ def test_the_rate_demo_meets_no_429() -> None:
     assert run.aggregate is not None
     assert run.aggregate.succeeded == 12
     assert refusals(run) == []
+
+
+def test_against_a_server_that_queues_adaptive_holds_the_latency_step_15_lets_climb() -> None:
+    """20 reviews on 4 workers, through a server that answers one at a time and queues the
+    rest: both runs take as long (the server's pace), but once adaptive's first round is in,
+    each of its requests waits behind one other at most (within twice the longest answer
+    alone, 1s), where each of step 15's waits behind the other three to the end."""
+    demo = STEP_DEMOS[16][2]
+    assert demo.serving is not None
+    assert demo.serving.mode == "sequential"
+    assert demo.options["adaptive"]
+    args = parser().parse_args(["16", "--virtual"])
+    fixed = run_demo("step15_http_subagents", demo, args)
+    fitted = run_demo("step16_rate_and_adaptive", demo, args)
+
+    def latencies(run: Run) -> list[float]:
+        assert run.trace is not None
+        return [
+            span.end - span.start
+            for slot in run.trace.slots
+            for span in slot.spans
+            if span.end is not None
+        ]
+
+    assert fixed.trace is not None
+    assert fitted.trace is not None
+    assert fitted.trace.wall == pytest.approx(fixed.trace.wall)
+    last = slice(-8, None)
+    assert max(latencies(fitted)[last]) <= 2.0
+    assert min(latencies(fixed)[last]) > 2.0

@@ -53,6 +53,7 @@ CAUGHT_BY: dict[str, Law] = {
     "step14_drops_the_seed": laws.WAITS_ARE_SEEDED_DRAWS,
     "step15_never_retries_a_timeout": laws.ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
     "step16_takes_adaptive_but_ignores_it": laws.ADAPTIVE_ENDS_THE_429S,
+    "step16_reads_refusals_but_not_latency": laws.ADAPTIVE_HOLDS_A_QUEUE_TO_ONE,
     "step18_keeps_the_default_stalls_and_subtasks": laws.ENDS_BY_THE_BUDGET_IT_WAS_GIVEN,
     "step19_llm_quietly_plans_by_the_rules": laws.A_PLANNER_THAT_FAILS_COSTS_ROUNDS,
     "step21_ignores_the_strategy": laws.A_STRATEGY_RESTARTS_WHAT_IT_NAMES,

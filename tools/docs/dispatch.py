@@ -19,7 +19,8 @@ says it takes what the scenario needs, never by its number, so that a step added
 what its record says: ``deadline`` a hung slot the run answers without, ``intensity`` a run that
 gives up past its restart intensity, a stream a caller that leaves early (step 10 shows its workers
 run on, step 11 on cancels them), ``window`` a window filling behind a slow slot, ``rate`` attempts
-spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes,
+spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes (one
+that refuses beyond, one that queues),
 a flat re-planning step's ``max_rounds`` a second round that follows a finding up and reroutes a
 failure, its ``max_subtasks`` that round cut at the budget, its ``planner`` a chat model that
 decides each round (the loopback server playing it), a lazy input a feed pulled only as the
@@ -51,6 +52,7 @@ from lessons._course.showing import round_sections
 from lessons._course.steps import part_two, step, step_number, steps
 from tools.docs.pages import fitted
 from trio_supervisor import Status, Trace
+from trio_supervisor.testing.devserver import Serving
 from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
@@ -89,6 +91,8 @@ FEED_LATENCIES = {
     SLOW: 64 / 32,
     **{slot: (8 + 2 * slot) / 32 for slot in range(10) if slot != SLOW},
 }
+#: The subtasks of the scenario whose server queues: enough to run on past the first round (8)
+QUEUED = 16
 FILE = "dispatch.json"
 
 
@@ -307,6 +311,15 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             options={"adaptive": True},
         )
         chosen.append(Scenario("adaptive", fitted.title, fitted, WORKERS[-1]))
+        # and a server that queues instead of refusing: the limit falls after its first round
+        queued = Demo(
+            f"adaptive, {_plural(WORKERS[-1], 'worker')}, {QUEUED} subtasks against a server "
+            "that answers one at a time and queues the rest",
+            "; ".join(f"review {number:02}" for number in range(1, QUEUED + 1)),
+            options={"adaptive": True},
+            serving=Serving("sequential"),
+        )
+        chosen.append(Scenario("adaptive-queued", queued.title, queued, WORKERS[-1]))
     # a re-planning step's rounds, budgets and planner, where it is one flat supervisor (a tree
     # re-plans each company in its own child run: its scenario shows those rounds)
     flat = record.replans and not (record.records_trace and record.check_task is not None)

@@ -49,6 +49,7 @@ ANCHORS = {
     "THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE": "through-a-server",
     "ATTEMPTS_START_AT_THE_RATE": "rate",
     "ADAPTIVE_ENDS_THE_429S": "adaptive",
+    "ADAPTIVE_HOLDS_A_QUEUE_TO_ONE": "adaptive-latency",
     "ASKS_WHAT_THE_RESULTS_CALL_FOR": "replan-follow-ups",
     "EVERY_DISPATCHED_SUBTASK_IN_THE_LEDGER_ONCE": "replan-ledger",
     "ANSWERS_BY_ITS_DEADLINE": "replan-budgets",

@@ -485,7 +485,8 @@ def replies_list(run: Run) -> str:
 
 
 def demo_does(demo: Demo) -> str:
-    """What the demo's simulated sub-agent (and caller) do on purpose, as a sentence."""
+    """What the demo's simulated sub-agent (and caller, and server) do on purpose, as a
+    sentence."""
 
     def slots(chosen: Iterable[int]) -> str:
         return ", ".join(str(slot) for slot in sorted(chosen))
@@ -504,6 +505,9 @@ def demo_does(demo: Demo) -> str:
         sentence += f" The caller's own block raises after {demo.raises} results."
     if demo.endless:
         sentence += " The input never ends: the plan over and over, a subtask every 0.05s."
+    if demo.serving is not None and demo.serving.slots is not None:
+        at_once = "one request" if demo.serving.slots == 1 else f"{demo.serving.slots} requests"
+        sentence += f" The loopback server works on {at_once} at a time and queues the rest."
     return sentence
 
 
