@@ -314,6 +314,25 @@ STEPS: dict[int, Step] = {
             hook=_HTTP | {"crash"},
             check_task="check_task",
         ),
+        Step(
+            27,
+            "step27_many_supervisors",
+            "several supervisors on one run",
+            options={
+                **_PLANNED,
+                "strategy": "one_for_one",
+                "hedge": None,
+                "need": None,
+                "budget_tokens": None,
+                "journal": None,
+                "run_id": None,
+                "lease": 30.0,
+            },
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
     )
 }
 """Every step of the course, by number."""

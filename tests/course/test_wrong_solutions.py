@@ -61,6 +61,8 @@ CAUGHT_BY: dict[str, Law] = {
     "step24_refunds_then_asks": laws.A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL,
     "step22_starts_a_pool_but_analyses_here": laws.A_CRASH_IN_A_REAL_PROCESS_SPARES_THE_RUN,
     "step25_checks_the_budget_after_the_call": laws.THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET,
+    "step27_never_leases": laws.ONE_RUN_MANY_SUPERVISORS,
+    "step27_a_run_id_of_its_own": laws.ONE_RUN_MANY_SUPERVISORS,
 }
 """Each wrong solution, and the law its mistake breaks (it may break others too)."""
 

@@ -68,6 +68,7 @@ ANCHORS = {
     "A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE": "hedged-requests",
     "THE_FIRST_K_LEAVES_ANSWER": "first-k-of-n",
     "THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET": "token-budget",
+    "ONE_RUN_MANY_SUPERVISORS": "many-supervisors",
 }
 
 

@@ -1,0 +1,92 @@
+"""Step 27: several supervisors on one run. Each slot is run by one of them, under a lease.
+
+What it adds: ``lease`` (seconds). A supervisor given a ``journal`` and a ``run_id`` that other
+supervisors share (replicas of a deploy, workers of a queue of runs, a resume started while the
+first process is only slow) claims each slot in the journal for ``lease`` seconds before its
+worker is called, renews the claim every third of it while the slot runs, and skips a slot
+another supervisor holds: it reads that slot's result from the journal once its holder is done,
+or takes the slot over once the lease ran out (its holder was killed, or hung). So each slot's
+worker is called once across the supervisors, but for the slots a killed supervisor held, which
+another runs again only after that supervisor's lease ran out; every supervisor returns the
+answer one supervisor alone would have. ``lease=None`` shares nothing: every supervisor on the
+run runs every slot it has no result of, as the step before does.
+
+What is still wrong: the journal is one SQLite file, so the supervisors that share a run share
+one machine's disk; the peers put it on a database server.
+"""
+
+from __future__ import annotations
+
+from lessons.step25_hedging import check_task as check_task  # step 26 at merge
+from lessons.step25_hedging import open_worker as open_worker  # unchanged since step 24
+from lessons.step25_hedging import supervise as supervised
+from lessons.step25_hedging import supervise_broken as supervise_broken
+from trio_supervisor import Answer, Journal, Strategy, Trace, Worker
+
+LEASE = 30.0  # step 27: seconds a supervisor holds a slot before another may take it over
+
+
+async def supervise(
+    task: str,
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    worker_timeout: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
+    adaptive: bool = False,
+    max_rounds: int = 5,
+    max_subtasks: int = 20,
+    max_stalls: int = 2,
+    max_resets: int = 1,
+    deadline: float | None = None,
+    planner: str = "scripted",
+    endpoint: str | None = None,
+    model: str | None = None,
+    strategy: Strategy = "one_for_one",
+    hedge: float | str | None = None,
+    need: int | None = None,
+    budget_tokens: int | None = None,
+    journal: Journal | None = None,
+    run_id: str | None = None,
+    lease: float | None = LEASE,
+    trace: Trace | None = None,
+) -> Answer[str, str]:
+    if journal is not None:  # step 27: the supervisors on this run share its slots
+        journal.lease = lease  # each slot this one runs is claimed for lease seconds first
+    return await supervised(
+        task,
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,
+        backoff=backoff,
+        seed=seed,
+        rate=rate,
+        adaptive=adaptive,
+        max_rounds=max_rounds,
+        max_subtasks=max_subtasks,
+        max_stalls=max_stalls,
+        max_resets=max_resets,
+        deadline=deadline,
+        planner=planner,
+        endpoint=endpoint,
+        model=model,
+        strategy=strategy,
+        hedge=hedge,
+        need=need,
+        budget_tokens=budget_tokens,
+        journal=journal,
+        run_id=run_id,
+        trace=trace,
+    )
+
+
+if __name__ == "__main__":
+    from lessons._course.runner import main_for_step
+
+    main_for_step(__file__)
