@@ -343,6 +343,14 @@ def steps() -> dict[int, str]:
     return {number: step.name for number, step in STEPS.items()}
 
 
+def previous(number: int) -> int | None:
+    """The number of the step before step ``number`` in the course: the last step of the
+    catalogue numbered below it (``number - 1`` once every step is written), None for the
+    first."""
+    earlier = [known for known in STEPS if known < number]
+    return max(earlier) if earlier else None
+
+
 def step(name: str | int) -> Step:
     """The record of step ``name`` (a module name, ``lessons.<name>``, or a number).
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import secrets
 
+from lessons import step25_hedging as step25
 from lessons.step25_hedging import check_task as check_task
-from lessons.step25_hedging import open_worker as open_worker  # unchanged since step 24
-from lessons.step25_hedging import supervise as supervised
+from lessons.step25_hedging import open_worker as open_worker
 from lessons.step25_hedging import supervise_broken as supervise_broken
 from trio_supervisor import Answer, Journal, Strategy, Trace, Worker
 
@@ -50,7 +50,7 @@ async def supervise(
     if journal is not None:  # step 27: the supervisors on this run share its slots
         journal.lease = lease  # each slot this one runs is claimed for lease seconds first
         run_id = None if run_id is None else f"{run_id}-{secrets.token_hex(4)}"  # its own
-    return await supervised(
+    return await step25.supervise(
         task,
         worker,
         max_workers=max_workers,

@@ -6,9 +6,9 @@ on it."""
 
 from __future__ import annotations
 
+from lessons import step25_hedging as step25
 from lessons.step25_hedging import check_task as check_task
-from lessons.step25_hedging import open_worker as open_worker  # unchanged since step 24
-from lessons.step25_hedging import supervise as supervised
+from lessons.step25_hedging import open_worker as open_worker
 from lessons.step25_hedging import supervise_broken as supervise_broken
 from trio_supervisor import Answer, Journal, Strategy, Trace, Worker
 
@@ -45,7 +45,7 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     del lease  # taken, and never given to the journal
-    return await supervised(
+    return await step25.supervise(
         task,
         worker,
         max_workers=max_workers,
