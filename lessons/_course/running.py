@@ -21,10 +21,14 @@ import argparse
 import contextlib
 import copy
 import dataclasses
+import io
 import itertools
 import json
 import math
+import os
+import re
 import sqlite3
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +43,7 @@ from lessons._course.demos import ENDLESS, ENDLESS_EVERY, NEVER_RETURNS, NO_TIME
 from lessons._course.ending import OutputLost
 from lessons._course.errors import describe
 from lessons._course.hooks import worker_of
-from lessons._course.killing import kill_part_way
+from lessons._course.killing import kill_part_way, run_together
 from lessons._course.steps import Step, load_step, step, step_number
 from trio_supervisor import (
     Aggregate,
@@ -79,6 +83,7 @@ class Run:
     killed_really: bool = False  # that was a child Python killed (real time), not a simulation
     answered: list[str] = field(default_factory=list)  # questions answered before (24)
     parked: list[tuple[str, int, int, str]] = field(default_factory=list)  # still unanswered
+    shared: str | None = None  # the journal's timeline of a run several supervisors shared (27)
 
 
 class Watch(Protocol):
@@ -207,6 +212,8 @@ async def durably(
     with tempfile.TemporaryDirectory() as scratch:
         path = run.journal or Path(scratch) / "journal.db"
         killed_at = run.demo.killed_at
+        if run.demo.supervisors > 1 and not run.resume:
+            return await together(module, run, worker, agent, path, virtual)
         if killed_at is not None and not run.resume and not virtual:
             await kill_part_way(dataclasses.replace(run, trace=None), agent, path, killed_at)
             run.killed, run.killed_really = committed(path, run.run_id), True
@@ -242,6 +249,144 @@ async def durably(
             )
             run.parked = pending(journal, run.run_id)
         return aggregate
+
+
+async def together(
+    module: ModuleType,
+    run: Run,
+    worker: Callable[[Any], Any],
+    agent: SimulatedAgent,
+    path: Path,
+    virtual: bool,
+) -> Any:
+    """Step 27's demo: ``run.demo.supervisors`` supervisors of one run journaled in ``path``,
+    started a moment apart (``APART``), the first killed at the demo's ``killed_at``; what the
+    second returned, the run shown (its ``run.trace``: the slots it ran, and those it took from
+    the journal). ``run.shared`` says who ran which slot: on real time the journal's timeline
+    of the run, as ``python -m trio_supervisor.journal show`` draws it from the journal alone;
+    on virtual time each supervisor's calls (the journal places its rows by the unix time they
+    were written, which a virtual run does not keep), each row its supervisor's letter.
+
+    Each supervisor's journal is opened as one supervisor's (``lease=None``): a step that
+    shares the run's slots leases them itself (step 27), the step before runs every slot in
+    each. On real time the others are child Pythons, the first killed with ``SIGKILL``
+    (``killing.run_together``); on virtual time they are tasks of this process, each with a
+    journal of its own on the file, the first's dropped as a crash leaves it and its run
+    cancelled, as the law does."""
+    count, at = run.demo.supervisors, run.demo.killed_at or 0.0
+    writer = "inline" if virtual else "thread"
+    journals = [
+        Journal(path, writer=writer, flush="each", lease=None)
+        for _ in range(1 if not virtual else count)
+    ]
+    scopes = [trio.CancelScope() for _ in journals]
+    answers: list[Any] = [None for _ in journals]
+    shown = 0 if not virtual else 1  # this process's supervisor; on virtual time the second
+    calls = Trace(())  # on virtual time: each supervisor's calls, a row each
+
+    def calling(index: int, worker: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        letter = "ABCDEFGH"[index]
+
+        async def call(subtask: Any) -> Any:
+            slot = len(calls.slots)
+            span = calls.started(slot, f"{letter} {subtask}")
+            try:
+                output = await worker(subtask)
+            except Exception:
+                calls.ended(slot, Status.FAILED, span=span)
+                raise
+            except BaseException:
+                calls.ended(slot, Status.CANCELLED, span=span)
+                raise
+            calls.ended(slot, Status.OK, span=span)
+            return output
+
+        return call
+
+    ready = trio.Event()  # on real time: the child Pythons have started their runs
+
+    async def one(index: int) -> None:
+        await trio.sleep(index * APART)
+        if not virtual:
+            await ready.wait()
+        with scopes[index]:
+            try:
+                async with worker_of(module, run, agent) as own:  # each its own, as a process
+                    answers[index] = await module.supervise(
+                        run.demo.task,
+                        calling(index, own) if virtual else own,
+                        journal=journals[index],
+                        run_id=run.run_id,
+                        **({"trace": run.trace} if index == shown else {}),
+                        **run.options,
+                    )
+            except* Exception:  # the killed one's journal closed under it
+                if index or not virtual:
+                    raise
+
+    async def killer() -> None:
+        await trio.sleep(at)
+        journals[0].close(flush=False)  # the kill: what was not committed yet is lost
+        scopes[0].cancel()
+
+    names: dict[str, str] = {}
+    async with trio.open_nursery() as nursery:
+        for index in range(len(journals)):
+            nursery.start_soon(one, index)
+        if virtual:
+            nursery.start_soon(killer)
+        else:
+            others = dataclasses.replace(run, trace=None)
+            pids = await run_together(others, agent, path, count - 1, at, ready)
+            names = {str(pid): f"process {index + 2}" for index, pid in enumerate(pids)}
+            names[str(os.getpid())] = "process 1, this one"
+            names[str(pids[0])] += ", killed"
+    for journal in journals:
+        journal.close()
+    run.killed_really = not virtual
+    if virtual:
+        calls.close()
+        run.shared = drawn_calls(calls)
+    else:
+        run.shared = named_owners(await shown_journal(path, run.run_id), names)
+    return answers[shown]
+
+
+APART = 0.1
+"""Seconds between the starts of step 27's supervisors: a moment, as processes start."""
+
+
+def drawn_calls(calls: Trace) -> str:
+    """``calls``, each supervisor's calls of the worker (a row each, its letter first), as a
+    timeline in text."""
+    from rich.console import Console
+
+    from trio_supervisor.timeline import render_timeline
+
+    out = io.StringIO()
+    Console(file=out, width=100, color_system=None).print(render_timeline(calls, {}, width=40))
+    return out.getvalue()
+
+
+async def shown_journal(path: Path, run_id: str) -> str:
+    """What ``python -m trio_supervisor.journal show PATH RUN_ID`` prints, run as a command."""
+    done = await trio.run_process(
+        [sys.executable, "-m", "trio_supervisor.journal", "show", str(path), run_id],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    said = done.stdout if done.returncode == 0 else done.stderr
+    return bytes(said).decode(errors="replace")
+
+
+OWNER = re.compile(r"\b[\w.-]+:(\d+):[0-9a-f]{8}\b")
+
+
+def named_owners(text: str, pids: dict[str, str]) -> str:
+    """``text`` with each supervisor the journal names (``host:pid:random``) named as the
+    demo started it: ``process N`` by its process id."""
+    return OWNER.sub(lambda match: pids.get(match[1], "another process"), text)
 
 
 def pending(journal: Journal, run_id: str) -> list[tuple[str, int, int, str]]:
