@@ -11,8 +11,10 @@ another runs again only after that supervisor's lease ran out; every supervisor 
 answer one supervisor alone would have. ``lease=None`` shares nothing: every supervisor on the
 run runs every slot it has no result of, as the step before does.
 
-What is still wrong: the journal is one SQLite file, so the supervisors that share a run share
-one machine's disk; the peers put it on a database server.
+What is still wrong: the supervisors share the run's slots, but each keeps its own limits:
+three supervisors of ``max_workers=4`` (or ``rate=10``) call one endpoint twelve at once (thirty
+a second). And the course's journal is a SQLite file, which the supervisors share only on one
+machine.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lessons._course.arguments import parser
-from lessons._course.demos import FIVE, TREE, Demo
+from lessons._course.demos import FIVE, LARGE, TREE, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.steps import part_two, step, step_number, steps
@@ -296,7 +296,19 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         title = f"a leaf's first request straggles, hedge={HEDGE_AFTER:g}s{crowd}: its hedge wins"
         hedged = Demo(title, STRAGGLING, straggle={STRAGGLER: 12.0}, options={"hedge": HEDGE_AFTER})
         chosen.append(Scenario("hedged", hedged.title, hedged, WORKERS[-1]))
+    if record.takes("lease"):  # several supervisors on one run, the first killed part way
+        title = (
+            f"3 supervisors on one run, lease={SHARED_LEASE:g}s, the first killed at "
+            f"{KILLED_AT:g}s: its slots taken over once its lease ran out"
+        )
+        shared = Demo(
+            title, LARGE.task, supervisors=3, killed_at=KILLED_AT, options={"lease": SHARED_LEASE}
+        )
+        chosen.append(Scenario("shared", shared.title, shared, 1))
     return chosen
+
+
+SHARED_LEASE = 2.0  # seconds a supervisor holds a slot, in the scenario of several on one run
 
 
 def endings() -> dict[str, dict[str, str]]:
