@@ -110,7 +110,11 @@ def spans(numbers: Sequence[int]) -> list[tuple[int, int]]:
 def which(numbers: Sequence[int] | None = None) -> str:
     """The steps with an exercise as a reader reads them, ``"2 to 25"`` (``"2 to 10 and 14"``
     were there a gap): the one wording the runner, the README and the site's pages say it in."""
-    runs = spans(list(exercisable()) if numbers is None else numbers)
+    chosen = list(exercisable()) if numbers is None else list(numbers)
+    # a run is of steps next to each other in the course (27 after 25 while 26 is not written)
+    place = {number: at for at, number in enumerate(steps())}
+    numbered = {place.get(number, number): number for number in chosen}
+    runs = [(numbered[first], numbered[last]) for first, last in spans(list(numbered))]
     said = [str(first) if first == last else f"{first} to {last}" for first, last in runs]
     return " and ".join([", ".join(said[:-1]), said[-1]] if len(said) > 1 else said)
 
