@@ -260,7 +260,8 @@ async def together(
     virtual: bool,
 ) -> Any:
     """Step 27's demo: ``run.demo.supervisors`` supervisors of one run journaled in ``path``,
-    started a moment apart (``APART``), the first killed at the demo's ``killed_at``; what the
+    started a moment apart (``APART``; on virtual time the last of three or more once the
+    first's leases ran out), the first killed at the demo's ``killed_at``; what the
     second returned, the run shown (its ``run.trace``: the slots it ran, and those it took from
     the journal). ``run.shared`` says who ran which slot: on real time the journal's timeline
     of the run, as ``python -m trio_supervisor.journal show`` draws it from the journal alone;
@@ -282,31 +283,32 @@ async def together(
     scopes = [trio.CancelScope() for _ in journals]
     answers: list[Any] = [None for _ in journals]
     shown = 0 if not virtual else 1  # this process's supervisor; on virtual time the second
-    calls = Trace(())  # on virtual time: each supervisor's calls, a row each
+    calls: list[tuple[float, str, Any, float, Status]] = []  # on virtual time: every call
 
     def calling(index: int, worker: Callable[[Any], Any]) -> Callable[[Any], Any]:
         letter = "ABCDEFGH"[index]
 
         async def call(subtask: Any) -> Any:
-            slot = len(calls.slots)
-            span = calls.started(slot, f"{letter} {subtask}")
+            start, status = trio.current_time(), Status.CANCELLED
             try:
                 output = await worker(subtask)
+                status = Status.OK
             except Exception:
-                calls.ended(slot, Status.FAILED, span=span)
+                status = Status.FAILED
                 raise
-            except BaseException:
-                calls.ended(slot, Status.CANCELLED, span=span)
-                raise
-            calls.ended(slot, Status.OK, span=span)
+            finally:
+                calls.append((start, letter, subtask, trio.current_time(), status))
             return output
 
         return call
 
+    # on virtual time the last joins once the first's leases ran out, so that two supervisors
+    # never wait for the same lease at one instant: which took the slot over would be a tie
+    joins = at + float(run.options.get("lease") or 0.0) + APART
     ready = trio.Event()  # on real time: the child Pythons have started their runs
 
     async def one(index: int) -> None:
-        await trio.sleep(index * APART)
+        await trio.sleep(joins if virtual and index == count - 1 > 1 else index * APART)
         if not virtual:
             await ready.wait()
         with scopes[index]:
@@ -345,26 +347,46 @@ async def together(
         journal.close()
     run.killed_really = not virtual
     if virtual:
-        calls.close()
-        run.shared = drawn_calls(calls)
+        run.shared = await trio.to_thread.run_sync(drawn_calls, sorted(calls, key=repr))
     else:
         run.shared = named_owners(await shown_journal(path, run.run_id), names)
     return answers[shown]
 
 
-APART = 0.1
+APART = 0.3
 """Seconds between the starts of step 27's supervisors: a moment, as processes start."""
 
 
-def drawn_calls(calls: Trace) -> str:
-    """``calls``, each supervisor's calls of the worker (a row each, its letter first), as a
-    timeline in text."""
+def drawn_calls(calls: Sequence[tuple[float, str, Any, float, Status]]) -> str:
+    """``calls`` (start, supervisor's letter, subtask, end, how it ended), each supervisor's
+    calls of the worker, as a timeline in text: a row each, its letter first, in the order
+    they started (replayed on a clock of their own: no run of this thread's is going on)."""
     from rich.console import Console
 
     from trio_supervisor.timeline import render_timeline
 
+    async def replay() -> Trace:
+        clock = trio.lowlevel.current_clock()
+        assert isinstance(clock, trio.testing.MockClock)
+        origin = min((start for start, *_ in calls), default=0.0)
+        drawn = Trace([f"{letter} {subtask}" for _, letter, subtask, _, _ in calls])
+        events = sorted(
+            [(start - origin, 1, slot) for slot, (start, *_) in enumerate(calls)]
+            + [(end - origin, 0, slot) for slot, (_, _, _, end, _) in enumerate(calls)]
+        )
+        spans = {}
+        for at, starts, slot in events:
+            clock.jump(max(0.0, at - trio.current_time()))
+            if starts:
+                spans[slot] = drawn.started(slot)
+            else:
+                drawn.ended(slot, calls[slot][4], span=spans[slot])
+        drawn.close()
+        return drawn
+
+    drawn = trio.run(replay, clock=trio.testing.MockClock())
     out = io.StringIO()
-    Console(file=out, width=100, color_system=None).print(render_timeline(calls, {}, width=40))
+    Console(file=out, width=100, color_system=None).print(render_timeline(drawn, {}, width=40))
     return out.getvalue()
 
 

@@ -135,6 +135,7 @@ OWN = (
     "crashes",
     "killed",
     "hedged",
+    "shared",
 )
 """The keys of the scenarios built on a step's own ideas, in the order a menu lists them."""
 
@@ -158,6 +159,7 @@ def offered(name: str) -> list[str]:
         "crashes": record.takes_crash,
         "killed": record.journals,
         "hedged": record.takes("hedge"),
+        "shared": record.takes("lease"),
     }
     return [key for key in OWN if takes[key]]
 

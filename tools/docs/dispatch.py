@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lessons._course.arguments import parser
-from lessons._course.demos import FIVE, LARGE, TREE, Demo
+from lessons._course.demos import FIVE, TREE, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.steps import part_two, step, step_number, steps
@@ -302,9 +302,14 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             f"{KILLED_AT:g}s: its slots taken over once its lease ran out"
         )
         shared = Demo(
-            title, LARGE.task, supervisors=3, killed_at=KILLED_AT, options={"lease": SHARED_LEASE}
+            title,
+            FIVE,
+            slow=LATENCIES,
+            supervisors=3,
+            killed_at=KILLED_AT,
+            options={"lease": SHARED_LEASE},
         )
-        chosen.append(Scenario("shared", shared.title, shared, 1))
+        chosen.append(Scenario("shared", shared.title, shared, WORKERS[-1]))
     return chosen
 
 
