@@ -129,7 +129,7 @@ def show(console: Console, run: Run) -> None:
     if run.shared is not None:
         if run.killed_really:
             said = (
-                "this process and two child Pythons, the second killed with SIGKILL at "
+                "this process (process 1) and two child Pythons, process 2 killed with SIGKILL at "
                 f"{run.demo.killed_at or 0:.2f}s; the run above is this process's: the slots it "
                 "ran, and those it took from the journal (↺). The run as the journal holds it, "
                 "who ran which slot (python -m trio_supervisor.journal show):"
