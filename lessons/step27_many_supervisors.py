@@ -1,20 +1,17 @@
 """Step 27: several supervisors on one run. Each slot is run by one of them, under a lease.
 
-What it adds: ``lease`` (seconds). A supervisor given a ``journal`` and a ``run_id`` that other
-supervisors share (replicas of a deploy, workers of a queue of runs, a resume started while the
-first process is only slow) claims each slot in the journal for ``lease`` seconds before its
-worker is called, renews the claim every third of it while the slot runs, and skips a slot
-another supervisor holds: it reads that slot's result from the journal once its holder is done,
-or takes the slot over once the lease ran out (its holder was killed, or hung). So each slot's
-worker is called once across the supervisors, but for the slots a killed supervisor held, which
-another runs again only after that supervisor's lease ran out; every supervisor returns the
-answer one supervisor alone would have. ``lease=None`` shares nothing: every supervisor on the
-run runs every slot it has no result of, as the step before does.
+What it adds: ``lease`` (seconds). A supervisor given a ``journal`` and a ``run_id`` that others
+share (replicas of a deploy, workers of a queue of runs, a resume started while the first process
+is only slow) claims each slot in the journal for ``lease`` seconds before its worker is called,
+renews the claim every third of it while the slot runs, and skips a slot another holds: it reads
+its result from the journal once its holder is done, or takes it over once the lease ran out (its
+holder was killed, or hung). So each slot's worker is called once across the supervisors, but for
+a killed one's slots, run again only after its lease ran out; each returns the answer one
+supervisor alone would. ``lease=None`` shares nothing, as the step before.
 
 What is still wrong: the supervisors share the run's slots, but each keeps its own limits:
 three supervisors of ``max_workers=4`` (or ``rate=10``) call one endpoint twelve at once (thirty
-a second). And the course's journal is a SQLite file, which the supervisors share only on one
-machine.
+a second). And the course's journal is a SQLite file, shared only on one machine.
 """
 
 from __future__ import annotations

@@ -362,7 +362,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             "; ".join(LARGE.task.split("; ")[:4]),  # a supervisor's first claim: all of them
             killed_at=1.0,
             supervisors=3,
-            options={"lease": 2.0, "max_workers": 2},
+            options={"lease": 2.0},
         ),
     ),
     24: (  # the answer given in this process, as `python -m lessons approve` gives it

@@ -168,8 +168,8 @@ def test_need_within_every_company_s_leaves_runs() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["²"], "unknown step '²': choose a number 1-25, a step name, or 'all'"),
-        (["9" * 5000], f"unknown step '{'9' * 5000}': choose a number 1-25, a step name, or 'all'"),
+        (["²"], "unknown step '²': choose a number 1-27, a step name, or 'all'"),
+        (["9" * 5000], f"unknown step '{'9' * 5000}': choose a number 1-27, a step name, or 'all'"),
         (["--task", "a; b"], "--task is for a step's runs: name the step (such as 3), or 'all'"),
         (["--virtual"], "--virtual is for a step's runs: name the step (such as 3), or 'all'"),
         (
