@@ -139,8 +139,8 @@ def show(console: Console, run: Run) -> None:
                 "tasks of this process, A killed at "
                 f"{run.demo.killed_at or 0:.2f}s (simulated); the run above is B's: the slots it "
                 "ran, and those it took from the journal (↺). Who ran which slot, each "
-                "supervisor's calls of its worker (A's attempt cancelled by the kill, its slot "
-                "run again once its lease ran out):"
+                "supervisor's calls of its worker (a slot A had not finished when it was killed "
+                "is run again by another, once A's lease ran out):"
             )
         console.print(
             f"{run.demo.supervisors} supervisors shared the run, {said}",
