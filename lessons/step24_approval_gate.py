@@ -1,18 +1,19 @@
 """Step 24: an approval gate. A refund above a threshold waits for a person's yes, durably.
 
 What it adds: a leaf whose subtask is a refund (``refund $500 to order 1234``) of more than
-``THRESHOLD`` dollars asks the library's ``approval`` before it does it. The question is
-journaled under the run, round and slot, in its own words (an answer is for that question only);
-without an answer the slot is parked (``awaiting
-approval``), and so is its company's, while the other slots run on, and the run returns degraded,
-naming the question. Anyone who can open the journal answers it, another process included:
-``python -m lessons approve FILE RUN SLOT`` (or ``reject``), or the library's
-``python -m trio_supervisor.journal``. The run resumed under its ``run_id`` takes every finished
-slot from the journal and calls the parked leaf again, whose ``approval`` now returns the answer
-at once: approved, the refund is done; rejected, the slot ends ``rejected`` with the note.
+``THRESHOLD`` dollars asks the library's ``approval`` before it does it. The question is journaled
+under the run, round and slot, in its own words (an answer is for that question only); without an
+answer the slot is parked (``awaiting approval``), and so is its company's, while the other slots
+run on, and the run returns degraded, naming the question. Anyone who can open the journal answers
+it, another process included: ``python -m lessons approve FILE RUN SLOT`` (or ``reject``), or the
+library's ``python -m trio_supervisor.journal``. The run resumed under its ``run_id`` takes every
+finished slot from the journal and calls the parked leaf again, whose ``approval`` now returns the
+answer at once: approved, the refund is done; rejected, the slot ends ``rejected`` with the note.
 
-What is still wrong: the journal is one SQLite file on one machine. Runs resume where that file
-is, and a person's yes reaches the run only through it.
+What is still wrong: the journal is one SQLite file on one machine. Runs resume where that file is,
+and a person's yes reaches the run only through it. Two supervisors on one run (a second process
+resuming it while the first is only slow) each run every slot: step 27 shares the run's slots
+between them, each slot leased to one.
 """
 
 from __future__ import annotations

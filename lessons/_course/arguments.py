@@ -306,6 +306,12 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="tokens the leaves may spend, reserved before each request (25-)",
     )
+    p.add_argument(
+        "--lease",
+        type=_seconds,
+        metavar="S",
+        help="seconds a supervisor holds a slot before another may take it over (27-)",
+    )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")
     p.add_argument(

@@ -35,6 +35,7 @@ class Demo:
     against: int | None = None  # the step before, whose flaw this demo shows: the docs run both
     killed_at: float | None = None  # the supervisor is killed then, and resumed (23): seconds
     answers: str | None = None  # "approve" or "reject": its questions answered, resumed (24)
+    supervisors: int = 1  # supervisors sharing the run, the first killed at killed_at (27)
     # a leaf (by its text: a tree's leaves are no slots of the plan) -> its first call's latency
     straggle: Mapping[str, float] = field(default_factory=dict, hash=False)
     # how the loopback server works through the requests (see `Serving`); None: the step's own
@@ -380,6 +381,16 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             against=25,
         ),
     ),
+    27: (  # on real time three child Pythons, the first killed with SIGKILL; else simulated
+        Demo(
+            "three supervisors share one run: each slot runs once; the first is killed part "
+            "way, and its slots are taken over once its lease ran out",
+            "; ".join(LARGE.task.split("; ")[:4]),  # a supervisor's first claim: all of them
+            killed_at=1.0,
+            supervisors=3,
+            options={"lease": 2.0},
+        ),
+    ),
     24: (  # the answer given in this process, as `python -m lessons approve` gives it
         Demo(
             "a refund over $100 waits for a yes; a second command approves it; the resume "
@@ -427,6 +438,7 @@ OPTIONS = {
     "hedge": "hedge",
     "need": "need",
     "budget_tokens": "budget_tokens",
+    "lease": "lease",
 }
 """Keyword option of a step's ``supervise`` -> the command-line option that sets it."""
 

@@ -48,7 +48,7 @@ from lessons._course import laws as _laws
 from lessons._course.errors import describe
 from lessons._course.laws import Law, Seen, laws_of, secs
 from lessons._course.showing import legend_lines
-from lessons._course.steps import STEPS, Step, load_step, part_two, step_path, steps
+from lessons._course.steps import STEPS, Step, load_step, part_two, previous, step_path, steps
 from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_timeline, timeline_rows
 
@@ -90,7 +90,9 @@ def exercisable() -> dict[int, str]:
     a step before it to start from."""
     known = steps()
     return {
-        number: name for number, name in known.items() if number - 1 in known and laws_of(number)
+        number: name
+        for number, name in known.items()
+        if previous(number) is not None and laws_of(number)
     }
 
 
@@ -108,7 +110,11 @@ def spans(numbers: Sequence[int]) -> list[tuple[int, int]]:
 def which(numbers: Sequence[int] | None = None) -> str:
     """The steps with an exercise as a reader reads them, ``"2 to 25"`` (``"2 to 10 and 14"``
     were there a gap): the one wording the runner, the README and the site's pages say it in."""
-    runs = spans(list(exercisable()) if numbers is None else numbers)
+    chosen = list(exercisable()) if numbers is None else list(numbers)
+    # a run is of steps next to each other in the course (27 after 25 while 26 is not written)
+    place = {number: at for at, number in enumerate(steps())}
+    numbered = {place.get(number, number): number for number in chosen}
+    runs = [(numbered[first], numbered[last]) for first, last in spans(list(numbered))]
     said = [str(first) if first == last else f"{first} to {last}" for first, last in runs]
     return " and ".join([", ".join(said[:-1]), said[-1]] if len(said) > 1 else said)
 
@@ -243,7 +249,7 @@ def before_idea(number: int) -> list[str]:
     so it asks for the step's idea alone, never for what the step imports unchanged (see
     `_by_idea`)."""
     known = steps()
-    previous, current = load_step(known[number - 1]), load_step(known[number])
+    earlier, current = load_step(known[previous(number) or 0]), load_step(known[number])
     source = step_path(known[number]).read_text()
     lines = source.splitlines()
     out: list[str] = []
@@ -267,13 +273,13 @@ def before_idea(number: int) -> list[str]:
                 defined.update((a.asname or a.name).partition(".")[0] for a in node.names)
                 place = len(out)  # the put-back code's imports go after the last import
             continue
-        if not any(hasattr(previous, name) for name in names):
+        if not any(hasattr(earlier, name) for name in names):
             continue  # the idea adds it: the reader writes it
         if _wraps(node, current):  # the idea wraps the step before's: the reader writes it
-            needed[names[0]] = _imported(names[0], getattr(previous, names[0]), previous.__name__)
+            needed[names[0]] = _imported(names[0], getattr(earlier, names[0]), earlier.__name__)
             continue
         defined.update(names)
-        value = getattr(previous, names[0])
+        value = getattr(earlier, names[0])
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             out.extend(own)  # a value the step before has too
             continue
@@ -299,7 +305,8 @@ def _by_idea(number: int) -> bool:
     (`before_idea`) rather than from the step before's code: a Part II step after the first,
     which imports the step before it and redefines only what its idea changes."""
     known = steps()
-    return number - 1 in known and part_two(known[number - 1])
+    earlier = previous(number)
+    return earlier is not None and part_two(known[earlier])
 
 
 def _wrap(text: str, indent: str = "") -> list[str]:
@@ -315,7 +322,7 @@ def _wrap(text: str, indent: str = "") -> list[str]:
 
 
 def starter(number: int) -> str:
-    """The starter of step ``number``'s exercise: step ``number - 1``'s code, a comment above
+    """The starter of step ``number``'s exercise: the step before's code, a comment above
     each place that step ``number`` changes, and a docstring that states the task.
 
     Raises:
@@ -324,7 +331,8 @@ def starter(number: int) -> str:
     known = exercisable()
     if number not in known:
         raise ValueError(_no_exercise(number))
-    name, before = known[number], steps()[number - 1]
+    earlier = previous(number) or 0
+    name, before = known[number], steps()[earlier]
     new = _code(step_path(name).read_text())
     old = before_idea(number) if _by_idea(number) else _code(step_path(before).read_text())
     mark = MARK.format(number=number)
@@ -349,9 +357,9 @@ def starter(number: int) -> str:
         "",
         (
             f"This is step {number}'s module without its idea: what it changes as step "
-            f"{number - 1} ({before}) has it. What is still wrong with step {number - 1}:"
+            f"{earlier} ({before}) has it. What is still wrong with step {earlier}:"
             if _by_idea(number)
-            else f"This is step {number - 1}'s code ({before}). What is still wrong with it:"
+            else f"This is step {earlier}'s code ({before}). What is still wrong with it:"
         ),
         "",
         *_wrap(_paragraph(before, "What is still wrong:")),
@@ -733,7 +741,8 @@ def main(argv: Sequence[str], console: Console | None = None, home: Path | None 
         except ValueError as exc:
             p.error(str(exc))
         console.print(
-            f"wrote {_shown(path, home)}: step {args.number - 1}'s code; the task is at its top",
+            f"wrote {_shown(path, home)}: step {previous(args.number)}'s code; the task is at "
+            "its top",
             markup=False,
             soft_wrap=True,
         )

@@ -1,5 +1,6 @@
 """A real kill for the durable-runs demo on real time: the first run in a child Python, killed
-with ``SIGKILL`` part way through, its journal left on disk as the kill leaves it.
+with ``SIGKILL`` part way through, its journal left on disk as the kill leaves it; for step
+27's, several children on one run, the first of them killed.
 
 The runner (``running.durably``) writes what the child needs to run the demo (the step, the
 run with its options, the simulated sub-agent) to a file, starts ``python -m
@@ -30,6 +31,8 @@ from trio_supervisor.testing import SimulatedAgent
 READY = b"started\n"
 STARTING = 60.0
 """Seconds the child may take to start its run (its imports, a loopback server) at most."""
+SHARING = 120.0
+"""Seconds the supervisors left may take to end the run they share, after the kill, at most."""
 
 
 async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) -> None:
@@ -51,21 +54,7 @@ async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) 
             start_new_session=True,  # a group of its own: its worker processes die with it
         )
         try:
-            assert process.stdout is not None
-            said = b""
-            with trio.move_on_after(STARTING):
-                while READY not in said:
-                    chunk = await process.stdout.receive_some()
-                    if not chunk:
-                        break
-                    said += chunk
-            if READY not in said:
-                kill_all(process)
-                await process.wait()
-                assert process.stderr is not None
-                words = (await process.stderr.receive_some()).decode(errors="replace").strip()
-                last = words.splitlines()[-1] if words else f"exit status {process.returncode}"
-                raise RuntimeError(f"the demo's child process did not start its run: {last}")
+            await started(process)
             with trio.move_on_after(at):
                 await process.wait()  # a run that ends before the kill just ends
         finally:
@@ -73,6 +62,81 @@ async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) 
                 kill_all(process)  # SIGKILL: nothing of the child's runs after it
             with trio.CancelScope(shield=True), trio.move_on_after(STARTING):
                 await process.wait()
+
+
+async def run_together(
+    run: Any, agent: SimulatedAgent, path: Path, supervisors: int, at: float, ready: trio.Event
+) -> list[int]:
+    """Run ``run`` in ``supervisors`` child Pythons at once, each a supervisor of the same run
+    journaled in ``path`` (step 27), and kill the first with ``SIGKILL`` ``at`` seconds after
+    they all started (``ready`` is set then); wait for the others to end (at most ``SHARING``
+    seconds). Every
+    child is killed too when this is cancelled (Ctrl-C). The children's process ids, the killed
+    one's first (a journal names a supervisor by its host and process).
+
+    Raises:
+      RuntimeError: if a child did not start its run within ``STARTING`` seconds, or ended
+        before it did (its last words say why).
+    """
+    with tempfile.TemporaryDirectory() as scratch:
+        spec = Path(scratch) / "run.pickle"
+        spec.write_bytes(pickle.dumps((run.step, run, agent, str(path))))
+        processes: list[trio.Process] = []
+        try:
+            for _ in range(supervisors):
+                process = await trio.lowlevel.open_process(
+                    [sys.executable, "-m", "lessons._course.killing", str(spec)],
+                    stdout=-1,
+                    stderr=-1,
+                    start_new_session=True,
+                )
+                processes.append(process)
+            for process in processes:
+                await started(process)
+            ready.set()
+            with trio.move_on_after(at):
+                await processes[0].wait()
+            if processes[0].returncode is None:
+                kill_all(processes[0])
+            with trio.move_on_after(SHARING):
+                for process in processes[1:]:
+                    await process.wait()
+            for process in processes[1:]:
+                if process.returncode:  # a supervisor not killed that failed: its last words
+                    assert process.stderr is not None
+                    words = (await process.stderr.receive_some()).decode(errors="replace")
+                    last = words.strip().splitlines()[-1] if words.strip() else "no words"
+                    raise RuntimeError(f"a supervisor of the shared run failed: {last}")
+        finally:
+            for process in processes:
+                if process.returncode is None:
+                    kill_all(process)
+                with trio.CancelScope(shield=True), trio.move_on_after(STARTING):
+                    await process.wait()
+        return [process.pid for process in processes]
+
+
+async def started(process: trio.Process) -> None:
+    """Wait until child ``process`` says its run has started (at most ``STARTING`` seconds).
+
+    Raises:
+      RuntimeError: if it did not, with its last words.
+    """
+    assert process.stdout is not None
+    said = b""
+    with trio.move_on_after(STARTING):
+        while READY not in said:
+            chunk = await process.stdout.receive_some()
+            if not chunk:
+                break
+            said += chunk
+    if READY not in said:
+        kill_all(process)
+        await process.wait()
+        assert process.stderr is not None
+        words = (await process.stderr.receive_some()).decode(errors="replace").strip()
+        last = words.splitlines()[-1] if words else f"exit status {process.returncode}"
+        raise RuntimeError(f"the demo's child process did not start its run: {last}")
 
 
 def kill_all(process: trio.Process) -> None:

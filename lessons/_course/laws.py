@@ -1952,7 +1952,7 @@ def _answers_by_its_deadline(
 
 ANSWERS_BY_ITS_DEADLINE = Law(
     "a re-planning run with a hung sub-agent answers by its deadline, degraded, naming it",
-    (18, 19, 20, 21, 22, 23, 24, 25, 26),
+    (18, 19, 20, 21, 22, 23, 24, 25, 26, 27),
     _answers_by_its_deadline,
     {
         "workers": st.integers(1, 4),
@@ -1995,7 +1995,7 @@ def _ends_by_the_budget_it_was_given(step: Subject, seen: Seen, seed: int) -> No
 ENDS_BY_THE_BUDGET_IT_WAS_GIVEN = Law(
     "a re-planning run ends by the budget it was given, max_subtasks or max_stalls, naming it",
     # not step 20: a failing leaf there is answered "missing", a success, so nothing stalls
-    (18, 19, 21, 22, 23, 24, 25, 26),
+    (18, 19, 21, 22, 23, 24, 25, 26, 27),
     _ends_by_the_budget_it_was_given,
     {"seed": st.integers(0, 2**16)},
     settings(max_examples=3, deadline=None, phases=NO_SHRINK),
@@ -2065,7 +2065,7 @@ def _stalls_are_counted_up_and_down(
 STALLS_ARE_COUNTED_UP_AND_DOWN = Law(
     "a round with nothing new is a stall; the stall count goes up on a stall, down on "
     "progress, and past max_stalls asks a fresh plan, at most max_resets times",
-    (18, 19, 20, 21, 22, 23, 24, 25, 26),
+    (18, 19, 20, 21, 22, 23, 24, 25, 26, 27),
     _stalls_are_counted_up_and_down,
     {
         "failing": st.integers(1, 3),
@@ -2124,7 +2124,7 @@ def _a_planner_that_fails_costs_rounds(step: Subject, seen: Seen, workers: int) 
 A_PLANNER_THAT_FAILS_COSTS_ROUNDS = Law(
     "planner='llm' asks its chat model: one that cannot be reached costs each round, never "
     "the run, and the answer names it",
-    (19, 20, 21, 22, 23, 24, 25, 26),
+    (19, 20, 21, 22, 23, 24, 25, 26, 27),
     _a_planner_that_fails_costs_rounds,
     {"workers": st.integers(1, 4)},
     settings(max_examples=2, deadline=None, phases=NO_SHRINK),
@@ -2150,7 +2150,7 @@ def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed:
 AN_LLM_PLANS_AS_THE_RULES_DO = Law(
     "planner='llm' asks a chat model over HTTP; the loopback model, playing the rules, makes "
     "the scripted planner's ledger",
-    (19, 20, 21, 22, 23, 24, 25, 26),
+    (19, 20, 21, 22, 23, 24, 25, 26, 27),
     _an_llm_plans_as_the_rules_do,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -2196,7 +2196,7 @@ def _a_company_is_a_child_supervisor(
 A_COMPANY_IS_A_CHILD_SUPERVISOR = Law(
     "a company 'c: a, b' is a child supervisor: the worker gets its leaves, at most K at once "
     "in the whole tree, and its slot the child's digest",
-    (20, 21, 22, 23, 24, 25, 26),
+    (20, 21, 22, 23, 24, 25, 26, 27),
     _a_company_is_a_child_supervisor,
     {"task": companies(), "workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
@@ -2225,7 +2225,7 @@ def _no_leaf_outlives_the_deadline(
 
 NO_LEAF_OUTLIVES_THE_DEADLINE = Law(
     "no leaf of the tree outlives the run's deadline",
-    (20, 21, 22, 23, 24, 25, 26),
+    (20, 21, 22, 23, 24, 25, 26, 27),
     _no_leaf_outlives_the_deadline,
     {
         "task": companies(),
@@ -2263,7 +2263,7 @@ def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, o
 
 A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
     "a child past its restart intensity fails its parent's slot with Escalated and its reason",
-    (21, 22, 23, 24, 25, 26),
+    (21, 22, 23, 24, 25, 26, 27),
     _a_child_that_gives_up_escalates,
     {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
@@ -2338,7 +2338,7 @@ def _a_strategy_restarts_what_it_names(
 A_STRATEGY_RESTARTS_WHAT_IT_NAMES = Law(
     "children restarted with the one they depend on keep no stale work; one_for_one restarts "
     "the failed leaf alone",
-    (21, 22, 23, 24, 25, 26),
+    (21, 22, 23, 24, 25, 26, 27),
     _a_strategy_restarts_what_it_names,
     {
         "strategy": st.sampled_from(["rest_for_one", "one_for_all"]),
@@ -2370,7 +2370,7 @@ def _a_crash_fails_its_leaf_alone(step: Subject, seen: Seen, crashed: int, seed:
 
 A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
     "a leaf whose body crashes its process fails its own slot; its siblings get their results",
-    (22, 23, 24, 25, 26),
+    (22, 23, 24, 25, 26, 27),
     _a_crash_fails_its_leaf_alone,
     {"crashed": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -2510,7 +2510,7 @@ def _a_cut_leaf_ends_its_call(step: Subject, seen: Seen, hung: int, seed: int) -
 A_CUT_LEAF_ENDS_ITS_CALL = Law(
     "a leaf cut by its timeout, or by a cancelled run, has its call ended there: no body "
     "outlives the call that started it",
-    (22, 23, 24, 25, 26),
+    (22, 23, 24, 25, 26, 27),
     _a_cut_leaf_ends_its_call,
     {"hung": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -2589,7 +2589,7 @@ def _resume_after_a_crash_equals_a_run(
 RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
     "a journaled run whose supervisor is killed at any instant, resumed under its run_id, ends "
     "with the ledger and the answer of a run never killed",
-    (23, 24, 25, 26),
+    (23, 24, 25, 26, 27),
     _resume_after_a_crash_equals_a_run,
     {
         "workers": st.integers(1, 4),
@@ -2656,7 +2656,7 @@ def _a_parked_slot_is_finished_by_its_approval(
 A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
     "a refund over the threshold is parked, the run degraded naming its question; the resume "
     "after an answer finishes it: done if approved, missing if rejected",
-    (24, 25, 26),
+    (24, 25, 26, 27),
     _a_parked_slot_is_finished_by_its_approval,
     {
         "dollars": st.integers(101, 10_000),
@@ -2706,7 +2706,7 @@ def _a_straggler_is_answered_by_its_hedge(
 A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE = Law(
     "a leaf whose first request straggles is answered by its hedge, a second request of the "
     "same subtask: the answer comes long before the straggler would have, whole",
-    (25, 26),
+    (25, 26, 27),
     _a_straggler_is_answered_by_its_hedge,
     {
         "leaves": st.integers(1, 4),
@@ -2750,7 +2750,7 @@ def _the_first_k_leaves_answer(
 THE_FIRST_K_LEAVES_ANSWER = Law(
     "with need=k, a company's child run returns at its k-th leaf's success: the slower leaf is "
     "cancelled and left out, the answer whole",
-    (25, 26),
+    (25, 26, 27),
     _the_first_k_leaves_answer,
     {
         "leaves": st.integers(2, 4),
@@ -2909,7 +2909,7 @@ A_REPLY_IS_HELD_TO_ITS_CONTRACT = Law(
     "a leaf answered in prose k times is ok after k + 1 requests, its output the contract's "
     "model, when k is at most the bound, and fails with InvalidReply past it; plan order, "
     "isolation and the token budget hold, each re-ask charged",
-    (26,),
+    (26, 27),
     _a_reply_is_held_to_its_contract,
     {
         "proses": st.lists(st.integers(0, REASKS + 1), min_size=1, max_size=4),
@@ -2920,6 +2920,130 @@ A_REPLY_IS_HELD_TO_ITS_CONTRACT = Law(
     },
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
     flaw=(25, "step 25's flaw: a reply is taken as text, whatever it says; nothing asks again"),
+)
+
+
+# --- Part II: several supervisors on one run ----------------------------------------------------
+
+SHARED = "acme: pricing, reviews, news; globex: filings, hiring; initech: pricing, patents, jobs"
+"""The tree several supervisors share in the lease law: three companies, eight leaves."""
+
+
+def _one_run_many_supervisors(
+    step: Subject, seen: Seen, supervisors: int, workers: int, lease: float, seed: int, kill: Any
+) -> None:
+    """``supervisors`` runs of ``step`` on one ``run_id``, each with its own ``Journal`` on one
+    file (opened as one supervisor's, ``lease=None``: leasing is the step's to ask for), on one
+    worker whose calls are counted. With ``kill`` (a fraction of a run's length), the first is
+    killed then: its journal dropped as a crash leaves it, its run cancelled. Each leaf's worker
+    is called once across them, but for the slots the killed one held, called again only after
+    its lease ran out; every survivor returns the answer of one supervisor run alone."""
+    from trio_supervisor import Journal
+
+    options = step.record.accepted(max_workers=workers, lease=lease)
+    leases = "lease" in options
+
+    async def main() -> tuple[Any, list[Any], Probe, float | None]:
+        began = trio.current_time()
+        whole = await step.supervise(SHARED, researcher(seed), max_workers=workers)
+        span = trio.current_time() - began  # how long one supervisor alone takes
+        probe = Probe(researcher(seed))
+        answers: list[Any] = [None] * supervisors
+        killed_at = None
+        with tempfile.TemporaryDirectory() as scratch:
+            journals = [
+                Journal(Path(scratch) / "run.db", writer="inline", lease=None)
+                for _ in range(supervisors)
+            ]
+            scopes = [trio.CancelScope() for _ in range(supervisors)]
+
+            async def one(index: int) -> None:
+                with scopes[index]:
+                    try:
+                        answers[index] = await step.supervise(
+                            SHARED, probe, journal=journals[index], run_id="r", **options
+                        )
+                    except* Exception:  # its journal closed under it: a killed one's last
+                        if index != 0 or killed_at is None:
+                            raise
+
+            async with trio.open_nursery() as nursery:
+                began = trio.current_time()
+                for index in range(supervisors):
+                    nursery.start_soon(one, index)
+                if kill is not None:
+                    await trio.sleep(kill * span)
+                    if answers[0] is None:
+                        killed_at = trio.current_time()
+                        seen.drew["first supervisor killed at"] = secs(round(killed_at - began, 6))
+                        journals[0].close(flush=False)  # what was not committed, lost
+                        scopes[0].cancel()
+            for journal in journals:
+                journal.close()
+        return whole, answers, probe, killed_at
+
+    whole, answers, probe, killed_at = seen.virtual(main)
+    seen.drew["leases"] = f"lease={lease:g}s" if leases else "no lease option: none asked for"
+    calls = Counter(call.subtask for call in probe.calls)
+    twice = sorted(subtask for subtask, n in calls.items() if n > 1)
+    if killed_at is None:
+        once = all(n == 1 for n in calls.values())
+        seen.fact(
+            "leaves called more than once",
+            {subtask: calls[subtask] for subtask in twice} or "none",
+            "none: each leaf once, whichever supervisor ran it",
+            once,
+        )
+        assert once, (
+            f"{len(twice)} of {len(calls)} leaves were called by more than one supervisor: "
+            "the supervisors on one run did not share its slots"
+        )
+    else:
+        # a slot the killed one held is free once its lease, renewed every third of it, ran out
+        free = killed_at + lease * 2 / 3
+        early = [
+            call.subtask for subtask in twice for call in probe.of(subtask)[1:] if call.start < free
+        ]
+        seen.fact(
+            "leaves called again before the killed one's lease ran out",
+            early or "none",
+            f"none: none before {secs(lease * 2 / 3)} after the kill",
+            not early,
+        )
+        assert not early, (
+            f"{len(early)} leaves were called again before the killed supervisor's lease ran "
+            "out: a slot was run by two supervisors at once"
+        )
+        most = max(calls.values(), default=0)
+        seen.fact(
+            "calls of one leaf, at most", most, "2: the killed one's, then a survivor's", most <= 2
+        )
+        assert most <= 2, "a leaf was called by more than the killed supervisor and one other"
+    survivors = answers[1:] if killed_at is not None else answers
+    said = [
+        "none" if answer is None else "the same" if answer.text == whole.text else "another"
+        for answer in survivors
+    ]
+    same = set(said) == {"the same"}
+    seen.fact("each survivor's answer, against one supervisor's", said, "the same", same)
+    assert same, "a supervisor on the shared run answered differently from one run alone"
+
+
+ONE_RUN_MANY_SUPERVISORS = Law(
+    "supervisors sharing one run_id and one journal call each leaf once between them; one "
+    "killed part way has its slots taken over only after its lease ran out; each survivor "
+    "answers as one supervisor alone would",
+    (27,),
+    _one_run_many_supervisors,
+    {
+        "supervisors": st.integers(2, 3),
+        "workers": st.integers(1, 3),
+        "lease": st.sampled_from([1.5, 3.0, 6.0]),
+        "seed": st.integers(0, 2**16),
+        "kill": st.none() | st.floats(0.0, 1.0),
+    },
+    settings(max_examples=8, deadline=None, phases=NO_SHRINK),
+    flaw=(26, "step 26's flaw: two supervisors on one run both run every slot"),
 )
 
 LAWS = (
@@ -2981,6 +3105,8 @@ LAWS = (
     THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET,
     # Part II: typed replies
     A_REPLY_IS_HELD_TO_ITS_CONTRACT,
+    # Part II: several supervisors on one run
+    ONE_RUN_MANY_SUPERVISORS,
 )
 """Every law of the course, in the order of the steps that bring them."""
 

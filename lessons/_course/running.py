@@ -22,10 +22,14 @@ import argparse
 import contextlib
 import copy
 import dataclasses
+import io
 import itertools
 import json
 import math
+import os
+import re
 import sqlite3
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +44,7 @@ from lessons._course.demos import ENDLESS, ENDLESS_EVERY, NEVER_RETURNS, NO_TIME
 from lessons._course.ending import OutputLost
 from lessons._course.errors import describe
 from lessons._course.hooks import worker_of
-from lessons._course.killing import kill_part_way
+from lessons._course.killing import kill_part_way, run_together
 from lessons._course.steps import Step, load_step, step, step_number
 from trio_supervisor import (
     Aggregate,
@@ -81,6 +85,7 @@ class Run:
     answered: list[str] = field(default_factory=list)  # questions answered before (24)
     parked: list[tuple[str, int, int, str]] = field(default_factory=list)  # still unanswered
     replies: list[str] = field(default_factory=list)  # a chat model planner's, as it wrote them
+    shared: str | None = None  # the journal's timeline of a run several supervisors shared (27)
 
 
 class Watch(Protocol):
@@ -209,6 +214,8 @@ async def durably(
     with tempfile.TemporaryDirectory() as scratch:
         path = run.journal or Path(scratch) / "journal.db"
         killed_at = run.demo.killed_at
+        if run.demo.supervisors > 1 and not run.resume:
+            return await together(module, run, worker, agent, path, virtual)
         if killed_at is not None and not run.resume and not virtual:
             await kill_part_way(dataclasses.replace(run, trace=None), agent, path, killed_at)
             run.killed, run.killed_really = committed(path, run.run_id), True
@@ -244,6 +251,166 @@ async def durably(
             )
             run.parked = pending(journal, run.run_id)
         return aggregate
+
+
+async def together(
+    module: ModuleType,
+    run: Run,
+    worker: Callable[[Any], Any],
+    agent: SimulatedAgent,
+    path: Path,
+    virtual: bool,
+) -> Any:
+    """Step 27's demo: ``run.demo.supervisors`` supervisors of one run journaled in ``path``,
+    started a moment apart (``APART``; on virtual time the last of three or more once the
+    first's leases ran out), the first killed at the demo's ``killed_at``; what the
+    second returned, the run shown (its ``run.trace``: the slots it ran, and those it took from
+    the journal). ``run.shared`` says who ran which slot: on real time the journal's timeline
+    of the run, as ``python -m trio_supervisor.journal show`` draws it from the journal alone;
+    on virtual time each supervisor's calls (the journal places its rows by the unix time they
+    were written, which a virtual run does not keep), each row its supervisor's letter.
+
+    Each supervisor's journal is opened as one supervisor's (``lease=None``): a step that
+    shares the run's slots leases them itself (step 27), the step before runs every slot in
+    each. On real time the others are child Pythons, the first killed with ``SIGKILL``
+    (``killing.run_together``); on virtual time they are tasks of this process, each with a
+    journal of its own on the file, the first's dropped as a crash leaves it and its run
+    cancelled, as the law does."""
+    count, at = run.demo.supervisors, run.demo.killed_at or 0.0
+    writer = "inline" if virtual else "thread"
+    journals = [
+        Journal(path, writer=writer, flush="each", lease=None)
+        for _ in range(1 if not virtual else count)
+    ]
+    scopes = [trio.CancelScope() for _ in journals]
+    answers: list[Any] = [None for _ in journals]
+    shown = 0 if not virtual else 1  # this process's supervisor; on virtual time the second
+    calls: list[tuple[float, str, Any, float, Status]] = []  # on virtual time: every call
+
+    def calling(index: int, worker: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        letter = "ABCDEFGH"[index]
+
+        async def call(subtask: Any) -> Any:
+            start, status = trio.current_time(), Status.CANCELLED
+            try:
+                output = await worker(subtask)
+                status = Status.OK
+            except Exception:
+                status = Status.FAILED
+                raise
+            finally:
+                calls.append((start, letter, subtask, trio.current_time(), status))
+            return output
+
+        return call
+
+    # on virtual time the last joins once the first's leases ran out, so that two supervisors
+    # never wait for the same lease at one instant: which took the slot over would be a tie
+    joins = at + float(run.options.get("lease") or 0.0) + APART
+    ready = trio.Event()  # on real time: the child Pythons have started their runs
+
+    async def one(index: int) -> None:
+        await trio.sleep(joins if virtual and index == count - 1 > 1 else index * APART)
+        if not virtual:
+            await ready.wait()
+        with scopes[index]:
+            try:
+                async with worker_of(module, run, agent) as own:  # each its own, as a process
+                    answers[index] = await module.supervise(
+                        run.demo.task,
+                        calling(index, own) if virtual else own,
+                        journal=journals[index],
+                        run_id=run.run_id,
+                        **({"trace": run.trace} if index == shown else {}),
+                        **run.options,
+                    )
+            except* Exception:  # the killed one's journal closed under it
+                if index or not virtual:
+                    raise
+
+    async def killer() -> None:
+        await trio.sleep(at)
+        journals[0].close(flush=False)  # the kill: what was not committed yet is lost
+        scopes[0].cancel()
+
+    names: dict[str, str] = {}
+    async with trio.open_nursery() as nursery:
+        for index in range(len(journals)):
+            nursery.start_soon(one, index)
+        if virtual:
+            nursery.start_soon(killer)
+        else:
+            others = dataclasses.replace(run, trace=None)
+            pids = await run_together(others, agent, path, count - 1, at, ready)
+            names = {str(pid): f"process {index + 2}" for index, pid in enumerate(pids)}
+            names[str(os.getpid())] = "process 1, this one"
+            names[str(pids[0])] += ", killed"
+    for journal in journals:
+        journal.close()
+    run.killed_really = not virtual
+    if virtual:
+        run.shared = await trio.to_thread.run_sync(drawn_calls, sorted(calls, key=repr))
+    else:
+        run.shared = named_owners(await shown_journal(path, run.run_id), names)
+    return answers[shown]
+
+
+APART = 0.3
+"""Seconds between the starts of step 27's supervisors: a moment, as processes start."""
+
+
+def drawn_calls(calls: Sequence[tuple[float, str, Any, float, Status]]) -> str:
+    """``calls`` (start, supervisor's letter, subtask, end, how it ended), each supervisor's
+    calls of the worker, as a timeline in text: a row each, its letter first, in the order
+    they started (replayed on a clock of their own: no run of this thread's is going on)."""
+    from rich.console import Console
+
+    from trio_supervisor.timeline import render_timeline
+
+    async def replay() -> Trace:
+        clock = trio.lowlevel.current_clock()
+        assert isinstance(clock, trio.testing.MockClock)
+        origin = min((start for start, *_ in calls), default=0.0)
+        drawn = Trace([f"{letter} {subtask}" for _, letter, subtask, _, _ in calls])
+        events = sorted(
+            [(start - origin, 1, slot) for slot, (start, *_) in enumerate(calls)]
+            + [(end - origin, 0, slot) for slot, (_, _, _, end, _) in enumerate(calls)]
+        )
+        spans = {}
+        for at, starts, slot in events:
+            clock.jump(max(0.0, at - trio.current_time()))
+            if starts:
+                spans[slot] = drawn.started(slot)
+            else:
+                drawn.ended(slot, calls[slot][4], span=spans[slot])
+        drawn.close()
+        return drawn
+
+    drawn = trio.run(replay, clock=trio.testing.MockClock())
+    out = io.StringIO()
+    Console(file=out, width=100, color_system=None).print(render_timeline(drawn, {}, width=40))
+    return out.getvalue()
+
+
+async def shown_journal(path: Path, run_id: str) -> str:
+    """What ``python -m trio_supervisor.journal show PATH RUN_ID`` prints, run as a command."""
+    done = await trio.run_process(
+        [sys.executable, "-m", "trio_supervisor.journal", "show", str(path), run_id],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    said = done.stdout if done.returncode == 0 else done.stderr
+    return bytes(said).decode(errors="replace")
+
+
+OWNER = re.compile(r"\b[\w.-]+:(\d+):[0-9a-f]{8}\b")
+
+
+def named_owners(text: str, pids: dict[str, str]) -> str:
+    """``text`` with each supervisor the journal names (``host:pid:random``) named as the
+    demo started it: ``process N`` by its process id."""
+    return OWNER.sub(lambda match: pids.get(match[1], "another process"), text)
 
 
 def pending(journal: Journal, run_id: str) -> list[tuple[str, int, int, str]]:

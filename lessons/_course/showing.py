@@ -133,6 +133,29 @@ def show(console: Console, run: Run) -> None:
             markup=False,
             soft_wrap=True,
         )
+    if run.shared is not None:
+        if run.killed_really:
+            said = (
+                "this process (process 1) and two child Pythons, process 2 killed with SIGKILL at "
+                f"{run.demo.killed_at or 0:.2f}s; the run above is this process's: the slots it "
+                "ran, and those it took from the journal (↺). The run as the journal holds it, "
+                "who ran which slot (python -m trio_supervisor.journal show):"
+            )
+        else:
+            said = (
+                "tasks of this process, A killed at "
+                f"{run.demo.killed_at or 0:.2f}s (simulated); the run above is B's: the slots it "
+                "ran, and those it took from the journal (↺). Who ran which slot, each "
+                "supervisor's calls of its worker (a slot A had not finished when it was killed "
+                "is run again by another, once A's lease ran out):"
+            )
+        console.print(
+            f"{run.demo.supervisors} supervisors shared the run, {said}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+        console.print(run.shared.rstrip("\n"), highlight=False, markup=False, soft_wrap=True)
     for question in run.answered:
         console.print(
             f"the first run parked, waiting for approval: {printable(question)}; it was "

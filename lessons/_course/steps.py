@@ -337,6 +337,26 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
             typed=True,
         ),
+        Step(
+            27,
+            "step27_many_supervisors",
+            "several supervisors on one run",
+            options={
+                **_PLANNED,
+                "strategy": "one_for_one",
+                "hedge": None,
+                "need": None,
+                "budget_tokens": None,
+                "journal": None,
+                "run_id": None,
+                "lease": 30.0,
+            },
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+            typed=True,
+        ),
     )
 }
 """Every step of the course, by number."""
@@ -345,6 +365,14 @@ STEPS: dict[int, Step] = {
 def steps() -> dict[int, str]:
     """Step number -> module name of every step, in order."""
     return {number: step.name for number, step in STEPS.items()}
+
+
+def previous(number: int) -> int | None:
+    """The number of the step before step ``number`` in the course: the last step of the
+    catalogue numbered below it (``number - 1`` once every step is written), None for the
+    first."""
+    earlier = [known for known in STEPS if known < number]
+    return max(earlier) if earlier else None
 
 
 def step(name: str | int) -> Step:

@@ -22,11 +22,11 @@ import pytest
 from rich.console import Console
 
 from lessons._course import exercises
-from lessons._course.steps import load_step, part_two, step_path, steps
+from lessons._course.steps import load_step, part_two, previous, step_path, steps
 
 KNOWN = steps()
 NUMBERS = sorted(exercises.exercisable())
-PART_TWO = [number for number in NUMBERS if part_two(KNOWN[number - 1])]
+PART_TWO = [number for number in NUMBERS if part_two(KNOWN[previous(number) or 0])]
 
 
 def unmarked(number: int) -> tuple[list[str], list[int]]:
@@ -54,7 +54,7 @@ def changed_statements(number: int) -> set[int]:
     source = step_path(KNOWN[number]).read_text()
     code = exercises._code(source)
     offset = source.splitlines().index(code[0])
-    previous = load_step(KNOWN[number - 1])
+    before = load_step(KNOWN[previous(number) or 0])
     changed: set[int] = set()
     for group in exercises._statements(ast.parse(source)):
         node = group[0]
@@ -65,7 +65,7 @@ def changed_statements(number: int) -> set[int]:
         last = group[-1].end_lineno
         assert last is not None
         own = source.splitlines()[first - 1 : last]
-        theirs = getattr(previous, names[0], None)
+        theirs = getattr(before, names[0], None)
         if theirs is not None and isinstance(
             node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
         ):

@@ -64,6 +64,8 @@ CAUGHT_BY: dict[str, Law] = {
     "step25_checks_the_budget_after_the_call": laws.THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET,
     "step26_never_asks_again": laws.A_REPLY_IS_HELD_TO_ITS_CONTRACT,
     "step26_keeps_one_requests_worst_case": laws.A_REPLY_IS_HELD_TO_ITS_CONTRACT,
+    "step27_never_leases": laws.ONE_RUN_MANY_SUPERVISORS,
+    "step27_a_run_id_of_its_own": laws.ONE_RUN_MANY_SUPERVISORS,
 }
 """Each wrong solution, and the law its mistake breaks (it may break others too)."""
 

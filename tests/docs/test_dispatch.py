@@ -144,6 +144,7 @@ OWN = (
     "killed",
     "hedged",
     "typed",
+    "shared",
 )
 """The keys of the scenarios built on a step's own ideas, in the order a menu lists them."""
 
@@ -173,6 +174,7 @@ def offered(name: str) -> list[str]:
         "killed": record.journals,
         "hedged": record.takes("hedge"),
         "typed": record.typed,
+        "shared": record.takes("lease"),
     }
     return [key for key in OWN if takes[key]]
 

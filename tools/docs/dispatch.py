@@ -376,7 +376,24 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         title = f"leaves answered in prose once and three times{leaves}: asked again, then failed"
         typed = Demo(title, TYPED)
         chosen.append(Scenario("typed", typed.title, typed, WORKERS[-1]))
+    if record.takes("lease"):  # several supervisors on one run, the first killed part way
+        title = (
+            f"3 supervisors on one run, lease={SHARED_LEASE:g}s, the first killed at "
+            f"{KILLED_AT:g}s: its slots taken over once its lease ran out"
+        )
+        shared = Demo(
+            title,
+            FIVE,
+            slow=LATENCIES,
+            supervisors=3,
+            killed_at=KILLED_AT,
+            options={"lease": SHARED_LEASE},
+        )
+        chosen.append(Scenario("shared", shared.title, shared, WORKERS[-1]))
     return chosen
+
+
+SHARED_LEASE = 2.0  # seconds a supervisor holds a slot, in the scenario of several on one run
 
 
 def endings() -> dict[str, dict[str, str]]:

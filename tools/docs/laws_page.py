@@ -70,6 +70,7 @@ ANCHORS = {
     "THE_FIRST_K_LEAVES_ANSWER": "first-k-of-n",
     "THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET": "token-budget",
     "A_REPLY_IS_HELD_TO_ITS_CONTRACT": "typed-replies",
+    "ONE_RUN_MANY_SUPERVISORS": "many-supervisors",
 }
 
 
