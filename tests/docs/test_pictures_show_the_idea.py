@@ -65,3 +65,18 @@ def test_step_19s_opening_pair_differs_by_the_json_its_chat_model_replied() -> N
     assert len(replies) >= 3
     assert "&quot;done&quot;: true" in replies[-1]
     assert "a chat model decides each round" in markdown
+
+
+def test_a_replanned_runs_caption_counts_its_first_round_and_its_total() -> None:
+    """Step 18's opening run plans 3 subtasks and its later rounds add more: its caption says
+    both, not the total alone as if the task had been planned into all of them at once."""
+    run = pages.compared("step18_budgets")[-1].run
+    assert run.replanned is not None
+    dispatched = [len(done.entries) for done in run.replanned.ledger.rounds if done.entries]
+    assert len(dispatched) > 1
+    assert dispatched[0] < len(run.plan)
+    said = pages.planned(run)
+    assert said.startswith(f"planned into {dispatched[0]} subtasks, ")
+    assert f"{len(run.plan)} after {len(dispatched)} rounds" in said
+    flat = pages.compared("step16_rate_and_adaptive")[-1].run
+    assert pages.planned(flat) == f"planned into {len(flat.plan)} subtasks"

@@ -416,6 +416,19 @@ def one_scale(made: list[Picture]) -> list[float | None]:
     return [max(widest / 5, widest * wall / longest) for wall in walls]
 
 
+def planned(run: Run) -> str:
+    """How a run's task was planned, as a caption says it: into N subtasks, or, for a run that
+    re-planned, into its first round's and the total its rounds came to."""
+    rounds = [] if run.replanned is None else run.replanned.ledger.rounds
+    dispatched = [len(done.entries) for done in rounds if done.entries]
+    if len(dispatched) > 1:
+        return (
+            f"planned into {dispatched[0]} subtasks, {sum(dispatched)} after "
+            f"{len(dispatched)} rounds"
+        )
+    return f"planned into {len(run.plan)} subtasks"
+
+
 def comparison(name: str) -> str:
     """The markdown of a step page's first picture: the same demo on the step before and on this
     step, side by side where the page is wide enough for both, one above the other where not."""
@@ -426,14 +439,14 @@ def comparison(name: str) -> str:
     options = "".join(f", `{key}={value}`" for key, value in run.options.items())
     before = previous_step(name)
     if before is None:
-        said = f"The task *{demo.task}*, planned into {len(run.plan)} subtasks{options}."
+        said = f"The task *{demo.task}*, {planned(run)}{options}."
     else:
         counts = [len(shown.run.plan) for shown in made]
-        planned = f"planned into {counts[-1]} subtasks"
+        how = planned(run)
         if counts[0] != counts[-1]:  # a feed pulled, or rounds re-planned, as far as each run got
-            planned = f"{counts[0]} subtasks on step {step_number(before)} and {counts[-1]} here"
+            how = f"{counts[0]} subtasks on step {step_number(before)} and {counts[-1]} here"
         said = (
-            f"The same task, *{demo.task}*, {planned}{options}, on "
+            f"The same task, *{demo.task}*, {how}{options}, on "
             f"[step {step_number(before)}]({before}.md) and on this step."
         )
     figures = []
@@ -587,7 +600,7 @@ def demos_fragment(name: str, made: list[Picture]) -> str:
         ran_html = re.sub(r"`([^`]*)`", r"<code>\1</code>", ran)
         parts.append(
             f"### {picture.demo.title}\n\n"
-            f"The task *{picture.demo.task}*, planned into {len(run.plan)} subtasks{options}."
+            f"The task *{picture.demo.task}*, {planned(run)}{options}."
             f"{failing} Wall time {run.trace.wall:.2f}s. {outcome(run)} "
             f"([SVG file]({svg_file}))\n\n"
             f'<figure class="timeline" data-step="{name}" data-demo="{slug(picture.demo)}">\n'
