@@ -917,8 +917,7 @@ class Journal:
             self._call(call)
             return
         self._calls.append((call, []))
-        self._arrived.set()
-        self._urgent.set()
+        self.kick()
 
     async def take_token(self, meter: str, interval: float, tolerance: float) -> float:
         """Take a token of the shared rate limit ``meter``: 0.0 when taken, else the seconds

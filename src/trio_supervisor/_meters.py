@@ -302,7 +302,7 @@ class RateLimit:
             self._lock = trio.Lock()
         async with self._lock:
             if self.shared is not None:
-                await self._take_shared()
+                await self._take_shared(self.shared)
                 return
             while True:
                 now = trio.current_time()
@@ -314,12 +314,12 @@ class RateLimit:
                     return
                 await trio.sleep(wait)
 
-    async def _take_shared(self) -> None:
-        """Wait for a token of the bucket every process on the run's journal shares."""
+    async def _take_shared(self, name: str) -> None:
+        """Wait for a token of the bucket ``name`` every process on the run's journal shares."""
         journal = shared_journal(self)
         await trio.lowlevel.checkpoint_if_cancelled()
         while True:
-            wait = await journal.take_token(self.shared, self._interval, self._tolerance)  # type: ignore[arg-type]
+            wait = await journal.take_token(name, self._interval, self._tolerance)
             if wait <= 0:
                 return
             await trio.sleep(wait)
