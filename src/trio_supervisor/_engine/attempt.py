@@ -135,12 +135,18 @@ class Running:
         """The slot is off this lane (its result given, or parked): none until the next."""
         self.slot = None
 
-    def succeeded(self, finished: float) -> SubResult[Any, Any]:
-        """The result of this slot, whose last attempt succeeded, at ``finished``; the slot is
-        off this lane (as after ``leave``): one call on the path every successful slot takes."""
+    def succeeded(self, output: Any, finished: float) -> SubResult[Any, Any]:
+        """The attempt (or the race) ended in time with ``output``, at ``finished``: the slot's
+        result; the timer lets it be, and the slot is off this lane (as after ``leave``). What
+        ``end`` does for a success, and the result with it: one call on the path every
+        successful slot takes."""
+        self.serial += 1
+        self.timed_out = False
+        self.failure = None
+        self.output = output
         self.slot = None
         started: float = self.started  # type: ignore[assignment]  # set by its first attempt
-        return ok_result(self.subtask, self.output, self.attempts, started, finished, self.hedges)
+        return ok_result(self.subtask, output, self.attempts, started, finished, self.hedges)
 
     def park(self) -> tuple[Any, ...]:
         """What this slot got to, to go on with later on another lane (see ``resume``)."""
@@ -198,15 +204,13 @@ class Running:
         """The worker raised ``mixed`` together with ``Cancelled`` (one attempt of a race)."""
         self.mixed = mixed
 
-    def end(self, failure: Exception | None, output: Any) -> None:
-        """The attempt ended in time: ``failure`` (one more of the slot's own), or None and
-        ``output``; the timer lets it be."""
+    def end(self, failure: Exception) -> None:
+        """The attempt (or the race) ended in time with ``failure``, one more of the slot's
+        own; the timer lets it be. (A success ends through ``succeeded``.)"""
         self.serial += 1
         self.timed_out = False
         self.failure = failure
-        self.output = output
-        if failure is not None:
-            self.failures += 1
+        self.failures += 1
 
     def time_out(self, failure: trio.TooSlowError) -> None:
         """The attempt ran past its timeout; ``failure`` says so (one more of the slot's own)."""
@@ -226,9 +230,9 @@ class Running:
         self.spent = False
         return scope
 
-    def late(self, timeout: float, failed: bool, started: float, now: Callable[[], float]) -> bool:
-        """Whether the attempt that started at ``started`` and ended (with a failure, if
-        ``failed``) timed out: the one judgement of a timeout, a race's included.
+    def late(self, timeout: float, failed: bool, started: float, ended: float) -> bool:
+        """Whether the attempt that started at ``started`` and ended at ``ended`` (with a
+        failure, if ``failed``) timed out: the one judgement of a timeout, a race's included.
 
         The timer fired and the worker let no ``Cancelled`` through but failed (or raised with
         it); or it ended at the very instant its timeout fell, whichever of the two trio woke
@@ -241,7 +245,7 @@ class Running:
             self.spent = True
             return failed or self.mixed is not None
         self.spent = False
-        return now() >= started + timeout
+        return ended >= started + timeout
 
     def note_spent(self) -> None:
         """Note in ``spent`` whether the timer fired during the attempt (a race's, as it ends)."""
@@ -414,11 +418,11 @@ class Call:
 class Racing(Protocol):
     """What runs an attempt as a race of a slot's attempts (``hedging.Hedging``): the engine
     knows it by this alone, so that it imports nothing of the module that races. ``race``
-    takes the engine and ``attempt``'s arguments and, on return, has ``running`` say how the
-    race went, as after ``Engine.attempt``."""
+    takes the engine and ``attempt``'s arguments and returns, and has ``running`` say, how
+    the race went, as ``Engine.attempt`` does."""
 
     @property
-    def race(self) -> Callable[..., Awaitable[None]]: ...
+    def race(self) -> Callable[..., Awaitable[SubResult[Any, Any] | None]]: ...
 
 
 class Engine(Generic[S, T]):
@@ -443,6 +447,7 @@ class Engine(Generic[S, T]):
 
     __slots__ = (
         "_any_failure",
+        "_bare",
         "_no_wait",
         "attempts",
         "backoff",
@@ -485,6 +490,8 @@ class Engine(Generic[S, T]):
         # the meters that reserve per subtask (budgets), and the others (acquire, release)
         self.budgets = tuple(m for m in meters if is_budget(m))
         self.gates = tuple(m for m in meters if not is_budget(m)) if self.budgets else meters
+        # an attempt is the worker's call alone: no race to run, no meter to wait on or release
+        self._bare = hedging is None and not meters
 
     def run_key(self) -> int:
         """A key for one run's retry jitter, drawn from the supervisor's generator."""
@@ -502,7 +509,7 @@ class Engine(Generic[S, T]):
         now: Callable[[], float],
         race: Call | None = None,
         holds: list[Hold] | None = None,
-    ) -> None:
+    ) -> SubResult[Any, Any] | None:
         """Run one attempt of ``running``'s slot, inside ``running.scope`` when ``timer`` times
         it; ``now`` reads the run's clock (its bound ``current_time``, cheaper per call than
         ``trio.current_time()``). This is the one function that calls the worker.
@@ -514,10 +521,11 @@ class Engine(Generic[S, T]):
         it tells the meters that observe how it went, unless it timed out; and it records the
         attempt's span in ``trace``, with what the worker reported using.
 
-        On return, ``running.failure`` is None (``running.output`` holds the output) or the
-        failure, and ``running.timed_out`` says whether the attempt ran past its timeout: the
-        timer fired and the worker let no ``Cancelled`` through but failed, or the worker ended
-        at the very instant the timeout fell. When the timer's ``Cancelled`` does come through,
+        Returns the slot's result when the attempt succeeded in time (the slot is then off the
+        lane, see ``Running.succeeded``); otherwise None, with ``running.failure`` the failure
+        and ``running.timed_out`` saying whether the attempt ran past its timeout: the timer
+        fired and the worker let no ``Cancelled`` through but failed, or the worker ended at
+        the very instant the timeout fell. When the timer's ``Cancelled`` does come through,
         it propagates to the caller's scope, which then calls
         [`timed_out`][trio_supervisor._engine.attempt.Engine.timed_out].
 
@@ -527,19 +535,20 @@ class Engine(Generic[S, T]):
         and keeps the race's books, so this only calls the worker, gives the meters back
         (``holds`` settled, or the gates released), and fills ``race`` in: the output or the
         failure (its frames forgotten past the worker's own), the `Exception` part of a group
-        raised with ``Cancelled``, and what the worker reported using when ``trace`` counts it.
+        raised with ``Cancelled``, and what the worker reported using when ``trace`` counts it;
+        it returns None.
         """
         if race is None:  # a slot's attempt; the branches below are skipped for a race's
-            if self.hedging is not None:
-                await self.hedging.race(self, running, trace, timer, now)
-                return
-            if self.meters:
-                if self.budgets:
-                    holds = await self.reserve(running, trace)
-                    if holds is None:  # over budget: the worker is not called
-                        return
-                else:
-                    await acquire(self.meters)
+            if self._bare:  # no hedging, no meters: decided once, not per attempt
+                pass
+            elif self.hedging is not None:
+                return await self.hedging.race(self, running, trace, timer, now)
+            elif self.budgets:
+                holds = await self.reserve(running, trace)
+                if holds is None:  # over budget: the worker is not called
+                    return None
+            else:
+                await acquire(self.meters)
             started = now()
             running.start(started)
             if trace is not None:
@@ -575,7 +584,7 @@ class Engine(Generic[S, T]):
                 if returned is not NOTHING:
                     raise not_awaitable(worker, returned)
             finally:  # each exactly once, cancelled or timed out too (nothing to give, no call)
-                if holds is not None or self.meters:
+                if holds is not None or not self._bare:
                     self.give_back(holds, NOTHING_USED if tally is None else tally.usage)
         except BaseException:  # cut short, or the timer's Cancelled came through
             if race is not None:
@@ -592,21 +601,29 @@ class Engine(Generic[S, T]):
         if race is not None:  # the race decides what the outcome makes of the slot
             race.failure = failure
             race.output = output
-            return
+            return None
         # a call that returns has no `mixed`: a group with Cancelled in it propagates
-        if timer is not None and running.late(timer.timeout, failure is not None, started, now):
+        slot: int = running.slot  # type: ignore[assignment]  # a slot is being attempted
+        finished = now()
+        failed = failure is not None
+        if timer is not None and running.late(timer.timeout, failed, started, finished):
             running.stop(None)
             self.timed_out(running, trace)
-            return
-        running.end(failure, output)
+            return None
+        if failure is None:
+            result = running.succeeded(output, finished)
+            if self.observers:
+                for observer in self.observers:
+                    observer.observe(None)
+            if trace is not None:
+                trace.ended(slot, Status.OK)
+            return result
+        running.end(failure)
         for observer in self.observers:
             observer.observe(failure)
         if trace is not None:
-            slot: int = running.slot  # type: ignore[assignment]  # a slot is being attempted
-            if failure is None:
-                trace.ended(slot, Status.OK)
-            else:
-                trace.ended(slot, failure_status(failure), failure)
+            trace.ended(slot, failure_status(failure), failure)
+        return None
 
     def give_back(self, holds: list[Hold] | None, used: Any) -> None:
         """Give back what one attempt held: settle ``holds`` with ``used`` (see ``unhold``), or,
@@ -651,7 +668,7 @@ class Engine(Generic[S, T]):
         try:
             return await self.hold(running.subtask)
         except OverBudget as over:
-            running.end(over, None)
+            running.end(over)
             if trace is not None:
                 trace.over_budget(running.slot, running.subtask, over)  # type: ignore[arg-type]
             return None

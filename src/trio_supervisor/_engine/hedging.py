@@ -40,7 +40,7 @@ from typing import Any
 import trio
 
 from .._budget import NOTHING_USED, Hold, OverBudget
-from .._contract import Status
+from .._contract import Status, SubResult
 from .._hedge import Hedge
 from .._identity import bind_attempt
 from .._trace import Span, Trace
@@ -181,10 +181,10 @@ class Hedging:
         trace: Trace | None,
         timer: Timer | None,
         now: Callable[[], float],
-    ) -> None:
-        """One attempt of ``running``'s slot, as a race of its attempts (see the module); on
-        return ``running`` says how it went, as after
-        [`Engine.attempt`][trio_supervisor._engine.attempt.Engine.attempt]."""
+    ) -> SubResult[Any, Any] | None:
+        """One attempt of ``running``'s slot, as a race of its attempts (see the module); it
+        returns, and ``running`` says, how it went, as
+        [`Engine.attempt`][trio_supervisor._engine.attempt.Engine.attempt] does."""
         race = Race(engine, running, trace, timer, now)
         delay = self.delay()
         left = self.hedge.max_extra - running.hedges
@@ -205,18 +205,19 @@ class Hedging:
             running.note_spent()
             if race.late:
                 engine.timed_out(running, trace)
-                return
+                return None
         final = race.final
         if race.won is not None:
-            running.end(None, race.output)
+            result = running.succeeded(race.output, now())
             if trace is not None and final is not None:
                 trace.ended(slot, Status.OK, span=final)
-            return
+            return result
         failure = race.failure
         assert failure is not None  # no attempt succeeded, and the first one ran
-        running.end(failure, None)
+        running.end(failure)
         if trace is not None and final is not None:
             trace.ended(slot, failure_status(failure), failure, span=final)
+        return None
 
     def _enter(self, nursery: trio.Nursery, race: Race, number: int) -> None:
         """Start attempt ``number`` of the race (0: the first, then its hedges)."""
@@ -352,7 +353,7 @@ class Hedging:
             return
         race.final = span
         if timer is not None:
-            race.late = running.late(timer.timeout, failure is not None, race.first, now)
+            race.late = running.late(timer.timeout, failure is not None, race.first, now())
             if race.late:
                 return
         if failure is None:

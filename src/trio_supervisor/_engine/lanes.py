@@ -290,11 +290,12 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                         else:
                             await checkpoint_if_cancelled()  # a cancelled run calls no worker again
                     if leases is None:
-                        await attempt(running, trace, timer, now)
+                        result = await attempt(running, trace, timer, now)
                     else:
+                        result = None
                         if leases.holding(slot, running):
                             try:
-                                await attempt(running, trace, timer, now)
+                                result = await attempt(running, trace, timer, now)
                             finally:
                                 leases.let_go(slot)
                         if leases.lost(slot):  # another took it over: its result is not this
@@ -304,8 +305,8 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                             if running.scope.cancel_called:  # type: ignore[union-attr]
                                 break  # the worker swallowed the lease's cancellation
                             continue
-                    if running.failure is None:
-                        put(slot, running.succeeded(now()))
+                    if result is not None:  # the slot succeeded, and is off the lane
+                        put(slot, result)
                         if running.spent:
                             break  # the worker swallowed the timer's cancellation: scope spent
                         if commit is not None:
