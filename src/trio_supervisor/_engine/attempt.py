@@ -109,17 +109,23 @@ class Running:
 
     # -- the slot ------------------------------------------------------------------------------
 
-    def begin(self, slot: int, subtask: Any) -> None:
-        """Start on slot ``slot``: nothing attempted yet."""
+    def begin(self, slot: int, subtask: Any, started: float | None = None) -> None:
+        """Start on slot ``slot``: nothing attempted yet; or, with ``started``, its first
+        attempt calls the worker then (``begin`` and ``start`` in one call, the path of every
+        slot a lane takes when nothing is waited on before its call)."""
         self.slot = slot
         self.subtask = subtask
-        self.attempts = 0
         self.failures = 0
         self.hedges = 0
-        self.started = None
+        self.started = started
         self.failure = None
         self.timed_out = False
         self.mixed = None
+        if started is None:
+            self.attempts = 0
+        else:  # as start() does
+            self.attempts = 1
+            self.serial += 1
 
     def carry(self, previous: Running | None) -> None:
         """Go on from ``previous``, the slot's last attempt (this one just begun): its calls,
@@ -509,10 +515,13 @@ class Engine(Generic[S, T]):
         now: Callable[[], float],
         race: Call | None = None,
         holds: list[Hold] | None = None,
+        fresh: tuple[int, Any] | None = None,
     ) -> SubResult[Any, Any] | None:
         """Run one attempt of ``running``'s slot, inside ``running.scope`` when ``timer`` times
         it; ``now`` reads the run's clock (its bound ``current_time``, cheaper per call than
-        ``trio.current_time()``). This is the one function that calls the worker.
+        ``trio.current_time()``). This is the one function that calls the worker. ``fresh``
+        is the slot and its subtask when the lane just took it: this, its first attempt,
+        begins it on ``running`` (see ``Running.begin``).
 
         It waits on every meter first and releases them after; it calls the worker, whose
         `Exception` is the attempt's failure (an exception group holding `Exception`s and
@@ -539,18 +548,25 @@ class Engine(Generic[S, T]):
         it returns None.
         """
         if race is None:  # a slot's attempt; the branches below are skipped for a race's
-            if self._bare:  # no hedging, no meters: decided once, not per attempt
-                pass
-            elif self.hedging is not None:
-                return await self.hedging.race(self, running, trace, timer, now)
-            elif self.budgets:
-                holds = await self.reserve(running, trace)
-                if holds is None:  # over budget: the worker is not called
-                    return None
+            if self._bare:  # no hedging, no meters (decided once, not per attempt): it starts
+                started = now()
+                if fresh is None:
+                    running.start(started)
+                else:
+                    running.begin(fresh[0], fresh[1], started)
             else:
-                await acquire(self.meters)
-            started = now()
-            running.start(started)
+                if fresh is not None:
+                    running.begin(fresh[0], fresh[1])
+                if self.hedging is not None:
+                    return await self.hedging.race(self, running, trace, timer, now)
+                if self.budgets:
+                    holds = await self.reserve(running, trace)
+                    if holds is None:  # over budget: the worker is not called
+                        return None
+                else:
+                    await acquire(self.meters)
+                started = now()
+                running.start(started)
             if trace is not None:
                 trace.started(running.slot, running.subtask)  # type: ignore[arg-type]
             if timer is not None:

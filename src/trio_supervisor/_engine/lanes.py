@@ -213,6 +213,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     task = current_task()
     slot: int = 0
     subtask: Any = None
+    item: tuple[int, Any] | None = None  # the slot just taken, which its first attempt begins
     if feed.run is not None:
         bind_key(feed.run, running)  # what attempt_key() and approval() read
     try:
@@ -252,9 +253,8 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                         # a retry first, then the plan
                         due = retry_ready is not None and retry_ready(now)
                         item = None if due else take()
-                        if item is not None:
+                        if item is not None:  # begun by its first attempt, below
                             slot, subtask = item
-                            running.begin(slot, subtask)
                             if trace is not None:
                                 trace.admitted(slot, subtask)
                         elif due:
@@ -271,7 +271,9 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                             finally:
                                 places.busy(running)
                             continue
-                    if resumed:  # a retry whose wait is over: it starts now
+                    if item is not None:  # a slot just taken: its first attempt
+                        pass
+                    elif resumed:  # a retry whose wait is over: it starts now
                         resumed = False
                     elif running.failures:  # after a failed or timed-out attempt: retried, or final
                         wait = next_wait(running, key)
@@ -289,13 +291,16 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                             await trio.sleep(wait)
                         else:
                             await checkpoint_if_cancelled()  # a cancelled run calls no worker again
+                    fresh, item = item, None
                     if leases is None:
-                        result = await attempt(running, trace, timer, now)
+                        result = await attempt(running, trace, timer, now, None, None, fresh)
                     else:
                         result = None
                         if leases.holding(slot, running):
                             try:
-                                result = await attempt(running, trace, timer, now)
+                                result = await attempt(
+                                    running, trace, timer, now, None, None, fresh
+                                )
                             finally:
                                 leases.let_go(slot)
                         if leases.lost(slot):  # another took it over: its result is not this
