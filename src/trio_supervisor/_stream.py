@@ -233,7 +233,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             await checkpoint_if_cancelled()
             done = self._done
             head = self._head  # only this task moves it
-            while head not in done:
+            result = done.pop(head, None)  # a result is never None: None is "not done yet"
+            while result is None:
                 if self._exhausted and head == self._tail:
                     if self._input_error is not None:
                         error, self._input_error = self._input_error, None
@@ -241,7 +242,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                     raise StopAsyncIteration
                 self._waiting = True  # cleared by whoever unparks it
                 await self._ready.wait()
-            result = done.pop(head)
+                result = done.pop(head, None)
             if self._trace is not None:
                 self._trace.delivered(head)
             self._head = head + 1
