@@ -62,6 +62,7 @@ class Running:
         "attempts",
         "failure",
         "failures",
+        "finished",
         "hedges",
         "mixed",
         "output",
@@ -96,6 +97,8 @@ class Running:
         # slot begins: it is kept from one attempt to the next)
         self.mixed: BaseException | None = None
         # -- the lane's own, kept from slot to slot (park and resume leave them alone):
+        # when the last slot that succeeded on it ended (what its lane may start the next at)
+        self.finished = 0.0
         # the scope the timer cancels, and a count that moves on as each attempt starts and
         # again as it ends (start, then end or stop): the timer cancels the scope only while
         # serial is still what it was as the attempt it times started
@@ -150,6 +153,7 @@ class Running:
         self.timed_out = False
         self.failure = None
         self.output = output
+        self.finished = finished
         self.slot = None
         started: float = self.started  # type: ignore[assignment]  # set by its first attempt
         return ok_result(self.subtask, output, self.attempts, started, finished, self.hedges)
@@ -516,12 +520,15 @@ class Engine(Generic[S, T]):
         race: Call | None = None,
         holds: list[Hold] | None = None,
         fresh: tuple[int, Any] | None = None,
+        since: float | None = None,
     ) -> SubResult[Any, Any] | None:
         """Run one attempt of ``running``'s slot, inside ``running.scope`` when ``timer`` times
         it; ``now`` reads the run's clock (its bound ``current_time``, cheaper per call than
         ``trio.current_time()``). This is the one function that calls the worker. ``fresh``
         is the slot and its subtask when the lane just took it: this, its first attempt,
-        begins it on ``running`` (see ``Running.begin``).
+        begins it on ``running`` (see ``Running.begin``); ``since``, when not None, is the
+        instant the lane's last slot ended, which the lane went straight on from: an attempt
+        that waits on nothing before its call starts then (the clock is not read again).
 
         It waits on every meter first and releases them after; it calls the worker, whose
         `Exception` is the attempt's failure (an exception group holding `Exception`s and
@@ -549,7 +556,7 @@ class Engine(Generic[S, T]):
         """
         if race is None:  # a slot's attempt; the branches below are skipped for a race's
             if self._bare:  # no hedging, no meters (decided once, not per attempt): it starts
-                started = now()
+                started = now() if since is None else since
                 if fresh is None:
                     running.start(started)
                 else:

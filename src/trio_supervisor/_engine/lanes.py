@@ -159,6 +159,12 @@ class Feeding:
 # ``trio.lowlevel.wait_task_rescheduled``), so finding the mark still there at the next
 # admission means the lane has not yielded since the previous one.
 _ADMITTED = object()
+# What a lane leaves there as a slot succeeds, when the slot's worker yielded (the mark is
+# None then): found at the next admission, the lane went straight on from that success, and
+# found still at the next slot's call, nothing yielded in between either: that slot's first
+# attempt starts at the instant the last one ended, without reading the clock again (no other
+# task ran in between, so trio's time has not moved on but for the lane's own bookkeeping).
+_STRAIGHT = object()
 
 
 class _Unscoped:
@@ -209,6 +215,10 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     # retries wait on their lane, and a slot of one attempt is never retried)
     retry_ready = None if waiting is None or engine.attempts < 2 else waiting.ready
     resumed = False  # the slot on this lane is a retry taken up from `waiting`: its wait is over
+    # whether a slot may start at the instant the last one ended (see _STRAIGHT): not with a
+    # trace, whose spans read the clock themselves, nor with leases
+    straight = trace is None and leases is None
+    mark: object = None  # what the last admission found in custom_sleep_data
     now = trio.lowlevel.current_clock().current_time
     task = current_task()
     slot: int = 0
@@ -229,7 +239,8 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                         # only when it must: the run is cancelled, or the lane has not yielded
                         # since its previous admission (the mark it left in its task is still
                         # there: see _ADMITTED).
-                        if task.custom_sleep_data is _ADMITTED:
+                        mark = task.custom_sleep_data
+                        if mark is _ADMITTED:
                             await checkpoint()
                         else:
                             await checkpoint_if_cancelled()
@@ -293,7 +304,16 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                             await checkpoint_if_cancelled()  # a cancelled run calls no worker again
                     fresh, item = item, None
                     if leases is None:
-                        result = await attempt(running, trace, timer, now, None, None, fresh)
+                        # a slot just taken straight on from the last success, with nothing
+                        # yielded in between (see _STRAIGHT): it starts when that one ended
+                        since = (
+                            running.finished
+                            if fresh is not None
+                            and mark is _STRAIGHT
+                            and task.custom_sleep_data is _ADMITTED
+                            else None
+                        )
+                        result = await attempt(running, trace, timer, now, None, None, fresh, since)
                     else:
                         result = None
                         if leases.holding(slot, running):
@@ -312,6 +332,8 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                             continue
                     if result is not None:  # the slot succeeded, and is off the lane
                         put(slot, result)
+                        if straight and task.custom_sleep_data is None:
+                            task.custom_sleep_data = _STRAIGHT
                         if running.spent:
                             break  # the worker swallowed the timer's cancellation: scope spent
                         if commit is not None:
