@@ -626,26 +626,25 @@ class Engine(Generic[S, T]):
             race.output = output
             return None
         # a call that returns has no `mixed`: a group with Cancelled in it propagates
-        slot: int = running.slot  # type: ignore[assignment]  # a slot is being attempted
         finished = now()
-        failed = failure is not None
-        if timer is not None and running.late(timer.timeout, failed, started, finished):
+        if timer is not None and running.late(
+            timer.timeout, failure is not None, started, finished
+        ):
             running.stop(None)
             self.timed_out(running, trace)
             return None
-        if failure is None:
-            result = running.succeeded(output, finished)
+        if failure is None:  # the meters and the trace are told, then the slot has its result
             if self.observers:
                 for observer in self.observers:
                     observer.observe(None)
             if trace is not None:
-                trace.ended(slot, Status.OK)
-            return result
+                trace.ended(running.slot, Status.OK)  # type: ignore[arg-type]
+            return running.succeeded(output, finished)
         running.end(failure)
         for observer in self.observers:
             observer.observe(failure)
         if trace is not None:
-            trace.ended(slot, failure_status(failure), failure)
+            trace.ended(running.slot, failure_status(failure), failure)  # type: ignore[arg-type]
         return None
 
     def give_back(self, holds: list[Hold] | None, used: Any) -> None:
