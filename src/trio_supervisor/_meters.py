@@ -528,6 +528,10 @@ class Adaptive:
     """The fewest answers a round counts, whatever the limit."""
     WINDOW = 64
     """How many of the last successes the no-load estimate is the least latency of."""
+    SLOWEST = 0.9
+    """The quantile of a round's latencies that its throughput is judged by at the start."""
+    RISE = 0.25
+    """The share of the no-load latency a rise opens its new places over."""
 
     def __init__(
         self,
@@ -585,6 +589,7 @@ class Adaptive:
         self._answers = 0
         self._all = 0  # every answer in the round, let in before it or not
         self._took = 0.0
+        self._slow: list[float] = []  # the counted answers' latencies, in the round's order
         self._first: tuple[int, float] | None = None  # the start's last round that gained
         self._home: tuple[int, float] | None = None  # the knee: its limit and throughput
         self._probing = 0  # the direction of the probe under way: +1 up, -1 down, 0 none
@@ -662,11 +667,15 @@ class Adaptive:
         now = self._capacity.limit
         if self.latency and limit > now and self.no_load:
             since = trio.current_time()
-            spread = self.no_load
+            # at the start, quickly (time is what the start costs); later, over a whole
+            # no-load latency, so that a refusal stops a probe after a few places
+            spread = self.no_load * (self.RISE if self._home is None else 1.0)
             self._ramp = (now, limit, since, spread)
             # the round measures the new limit once its places are all open
             self._measured = max(self._measured, since + spread)
-            self._round_began = self._measured
+            # at the start, the round counts the rise's own attempts: a queue shows in their
+            # latencies (see _end_round); later, those let in once it is all open
+            self._round_began = since if self._home is None else self._measured
         elif limit < now:
             self._ramp = None
         self._capacity.limit = limit
@@ -718,6 +727,7 @@ class Adaptive:
             if started >= self._round_began:  # let in under this round's limit: counted
                 self._answers += 1
                 self._took += took
+                self._slow.append(took)
                 if self._answers >= max(limit, self.ROUND):
                     self._end_round(limit)
 
@@ -745,6 +755,7 @@ class Adaptive:
         self._answers = 0
         self._all = 0
         self._took = 0.0
+        self._slow = []
 
     def _end_round(self, limit: int) -> None:
         """A round of answers is in: its throughput decides the next limit."""
@@ -756,13 +767,18 @@ class Adaptive:
         # attempt was let in (one let in earlier still shows what the endpoint does now)
         rate = self._all / spent
         took = self._took / self._answers
+        # the round's own answers: ``limit`` in flight that the endpoint answered within the
+        # time of the slowest but a tenth of them, by Little's law (a queue shows in it at
+        # once, a window of answers only once its first round is gone)
+        slow = sorted(self._slow)
+        drained = limit / slow[int(self.SLOWEST * (len(slow) - 1))]
         self._new_round()
         if self._draining:  # what a higher limit left queued went out in it: measure again
             self._draining = False
             return
         home = self._home
         if home is None:  # the start: grow while it gains, or find the knee
-            self._start(limit, rate, took)
+            self._start(limit, drained, took)
             return
         at, best = home
         if self._probing > 0:  # a level up: taken if it gained enough for its concurrency
