@@ -435,7 +435,8 @@ class Adaptive:
       that runs them all at once gains as the limit; one that batches, as the limit to a
       power under 1). From 10, that is 60 after one round of replies and 256 after two,
       however long a reply takes: against a server that batches 256, the limit is there
-      after about three replies' time at 256.
+      within the time one reply takes with 256 at once (a round at 10 and one at 60, each
+      faster than one at 256, and a quarter of a no-load latency between them).
     - **Open a rise in turn.** The places a rise adds open one after another, not at once:
       at the start over ``RISE`` times the no-load latency (time is what the start costs),
       later over one no-load latency, the round then measuring the new limit once they are
