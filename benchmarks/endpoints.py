@@ -20,12 +20,14 @@ Contenders, each against a fresh server, every failure that asks for a wait retr
 (the refusals alone, the rule before it), and
 the SDK as it comes (``AsyncOpenAI``, its own two retries) under a semaphore at the best K
 found (a ``trio.Semaphore``: the run is trio's, on virtual time, as ``asyncio.Semaphore`` on
-asyncio). Three *oracles* run beside them: bounds, not policies, each as if it knew the
+asyncio). Four *oracles* run beside them: bounds, not policies, each as if it knew the
 endpoint batches 256. Each starts at ``L0`` in flight and, at its first answer, goes to the
 ceiling: from ``L0`` the largest start the sequential target allows for the run's size (see
 ``largest_start``), and from ``L0 = 2``, the least start whose first answers can show a batch
 (two answered at once); or, from 2, first to the most in flight the batching32 target allows
-(``largest_probe``), and to the ceiling as soon as no answer shows the batch is over 32.
+(``largest_probe``), and to the ceiling as soon as no answer shows the batch is over 32 (a
+batch of 32's time after), or, as a rule that learns the batch from its answers must, when the
+probe's first answers come (more than 32 of them together).
 Each is measured by throughput (answers a second), p50/p95/p99 per subtask (its first attempt
 to its answer), the share of requests refused, and the subtasks lost. The targets
 checked: an adaptive run's throughput >= 90% of the best fixed K's, its p95 <= 2x the p95 of
@@ -132,24 +134,39 @@ class Oracle:
     """A bound, not a policy: ``start`` places until the first answer, then ``probe`` places,
     or the ceiling at once, as only a client that knew the endpoint could go (a meter: see
     ``Meter``). With ``probe``, the ceiling comes ``BATCH32`` after the probe began (``leap``):
-    as soon as no answer by then shows that the endpoint batches more than 32."""
+    as soon as no answer by then shows that the endpoint batches more than 32. With ``told``,
+    it comes at the first answer to a request of the probe instead: the soonest a client that
+    does not know how long a batch takes can see that more than 32 answered together, so the
+    bound of a rule that learns the batch from its answers."""
 
-    def __init__(self, start: int, ceiling: int, probe: int | None = None) -> None:
+    def __init__(
+        self, start: int, ceiling: int, probe: int | None = None, *, told: bool = False
+    ) -> None:
         self.capacity = Capacity(start)
         self.ceiling = ceiling
         self.probe = probe
+        self.told = told
         self.answered = trio.Event()
+        self.probing = float("inf")  # since when the probe's places are open
+        self.sent: dict[trio.lowlevel.Task, float] = {}  # each attempt's start
 
     async def acquire(self) -> None:
         await self.capacity.acquire()
+        self.sent[trio.lowlevel.current_task()] = trio.current_time()
 
     def release(self) -> None:
         self.capacity.release()
 
     def observe(self, failure: Exception | None) -> None:
-        if failure is None and not self.answered.is_set():
+        sent = self.sent.pop(trio.lowlevel.current_task(), -float("inf"))
+        if failure is not None:
+            return
+        if not self.answered.is_set():
             self.answered.set()
             self.capacity.limit = self.ceiling if self.probe is None else self.probe
+            self.probing = trio.current_time()
+        elif self.told and sent >= self.probing:  # the probe's first answer: the batch shows
+            self.capacity.limit = self.ceiling
 
     async def leap(self) -> None:
         await self.answered.wait()
@@ -157,30 +174,33 @@ class Oracle:
         self.capacity.limit = self.ceiling
 
 
-def oracle_name(start: int, probe: int | None = None) -> str:
-    between = "" if probe is None else f"{probe} until a batch of 32 would answer, "
+def oracle_name(start: int, probe: int | None = None, *, told: bool = False) -> str:
+    until = "its first answers come" if told else "a batch of 32 would answer"
+    between = "" if probe is None else f"{probe} until {until}, "
     return f"oracle L0={start}, then {between}{CEILING} (a bound)"
 
 
 def oracles(subtasks: int) -> dict[str, Run]:
     """The oracles for a run of ``subtasks``: from the largest start the sequential target
-    allows, from 2, and from 2 through the largest probe the batching32 target allows."""
+    allows, from 2, and from 2 through the largest probe the batching32 target allows, to the
+    ceiling when a batch of 32 would have answered or when the probe's answers come."""
     largest, probe = largest_start(subtasks), largest_probe(subtasks)
     return {
-        oracle_name(largest): supervised(CEILING, oracle=(largest, None)),
-        oracle_name(2): supervised(CEILING, oracle=(2, None)),
-        oracle_name(2, probe): supervised(CEILING, oracle=(2, probe)),
+        oracle_name(largest): supervised(CEILING, oracle=(largest, None, False)),
+        oracle_name(2): supervised(CEILING, oracle=(2, None, False)),
+        oracle_name(2, probe): supervised(CEILING, oracle=(2, probe, False)),
+        oracle_name(2, probe, told=True): supervised(CEILING, oracle=(2, probe, True)),
     }
 
 
 def supervised(
     workers: int,
     adaptive: dict[str, Any] | None = None,
-    oracle: tuple[int, int | None] | None = None,
+    oracle: tuple[int, int | None, bool] | None = None,
 ) -> Run:
     async def run(prompts: list[str], transport: httpx2.ASGITransport) -> list[float | None]:
         meters: list[Any] = [] if adaptive is None else [Adaptive(workers, **adaptive)]
-        bound = None if oracle is None else Oracle(oracle[0], workers, oracle[1])
+        bound = None if oracle is None else Oracle(oracle[0], workers, oracle[1], told=oracle[2])
         if bound is not None:
             meters.append(bound)
         async with ChatAgent(
@@ -198,7 +218,7 @@ def supervised(
                 meters=meters,
             )
             async with trio.open_nursery() as nursery:
-                if bound is not None and bound.probe is not None:
+                if bound is not None and bound.probe is not None and not bound.told:
                     nursery.start_soon(bound.leap)
                 aggregate = await sup.run(prompts)
                 nursery.cancel_scope.cancel()

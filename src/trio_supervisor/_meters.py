@@ -415,23 +415,33 @@ class Adaptive:
     latency shows no queue and falls when it does), judged on throughput rather than on
     latency alone, since a batching GPU server answers each request slower the more it is
     given and still answers more a second. Answers are counted in rounds: a round ends when
-    ``limit`` answers (at least ``ROUND``) of attempts let in since it began are in, and
-    measures the throughput at that limit (every answer in it, a second). A latency is an
-    attempt's time from its place to its end, or what its worker reported with
+    ``limit`` answers (at least ``ROUND``) of attempts let in since it began are in. A latency
+    is an attempt's time from its place to its end, or what its worker reported with
     [`report_latency`][trio_supervisor.report_latency] (a time to first token, a queue time);
     the no-load estimate is the least of the last ``WINDOW`` (a window, so it is measured
     again as the endpoint changes).
 
-    - **Start: grow while more in flight buys more throughput.** After the first round, if
-      its mean latency is within ``1 + TOLERANCE`` of the no-load estimate (nothing queued),
-      the limit is multiplied by ``GROWTH``; after each later one, again if the throughput
-      grew at least as ``(limit / previous) ** GAIN`` (a server that runs them all at once
-      gains as the limit; one that batches, as the limit to a power under 1). From 10, that
-      is 60 after one round of answers and 256 after two, however long an answer takes.
-    - **Open a rise in turn.** The places a rise adds open one after another over one
-      no-load latency, not at once, and the round measures the new limit once they are all
-      open. A refusal comes back at once: against a rate limit it stops a rise after a few
-      places, where a burst of them would all be refused.
+    - **Start: grow while more in flight buys more throughput, judged by one round of
+      replies.** A rise is judged by its own attempts, as soon as they are answered: the
+      round begins with the rise, and its throughput is, by Little's law, the limit over the
+      latency of its slowest answers but a tenth (``SLOWEST``). Sent together, ``n``
+      requests that a server runs at once come back together, after a batch's time; behind
+      a queue, the last ones wait for the first ones, and their latency shows it the round
+      they are sent, where answers counted over a window show it only once a round of them
+      has gone (a server of 32 given 60 answers the first 32 as fast as one of 256 would).
+      After the first round, if its mean latency is within ``1 + TOLERANCE`` of the no-load
+      estimate (nothing queued), the limit is multiplied by ``GROWTH``; after each later
+      one, again if the throughput grew at least as ``(limit / previous) ** GAIN`` (a server
+      that runs them all at once gains as the limit; one that batches, as the limit to a
+      power under 1). From 10, that is 60 after one round of replies and 256 after two,
+      however long a reply takes: against a server that batches 256, the limit is there
+      within the time one reply takes with 256 at once (a round at 10 and one at 60, each
+      faster than one at 256, and a quarter of a no-load latency between them).
+    - **Open a rise in turn.** The places a rise adds open one after another, not at once:
+      at the start over ``RISE`` times the no-load latency (time is what the start costs),
+      later over one no-load latency, the round then measuring the new limit once they are
+      all open. A refusal comes back at once: against a rate limit it stops a rise after a
+      few places, where a burst of them would all be refused.
     - **Stop, and shrink, when latency inflates without it.** A first round that queued (its
       latency inflated, its throughput that of fewer in flight) sets the limit to what the
       endpoint works on at once by Little's law: throughput times no-load latency (1 against
@@ -439,7 +449,8 @@ class Adaptive:
       where the throughput, growing as it did below (``GAIN``'s pace when unknown), meets
       that round's: the knee, looked at from above.
     - **Re-probe now and then.** After a round at the knee, and then every ``PROBE`` rounds,
-      the level beside it (``sqrt(2)`` times it, down and up in turn) is tried for a round: a
+      the level beside it (``sqrt(2)`` times it, down and up in turn) is tried for a round
+      (its throughput: every answer that came in it, a second, once the rise is open): a
       level down is kept when it keeps ``KNEE`` of the throughput (the same answers with less
       queued), a level up when it gains as above; a kept level is followed by the next one
       the same way. A round after a fall is not measured (the queue the higher limit left
@@ -457,7 +468,11 @@ class Adaptive:
     ceiling costs a whole ceiling's queue against a server that works on one request at a
     time. Multiplying by 6 a round reaches 256 in two rounds, a first round at 60 against a
     server of 32 queues at most one batch more, and the first round (10 at once) already tells
-    a server that queues them from one that works on them together.
+    a server that queues them from one that works on them together. No rule that reads
+    answers can go faster without a cost elsewhere: below 33 in flight a server that batches
+    32 answers exactly as one that batches 256, and only a round of replies with more in
+    flight tells them apart; a larger step queues more than a batch behind the first, and a
+    smaller start leaves too few answers to judge a round by.
 
     A refusal is a failure that says the endpoint is over its limit: by default one whose
     ``retry_after`` is a number (the server asked for a wait: a 429, a 503 or 529 with
@@ -528,6 +543,11 @@ class Adaptive:
     """The fewest answers a round counts, whatever the limit."""
     WINDOW = 64
     """How many of the last successes the no-load estimate is the least latency of."""
+    SLOWEST = 0.9
+    """At the start, a round's throughput is its limit over this quantile of its latencies:
+    the slowest but a tenth, where a queue shows (and not one straggler alone)."""
+    RISE = 0.25
+    """At the start, the share of the no-load latency a rise opens its new places over."""
 
     def __init__(
         self,
@@ -585,6 +605,7 @@ class Adaptive:
         self._answers = 0
         self._all = 0  # every answer in the round, let in before it or not
         self._took = 0.0
+        self._slow: list[float] = []  # the counted answers' latencies, in the round's order
         self._first: tuple[int, float] | None = None  # the start's last round that gained
         self._home: tuple[int, float] | None = None  # the knee: its limit and throughput
         self._probing = 0  # the direction of the probe under way: +1 up, -1 down, 0 none
@@ -662,11 +683,15 @@ class Adaptive:
         now = self._capacity.limit
         if self.latency and limit > now and self.no_load:
             since = trio.current_time()
-            spread = self.no_load
+            # at the start, quickly (time is what the start costs); later, over a whole
+            # no-load latency, so that a refusal stops a probe after a few places
+            spread = self.no_load * (self.RISE if self._home is None else 1.0)
             self._ramp = (now, limit, since, spread)
             # the round measures the new limit once its places are all open
             self._measured = max(self._measured, since + spread)
-            self._round_began = self._measured
+            # at the start, the round counts the rise's own attempts: a queue shows in their
+            # latencies (see _end_round); later, those let in once it is all open
+            self._round_began = since if self._home is None else self._measured
         elif limit < now:
             self._ramp = None
         self._capacity.limit = limit
@@ -718,6 +743,7 @@ class Adaptive:
             if started >= self._round_began:  # let in under this round's limit: counted
                 self._answers += 1
                 self._took += took
+                self._slow.append(took)
                 if self._answers >= max(limit, self.ROUND):
                     self._end_round(limit)
 
@@ -745,6 +771,7 @@ class Adaptive:
         self._answers = 0
         self._all = 0
         self._took = 0.0
+        self._slow = []
 
     def _end_round(self, limit: int) -> None:
         """A round of answers is in: its throughput decides the next limit."""
@@ -756,13 +783,18 @@ class Adaptive:
         # attempt was let in (one let in earlier still shows what the endpoint does now)
         rate = self._all / spent
         took = self._took / self._answers
+        # the round's own answers: ``limit`` in flight that the endpoint answered within the
+        # time of the slowest but a tenth of them, by Little's law (a queue shows in it at
+        # once, a window of answers only once its first round is gone)
+        slow = sorted(self._slow)
+        drained = limit / slow[int(self.SLOWEST * (len(slow) - 1))]
         self._new_round()
         if self._draining:  # what a higher limit left queued went out in it: measure again
             self._draining = False
             return
         home = self._home
         if home is None:  # the start: grow while it gains, or find the knee
-            self._start(limit, rate, took)
+            self._start(limit, drained, took)
             return
         at, best = home
         if self._probing > 0:  # a level up: taken if it gained enough for its concurrency

@@ -140,6 +140,15 @@ class LatencyAlone(Watched):
     GAIN = 1.0
 
 
+class Windowed(Watched):
+    """Wrong: judges a rise by the attempts let in once it is all open, as a window of answers
+    would, not by the rise's own: each level costs two rounds of replies, not one."""
+
+    def _set(self, limit: int) -> None:
+        super()._set(limit)
+        self._round_began = self._measured
+
+
 class Pausing(Watched):
     """Wrong: after a refusal, lets no attempt start before its Retry-After has passed, though
     the endpoint works on nothing meanwhile."""
@@ -180,9 +189,13 @@ def run(worker: Endpoint, adaptive: Adaptive, n: int, *, attempts: int = 1000) -
 
 # -- the limit never leaves [floor, ceiling] ---------------------------------------------------
 
+SLOWDOWN = 0.37
+"""A batching endpoint answers each of ``b`` requests run together ``b ** SLOWDOWN`` times
+slower than alone (as the loopback server's batching, fitted to a GPU server)."""
+
 ENDPOINTS: dict[str, Callable[[], Endpoint]] = {
     "queueing 4": lambda: Endpoint(4),
-    "batching to 512": lambda: Endpoint(512, slowdown=0.37),
+    "batching to 512": lambda: Endpoint(512, slowdown=SLOWDOWN),
     "refusing past 6": lambda: Endpoint(64, bound=6),
     "5 a second": lambda: Endpoint(64, rate=5.0),
 }
@@ -243,7 +256,7 @@ def time_to_ceiling(rule: type[Watched], ceiling: int, latency: float) -> float 
     """When the limit first reached the ceiling against a batching endpoint that never runs out
     of throughput (each request slower the more run), in latencies alone; None if never."""
     adaptive = rule(ceiling)
-    endpoint = Endpoint(10 * ceiling, latency, slowdown=0.37)
+    endpoint = Endpoint(10 * ceiling, latency, slowdown=SLOWDOWN)
     reached: list[float] = []
 
     async def main() -> None:
@@ -270,12 +283,20 @@ def test_against_an_endpoint_that_keeps_gaining_the_limit_reaches_the_ceiling(
     ceiling: int, latency: float
 ) -> None:
     """Every request runs at once, each slower the more run, and the answers a second keep
-    growing: the limit reaches the ceiling within 40 times a request's time alone, however
-    long that is (up to three rounds of growth, each a rise over one no-load latency and a
-    round of answers at the new limit, slower with the batch)."""
+    growing: the limit reaches the ceiling within two replies' time at the ceiling's load
+    (``ceiling ** SLOWDOWN`` times a request's time alone), however long that is: each rise
+    is judged by one round of its own answers (at 10, 60 and 360, each a batch smaller than
+    the ceiling's), and opens over a quarter of a no-load latency."""
     took = time_to_ceiling(Watched, ceiling, latency)
     assert took is not None
-    assert took <= 40, took
+    assert took <= 2 * ceiling**SLOWDOWN, took
+
+
+def test_the_ceiling_law_fails_on_a_rule_that_waits_for_a_window_of_answers() -> None:
+    """Judged by the attempts let in after a rise, each level takes two rounds of replies."""
+    took = time_to_ceiling(Windowed, 64, 1.0)
+    assert took is not None
+    assert took > 2 * 64**SLOWDOWN, took
 
 
 def test_the_ceiling_law_fails_on_a_rule_that_reads_latency_alone() -> None:
