@@ -15,7 +15,7 @@ export PYTHONPATH := $(CURDIR)
 # mkdocs-material prints a banner about its successor on every build; once is enough
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: lessons test lint dupcheck typecheck pytest postgres-server docs-build docs docs-check phoenix-check clean
+.PHONY: lessons test checks lint dupcheck typecheck pytest postgres-server docs-build docs docs-check phoenix-check clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,18 @@ $(BIN)/.installed: pyproject.toml
 lessons: $(BIN)/.installed
 	$(BIN)/python -m lessons all
 
-test: lint dupcheck typecheck pytest docs-build
+# pytest beside the checks that run on one core (lint, dupcheck, typecheck, docs-build, one after
+# the other): on 2 cores they fill the gaps pytest's workers leave (a test waiting on a child
+# process, the last tests' tail) instead of each leaving a core idle; each part's output is
+# printed whole when it ends, and make fails if any part failed
+test: $(BIN)/.installed
+	@$(MAKE) --no-print-directory --jobs=2 --output-sync=target pytest checks
+
+checks: $(BIN)/.installed
+	@$(MAKE) --no-print-directory lint
+	@$(MAKE) --no-print-directory dupcheck
+	@$(MAKE) --no-print-directory typecheck
+	@$(MAKE) --no-print-directory docs-build
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check src lessons tests tools benchmarks docs/examples

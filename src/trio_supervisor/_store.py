@@ -380,7 +380,9 @@ class SqliteStore:
     def close(self) -> None:
         """Close the file, what the WAL holds moved into the main file first (and the WAL
         emptied): the file a command leaves holds its data, and a copy of it takes the journal
-        whole."""
+        whole. While another connection reads the file the checkpoint is left to it, at once:
+        waiting the busy timeout for a reader would hold this close up for nothing."""
         with contextlib.suppress(sqlite3.Error):  # another process is in the file: it does it
+            self.conn.execute("PRAGMA busy_timeout=0")
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self.conn.close()

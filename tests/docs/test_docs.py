@@ -343,11 +343,20 @@ def _law_links() -> list[tuple[str, str]]:
     return [(match["module"], match["name"]) for match in LAW_LINK.finditer(page)]
 
 
+@pytest.fixture(scope="module")
+def tests_found() -> list[tests_page.CodeOfTest]:
+    """Every test under tests/, parsed once for the hundred links that look one up (each parse
+    reads every test file)."""
+    return tests_page.find_tests()
+
+
 @pytest.mark.parametrize(("module", "name"), _law_links())
-def test_laws_page_links_to_tests_that_exist(module: str, name: str) -> None:
+def test_laws_page_links_to_tests_that_exist(
+    module: str, name: str, tests_found: list[tests_page.CodeOfTest]
+) -> None:
     paths = list(docs_paths.TESTS.rglob(f"{module}.py"))
     assert len(paths) == 1, f"laws.md links to {module}.py, which is not one file under tests/"
-    names = {test.name for test in tests_page.find_tests() if test.path == paths[0]}
+    names = {test.name for test in tests_found if test.path == paths[0]}
     assert name in names, f"laws.md links to {module}.{name}, which {paths[0]} lacks"
 
 

@@ -44,6 +44,7 @@ page of an optional part of the library (``trio_supervisor.otel``, ``.ray``, ``H
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -179,6 +180,10 @@ def on_pre_build(config: MkDocsConfig, **_: Any) -> None:
     performance.generate(out / "performance")
     if stamp.exists() and stamp.read_text() == digest and all(path.exists() for path in wanted):
         return
+    # what the build holds so far (mkdocs, its plugins, the course) lives to its end: out of the
+    # garbage collector's full passes, which the demos' runs set off again and again
+    gc.collect()
+    gc.freeze()
     generate(out)
     write_if_changed(stamp, digest)
 

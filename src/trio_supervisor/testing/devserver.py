@@ -72,7 +72,6 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 
 from .. import _validate
 from .._replan import Planner
-from ..agents._planner import MARK, read_request, reply_text
 from ._scripted import ScriptedPlanner
 from ._simulate import SimulatedAgent
 
@@ -770,6 +769,10 @@ class _Endpoint:
         that is not JSON, ``[fenced]`` with its JSON in a Markdown code fence, ``[refuse]``
         with a refusal; with ``prose``, in words with no JSON (a model that ignored the
         ``response_format`` it was asked for)."""
+        # the planner's wire format, imported where a planner's request comes: with it comes the
+        # chat client (openai, pydantic), which a run that never asks a planner never loads
+        from ..agents._planner import read_request, reply_text
+
         scripted = self.planner_script
         nth = self.seen["[planner]"]
         self.seen["[planner]"] += 1
@@ -840,6 +843,8 @@ def _first_prompt(body: dict[str, Any], last: str) -> str:
 
 def _asks_planner(body: Any) -> bool:
     """Whether a chat request is a planner's: its system prompt is the planner's."""
+    from ..agents._planner import MARK  # see `_plan`
+
     messages = body.get("messages") if isinstance(body, dict) else None
     if not isinstance(messages, list) or len(messages) < 2:
         return False
