@@ -12,7 +12,7 @@ answer at once: approved, the refund is done; rejected, the slot ends ``rejected
 
 What is still wrong: the journal is one SQLite file on one machine. Runs resume where that file is,
 and a person's yes reaches the run only through it. Two supervisors on one run (a second process
-resuming it while the first is only slow) each run every slot: step 27 shares the run's slots
+resuming it while the first is only slow) each run every slot: step 29 shares the run's slots
 between them, each slot leased to one.
 """
 

@@ -1,19 +1,13 @@
-"""Step 25: hedged requests and the first k of n. Of two attempts the first to succeed wins.
+"""Step 25: hedged requests. Of two attempts of one leaf, the first to succeed wins.
 
 What it adds: ``hedge`` (seconds, or a percentile such as ``"p95"``) gives each company's child
 supervisor a ``Hedge``: a leaf still running after that long gets a second request of the same
 subtask, with a place of its own; the first to succeed gives the slot its result, the other is
 cancelled at once, and a throttle (``THROTTLE``: half a child's attempts; the library's tenth
-would let a child of two leaves hedge none) keeps a slow endpoint from being doubled. ``need``
-makes each company's child run return at its k-th leaf's success, cancelling the rest (ask
-three sources, take the first two answers); a company that cannot have them escalates. Both are
-one concurrency idea: start more than you need, keep the first, cancel the others.
+would let a child of two leaves hedge none) keeps a slow endpoint from being doubled.
 
-``budget_tokens`` caps the tokens the tree's leaves spend, hedges included, with one ``Budget``
-that reserves each request's worst case before it is sent and settles what its reply used.
-
-What is still wrong: a reply's worst case is a guess (``REPLY_TOKENS``) unless the request
-bounds it (``max_tokens``), and the run itself is one process's, on one machine.
+What is still wrong: a company still waits for every one of its leaves, even when fewer answers
+would do (ask three sources, two are enough): step 26 keeps the first k of n.
 """
 
 from __future__ import annotations
@@ -24,10 +18,8 @@ from lessons.step24_approval_gate import check_task as check_task
 from lessons.step24_approval_gate import open_worker as open_worker  # unchanged since step 24
 from lessons.step24_approval_gate import supervise_broken as supervise_broken
 from trio_supervisor import (
-    Aggregate,
     Answer,
     AwaitingApproval,
-    Budget,
     Capacity,
     Durable,
     Hedge,
@@ -37,18 +29,10 @@ from trio_supervisor import (
     Status,
     Strategy,
     Trace,
-    Usage,
     Worker,
 )
 
 THROTTLE = 0.5  # step 25: hedges are at most this fraction of a child's attempts
-REPLY_TOKENS = 64  # the tokens a leaf's reply may take, at most, as a budget reserves them
-
-
-def worst_case(leaf: str) -> Usage:
-    """What a leaf's request may spend at worst, reserved before it is sent: its prompt (a token
-    a character, the most it can be) and a reply of ``REPLY_TOKENS``."""
-    return Usage(input_tokens=len(leaf) + 4, output_tokens=REPLY_TOKENS)
 
 
 async def supervise(
@@ -73,8 +57,6 @@ async def supervise(
     model: str | None = None,
     strategy: Strategy = "one_for_one",
     hedge: float | str | None = None,
-    need: int | None = None,
-    budget_tokens: int | None = None,
     journal: Journal | None = None,
     run_id: str | None = None,
     trace: Trace | None = None,
@@ -83,7 +65,6 @@ async def supervise(
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
     restarts, within = (None, None) if intensity is None else intensity
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
-    budget = None if budget_tokens is None else Budget(tokens=budget_tokens, reserve=worst_case)
 
     async def research(company: str) -> str:
         child = supervisor(  # a child supervisor, as the chain builds one
@@ -95,25 +76,20 @@ async def supervise(
             seed=seed,
             rate=rate,
             adaptive=adaptive,
-            # a leaf holds a place while it works; one token budget for the tree's leaves
-            meters=[leaves] if budget is None else [leaves, budget],
+            meters=[leaves],  # a leaf holds a place while it works
             restarts=bound,  # the child's own intensity and strategy
             hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),  # step 25
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
         name = None if run_id is None else f"{run_id}/{company}"  # step 23: the child's own
         leaves_of = subtasks_of(company)
-        first = None if need is None else min(need, len(leaves_of))  # step 25: first k of n
         durable = None if name is None else Durable(name, journal)  # journaled (step 23)
-        aggregate = await child.run(leaves_of, trace=nested, durable=durable, need=first)
+        aggregate = await child.run(leaves_of, trace=nested, durable=durable)
         if aggregate.gave_up is not None:  # escalation, the child's reason
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
         for result in aggregate.results:  # step 23: a company is final once its leaves are
             if result.status is Status.AWAITING_APPROVAL:  # a leaf parked: a resume runs it
                 raise AwaitingApproval(str(result.error).removeprefix("AwaitingApproval: "))
-        if first is not None:  # step 25: the leaves not needed are left out of the digest
-            kept = [r for r in aggregate.results if r.status is not Status.CANCELLED]
-            aggregate = Aggregate(kept, aggregate.gave_up, first)
         return digest(aggregate)
 
     parent = supervisor(research, max_workers=max_workers, attempts=1)  # step 19's parent

@@ -299,18 +299,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hedge", type=_hedge, metavar="S|pNN", help="a second request after S or pNN (25-)"
     )
-    p.add_argument("--need", type=_positive, metavar="K", help="a company's first K leaves (25-)")
+    p.add_argument("--need", type=_positive, metavar="K", help="a company's first K leaves (26-)")
     p.add_argument(
         "--budget-tokens",
         type=_integers(1, TOKENS),
         metavar="N",
-        help="tokens the leaves may spend, reserved before each request (25-)",
+        help="tokens the leaves may spend, reserved before each request (27-)",
     )
     p.add_argument(
         "--lease",
         type=_seconds,
         metavar="S",
-        help="seconds a supervisor holds a slot before another may take it over (27-)",
+        help="seconds a supervisor holds a slot before another may take it over (29-)",
     )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")

@@ -35,7 +35,7 @@ class Demo:
     against: int | None = None  # the step before, whose flaw this demo shows: the docs run both
     killed_at: float | None = None  # the supervisor is killed then, and resumed (23): seconds
     answers: str | None = None  # "approve" or "reject": its questions answered, resumed (24)
-    supervisors: int = 1  # supervisors sharing the run, the first killed at killed_at (27)
+    supervisors: int = 1  # supervisors sharing the run, the first killed at killed_at (29)
     # a leaf (by its text: a tree's leaves are no slots of the plan) -> its first call's latency
     straggle: Mapping[str, float] = field(default_factory=dict, hash=False)
     # how the loopback server works through the requests (see `Serving`); None: the step's own
@@ -72,7 +72,7 @@ FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
 STALL = "competitor pricing; supplier risk; inventory"  # supplier risk has no other source
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
 REFUNDS = "acme: pricing, refund $500 to order 1234; globex: refund $40 to order 77"
-TYPED = "acme: pricing, reviews prose 1; globex: pricing, news prose 3"  # prose k times (26)
+TYPED = "acme: pricing, reviews prose 1; globex: pricing, news prose 3"  # prose k times (28)
 STEP_13 = (  # step 13's demos, which step 14 runs too
     Demo(
         "a lazy feed of the same reviews: each pulled only when the window has room",
@@ -349,7 +349,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             killed_at=2.0,
         ),
     ),
-    25: (  # the step before runs each too: the straggler holds its answer, all three run
+    25: (  # the step before runs it too: the straggler holds its answer
         Demo(
             "a straggling request is hedged: its second request answers while the first still "
             "waits, and the first is cancelled",
@@ -358,30 +358,53 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"hedge": 1.5},
             against=24,
         ),
+    ),
+    26: (  # the second's step before runs it too: the company waits for its third leaf
+        Demo(  # first: need=1 fits any task given with --task, whose companies have a leaf at least
+            "the first of two: the company answers with its quickest leaf and cancels the other",
+            "acme: pricing, reviews",  # two requests: as many as the loopback server takes
+            straggle={"acme reviews": 12.0},
+            options={"need": 1},
+        ),
         Demo(
             "the first two of three: a company keeps the first two leaves that answer and "
             "cancels the third",
             "acme: pricing, reviews, news",
             straggle={"acme news": 12.0},
             options={"need": 2},
-            against=24,
+            against=25,
         ),
     ),
-    26: (  # the step before runs each too: it asks for text, and takes the prose as it is
+    27: (  # the second's step before runs it too: every leaf sends its request, whatever it costs
+        Demo(  # first: its options fit any task given with --task, on any workers
+            "a budget of 400 tokens: each request's worst case reserved before it is sent, what "
+            "it used settled after; no request waits for what is left",
+            "acme: pricing, reviews",  # two requests: as many as the loopback server takes
+            options={"budget_tokens": 400},
+        ),
+        Demo(  # one worker: leaves waiting together for what is left would take it in any order
+            "a budget of 90 tokens, one worker: each request's worst case reserved before it is "
+            "sent; the leaves it can no longer afford end over budget, sending nothing",
+            "acme: pricing, reviews, news; globex: pricing, reviews",
+            options={"budget_tokens": 90, "max_workers": 1},
+            against=26,
+        ),
+    ),
+    28: (  # the step before runs each too: it asks for text, and takes the prose as it is
         Demo(
             "prose once is asked again and answers a Finding; prose three times fails, "
             "InvalidReply",
             TYPED,
-            against=25,
+            against=27,
         ),
         Demo(  # a leaf reserves 2,214 to 2,238 tokens: three requests, re-asks included
             "a budget of 2,220 tokens pays for one leaf's three requests: the others send nothing",
             "acme: pricing, reviews prose 1, news prose 3",
             options={"budget_tokens": 2220},
-            against=25,
+            against=27,
         ),
     ),
-    27: (  # on real time three child Pythons, the first killed with SIGKILL; else simulated
+    29: (  # on real time three child Pythons, the first killed with SIGKILL; else simulated
         Demo(
             "three supervisors share one run: each slot runs once; the first is killed part "
             "way, and its slots are taken over once its lease ran out",

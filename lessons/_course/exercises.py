@@ -419,7 +419,7 @@ def _shown(path: Path, home: Path | None = None) -> str:
 def load(path: Path, number: int) -> ModuleType:
     """Import the file at ``path`` as a module of its own (not one of the course's steps),
     known by its name in ``sys.modules``, so that what it defines imports back (a journal
-    restores a pydantic model, a step 26 ``Finding``, by its class's import path)."""
+    restores a pydantic model, a step 28 ``Finding``, by its class's import path)."""
     spec = importlib.util.spec_from_file_location(f"exercise_step{number:02}", path)
     assert spec is not None
     assert spec.loader is not None

@@ -85,7 +85,7 @@ class Run:
     answered: list[str] = field(default_factory=list)  # questions answered before (24)
     parked: list[tuple[str, int, int, str]] = field(default_factory=list)  # still unanswered
     replies: list[str] = field(default_factory=list)  # a chat model planner's, as it wrote them
-    shared: str | None = None  # the journal's timeline of a run several supervisors shared (27)
+    shared: str | None = None  # the journal's timeline of a run several supervisors shared (29)
 
 
 class Watch(Protocol):
@@ -261,7 +261,7 @@ async def together(
     path: Path,
     virtual: bool,
 ) -> Any:
-    """Step 27's demo: ``run.demo.supervisors`` supervisors of one run journaled in ``path``,
+    """Step 29's demo: ``run.demo.supervisors`` supervisors of one run journaled in ``path``,
     started a moment apart (``APART``; on virtual time the last of three or more once the
     first's leases ran out), the first killed at the demo's ``killed_at``; what the
     second returned, the run shown (its ``run.trace``: the slots it ran, and those it took from
@@ -271,7 +271,7 @@ async def together(
     were written, which a virtual run does not keep), each row its supervisor's letter.
 
     Each supervisor's journal is opened as one supervisor's (``lease=None``): a step that
-    shares the run's slots leases them itself (step 27), the step before runs every slot in
+    shares the run's slots leases them itself (step 29), the step before runs every slot in
     each. On real time the others are child Pythons, the first killed with ``SIGKILL``
     (``killing.run_together``); on virtual time they are tasks of this process, each with a
     journal of its own on the file, the first's dropped as a crash leaves it and its run
@@ -356,7 +356,7 @@ async def together(
 
 
 APART = 0.3
-"""Seconds between the starts of step 27's supervisors: a moment, as processes start."""
+"""Seconds between the starts of step 29's supervisors: a moment, as processes start."""
 
 
 def drawn_calls(calls: Sequence[tuple[float, str, Any, float, Status]]) -> str:
@@ -511,7 +511,7 @@ def leaf_spans(trace: Trace) -> list[Span]:
 
 def reasked(trace: Trace) -> list[tuple[str, int, str | None]]:
     """Every leaf attempt that made more than one request (a typed reply asked again, step
-    26): its subtask, its requests, and its error (None: it ended with a valid reply)."""
+    28): its subtask, its requests, and its error (None: it ended with a valid reply)."""
     found: list[tuple[str, int, str | None]] = []
     for slot in trace.slots:
         for child in slot.children:

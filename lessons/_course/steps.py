@@ -57,7 +57,7 @@ class Step:
     hook: frozenset[str] | None = None
     check_task: str | None = None  # a function of the module that refuses a malformed task
     typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
-    # answered in prose its first k times by the loopback server, then asked again (step 26)
+    # answered in prose its first k times by the loopback server, then asked again (step 28)
 
     @property
     def streams(self) -> bool:
@@ -303,7 +303,40 @@ STEPS: dict[int, Step] = {
         Step(
             25,
             "step25_hedging",
-            "hedged requests and the first k of n",
+            "hedged requests",
+            options={
+                **_PLANNED,
+                "strategy": "one_for_one",
+                "hedge": None,
+                "journal": None,
+                "run_id": None,
+            },
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
+        Step(
+            26,
+            "step26_first_k",
+            "the first k of n",
+            options={
+                **_PLANNED,
+                "strategy": "one_for_one",
+                "hedge": None,
+                "need": None,
+                "journal": None,
+                "run_id": None,
+            },
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
+        Step(
+            27,
+            "step27_token_budget",
+            "a token budget",
             options={
                 **_PLANNED,
                 "strategy": "one_for_one",
@@ -319,8 +352,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            26,
-            "step26_typed_replies",
+            28,
+            "step28_typed_replies",
             "typed replies",
             options={
                 **_PLANNED,
@@ -338,8 +371,8 @@ STEPS: dict[int, Step] = {
             typed=True,
         ),
         Step(
-            27,
-            "step27_many_supervisors",
+            29,
+            "step29_many_supervisors",
             "several supervisors on one run",
             options={
                 **_PLANNED,

@@ -66,7 +66,7 @@ def test_every_step_accounts_for_every_subtask_once(name: str) -> None:
     assert run.error is None
     assert run.aggregate is not None
     assert sorted(result.subtask for result in run.aggregate.results) == ["a", "b", "c", "d", "e"]
-    # each its own findings; from step 26 on, read from a typed reply with how sure it is
+    # each its own findings; from step 28 on, read from a typed reply with how sure it is
     assert all(
         re.fullmatch(rf"findings on {result.subtask}( \(\d+% sure\))?", str(result.output))
         for result in run.aggregate.results

@@ -106,11 +106,11 @@ def refused(
             f"argument --max-resets: must be an integer from 0 to {COUNT}, got '-1'",
         ),
         (
-            ["25", "--budget-tokens", HUGE],
+            ["27", "--budget-tokens", HUGE],
             f"argument --budget-tokens: must be an integer from 1 to {TOKENS}, got '{HUGE}'",
         ),
         (
-            ["25", "--need", HUGE],
+            ["26", "--need", HUGE],
             f"argument --need: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
@@ -143,7 +143,7 @@ def test_a_slot_given_the_same_option_twice_is_refused(
 @pytest.mark.parametrize(
     ("argv", "company", "leaves"),
     [
-        (["--need", "99"], "acme: pricing, reviews", 2),  # the first demo's companies have two
+        (["--need", "99"], "acme: pricing, reviews", 2),  # the first demo's company has two
         (["--need", "3"], "acme: pricing, reviews", 2),
         (["--task", "acme: pricing, reviews, news; globex", "--need", "2"], "globex", 1),
     ],
@@ -156,7 +156,7 @@ def test_need_past_a_company_s_leaves_is_refused_not_clamped(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     need = argv[argv.index("--need") + 1]
-    assert refused(["25", "--virtual", *argv], monkeypatch, capsys) == (
+    assert refused(["26", "--virtual", *argv], monkeypatch, capsys) == (
         f"--need must be at most the leaves of each company (a company keeps its first K), "
         f"and {company!r} has {leaves}, got {need}"
     )
@@ -164,7 +164,7 @@ def test_need_past_a_company_s_leaves_is_refused_not_clamped(
 
 def test_need_within_every_company_s_leaves_runs() -> None:
     out = io.StringIO()
-    argv = ["25", "--virtual", "--task", "acme: pricing, reviews; globex: a, b, c", "--need", "2"]
+    argv = ["26", "--virtual", "--task", "acme: pricing, reviews; globex: a, b, c", "--need", "2"]
     assert main(argv, console=Console(file=out, width=100)) == 0
 
 

@@ -61,11 +61,11 @@ CAUGHT_BY: dict[str, Law] = {
     "step23_children_share_the_run_id": laws.RESUME_AFTER_A_CRASH_EQUALS_A_RUN,
     "step24_refunds_then_asks": laws.A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL,
     "step22_starts_a_pool_but_analyses_here": laws.A_CRASH_IN_A_REAL_PROCESS_SPARES_THE_RUN,
-    "step25_checks_the_budget_after_the_call": laws.THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET,
-    "step26_never_asks_again": laws.A_REPLY_IS_HELD_TO_ITS_CONTRACT,
-    "step26_keeps_one_requests_worst_case": laws.A_REPLY_IS_HELD_TO_ITS_CONTRACT,
-    "step27_never_leases": laws.ONE_RUN_MANY_SUPERVISORS,
-    "step27_a_run_id_of_its_own": laws.ONE_RUN_MANY_SUPERVISORS,
+    "step27_checks_the_budget_after_the_call": laws.THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET,
+    "step28_never_asks_again": laws.A_REPLY_IS_HELD_TO_ITS_CONTRACT,
+    "step28_keeps_one_requests_worst_case": laws.A_REPLY_IS_HELD_TO_ITS_CONTRACT,
+    "step29_never_leases": laws.ONE_RUN_MANY_SUPERVISORS,
+    "step29_a_run_id_of_its_own": laws.ONE_RUN_MANY_SUPERVISORS,
 }
 """Each wrong solution, and the law its mistake breaks (it may break others too)."""
 

@@ -143,6 +143,8 @@ OWN = (
     "crashes",
     "killed",
     "hedged",
+    "first-k",
+    "token-budget",
     "typed",
     "shared",
 )
@@ -173,6 +175,8 @@ def offered(name: str) -> list[str]:
         "crashes": record.takes_crash,
         "killed": record.journals,
         "hedged": record.takes("hedge"),
+        "first-k": record.takes("need"),
+        "token-budget": record.takes("budget_tokens") and not record.typed,
         "typed": record.typed,
         "shared": record.takes("lease"),
     }
@@ -223,6 +227,33 @@ def test_the_hedge_scenario_draws_the_hedge_that_won(
     assert [span.get("hedge", False) for span in spans][-2:] == [False, True]
     assert spans[-2].get("lost")  # the straggling first request, cancelled as its hedge won
     assert run["trace"]["wall"] < 12
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "first-k" in offered(name)])
+def test_the_first_k_scenario_keeps_the_first_leaves_and_cancels_the_straggler(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    run = _item(recorded[name], "first-k")
+    (company,) = run["trace"]["slots"]
+    ended = {s["subtask"]: s["spans"][-1]["status"] for s in company["child"]["slots"]}
+    assert ended[dispatch.SOURCE_STRAGGLER] == "cancelled"
+    assert sum(status == "ok" for status in ended.values()) == dispatch.NEED
+    assert run["trace"]["wall"] < 12
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "token-budget" in offered(name)])
+def test_the_token_budget_scenario_ends_the_leaves_it_cannot_afford(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    run = _item(recorded[name], "token-budget")
+    spans = [
+        span
+        for company in run["trace"]["slots"]
+        for leaf in company["child"]["slots"]
+        for span in leaf["spans"]
+    ]
+    assert any(span["status"] == "over budget" for span in spans)
+    assert any(span["status"] == "ok" for span in spans)
 
 
 def _item(recorded: dict[str, Any], key: str) -> dict[str, Any]:
@@ -742,7 +773,9 @@ def test_the_player_starts_with_a_scenario_of_the_steps_own_idea(
     assert dispatch.unset_idea(name, data) == []
 
 
-@pytest.mark.parametrize("name", ["step08_retries", "step25_hedging"])
+@pytest.mark.parametrize(
+    "name", ["step08_retries", "step25_hedging", "step26_first_k", "step27_token_budget"]
+)
 def test_a_player_opening_on_a_run_without_its_idea_is_told(
     name: str, recorded: dict[str, dict[str, Any]]
 ) -> None:
@@ -760,6 +793,9 @@ def test_each_page_opens_on_the_scenario_of_its_own_idea() -> None:
     assert opens["step17_rounds"] == "rounds"
     assert opens["step18_budgets"] == "budgets"
     assert opens["step19_llm_planner"] == "llm"
+    assert opens["step25_hedging"] == "hedged"
+    assert opens["step26_first_k"] == "first-k"
+    assert opens["step27_token_budget"] == "token-budget"
 
 
 def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:

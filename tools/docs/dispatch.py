@@ -27,7 +27,9 @@ decides each round (the loopback server playing it), a lazy input a feed pulled 
 window has room, a tree (a step that records its own trace and checks its task's form) two
 companies with a child supervisor each, a step whose workers run in processes one that dies,
 a step that journals its runs a supervisor killed part way and resumed (its player shows the
-resume, the slots that came from the journal drawn as such), and a step whose replies are typed
+resume, the slots that came from the journal drawn as such), ``hedge`` a straggling request
+answered by its hedge, ``need`` a company that keeps its first k leaves, ``budget_tokens`` the
+leaves a token budget cannot afford, and a step whose replies are typed
 leaves answered in prose, asked again and, past the bound, failed.
 
 A page's player starts with the scenario of its step's own idea (`default`): one that sets an
@@ -243,6 +245,11 @@ SUBTASKS = 6  # subtasks dispatched at most, in the budget scenario: round 2 ask
 HEDGE_AFTER = 1.5  # seconds a leaf runs before its hedge starts
 STRAGGLING = "acme: pricing, reviews; globex: pricing, reviews"
 STRAGGLER = "globex reviews"  # its first request takes 12 seconds, its hedge does not
+NEED = 2  # leaves a company keeps, in the scenario of a step that takes need
+THREE_SOURCES = "acme: pricing, reviews, news"
+SOURCE_STRAGGLER = "acme news"  # its request takes 12 seconds: the first two leave it out
+TOKENS = 90  # the leaves' token budget, in the scenario of a step that takes budget_tokens
+BUDGETED = "acme: pricing, reviews, news; globex: pricing, reviews"  # 90 tokens pay for 3
 
 
 def own_scenarios(name: str, crowd: str) -> list[Scenario]:
@@ -370,6 +377,22 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         title = f"a leaf's first request straggles, hedge={HEDGE_AFTER:g}s{crowd}: its hedge wins"
         hedged = Demo(title, STRAGGLING, straggle={STRAGGLER: 12.0}, options={"hedge": HEDGE_AFTER})
         chosen.append(Scenario("hedged", hedged.title, hedged, WORKERS[-1]))
+    if record.takes("need"):  # a company keeps its first k leaves, the straggler cancelled
+        title = (
+            f"a company of 3 leaves, one straggling, need={NEED}{crowd}: it keeps the first {NEED}"
+        )
+        first = Demo(
+            title, THREE_SOURCES, straggle={SOURCE_STRAGGLER: 12.0}, options={"need": NEED}
+        )
+        chosen.append(Scenario("first-k", first.title, first, WORKERS[-1]))
+    # a budget reserved before each request, never overshot (a typed step reserves a leaf's
+    # re-asks too, thirty times as much: its own scenario shows its replies instead)
+    if record.takes("budget_tokens") and not record.typed:
+        # one worker: leaves waiting together for what the budget has left would take it in no
+        # fixed order, and the recorded run would differ from build to build
+        title = f"budget_tokens={TOKENS}, 1 worker: the leaves it can no longer afford send nothing"
+        capped = Demo(title, BUDGETED, options={"budget_tokens": TOKENS})
+        chosen.append(Scenario("token-budget", capped.title, capped, 1))
     if record.typed:  # replies held to a contract: prose asked again, and past the bound failed
         # a worker for each of the four leaves, as the tree's: no two tie for a place
         leaves = f", {_plural(WORKERS[-1], 'worker')}" if crowd else ""

@@ -1,11 +1,11 @@
-"""Step 26 (step26_typed_replies), wrongly: each reply is validated, but one that does not
-validate is never asked again (``Output(Finding, retries=0)``): a server that ignores the schema
-once fails the leaf, where one re-ask would have had its ``Finding``.
+"""Step 28 (step28_typed_replies), wrongly: each reply is held to its contract and asked again,
+but ``budget_tokens`` still reserves step 27's guess, one request's worst case: a leaf that uses
+its re-asks spends two more requests than it reserved, and the budget is overshot.
 
-A deliberately wrong solution, kept with the tests: ``python -m lessons check 26`` must fail
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 28`` must fail
 on it.
 
-Step 26: typed replies. Each leaf's reply is held to a contract, a pydantic model.
+Step 28: typed replies. Each leaf's reply is held to a contract, a pydantic model.
 
 What it adds: a leaf's sub-agent is asked for a ``Finding`` (the subtask, a summary, how sure it
 is), not for text: each request carries the model's JSON schema as its ``response_format`` and
@@ -37,9 +37,9 @@ from lessons import step24_approval_gate as step24
 from lessons.step15_http_subagents import CONCURRENCY
 from lessons.step19_llm_planner import open_planner
 from lessons.step21_escalation import Escalated, subtasks_of, supervisor
-from lessons.step25_hedging import REPLY_TOKENS, THROTTLE
-from lessons.step25_hedging import check_task as check_task
-from lessons.step25_hedging import supervise_broken as supervise_broken
+from lessons.step27_token_budget import REPLY_TOKENS, THROTTLE
+from lessons.step27_token_budget import check_task as check_task
+from lessons.step27_token_budget import supervise_broken as supervise_broken
 from trio_supervisor import (
     Aggregate,
     Answer,
@@ -62,7 +62,7 @@ from trio_supervisor.agents import ChatAgent, Output
 from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
 from trio_supervisor.testing import SimulatedAgent, devserver
 
-RETRIES = 2  # step 26: a reply that does not validate is asked again at most this many times
+RETRIES = 2  # step 28: a reply that does not validate is asked again at most this many times
 RETRY_CHARS = 586  # the longest re-ask the library appends (what was wrong cut at 500)
 PROSE = re.compile(r"\bprose (\d+)\b")  # "acme reviews prose 2": prose twice, then JSON
 
@@ -78,19 +78,14 @@ class Finding(BaseModel):
 
 
 def worst_case(leaf: str) -> Usage:
-    """What a leaf's attempt may spend at worst, reserved before it is sent: ``RETRIES + 1``
-    requests, each prompt a token a character (the conversation grows by the refused reply and
-    what was wrong at each re-ask), each reply at most ``REPLY_TOKENS``, as the request says."""
-    calls, prompt = RETRIES + 1, len(leaf) + 4
-    grown = (4 + REPLY_TOKENS) + (4 + RETRY_CHARS)  # step 26: what a re-ask adds to the prompt
-    prompts = calls * prompt + grown * calls * (calls - 1) // 2
-    return Usage(calls, input_tokens=prompts, output_tokens=calls * REPLY_TOKENS)
+    """What a leaf's request may spend at worst, as step 27 reserved it: one request."""
+    return Usage(input_tokens=len(leaf) + 4, output_tokens=REPLY_TOKENS)
 
 
 def read(output: object) -> str:
     """A leaf's output as the synthesis reads it: a ``Finding`` by its fields; text (a worker
     with no contract) as it is."""
-    if isinstance(output, Finding):  # step 26: typed fields, never the words around them
+    if isinstance(output, Finding):  # step 28: typed fields, never the words around them
         return f"{output.summary} ({output.confidence:.0%} sure)"
     return str(output)
 
@@ -131,7 +126,7 @@ async def open_worker(
     model: str | None = None,
     crash: Collection[str] = (),
 ) -> AsyncIterator[Worker[str, Finding]]:
-    """Step 25's leaf (step 24's gate, step 22's process), its sub-agent asked for a
+    """Step 27's leaf (step 24's gate, step 22's process), its sub-agent asked for a
     ``Finding``: a ``ChatAgent`` whose ``output`` is the contract, against ``endpoint`` or
     the loopback server, scripted by ``scripted``."""
     in_process = None
@@ -150,8 +145,8 @@ async def open_worker(
             api_key=None if endpoint else server.api_key,  # OPENAI_API_KEY for an endpoint
             transport=None if endpoint else server.transport,
             max_connections=max_workers,
-            output=Output(Finding, retries=0),  # validated, never asked again
-            max_tokens=REPLY_TOKENS,  # step 26: the reply's worst case, now a bound
+            output=Output(Finding, retries=RETRIES),  # step 28: the contract, re-asked
+            max_tokens=REPLY_TOKENS,  # step 28: the reply's worst case, now a bound
         )
         async with agent:
 
@@ -222,7 +217,7 @@ async def supervise(
         nested = None if trace is None else trace.nest(company)  # drawn under it
         name = None if run_id is None else f"{run_id}/{company}"  # step 23: the child's own
         leaves_of = subtasks_of(company)
-        first = None if need is None else min(need, len(leaves_of))  # step 25: first k of n
+        first = None if need is None else min(need, len(leaves_of))  # step 26: first k of n
         durable = None if name is None else Durable(name, journal)  # journaled (step 23)
         aggregate = await child.run(leaves_of, trace=nested, durable=durable, need=first)
         if aggregate.gave_up is not None:  # escalation, the child's reason
@@ -230,10 +225,10 @@ async def supervise(
         for result in aggregate.results:  # step 23: a company is final once its leaves are
             if result.status is Status.AWAITING_APPROVAL:  # a leaf parked: a resume runs it
                 raise AwaitingApproval(str(result.error).removeprefix("AwaitingApproval: "))
-        if first is not None:  # step 25: the leaves not needed are left out of the digest
+        if first is not None:  # step 26: the leaves not needed are left out of the digest
             kept = [r for r in aggregate.results if r.status is not Status.CANCELLED]
             aggregate = Aggregate(kept, aggregate.gave_up, first)
-        return digest(aggregate)  # step 26: each leaf's Finding read by its fields
+        return digest(aggregate)  # step 28: each leaf's Finding read by its fields
 
     parent = supervisor(research, max_workers=max_workers, attempts=1)  # step 19's parent
     async with open_planner(planner, endpoint, model) as deciding:

@@ -1,4 +1,4 @@
-"""Step 26: typed replies. Each leaf's reply is held to a ``Finding``: validated, asked again
+"""Step 28: typed replies. Each leaf's reply is held to a ``Finding``: validated, asked again
 with what was wrong at most ``RETRIES`` times, then failed with ``InvalidReply``; its reply cut
 at ``max_tokens``, so a budget reserves an attempt's exact worst case. The step before takes
 whatever text comes back."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from lessons import step26_typed_replies as step26
+from lessons import step28_typed_replies as step28
 from lessons._course import laws
 from lessons._course.running import leaf_spans, reasked
 from tests.course.step_laws import cases, run_virtual
@@ -27,24 +27,24 @@ def test_a_reply_is_held_to_its_contract(step: ModuleType) -> None:
 
 
 def test_the_course_bound_is_the_steps_and_its_re_ask_the_librarys() -> None:
-    assert step26.RETRIES == laws.REASKS
-    assert step26.RETRY_CHARS == RETRY_CHARS  # the longest re-ask the library appends
+    assert step28.RETRIES == laws.REASKS
+    assert step28.RETRY_CHARS == RETRY_CHARS  # the longest re-ask the library appends
 
 
 def test_a_leaf_is_a_finding_and_past_the_bound_its_own_error() -> None:
     async def main() -> tuple[Any, Any]:
         agent = SimulatedAgent(0)
-        async with step26.open_worker(agent, virtual=True, max_workers=1) as worker:
+        async with step28.open_worker(agent, virtual=True, max_workers=1) as worker:
             found = await worker("acme pricing prose 2")
             with pytest.raises(InvalidReply) as caught:
                 await worker("acme news prose 3")
         return found, caught.value
 
     found, error = run_virtual(main)
-    assert found == step26.Finding(
+    assert found == step28.Finding(
         subtask="acme pricing prose 2", summary="findings on acme pricing prose 2", confidence=0.8
     )
-    assert error.replies == step26.RETRIES + 1
+    assert error.replies == step28.RETRIES + 1
     assert "the reply is not JSON" in error.problem
 
 
@@ -55,8 +55,8 @@ def test_the_worst_case_bounds_what_a_leaf_of_three_requests_spends() -> None:
     async def main() -> Trace:
         trace = Trace()
         agent = SimulatedAgent(0)
-        async with step26.open_worker(agent, virtual=True, max_workers=1) as worker:
-            await step26.supervise(
+        async with step28.open_worker(agent, virtual=True, max_workers=1) as worker:
+            await step28.supervise(
                 f"acme: {leaf.removeprefix('acme ')}",
                 worker,
                 max_workers=1,
@@ -72,7 +72,7 @@ def test_the_worst_case_bounds_what_a_leaf_of_three_requests_spends() -> None:
         assert (subtask, requests) == (leaf, 3)
         assert error is not None
         assert error.startswith("InvalidReply")
-    worst = step26.worst_case(leaf)
+    worst = step28.worst_case(leaf)
     spent = [span.usage for span in leaf_spans(trace) if span.usage is not None]
     assert len(spent) == len(found)
     for used in spent:
@@ -87,7 +87,7 @@ def leaves(run: dict[str, Any], company: int) -> list[dict[str, Any]]:
 
 
 def test_the_demos_ask_again_once_and_fail_past_the_bound() -> None:
-    typed, budgeted = run_json(26)
+    typed, budgeted = run_json(28)
     reviews = leaves(typed, 0)[1]  # acme reviews prose 1: asked twice, then ok
     assert reviews["spans"][-1]["status"] == Status.OK.value
     assert reviews["spans"][-1]["usage"]["calls"] == 2
@@ -101,9 +101,9 @@ def test_the_demos_ask_again_once_and_fail_past_the_bound() -> None:
     assert ended == [Status.OK.value, Status.OVER_BUDGET.value, Status.OVER_BUDGET.value]
 
 
-def test_step_26_keeps_step_25s_names_for_the_step_after() -> None:
-    from lessons import step25_hedging as step25
+def test_step_28_keeps_step_27s_names_for_the_step_after() -> None:
+    from lessons import step27_token_budget as step27
 
     for name in ("supervise", "open_worker", "check_task", "supervise_broken", "worst_case"):
-        assert callable(getattr(step26, name)), name
-    assert step26.REPLY_TOKENS == step25.REPLY_TOKENS
+        assert callable(getattr(step28, name)), name
+    assert step28.REPLY_TOKENS == step27.REPLY_TOKENS

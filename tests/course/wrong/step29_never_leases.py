@@ -1,18 +1,18 @@
-"""Step 27 (step27_many_supervisors), wrongly: ``lease`` is taken and never given to the
+"""Step 29 (step29_many_supervisors), wrongly: ``lease`` is taken and never given to the
 journal, which goes on as one supervisor's: every supervisor on the shared run runs every slot.
 
-A deliberately wrong solution, kept with the tests: ``python -m lessons check 27`` must fail
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 29`` must fail
 on it."""
 
 from __future__ import annotations
 
-from lessons import step26_typed_replies as step26
-from lessons.step26_typed_replies import check_task as check_task
-from lessons.step26_typed_replies import open_worker as open_worker
-from lessons.step26_typed_replies import supervise_broken as supervise_broken
+from lessons import step28_typed_replies as step28
+from lessons.step28_typed_replies import check_task as check_task
+from lessons.step28_typed_replies import open_worker as open_worker
+from lessons.step28_typed_replies import supervise_broken as supervise_broken
 from trio_supervisor import Answer, Journal, Strategy, Trace, Worker
 
-LEASE = 30.0  # step 27: seconds a supervisor holds a slot before another may take it over
+LEASE = 30.0  # step 29: seconds a supervisor holds a slot before another may take it over
 
 
 async def supervise(
@@ -45,7 +45,7 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     del lease  # taken, and never given to the journal
-    return await step26.supervise(
+    return await step28.supervise(
         task,
         worker,
         max_workers=max_workers,

@@ -1,4 +1,4 @@
-"""Step 27: several supervisors on one run. Supervisors that share a run_id and a journal call
+"""Step 29: several supervisors on one run. Supervisors that share a run_id and a journal call
 each leaf once between them, and take over a killed one's slots only once its lease ran out;
 the step before, given the same journal, runs every slot in every supervisor."""
 
@@ -25,7 +25,7 @@ def test_the_demo_shows_the_killed_supervisors_slots_taken_over_by_another() -> 
     """The runner's demo: the slots A had not finished when it was killed (at 1 s) are run to
     the end by another supervisor, only once A's lease (2 s, renewed every third) ran out."""
     out = io.StringIO()
-    assert main(["27", "--virtual"], console=Console(file=out, width=120, color_system=None)) == 0
+    assert main(["29", "--virtual"], console=Console(file=out, width=120, color_system=None)) == 0
     row = r"^\s+\d+\s+([ABC]) (.+?)\s+[·█]+\s+(\S) \w+ ([\d.]+)s"
     calls = re.findall(row, out.getvalue(), re.M)
     begun = {subtask for who, subtask, _, _ in calls if who == "A"}

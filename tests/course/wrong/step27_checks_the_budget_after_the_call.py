@@ -1,17 +1,17 @@
-"""Step 25 (step25_hedging), wrongly: ``budget_tokens`` is checked before each request and
+"""Step 27 (step27_token_budget), wrongly: ``budget_tokens`` is checked before each request and
 charged after it, with no reservation: every request that starts while the budget still looks
 unspent goes through, and the leaves running at once overshoot it by the width of the fan-out.
 
-A deliberately wrong solution, kept with the tests: ``python -m lessons check 25`` must fail
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 27`` must fail
 on it."""
 
 from __future__ import annotations
 
 from lessons.step19_llm_planner import open_planner
 from lessons.step21_escalation import Escalated, digest, subtasks_of, supervisor
-from lessons.step24_approval_gate import check_task as check_task
-from lessons.step24_approval_gate import open_worker as open_worker
-from lessons.step24_approval_gate import supervise_broken as supervise_broken
+from lessons.step26_first_k import check_task as check_task
+from lessons.step26_first_k import open_worker as open_worker
+from lessons.step26_first_k import supervise_broken as supervise_broken
 from trio_supervisor import (
     Aggregate,
     Answer,

@@ -1,26 +1,35 @@
-"""Step 27 (step27_many_supervisors), wrongly: each supervisor runs under a run id of its own
-(the shared one and a part of its own), so the journal leases each one's slots apart and no
-slot is shared: every supervisor runs every slot.
+"""Step 29: several supervisors on one run. Each slot is run by one of them, under a lease.
 
-A deliberately wrong solution, kept with the tests: ``python -m lessons check 27`` must fail
-on it."""
+What it adds: ``lease`` (seconds). A supervisor given a ``journal`` and a ``run_id`` that others
+share (replicas of a deploy, workers of a queue of runs, a resume started while the first process
+is only slow) claims each slot in the journal for ``lease`` seconds before its worker is called,
+renews the claim every third of it while the slot runs, and skips a slot another holds: it reads
+its result from the journal once its holder is done, or takes it over once the lease ran out (its
+holder was killed, or hung). So each slot's worker is called once across the supervisors, but for
+a killed one's slots, run again only after its lease ran out; each returns the answer one
+supervisor alone would. ``lease=None`` shares nothing, as the step before.
+
+What is still wrong: the supervisors share the run's slots, but each keeps its own limits:
+three supervisors of ``max_workers=4`` (or ``rate=10``) call one endpoint twelve at once (thirty
+a second). And the course's journal is a SQLite file, shared only on one machine.
+"""
 
 from __future__ import annotations
 
-import secrets
+from typing import Any
 
-from lessons import step26_typed_replies as step26
-from lessons.step26_typed_replies import check_task as check_task
-from lessons.step26_typed_replies import open_worker as open_worker
-from lessons.step26_typed_replies import supervise_broken as supervise_broken
+from lessons import step28_typed_replies as step28
+from lessons.step28_typed_replies import check_task as check_task
+from lessons.step28_typed_replies import open_worker as open_worker  # unchanged since step 28
+from lessons.step28_typed_replies import supervise_broken as supervise_broken
 from trio_supervisor import Answer, Journal, Strategy, Trace, Worker
 
-LEASE = 30.0  # step 27: seconds a supervisor holds a slot before another may take it over
+LEASE = 30.0  # step 29: seconds a supervisor holds a slot before another may take it over
 
 
 async def supervise(
     task: str,
-    worker: Worker[str, str],
+    worker: Worker[str, Any],
     *,
     max_workers: int,
     worker_timeout: float | None = None,
@@ -47,10 +56,9 @@ async def supervise(
     lease: float | None = LEASE,
     trace: Trace | None = None,
 ) -> Answer[str, str]:
-    if journal is not None:  # step 27: the supervisors on this run share its slots
+    if journal is not None:  # step 29: the supervisors on this run share its slots
         journal.lease = lease  # each slot this one runs is claimed for lease seconds first
-        run_id = None if run_id is None else f"{run_id}-{secrets.token_hex(4)}"  # its own
-    return await step26.supervise(
+    return await step28.supervise(
         task,
         worker,
         max_workers=max_workers,
