@@ -57,7 +57,7 @@ class Step:
     hook: frozenset[str] | None = None
     check_task: str | None = None  # a function of the module that refuses a malformed task
     typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
-    # answered in prose its first k times by the loopback server, then asked again (step 28)
+    # answered in prose its first k times by the loopback server, then asked again (step 29)
 
     @property
     def streams(self) -> bool:
@@ -104,11 +104,11 @@ _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "s
 _LIBRARY_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}  # Part II's
 _LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 # Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default; its
-# ``open_worker`` (kept to step 21) also takes how the loopback server serves (``serving``)
+# ``open_worker`` (kept to step 22) also takes how the loopback server serves (``serving``)
 _HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
 _HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
 _HTTP_HOOK = _HTTP | {"serving"}
-# Part II from step 17: rounds over step 16's HTTP sub-agents, its knobs kept
+# Part II from step 18: rounds over step 17's HTTP sub-agents, its knobs kept
 _KNOBS = {
     "max_workers": REQUIRED,
     "worker_timeout": NO_LIMIT,
@@ -217,15 +217,23 @@ STEPS: dict[int, Step] = {
         ),
         Step(
             16,
-            "step16_rate_and_adaptive",
-            "a rate and adaptive concurrency",
-            options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
+            "step16_rate",
+            "a rate limit",
+            options={**_HTTP_KNOBS, "rate": None},
             synthesizes=True,
             hook=_HTTP_HOOK,
         ),
         Step(
             17,
-            "step17_rounds",
+            "step17_adaptive",
+            "adaptive concurrency",
+            options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
+            synthesizes=True,
+            hook=_HTTP_HOOK,
+        ),
+        Step(
+            18,
+            "step18_rounds",
             "re-planning rounds",
             options=_ROUNDS,
             replans=True,
@@ -233,8 +241,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            18,
-            "step18_budgets",
+            19,
+            "step19_budgets",
             "budgets, stalls and resets",
             options=_BUDGETS,
             replans=True,
@@ -242,8 +250,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            19,
-            "step19_llm_planner",
+            20,
+            "step20_llm_planner",
             "an LLM planner",
             options=_PLANNED,
             replans=True,
@@ -251,8 +259,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            20,
-            "step20_trees",
+            21,
+            "step21_trees",
             "a tree of supervisors",
             options=_PLANNED,
             replans=True,
@@ -261,8 +269,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            21,
-            "step21_escalation",
+            22,
+            "step22_escalation",
             "escalation and restart strategies",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
@@ -271,8 +279,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            22,
-            "step22_processes",
+            23,
+            "step23_processes",
             "crashes a process contains",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
@@ -281,8 +289,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            23,
-            "step23_durable_runs",
+            24,
+            "step24_durable_runs",
             "durable runs",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -291,8 +299,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            24,
-            "step24_approval_gate",
+            25,
+            "step25_approval_gate",
             "an approval gate",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -301,8 +309,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            25,
-            "step25_hedging",
+            26,
+            "step26_hedging",
             "hedged requests",
             options={
                 **_PLANNED,
@@ -317,8 +325,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            26,
-            "step26_first_k",
+            27,
+            "step27_first_k",
             "the first k of n",
             options={
                 **_PLANNED,
@@ -334,8 +342,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            27,
-            "step27_token_budget",
+            28,
+            "step28_token_budget",
             "a token budget",
             options={
                 **_PLANNED,
@@ -352,8 +360,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            28,
-            "step28_typed_replies",
+            29,
+            "step29_typed_replies",
             "typed replies",
             options={
                 **_PLANNED,
@@ -371,8 +379,8 @@ STEPS: dict[int, Step] = {
             typed=True,
         ),
         Step(
-            29,
-            "step29_many_supervisors",
+            30,
+            "step30_many_supervisors",
             "several supervisors on one run",
             options={
                 **_PLANNED,

@@ -259,7 +259,7 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
     chosen = []
     # the library's stream hands each result over once, so it cannot restart (step 14 refuses
     # an intensity there, as Supervisor.stream does): only a hand-written stream gives up; a
-    # re-planning run reroutes a failed subtask instead (steps 17 on; 21 shows escalation)
+    # re-planning run reroutes a failed subtask instead (steps 18 on; 21 shows escalation)
     gives_up_here = not (record.streams and part_two(name)) and not record.replans
     if record.takes("deadline") and not record.replans and not record.streams:
         late = Demo(
@@ -299,7 +299,8 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             options={"window": WINDOW},
         )
         chosen.append(Scenario("lazy", pulled.title, pulled, TROUBLE_WORKERS))
-    # a re-planning run adds follow-ups and reroutes to the slots: these are step 16's ideas
+    # a re-planning run adds follow-ups and reroutes to the slots; rate and adaptive are the
+    # ideas of steps 16 and 17
     if record.takes("rate") and not record.replans:  # a token bucket spacing the attempts out
         spaced = Demo(
             f"rate={RATE:g} a second, {_plural(WORKERS[-1], 'worker')}: each call waits its turn",
