@@ -653,7 +653,7 @@ def journal_problem(record: Step, demo: Demo, args: argparse.Namespace) -> str |
 
 
 def run_id_of(record: Step, demo: Demo, args: argparse.Namespace) -> str:
-    """A demo's own run id: its step's number and its place among the step's demos, ``23.1``."""
+    """A demo's own run id: its step's number and its place among the step's demos, ``24.1``."""
     from lessons._course.demos import demos
 
     chosen = demos(args, record.number)

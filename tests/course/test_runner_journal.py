@@ -40,7 +40,7 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 def test_a_run_journaled_in_a_file_is_resumed_from_it_whole(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     (first,) = run_json("24", "--task", TASK, "--journal", str(path))
-    assert first["run_id"] == "23.1"
+    assert first["run_id"] == "24.1"
     assert first["killed_at"] == 1.0  # the demo's kill, then its resume
     (again,) = run_json("24", "--task", TASK, "--journal", str(path), "--resume")
     assert again["killed_at"] is None  # a resume is not killed
@@ -82,9 +82,9 @@ def test_an_unknown_run_a_known_run_and_another_task_are_refused(
     unknown = refused(
         ["24", "--task", TASK, "--journal", path, "--run-id", "x", "--resume"], capsys
     )
-    assert unknown.endswith("--resume: run 'x' is not in " + path + " (its runs: 23.1)")
+    assert unknown.endswith("--resume: run 'x' is not in " + path + " (its runs: 24.1)")
     again = refused(["24", "--task", TASK, "--journal", path], capsys)
-    assert "run '23.1' is in " + path + " already: give --resume to resume it" in again
+    assert "run '24.1' is in " + path + " already: give --resume to resume it" in again
     other = refused(["24", "--task", "globex", "--journal", path, "--resume"], capsys)
     assert "was journaled for the task 'acme: pricing, reviews', not 'globex'" in other
 

@@ -89,10 +89,10 @@ def test_each_demo_run_keeps_the_replies_its_rounds_came_from() -> None:
 
 def test_step_20s_demo_prints_the_json_its_model_replied_and_step_18s_does_not() -> None:
     printed = {}
-    for number in (17, 19):
+    for number in (18, 20):
         out = io.StringIO()
         main([str(number), "--virtual"], console=Console(file=out, width=200))
         printed[number] = out.getvalue()
-    assert "what the chat model replied" in printed[19]
-    assert '{"done": true, "note": "every subtask has a result"' in printed[19]
-    assert "what the chat model replied" not in printed[17]
+    assert "what the chat model replied" in printed[20]
+    assert '{"done": true, "note": "every subtask has a result"' in printed[20]
+    assert "what the chat model replied" not in printed[18]
