@@ -1,17 +1,15 @@
-"""Step 22: escalation and restart strategies. A child that gives up fails its parent's slot.
+"""Step 22: escalation. A child that gives up fails its parent's slot.
 
 What it adds: a child supervisor that gives up (past its restart intensity, ``intensity=(R,
 T)``), or that found nothing at all, does not answer its parent: it raises ``Escalated`` with its
 reason, and its parent's slot fails with it, as an OTP supervisor that passes its restart
 intensity terminates and leaves its own supervisor to decide. Here the parent is a re-planning
 supervisor, so the ledger keeps the failure, the planner may reroute it, and the answer is
-degraded if nothing settles it. ``strategy`` says which of a child's leaves a restart takes:
-``one_for_one`` the failed leaf alone, ``rest_for_one`` it and every leaf after it (which may
-depend on it), ``one_for_all`` every leaf.
+degraded if nothing settles it.
 
-What is still wrong: every fault contained here is a Python exception. A leaf whose body
-crashes its process (``os._exit``, a segfault in a C extension, the out-of-memory killer) takes
-every sibling, every parent and the caller down with it.
+What is still wrong: a restart takes the failed leaf alone, whatever its siblings made of it. A
+leaf that read what a sibling wrote before that sibling failed keeps a stale note, and a company
+whose leaves only make sense together cannot say so: step 23 names which leaves a restart takes.
 """
 
 from __future__ import annotations
@@ -27,8 +25,6 @@ from trio_supervisor import (
     Answer,
     Capacity,
     ReplanLimits,
-    Restarts,
-    Strategy,
     Trace,
     Worker,
 )
@@ -71,14 +67,10 @@ async def supervise(
     planner: str = "scripted",
     endpoint: str | None = None,
     model: str | None = None,
-    strategy: Strategy = "one_for_one",
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
-    restarts, within = (None, None) if intensity is None else intensity
-    # step 22: at most R restarts in T s, and which leaves each restart takes
-    bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
 
     async def research(company: str) -> str:
         child = supervisor(  # a child supervisor, as the chain builds one
@@ -86,12 +78,12 @@ async def supervise(
             max_workers=max_workers,
             worker_timeout=worker_timeout,
             attempts=attempts,
+            intensity=intensity,  # at most R restarts in T s, then the child gives up
             backoff=backoff,
             seed=seed,
             rate=rate,
             adaptive=adaptive,
             meters=[leaves],  # a leaf holds a place while it works
-            restarts=bound,  # step 22: the child's own intensity and strategy
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
         aggregate = await child.run(subtasks_of(company), trace=nested)

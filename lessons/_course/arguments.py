@@ -60,7 +60,7 @@ ample for any demo, and short enough that a run on virtual time ends in seconds.
 COUNT = 1000
 """The most of anything counted: calls, rounds, subtasks, restarts, results."""
 WORKERS = 100
-"""The most ``--workers``: from step 23 on, each is a process started before the run."""
+"""The most ``--workers``: from step 24 on, each is a process started before the run."""
 ATTEMPTS = 100
 """The most ``--attempts``: a slot that always fails is called this often, with backoff."""
 TOKENS = 10**9
@@ -249,7 +249,7 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         action="append",
         metavar="I",
-        help="slot I's worker kills its process (23) (repeatable)",
+        help="slot I's worker kills its process (24) (repeatable)",
     )
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (7-)")
@@ -290,27 +290,27 @@ def parser() -> argparse.ArgumentParser:
         "--planner", choices=("scripted", "llm"), help="who decides each round's batch (20-)"
     )
     p.add_argument(
-        "--journal", type=Path, metavar="FILE", help="journal the runs in FILE, SQLite (24-)"
+        "--journal", type=Path, metavar="FILE", help="journal the runs in FILE, SQLite (25-)"
     )
-    p.add_argument("--run-id", metavar="ID", help="the run's name in --journal (24-)")
+    p.add_argument("--run-id", metavar="ID", help="the run's name in --journal (25-)")
     p.add_argument(
-        "--resume", action="store_true", help="resume --run-id from --journal, no kill (24-)"
+        "--resume", action="store_true", help="resume --run-id from --journal, no kill (25-)"
     )
     p.add_argument(
-        "--hedge", type=_hedge, metavar="S|pNN", help="a second request after S or pNN (26-)"
+        "--hedge", type=_hedge, metavar="S|pNN", help="a second request after S or pNN (27-)"
     )
-    p.add_argument("--need", type=_positive, metavar="K", help="a company's first K leaves (27-)")
+    p.add_argument("--need", type=_positive, metavar="K", help="a company's first K leaves (28-)")
     p.add_argument(
         "--budget-tokens",
         type=_integers(1, TOKENS),
         metavar="N",
-        help="tokens the leaves may spend, reserved before each request (28-)",
+        help="tokens the leaves may spend, reserved before each request (29-)",
     )
     p.add_argument(
         "--lease",
         type=_seconds,
         metavar="S",
-        help="seconds a supervisor holds a slot before another may take it over (30-)",
+        help="seconds a supervisor holds a slot before another may take it over (31-)",
     )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")

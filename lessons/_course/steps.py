@@ -57,7 +57,7 @@ class Step:
     hook: frozenset[str] | None = None
     check_task: str | None = None  # a function of the module that refuses a malformed task
     typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
-    # answered in prose its first k times by the loopback server, then asked again (step 29)
+    # answered in prose its first k times by the loopback server, then asked again (step 30)
 
     @property
     def streams(self) -> bool:
@@ -104,7 +104,7 @@ _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "s
 _LIBRARY_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}  # Part II's
 _LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 # Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default; its
-# ``open_worker`` (kept to step 22) also takes how the loopback server serves (``serving``)
+# ``open_worker`` (kept to step 23) also takes how the loopback server serves (``serving``)
 _HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
 _HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
 _HTTP_HOOK = _HTTP | {"serving"}
@@ -271,8 +271,8 @@ STEPS: dict[int, Step] = {
         Step(
             22,
             "step22_escalation",
-            "escalation and restart strategies",
-            options={**_PLANNED, "strategy": "one_for_one"},
+            "escalation",
+            options=_PLANNED,
             replans=True,
             records_trace=True,
             hook=_HTTP_HOOK,
@@ -280,7 +280,17 @@ STEPS: dict[int, Step] = {
         ),
         Step(
             23,
-            "step23_processes",
+            "step23_strategies",
+            "restart strategies",
+            options={**_PLANNED, "strategy": "one_for_one"},
+            replans=True,
+            records_trace=True,
+            hook=_HTTP_HOOK,
+            check_task="check_task",
+        ),
+        Step(
+            24,
+            "step24_processes",
             "crashes a process contains",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
@@ -289,8 +299,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            24,
-            "step24_durable_runs",
+            25,
+            "step25_durable_runs",
             "durable runs",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -299,8 +309,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            25,
-            "step25_approval_gate",
+            26,
+            "step26_approval_gate",
             "an approval gate",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -309,8 +319,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            26,
-            "step26_hedging",
+            27,
+            "step27_hedging",
             "hedged requests",
             options={
                 **_PLANNED,
@@ -325,8 +335,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            27,
-            "step27_first_k",
+            28,
+            "step28_first_k",
             "the first k of n",
             options={
                 **_PLANNED,
@@ -342,8 +352,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            28,
-            "step28_token_budget",
+            29,
+            "step29_token_budget",
             "a token budget",
             options={
                 **_PLANNED,
@@ -360,8 +370,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            29,
-            "step29_typed_replies",
+            30,
+            "step30_typed_replies",
             "typed replies",
             options={
                 **_PLANNED,
@@ -379,8 +389,8 @@ STEPS: dict[int, Step] = {
             typed=True,
         ),
         Step(
-            30,
-            "step30_many_supervisors",
+            31,
+            "step31_many_supervisors",
             "several supervisors on one run",
             options={
                 **_PLANNED,

@@ -140,6 +140,7 @@ OWN = (
     "budgets",
     "llm",
     "tree",
+    "strategy",
     "crashes",
     "killed",
     "hedged",
@@ -172,6 +173,7 @@ def offered(name: str) -> list[str]:
         "budgets": flat and record.takes("max_subtasks"),
         "llm": flat and record.takes("planner"),
         "tree": record.records_trace and record.check_task is not None,
+        "strategy": record.takes("strategy"),
         "crashes": record.takes_crash,
         "killed": record.journals,
         "hedged": record.takes("hedge"),
@@ -477,7 +479,9 @@ def test_a_hang_never_returns_without_a_timeout_and_times_out_with_one(
         statuses = [result["status"] for result in run["aggregate"]["results"]]
         if "child" in hung:  # a tree: the leaf timed out
             assert hung["child"]["slots"][0]["spans"][-1]["status"] == "timed out"
-            if step(name).takes("strategy"):  # escalation (22 on): its company's slot fails
+            # escalation (step 22, whose module defines Escalated, and every step with a
+            # strategy after it): its company's slot fails
+            if hasattr(step(name).load(), "Escalated") or step(name).takes("strategy"):
                 assert statuses[dispatch.HANGING] == "failed"
                 assert statuses.count("ok") == len(statuses) - 1
             else:  # step 21's flaw: the child hands its missing leaf up as an answer
@@ -766,15 +770,15 @@ def test_the_player_starts_with_a_scenario_of_the_steps_own_idea(
     name: str, recorded: dict[str, dict[str, Any]]
 ) -> None:
     """A scenario that sets an option the step adds wherever one does (step 8's retried slot,
-    step 26's hedge), else one the step before does not offer: every page opened on "slot 1
-    fails, 2 workers" before, so step 8 played it with one attempt and step 26 without a hedge."""
+    step 27's hedge), else one the step before does not offer: every page opened on "slot 1
+    fails, 2 workers" before, so step 8 played it with one attempt and step 27 without a hedge."""
     data = recorded[name]
     assert data["default"] == dispatch.default(name)
     assert dispatch.unset_idea(name, data) == []
 
 
 @pytest.mark.parametrize(
-    "name", ["step08_retries", "step26_hedging", "step27_first_k", "step28_token_budget"]
+    "name", ["step08_retries", "step27_hedging", "step28_first_k", "step29_token_budget"]
 )
 def test_a_player_opening_on_a_run_without_its_idea_is_told(
     name: str, recorded: dict[str, dict[str, Any]]
@@ -795,9 +799,10 @@ def test_each_page_opens_on_the_scenario_of_its_own_idea() -> None:
     assert opens["step18_rounds"] == "rounds"
     assert opens["step19_budgets"] == "budgets"
     assert opens["step20_llm_planner"] == "llm"
-    assert opens["step26_hedging"] == "hedged"
-    assert opens["step27_first_k"] == "first-k"
-    assert opens["step28_token_budget"] == "token-budget"
+    assert opens["step23_strategies"] == "strategy"
+    assert opens["step27_hedging"] == "hedged"
+    assert opens["step28_first_k"] == "first-k"
+    assert opens["step29_token_budget"] == "token-budget"
 
 
 def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:

@@ -36,7 +36,7 @@ def test_an_opening_pair_draws_a_second_as_wide_in_both() -> None:
     assert scales[0] == pytest.approx(scales[1])
 
 
-@pytest.mark.parametrize("name", ["step21_trees", "step22_escalation", "step26_hedging"])
+@pytest.mark.parametrize("name", ["step21_trees", "step22_escalation", "step27_hedging"])
 def test_a_tree_fits_the_column(name: str) -> None:
     drawn = tree.tree_fragment(name)
     assert float(WIDTH.search(drawn).group(1)) <= tree.COLUMN  # type: ignore[union-attr]
@@ -44,7 +44,7 @@ def test_a_tree_fits_the_column(name: str) -> None:
     assert re.search(r'class="ts-bold"[^>]*><title>acme: [^<]+</title>acme<', drawn)
 
 
-@pytest.mark.parametrize("name", ["step25_approval_gate", "step26_hedging"])
+@pytest.mark.parametrize("name", ["step26_approval_gate", "step27_hedging"])
 def test_a_step_pages_timelines_fit_the_column(name: str) -> None:
     drawn = pages.pictures(name)
     widths = [float(found) for picture in drawn for found in WIDTH.findall(picture.svg)]

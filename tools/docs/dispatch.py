@@ -20,17 +20,17 @@ what its record says: ``deadline`` a hung slot the run answers without, ``intens
 gives up past its restart intensity, a stream a caller that leaves early (step 10 shows its workers
 run on, step 11 on cancels them), ``window`` a window filling behind a slow slot, ``rate`` attempts
 spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes (one
-that refuses beyond, one that queues),
-a flat re-planning step's ``max_rounds`` a second round that follows a finding up and reroutes a
-failure, its ``max_subtasks`` that round cut at the budget, its ``planner`` a chat model that
-decides each round (the loopback server playing it), a lazy input a feed pulled only as the
-window has room, a tree (a step that records its own trace and checks its task's form) two
-companies with a child supervisor each, a step whose workers run in processes one that dies,
-a step that journals its runs a supervisor killed part way and resumed (its player shows the
-resume, the slots that came from the journal drawn as such), ``hedge`` a straggling request
-answered by its hedge, ``need`` a company that keeps its first k leaves, ``budget_tokens`` the
-leaves a token budget cannot afford, and a step whose replies are typed
-leaves answered in prose, asked again and, past the bound, failed.
+that refuses beyond, one that queues), a flat re-planning step's ``max_rounds`` a second round that
+follows a finding up and reroutes a failure, its ``max_subtasks`` that round cut at the budget, its
+``planner`` a chat model that decides each round (the loopback server playing it), a lazy input a
+feed pulled only as the window has room, a tree (a step that records its own trace and checks its
+task's form) two companies with a child supervisor each, a ``strategy`` a failed leaf that restarts
+the leaves after it, a step whose workers run in processes one that dies, a step that journals its
+runs a supervisor killed part way and resumed (its player shows the resume, the slots that came
+from the journal drawn as such), ``hedge`` a straggling request answered by its hedge, ``need`` a
+company that keeps its first k leaves, ``budget_tokens`` the leaves a token budget cannot afford,
+and a step whose replies are typed leaves answered in prose, asked again and, past the bound,
+failed.
 
 A page's player starts with the scenario of its step's own idea (`default`): one that sets an
 option the step adds, else one the step before does not offer, else one whose run returns
@@ -245,6 +245,7 @@ SUBTASKS = 6  # subtasks dispatched at most, in the budget scenario: round 2 ask
 HEDGE_AFTER = 1.5  # seconds a leaf runs before its hedge starts
 STRAGGLING = "acme: pricing, reviews; globex: pricing, reviews"
 STRAGGLER = "globex reviews"  # its first request takes 12 seconds, its hedge does not
+DEPENDING = "acme: pricing; globex: filings failing, numbers, summary"  # each reads the last
 NEED = 2  # leaves a company keeps, in the scenario of a step that takes need
 THREE_SOURCES = "acme: pricing, reviews, news"
 SOURCE_STRAGGLER = "acme news"  # its request takes 12 seconds: the first two leave it out
@@ -366,6 +367,11 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         leaves = f", {_plural(WORKERS[-1], 'worker')}" if crowd else ""
         tree = Demo(f"two companies, a child supervisor each{leaves}; a leaf fails", TREE)
         chosen.append(Scenario("tree", tree.title, tree, WORKERS[-1]))
+    if record.takes("strategy"):  # a failed leaf restarts the leaves after it, which read it
+        leaves = f", {_plural(WORKERS[-1], 'worker')}" if crowd else ""
+        title = f"globex's filings fail{leaves}, strategy=rest_for_one: the leaves after restart"
+        restarted = Demo(title, DEPENDING, options={"attempts": 2, "strategy": "rest_for_one"})
+        chosen.append(Scenario("strategy", restarted.title, restarted, WORKERS[-1]))
     if record.takes_crash:  # a worker process to end
         title = f"slot {FAILING}'s process dies{crowd}"
         crashes = Demo(title, FIVE, crash=frozenset({FAILING}), slow=LATENCIES)
