@@ -937,13 +937,13 @@ def wider_than_the_column(page: Page) -> list[str]:
 
 
 def scrolls_without_a_hint(page: Page) -> list[str]:
-    """Each picture box (a timeline, a tree, the player, a diagram) that scrolls sideways at
-    this width with nothing that says so: no shadow on its edges (``extra.css``), so a reader
-    sees a picture cut at the screen's edge and no sign there is more."""
+    """Each picture box (a timeline, a tree, the player, a diagram, the laws grid) that scrolls
+    sideways at this width with nothing that says so: no shadow on its edges (``extra.css``), so
+    a reader sees a picture cut at the screen's edge and no sign there is more."""
     found: list[str] = page.evaluate(
         """() => [...document.querySelectorAll(
                 ".md-content figure.timeline, .md-content figure.ts-tree-figure, "
-                + ".md-content .dispatch-player, .md-content .mermaid")]
+                + ".md-content .dispatch-player, .md-content .mermaid, .md-content .law-grid")]
             .filter((box) => box.scrollWidth > box.clientWidth + 1
                 && !getComputedStyle(box).backgroundImage.includes("gradient"))
             .map((box) => `${box.tagName.toLowerCase()}.${
@@ -955,7 +955,7 @@ def scrolls_without_a_hint(page: Page) -> list[str]:
 
 def same_opening_pictures(page: Page) -> bool:
     """Whether a step page's two opening pictures (the step before, this step) draw the same
-    rows and say the same under them (a chat model's replies, step 19's): a before and after
+    rows and say the same under them (a chat model's replies, step 20's): a before and after
     that show no difference show nothing of the step's idea."""
     same: bool = page.evaluate(
         """() => {

@@ -27,15 +27,15 @@ class Demo:
     flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
     slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
     outputs: Mapping[int, str] = field(default_factory=dict, hash=False)  # slot -> its answer
-    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (22)
+    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (24)
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     take: int | None = None  # a streaming step's caller leaves after this many results
     raises: int | None = None  # a streaming step's caller raises after this many results
     endless: bool = False  # a lazy step's input never ends: the plan over and over, numbered
     against: int | None = None  # the step before, whose flaw this demo shows: the docs run both
-    killed_at: float | None = None  # the supervisor is killed then, and resumed (23): seconds
-    answers: str | None = None  # "approve" or "reject": its questions answered, resumed (24)
-    supervisors: int = 1  # supervisors sharing the run, the first killed at killed_at (27)
+    killed_at: float | None = None  # the supervisor is killed then, and resumed (25): seconds
+    answers: str | None = None  # "approve" or "reject": its questions answered, resumed (26)
+    supervisors: int = 1  # supervisors sharing the run, the first killed at killed_at (31)
     # a leaf (by its text: a tree's leaves are no slots of the plan) -> its first call's latency
     straggle: Mapping[str, float] = field(default_factory=dict, hash=False)
     # how the loopback server works through the requests (see `Serving`); None: the step's own
@@ -72,7 +72,7 @@ FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
 STALL = "competitor pricing; supplier risk; inventory"  # supplier risk has no other source
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
 REFUNDS = "acme: pricing, refund $500 to order 1234; globex: refund $40 to order 77"
-TYPED = "acme: pricing, reviews prose 1; globex: pricing, news prose 3"  # prose k times (26)
+TYPED = "acme: pricing, reviews prose 1; globex: pricing, news prose 3"  # prose k times (30)
 STEP_13 = (  # step 13's demos, which step 14 runs too
     Demo(
         "a lazy feed of the same reviews: each pulled only when the window has room",
@@ -239,26 +239,29 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     ),
     16: (  # the same server, which takes two at once, on 4 workers
         Demo(
-            "a dozen on 4 workers, adaptive: the first 429s cut it to 2, and the 429s all but end",
-            LARGE.task,
-            options={"adaptive": True, "backoff": (1.0, 2.0)},  # no two retries tie
-            against=15,  # step 15 on the same dozen: 429s all the way
-        ),
-        Demo(
             "a dozen at 2 requests a second: a token bucket spaces them, no 429 at all",
             LARGE.task,
             options={"rate": 2.0},
+            against=15,  # step 15 on the same dozen: four at once, 429s all the way
+        ),
+    ),
+    17: (  # the same server, which takes two at once, on 4 workers
+        Demo(
+            "a dozen on 4 workers, adaptive: the first 429s cut it to 2, and the 429s all but end",
+            LARGE.task,
+            options={"adaptive": True, "backoff": (1.0, 2.0)},  # no two retries tie
+            against=16,  # step 16 on the same dozen, no rate given: 429s all the way
         ),
         Demo(
-            "20 reviews through a server that answers one at a time: step 15's 4 workers keep 3 "
+            "20 reviews through a server that answers one at a time: step 16's 4 workers keep 3 "
             "ahead of each, adaptive 1 after its first round",
             FEED,
             options={"adaptive": True},
-            against=15,  # step 15 on the same server: every request waits behind the other 3
+            against=16,  # step 16 on the same server: every request waits behind the other 3
             serving=Serving("sequential"),
         ),
     ),
-    17: (  # the planner's rules: step 17's RULES (a competitor named, the reviews rerouted)
+    18: (  # the planner's rules: step 18's RULES (a competitor named, the reviews rerouted)
         Demo(
             "research this company, re-planned from what comes back",
             RESEARCH.task,
@@ -271,7 +274,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"max_rounds": 1},
         ),
     ),
-    18: (
+    19: (
         Demo(
             "a round brings nothing new: a stall, then a fresh plan that finds what was missing",
             STALL,
@@ -285,7 +288,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"deadline": 3.0},
         ),
     ),
-    19: (
+    20: (
         Demo(
             "research this company, each round decided by a chat model",
             RESEARCH.task,
@@ -299,7 +302,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"planner": "llm", "max_stalls": 0},
         ),
     ),
-    20: (  # at most --workers leaves in all: a tie for a place would go to either tree
+    21: (  # at most --workers leaves in all: a tie for a place would go to either tree
         Demo(
             "two companies, one child supervisor each, in rounds; a leaf fails, its company is "
             "degraded",
@@ -311,20 +314,23 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"intensity": (3, 10.0)},
         ),
     ),
-    21: (
+    22: (
         Demo(
             "a child past 3 restarts in 10s gives up: it fails its parent's slot, which is rerouted"
             " in the next round",
             TREE,
             options={"intensity": (3, 10.0)},
         ),
+    ),
+    23: (  # the step before runs it too: a failed leaf restarts alone, its readers keep going
         Demo(
             "rest_for_one: a failed leaf restarts the leaves after it, which depend on it",
             "acme: pricing; globex: filings failing, numbers, summary",
             options={"attempts": 2, "strategy": "rest_for_one"},
+            against=22,
         ),
     ),
-    22: (
+    24: (
         Demo(
             "a leaf's process dies, another leaf fails: each fails its own slot alone",
             "acme: competitor pricing, reviews crashing; globex: pricing, reviews failing",
@@ -335,7 +341,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"intensity": (3, 10.0)},
         ),
     ),
-    23: (  # on real time a child Python killed with SIGKILL; on virtual time a simulated kill
+    25: (  # on real time a child Python killed with SIGKILL; on virtual time a simulated kill
         Demo(
             "the supervisor is killed part way, then resumed: what it had finished comes back "
             "from the journal",
@@ -349,14 +355,22 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             killed_at=2.0,
         ),
     ),
-    25: (  # the step before runs each too: the straggler holds its answer, all three run
+    27: (  # the step before runs it too: the straggler holds its answer
         Demo(
             "a straggling request is hedged: its second request answers while the first still "
             "waits, and the first is cancelled",
             TREE.replace(" failing", ""),
             straggle={"globex reviews": 12.0},
             options={"hedge": 1.5},
-            against=24,
+            against=26,
+        ),
+    ),
+    28: (  # the second's step before runs it too: the company waits for its third leaf
+        Demo(  # first: need=1 fits any task given with --task, whose companies have a leaf at least
+            "the first of two: the company answers with its quickest leaf and cancels the other",
+            "acme: pricing, reviews",  # two requests: as many as the loopback server takes
+            straggle={"acme reviews": 12.0},
+            options={"need": 1},
         ),
         Demo(
             "the first two of three: a company keeps the first two leaves that answer and "
@@ -364,24 +378,39 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             "acme: pricing, reviews, news",
             straggle={"acme news": 12.0},
             options={"need": 2},
-            against=24,
+            against=27,
         ),
     ),
-    26: (  # the step before runs each too: it asks for text, and takes the prose as it is
+    29: (  # the second's step before runs it too: every leaf sends its request, whatever it costs
+        Demo(  # first: its options fit any task given with --task, on any workers
+            "a budget of 400 tokens: each request's worst case reserved before it is sent, what "
+            "it used settled after; no request waits for what is left",
+            "acme: pricing, reviews",  # two requests: as many as the loopback server takes
+            options={"budget_tokens": 400},
+        ),
+        Demo(  # one worker: leaves waiting together for what is left would take it in any order
+            "a budget of 90 tokens, one worker: each request's worst case reserved before it is "
+            "sent; the leaves it can no longer afford end over budget, sending nothing",
+            "acme: pricing, reviews, news; globex: pricing, reviews",
+            options={"budget_tokens": 90, "max_workers": 1},
+            against=28,
+        ),
+    ),
+    30: (  # the step before runs each too: it asks for text, and takes the prose as it is
         Demo(
             "prose once is asked again and answers a Finding; prose three times fails, "
             "InvalidReply",
             TYPED,
-            against=25,
+            against=29,
         ),
         Demo(  # a leaf reserves 2,214 to 2,238 tokens: three requests, re-asks included
             "a budget of 2,220 tokens pays for one leaf's three requests: the others send nothing",
             "acme: pricing, reviews prose 1, news prose 3",
             options={"budget_tokens": 2220},
-            against=25,
+            against=29,
         ),
     ),
-    27: (  # on real time three child Pythons, the first killed with SIGKILL; else simulated
+    31: (  # on real time three child Pythons, the first killed with SIGKILL; else simulated
         Demo(
             "three supervisors share one run: each slot runs once; the first is killed part "
             "way, and its slots are taken over once its lease ran out",
@@ -391,7 +420,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"lease": 2.0},
         ),
     ),
-    24: (  # the answer given in this process, as `python -m lessons approve` gives it
+    26: (  # the answer given in this process, as `python -m lessons approve` gives it
         Demo(
             "a refund over $100 waits for a yes; a second command approves it; the resume "
             "finishes it",

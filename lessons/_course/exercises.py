@@ -234,7 +234,7 @@ def _statements(tree: ast.Module) -> list[list[ast.stmt]]:
 
 def _wraps(node: ast.stmt, module: ModuleType) -> bool:
     """Whether ``node``, a definition in ``module``, calls the one of the same name in another
-    module (``step21.open_worker`` in step 22's ``open_worker``): a definition that wraps the
+    module (``step23.open_worker`` in step 24's ``open_worker``): a definition that wraps the
     step before's, as an idea does that adds to it."""
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return False
@@ -426,7 +426,7 @@ def _shown(path: Path, home: Path | None = None) -> str:
 def load(path: Path, number: int) -> ModuleType:
     """Import the file at ``path`` as a module of its own (not one of the course's steps),
     known by its name in ``sys.modules``, so that what it defines imports back (a journal
-    restores a pydantic model, a step 26 ``Finding``, by its class's import path)."""
+    restores a pydantic model, a step 30 ``Finding``, by its class's import path)."""
     spec = importlib.util.spec_from_file_location(f"exercise_step{number:02}", path)
     assert spec is not None
     assert spec.loader is not None

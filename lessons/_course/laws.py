@@ -435,7 +435,7 @@ def _max_workers_refused(step: Subject, seen: Seen) -> None:
 
 MAX_WORKERS_REFUSED = Law(
     "max_workers below 1 is refused with a ValueError before any worker is called",
-    (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19),
+    (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20),
     _max_workers_refused,
 )
 
@@ -617,7 +617,7 @@ def _each_call_is_timed_on_its_own(step: Subject, seen: Seen) -> None:
 
 EACH_CALL_IS_TIMED_ON_ITS_OWN = Law(
     "worker_timeout cuts each call exactly that long after its own start, and no other call",
-    (6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
+    (6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17),
     _each_call_is_timed_on_its_own,
 )
 
@@ -1555,7 +1555,7 @@ def _a_retry_waits_out_its_retry_after(
 
 A_RETRY_WAITS_OUT_ITS_RETRY_AFTER = Law(
     "a retry never starts sooner than the Retry-After its 429 asked for",
-    (14, 15, 16),
+    (14, 15, 16, 17),
     _a_retry_waits_out_its_retry_after,
     {
         "waits": st.lists(st.integers(1, 96).map(lambda k: k / 32), min_size=1, max_size=8),
@@ -1613,7 +1613,7 @@ def _only_transient_failures_are_retried(
 
 ONLY_TRANSIENT_FAILURES_ARE_RETRIED = Law(
     "only what may pass is retried: a 429, a 5xx or a timeout, never a 401",
-    (15, 16),
+    (15, 16, 17),
     _only_transient_failures_are_retried,
     {
         "kinds": st.lists(
@@ -1669,7 +1669,7 @@ def _through_a_server_each_subtask_is_answered_once(
 THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE = Law(
     "through a server over its limit, every subtask is answered once, in plan order, no "
     "Retry-After undercut",
-    (15, 16),
+    (15, 16, 17),
     _through_a_server_each_subtask_is_answered_once,
     {
         "size": st.integers(1, 8),
@@ -1706,7 +1706,7 @@ def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: floa
 
 ATTEMPTS_START_AT_THE_RATE = Law(
     "with a rate of r a second, the k-th attempt starts no sooner than k/r after the first",
-    (16,),
+    (16, 17),
     _attempts_start_at_the_rate,
     {"size": st.integers(2, 8), "rate": st.sampled_from([0.5, 1.5, 2.5, 10.0])},
     settings(max_examples=20, deadline=None),
@@ -1755,7 +1755,7 @@ def _adaptive_ends_the_429s(step: Subject, seen: Seen, size: int, seed: int) -> 
 
 ADAPTIVE_ENDS_THE_429S = Law(
     "with adaptive, the first 429s cut the workers allowed and the 429s all but end",
-    (16,),
+    (17,),
     _adaptive_ends_the_429s,
     {"size": st.integers(10, 16), "seed": st.integers(0, 2**16)},
     settings(max_examples=10, deadline=None),
@@ -1808,7 +1808,7 @@ def _adaptive_holds_a_queue_to_one(
 ADAPTIVE_HOLDS_A_QUEUE_TO_ONE = Law(
     "with adaptive, a server that answers one at a time and queues the rest: after the first "
     "round of answers, each request waits behind one other at most",
-    (16,),
+    (17,),
     _adaptive_holds_a_queue_to_one,
     {
         "size": st.integers(16, 32),
@@ -1816,7 +1816,7 @@ ADAPTIVE_HOLDS_A_QUEUE_TO_ONE = Law(
         "took": st.sampled_from([0.25, 0.5, 1.0, 3.0]),
     },
     settings(max_examples=10, deadline=None),
-    flaw=(15, "step 15's flaw: its workers all send at once, and a queue holds them all"),
+    flaw=(16, "step 16's flaw: its workers all send at once, and a queue holds them all"),
 )
 
 
@@ -1824,7 +1824,7 @@ ADAPTIVE_HOLDS_A_QUEUE_TO_ONE = Law(
 
 RESEARCHED = "competitor pricing; customer reviews; inventory"
 """The task of Part II's laws: pricing names the competitor (a follow-up), the reviews fail (a
-reroute), as step 17's rules read them."""
+reroute), as step 18's rules read them."""
 
 
 def researcher(seed: int, failing: Iterable[str] = ()) -> SimulatedAgent:
@@ -1867,11 +1867,11 @@ def _asks_what_the_results_call_for(step: Subject, seen: Seen, workers: int, see
 ASKS_WHAT_THE_RESULTS_CALL_FOR = Law(
     "a re-planning run asks what its results call for: each follow-up and reroute once, "
     "each in the ledger once",
-    (17, 18, 19),
+    (18, 19, 20),
     _asks_what_the_results_call_for,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None),
-    flaw=(16, "step 16's flaw: the plan never changes, whatever the sub-agents find"),
+    flaw=(17, "step 17's flaw: the plan never changes, whatever the sub-agents find"),
 )
 
 
@@ -1921,7 +1921,7 @@ def _every_dispatched_subtask_in_the_ledger_once(
 EVERY_DISPATCHED_SUBTASK_IN_THE_LEDGER_ONCE = Law(
     "every dispatched subtask is in the ledger once, indexed in its batch's order, and the "
     "trace holds one slot per entry",
-    (17, 18, 19),
+    (18, 19, 20),
     _every_dispatched_subtask_in_the_ledger_once,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
@@ -1952,7 +1952,7 @@ def _answers_by_its_deadline(
 
 ANSWERS_BY_ITS_DEADLINE = Law(
     "a re-planning run with a hung sub-agent answers by its deadline, degraded, naming it",
-    (18, 19, 20, 21, 22, 23, 24, 25, 26, 27),
+    (19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _answers_by_its_deadline,
     {
         "workers": st.integers(1, 4),
@@ -1961,7 +1961,7 @@ ANSWERS_BY_ITS_DEADLINE = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
-    flaw=(17, "step 17's flaw: max_rounds is its only budget; a hung sub-agent holds it forever"),
+    flaw=(18, "step 18's flaw: max_rounds is its only budget; a hung sub-agent holds it forever"),
 )
 
 
@@ -1994,8 +1994,8 @@ def _ends_by_the_budget_it_was_given(step: Subject, seen: Seen, seed: int) -> No
 
 ENDS_BY_THE_BUDGET_IT_WAS_GIVEN = Law(
     "a re-planning run ends by the budget it was given, max_subtasks or max_stalls, naming it",
-    # not step 20: a failing leaf there is answered "missing", a success, so nothing stalls
-    (18, 19, 21, 22, 23, 24, 25, 26, 27),
+    # not step 21: a failing leaf there is answered "missing", a success, so nothing stalls
+    (19, 20, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _ends_by_the_budget_it_was_given,
     {"seed": st.integers(0, 2**16)},
     settings(max_examples=3, deadline=None, phases=NO_SHRINK),
@@ -2065,7 +2065,7 @@ def _stalls_are_counted_up_and_down(
 STALLS_ARE_COUNTED_UP_AND_DOWN = Law(
     "a round with nothing new is a stall; the stall count goes up on a stall, down on "
     "progress, and past max_stalls asks a fresh plan, at most max_resets times",
-    (18, 19, 20, 21, 22, 23, 24, 25, 26, 27),
+    (19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _stalls_are_counted_up_and_down,
     {
         "failing": st.integers(1, 3),
@@ -2124,7 +2124,7 @@ def _a_planner_that_fails_costs_rounds(step: Subject, seen: Seen, workers: int) 
 A_PLANNER_THAT_FAILS_COSTS_ROUNDS = Law(
     "planner='llm' asks its chat model: one that cannot be reached costs each round, never "
     "the run, and the answer names it",
-    (19, 20, 21, 22, 23, 24, 25, 26, 27),
+    (20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _a_planner_that_fails_costs_rounds,
     {"workers": st.integers(1, 4)},
     settings(max_examples=2, deadline=None, phases=NO_SHRINK),
@@ -2150,11 +2150,11 @@ def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed:
 AN_LLM_PLANS_AS_THE_RULES_DO = Law(
     "planner='llm' asks a chat model over HTTP; the loopback model, playing the rules, makes "
     "the scripted planner's ledger",
-    (19, 20, 21, 22, 23, 24, 25, 26, 27),
+    (20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _an_llm_plans_as_the_rules_do,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
-    flaw=(18, "step 18's flaw: its planner is rules written in advance; it takes no planner"),
+    flaw=(19, "step 19's flaw: its planner is rules written in advance; it takes no planner"),
     raises=TypeError,
 )
 
@@ -2196,11 +2196,11 @@ def _a_company_is_a_child_supervisor(
 A_COMPANY_IS_A_CHILD_SUPERVISOR = Law(
     "a company 'c: a, b' is a child supervisor: the worker gets its leaves, at most K at once "
     "in the whole tree, and its slot the child's digest",
-    (20, 21, 22, 23, 24, 25, 26, 27),
+    (21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _a_company_is_a_child_supervisor,
     {"task": companies(), "workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
-    flaw=(19, "step 19's flaw: one flat level: a company is one subtask to one worker"),
+    flaw=(20, "step 20's flaw: one flat level: a company is one subtask to one worker"),
 )
 
 
@@ -2225,7 +2225,7 @@ def _no_leaf_outlives_the_deadline(
 
 NO_LEAF_OUTLIVES_THE_DEADLINE = Law(
     "no leaf of the tree outlives the run's deadline",
-    (20, 21, 22, 23, 24, 25, 26, 27),
+    (21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _no_leaf_outlives_the_deadline,
     {
         "task": companies(),
@@ -2263,11 +2263,11 @@ def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, o
 
 A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
     "a child past its restart intensity fails its parent's slot with Escalated and its reason",
-    (21, 22, 23, 24, 25, 26, 27),
+    (22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _a_child_that_gives_up_escalates,
     {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(20, "step 20's flaw: a child that gave up still answers its parent"),
+    flaw=(21, "step 21's flaw: a child that gave up still answers its parent"),
 )
 
 
@@ -2338,7 +2338,7 @@ def _a_strategy_restarts_what_it_names(
 A_STRATEGY_RESTARTS_WHAT_IT_NAMES = Law(
     "children restarted with the one they depend on keep no stale work; one_for_one restarts "
     "the failed leaf alone",
-    (21, 22, 23, 24, 25, 26, 27),
+    (23, 24, 25, 26, 27, 28, 29, 30, 31),
     _a_strategy_restarts_what_it_names,
     {
         "strategy": st.sampled_from(["rest_for_one", "one_for_all"]),
@@ -2347,6 +2347,8 @@ A_STRATEGY_RESTARTS_WHAT_IT_NAMES = Law(
         "k": st.integers(1, 4),
     },
     settings(max_examples=10, deadline=None),
+    flaw=(22, "step 22's flaw: a restart takes the failed leaf alone; it takes no strategy"),
+    raises=TypeError,
 )
 
 
@@ -2370,11 +2372,11 @@ def _a_crash_fails_its_leaf_alone(step: Subject, seen: Seen, crashed: int, seed:
 
 A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
     "a leaf whose body crashes its process fails its own slot; its siblings get their results",
-    (22, 23, 24, 25, 26, 27),
+    (24, 25, 26, 27, 28, 29, 30, 31),
     _a_crash_fails_its_leaf_alone,
     {"crashed": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
-    flaw=(21, "step 21's flaw: its leaves run in this process, and take no crash"),
+    flaw=(23, "step 23's flaw: its leaves run in this process, and take no crash"),
     raises=TypeError,
 )
 
@@ -2455,9 +2457,9 @@ def _a_crash_in_a_real_process_spares_the_run(step: Subject, seen: Seen) -> None
 A_CRASH_IN_A_REAL_PROCESS_SPARES_THE_RUN = Law(
     "on real processes, a body that crashes takes only its worker process: the run returns, "
     "the crashed leaf missing, its siblings answered",
-    (22,),
+    (24,),
     _a_crash_in_a_real_process_spares_the_run,
-    flaw=(21, "step 21's flaw: its leaves run in this process, and take no crash"),
+    flaw=(23, "step 23's flaw: its leaves run in this process, and take no crash"),
     raises=TypeError,
 )
 
@@ -2510,7 +2512,7 @@ def _a_cut_leaf_ends_its_call(step: Subject, seen: Seen, hung: int, seed: int) -
 A_CUT_LEAF_ENDS_ITS_CALL = Law(
     "a leaf cut by its timeout, or by a cancelled run, has its call ended there: no body "
     "outlives the call that started it",
-    (22, 23, 24, 25, 26, 27),
+    (24, 25, 26, 27, 28, 29, 30, 31),
     _a_cut_leaf_ends_its_call,
     {"hung": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -2589,7 +2591,7 @@ def _resume_after_a_crash_equals_a_run(
 RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
     "a journaled run whose supervisor is killed at any instant, resumed under its run_id, ends "
     "with the ledger and the answer of a run never killed",
-    (23, 24, 25, 26, 27),
+    (25, 26, 27, 28, 29, 30, 31),
     _resume_after_a_crash_equals_a_run,
     {
         "workers": st.integers(1, 4),
@@ -2597,7 +2599,7 @@ RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
         "kill": st.floats(0.0, 1.0),
     },
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(22, "step 22's flaw: its run lives in memory only; it takes no journal"),
+    flaw=(24, "step 24's flaw: its run lives in memory only; it takes no journal"),
     raises=TypeError,
 )
 
@@ -2656,7 +2658,7 @@ def _a_parked_slot_is_finished_by_its_approval(
 A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
     "a refund over the threshold is parked, the run degraded naming its question; the resume "
     "after an answer finishes it: done if approved, missing if rejected",
-    (24, 25, 26, 27),
+    (26, 27, 28, 29, 30, 31),
     _a_parked_slot_is_finished_by_its_approval,
     {
         "dollars": st.integers(101, 10_000),
@@ -2664,7 +2666,7 @@ A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(23, "step 23's flaw: a refund runs as soon as it can, asking nobody"),
+    flaw=(25, "step 25's flaw: a refund runs as soon as it can, asking nobody"),
 )
 
 
@@ -2706,7 +2708,7 @@ def _a_straggler_is_answered_by_its_hedge(
 A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE = Law(
     "a leaf whose first request straggles is answered by its hedge, a second request of the "
     "same subtask: the answer comes long before the straggler would have, whole",
-    (25, 26, 27),
+    (27, 28, 29, 30, 31),
     _a_straggler_is_answered_by_its_hedge,
     {
         "leaves": st.integers(1, 4),
@@ -2715,7 +2717,7 @@ A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(24, "step 24's flaw: a straggler holds its company's answer; it takes no hedge"),
+    flaw=(26, "step 26's flaw: a straggler holds its company's answer; it takes no hedge"),
     raises=TypeError,
 )
 
@@ -2750,7 +2752,7 @@ def _the_first_k_leaves_answer(
 THE_FIRST_K_LEAVES_ANSWER = Law(
     "with need=k, a company's child run returns at its k-th leaf's success: the slower leaf is "
     "cancelled and left out, the answer whole",
-    (25, 26, 27),
+    (28, 29, 30, 31),
     _the_first_k_leaves_answer,
     {
         "leaves": st.integers(2, 4),
@@ -2758,7 +2760,7 @@ THE_FIRST_K_LEAVES_ANSWER = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(24, "step 24's flaw: a company waits for every leaf; it takes no need"),
+    flaw=(27, "step 27's flaw: a company waits for every leaf; it takes no need"),
     raises=TypeError,
 )
 
@@ -2804,7 +2806,7 @@ def _the_tokens_spent_never_exceed_the_budget(
 THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET = Law(
     "the tokens the leaves spend, hedges included, never exceed budget_tokens, however many "
     "requests run at once",
-    (25,),
+    (29,),
     _the_tokens_spent_never_exceed_the_budget,
     {
         "sizes": st.lists(st.integers(1, 4), min_size=1, max_size=3),
@@ -2813,7 +2815,7 @@ THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=15, deadline=None),
-    flaw=(24, "step 24's flaw: nothing bounds what the leaves spend; it takes no budget_tokens"),
+    flaw=(28, "step 28's flaw: nothing bounds what the leaves spend; it takes no budget_tokens"),
     raises=TypeError,
 )
 
@@ -2909,7 +2911,7 @@ A_REPLY_IS_HELD_TO_ITS_CONTRACT = Law(
     "a leaf answered in prose k times is ok after k + 1 requests, its output the contract's "
     "model, when k is at most the bound, and fails with InvalidReply past it; plan order, "
     "isolation and the token budget hold, each re-ask charged",
-    (26, 27),
+    (30, 31),
     _a_reply_is_held_to_its_contract,
     {
         "proses": st.lists(st.integers(0, REASKS + 1), min_size=1, max_size=4),
@@ -2919,7 +2921,7 @@ A_REPLY_IS_HELD_TO_ITS_CONTRACT = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
-    flaw=(25, "step 25's flaw: a reply is taken as text, whatever it says; nothing asks again"),
+    flaw=(29, "step 29's flaw: a reply is taken as text, whatever it says; nothing asks again"),
 )
 
 
@@ -3033,7 +3035,7 @@ ONE_RUN_MANY_SUPERVISORS = Law(
     "supervisors sharing one run_id and one journal call each leaf once between them; one "
     "killed part way has its slots taken over only after its lease ran out; each survivor "
     "answers as one supervisor alone would",
-    (27,),
+    (31,),
     _one_run_many_supervisors,
     {
         "supervisors": st.integers(2, 3),
@@ -3043,7 +3045,7 @@ ONE_RUN_MANY_SUPERVISORS = Law(
         "kill": st.none() | st.floats(0.0, 1.0),
     },
     settings(max_examples=8, deadline=None, phases=NO_SHRINK),
-    flaw=(26, "step 26's flaw: two supervisors on one run both run every slot"),
+    flaw=(30, "step 30's flaw: two supervisors on one run both run every slot"),
 )
 
 LAWS = (

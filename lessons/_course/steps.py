@@ -57,7 +57,7 @@ class Step:
     hook: frozenset[str] | None = None
     check_task: str | None = None  # a function of the module that refuses a malformed task
     typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
-    # answered in prose its first k times by the loopback server, then asked again (step 26)
+    # answered in prose its first k times by the loopback server, then asked again (step 30)
 
     @property
     def streams(self) -> bool:
@@ -104,11 +104,11 @@ _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "s
 _LIBRARY_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}  # Part II's
 _LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 # Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default; its
-# ``open_worker`` (kept to step 21) also takes how the loopback server serves (``serving``)
+# ``open_worker`` (kept to step 23) also takes how the loopback server serves (``serving``)
 _HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
 _HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
 _HTTP_HOOK = _HTTP | {"serving"}
-# Part II from step 17: rounds over step 16's HTTP sub-agents, its knobs kept
+# Part II from step 18: rounds over step 17's HTTP sub-agents, its knobs kept
 _KNOBS = {
     "max_workers": REQUIRED,
     "worker_timeout": NO_LIMIT,
@@ -217,15 +217,23 @@ STEPS: dict[int, Step] = {
         ),
         Step(
             16,
-            "step16_rate_and_adaptive",
-            "a rate and adaptive concurrency",
-            options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
+            "step16_rate",
+            "a rate limit",
+            options={**_HTTP_KNOBS, "rate": None},
             synthesizes=True,
             hook=_HTTP_HOOK,
         ),
         Step(
             17,
-            "step17_rounds",
+            "step17_adaptive",
+            "adaptive concurrency",
+            options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
+            synthesizes=True,
+            hook=_HTTP_HOOK,
+        ),
+        Step(
+            18,
+            "step18_rounds",
             "re-planning rounds",
             options=_ROUNDS,
             replans=True,
@@ -233,8 +241,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            18,
-            "step18_budgets",
+            19,
+            "step19_budgets",
             "budgets, stalls and resets",
             options=_BUDGETS,
             replans=True,
@@ -242,8 +250,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            19,
-            "step19_llm_planner",
+            20,
+            "step20_llm_planner",
             "an LLM planner",
             options=_PLANNED,
             replans=True,
@@ -251,8 +259,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            20,
-            "step20_trees",
+            21,
+            "step21_trees",
             "a tree of supervisors",
             options=_PLANNED,
             replans=True,
@@ -261,9 +269,19 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            21,
-            "step21_escalation",
-            "escalation and restart strategies",
+            22,
+            "step22_escalation",
+            "escalation",
+            options=_PLANNED,
+            replans=True,
+            records_trace=True,
+            hook=_HTTP_HOOK,
+            check_task="check_task",
+        ),
+        Step(
+            23,
+            "step23_strategies",
+            "restart strategies",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
             records_trace=True,
@@ -271,8 +289,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            22,
-            "step22_processes",
+            24,
+            "step24_processes",
             "crashes a process contains",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
@@ -281,8 +299,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            23,
-            "step23_durable_runs",
+            25,
+            "step25_durable_runs",
             "durable runs",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -291,8 +309,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            24,
-            "step24_approval_gate",
+            26,
+            "step26_approval_gate",
             "an approval gate",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -301,9 +319,42 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            25,
-            "step25_hedging",
-            "hedged requests and the first k of n",
+            27,
+            "step27_hedging",
+            "hedged requests",
+            options={
+                **_PLANNED,
+                "strategy": "one_for_one",
+                "hedge": None,
+                "journal": None,
+                "run_id": None,
+            },
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
+        Step(
+            28,
+            "step28_first_k",
+            "the first k of n",
+            options={
+                **_PLANNED,
+                "strategy": "one_for_one",
+                "hedge": None,
+                "need": None,
+                "journal": None,
+                "run_id": None,
+            },
+            replans=True,
+            records_trace=True,
+            hook=_HTTP | {"crash"},
+            check_task="check_task",
+        ),
+        Step(
+            29,
+            "step29_token_budget",
+            "a token budget",
             options={
                 **_PLANNED,
                 "strategy": "one_for_one",
@@ -319,8 +370,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            26,
-            "step26_typed_replies",
+            30,
+            "step30_typed_replies",
             "typed replies",
             options={
                 **_PLANNED,
@@ -338,8 +389,8 @@ STEPS: dict[int, Step] = {
             typed=True,
         ),
         Step(
-            27,
-            "step27_many_supervisors",
+            31,
+            "step31_many_supervisors",
             "several supervisors on one run",
             options={
                 **_PLANNED,

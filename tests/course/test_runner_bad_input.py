@@ -68,9 +68,9 @@ def refused(
         ),
         (["16", "--rate", "1e-300"], f"argument --rate: {RATE_RULE}, got '1e-300'"),
         (["16", "--rate", "inf"], f"argument --rate: {RATE_RULE}, got 'inf'"),
-        (["25", "--hedge", "inf"], f"argument --hedge: {HEDGE_RULE}, got 'inf'"),
-        (["25", "--hedge", "1e9"], f"argument --hedge: {HEDGE_RULE}, got '1e9'"),
-        (["25", "--hedge", "nan"], f"argument --hedge: {HEDGE_RULE}, got 'nan'"),
+        (["27", "--hedge", "inf"], f"argument --hedge: {HEDGE_RULE}, got 'inf'"),
+        (["27", "--hedge", "1e9"], f"argument --hedge: {HEDGE_RULE}, got '1e9'"),
+        (["27", "--hedge", "nan"], f"argument --hedge: {HEDGE_RULE}, got 'nan'"),
         (["8", "--flaky", f"1:{HUGE}"], f"argument --flaky: {FLAKY_RULE}, got '1:{HUGE}'"),
         # every count has a stated maximum
         (
@@ -90,27 +90,27 @@ def refused(
             f"argument --take: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
-            ["17", "--max-rounds", HUGE],
+            ["18", "--max-rounds", HUGE],
             f"argument --max-rounds: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
-            ["18", "--max-subtasks", HUGE],
+            ["19", "--max-subtasks", HUGE],
             f"argument --max-subtasks: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
-            ["18", "--max-stalls", HUGE],
+            ["19", "--max-stalls", HUGE],
             f"argument --max-stalls: must be an integer from 0 to {COUNT}, got '{HUGE}'",
         ),
         (
-            ["18", "--max-resets", "-1"],
+            ["19", "--max-resets", "-1"],
             f"argument --max-resets: must be an integer from 0 to {COUNT}, got '-1'",
         ),
         (
-            ["25", "--budget-tokens", HUGE],
+            ["29", "--budget-tokens", HUGE],
             f"argument --budget-tokens: must be an integer from 1 to {TOKENS}, got '{HUGE}'",
         ),
         (
-            ["25", "--need", HUGE],
+            ["28", "--need", HUGE],
             f"argument --need: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
@@ -134,7 +134,7 @@ def test_a_slot_given_the_same_option_twice_is_refused(
     option: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     value = "1:2" if option == "--slow" else "1"
-    argv = ["22", "--virtual", "--timeout", "2", option, value, option, value]
+    argv = ["24", "--virtual", "--timeout", "2", option, value, option, value]
     assert refused(argv, monkeypatch, capsys) == (
         f"slot 1 is given {option} twice: give each slot once"
     )
@@ -143,7 +143,7 @@ def test_a_slot_given_the_same_option_twice_is_refused(
 @pytest.mark.parametrize(
     ("argv", "company", "leaves"),
     [
-        (["--need", "99"], "acme: pricing, reviews", 2),  # the first demo's companies have two
+        (["--need", "99"], "acme: pricing, reviews", 2),  # the first demo's company has two
         (["--need", "3"], "acme: pricing, reviews", 2),
         (["--task", "acme: pricing, reviews, news; globex", "--need", "2"], "globex", 1),
     ],
@@ -156,7 +156,7 @@ def test_need_past_a_company_s_leaves_is_refused_not_clamped(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     need = argv[argv.index("--need") + 1]
-    assert refused(["25", "--virtual", *argv], monkeypatch, capsys) == (
+    assert refused(["28", "--virtual", *argv], monkeypatch, capsys) == (
         f"--need must be at most the leaves of each company (a company keeps its first K), "
         f"and {company!r} has {leaves}, got {need}"
     )
@@ -164,7 +164,7 @@ def test_need_past_a_company_s_leaves_is_refused_not_clamped(
 
 def test_need_within_every_company_s_leaves_runs() -> None:
     out = io.StringIO()
-    argv = ["25", "--virtual", "--task", "acme: pricing, reviews; globex: a, b, c", "--need", "2"]
+    argv = ["28", "--virtual", "--task", "acme: pricing, reviews; globex: a, b, c", "--need", "2"]
     assert main(argv, console=Console(file=out, width=100)) == 0
 
 

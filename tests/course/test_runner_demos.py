@@ -474,7 +474,7 @@ def acting(text: str) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("step", ["5", "10", "18"])
+@pytest.mark.parametrize("step", ["5", "10", "19"])
 def test_no_subtask_output_or_error_reaches_the_terminal_as_a_control_character(
     step: str,
 ) -> None:

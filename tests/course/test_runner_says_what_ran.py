@@ -196,11 +196,11 @@ def test_serial_is_the_sum_of_every_attempt_that_ran(number: int) -> None:
 def test_the_summary_calls_the_figure_the_calls_alone_where_a_run_waits_longer_than_it_calls() -> (
     None
 ):
-    """Step 18's stall demo waits out backoffs and Retry-Afters: its wall time (5.58s) is more
+    """Step 19's stall demo waits out backoffs and Retry-Afters: its wall time (5.58s) is more
     than its calls take one after another (5.16s), which the summary called what a serial run
     would take, though a serial run would wait as long between its retries."""
     out = io.StringIO()
-    main(["18", "--virtual"], console=Console(file=out, width=200))
+    main(["19", "--virtual"], console=Console(file=out, width=200))
     summaries = [line for line in out.getvalue().splitlines() if line.startswith("wall ")]
     walls = [float(re.findall(r"[\d.]+(?=s)", line)[0]) for line in summaries]
     alone = [float(re.findall(r"one after another: ([\d.]+)s", line)[0]) for line in summaries]

@@ -140,9 +140,12 @@ OWN = (
     "budgets",
     "llm",
     "tree",
+    "strategy",
     "crashes",
     "killed",
     "hedged",
+    "first-k",
+    "token-budget",
     "typed",
     "shared",
 )
@@ -170,9 +173,12 @@ def offered(name: str) -> list[str]:
         "budgets": flat and record.takes("max_subtasks"),
         "llm": flat and record.takes("planner"),
         "tree": record.records_trace and record.check_task is not None,
+        "strategy": record.takes("strategy"),
         "crashes": record.takes_crash,
         "killed": record.journals,
         "hedged": record.takes("hedge"),
+        "first-k": record.takes("need"),
+        "token-budget": record.takes("budget_tokens") and not record.typed,
         "typed": record.typed,
         "shared": record.takes("lease"),
     }
@@ -223,6 +229,33 @@ def test_the_hedge_scenario_draws_the_hedge_that_won(
     assert [span.get("hedge", False) for span in spans][-2:] == [False, True]
     assert spans[-2].get("lost")  # the straggling first request, cancelled as its hedge won
     assert run["trace"]["wall"] < 12
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "first-k" in offered(name)])
+def test_the_first_k_scenario_keeps_the_first_leaves_and_cancels_the_straggler(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    run = _item(recorded[name], "first-k")
+    (company,) = run["trace"]["slots"]
+    ended = {s["subtask"]: s["spans"][-1]["status"] for s in company["child"]["slots"]}
+    assert ended[dispatch.SOURCE_STRAGGLER] == "cancelled"
+    assert sum(status == "ok" for status in ended.values()) == dispatch.NEED
+    assert run["trace"]["wall"] < 12
+
+
+@pytest.mark.parametrize("name", [name for name in STEPS if "token-budget" in offered(name)])
+def test_the_token_budget_scenario_ends_the_leaves_it_cannot_afford(
+    name: str, recorded: dict[str, dict[str, Any]]
+) -> None:
+    run = _item(recorded[name], "token-budget")
+    spans = [
+        span
+        for company in run["trace"]["slots"]
+        for leaf in company["child"]["slots"]
+        for span in leaf["spans"]
+    ]
+    assert any(span["status"] == "over budget" for span in spans)
+    assert any(span["status"] == "ok" for span in spans)
 
 
 def _item(recorded: dict[str, Any], key: str) -> dict[str, Any]:
@@ -446,10 +479,12 @@ def test_a_hang_never_returns_without_a_timeout_and_times_out_with_one(
         statuses = [result["status"] for result in run["aggregate"]["results"]]
         if "child" in hung:  # a tree: the leaf timed out
             assert hung["child"]["slots"][0]["spans"][-1]["status"] == "timed out"
-            if step(name).takes("strategy"):  # escalation (21 on): its company's slot fails
+            # escalation (step 22, whose module defines Escalated, and every step with a
+            # strategy after it): its company's slot fails
+            if hasattr(step(name).load(), "Escalated") or step(name).takes("strategy"):
                 assert statuses[dispatch.HANGING] == "failed"
                 assert statuses.count("ok") == len(statuses) - 1
-            else:  # step 20's flaw: the child hands its missing leaf up as an answer
+            else:  # step 21's flaw: the child hands its missing leaf up as an answer
                 assert statuses.count("ok") == len(statuses)
         else:
             assert statuses.count("ok") == len(statuses) - 1
@@ -735,14 +770,16 @@ def test_the_player_starts_with_a_scenario_of_the_steps_own_idea(
     name: str, recorded: dict[str, dict[str, Any]]
 ) -> None:
     """A scenario that sets an option the step adds wherever one does (step 8's retried slot,
-    step 25's hedge), else one the step before does not offer: every page opened on "slot 1
-    fails, 2 workers" before, so step 8 played it with one attempt and step 25 without a hedge."""
+    step 27's hedge), else one the step before does not offer: every page opened on "slot 1
+    fails, 2 workers" before, so step 8 played it with one attempt and step 27 without a hedge."""
     data = recorded[name]
     assert data["default"] == dispatch.default(name)
     assert dispatch.unset_idea(name, data) == []
 
 
-@pytest.mark.parametrize("name", ["step08_retries", "step25_hedging"])
+@pytest.mark.parametrize(
+    "name", ["step08_retries", "step27_hedging", "step28_first_k", "step29_token_budget"]
+)
 def test_a_player_opening_on_a_run_without_its_idea_is_told(
     name: str, recorded: dict[str, dict[str, Any]]
 ) -> None:
@@ -751,15 +788,21 @@ def test_a_player_opening_on_a_run_without_its_idea_is_told(
 
 def test_each_page_opens_on_the_scenario_of_its_own_idea() -> None:
     """Steps 4 and 5 add no option, so their players opened on "slot 1 fails": step 4's
-    (which raises) showed no order, and steps 17-19's opened without rounds, a budget or a model.
+    (which raises) showed no order, and steps 18-20's opened without rounds, a budget or a model.
     Now step 4 opens where its returned order differs from step 3's, step 5 where step 4 raises
-    and it answers, and steps 17-19 on a scenario that sets the option each adds."""
+    and it answers, and steps 18-20 on a scenario that sets the option each adds."""
     opens = {name: dispatch.default(name) for name in STEPS}
     assert opens["step04_ordered_slots"] == "workers-2"
     assert opens["step05_fault_isolation"] == "fails"
-    assert opens["step17_rounds"] == "rounds"
-    assert opens["step18_budgets"] == "budgets"
-    assert opens["step19_llm_planner"] == "llm"
+    assert opens["step16_rate"] == "rate"
+    assert opens["step17_adaptive"] == "adaptive"
+    assert opens["step18_rounds"] == "rounds"
+    assert opens["step19_budgets"] == "budgets"
+    assert opens["step20_llm_planner"] == "llm"
+    assert opens["step23_strategies"] == "strategy"
+    assert opens["step27_hedging"] == "hedged"
+    assert opens["step28_first_k"] == "first-k"
+    assert opens["step29_token_budget"] == "token-budget"
 
 
 def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:
@@ -776,9 +819,9 @@ def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:
 @pytest.mark.parametrize(
     ("name", "key", "reason"),
     [
-        ("step17_rounds", "rounds", "the planner is done after 2 rounds"),
-        ("step18_budgets", "budgets", "max_subtasks (6) reached in round 2"),
-        ("step19_llm_planner", "llm", "the planner is done after 2 rounds"),
+        ("step18_rounds", "rounds", "the planner is done after 2 rounds"),
+        ("step19_budgets", "budgets", "max_subtasks (6) reached in round 2"),
+        ("step20_llm_planner", "llm", "the planner is done after 2 rounds"),
     ],
 )
 def test_the_replanning_scenarios_play_their_rounds(

@@ -542,10 +542,10 @@ PARTICIPANT = re.compile(
 )
 
 
-@pytest.mark.parametrize("number", [*range(3, 9), 21])
+@pytest.mark.parametrize("number", [*range(3, 9), 22])
 def test_a_diagram_names_each_slot_as_the_demos_plan_does(number: int) -> None:
-    """Steps 3-8 and 21 draw their sequence diagrams on a demo's plan: the research task
-    (pricing, reviews, inventory), the dozen, or one of the step's own demos (step 21's two
+    """Steps 3-8 and 22 draw their sequence diagrams on a demo's plan: the research task
+    (pricing, reviews, inventory), the dozen, or one of the step's own demos (step 22's two
     companies); each worker or slot a diagram names is that slot of the plan (``worker 0:
     pricing`` for ``competitor pricing``, ``slot 1: globex`` for globex's company), never
     another."""

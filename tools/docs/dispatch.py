@@ -20,15 +20,17 @@ what its record says: ``deadline`` a hung slot the run answers without, ``intens
 gives up past its restart intensity, a stream a caller that leaves early (step 10 shows its workers
 run on, step 11 on cancels them), ``window`` a window filling behind a slow slot, ``rate`` attempts
 spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes (one
-that refuses beyond, one that queues),
-a flat re-planning step's ``max_rounds`` a second round that follows a finding up and reroutes a
-failure, its ``max_subtasks`` that round cut at the budget, its ``planner`` a chat model that
-decides each round (the loopback server playing it), a lazy input a feed pulled only as the
-window has room, a tree (a step that records its own trace and checks its task's form) two
-companies with a child supervisor each, a step whose workers run in processes one that dies,
-a step that journals its runs a supervisor killed part way and resumed (its player shows the
-resume, the slots that came from the journal drawn as such), and a step whose replies are typed
-leaves answered in prose, asked again and, past the bound, failed.
+that refuses beyond, one that queues), a flat re-planning step's ``max_rounds`` a second round that
+follows a finding up and reroutes a failure, its ``max_subtasks`` that round cut at the budget, its
+``planner`` a chat model that decides each round (the loopback server playing it), a lazy input a
+feed pulled only as the window has room, a tree (a step that records its own trace and checks its
+task's form) two companies with a child supervisor each, a ``strategy`` a failed leaf that restarts
+the leaves after it, a step whose workers run in processes one that dies, a step that journals its
+runs a supervisor killed part way and resumed (its player shows the resume, the slots that came
+from the journal drawn as such), ``hedge`` a straggling request answered by its hedge, ``need`` a
+company that keeps its first k leaves, ``budget_tokens`` the leaves a token budget cannot afford,
+and a step whose replies are typed leaves answered in prose, asked again and, past the bound,
+failed.
 
 A page's player starts with the scenario of its step's own idea (`default`): one that sets an
 option the step adds, else one the step before does not offer, else one whose run returns
@@ -243,6 +245,12 @@ SUBTASKS = 6  # subtasks dispatched at most, in the budget scenario: round 2 ask
 HEDGE_AFTER = 1.5  # seconds a leaf runs before its hedge starts
 STRAGGLING = "acme: pricing, reviews; globex: pricing, reviews"
 STRAGGLER = "globex reviews"  # its first request takes 12 seconds, its hedge does not
+DEPENDING = "acme: pricing; globex: filings failing, numbers, summary"  # each reads the last
+NEED = 2  # leaves a company keeps, in the scenario of a step that takes need
+THREE_SOURCES = "acme: pricing, reviews, news"
+SOURCE_STRAGGLER = "acme news"  # its request takes 12 seconds: the first two leave it out
+TOKENS = 90  # the leaves' token budget, in the scenario of a step that takes budget_tokens
+BUDGETED = "acme: pricing, reviews, news; globex: pricing, reviews"  # 90 tokens pay for 3
 
 
 def own_scenarios(name: str, crowd: str) -> list[Scenario]:
@@ -252,7 +260,7 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
     chosen = []
     # the library's stream hands each result over once, so it cannot restart (step 14 refuses
     # an intensity there, as Supervisor.stream does): only a hand-written stream gives up; a
-    # re-planning run reroutes a failed subtask instead (steps 17 on; 21 shows escalation)
+    # re-planning run reroutes a failed subtask instead (steps 18 on; 21 shows escalation)
     gives_up_here = not (record.streams and part_two(name)) and not record.replans
     if record.takes("deadline") and not record.replans and not record.streams:
         late = Demo(
@@ -292,7 +300,8 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             options={"window": WINDOW},
         )
         chosen.append(Scenario("lazy", pulled.title, pulled, TROUBLE_WORKERS))
-    # a re-planning run adds follow-ups and reroutes to the slots: these are step 16's ideas
+    # a re-planning run adds follow-ups and reroutes to the slots; rate and adaptive are the
+    # ideas of steps 16 and 17
     if record.takes("rate") and not record.replans:  # a token bucket spacing the attempts out
         spaced = Demo(
             f"rate={RATE:g} a second, {_plural(WORKERS[-1], 'worker')}: each call waits its turn",
@@ -358,6 +367,11 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         leaves = f", {_plural(WORKERS[-1], 'worker')}" if crowd else ""
         tree = Demo(f"two companies, a child supervisor each{leaves}; a leaf fails", TREE)
         chosen.append(Scenario("tree", tree.title, tree, WORKERS[-1]))
+    if record.takes("strategy"):  # a failed leaf restarts the leaves after it, which read it
+        leaves = f", {_plural(WORKERS[-1], 'worker')}" if crowd else ""
+        title = f"globex's filings fail{leaves}, strategy=rest_for_one: the leaves after restart"
+        restarted = Demo(title, DEPENDING, options={"attempts": 2, "strategy": "rest_for_one"})
+        chosen.append(Scenario("strategy", restarted.title, restarted, WORKERS[-1]))
     if record.takes_crash:  # a worker process to end
         title = f"slot {FAILING}'s process dies{crowd}"
         crashes = Demo(title, FIVE, crash=frozenset({FAILING}), slow=LATENCIES)
@@ -370,6 +384,22 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         title = f"a leaf's first request straggles, hedge={HEDGE_AFTER:g}s{crowd}: its hedge wins"
         hedged = Demo(title, STRAGGLING, straggle={STRAGGLER: 12.0}, options={"hedge": HEDGE_AFTER})
         chosen.append(Scenario("hedged", hedged.title, hedged, WORKERS[-1]))
+    if record.takes("need"):  # a company keeps its first k leaves, the straggler cancelled
+        title = (
+            f"a company of 3 leaves, one straggling, need={NEED}{crowd}: it keeps the first {NEED}"
+        )
+        first = Demo(
+            title, THREE_SOURCES, straggle={SOURCE_STRAGGLER: 12.0}, options={"need": NEED}
+        )
+        chosen.append(Scenario("first-k", first.title, first, WORKERS[-1]))
+    # a budget reserved before each request, never overshot (a typed step reserves a leaf's
+    # re-asks too, thirty times as much: its own scenario shows its replies instead)
+    if record.takes("budget_tokens") and not record.typed:
+        # one worker: leaves waiting together for what the budget has left would take it in no
+        # fixed order, and the recorded run would differ from build to build
+        title = f"budget_tokens={TOKENS}, 1 worker: the leaves it can no longer afford send nothing"
+        capped = Demo(title, BUDGETED, options={"budget_tokens": TOKENS})
+        chosen.append(Scenario("token-budget", capped.title, capped, 1))
     if record.typed:  # replies held to a contract: prose asked again, and past the bound failed
         # a worker for each of the four leaves, as the tree's: no two tie for a place
         leaves = f", {_plural(WORKERS[-1], 'worker')}" if crowd else ""

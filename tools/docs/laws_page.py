@@ -117,7 +117,9 @@ def grid() -> str:
         f"<p>The {len(LAWS)} laws of the course by step (<code>python -m lessons check "
         'N</code> runs step N\'s): <span class="key keeps">kept</span> the step is proven to '
         'keep it, <span class="key fails">fails</span> the step before them, whose test is a '
-        'strict expected failure.</p>\n<table class="laws">\n'
+        'strict expected failure.</p>\n<p class="scroll-hint">The grid is wider than this '
+        "screen: scroll it sideways to see every step.</p>\n"
+        '<table class="laws">\n'
         f'<thead><tr><th scope="col">law</th>{head}</tr></thead>\n<tbody>\n'
         + "\n".join(rows)
         + "\n</tbody>\n</table>\n</div>\n"

@@ -1,0 +1,71 @@
+"""Step 16: a rate limit. At most ``rate`` requests start a second, whatever the workers.
+
+What it adds: a *meter*, something each attempt waits on before it starts, besides a free
+worker. ``rate`` is a token bucket (``RateLimit``): at most ``rate`` attempts start a second,
+retries included, taking turns, to stay under an endpoint's budget of requests. A dozen at two
+a second through a server that takes two at once meet no 429 at all, where step 15 sent four at
+once and met one on most attempts.
+
+What is still wrong: the rate is a number the caller must know, and it says nothing of how many
+are in flight. A server that takes two at once refuses a third whatever the rate, and one that
+queues instead of refusing answers each request later the more are sent: step 17 fits the
+workers to what the server takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from lessons import step15_http_subagents
+from lessons.step15_http_subagents import open_worker as open_worker
+from lessons.step15_http_subagents import synthesize as synthesize
+from trio_supervisor import Aggregate, Meter, RateLimit, Supervisor, Worker
+
+
+def supervisor(
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    rate: float | None = None,
+    meters: Iterable[Meter] = (),
+    **knobs: Any,
+) -> Supervisor[str, str]:
+    """Step 15's supervisor, each attempt waiting on the token bucket asked for as well (and on
+    ``meters``, those a later step brings)."""
+    meters = list(meters)
+    if rate is not None:  # at most `rate` attempts start a second, in turn
+        meters.append(RateLimit(rate))
+    return step15_http_subagents.supervisor(worker, max_workers=max_workers, meters=meters, **knobs)
+
+
+async def supervise(
+    task: str | Iterable[str],
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
+) -> Aggregate[str, str]:
+    chosen = supervisor(
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,
+        backoff=backoff,
+        seed=seed,
+        rate=rate,
+    )
+    return await chosen.run(task, deadline=deadline)
+
+
+if __name__ == "__main__":
+    from lessons._course.runner import main_for_step
+
+    main_for_step(__file__)

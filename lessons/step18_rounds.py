@@ -1,0 +1,65 @@
+"""Step 18: re-planning rounds. A planner reads what came back and decides the next parallel batch.
+
+What it adds: the plan is made in rounds, each round a *superstep*: a batch of subtasks runs in
+parallel, and nothing of the next batch starts until every result of this one is in. The
+supervisor is step 17's (HTTP sub-agents, classified retries, ``Retry-After``, a rate, adaptive
+concurrency), and ``Supervisor.replan`` drives it: a planner makes the first batch, the batch is
+one ``run`` under ``max_workers``, and every result goes into the *ledger*, the record of each
+subtask dispatched, once, with its round and its place in the batch. The planner reads the ledger
+and decides: done, or the next batch. Its rules here follow up what a result names (a finding on
+the competitor: ask about its discounts) and reroute a failed subtask (the reviews, from the app
+stores). One budget ends what the planner does not: ``max_rounds``; the run always answers, from
+the ledger, and says so when the budget ended it.
+
+What is still wrong: ``max_rounds`` is the only budget the caller sets. A round that brings
+nothing new is not noticed, a planner that asks for ever more subtasks is not held back, and a
+sub-agent that hangs with no timeout keeps the run from answering at all.
+"""
+
+from __future__ import annotations
+
+from lessons.step17_adaptive import open_worker as open_worker  # unchanged since step 15
+from lessons.step17_adaptive import supervisor as supervisor
+from trio_supervisor import Answer, ReplanLimits, Trace, Worker
+from trio_supervisor.testing import ScriptedPlanner
+
+RULES = ScriptedPlanner(
+    follow_ups={"competitor": ["competitor discounts"]},  # step 18: a result names it: ask
+    reroutes={"reviews": ["customer reviews, from app stores", "customer reviews, from forums"]},
+)  # step 18: a failed "reviews" subtask is rerouted to another source, in turn
+
+
+async def supervise(
+    task: str,
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    worker_timeout: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
+    adaptive: bool = False,
+    max_rounds: int = 5,
+    trace: Trace | None = None,
+) -> Answer[str, str]:
+    chosen = supervisor(
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,
+        backoff=backoff,
+        seed=seed,
+        rate=rate,
+        adaptive=adaptive,
+    )
+    # step 18: rounds, until the planner is done or max_rounds is reached; the ledger keeps all
+    return await chosen.replan(task, RULES, limits=ReplanLimits(max_rounds=max_rounds), trace=trace)
+
+
+if __name__ == "__main__":
+    from lessons._course.runner import main_for_step
+
+    main_for_step(__file__)

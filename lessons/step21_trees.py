@@ -1,0 +1,146 @@
+"""Step 21: a tree of supervisors. A company is a child supervisor; one budget bounds the leaves.
+
+What it adds: a subtask ``acme: pricing, reviews`` is a company, and its parent slot's worker is a
+child supervisor over its own subtasks (``acme pricing``, ``acme reviews``), built as the chain
+builds every supervisor (step 16's: HTTP sub-agents, retries, a rate). The child's aggregate,
+digested to one line, is its parent slot's output. The parent is step 20's re-planning
+supervisor, so rounds, the ledger and every budget hold over companies; its deadline is a cancel
+scope, and scopes nest, so no child outlives it. One ``Capacity`` bounds the leaf workers of the
+whole tree, and only the leaves draw from it: a parent that held a place while it waited on its
+children would, with as many companies as places, leave none for them, and never end
+(``supervise_broken``). A run's trace draws each company's leaves under it.
+
+What is still wrong: a child always answers its parent, whatever happened below. A child that
+gave up past its restart intensity, its leaves cancelled, still hands up a line of missing
+results as if it had done its work, and a leaf that fails makes its siblings neither restart
+nor stop.
+"""
+
+from __future__ import annotations
+
+from lessons.step20_llm_planner import open_planner
+from lessons.step20_llm_planner import open_worker as open_worker  # unchanged since step 16
+from lessons.step20_llm_planner import supervisor as supervisor
+from trio_supervisor import (
+    Aggregate,
+    Answer,
+    Capacity,
+    ReplanLimits,
+    Supervisor,
+    Trace,
+    Worker,
+    decompose,
+)
+
+
+def subtasks_of(company: str) -> list[str]:
+    """``"acme: pricing, reviews"`` -> ``["acme pricing", "acme reviews"]``; a subtask with no
+    colon is a leaf of its own: ``"acme"`` -> ``["acme"]``.
+
+    Raises:
+      ValueError: for a company without a name (``": x, y"``), or whose colon lists nothing.
+    """
+    name, colon, listed = company.partition(":")
+    aspects = [aspect.strip() for aspect in listed.split(",") if aspect.strip()]
+    if not name.strip() or (colon and not aspects):
+        why = "it has no name" if not name.strip() else "nothing follows its colon"
+        rule = "a company is 'name' or 'name: subtask, subtask'"
+        raise ValueError(f"{rule}, got {company.strip()!r}: {why}")
+    return [f"{name.strip()} {aspect}" for aspect in aspects] or [name.strip()]
+
+
+def check_task(task: str) -> None:
+    """Refuse a task whose companies are not each ``name`` or ``name: a, b``, before any work.
+
+    Raises:
+      ValueError: naming the first malformed company, and the rule.
+    """
+    for company in decompose(task):
+        subtasks_of(company)
+
+
+def digest(aggregate: Aggregate[str, str]) -> str:
+    """A child's aggregate as its parent slot's output: one line, each subtask found or not."""
+    if len(aggregate) == 1 and aggregate.results[0].ok:  # a bare name: its leaf's own output
+        return str(aggregate.results[0].output)
+    return "; ".join(
+        f"{result.subtask}: {result.output if result.ok else 'missing'}"
+        for result in aggregate.results
+    )
+
+
+async def supervise(
+    task: str,
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    worker_timeout: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
+    adaptive: bool = False,
+    max_rounds: int = 5,
+    max_subtasks: int = 20,
+    max_stalls: int = 2,
+    max_resets: int = 1,
+    deadline: float | None = None,
+    planner: str = "scripted",
+    endpoint: str | None = None,
+    model: str | None = None,
+    trace: Trace | None = None,
+) -> Answer[str, str]:
+    check_task(task)  # a malformed company is refused before any work starts
+    leaves = Capacity(max_workers)  # step 21: one budget for every leaf worker of the tree
+
+    async def research(company: str) -> str:
+        child = supervisor(  # step 21: a child supervisor, as the chain builds one
+            worker,
+            max_workers=max_workers,
+            worker_timeout=worker_timeout,
+            attempts=attempts,
+            intensity=intensity,
+            backoff=backoff,
+            seed=seed,
+            rate=rate,
+            adaptive=adaptive,
+            meters=[leaves],  # step 21: a leaf holds a place while it works
+        )
+        nested = None if trace is None else trace.nest(company)  # step 21: drawn under it
+        return digest(await child.run(subtasks_of(company), trace=nested))
+
+    # step 21: the parent is step 20's, over the children; it only waits on them, and a
+    # company is not retried (its leaves were)
+    chosen = supervisor(research, max_workers=max_workers, attempts=1)
+    async with open_planner(planner, endpoint, model) as deciding:
+        return await chosen.replan(
+            task,
+            deciding,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
+            deadline=deadline,
+            trace=trace,
+        )
+
+
+async def supervise_broken(task: str, worker: Worker[str, str], *, max_workers: int) -> None:
+    """The shared-budget deadlock: parents and leaves draw from one ``Capacity``. With at least
+    ``max_workers`` companies, the parents hold every place and the run never ends."""
+    shared = Capacity(max_workers)
+
+    async def research(company: str) -> str:
+        child = Supervisor(worker, max_workers=max_workers, meters=[shared])
+        return digest(await child.run(subtasks_of(company)))
+
+    await Supervisor(research, max_workers=max_workers, meters=[shared]).run(decompose(task))
+
+
+if __name__ == "__main__":
+    from lessons._course.runner import main_for_step
+
+    main_for_step(__file__)

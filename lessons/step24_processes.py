@@ -1,0 +1,86 @@
+"""Step 24: crashes a process contains. Each leaf's reply is analysed in a worker process.
+
+What it adds: a leaf asks its sub-agent over HTTP, as since step 15, then analyses the reply with
+a sync body, ``analyse``, run in a worker process through the library's ``ProcessWorker``: the
+stand-in for the parser or the C extension a real leaf runs on what a model wrote. A hard crash
+there (``os._exit``, a segfault, a kill for memory) ends that process only: the leaf's slot fails
+with ``WorkerCrashed``, naming the exit code or signal, and its siblings, its child supervisor,
+the parent and the rounds go on. ``MEMORY_LIMIT`` turns a runaway allocation into a
+``MemoryError``; the processes start (``warm``) before the run. On virtual time no process runs:
+``analyse`` runs here, and a crash is raised as ``ProcessWorker`` reports one. This last step has
+every idea of Part II at once.
+
+What is still wrong: a run lives in one process on one machine. If the supervisor itself dies,
+every finished result dies with it, and the work has only this machine's cores.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Collection
+from contextlib import asynccontextmanager
+
+from lessons import step23_strategies as step23
+from lessons.step23_strategies import check_task as check_task
+from lessons.step23_strategies import supervise as supervise  # unchanged since step 23
+from lessons.step23_strategies import supervise_broken as supervise_broken
+from trio_supervisor import Worker
+from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
+from trio_supervisor.testing import SimulatedAgent
+
+CRASH = 70  # the exit code of a body that kills its process (EX_SOFTWARE)
+MEMORY_LIMIT = 512 * 2**20  # step 24: bytes of address space a body's process may have
+
+Call = tuple[str, str, bool]
+"""What crosses to the worker process: the subtask, its sub-agent's reply, and whether the
+body is to crash on it."""
+
+
+def analyse(call: Call) -> str:
+    """The leaf's body: sync, run in a worker process. It keeps the reply's findings, one line
+    of at most 200 characters; told to crash, it ends its process instead."""
+    _subtask, reply, crash = call
+    if crash:
+        os._exit(CRASH)  # step 24: no exception, no cleanup: the process is gone
+    return " ".join(reply.split())[:200]
+
+
+@asynccontextmanager
+async def open_worker(
+    simulated: SimulatedAgent,
+    *,
+    virtual: bool,
+    max_workers: int,
+    endpoint: str | None = None,
+    model: str | None = None,
+    crash: Collection[str] = (),
+) -> AsyncIterator[Worker[str, str]]:
+    """The leaf worker: step 16's HTTP sub-agent, then ``analyse`` on its reply, in one of
+    ``max_workers`` worker processes started before the run (here, on virtual time). A leaf
+    whose name holds "crash", or the first leaf of a company in ``crash``, crashes its body."""
+    in_process = None  # on virtual time no process runs, nor is analyse pickled
+    if not virtual:
+        in_process = ProcessWorker(analyse, memory_limit=MEMORY_LIMIT)  # step 24: a process pool
+        await in_process.warm(max_workers)  # step 24: no timeout counts a process's start
+    crashing = {*crash, *(step23.subtasks_of(company)[0] for company in crash)}
+    opened = step23.open_worker(
+        simulated, virtual=virtual, max_workers=max_workers, endpoint=endpoint, model=model
+    )
+    async with opened as agent:
+
+        async def worker(subtask: str) -> str:
+            reply = await agent(subtask)  # the sub-agent, over HTTP, retried as before
+            call = (subtask, reply, subtask in crashing or "crash" in subtask.lower())
+            if in_process is not None:
+                return await in_process(call)  # step 24: a crash there fails this leaf alone
+            if call[2]:  # step 24: on virtual time, as ProcessWorker says it
+                raise WorkerCrashed(crash_reason(CRASH), CRASH)
+            return analyse(call)
+
+        yield worker
+
+
+if __name__ == "__main__":
+    from lessons._course.runner import main_for_step
+
+    main_for_step(__file__)

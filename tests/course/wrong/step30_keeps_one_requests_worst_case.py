@@ -1,0 +1,254 @@
+"""Step 30 (step30_typed_replies), wrongly: each reply is held to its contract and asked again,
+but ``budget_tokens`` still reserves step 29's guess, one request's worst case: a leaf that uses
+its re-asks spends two more requests than it reserved, and the budget is overshot.
+
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 30`` must fail
+on it.
+
+Step 30: typed replies. Each leaf's reply is held to a contract, a pydantic model.
+
+What it adds: a leaf's sub-agent is asked for a ``Finding`` (the subtask, a summary, how sure it
+is), not for text: each request carries the model's JSON schema as its ``response_format`` and
+``max_tokens=REPLY_TOKENS``, and every reply is validated, whatever the server claims (some
+ignore the schema and answer prose). A reply that does not validate is asked again within the
+attempt, told what was wrong, at most ``RETRIES`` times; past that the slot fails with its own
+error, ``InvalidReply``, which is not retried. A slot's output is the ``Finding`` itself, and the
+synthesis reads its fields (``digest``), never the words around them. The bound makes a
+leaf's worst case exact (``worst_case``): its ``RETRIES + 1`` requests, each reply cut at
+``REPLY_TOKENS`` by the request itself, so ``budget_tokens`` reserves each re-ask before it is
+sent. On the loopback server a leaf named ``... prose k`` is answered in prose its first k times.
+
+What is still wrong: the run itself is one process's, on one machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import asynccontextmanager
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from lessons import step24_processes as step24
+from lessons import step26_approval_gate as step26
+from lessons.step15_http_subagents import CONCURRENCY
+from lessons.step20_llm_planner import open_planner
+from lessons.step22_escalation import Escalated, subtasks_of, supervisor
+from lessons.step29_token_budget import REPLY_TOKENS, THROTTLE
+from lessons.step29_token_budget import check_task as check_task
+from lessons.step29_token_budget import supervise_broken as supervise_broken
+from trio_supervisor import (
+    Aggregate,
+    Answer,
+    AwaitingApproval,
+    Budget,
+    Capacity,
+    Durable,
+    Hedge,
+    Journal,
+    ReplanLimits,
+    Restarts,
+    Status,
+    Strategy,
+    Trace,
+    Usage,
+    Worker,
+    approval,
+)
+from trio_supervisor.agents import ChatAgent, Output
+from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
+from trio_supervisor.testing import SimulatedAgent, devserver
+
+RETRIES = 2  # step 30: a reply that does not validate is asked again at most this many times
+RETRY_CHARS = 586  # the longest re-ask the library appends (what was wrong cut at 500)
+PROSE = re.compile(r"\bprose (\d+)\b")  # "acme reviews prose 2": prose twice, then JSON
+
+
+class Finding(BaseModel):
+    """What a leaf must reply: a slot's output is one of these, or the slot fails."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subtask: str
+    summary: str
+    confidence: float = Field(ge=0, le=1)
+
+
+def worst_case(leaf: str) -> Usage:
+    """What a leaf's request may spend at worst, as step 29 reserved it: one request."""
+    return Usage(input_tokens=len(leaf) + 4, output_tokens=REPLY_TOKENS)
+
+
+def read(output: object) -> str:
+    """A leaf's output as the synthesis reads it: a ``Finding`` by its fields; text (a worker
+    with no contract) as it is."""
+    if isinstance(output, Finding):  # step 30: typed fields, never the words around them
+        return f"{output.summary} ({output.confidence:.0%} sure)"
+    return str(output)
+
+
+def digest(aggregate: Aggregate[str, Any]) -> str:
+    """A child's aggregate as its parent slot's output, as step 22's, each output `read`."""
+    if not aggregate.succeeded:
+        raise Escalated(f"nothing found: {aggregate.results[0].error}")
+    if len(aggregate) == 1 and aggregate.results[0].ok:
+        return read(aggregate.results[0].output)
+    return "; ".join(
+        f"{result.subtask}: {read(result.output) if result.ok else 'missing'}"
+        for result in aggregate.results
+    )
+
+
+def scripted(simulated: SimulatedAgent) -> Callable[[str], devserver.Script]:
+    """The loopback server's script: what ``simulated`` does with a leaf, answered as a
+    ``Finding`` in JSON, in prose first for a leaf named ``... prose k``."""
+    mimic = devserver.mimic(simulated)
+
+    def script(leaf: str) -> devserver.Script:
+        said, prose = mimic(leaf), PROSE.search(leaf)
+        found = {"subtask": leaf, "summary": said.reply, "confidence": 0.8}
+        k = 0 if prose is None else int(prose.group(1))
+        return dataclasses.replace(said, reply=json.dumps(found), prose=k)
+
+    return script
+
+
+@asynccontextmanager
+async def open_worker(
+    simulated: SimulatedAgent,
+    *,
+    virtual: bool,
+    max_workers: int,
+    endpoint: str | None = None,
+    model: str | None = None,
+    crash: Collection[str] = (),
+) -> AsyncIterator[Worker[str, Finding]]:
+    """Step 29's leaf (step 26's gate, step 24's process), its sub-agent asked for a
+    ``Finding``: a ``ChatAgent`` whose ``output`` is the contract, against ``endpoint`` or
+    the loopback server, scripted by ``scripted``."""
+    in_process = None
+    if not virtual:
+        in_process = ProcessWorker(step24.analyse, memory_limit=step24.MEMORY_LIMIT)
+        await in_process.warm(max_workers)
+    crashing = {*crash, *(subtasks_of(company)[0] for company in crash)}
+    script, latency = scripted(simulated), (simulated.min_latency, simulated.max_latency)
+    served = devserver.loopback(
+        script=script, latency=latency, in_process=virtual, concurrency=CONCURRENCY
+    )
+    async with served as server:
+        agent = ChatAgent(
+            model or "devserver",
+            base_url=endpoint or server.base_url,
+            api_key=None if endpoint else server.api_key,  # OPENAI_API_KEY for an endpoint
+            transport=None if endpoint else server.transport,
+            max_connections=max_workers,
+            output=Output(Finding, retries=RETRIES),  # step 30: the contract, re-asked
+            max_tokens=REPLY_TOKENS,  # step 30: the reply's worst case, now a bound
+        )
+        async with agent:
+
+            async def worker(subtask: str) -> Finding:
+                dollars = step26.refund_of(subtask)
+                if dollars is not None and dollars > step26.THRESHOLD:  # step 26's gate
+                    await approval(f"{subtask}: over ${step26.THRESHOLD}, approve?")
+                found = await agent(subtask)  # a Finding, validated, or InvalidReply
+                call = (subtask, found.summary, subtask in crashing or "crash" in subtask.lower())
+                if in_process is not None:  # step 24: the summary analysed in a process
+                    return found.model_copy(update={"summary": await in_process(call)})
+                if call[2]:
+                    raise WorkerCrashed(crash_reason(step24.CRASH), step24.CRASH)
+                return found.model_copy(update={"summary": step24.analyse(call)})
+
+            yield worker
+
+
+async def supervise(
+    task: str,
+    worker: Worker[str, Any],
+    *,
+    max_workers: int,
+    worker_timeout: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
+    adaptive: bool = False,
+    max_rounds: int = 5,
+    max_subtasks: int = 20,
+    max_stalls: int = 2,
+    max_resets: int = 1,
+    deadline: float | None = None,
+    planner: str = "scripted",
+    endpoint: str | None = None,
+    model: str | None = None,
+    strategy: Strategy = "one_for_one",
+    hedge: float | str | None = None,
+    need: int | None = None,
+    budget_tokens: int | None = None,
+    journal: Journal | None = None,
+    run_id: str | None = None,
+    trace: Trace | None = None,
+) -> Answer[str, str]:
+    check_task(task)  # a malformed company is refused before any work starts
+    leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    restarts, within = (None, None) if intensity is None else intensity
+    bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
+    budget = None if budget_tokens is None else Budget(tokens=budget_tokens, reserve=worst_case)
+
+    async def research(company: str) -> str:
+        child = supervisor(  # a child supervisor, as the chain builds one
+            worker,
+            max_workers=max_workers,
+            worker_timeout=worker_timeout,
+            attempts=attempts,
+            backoff=backoff,
+            seed=seed,
+            rate=rate,
+            adaptive=adaptive,
+            # a leaf holds a place while it works; one token budget for the tree's leaves
+            meters=[leaves] if budget is None else [leaves, budget],
+            restarts=bound,  # the child's own intensity and strategy
+            hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),  # step 27
+        )
+        nested = None if trace is None else trace.nest(company)  # drawn under it
+        name = None if run_id is None else f"{run_id}/{company}"  # step 25: the child's own
+        leaves_of = subtasks_of(company)
+        first = None if need is None else min(need, len(leaves_of))  # step 28: first k of n
+        durable = None if name is None else Durable(name, journal)  # journaled (step 25)
+        aggregate = await child.run(leaves_of, trace=nested, durable=durable, need=first)
+        if aggregate.gave_up is not None:  # escalation, the child's reason
+            raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
+        for result in aggregate.results:  # step 25: a company is final once its leaves are
+            if result.status is Status.AWAITING_APPROVAL:  # a leaf parked: a resume runs it
+                raise AwaitingApproval(str(result.error).removeprefix("AwaitingApproval: "))
+        if first is not None:  # step 28: the leaves not needed are left out of the digest
+            kept = [r for r in aggregate.results if r.status is not Status.CANCELLED]
+            aggregate = Aggregate(kept, aggregate.gave_up, first)
+        return digest(aggregate)  # step 30: each leaf's Finding read by its fields
+
+    parent = supervisor(research, max_workers=max_workers, attempts=1)  # step 20's parent
+    async with open_planner(planner, endpoint, model) as deciding:
+        return await parent.replan(
+            task,
+            deciding,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
+            deadline=deadline,
+            trace=trace,
+            # each decision and each round's results, kept (step 25)
+            durable=None if run_id is None else Durable(run_id, journal),
+        )
+
+
+if __name__ == "__main__":
+    from lessons._course.runner import main_for_step
+
+    main_for_step(__file__)
