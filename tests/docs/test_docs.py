@@ -203,12 +203,43 @@ def test_a_docstring_edit_highlights_nothing_and_a_code_edit_highlights_its_line
     assert step_pages.code_changes(PREVIOUS, blank_added) == []  # a blank line is not code
 
 
+def test_a_step_that_redefines_an_inherited_function_highlights_only_what_it_changed_in_it() -> (
+    None
+):
+    """Step 26 imports step 25's ``supervise`` unchanged; step 27 defines its own, one option
+    more. Its page highlights the lines of ``supervise`` that differ from step 25's (the function
+    the reader last saw), not the whole function because step 26 had only an import."""
+    name, defined_in = "step27_hedging", "lessons.step25_durable_runs"
+    before = step_pages.previous_step(name)
+    assert before is not None
+    assert "import supervise as supervise" in step_path(before).read_text()
+    source = step_path(name).read_text()
+    node = next(
+        statement
+        for statement in ast.parse(source).body
+        if isinstance(statement, ast.AsyncFunctionDef) and statement.name == "supervise"
+    )
+    assert node.end_lineno is not None
+    mine = "\n".join(source.splitlines()[node.lineno - 1 : node.end_lineno])
+    inherited = step_pages.definition(defined_in, "supervise")
+    assert inherited is not None
+    expected = [
+        node.lineno - 1 + line
+        for line in step_pages.changed_lines(inherited, mine)
+        if mine.splitlines()[line - 1].strip()
+    ]
+    highlighted = step_pages.step_changes(name)
+    inside = [line for line in highlighted if node.lineno <= line <= node.end_lineno]
+    assert inside == expected
+    assert 0 < len(inside) < (node.end_lineno - node.lineno) // 4  # the option, not the function
+
+
 @pytest.mark.parametrize("name", STEPS[1:])
 def test_changing_one_code_line_of_a_step_changes_its_highlights(name: str) -> None:
     before = step_pages.previous_step(name)
     assert before is not None
-    previous = step_path(before).read_text()
     source = step_path(name).read_text()
+    previous = step_pages.as_read_from(step_path(before).read_text(), source)
     lines = source.splitlines(keepends=True)
     start = step_pages.code_start(source)
     changed = step_pages.step_changes(name)

@@ -79,6 +79,62 @@ def code_changes(previous: str, current: str) -> list[int]:
     return [offset + line for line in changed if after[line - 1].strip()]
 
 
+def _defined(tree: ast.Module) -> dict[str, ast.stmt]:
+    """The functions and classes a module defines at its top level, by name."""
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return {node.name: node for node in tree.body if isinstance(node, kinds)}
+
+
+def definition(module: str, name: str) -> str | None:
+    """The source of ``name`` as course module ``module`` (``lessons.stepNN_...``) has it: its
+    own definition, decorators included, or the one of the step it imports it from; None for a
+    name no step defines (a library import)."""
+    if not re.fullmatch(r"lessons\.step\d\d_\w+", module):
+        return None
+    source = step_path(module.removeprefix("lessons.")).read_text()
+    tree = ast.parse(source)
+    node = _defined(tree).get(name)
+    if node is not None:
+        decorated = getattr(node, "decorator_list", [])
+        first = min([node.lineno, *(decorator.lineno for decorator in decorated)])
+        assert node.end_lineno is not None
+        return "\n".join(source.splitlines()[first - 1 : node.end_lineno])
+    for statement in tree.body:
+        if not isinstance(statement, ast.ImportFrom) or statement.module is None:
+            continue
+        if any((alias.asname or alias.name) == name for alias in statement.names):
+            return definition(statement.module, name)
+    return None
+
+
+def as_read_from(previous: str, current: str) -> str:
+    """The step before (source ``previous``) as step ``current`` changes it: where the step
+    before only imports a function or class from an earlier step (``from lessons.step25_...
+    import supervise as supervise  # unchanged since step 25``) that ``current`` defines for
+    itself, its definition as the reader last saw it stands where the import stood (after it,
+    if the import brings other names too). So a step that redefines an inherited function is
+    compared with that function, not with a line that imports it: its diff and highlights are
+    the lines it changed in it, the step's own idea."""
+    redefined = set(_defined(ast.parse(current)))
+    lines = previous.splitlines()
+    tree = ast.parse(previous)
+    for statement in reversed(tree.body):  # from the bottom: earlier line numbers stay valid
+        if not isinstance(statement, ast.ImportFrom) or statement.module is None:
+            continue
+        names = [alias.asname or alias.name for alias in statement.names]
+        shown = [name for name in names if name in redefined]
+        bodies = [body for name in shown if (body := definition(statement.module, name))]
+        if not bodies:
+            continue
+        assert statement.end_lineno is not None
+        kept = (
+            [] if len(shown) == len(names) else lines[statement.lineno - 1 : statement.end_lineno]
+        )
+        expanded = [*kept, *"\n\n\n".join(bodies).splitlines()]
+        lines[statement.lineno - 1 : statement.end_lineno] = expanded
+    return "\n".join(lines) + "\n"
+
+
 def format_lines(lines: list[int]) -> str:
     """Line numbers as ``hl_lines`` writes them: ``[1, 2, 3, 7]`` -> ``"1-3 7"``."""
     ranges: list[str] = []
@@ -128,11 +184,13 @@ def step_changes(name: str) -> list[int]:
     """The code lines a step's page highlights: those of step ``name``'s file that differ from
     the step before (none for the first: it has nothing to differ from, so its page highlights
     nothing). Part II too: each of its steps imports the step before and adds one idea, so the
-    diff is its lesson."""
+    diff is its lesson; a function it redefines is compared with the one the step before
+    imports (`as_read_from`)."""
     before = previous_step(name)
     if before is None:
         return []
-    return code_changes(step_path(before).read_text(), step_path(name).read_text())
+    current = step_path(name).read_text()
+    return code_changes(as_read_from(step_path(before).read_text(), current), current)
 
 
 def code_block(name: str) -> str:
@@ -157,7 +215,8 @@ def code_diff(name: str) -> str:
     before = previous_step(name)
     if before is None:
         return ""
-    old, new = step_path(before).read_text(), step_path(name).read_text()
+    new = step_path(name).read_text()
+    old = as_read_from(step_path(before).read_text(), new)
     matcher = difflib.SequenceMatcher(None, code_of(old), code_of(new), autojunk=False)
     shift_old, shift_new = code_start(old) - 1, code_start(new) - 1
     lines = [f"--- lessons/{before}.py\n", f"+++ lessons/{name}.py\n"]
@@ -574,8 +633,9 @@ def code_section(name: str) -> str:
     return (
         exercise_tip(name) + "## The code that changed\n\n"
         f"`{path}` against [step {number}]({before}.md), as a diff of their code (the "
-        "docstrings are the prose above). The whole file is folded below it, the same lines "
-        "highlighted.\n\n"
+        "docstrings are the prose above; a function the step before imports from an earlier "
+        "step is shown as that step defines it). The whole file is folded below it, the same "
+        "lines highlighted.\n\n"
         f'```diff title="{path}, against lessons/{before}.py"\n'
         f'--8<-- "docs/generated/steps/{name}.diff"\n'
         "```\n\n"
