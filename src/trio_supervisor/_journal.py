@@ -14,6 +14,7 @@ tables
 from __future__ import annotations
 
 import atexit
+import bisect
 import contextlib
 import dataclasses
 import json
@@ -36,7 +37,7 @@ from . import _models
 from ._approval import asker
 from ._contract import Status, SubResult, revised
 from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
-from ._identity import PLANNER, RunName
+from ._identity import PLANNER, RunName, covers
 from ._journal_view import RunSummary, SlotRow, collect, slot_rows, summaries
 from ._sharing import drop_place, renew_places, take_place, take_token
 from ._store import SqliteStore, Store, is_postgres, shown, stored, text_of
@@ -106,8 +107,7 @@ class JsonCodec:
 FLUSH = ("group", "each")
 LEASE = 30.0  # seconds a slot's lease lasts unless renewed
 CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found
-PIECE = 500  # slots one statement of a claim names at most (SQLite's oldest builds take 999)
-GAP = 16  # slots not claimed between two that are, past which a claim reads two ranges
+GAP = 16  # slots between two a claim names, past which it reads two ranges and leases two
 PARKED = "awaiting approval"
 WRITERS = ("thread", "inline")
 
@@ -191,14 +191,15 @@ class Journal:
       owner      TEXT,          -- the supervisor that ran the slot (NULL in an older journal)
       PRIMARY KEY (run_id, round, slot)
     ) WITHOUT ROWID;
-    CREATE TABLE leases (       -- the slots a supervisor runs now: another one skips them
-      run_id  TEXT NOT NULL,
-      round   INTEGER NOT NULL,
-      slot    INTEGER NOT NULL,
-      owner   TEXT NOT NULL,    -- the supervisor that claimed it (host, process, run)
-      claimed REAL NOT NULL,    -- when it claimed it
-      expires REAL NOT NULL,    -- when another may take it over, unless renewed before
-      PRIMARY KEY (run_id, round, slot)
+    CREATE TABLE leases (       -- the slots a supervisor runs now, a row per range claimed
+      run_id     TEXT NOT NULL, -- together: another supervisor skips them
+      round      INTEGER NOT NULL,
+      first_slot INTEGER NOT NULL, -- the range's first slot
+      last_slot  INTEGER NOT NULL, -- its last (its slots with a final row are no one's)
+      owner      TEXT NOT NULL, -- the supervisor that claimed it (host, process, run)
+      claimed    REAL NOT NULL, -- when it claimed it
+      expires    REAL NOT NULL, -- when another may take it over, unless renewed before
+      PRIMARY KEY (run_id, round, first_slot) -- the ranges of a run never overlap
     ) WITHOUT ROWID;
     CREATE TABLE places (       -- the places a shared Capacity's attempts hold now
       meter   TEXT NOT NULL,    -- the capacity's shared= name
@@ -365,6 +366,7 @@ class Journal:
         # _appended counts every row appended, _committed those the writer has committed
         self._buffer: deque[tuple[Any, ...]] = deque()
         self._calls: deque[tuple[Callable[[Store], Any], list[Any]]] = deque()
+        self._leasing: deque[tuple[Callable[[Store], Any], list[Any]]] = deque()  # go first
         self._appended = 0
         self._committed = 0
         self._arrived = threading.Event()  # the buffer got a row, or a call came
@@ -418,27 +420,37 @@ class Journal:
             while True:
                 self._arrived.wait()
                 self._arrived.clear()
-                if not self.each and not self._calls and self._stopping is None:
+                if (
+                    not self.each
+                    and not self._calls
+                    and not self._leasing
+                    and self._stopping is None
+                ):
                     self._urgent.wait(self.interval)
                 self._urgent.clear()
                 if self._stopping is False:
                     self._buffer.clear()
                     break
                 self._commit(conn)
-                while self._calls:
-                    call, reply = self._calls.popleft()
-                    try:
-                        reply.append((True, call(conn)))
-                    except BaseException as exc:
-                        reply.append((False, exc))
-                    with self._done:
-                        self._done.notify_all()
-                if self._stopping is not None and not self._buffer:
+                self._reply(conn, self._leasing)
+                self._reply(conn, self._calls)
+                if self._stopping is not None and not self._buffer and not self._leasing:
                     break
         finally:
             conn.close()
             with self._done:
                 self._stopping = False if self._stopping is None else self._stopping
+                self._done.notify_all()
+
+    def _reply(self, conn: Store, calls: deque[tuple[Callable[[Store], Any], list[Any]]]) -> None:
+        """Run each call of ``calls`` on ``conn``, in order, each one's outcome its reply."""
+        while calls:
+            call, reply = calls.popleft()
+            try:
+                reply.append((True, call(conn)))
+            except BaseException as exc:
+                reply.append((False, exc))
+            with self._done:
                 self._done.notify_all()
 
     def _commit(self, conn: Store) -> None:
@@ -448,6 +460,8 @@ class Journal:
         on."""
         buffer = self._buffer
         while buffer:
+            if self._inline is None:
+                self._reply(conn, self._leasing)  # a claim the lanes wait on, between groups
             rows: list[tuple[Any, ...]] = []
             while buffer and len(rows) < self.count:
                 rows.append(buffer.popleft())
@@ -481,15 +495,17 @@ class Journal:
         if failure is not None:
             raise failure
 
-    def _call(self, call: Callable[[Store], Any]) -> Any:
-        """Run ``call`` on the writer's connection, after what the buffer holds; blocks."""
+    def _call(self, call: Callable[[Store], Any], first: bool = False) -> Any:
+        """Run ``call`` on the writer's connection, after what the buffer holds; with
+        ``first`` (a lease's claim or renewal, which the lanes may be waiting on), before the
+        buffer's rows not yet being committed: between two groups. Blocks."""
         if self._inline is not None:
             if self._stopping is not None:
                 raise RuntimeError(f"the journal {self.path} is closed")
             self._commit(self._inline)
             return call(self._inline)
         reply: list[Any] = []
-        self._calls.append((call, reply))
+        (self._leasing if first else self._calls).append((call, reply))
         self._arrived.set()
         self._urgent.set()
         with self._done:
@@ -777,11 +793,12 @@ class Journal:
 
         await self._run(write)
 
-    async def _run(self, call: Callable[[Store], Any]) -> Any:
-        """``call`` on the writer's connection, awaited in a thread (inline: at once)."""
+    async def _run(self, call: Callable[[Store], Any], first: bool = False) -> Any:
+        """``call`` on the writer's connection, awaited in a thread (inline: at once); with
+        ``first``, before the buffer's rows (see ``_call``)."""
         if self._inline is not None:
             return self._call(call)
-        return await trio.to_thread.run_sync(self._call, call)
+        return await trio.to_thread.run_sync(self._call, call, first)
 
     def results(self, run_id: str, round: int = 0) -> list[SubResult[Any, Any]]:
         """The results journaled for ``run_id``'s round ``round``, in slot order (the subtask of
@@ -856,7 +873,8 @@ class Journal:
         assert self.lease is not None
         now = self._lease_clock()
         found = await self._run(
-            lambda conn: _claim(conn, run, slots, owner, now, now + self.lease, since)  # type: ignore[operator]
+            lambda conn: _claim(conn, run, slots, owner, now, now + self.lease, since),  # type: ignore[operator]
+            first=True,
         )
         return [
             (
@@ -871,12 +889,14 @@ class Journal:
             for slot, kind, got in found
         ]
 
-    async def renew(self, run: tuple[str, int], owner: str) -> set[int]:
-        """Renew every lease ``owner`` holds of ``run``'s slots: the slots it still holds (a
-        slot it held and is not among them was taken over)."""
+    async def renew(self, run: tuple[str, int], owner: str) -> list[tuple[int, int]]:
+        """Renew every lease ``owner`` holds of ``run``'s slots: the ranges of slots it still
+        holds, first and last (a slot it held and in none of them was taken over)."""
         assert self.lease is not None
         expires = self._lease_clock() + self.lease
-        held: set[int] = await self._run(lambda conn: _renew(conn, run, owner, expires))
+        held: list[tuple[int, int]] = await self._run(
+            lambda conn: _renew(conn, run, owner, expires), first=True
+        )
         return held
 
     async def release(self, run: tuple[str, int], owner: str) -> None:
@@ -1048,23 +1068,16 @@ class Journal:
 
 def _write(conn: Store, rows: list[tuple[Any, ...]]) -> None:
     """Commit ``rows`` to the results, in one transaction: a leased slot's row (one with the
-    lease's owner after its columns) only while its owner holds the lease (the lease row stays
-    until the run gives up its leases as it ends)."""
+    lease's owner after its columns) only while its owner holds a lease of the slot (the lease
+    rows stay until the run gives up its leases as it ends)."""
     with conn.transaction():
         leased = [row for row in rows if len(row) > COLUMNS]
         if leased:
-            held: dict[tuple[Any, ...], set[int]] = {}
-            for key in {(row[0], row[1], row[COLUMNS]) for row in leased}:
-                slots = [row[2] for row in leased if (row[0], row[1], row[COLUMNS]) == key]
-                held[key] = {
-                    slot
-                    for (slot,) in conn.execute(
-                        "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ? "
-                        "AND slot BETWEEN ? AND ?",
-                        (*key, min(slots), max(slots)),
-                    )
-                }
-            kept = [row[:COLUMNS] for row in leased if row[2] in held[row[0], row[1], row[COLUMNS]]]
+            held = {
+                key: covers(_held(conn, key[:2], key[2]))
+                for key in {(row[0], row[1], row[COLUMNS]) for row in leased}
+            }
+            kept = [row[:COLUMNS] for row in leased if held[row[0], row[1], row[COLUMNS]](row[2])]
             rows = [row for row in rows if len(row) == COLUMNS] + kept
         conn.executemany(INSERT, conn.results(rows))
 
@@ -1150,15 +1163,19 @@ def _claim(
     since: float,
 ) -> list[tuple[int, str, Any]]:
     """What ``Journal.claim`` finds, each slot's row (as ``_rows`` reads it) when done. It reads
-    the rows of ``slots`` by ranges (``_spans``), and the leases it takes go in with one
-    statement per ``PIECE`` slots, not one per slot (which costs a server such as PostgreSQL a
-    round of its own for each row)."""
-    wanted = set(slots)
+    the rows of ``slots`` by ranges (``_spans``) and the leases that overlap them, and leases
+    the slots it claims as ranges: one ``leases`` row per run of slots claimed together (the
+    slots between two of them done, and in no other owner's lease), not one row per slot (which
+    costs a server such as PostgreSQL a round of its own for each). A lease it takes over (run
+    out, or its owner gone) keeps the slots it was not asked for, as the rows left around the
+    new ones."""
+    wanted = sorted(set(slots))
+    if not wanted:
+        return []
     with conn.transaction():  # checked and claimed at once, whoever else opens the journal
-        done: dict[int, tuple[Any, ...]] = {}
-        held: dict[int, float] = {}
+        final: dict[int, tuple[Any, ...]] = {}  # every slot of the spans with a final row
         for span in _spans(wanted):
-            done.update(
+            final.update(
                 (row[0], row)
                 for row in conn.execute(
                     "SELECT slot, subtask, status, output, error, attempts, started, finished, "
@@ -1166,76 +1183,140 @@ def _claim(
                     "AND slot BETWEEN ? AND ?",
                     (*run, *span),
                 )
-                if row[0] in wanted and (row[2] == "ok" or (row[9] is not None and row[9] >= since))
+                if row[2] == "ok" or (row[9] is not None and row[9] >= since)
             )
-            held.update(
-                (slot, until)
-                for slot, holder, until in conn.execute(
-                    "SELECT slot, owner, expires FROM leases WHERE run_id = ? AND round = ? "
-                    "AND slot BETWEEN ? AND ?",
-                    (*run, *span),
-                )
-                if slot in wanted and holder != owner and until > now and not _gone(holder)
-            )
+        leases: list[tuple[int, int, str, float, float]] = conn.execute(
+            "SELECT first_slot, last_slot, owner, claimed, expires FROM leases "
+            "WHERE run_id = ? AND round = ? AND first_slot <= ? AND last_slot >= ? "
+            "ORDER BY first_slot",
+            (*run, wanted[-1], wanted[0]),
+        ).fetchall()
+        firsts = [lease[0] for lease in leases]
+        live = [
+            holder != owner and until > now and not _gone(holder)
+            for _, _, holder, _, until in leases
+        ]
+
+        def lease_of(slot: int) -> int | None:  # the index of the lease ``slot`` lies in
+            at = bisect.bisect_right(firsts, slot) - 1
+            return at if at >= 0 and leases[at][1] >= slot else None
+
         found: list[tuple[int, str, Any]] = []
-        claims = []
+        claims: list[int] = []
         for slot in slots:
-            if slot in done:
-                found.append((slot, DONE, done[slot][:9]))
-            elif slot in held:
-                found.append((slot, HELD, held[slot]))
+            at = lease_of(slot)
+            if slot in final:
+                found.append((slot, DONE, final[slot][:9]))
+            elif at is not None and live[at]:
+                found.append((slot, HELD, leases[at][4]))
             else:
                 found.append((slot, CLAIMED, None))
                 claims.append(slot)
-        for piece in _pieces(claims):
-            # the slots as a VALUES list (both stores name its column column1); ``WHERE
-            # true`` tells SQLite the ON CONFLICT is the INSERT's, not a join's
-            marks = ", ".join(["(?)"] * len(piece))
-            conn.execute(
-                "INSERT INTO leases (run_id, round, slot, owner, claimed, expires) "
-                f"SELECT ?, ?, column1, ?, ?, ? FROM (VALUES {marks}) AS claimed WHERE true "
-                "ON CONFLICT (run_id, round, slot) DO UPDATE SET owner = excluded.owner, "
-                "claimed = excluded.claimed, expires = excluded.expires",
-                (*run, owner, now, expires, *piece),
+        ranges = _ranges(
+            sorted(set(claims)), final, lambda slot: _foreign(lease_of(slot), leases, owner)
+        )
+        if ranges:
+            cut = sorted(
+                {at for first, last in ranges for at in _overlapping(leases, firsts, first, last)}
+            )
+            kept = [
+                (first, last, *leases[at][2:])
+                for at in cut
+                for first, last in _without(leases[at][0], leases[at][1], ranges)
+            ]
+            if cut:
+                conn.executemany(
+                    "DELETE FROM leases WHERE run_id = ? AND round = ? AND first_slot = ?",
+                    [(*run, leases[at][0]) for at in cut],
+                )
+            conn.executemany(
+                "INSERT INTO leases (run_id, round, first_slot, last_slot, owner, claimed, "
+                "expires) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*run, *lease) for lease in kept]
+                + [(*run, first, last, owner, now, expires) for first, last in ranges],
             )
     return found
 
 
-def _spans(slots: set[int]) -> Iterator[tuple[int, int]]:
-    """The ranges ``slots`` lie in, first and last, each split where ``GAP`` slots or more are
-    not among them: a claim reads each range with one ``BETWEEN`` (a range of the key), not an
-    ``IN`` of every slot, whose hundreds of values a server such as PostgreSQL plans slowly."""
-    ordered = sorted(slots)
-    start = previous = ordered[0] if ordered else 0
-    for slot in ordered[1:]:
+def _foreign(at: int | None, leases: list[tuple[int, int, str, float, float]], owner: str) -> bool:
+    """Whether the lease at index ``at`` of ``leases`` (None: no lease) is another owner's."""
+    return at is not None and leases[at][2] != owner
+
+
+def _ranges(
+    claims: list[int], final: dict[int, Any], foreign: Callable[[int], bool]
+) -> list[tuple[int, int]]:
+    """The slots ``claims`` (sorted) as ranges, first and last: two claims are in one range when
+    every slot between them has a ``final`` row and lies in no ``foreign`` lease."""
+    ranges: list[tuple[int, int]] = []
+    for slot in claims:
+        if ranges:
+            first, last = ranges[-1]
+            between = range(last + 1, slot)
+            if len(between) <= GAP and all(s in final and not foreign(s) for s in between):
+                ranges[-1] = (first, slot)
+                continue
+        ranges.append((slot, slot))
+    return ranges
+
+
+def _overlapping(
+    leases: list[tuple[int, int, str, float, float]], firsts: list[int], first: int, last: int
+) -> Iterator[int]:
+    """The indexes of the ``leases`` (sorted by first slot, disjoint) that overlap
+    ``first``..``last``."""
+    at = max(bisect.bisect_right(firsts, first) - 1, 0)
+    while at < len(leases) and leases[at][0] <= last:
+        if leases[at][1] >= first:
+            yield at
+        at += 1
+
+
+def _without(first: int, last: int, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``first``..``last`` less ``ranges`` (sorted, disjoint): the ranges left."""
+    left = []
+    for cut_first, cut_last in ranges:
+        if cut_last < first or cut_first > last:
+            continue
+        if cut_first > first:
+            left.append((first, cut_first - 1))
+        first = cut_last + 1
+    if first <= last:
+        left.append((first, last))
+    return left
+
+
+def _spans(slots: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """The ranges ``slots`` (sorted) lie in, first and last, each split where more than ``GAP``
+    slots are not among them: a claim reads each range with one ``BETWEEN`` (a range of the
+    key), not an ``IN`` of every slot, whose hundreds of values a server such as PostgreSQL
+    plans slowly."""
+    start = previous = slots[0] if slots else 0
+    for slot in slots[1:]:
         if slot - previous > GAP:
             yield start, previous
             start = slot
         previous = slot
-    if ordered:
+    if slots:
         yield start, previous
 
 
-def _pieces(slots: Sequence[int]) -> Iterator[Sequence[int]]:
-    """``slots`` in pieces of ``PIECE`` at most, each named in one statement."""
-    for start in range(0, len(slots), PIECE):
-        yield slots[start : start + PIECE]
+def _held(conn: Store, run: tuple[str, int], owner: str) -> list[tuple[int, int]]:
+    """The ranges of ``run``'s slots ``owner`` holds a lease of (run out or not)."""
+    return conn.execute(
+        "SELECT first_slot, last_slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
+        (*run, owner),
+    ).fetchall()
 
 
-def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> set[int]:
-    """What ``Journal.renew`` does, in one transaction."""
+def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> list[tuple[int, int]]:
+    """What ``Journal.renew`` does, in one transaction: one row per range it holds."""
     with conn.transaction():
         conn.execute(
             "UPDATE leases SET expires = ? WHERE run_id = ? AND round = ? AND owner = ?",
             (expires, *run, owner),
         )
-        return {
-            slot
-            for (slot,) in conn.execute(
-                "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
-                (*run, owner),
-            )
-        }
+        return _held(conn, run, owner)
 
 
 def _release(conn: Store, run: tuple[str, int], owner: str) -> None:
@@ -1475,8 +1556,8 @@ class DurableRun(RunName):
         [`Journal.claim`][trio_supervisor.Journal.claim])."""
         return await self.journal.claim(self.rows, slots, self.owner, since)
 
-    async def renew(self) -> set[int]:
-        """Renew this run's leases: the slots it still holds."""
+    async def renew(self) -> list[tuple[int, int]]:
+        """Renew this run's leases: the ranges of slots it still holds, first and last."""
         return await self.journal.renew(self.rows, self.owner)
 
     async def release(self) -> None:

@@ -22,7 +22,7 @@ import trio.testing
 
 from tests.library import lease_child
 from tests.library.stores import Database
-from trio_supervisor import Durable, Journal, Supervisor
+from trio_supervisor import Durable, Journal, SubResult, Supervisor
 
 LEASE = 10.0
 PLAN = list(range(6))
@@ -62,7 +62,7 @@ class Stuck(Journal):
         self.after = after
         self.hung = hung
 
-    async def renew(self, run: tuple[str, int], owner: str) -> set[int]:
+    async def renew(self, run: tuple[str, int], owner: str) -> list[tuple[int, int]]:
         if trio.current_time() >= self.after:
             if self.hung is None:
                 await trio.sleep_forever()
@@ -280,3 +280,40 @@ def test_two_processes_on_one_run_one_killed_every_slot_done_once_but_the_killed
             assert lived[slot] == attempts
         else:
             assert calls == attempts, slot  # each attempt's call made once
+
+
+def test_a_claim_is_one_lease_row_and_a_takeover_keeps_the_rest_of_the_batch_its_owners(
+    database: Database,
+) -> None:
+    """``a`` claims ten slots: one row. While it holds them ``b`` is refused each; once they
+    ran out, ``b`` takes over two, which split ``a``'s row around them: ``a``'s renewal finds
+    it holds the other eight still, and of its late results only theirs are journaled."""
+    path = database.target
+    run = ("r", 0)
+
+    async def main() -> Any:
+        a = Journal(path, writer="inline", lease=LEASE, flush="each")
+        b = Journal(path, writer="inline", lease=LEASE, flush="each")
+        await a.begin(run, list(range(10)))
+        claimed = await a.claim(run, range(10), "a", 0.0)
+        leases = database.query("SELECT first_slot, last_slot, owner FROM leases")
+        refused = await b.claim(run, range(10), "b", 0.0)
+        await trio.sleep(LEASE + 1)  # a's leases run out, never renewed
+        taken = await b.claim(run, [2, 3], "b", 0.0)
+        split = sorted(database.query("SELECT first_slot, last_slot, owner FROM leases"))
+        still = await a.renew(run, "a")
+        for slot in (2, 5):
+            a.record(run, slot, SubResult(slot, output=f"a-{slot}"), "a", leased=True)
+        await a.committed()
+        a.close()
+        b.close()
+        return claimed, leases, refused, taken, split, still
+
+    claimed, leases, refused, taken, split, still = virtual(main)
+    assert [kind for _, kind, _ in claimed] == ["claimed"] * 10
+    assert leases == [(0, 9, "a")]  # one row for the ten
+    assert [kind for _, kind, _ in refused] == ["held"] * 10
+    assert [(slot, kind) for slot, kind, _ in taken] == [(2, "claimed"), (3, "claimed")]
+    assert split == [(0, 1, "a"), (2, 3, "b"), (4, 9, "a")]
+    assert sorted(still) == [(0, 1), (4, 9)]
+    assert rows(database) == {5: ("a-5", "a")}  # slot 2 is b's now: a's result of it dropped

@@ -28,7 +28,7 @@ from typing import Any
 import trio
 
 from .._contract import SubResult, revised
-from .._identity import RunName
+from .._identity import RunName, covers
 from .._trace import Trace
 from .attempt import Running
 
@@ -70,8 +70,9 @@ class Keeper:
         # was not (its holder is done with it, or gone)
         self.poll = min(POLL, self.every)
         # how many slots it claims ahead of its lanes: twice as many as they are at first,
-        # doubled each time they ran out of slots while more were to be claimed (fast workers
-        # take a claim's slots before the next claim is back), up to GROWTH times that
+        # four times more each time they ran out of slots while more were to be claimed (fast
+        # workers take a claim's slots before the next claim is back), up to GROWTH times that
+        # (a claim costs one row, however many slots it takes)
         self.chunk = max(4, 2 * lanes)
         self.most = GROWTH * self.chunk
         self.starved = False  # the lanes ran out of claimed slots since the last claim
@@ -156,7 +157,7 @@ class Keeper:
         now = trio.current_time()
         if self.starved:
             self.starved = False
-            self.chunk = min(2 * self.chunk, self.most)
+            self.chunk = min(4 * self.chunk, self.most)
         room = self.chunk - len(self.queue)
         if room <= 0:
             return
@@ -190,8 +191,8 @@ class Keeper:
     async def renew(self) -> None:
         """Renew the leases held; a slot whose lease was lost is given up: its attempt is
         cancelled, and it is set aside to be read back once its new owner is done."""
-        still = await self.run.renew()
-        lost = self.held - still
+        still = covers(await self.run.renew())
+        lost = {slot for slot in self.held if not still(slot)}
         if not lost:
             return
         now = trio.current_time()
