@@ -262,10 +262,12 @@ class Journal:
     alone, holds every result. Another process may open the same file at the same time, a new
     one included (SQLite's WAL lets readers in while one writes), and run the same ``run_id``:
     they share its slots through leases (the ``leases`` table). A supervisor claims each slot
-    for ``lease`` seconds before its worker is called, renews the lease every third of that
-    while the slot runs, and skips a slot another holds, coming back to it: it reads its result
-    once its holder is done, or takes it over once the lease ran out (its holder was killed, or
-    hung; at once, for a process on this host that is gone). A supervisor whose lease was taken
+    for ``lease`` seconds (the run's ``Durable(lease=)``, else the journal's) before its worker
+    is called, a few slots ahead of its lanes, all it claims at once under one lease row; it
+    renews its leases every third of that while the slots run, and skips a slot another holds,
+    coming back to it: it reads its result once its holder is done, or takes it over once the
+    lease ran out (its holder was killed, or hung; at once, for a process on this host that is
+    gone), the rest of that lease left to its holder. A supervisor whose lease was taken
     over stops that attempt, and its row is never written over the new owner's. So each slot's
     worker is called once, but for the slots whose owner stopped renewing before it finished
     them; each slot is journaled once. Leases cover a run's lanes; a stream and a run with
@@ -292,8 +294,10 @@ class Journal:
         database) instead of making it one, as the command line does.
       lease: seconds a supervisor holds each slot it runs before another supervisor on the
         same run may take it over (renewed every third of it while the slot runs); None: no
-        leases, every supervisor on one run runs every slot it has no result of. A place of
-        a shared [`Capacity`][trio_supervisor.Capacity] is held for as long (30 s with None).
+        leases, every supervisor on one run runs every slot it has no result of. A run's
+        [`Durable`][trio_supervisor.Durable] given a ``lease`` of its own uses that instead. A
+        place of a shared [`Capacity`][trio_supervisor.Capacity] is held for as long (30 s
+        with None).
       read_only: open the file only to read it (what the command line's ``runs`` and ``show``
         do): nothing is written to it, a journal of an earlier version is read as it is, not
         given what it lacks; implies ``create=False`` and ``writer="inline"``.
@@ -341,14 +345,7 @@ class Journal:
             raise ValueError(f"count must be an int >= 1, got {count!r}")
         if writer not in WRITERS:
             raise ValueError(f'writer must be "thread" or "inline", got {writer!r}')
-        if lease is not None and (
-            isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < 1e9
-        ):
-            raise ValueError(
-                f"lease must be a positive number of seconds or None, got {lease!r}: how long "
-                "a supervisor holds a slot it runs before another may take it over"
-            )
-        self.lease: float | None = None if lease is None else float(lease)
+        self._lease = checked_lease(lease, "lease")
         self._target = os.fspath(path)
         self.path = shown(self._target) if is_postgres(self._target) else self._target
         """The database as messages name it: the file, or the server (without password)."""
@@ -396,6 +393,13 @@ class Journal:
             f"Journal({self.path!r}, flush={self.flush!r}, interval={self.interval:g}, "
             f"count={self.count})"
         )
+
+    @property
+    def lease(self) -> float | None:
+        """Seconds a slot's lease lasts in a run given this journal, unless its
+        [`Durable`][trio_supervisor.Durable] says otherwise; None: no leases (read-only: give a
+        run its own as ``Durable(run_id, journal, lease=...)``)."""
+        return self._lease
 
     def __enter__(self) -> Journal:
         return self
@@ -862,19 +866,25 @@ class Journal:
         return trio.current_time() if self._inline is not None else time.time()
 
     async def claim(
-        self, run: tuple[str, int], slots: Sequence[int], owner: str, since: float
+        self,
+        run: tuple[str, int],
+        slots: Sequence[int],
+        owner: str,
+        since: float,
+        lease: float | None = None,
     ) -> list[tuple[int, str, Any]]:
         """Claim ``slots`` of ``run`` for ``owner``, for one lease each, in one transaction:
         each slot ``CLAIMED``; ``HELD`` by another supervisor's live lease (the seconds it has
         left); or ``DONE`` (its result, each subtask its repr): a final OK row, or any final
         row written since ``since`` (unix time: a peer's, not a killed run's to run again). A
         lease whose
-        owner's process is known gone (on this host) is taken over at once."""
-        assert self.lease is not None
+        owner's process is known gone (on this host) is taken over at once. ``lease``: the
+        seconds each claim lasts (the journal's ``lease`` when None)."""
+        length = self._lease if lease is None else lease
+        assert length is not None
         now = self._lease_clock()
         found = await self._run(
-            lambda conn: _claim(conn, run, slots, owner, now, now + self.lease, since),  # type: ignore[operator]
-            first=True,
+            lambda conn: _claim(conn, run, slots, owner, now, now + length, since), first=True
         )
         return [
             (
@@ -889,11 +899,15 @@ class Journal:
             for slot, kind, got in found
         ]
 
-    async def renew(self, run: tuple[str, int], owner: str) -> list[tuple[int, int]]:
-        """Renew every lease ``owner`` holds of ``run``'s slots: the ranges of slots it still
-        holds, first and last (a slot it held and in none of them was taken over)."""
-        assert self.lease is not None
-        expires = self._lease_clock() + self.lease
+    async def renew(
+        self, run: tuple[str, int], owner: str, lease: float | None = None
+    ) -> list[tuple[int, int]]:
+        """Renew every lease ``owner`` holds of ``run``'s slots, for ``lease`` seconds (the
+        journal's ``lease`` when None): the ranges of slots it still holds, first and last (a
+        slot it held and in none of them was taken over)."""
+        length = self._lease if lease is None else lease
+        assert length is not None
+        expires = self._lease_clock() + length
         held: list[tuple[int, int]] = await self._run(
             lambda conn: _renew(conn, run, owner, expires), first=True
         )
@@ -910,7 +924,7 @@ class Journal:
     def place_lease(self) -> float:
         """Seconds a shared capacity's place lasts unless renewed: the journal's ``lease``, or
         ``LEASE`` for a journal without slot leases."""
-        return self.lease if self.lease is not None else LEASE
+        return self._lease if self._lease is not None else LEASE
 
     async def take_place(self, meter: str, holder: str, owner: str, limit: int) -> bool:
         """Take a place of the shared capacity ``meter`` for ``holder`` (of ``owner``), for one
@@ -1362,7 +1376,35 @@ def _replanned(conn: Store, run_id: str) -> bool:
     return found is not None
 
 
-@dataclass(frozen=True)
+def checked_lease(lease: object, name: str) -> float | None:
+    """``lease`` (seconds a slot's lease lasts, or None) as a float, checked.
+
+    Raises:
+      ValueError: if it is not a positive number of seconds below 1e9, nor None, naming it as
+        ``name``.
+    """
+    if lease is None:
+        return None
+    if isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < 1e9:
+        raise ValueError(
+            f"{name} must be a positive number of seconds or None, got {lease!r}: how long a "
+            "supervisor holds a slot it runs before another may take it over"
+        )
+    return float(lease)
+
+
+class _JournalsLease:
+    """The default of [`Durable`][trio_supervisor.Durable]'s ``lease``: the journal's."""
+
+    def __repr__(self) -> str:
+        return "JOURNALS_LEASE"
+
+
+JOURNALS_LEASE: Any = _JournalsLease()
+"""``Durable(lease=)``'s default: each slot's lease lasts the journal's ``lease``."""
+
+
+@dataclass(frozen=True, repr=False)
 class Durable:
     """A run's name and, optionally, the journal that keeps its results: what makes a run, a
     stream or a re-planning run resumable, given as ``durable=``. Checked when made.
@@ -1379,20 +1421,37 @@ class Durable:
     done, and a run given the same name again takes them from it instead of running their
     slots again.
 
+    Several supervisors given the same name and journal (processes, machines) share the run's
+    slots through leases: each slot a supervisor runs is claimed in the journal for ``lease``
+    seconds first, and renewed while it runs (see [`Journal`][trio_supervisor.Journal]).
+
     Args:
       run_id: the run's name: the first part of each attempt key, and what the journal keeps
         its results under (a resume gives the same one).
       journal: where the run's results are kept, or None for a run that is named only.
+      lease: seconds a supervisor of this run holds each slot it runs before another
+        supervisor of the same run may take it over (renewed every third of it while the slot
+        runs); None: no leases, every supervisor runs every slot it has no result of. The
+        journal's ``lease`` (30 s unless it was given another) when left out; nothing without
+        a journal.
 
     Raises:
       TypeError: if ``run_id`` is not a non-empty str or ``journal`` is not a ``Journal``.
-      ValueError: if ``run_id`` holds text SQLite cannot keep (a lone surrogate).
+      ValueError: if ``run_id`` holds text SQLite cannot keep (a lone surrogate), or ``lease``
+        is neither a positive number of seconds nor None.
     """
 
     run_id: str
     journal: Journal | None = None
+    lease: float | None = JOURNALS_LEASE
+
+    def __repr__(self) -> str:
+        lease = "" if self.lease is JOURNALS_LEASE else f", lease={self.lease!r}"
+        return f"Durable(run_id={self.run_id!r}, journal={self.journal!r}{lease})"
 
     def __post_init__(self) -> None:
+        if self.lease is not JOURNALS_LEASE:
+            object.__setattr__(self, "lease", checked_lease(self.lease, "Durable lease"))
         run_id, journal = self.run_id, self.journal
         if not isinstance(run_id, str) or not run_id:
             raise TypeError(f"Durable run_id must be a non-empty str, got {run_id!r}")
@@ -1468,7 +1527,9 @@ def check_durable(value: object) -> RunName | None:
         )
     if value.journal is None:
         return RunName(value.run_id, 0)
-    return DurableRun(value.run_id, 0, value.journal)
+    journal = value.journal
+    lease = journal.lease if value.lease is JOURNALS_LEASE else value.lease
+    return DurableRun(value.run_id, 0, journal, lease)
 
 
 Put = Callable[[int, SubResult[Any, Any]], None]
@@ -1481,6 +1542,9 @@ class DurableRun(RunName):
     journal as one value, with what a run does with its journal, keyed by its id and round."""
 
     journal: Journal
+    lease: float | None = None
+    """Seconds each slot's lease lasts (the ``Durable``'s, or its journal's), None without
+    leases."""
     owner: str = field(default_factory=new_owner, compare=False)
     """This supervisor's run's name among others on the same run: its leases' owner, and the
     owner its result rows name."""
@@ -1546,19 +1610,14 @@ class DurableRun(RunName):
 
         return put
 
-    @property
-    def lease(self) -> float | None:
-        """Seconds each slot's lease lasts (the journal's ``lease``), None without leases."""
-        return self.journal.lease
-
     async def claim(self, slots: Sequence[int], since: float) -> list[tuple[int, str, Any]]:
         """Claim ``slots`` for this run's supervisor (see
         [`Journal.claim`][trio_supervisor.Journal.claim])."""
-        return await self.journal.claim(self.rows, slots, self.owner, since)
+        return await self.journal.claim(self.rows, slots, self.owner, since, self.lease)
 
     async def renew(self) -> list[tuple[int, int]]:
         """Renew this run's leases: the ranges of slots it still holds, first and last."""
-        return await self.journal.renew(self.rows, self.owner)
+        return await self.journal.renew(self.rows, self.owner, self.lease)
 
     async def release(self) -> None:
         """Give up this run's leases (it ends): another may take its slots at once."""

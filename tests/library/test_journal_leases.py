@@ -62,13 +62,15 @@ class Stuck(Journal):
         self.after = after
         self.hung = hung
 
-    async def renew(self, run: tuple[str, int], owner: str) -> list[tuple[int, int]]:
+    async def renew(
+        self, run: tuple[str, int], owner: str, lease: float | None = None
+    ) -> list[tuple[int, int]]:
         if trio.current_time() >= self.after:
             if self.hung is None:
                 await trio.sleep_forever()
             await trio.sleep(self.hung)
             self.hung = 0.0  # once
-        return await super().renew(run, owner)
+        return await super().renew(run, owner, lease)
 
 
 async def two(
@@ -317,3 +319,58 @@ def test_a_claim_is_one_lease_row_and_a_takeover_keeps_the_rest_of_the_batch_its
     assert split == [(0, 1, "a"), (2, 3, "b"), (4, 9, "a")]
     assert sorted(still) == [(0, 1), (4, 9)]
     assert rows(database) == {5: ("a-5", "a")}  # slot 2 is b's now: a's result of it dropped
+
+
+def test_a_durable_runs_own_lease_shares_its_slots_on_a_journal_without_leases(
+    database: Database,
+) -> None:
+    """The lease is the run's (``Durable(lease=)``): two supervisors given it share the run's
+    slots on journals opened without leases, and ``lease=None`` leaves a leasing journal's run
+    unshared."""
+    calls = Calls()
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        a = Journal(database.target, writer="inline", lease=None)
+        b = Journal(database.target, writer="inline", lease=None)
+
+        async def go(who: str, journal: Journal) -> None:
+            supervisor = Supervisor(calls.worker(who), max_workers=3)
+            durable = Durable("shared", journal, lease=LEASE)
+            out[who] = await supervisor.run(list(range(20)), durable=durable)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(go, "a", a)
+            nursery.start_soon(go, "b", b)
+        a.close()
+        b.close()
+
+        async def alone(slot: int) -> int:  # what the journal holds while its slot runs
+            out["c leases"] = database.query("SELECT count(*) FROM leases")
+            return slot
+
+        with Journal(database.target, writer="inline") as c:  # leasing, but not this run
+            supervisor = Supervisor(alone, max_workers=3)
+            await supervisor.run([0], durable=Durable("leased", c))
+            out["leased leases"] = out["c leases"]
+            await supervisor.run([0], durable=Durable("alone", c, lease=None))
+        return out
+
+    out = virtual(main)
+    assert calls.per_slot() == dict.fromkeys(range(20), 1)
+    assert {who for _, who, _ in calls.calls} == {"a", "b"}
+    assert out["a"] == out["b"]
+    assert out["leased leases"] == [(1,)]  # the journal's lease, left out of the Durable
+    assert out["c leases"] == [(0,)]  # lease=None: no claim
+
+
+def test_a_durable_lease_must_be_a_positive_number_of_seconds_or_none() -> None:
+    journal = Journal(":memory:", writer="inline")
+    for bad in (0, -1, "30", True, float("nan")):
+        with pytest.raises(ValueError, match=r"^Durable lease must be a positive number") as caught:
+            Durable("r", journal, lease=bad)  # type: ignore[arg-type]
+        assert "\n" not in str(caught.value)
+    assert repr(Durable("r")) == "Durable(run_id='r', journal=None)"
+    assert Durable("r", journal, lease=5).lease == 5.0
+    assert "lease=5.0" in repr(Durable("r", journal, lease=5))
+    journal.close()
