@@ -87,7 +87,7 @@ class RunName:
         ``covers``): none."""
         return []
 
-    async def release(self) -> None:
+    def release(self) -> None:
         """Give up this run's leases: it holds none."""
 
     @property

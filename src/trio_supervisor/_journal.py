@@ -17,6 +17,7 @@ import atexit
 import bisect
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import secrets
@@ -509,7 +510,9 @@ class Journal:
             self._commit(self._inline)
             return call(self._inline)
         reply: list[Any] = []
-        (self._leasing if first else self._calls).append((call, reply))
+        # a claim goes before the buffer's rows, not before a call (a release: its leases
+        # given up first, or a claim of this process would find them held)
+        (self._leasing if first and not self._calls else self._calls).append((call, reply))
         self._arrived.set()
         self._urgent.set()
         with self._done:
@@ -661,6 +664,42 @@ class Journal:
             raise ValueError(refused)
         return self._restore(rows, plan, self.keep_failed)
 
+    async def begin_leased(
+        self,
+        run: tuple[str, int],
+        plan: Sequence[Any],
+        owner: str,
+        since: float,
+        lease: float,
+        count: int,
+    ) -> tuple[dict[int, SubResult[Any, Any]], list[int], list[tuple[int, str, Any]]]:
+        """``begin``, and a claim for ``owner`` of the first ``count`` slots without a result
+        kept (as ``claim`` does, for ``lease`` seconds), on one trip to the writer: the results
+        kept, the slots claimed, and what the claim found of each.
+
+        Raises:
+          ValueError: as ``begin``.
+        """
+        fingerprint, packed = digest_plan(plan)
+        texts = [subtask_text(subtask) for subtask in plan]
+        now = self._lease_clock()
+        failed = self.keep_failed
+
+        def begin(conn: Store) -> tuple[str | None, list[Any], list[int], list[Any]]:
+            refused, _, rows = _begin(conn, run, (fingerprint, packed, texts), plan)
+            if refused is not None:
+                return refused, [], [], []
+            kept = {row[0] for row in rows if _kept(row[2], failed)}
+            todo = (slot for slot in range(len(plan)) if slot not in kept)
+            wanted = list(itertools.islice(todo, count))
+            found = _claim(conn, run, wanted, owner, now, now + lease, since)
+            return None, rows, wanted, found
+
+        refused, rows, wanted, found = await self._run(begin)
+        if refused is not None:
+            raise ValueError(refused)
+        return self._restore(rows, plan, failed), wanted, self._found(found, now)
+
     async def begin_input(
         self, run: tuple[str, int]
     ) -> tuple[dict[int, SubResult[Any, Any]], InputCheck]:
@@ -721,8 +760,8 @@ class Journal:
         kept: dict[int, SubResult[Any, Any]] = {}
         for row in rows:
             slot, subtask, status = row[:3]
-            if status != "ok" and (not failed or status == PARKED):
-                continue  # a parked slot runs again: its worker asks for its answer
+            if not _kept(status, failed):
+                continue
             if plan is not None:
                 if slot >= len(plan):
                     continue
@@ -886,6 +925,10 @@ class Journal:
         found = await self._run(
             lambda conn: _claim(conn, run, slots, owner, now, now + length, since), first=True
         )
+        return self._found(found, now)
+
+    def _found(self, found: list[tuple[int, str, Any]], now: float) -> list[tuple[int, str, Any]]:
+        """What ``_claim`` found (at ``now``), as ``claim`` returns it."""
         return [
             (
                 slot,
@@ -913,10 +956,19 @@ class Journal:
         )
         return held
 
-    async def release(self, run: tuple[str, int], owner: str) -> None:
-        """``owner`` gives up its leases of ``run``'s slots: another supervisor (or a resume)
-        may take them at once. What it journaled is committed first (under its leases)."""
-        await self._run(lambda conn: _release(conn, run, owner))
+    def release(self, run: tuple[str, int], owner: str) -> None:
+        """``owner`` gives up its leases of ``run``'s slots, without waiting: another
+        supervisor (or a resume) may take them once it is written, after what the buffer holds
+        (committed under the leases first); a journal closed meanwhile leaves them to run
+        out."""
+        if self._stopping is not None:
+            return
+        call: Callable[[Store], Any] = lambda conn: _release(conn, run, owner)  # noqa: E731
+        if self._inline is not None:
+            self._call(call)
+            return
+        self._calls.append((call, []))
+        self.kick()
 
     # -- limits shared across processes (``_sharing``) ------------------------------------------
 
@@ -1094,6 +1146,13 @@ def _write(conn: Store, rows: list[tuple[Any, ...]]) -> None:
             kept = [row[:COLUMNS] for row in leased if held[row[0], row[1], row[COLUMNS]](row[2])]
             rows = [row for row in rows if len(row) == COLUMNS] + kept
         conn.executemany(INSERT, conn.results(rows))
+
+
+def _kept(status: str, failed: bool) -> bool:
+    """Whether a run keeps a slot's row of ``status`` (its slot not run again): an OK one, and
+    with ``failed`` (``keep_failed``) a failed or timed-out one; never a parked one (its
+    worker, called again, asks for its answer)."""
+    return status == "ok" or (failed and status != PARKED)
 
 
 def _seen(rows: list[tuple[Any, ...]]) -> list[tuple[int, str]]:
@@ -1335,8 +1394,12 @@ def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> lis
 
 def _release(conn: Store, run: tuple[str, int], owner: str) -> None:
     """What ``Journal.release`` does, once what its buffer held is committed (``_call`` does
-    that first): ``owner``'s leases of ``run`` are gone."""
-    conn.execute("DELETE FROM leases WHERE run_id = ? AND round = ? AND owner = ?", (*run, owner))
+    that first): ``owner``'s leases of ``run`` are gone, in a transaction holding the write
+    lock (a claim cutting one of them around the slots it takes over never puts back a piece)."""
+    with conn.transaction():
+        conn.execute(
+            "DELETE FROM leases WHERE run_id = ? AND round = ? AND owner = ?", (*run, owner)
+        )
 
 
 HOST = socket.gethostname()
@@ -1563,6 +1626,16 @@ class DurableRun(RunName):
         [`Journal.begin`][trio_supervisor.Journal.begin])."""
         return await self.journal.begin(self.rows, plan)
 
+    async def begin_leased(
+        self, plan: Sequence[Any], since: float, count: int
+    ) -> tuple[dict[int, SubResult[Any, Any]], list[int], list[tuple[int, str, Any]]]:
+        """``begin``, and the first claim of ``count`` slots, on one trip to the writer (see
+        [`Journal.begin_leased`][trio_supervisor.Journal.begin_leased]); the run leases."""
+        assert self.lease is not None
+        return await self.journal.begin_leased(
+            self.rows, plan, self.owner, since, self.lease, count
+        )
+
     async def begin_input(self) -> tuple[dict[int, SubResult[Any, Any]], InputCheck]:
         """Journal the start of a lazy stream, or return what it kept and what its input is
         checked against (see [`Journal.begin_input`][trio_supervisor.Journal.begin_input])."""
@@ -1619,9 +1692,10 @@ class DurableRun(RunName):
         """Renew this run's leases: the ranges of slots it still holds, first and last."""
         return await self.journal.renew(self.rows, self.owner, self.lease)
 
-    async def release(self) -> None:
-        """Give up this run's leases (it ends): another may take its slots at once."""
-        await self.journal.release(self.rows, self.owner)
+    def release(self) -> None:
+        """Give up this run's leases (it ends), without waiting: another may take its slots
+        once what it journaled is committed."""
+        self.journal.release(self.rows, self.owner)
 
     @property
     def each_commit(self) -> Callable[[], Awaitable[None]] | None:

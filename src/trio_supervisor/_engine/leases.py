@@ -36,6 +36,7 @@ CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found 
 RENEWALS = 3  # a lease is renewed this many times per its length
 POLL = 0.05  # seconds before a slot another holds is first looked at again (then doubled)
 GROWTH = 16  # the most slots claimed ahead, as a multiple of the first claim's
+AHEAD = 4  # slots claimed ahead, as a multiple of those the lanes take while a claim is out
 
 
 class Keeper:
@@ -49,6 +50,8 @@ class Keeper:
       done: where a slot another supervisor finished puts its journaled result.
       trace: records such a slot as journaled (or None).
       lanes: how many lanes take slots: the keeper claims twice as many ahead, at least 4.
+      since: unix time from which a failure journaled is a peer's (when the run began); now
+        when None.
     """
 
     def __init__(
@@ -59,6 +62,7 @@ class Keeper:
         done: Callable[[int, SubResult[Any, Any]], None],
         trace: Trace | None,
         lanes: int,
+        since: float | None = None,
     ) -> None:
         assert run.lease is not None
         self.run = run
@@ -76,7 +80,13 @@ class Keeper:
         self.chunk = max(4, 2 * lanes)
         self.most = GROWTH * self.chunk
         self.starved = False  # the lanes ran out of claimed slots since the last claim
-        self.since = time.time()  # a failure journaled after this is a peer's, final
+        # and, claim by claim, so many ahead that the next claim is back before the lanes take
+        # half of them, at the pace they took slots since the last claim (real time only: on a
+        # virtual clock a claim takes none)
+        self.taken = 0  # slots the lanes took
+        self.paced = (0.0, 0)  # trio time of the last claim, and the slots taken by then
+        # a failure journaled after this is a peer's, final
+        self.since = time.time() if since is None else since
         self.done = done
         self.trace = trace
         # invariant: every slot of todo is in exactly one of fresh, deferred, queue or held
@@ -98,6 +108,7 @@ class Keeper:
         if not queue:
             return None
         slot = queue.popleft()
+        self.taken += 1
         if len(queue) * 2 < self.chunk:
             self._wake.set()
         return slot, self.plan[slot]
@@ -170,6 +181,20 @@ class Keeper:
         for _ in range(len(wanted) - len(due)):
             self.fresh.popleft()
         kinds = await self.run.claim(wanted, self.since)
+        self._pace(now, trio.current_time() - now)
+        self._claimed(due, kinds, now)
+
+    def first(self, wanted: Sequence[int], kinds: list[tuple[int, str, Any]]) -> None:
+        """Take the first claim, made as the run began (``DurableRun.begin_leased``): of the
+        slots ``wanted``, the first of those to do, what it found (``kinds``)."""
+        for slot in wanted:
+            assert self.fresh[0] == slot, "the first claim is of the first slots to do"
+            self.fresh.popleft()
+        self._claimed([], kinds, trio.current_time())
+
+    def _claimed(self, due: list[int], kinds: list[tuple[int, str, Any]], now: float) -> None:
+        """Put what a claim at ``now`` found (``kinds``) where it goes: a slot claimed in the
+        queue, one held set aside, one done settled; ``due``: the slots it looked at again."""
         if due:  # looked at again: still held, all of them (wait longer), or not
             rechecked = set(due)
             held = all(kind == HELD for slot, kind, _ in kinds if slot in rechecked)
@@ -187,6 +212,15 @@ class Keeper:
                 self._settle()
         if self.queue:
             self._changed.set()
+
+    def _pace(self, now: float, took: float) -> None:
+        """Claim ``AHEAD`` times as many slots as the lanes take while a claim is out (it
+        took ``took`` seconds at ``now``), up to ``most``."""
+        then, taken = self.paced
+        if now > then and took > 0:
+            rate = (self.taken - taken) / (now - then)
+            self.chunk = min(self.most, max(self.chunk, math.ceil(AHEAD * rate * took)))
+        self.paced = (now, self.taken)
 
     async def renew(self) -> None:
         """Renew the leases held; a slot whose lease was lost is given up: its attempt is
@@ -230,8 +264,8 @@ class Keeper:
         now = trio.current_time()
         return any(at <= now for at in self.deferred.values())
 
-    async def release(self) -> None:
-        """Give up every lease left (the run ends, well or not), shielded from its
-        cancellation: another supervisor, or a resume, may take those slots at once."""
-        with trio.CancelScope(shield=True):
-            await self.run.release()
+    def release(self) -> None:
+        """Give up every lease left (the run ends, well or not), without waiting: another
+        supervisor, or a resume, may take those slots once what this run journaled is
+        committed."""
+        self.run.release()
