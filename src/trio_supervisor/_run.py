@@ -19,7 +19,7 @@ from ._contract import Aggregate, Status, SubResult, revised
 from ._ending import ending
 from ._engine.attempt import CUT_SHORT, Engine, Timer
 from ._engine.lanes import Feeding, Waiting, lane
-from ._engine.leases import Keeper
+from ._engine.leases import FIRST, Keeper
 from ._engine.restarting import restarting_run
 from ._identity import RunName
 from ._journal import DurableRun, sharing
@@ -163,7 +163,7 @@ class First(NamedTuple):
 def ahead(max_workers: int, plan: list[Any]) -> int:
     """How many slots a run's first claim takes: as many as its keeper claims ahead
     (``Keeper``'s first ``chunk``), for the lanes the plan fills."""
-    return max(4, 2 * min(max_workers, len(plan)))
+    return max(4, FIRST * min(max_workers, len(plan)))
 
 
 @contextlib.contextmanager

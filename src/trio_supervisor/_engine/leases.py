@@ -1,14 +1,15 @@
 """Leases: several supervisors on one journaled run share its slots, each slot run by one.
 
-A [`Keeper`][trio_supervisor._engine.leases.Keeper] is one supervisor's side of it, for one
-run (a task in the run's nursery beside the timer). It claims the run's slots in the journal
-ahead of its lanes, a few at a time in plan order (one transaction each time), and hands its
-lanes only the slots it claimed; it renews its leases every third of a lease while they run;
-a slot another supervisor holds is set aside and tried again when that lease runs out (or
-sooner, every third of a lease: its holder may finish it, and its result is then taken from
-the journal, as a resumed run's is). A slot whose lease it lost (renewed too late: another took
-it over) has its attempt cancelled, and its result, if it comes anyway, is not journaled: the
-row's write is conditional on the lease (``_journal.py``).
+A [`Keeper`][trio_supervisor._engine.leases.Keeper] is one supervisor's side of it, for one run
+(a task in the run's nursery beside the timer). It claims the run's slots in the journal ahead
+of its lanes, a few at a time in plan order (one transaction, and one lease row, each time; the
+first claim on the run's trip to begin it), far enough ahead that its lanes do not wait for the
+next claim, and hands its lanes only the slots it claimed; it renews its leases every third of a
+lease while they run; a slot another supervisor holds is set aside and tried again when that
+lease runs out (or sooner, every third of a lease: its holder may finish it, and its result is
+then taken from the journal, as a resumed run's is). A slot whose lease it lost (renewed too
+late: another took it over) has its attempt cancelled, and its result, if it comes anyway, is
+not journaled: the row's write is conditional on the lease (``_journal.py``).
 
 The lanes see it only through their feed (``take``, ``ready``, ``more``) and through
 ``holding``, which names the lane each attempt of a leased slot runs on (its scope is
@@ -35,6 +36,7 @@ from .attempt import Running
 CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found (the journal's)
 RENEWALS = 3  # a lease is renewed this many times per its length
 POLL = 0.05  # seconds before a slot another holds is first looked at again (then doubled)
+FIRST = 2  # slots claimed ahead at first, as a multiple of the lanes
 GROWTH = 16  # the most slots claimed ahead, as a multiple of the first claim's
 AHEAD = 4  # slots claimed ahead, as a multiple of those the lanes take while a claim is out
 
@@ -49,7 +51,8 @@ class Keeper:
       todo: the slots without a result yet, in plan order.
       done: where a slot another supervisor finished puts its journaled result.
       trace: records such a slot as journaled (or None).
-      lanes: how many lanes take slots: the keeper claims twice as many ahead, at least 4.
+      lanes: how many lanes take slots: the keeper claims twice as many ahead at first, at
+        least 4.
       since: unix time from which a failure journaled is a peer's (when the run began); now
         when None.
     """
@@ -77,14 +80,14 @@ class Keeper:
         # four times more each time they ran out of slots while more were to be claimed (fast
         # workers take a claim's slots before the next claim is back), up to GROWTH times that
         # (a claim costs one row, however many slots it takes)
-        self.chunk = max(4, 2 * lanes)
+        self.chunk = max(4, FIRST * lanes)
         self.most = GROWTH * self.chunk
         self.starved = False  # the lanes ran out of claimed slots since the last claim
         # and, claim by claim, so many ahead that the next claim is back before the lanes take
         # half of them, at the pace they took slots since the last claim (real time only: on a
         # virtual clock a claim takes none)
         self.taken = 0  # slots the lanes took
-        self.paced = (0.0, 0)  # trio time of the last claim, and the slots taken by then
+        self.paced = (trio.current_time(), 0)  # trio time of the last claim, slots taken then
         # a failure journaled after this is a peer's, final
         self.since = time.time() if since is None else since
         self.done = done
