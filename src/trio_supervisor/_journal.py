@@ -674,7 +674,7 @@ class Journal:
         count: int,
     ) -> tuple[dict[int, SubResult[Any, Any]], list[int], list[tuple[int, str, Any]]]:
         """``begin``, and a claim for ``owner`` of the first ``count`` slots without a result
-        kept (as ``claim`` does, for ``lease`` seconds), on one trip to the writer: the results
+        kept (as ``claim`` does, for ``lease`` seconds), in one transaction: the results
         kept, the slots claimed, and what the claim found of each.
 
         Raises:
@@ -686,13 +686,14 @@ class Journal:
         failed = self.keep_failed
 
         def begin(conn: Store) -> tuple[str | None, list[Any], list[int], list[Any]]:
-            refused, _, rows = _begin(conn, run, (fingerprint, packed, texts), plan)
-            if refused is not None:
-                return refused, [], [], []
-            kept = {row[0] for row in rows if _kept(row[2], failed)}
-            todo = (slot for slot in range(len(plan)) if slot not in kept)
-            wanted = list(itertools.islice(todo, count))
-            found = _claim(conn, run, wanted, owner, now, now + lease, since)
+            with conn.transaction():  # begun and claimed in one, one commit
+                refused, _, rows = _begin(conn, run, (fingerprint, packed, texts), plan)
+                if refused is not None:
+                    return refused, [], [], []
+                kept = {row[0] for row in rows if _kept(row[2], failed)}
+                todo = (slot for slot in range(len(plan)) if slot not in kept)
+                wanted = list(itertools.islice(todo, count))
+                found = _claim(conn, run, wanted, owner, now, now + lease, since)
             return None, rows, wanted, found
 
         refused, rows, wanted, found = await self._run(begin)

@@ -98,7 +98,7 @@ class Store(Protocol):
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """A transaction holding the write lock: committed when the block ends, rolled back if
-        it raises."""
+        it raises; inside another, a part of that one."""
         ...
 
     def results(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -337,6 +337,9 @@ class SqliteStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
+        if self.conn.in_transaction:  # inside one: a part of it
+            yield
+            return
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
