@@ -1277,15 +1277,19 @@ def _claim(
 
         found: list[tuple[int, str, Any]] = []
         claims: list[int] = []
-        for slot in slots:
-            at = lease_of(slot)
-            if slot in final:
-                found.append((slot, DONE, final[slot][:9]))
-            elif at is not None and live[at]:
-                found.append((slot, HELD, leases[at][4]))
-            else:
-                found.append((slot, CLAIMED, None))
-                claims.append(slot)
+        if not final and not any(live):  # the usual case: every slot is free
+            found = [(slot, CLAIMED, None) for slot in slots]
+            claims = list(slots)
+        else:
+            for slot in slots:
+                at = lease_of(slot)
+                if slot in final:
+                    found.append((slot, DONE, final[slot][:9]))
+                elif at is not None and live[at]:
+                    found.append((slot, HELD, leases[at][4]))
+                else:
+                    found.append((slot, CLAIMED, None))
+                    claims.append(slot)
         ranges = _ranges(
             sorted(set(claims)), final, lambda slot: _foreign(lease_of(slot), leases, owner)
         )
@@ -1322,16 +1326,19 @@ def _ranges(
 ) -> list[tuple[int, int]]:
     """The slots ``claims`` (sorted) as ranges, first and last: two claims are in one range when
     every slot between them has a ``final`` row and lies in no ``foreign`` lease."""
-    ranges: list[tuple[int, int]] = []
+    ranges: list[list[int]] = []
+    last = -2
     for slot in claims:
-        if ranges:
-            first, last = ranges[-1]
-            between = range(last + 1, slot)
-            if len(between) <= GAP and all(s in final and not foreign(s) for s in between):
-                ranges[-1] = (first, slot)
-                continue
-        ranges.append((slot, slot))
-    return ranges
+        if slot == last + 1 or (
+            ranges
+            and slot - last <= GAP + 1
+            and all(s in final and not foreign(s) for s in range(last + 1, slot))
+        ):
+            ranges[-1][1] = slot
+        else:
+            ranges.append([slot, slot])
+        last = slot
+    return [(first, last) for first, last in ranges]
 
 
 def _overlapping(

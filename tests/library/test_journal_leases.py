@@ -374,3 +374,21 @@ def test_a_durable_lease_must_be_a_positive_number_of_seconds_or_none() -> None:
     assert Durable("r", journal, lease=5).lease == 5.0
     assert "lease=5.0" in repr(Durable("r", journal, lease=5))
     journal.close()
+
+
+def test_the_slots_a_resume_claims_around_those_done_are_one_lease_row(database: Database) -> None:
+    """Slots 1, 3 and 5 are journaled: a claim of the others, 0 to 9, is one row over them all
+    (a slot done is no one's)."""
+    run = ("r", 0)
+
+    async def main() -> Any:
+        with Journal(database.target, writer="inline", lease=LEASE, flush="each") as journal:
+            await journal.begin(run, list(range(10)))
+            for slot in (1, 3, 5):
+                journal.record(run, slot, SubResult(slot, output=slot))
+            await journal.committed()
+            return await journal.claim(run, [0, 2, 4, 6, 7, 8, 9], "a", 0.0)
+
+    claimed = virtual(main)
+    assert {kind for _, kind, _ in claimed} == {"claimed"}
+    assert database.query("SELECT first_slot, last_slot, owner FROM leases") == [(0, 9, "a")]
