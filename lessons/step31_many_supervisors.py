@@ -18,11 +18,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from lessons import step30_typed_replies as step30
+from lessons.step20_llm_planner import open_planner
+from lessons.step22_escalation import Escalated, subtasks_of, supervisor
+from lessons.step30_typed_replies import THROTTLE, digest, worst_case
 from lessons.step30_typed_replies import check_task as check_task
 from lessons.step30_typed_replies import open_worker as open_worker  # unchanged since step 30
 from lessons.step30_typed_replies import supervise_broken as supervise_broken
-from trio_supervisor import Answer, Journal, Strategy, Trace, Worker
+from trio_supervisor import (
+    Aggregate,
+    Answer,
+    AwaitingApproval,
+    Budget,
+    Capacity,
+    Durable,
+    Hedge,
+    Journal,
+    ReplanLimits,
+    Restarts,
+    Status,
+    Strategy,
+    Trace,
+    Worker,
+)
 
 LEASE = 30.0  # step 31: seconds a supervisor holds a slot before another may take it over
 
@@ -56,35 +73,61 @@ async def supervise(
     lease: float | None = LEASE,
     trace: Trace | None = None,
 ) -> Answer[str, str]:
-    if journal is not None:  # step 31: the supervisors on this run share its slots
-        journal.lease = lease  # each slot this one runs is claimed for lease seconds first
-    return await step30.supervise(
-        task,
-        worker,
-        max_workers=max_workers,
-        worker_timeout=worker_timeout,
-        attempts=attempts,
-        intensity=intensity,
-        backoff=backoff,
-        seed=seed,
-        rate=rate,
-        adaptive=adaptive,
-        max_rounds=max_rounds,
-        max_subtasks=max_subtasks,
-        max_stalls=max_stalls,
-        max_resets=max_resets,
-        deadline=deadline,
-        planner=planner,
-        endpoint=endpoint,
-        model=model,
-        strategy=strategy,
-        hedge=hedge,
-        need=need,
-        budget_tokens=budget_tokens,
-        journal=journal,
-        run_id=run_id,
-        trace=trace,
-    )
+    check_task(task)  # a malformed company is refused before any work starts
+    leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    restarts, within = (None, None) if intensity is None else intensity
+    bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
+    budget = None if budget_tokens is None else Budget(tokens=budget_tokens, reserve=worst_case)
+
+    def durable(name: str | None) -> Durable | None:  # step 31: the run's slots, shared
+        # each slot this supervisor runs is claimed for lease seconds first
+        return None if name is None else Durable(name, journal, lease=lease)
+
+    async def research(company: str) -> str:
+        child = supervisor(  # a child supervisor, as the chain builds one
+            worker,
+            max_workers=max_workers,
+            worker_timeout=worker_timeout,
+            attempts=attempts,
+            backoff=backoff,
+            seed=seed,
+            rate=rate,
+            adaptive=adaptive,
+            # a leaf holds a place while it works; one token budget for the tree's leaves
+            meters=[leaves] if budget is None else [leaves, budget],
+            restarts=bound,  # the child's own intensity and strategy
+            hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),  # step 27
+        )
+        nested = None if trace is None else trace.nest(company)  # drawn under it
+        name = None if run_id is None else f"{run_id}/{company}"  # step 25: the child's own
+        leaves_of = subtasks_of(company)
+        first = None if need is None else min(need, len(leaves_of))  # step 28: first k of n
+        aggregate = await child.run(leaves_of, trace=nested, durable=durable(name), need=first)
+        if aggregate.gave_up is not None:  # escalation, the child's reason
+            raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
+        for result in aggregate.results:  # step 25: a company is final once its leaves are
+            if result.status is Status.AWAITING_APPROVAL:  # a leaf parked: a resume runs it
+                raise AwaitingApproval(str(result.error).removeprefix("AwaitingApproval: "))
+        if first is not None:  # step 28: the leaves not needed are left out of the digest
+            kept = [r for r in aggregate.results if r.status is not Status.CANCELLED]
+            aggregate = Aggregate(kept, aggregate.gave_up, first)
+        return digest(aggregate)  # step 30: each leaf's Finding read by its fields
+
+    parent = supervisor(research, max_workers=max_workers, attempts=1)  # step 20's parent
+    async with open_planner(planner, endpoint, model) as deciding:
+        return await parent.replan(
+            task,
+            deciding,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
+            deadline=deadline,
+            trace=trace,
+            durable=durable(run_id),  # each decision and each round's results, kept (step 25)
+        )
 
 
 if __name__ == "__main__":

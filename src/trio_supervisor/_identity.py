@@ -5,6 +5,7 @@ It needs no journal: a run given ``durable=Durable(run_id)`` alone has keys too.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import contextvars
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -44,6 +45,19 @@ NOT_JOURNALED = (
 )
 
 
+def covers(ranges: Sequence[tuple[int, int]]) -> Callable[[int], bool]:
+    """Whether a slot lies in one of ``ranges`` (first and last slot each, disjoint), as a
+    test of it: how the leases a journal holds of a run, a row per range, are read."""
+    ordered = sorted(ranges)
+    firsts = [first for first, _ in ordered]
+
+    def covered(slot: int) -> bool:
+        at = bisect.bisect_right(firsts, slot) - 1
+        return at >= 0 and ordered[at][1] >= slot
+
+    return covered
+
+
 @dataclass(frozen=True, slots=True)
 class RunName:
     """A run's name: its ``run_id`` and its ``round`` (0, or the number of a re-planning run's
@@ -68,11 +82,12 @@ class RunName:
         """Claim ``slots``: each is this run's at once, without a journal."""
         return [(slot, "claimed", None) for slot in slots]
 
-    async def renew(self) -> set[int]:
-        """Renew this run's leases: it holds none."""
-        return set()
+    async def renew(self) -> list[tuple[int, int]]:
+        """Renew this run's leases: the ranges of slots it still holds (first and last; see
+        ``covers``): none."""
+        return []
 
-    async def release(self) -> None:
+    def release(self) -> None:
         """Give up this run's leases: it holds none."""
 
     @property

@@ -14,8 +14,10 @@ tables
 from __future__ import annotations
 
 import atexit
+import bisect
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import secrets
@@ -36,7 +38,7 @@ from . import _models
 from ._approval import asker
 from ._contract import Status, SubResult, revised
 from ._digest import InputCheck, digest_plan, first_difference, plan_texts, subtask_text, unlike
-from ._identity import PLANNER, RunName
+from ._identity import PLANNER, RunName, covers
 from ._journal_view import RunSummary, SlotRow, collect, slot_rows, summaries
 from ._sharing import drop_place, renew_places, take_place, take_token
 from ._store import SqliteStore, Store, is_postgres, shown, stored, text_of
@@ -106,8 +108,7 @@ class JsonCodec:
 FLUSH = ("group", "each")
 LEASE = 30.0  # seconds a slot's lease lasts unless renewed
 CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found
-PIECE = 500  # slots one statement of a claim names at most (SQLite's oldest builds take 999)
-GAP = 16  # slots not claimed between two that are, past which a claim reads two ranges
+GAP = 16  # slots between two a claim names, past which it reads two ranges and leases two
 PARKED = "awaiting approval"
 WRITERS = ("thread", "inline")
 
@@ -191,14 +192,15 @@ class Journal:
       owner      TEXT,          -- the supervisor that ran the slot (NULL in an older journal)
       PRIMARY KEY (run_id, round, slot)
     ) WITHOUT ROWID;
-    CREATE TABLE leases (       -- the slots a supervisor runs now: another one skips them
-      run_id  TEXT NOT NULL,
-      round   INTEGER NOT NULL,
-      slot    INTEGER NOT NULL,
-      owner   TEXT NOT NULL,    -- the supervisor that claimed it (host, process, run)
-      claimed REAL NOT NULL,    -- when it claimed it
-      expires REAL NOT NULL,    -- when another may take it over, unless renewed before
-      PRIMARY KEY (run_id, round, slot)
+    CREATE TABLE leases (       -- the slots a supervisor runs now, a row per range claimed
+      run_id     TEXT NOT NULL, -- together: another supervisor skips them
+      round      INTEGER NOT NULL,
+      first_slot INTEGER NOT NULL, -- the range's first slot
+      last_slot  INTEGER NOT NULL, -- its last (its slots with a final row are no one's)
+      owner      TEXT NOT NULL, -- the supervisor that claimed it (host, process, run)
+      claimed    REAL NOT NULL, -- when it claimed it
+      expires    REAL NOT NULL, -- when another may take it over, unless renewed before
+      PRIMARY KEY (run_id, round, first_slot) -- the ranges of a run never overlap
     ) WITHOUT ROWID;
     CREATE TABLE places (       -- the places a shared Capacity's attempts hold now
       meter   TEXT NOT NULL,    -- the capacity's shared= name
@@ -261,10 +263,12 @@ class Journal:
     alone, holds every result. Another process may open the same file at the same time, a new
     one included (SQLite's WAL lets readers in while one writes), and run the same ``run_id``:
     they share its slots through leases (the ``leases`` table). A supervisor claims each slot
-    for ``lease`` seconds before its worker is called, renews the lease every third of that
-    while the slot runs, and skips a slot another holds, coming back to it: it reads its result
-    once its holder is done, or takes it over once the lease ran out (its holder was killed, or
-    hung; at once, for a process on this host that is gone). A supervisor whose lease was taken
+    for ``lease`` seconds (the run's ``Durable(lease=)``, else the journal's) before its worker
+    is called, a few slots ahead of its lanes, all it claims at once under one lease row; it
+    renews its leases every third of that while the slots run, and skips a slot another holds,
+    coming back to it: it reads its result once its holder is done, or takes it over once the
+    lease ran out (its holder was killed, or hung; at once, for a process on this host that is
+    gone), the rest of that lease left to its holder. A supervisor whose lease was taken
     over stops that attempt, and its row is never written over the new owner's. So each slot's
     worker is called once, but for the slots whose owner stopped renewing before it finished
     them; each slot is journaled once. Leases cover a run's lanes; a stream and a run with
@@ -291,8 +295,10 @@ class Journal:
         database) instead of making it one, as the command line does.
       lease: seconds a supervisor holds each slot it runs before another supervisor on the
         same run may take it over (renewed every third of it while the slot runs); None: no
-        leases, every supervisor on one run runs every slot it has no result of. A place of
-        a shared [`Capacity`][trio_supervisor.Capacity] is held for as long (30 s with None).
+        leases, every supervisor on one run runs every slot it has no result of. A run's
+        [`Durable`][trio_supervisor.Durable] given a ``lease`` of its own uses that instead. A
+        place of a shared [`Capacity`][trio_supervisor.Capacity] is held for as long (30 s
+        with None).
       read_only: open the file only to read it (what the command line's ``runs`` and ``show``
         do): nothing is written to it, a journal of an earlier version is read as it is, not
         given what it lacks; implies ``create=False`` and ``writer="inline"``.
@@ -340,14 +346,7 @@ class Journal:
             raise ValueError(f"count must be an int >= 1, got {count!r}")
         if writer not in WRITERS:
             raise ValueError(f'writer must be "thread" or "inline", got {writer!r}')
-        if lease is not None and (
-            isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < 1e9
-        ):
-            raise ValueError(
-                f"lease must be a positive number of seconds or None, got {lease!r}: how long "
-                "a supervisor holds a slot it runs before another may take it over"
-            )
-        self.lease: float | None = None if lease is None else float(lease)
+        self._lease = checked_lease(lease, "lease")
         self._target = os.fspath(path)
         self.path = shown(self._target) if is_postgres(self._target) else self._target
         """The database as messages name it: the file, or the server (without password)."""
@@ -365,6 +364,7 @@ class Journal:
         # _appended counts every row appended, _committed those the writer has committed
         self._buffer: deque[tuple[Any, ...]] = deque()
         self._calls: deque[tuple[Callable[[Store], Any], list[Any]]] = deque()
+        self._leasing: deque[tuple[Callable[[Store], Any], list[Any]]] = deque()  # go first
         self._appended = 0
         self._committed = 0
         self._arrived = threading.Event()  # the buffer got a row, or a call came
@@ -395,6 +395,13 @@ class Journal:
             f"count={self.count})"
         )
 
+    @property
+    def lease(self) -> float | None:
+        """Seconds a slot's lease lasts in a run given this journal, unless its
+        [`Durable`][trio_supervisor.Durable] says otherwise; None: no leases (read-only: give a
+        run its own as ``Durable(run_id, journal, lease=...)``)."""
+        return self._lease
+
     def __enter__(self) -> Journal:
         return self
 
@@ -418,27 +425,37 @@ class Journal:
             while True:
                 self._arrived.wait()
                 self._arrived.clear()
-                if not self.each and not self._calls and self._stopping is None:
+                if (
+                    not self.each
+                    and not self._calls
+                    and not self._leasing
+                    and self._stopping is None
+                ):
                     self._urgent.wait(self.interval)
                 self._urgent.clear()
                 if self._stopping is False:
                     self._buffer.clear()
                     break
                 self._commit(conn)
-                while self._calls:
-                    call, reply = self._calls.popleft()
-                    try:
-                        reply.append((True, call(conn)))
-                    except BaseException as exc:
-                        reply.append((False, exc))
-                    with self._done:
-                        self._done.notify_all()
-                if self._stopping is not None and not self._buffer:
+                self._reply(conn, self._leasing)
+                self._reply(conn, self._calls)
+                if self._stopping is not None and not self._buffer and not self._leasing:
                     break
         finally:
             conn.close()
             with self._done:
                 self._stopping = False if self._stopping is None else self._stopping
+                self._done.notify_all()
+
+    def _reply(self, conn: Store, calls: deque[tuple[Callable[[Store], Any], list[Any]]]) -> None:
+        """Run each call of ``calls`` on ``conn``, in order, each one's outcome its reply."""
+        while calls:
+            call, reply = calls.popleft()
+            try:
+                reply.append((True, call(conn)))
+            except BaseException as exc:
+                reply.append((False, exc))
+            with self._done:
                 self._done.notify_all()
 
     def _commit(self, conn: Store) -> None:
@@ -448,6 +465,8 @@ class Journal:
         on."""
         buffer = self._buffer
         while buffer:
+            if self._inline is None:
+                self._reply(conn, self._leasing)  # a claim the lanes wait on, between groups
             rows: list[tuple[Any, ...]] = []
             while buffer and len(rows) < self.count:
                 rows.append(buffer.popleft())
@@ -481,15 +500,19 @@ class Journal:
         if failure is not None:
             raise failure
 
-    def _call(self, call: Callable[[Store], Any]) -> Any:
-        """Run ``call`` on the writer's connection, after what the buffer holds; blocks."""
+    def _call(self, call: Callable[[Store], Any], first: bool = False) -> Any:
+        """Run ``call`` on the writer's connection, after what the buffer holds; with
+        ``first`` (a lease's claim or renewal, which the lanes may be waiting on), before the
+        buffer's rows not yet being committed: between two groups. Blocks."""
         if self._inline is not None:
             if self._stopping is not None:
                 raise RuntimeError(f"the journal {self.path} is closed")
             self._commit(self._inline)
             return call(self._inline)
         reply: list[Any] = []
-        self._calls.append((call, reply))
+        # a claim goes before the buffer's rows, not before a call (a release: its leases
+        # given up first, or a claim of this process would find them held)
+        (self._leasing if first and not self._calls else self._calls).append((call, reply))
         self._arrived.set()
         self._urgent.set()
         with self._done:
@@ -641,6 +664,43 @@ class Journal:
             raise ValueError(refused)
         return self._restore(rows, plan, self.keep_failed)
 
+    async def begin_leased(
+        self,
+        run: tuple[str, int],
+        plan: Sequence[Any],
+        owner: str,
+        since: float,
+        lease: float,
+        count: int,
+    ) -> tuple[dict[int, SubResult[Any, Any]], list[int], list[tuple[int, str, Any]]]:
+        """``begin``, and a claim for ``owner`` of the first ``count`` slots without a result
+        kept (as ``claim`` does, for ``lease`` seconds), in one transaction: the results
+        kept, the slots claimed, and what the claim found of each.
+
+        Raises:
+          ValueError: as ``begin``.
+        """
+        fingerprint, packed = digest_plan(plan)
+        texts = [subtask_text(subtask) for subtask in plan]
+        now = self._lease_clock()
+        failed = self.keep_failed
+
+        def begin(conn: Store) -> tuple[str | None, list[Any], list[int], list[Any]]:
+            with conn.transaction():  # begun and claimed in one, one commit
+                refused, _, rows = _begin(conn, run, (fingerprint, packed, texts), plan)
+                if refused is not None:
+                    return refused, [], [], []
+                kept = {row[0] for row in rows if _kept(row[2], failed)}
+                todo = (slot for slot in range(len(plan)) if slot not in kept)
+                wanted = list(itertools.islice(todo, count))
+                found = _claim(conn, run, wanted, owner, now, now + lease, since)
+            return None, rows, wanted, found
+
+        refused, rows, wanted, found = await self._run(begin)
+        if refused is not None:
+            raise ValueError(refused)
+        return self._restore(rows, plan, failed), wanted, self._found(found, now)
+
     async def begin_input(
         self, run: tuple[str, int]
     ) -> tuple[dict[int, SubResult[Any, Any]], InputCheck]:
@@ -701,8 +761,8 @@ class Journal:
         kept: dict[int, SubResult[Any, Any]] = {}
         for row in rows:
             slot, subtask, status = row[:3]
-            if status != "ok" and (not failed or status == PARKED):
-                continue  # a parked slot runs again: its worker asks for its answer
+            if not _kept(status, failed):
+                continue
             if plan is not None:
                 if slot >= len(plan):
                     continue
@@ -777,11 +837,12 @@ class Journal:
 
         await self._run(write)
 
-    async def _run(self, call: Callable[[Store], Any]) -> Any:
-        """``call`` on the writer's connection, awaited in a thread (inline: at once)."""
+    async def _run(self, call: Callable[[Store], Any], first: bool = False) -> Any:
+        """``call`` on the writer's connection, awaited in a thread (inline: at once); with
+        ``first``, before the buffer's rows (see ``_call``)."""
         if self._inline is not None:
             return self._call(call)
-        return await trio.to_thread.run_sync(self._call, call)
+        return await trio.to_thread.run_sync(self._call, call, first)
 
     def results(self, run_id: str, round: int = 0) -> list[SubResult[Any, Any]]:
         """The results journaled for ``run_id``'s round ``round``, in slot order (the subtask of
@@ -845,19 +906,30 @@ class Journal:
         return trio.current_time() if self._inline is not None else time.time()
 
     async def claim(
-        self, run: tuple[str, int], slots: Sequence[int], owner: str, since: float
+        self,
+        run: tuple[str, int],
+        slots: Sequence[int],
+        owner: str,
+        since: float,
+        lease: float | None = None,
     ) -> list[tuple[int, str, Any]]:
         """Claim ``slots`` of ``run`` for ``owner``, for one lease each, in one transaction:
         each slot ``CLAIMED``; ``HELD`` by another supervisor's live lease (the seconds it has
         left); or ``DONE`` (its result, each subtask its repr): a final OK row, or any final
         row written since ``since`` (unix time: a peer's, not a killed run's to run again). A
         lease whose
-        owner's process is known gone (on this host) is taken over at once."""
-        assert self.lease is not None
+        owner's process is known gone (on this host) is taken over at once. ``lease``: the
+        seconds each claim lasts (the journal's ``lease`` when None)."""
+        length = self._lease if lease is None else lease
+        assert length is not None
         now = self._lease_clock()
         found = await self._run(
-            lambda conn: _claim(conn, run, slots, owner, now, now + self.lease, since)  # type: ignore[operator]
+            lambda conn: _claim(conn, run, slots, owner, now, now + length, since), first=True
         )
+        return self._found(found, now)
+
+    def _found(self, found: list[tuple[int, str, Any]], now: float) -> list[tuple[int, str, Any]]:
+        """What ``_claim`` found (at ``now``), as ``claim`` returns it."""
         return [
             (
                 slot,
@@ -871,18 +943,33 @@ class Journal:
             for slot, kind, got in found
         ]
 
-    async def renew(self, run: tuple[str, int], owner: str) -> set[int]:
-        """Renew every lease ``owner`` holds of ``run``'s slots: the slots it still holds (a
-        slot it held and is not among them was taken over)."""
-        assert self.lease is not None
-        expires = self._lease_clock() + self.lease
-        held: set[int] = await self._run(lambda conn: _renew(conn, run, owner, expires))
+    async def renew(
+        self, run: tuple[str, int], owner: str, lease: float | None = None
+    ) -> list[tuple[int, int]]:
+        """Renew every lease ``owner`` holds of ``run``'s slots, for ``lease`` seconds (the
+        journal's ``lease`` when None): the ranges of slots it still holds, first and last (a
+        slot it held and in none of them was taken over)."""
+        length = self._lease if lease is None else lease
+        assert length is not None
+        expires = self._lease_clock() + length
+        held: list[tuple[int, int]] = await self._run(
+            lambda conn: _renew(conn, run, owner, expires), first=True
+        )
         return held
 
-    async def release(self, run: tuple[str, int], owner: str) -> None:
-        """``owner`` gives up its leases of ``run``'s slots: another supervisor (or a resume)
-        may take them at once. What it journaled is committed first (under its leases)."""
-        await self._run(lambda conn: _release(conn, run, owner))
+    def release(self, run: tuple[str, int], owner: str) -> None:
+        """``owner`` gives up its leases of ``run``'s slots, without waiting: another
+        supervisor (or a resume) may take them once it is written, after what the buffer holds
+        (committed under the leases first); a journal closed meanwhile leaves them to run
+        out."""
+        if self._stopping is not None:
+            return
+        call: Callable[[Store], Any] = lambda conn: _release(conn, run, owner)  # noqa: E731
+        if self._inline is not None:
+            self._call(call)
+            return
+        self._calls.append((call, []))
+        self.kick()
 
     # -- limits shared across processes (``_sharing``) ------------------------------------------
 
@@ -890,7 +977,7 @@ class Journal:
     def place_lease(self) -> float:
         """Seconds a shared capacity's place lasts unless renewed: the journal's ``lease``, or
         ``LEASE`` for a journal without slot leases."""
-        return self.lease if self.lease is not None else LEASE
+        return self._lease if self._lease is not None else LEASE
 
     async def take_place(self, meter: str, holder: str, owner: str, limit: int) -> bool:
         """Take a place of the shared capacity ``meter`` for ``holder`` (of ``owner``), for one
@@ -1048,25 +1135,25 @@ class Journal:
 
 def _write(conn: Store, rows: list[tuple[Any, ...]]) -> None:
     """Commit ``rows`` to the results, in one transaction: a leased slot's row (one with the
-    lease's owner after its columns) only while its owner holds the lease (the lease row stays
-    until the run gives up its leases as it ends)."""
+    lease's owner after its columns) only while its owner holds a lease of the slot (the lease
+    rows stay until the run gives up its leases as it ends)."""
     with conn.transaction():
         leased = [row for row in rows if len(row) > COLUMNS]
         if leased:
-            held: dict[tuple[Any, ...], set[int]] = {}
-            for key in {(row[0], row[1], row[COLUMNS]) for row in leased}:
-                slots = [row[2] for row in leased if (row[0], row[1], row[COLUMNS]) == key]
-                held[key] = {
-                    slot
-                    for (slot,) in conn.execute(
-                        "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ? "
-                        "AND slot BETWEEN ? AND ?",
-                        (*key, min(slots), max(slots)),
-                    )
-                }
-            kept = [row[:COLUMNS] for row in leased if row[2] in held[row[0], row[1], row[COLUMNS]]]
+            held = {
+                key: covers(_held(conn, key[:2], key[2]))
+                for key in {(row[0], row[1], row[COLUMNS]) for row in leased}
+            }
+            kept = [row[:COLUMNS] for row in leased if held[row[0], row[1], row[COLUMNS]](row[2])]
             rows = [row for row in rows if len(row) == COLUMNS] + kept
         conn.executemany(INSERT, conn.results(rows))
+
+
+def _kept(status: str, failed: bool) -> bool:
+    """Whether a run keeps a slot's row of ``status`` (its slot not run again): an OK one, and
+    with ``failed`` (``keep_failed``) a failed or timed-out one; never a parked one (its
+    worker, called again, asks for its answer)."""
+    return status == "ok" or (failed and status != PARKED)
 
 
 def _seen(rows: list[tuple[Any, ...]]) -> list[tuple[int, str]]:
@@ -1150,15 +1237,19 @@ def _claim(
     since: float,
 ) -> list[tuple[int, str, Any]]:
     """What ``Journal.claim`` finds, each slot's row (as ``_rows`` reads it) when done. It reads
-    the rows of ``slots`` by ranges (``_spans``), and the leases it takes go in with one
-    statement per ``PIECE`` slots, not one per slot (which costs a server such as PostgreSQL a
-    round of its own for each row)."""
-    wanted = set(slots)
+    the rows of ``slots`` by ranges (``_spans``) and the leases that overlap them, and leases
+    the slots it claims as ranges: one ``leases`` row per run of slots claimed together (the
+    slots between two of them done, and in no other owner's lease), not one row per slot (which
+    costs a server such as PostgreSQL a round of its own for each). A lease it takes over (run
+    out, or its owner gone) keeps the slots it was not asked for, as the rows left around the
+    new ones."""
+    wanted = sorted(set(slots))
+    if not wanted:
+        return []
     with conn.transaction():  # checked and claimed at once, whoever else opens the journal
-        done: dict[int, tuple[Any, ...]] = {}
-        held: dict[int, float] = {}
+        final: dict[int, tuple[Any, ...]] = {}  # every slot of the spans with a final row
         for span in _spans(wanted):
-            done.update(
+            final.update(
                 (row[0], row)
                 for row in conn.execute(
                     "SELECT slot, subtask, status, output, error, attempts, started, finished, "
@@ -1166,82 +1257,157 @@ def _claim(
                     "AND slot BETWEEN ? AND ?",
                     (*run, *span),
                 )
-                if row[0] in wanted and (row[2] == "ok" or (row[9] is not None and row[9] >= since))
+                if row[2] == "ok" or (row[9] is not None and row[9] >= since)
             )
-            held.update(
-                (slot, until)
-                for slot, holder, until in conn.execute(
-                    "SELECT slot, owner, expires FROM leases WHERE run_id = ? AND round = ? "
-                    "AND slot BETWEEN ? AND ?",
-                    (*run, *span),
-                )
-                if slot in wanted and holder != owner and until > now and not _gone(holder)
-            )
+        leases: list[tuple[int, int, str, float, float]] = conn.execute(
+            "SELECT first_slot, last_slot, owner, claimed, expires FROM leases "
+            "WHERE run_id = ? AND round = ? AND first_slot <= ? AND last_slot >= ? "
+            "ORDER BY first_slot",
+            (*run, wanted[-1], wanted[0]),
+        ).fetchall()
+        firsts = [lease[0] for lease in leases]
+        live = [
+            holder != owner and until > now and not _gone(holder)
+            for _, _, holder, _, until in leases
+        ]
+
+        def lease_of(slot: int) -> int | None:  # the index of the lease ``slot`` lies in
+            at = bisect.bisect_right(firsts, slot) - 1
+            return at if at >= 0 and leases[at][1] >= slot else None
+
         found: list[tuple[int, str, Any]] = []
-        claims = []
-        for slot in slots:
-            if slot in done:
-                found.append((slot, DONE, done[slot][:9]))
-            elif slot in held:
-                found.append((slot, HELD, held[slot]))
-            else:
-                found.append((slot, CLAIMED, None))
-                claims.append(slot)
-        for piece in _pieces(claims):
-            # the slots as a VALUES list (both stores name its column column1); ``WHERE
-            # true`` tells SQLite the ON CONFLICT is the INSERT's, not a join's
-            marks = ", ".join(["(?)"] * len(piece))
-            conn.execute(
-                "INSERT INTO leases (run_id, round, slot, owner, claimed, expires) "
-                f"SELECT ?, ?, column1, ?, ?, ? FROM (VALUES {marks}) AS claimed WHERE true "
-                "ON CONFLICT (run_id, round, slot) DO UPDATE SET owner = excluded.owner, "
-                "claimed = excluded.claimed, expires = excluded.expires",
-                (*run, owner, now, expires, *piece),
+        claims: list[int] = []
+        if not final and not any(live):  # the usual case: every slot is free
+            found = [(slot, CLAIMED, None) for slot in slots]
+            claims = list(slots)
+        else:
+            for slot in slots:
+                at = lease_of(slot)
+                if slot in final:
+                    found.append((slot, DONE, final[slot][:9]))
+                elif at is not None and live[at]:
+                    found.append((slot, HELD, leases[at][4]))
+                else:
+                    found.append((slot, CLAIMED, None))
+                    claims.append(slot)
+        ranges = _ranges(
+            sorted(set(claims)), final, lambda slot: _foreign(lease_of(slot), leases, owner)
+        )
+        if ranges:
+            cut = sorted(
+                {at for first, last in ranges for at in _overlapping(leases, firsts, first, last)}
+            )
+            kept = [
+                (first, last, *leases[at][2:])
+                for at in cut
+                for first, last in _without(leases[at][0], leases[at][1], ranges)
+            ]
+            if cut:
+                conn.executemany(
+                    "DELETE FROM leases WHERE run_id = ? AND round = ? AND first_slot = ?",
+                    [(*run, leases[at][0]) for at in cut],
+                )
+            conn.executemany(
+                "INSERT INTO leases (run_id, round, first_slot, last_slot, owner, claimed, "
+                "expires) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(*run, *lease) for lease in kept]
+                + [(*run, first, last, owner, now, expires) for first, last in ranges],
             )
     return found
 
 
-def _spans(slots: set[int]) -> Iterator[tuple[int, int]]:
-    """The ranges ``slots`` lie in, first and last, each split where ``GAP`` slots or more are
-    not among them: a claim reads each range with one ``BETWEEN`` (a range of the key), not an
-    ``IN`` of every slot, whose hundreds of values a server such as PostgreSQL plans slowly."""
-    ordered = sorted(slots)
-    start = previous = ordered[0] if ordered else 0
-    for slot in ordered[1:]:
+def _foreign(at: int | None, leases: list[tuple[int, int, str, float, float]], owner: str) -> bool:
+    """Whether the lease at index ``at`` of ``leases`` (None: no lease) is another owner's."""
+    return at is not None and leases[at][2] != owner
+
+
+def _ranges(
+    claims: list[int], final: dict[int, Any], foreign: Callable[[int], bool]
+) -> list[tuple[int, int]]:
+    """The slots ``claims`` (sorted) as ranges, first and last: two claims are in one range when
+    every slot between them has a ``final`` row and lies in no ``foreign`` lease."""
+    ranges: list[list[int]] = []
+    last = -2
+    for slot in claims:
+        if slot == last + 1 or (
+            ranges
+            and slot - last <= GAP + 1
+            and all(s in final and not foreign(s) for s in range(last + 1, slot))
+        ):
+            ranges[-1][1] = slot
+        else:
+            ranges.append([slot, slot])
+        last = slot
+    return [(first, last) for first, last in ranges]
+
+
+def _overlapping(
+    leases: list[tuple[int, int, str, float, float]], firsts: list[int], first: int, last: int
+) -> Iterator[int]:
+    """The indexes of the ``leases`` (sorted by first slot, disjoint) that overlap
+    ``first``..``last``."""
+    at = max(bisect.bisect_right(firsts, first) - 1, 0)
+    while at < len(leases) and leases[at][0] <= last:
+        if leases[at][1] >= first:
+            yield at
+        at += 1
+
+
+def _without(first: int, last: int, ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``first``..``last`` less ``ranges`` (sorted, disjoint): the ranges left."""
+    left = []
+    for cut_first, cut_last in ranges:
+        if cut_last < first or cut_first > last:
+            continue
+        if cut_first > first:
+            left.append((first, cut_first - 1))
+        first = cut_last + 1
+    if first <= last:
+        left.append((first, last))
+    return left
+
+
+def _spans(slots: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """The ranges ``slots`` (sorted) lie in, first and last, each split where more than ``GAP``
+    slots are not among them: a claim reads each range with one ``BETWEEN`` (a range of the
+    key), not an ``IN`` of every slot, whose hundreds of values a server such as PostgreSQL
+    plans slowly."""
+    start = previous = slots[0] if slots else 0
+    for slot in slots[1:]:
         if slot - previous > GAP:
             yield start, previous
             start = slot
         previous = slot
-    if ordered:
+    if slots:
         yield start, previous
 
 
-def _pieces(slots: Sequence[int]) -> Iterator[Sequence[int]]:
-    """``slots`` in pieces of ``PIECE`` at most, each named in one statement."""
-    for start in range(0, len(slots), PIECE):
-        yield slots[start : start + PIECE]
+def _held(conn: Store, run: tuple[str, int], owner: str) -> list[tuple[int, int]]:
+    """The ranges of ``run``'s slots ``owner`` holds a lease of (run out or not)."""
+    return conn.execute(
+        "SELECT first_slot, last_slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
+        (*run, owner),
+    ).fetchall()
 
 
-def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> set[int]:
-    """What ``Journal.renew`` does, in one transaction."""
+def _renew(conn: Store, run: tuple[str, int], owner: str, expires: float) -> list[tuple[int, int]]:
+    """What ``Journal.renew`` does, in one transaction: one row per range it holds."""
     with conn.transaction():
         conn.execute(
             "UPDATE leases SET expires = ? WHERE run_id = ? AND round = ? AND owner = ?",
             (expires, *run, owner),
         )
-        return {
-            slot
-            for (slot,) in conn.execute(
-                "SELECT slot FROM leases WHERE run_id = ? AND round = ? AND owner = ?",
-                (*run, owner),
-            )
-        }
+        return _held(conn, run, owner)
 
 
 def _release(conn: Store, run: tuple[str, int], owner: str) -> None:
     """What ``Journal.release`` does, once what its buffer held is committed (``_call`` does
-    that first): ``owner``'s leases of ``run`` are gone."""
-    conn.execute("DELETE FROM leases WHERE run_id = ? AND round = ? AND owner = ?", (*run, owner))
+    that first): ``owner``'s leases of ``run`` are gone, in a transaction holding the write
+    lock (a claim cutting one of them around the slots it takes over never puts back a piece)."""
+    with conn.transaction():
+        conn.execute(
+            "DELETE FROM leases WHERE run_id = ? AND round = ? AND owner = ?", (*run, owner)
+        )
 
 
 HOST = socket.gethostname()
@@ -1281,7 +1447,35 @@ def _replanned(conn: Store, run_id: str) -> bool:
     return found is not None
 
 
-@dataclass(frozen=True)
+def checked_lease(lease: object, name: str) -> float | None:
+    """``lease`` (seconds a slot's lease lasts, or None) as a float, checked.
+
+    Raises:
+      ValueError: if it is not a positive number of seconds below 1e9, nor None, naming it as
+        ``name``.
+    """
+    if lease is None:
+        return None
+    if isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < 1e9:
+        raise ValueError(
+            f"{name} must be a positive number of seconds or None, got {lease!r}: how long a "
+            "supervisor holds a slot it runs before another may take it over"
+        )
+    return float(lease)
+
+
+class _JournalsLease:
+    """The default of [`Durable`][trio_supervisor.Durable]'s ``lease``: the journal's."""
+
+    def __repr__(self) -> str:
+        return "JOURNALS_LEASE"
+
+
+JOURNALS_LEASE: Any = _JournalsLease()
+"""``Durable(lease=)``'s default: each slot's lease lasts the journal's ``lease``."""
+
+
+@dataclass(frozen=True, repr=False)
 class Durable:
     """A run's name and, optionally, the journal that keeps its results: what makes a run, a
     stream or a re-planning run resumable, given as ``durable=``. Checked when made.
@@ -1298,20 +1492,37 @@ class Durable:
     done, and a run given the same name again takes them from it instead of running their
     slots again.
 
+    Several supervisors given the same name and journal (processes, machines) share the run's
+    slots through leases: each slot a supervisor runs is claimed in the journal for ``lease``
+    seconds first, and renewed while it runs (see [`Journal`][trio_supervisor.Journal]).
+
     Args:
       run_id: the run's name: the first part of each attempt key, and what the journal keeps
         its results under (a resume gives the same one).
       journal: where the run's results are kept, or None for a run that is named only.
+      lease: seconds a supervisor of this run holds each slot it runs before another
+        supervisor of the same run may take it over (renewed every third of it while the slot
+        runs); None: no leases, every supervisor runs every slot it has no result of. The
+        journal's ``lease`` (30 s unless it was given another) when left out; nothing without
+        a journal.
 
     Raises:
       TypeError: if ``run_id`` is not a non-empty str or ``journal`` is not a ``Journal``.
-      ValueError: if ``run_id`` holds text SQLite cannot keep (a lone surrogate).
+      ValueError: if ``run_id`` holds text SQLite cannot keep (a lone surrogate), or ``lease``
+        is neither a positive number of seconds nor None.
     """
 
     run_id: str
     journal: Journal | None = None
+    lease: float | None = JOURNALS_LEASE
+
+    def __repr__(self) -> str:
+        lease = "" if self.lease is JOURNALS_LEASE else f", lease={self.lease!r}"
+        return f"Durable(run_id={self.run_id!r}, journal={self.journal!r}{lease})"
 
     def __post_init__(self) -> None:
+        if self.lease is not JOURNALS_LEASE:
+            object.__setattr__(self, "lease", checked_lease(self.lease, "Durable lease"))
         run_id, journal = self.run_id, self.journal
         if not isinstance(run_id, str) or not run_id:
             raise TypeError(f"Durable run_id must be a non-empty str, got {run_id!r}")
@@ -1387,7 +1598,9 @@ def check_durable(value: object) -> RunName | None:
         )
     if value.journal is None:
         return RunName(value.run_id, 0)
-    return DurableRun(value.run_id, 0, value.journal)
+    journal = value.journal
+    lease = journal.lease if value.lease is JOURNALS_LEASE else value.lease
+    return DurableRun(value.run_id, 0, journal, lease)
 
 
 Put = Callable[[int, SubResult[Any, Any]], None]
@@ -1400,6 +1613,9 @@ class DurableRun(RunName):
     journal as one value, with what a run does with its journal, keyed by its id and round."""
 
     journal: Journal
+    lease: float | None = None
+    """Seconds each slot's lease lasts (the ``Durable``'s, or its journal's), None without
+    leases."""
     owner: str = field(default_factory=new_owner, compare=False)
     """This supervisor's run's name among others on the same run: its leases' owner, and the
     owner its result rows name."""
@@ -1417,6 +1633,16 @@ class DurableRun(RunName):
         """Journal the start over ``plan``, or check it and return the results kept (see
         [`Journal.begin`][trio_supervisor.Journal.begin])."""
         return await self.journal.begin(self.rows, plan)
+
+    async def begin_leased(
+        self, plan: Sequence[Any], since: float, count: int
+    ) -> tuple[dict[int, SubResult[Any, Any]], list[int], list[tuple[int, str, Any]]]:
+        """``begin``, and the first claim of ``count`` slots, on one trip to the writer (see
+        [`Journal.begin_leased`][trio_supervisor.Journal.begin_leased]); the run leases."""
+        assert self.lease is not None
+        return await self.journal.begin_leased(
+            self.rows, plan, self.owner, since, self.lease, count
+        )
 
     async def begin_input(self) -> tuple[dict[int, SubResult[Any, Any]], InputCheck]:
         """Journal the start of a lazy stream, or return what it kept and what its input is
@@ -1465,23 +1691,19 @@ class DurableRun(RunName):
 
         return put
 
-    @property
-    def lease(self) -> float | None:
-        """Seconds each slot's lease lasts (the journal's ``lease``), None without leases."""
-        return self.journal.lease
-
     async def claim(self, slots: Sequence[int], since: float) -> list[tuple[int, str, Any]]:
         """Claim ``slots`` for this run's supervisor (see
         [`Journal.claim`][trio_supervisor.Journal.claim])."""
-        return await self.journal.claim(self.rows, slots, self.owner, since)
+        return await self.journal.claim(self.rows, slots, self.owner, since, self.lease)
 
-    async def renew(self) -> set[int]:
-        """Renew this run's leases: the slots it still holds."""
-        return await self.journal.renew(self.rows, self.owner)
+    async def renew(self) -> list[tuple[int, int]]:
+        """Renew this run's leases: the ranges of slots it still holds, first and last."""
+        return await self.journal.renew(self.rows, self.owner, self.lease)
 
-    async def release(self) -> None:
-        """Give up this run's leases (it ends): another may take its slots at once."""
-        await self.journal.release(self.rows, self.owner)
+    def release(self) -> None:
+        """Give up this run's leases (it ends), without waiting: another may take its slots
+        once what it journaled is committed."""
+        self.journal.release(self.rows, self.owner)
 
     @property
     def each_commit(self) -> Callable[[], Awaitable[None]] | None:

@@ -98,12 +98,12 @@ def summaries(conn: Store, now: float, done_kind: Callable[[Any], bool]) -> list
         later(name, at)
     running: dict[str, int] = defaultdict(int)
     if "leases" in tables:
-        for run_id, count, at in conn.execute(
-            "SELECT run_id, count(*), max(claimed) FROM leases WHERE expires > ? AND NOT EXISTS "
-            "(SELECT 1 FROM results WHERE results.run_id = leases.run_id AND results.round = "
-            "leases.round AND results.slot = leases.slot AND results.status != ?) "
-            "GROUP BY run_id",
-            (now, PARKED),
+        for run_id, count, at in conn.execute(  # a live lease's slots without a final row
+            "SELECT run_id, last_slot - first_slot + 1 - (SELECT count(*) FROM results WHERE "
+            "results.run_id = leases.run_id AND results.round = leases.round AND results.slot "
+            "BETWEEN leases.first_slot AND leases.last_slot AND results.status != ?), claimed "
+            "FROM leases WHERE expires > ?",
+            (PARKED, now),
         ):
             running[_text(run_id)] += count
             later(_text(run_id), at)
@@ -183,16 +183,18 @@ def slot_rows(conn: Store, run_id: str, now: float) -> tuple[float | None, list[
             *rest,
         )
     if "leases" in tables:
-        for round_, slot, owner, claimed in conn.execute(
-            "SELECT round, slot, owner, claimed FROM leases WHERE run_id = ? AND expires > ?",
+        for round_, first, last, owner, claimed in conn.execute(
+            "SELECT round, first_slot, last_slot, owner, claimed FROM leases "
+            "WHERE run_id = ? AND expires > ?",
             (run_id, now),
         ):
-            known = rows.get((round_, slot))
-            if known is None or known.status is None or known.status == PARKED:
-                subtask = "" if known is None else known.subtask
-                rows[round_, slot] = SlotRow(
-                    round_, slot, subtask, None, None, 0, None, None, 0, None, owner, claimed
-                )
+            for slot in range(first, last + 1):  # a lease's slots, those without a final row
+                known = rows.get((round_, slot))
+                if known is None or known.status is None or known.status == PARKED:
+                    subtask = "" if known is None else known.subtask
+                    rows[round_, slot] = SlotRow(
+                        round_, slot, subtask, None, None, 0, None, None, 0, None, owner, claimed
+                    )
     return begun, [rows[key] for key in sorted(rows)]
 
 

@@ -133,6 +133,9 @@ class PostgresStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
+        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            yield  # inside one: a part of it
+            return
         with self.conn.transaction():
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK,))
             yield

@@ -4,12 +4,14 @@ every slot, in plan order, whatever happens to it: the machinery behind
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import operator
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from itertools import repeat
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import trio
 
@@ -17,7 +19,7 @@ from ._contract import Aggregate, Status, SubResult, revised
 from ._ending import ending
 from ._engine.attempt import CUT_SHORT, Engine, Timer
 from ._engine.lanes import Feeding, Waiting, lane
-from ._engine.leases import Keeper
+from ._engine.leases import FIRST, Keeper
 from ._engine.restarting import restarting_run
 from ._identity import RunName
 from ._journal import DurableRun, sharing
@@ -47,8 +49,17 @@ async def run_plan(
     results: list[SubResult[Any, T] | None] = [None] * len(plan)
     cuts: dict[int, SubResult[Any, T]] = {}
     durable = run if isinstance(run, DurableRun) else None
+    first: First | None = None  # the first claim of a run that leases its slots
+    if durable is not None and durable.lease is not None and restarts is None:
+        # the first slots claimed as the run begins, on one trip to the writer, not two
+        since = time.time()
+        count = ahead(max_workers, plan)
+        journaled, wanted, kinds = await durable.begin_leased(plan, since, count)
+        first = First(since, wanted, kinds)
+    elif durable is not None:
+        journaled = await durable.begin(plan)
     if durable is not None:
-        for slot, restored in (await durable.begin(plan)).items():
+        for slot, restored in journaled.items():
             results[slot] = restored
     if trace is not None:
         trace.begin(plan)
@@ -58,12 +69,12 @@ async def run_plan(
     expired = False
     gave_up: str | None = None
     quorum = None if need is None else Quorum(need, len(plan), results)
-    with ending(trace, durable), sharing(durable):
+    with ending(trace, durable), sharing(durable), released(durable, first):
         with trio.move_on_after(limit if limit is not None else math.inf) as scope:
             if quorum is not None and quorum.decided:
                 pass  # the journal holds enough successes (or too many failures)
             elif restarts is None:
-                await fan_out(engine, max_workers, plan, results, cuts, trace, run, quorum)
+                await fan_out(engine, max_workers, plan, results, cuts, trace, run, quorum, first)
             else:
                 kept = [result is not None for result in results]
                 try:
@@ -97,11 +108,13 @@ async def fan_out(
     trace: Trace | None,
     run: RunName | None = None,
     quorum: Quorum | None = None,
+    first: First | None = None,
 ) -> None:
     """The admission loop: ``min(max_workers, len(plan))`` lanes share one feed over the
     plan, so each free lane admits the next slot, in plan order (the slots without a
     result yet: those of a journal are not run again). With a ``quorum``, the lanes are
-    cancelled the instant it is decided."""
+    cancelled the instant it is decided; with ``first``, the run's slots are leased, and
+    ``first`` is the claim made as it began."""
     timer = engine.timer()
     leased = run is not None and run.lease is not None
     feed = (LeasedFeed if leased else RunFeed)(
@@ -109,12 +122,16 @@ async def fan_out(
     )
     keeper = None
     if isinstance(feed, LeasedFeed) and feed.left:
-        keeper = feed.leased(plan, results, trace, min(max_workers, feed.left))
+        since = None if first is None else first.since
+        keeper = feed.leased(plan, results, trace, min(max_workers, feed.left), since)
     async with trio.open_nursery() as timing:
         if timer is not None:
             timing.start_soon(timer.watch)
         if keeper is not None:
-            await keeper.claim()  # the first slots claimed before any lane starts
+            if first is not None:
+                keeper.first(first.wanted, first.kinds)  # claimed as the run began
+            else:
+                await keeper.claim()  # the first slots claimed before any lane starts
             timing.start_soon(keeper.keep)
         try:
             async with trio.open_nursery() as nursery:
@@ -129,9 +146,35 @@ async def fan_out(
                 if trace is not None:
                     trace.end_open_slot(parked.slot, Status.CANCELLED)
                 cuts[parked.slot] = engine.cut(parked)
-            if keeper is not None:
-                await keeper.release()
+            if keeper is not None and first is None:
+                keeper.release()
         timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
+
+
+class First(NamedTuple):
+    """The first claim of a run that leases its slots, made as it began: when it began (unix
+    time), the slots it claimed, and what it found of each (``Journal.claim``)."""
+
+    since: float
+    wanted: list[int]
+    kinds: list[tuple[int, str, Any]]
+
+
+def ahead(max_workers: int, plan: list[Any]) -> int:
+    """How many slots a run's first claim takes: as many as its keeper claims ahead
+    (``Keeper``'s first ``chunk``), for the lanes the plan fills."""
+    return max(4, FIRST * min(max_workers, len(plan)))
+
+
+@contextlib.contextmanager
+def released(durable: DurableRun | None, first: First | None) -> Iterator[None]:
+    """Around a run whose first claim was ``first`` (None: it claimed nothing as it began):
+    its leases given up as it ends, however it ends (without waiting: after its results)."""
+    try:
+        yield
+    finally:
+        if durable is not None and first is not None:
+            durable.release()
 
 
 class RunFeed(Feeding):
@@ -189,13 +232,14 @@ class LeasedFeed(RunFeed):
         results: list[SubResult[Any, Any] | None],
         trace: Trace | None,
         lanes: int,
+        since: float | None = None,
     ) -> Keeper:
         """Take the slots from a [`Keeper`][trio_supervisor._engine.leases.Keeper] of this
         run's leases from now on (each claimed before a lane takes it, each result journaled
         under its lease): the keeper, whose task the run starts."""
         assert self.run is not None
         todo = [slot for slot, done in enumerate(results) if done is None]
-        keeper = Keeper(self.run, plan, todo, results.__setitem__, trace, lanes)
+        keeper = Keeper(self.run, plan, todo, results.__setitem__, trace, lanes, since)
         self.leases = self.keeper = keeper
         self.take = keeper.take
         put = self.run.recording(results.__setitem__, leased=True)

@@ -41,8 +41,9 @@ CREATE TABLE IF NOT EXISTS results (
   PRIMARY KEY (run_id, round, slot)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS leases (
-  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, owner TEXT NOT NULL,
-  claimed REAL NOT NULL, expires REAL NOT NULL, PRIMARY KEY (run_id, round, slot)
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, first_slot INTEGER NOT NULL,
+  last_slot INTEGER NOT NULL, owner TEXT NOT NULL, claimed REAL NOT NULL, expires REAL NOT NULL,
+  PRIMARY KEY (run_id, round, first_slot)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS places (
   meter TEXT NOT NULL, holder TEXT NOT NULL, owner TEXT NOT NULL, claimed REAL NOT NULL,
@@ -97,7 +98,7 @@ class Store(Protocol):
 
     def transaction(self) -> contextlib.AbstractContextManager[None]:
         """A transaction holding the write lock: committed when the block ends, rolled back if
-        it raises."""
+        it raises; inside another, a part of that one."""
         ...
 
     def results(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
@@ -151,7 +152,8 @@ def lacking(
 
     Raises:
       ValueError: if it holds tables and none of a journal's; holds a journal's table without
-        its columns; or holds nothing and not ``create``.
+        its columns; holds the per-slot leases of an earlier version; or holds nothing and not
+        ``create``.
     """
     schema = tables()
     if not found.keys() & schema.keys():
@@ -166,6 +168,12 @@ def lacking(
                 f"{name} is not a journal: it holds no table (an empty database): give the "
                 "database a journaled run made"
             )
+    if "slot" in found.get("leases", ()):
+        raise ValueError(
+            f"{name} is a journal of an earlier version, whose leases table holds a row per "
+            "slot (this one leases slots by ranges): finish its runs with that version, or give "
+            "this one a database of its own"
+        )
     missing: list[tuple[str, tuple[str, str] | None]] = []
     for table, (_, columns) in schema.items():
         if table not in found:
@@ -329,6 +337,9 @@ class SqliteStore:
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
+        if self.conn.in_transaction:  # inside one: a part of it
+            yield
+            return
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield

@@ -98,14 +98,14 @@ def test_a_live_lease_counts_as_running_and_an_expired_one_does_not(
     path = tmp_path / "runs.db"
     journaled(path)
     now = time.time()
-    with sqlite3.connect(path) as conn:  # two supervisors hold slots of a run begun elsewhere
+    with sqlite3.connect(path) as conn:  # two supervisors hold slots (a range of 3, 1 run out)
         conn.execute("INSERT INTO runs VALUES ('busy', 0, NULL, NULL, ?)", (now,))
-        conn.execute("INSERT INTO leases VALUES ('busy', 0, 0, 'a', ?, ?)", (now, now + 60))
-        conn.execute("INSERT INTO leases VALUES ('busy', 0, 1, 'b', ?, ?)", (now - 90, now - 30))
+        conn.execute("INSERT INTO leases VALUES ('busy', 0, 0, 2, 'a', ?, ?)", (now, now + 60))
+        conn.execute("INSERT INTO leases VALUES ('busy', 0, 3, 3, 'b', ?, ?)", (now - 90, now - 30))
     conn.close()
     _, out, _ = cli(capsys, "runs", str(path))
     busy = next(line for line in out.splitlines() if line.startswith("busy"))
-    assert busy.split()[:6] == ["busy", "?", "0", "0", "0", "1"]
+    assert busy.split()[:6] == ["busy", "?", "0", "0", "0", "3"]
     status, out, _ = cli(capsys, "gc", str(path), "--older-than", "0s")
     assert status == 0
     assert [line.split(":")[0] for line in out.splitlines()] == ["removed clean"]

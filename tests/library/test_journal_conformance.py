@@ -462,6 +462,34 @@ def test_a_journal_of_an_older_version_opens_and_gains_what_it_lacks(database: D
     }
 
 
+PER_SLOT_LEASES = (
+    OLD_TABLES
+    + """
+CREATE TABLE leases (
+  run_id TEXT NOT NULL, round INTEGER NOT NULL, slot INTEGER NOT NULL, owner TEXT NOT NULL,
+  claimed REAL NOT NULL, expires REAL NOT NULL, PRIMARY KEY (run_id, round, slot)
+) WITHOUT ROWID
+"""
+)
+"""A journal as the version before leases by ranges made it: a lease row per slot."""
+
+
+def test_a_journal_whose_leases_are_per_slot_is_refused_in_one_line_and_left_as_it_was(
+    database: Database, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for statement in PER_SLOT_LEASES.split(";"):
+        database.execute(statement if database.kind == "sqlite" else postgres_ddl(statement))
+    before = database.tables()
+    said = "is a journal of an earlier version, whose leases table holds a row per slot"
+    with pytest.raises(ValueError, match=said) as caught:
+        Journal(database.target)
+    assert "\n" not in str(caught.value)
+    assert journal_main(["runs", database.target]) == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert said in line
+    assert database.tables() == before
+
+
 def test_a_new_journal_holds_the_documented_tables_and_columns(database: Database) -> None:
     Journal(database.target).close()
     assert database.tables() == {name: list(columns) for name, (_, columns) in tables().items()}

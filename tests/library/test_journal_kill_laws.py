@@ -53,11 +53,14 @@ class Victim:
         self.child = child
         self.pid = child.pid
         self.died = time.time()
-        self.leases: dict[int, float] = dict(
-            database.query(
-                "SELECT slot, expires FROM leases WHERE owner LIKE ?", (f"%:{child.pid}:%",)
+        self.leases: dict[int, float] = {
+            slot: expires
+            for first, last, expires in database.query(
+                "SELECT first_slot, last_slot, expires FROM leases WHERE owner LIKE ?",
+                (f"%:{child.pid}:%",),
             )
-        )
+            for slot in range(first, last + 1)
+        }
 
 
 def run_killing(database: Database, folder: Path, seed: int) -> tuple[list[Any], list[Victim]]:

@@ -22,7 +22,7 @@ import trio.testing
 
 from tests.library import lease_child
 from tests.library.stores import Database
-from trio_supervisor import Durable, Journal, Supervisor
+from trio_supervisor import Durable, Journal, SubResult, Supervisor
 
 LEASE = 10.0
 PLAN = list(range(6))
@@ -62,13 +62,15 @@ class Stuck(Journal):
         self.after = after
         self.hung = hung
 
-    async def renew(self, run: tuple[str, int], owner: str) -> set[int]:
+    async def renew(
+        self, run: tuple[str, int], owner: str, lease: float | None = None
+    ) -> list[tuple[int, int]]:
         if trio.current_time() >= self.after:
             if self.hung is None:
                 await trio.sleep_forever()
             await trio.sleep(self.hung)
             self.hung = 0.0  # once
-        return await super().renew(run, owner)
+        return await super().renew(run, owner, lease)
 
 
 async def two(
@@ -280,3 +282,113 @@ def test_two_processes_on_one_run_one_killed_every_slot_done_once_but_the_killed
             assert lived[slot] == attempts
         else:
             assert calls == attempts, slot  # each attempt's call made once
+
+
+def test_a_claim_is_one_lease_row_and_a_takeover_keeps_the_rest_of_the_batch_its_owners(
+    database: Database,
+) -> None:
+    """``a`` claims ten slots: one row. While it holds them ``b`` is refused each; once they
+    ran out, ``b`` takes over two, which split ``a``'s row around them: ``a``'s renewal finds
+    it holds the other eight still, and of its late results only theirs are journaled."""
+    path = database.target
+    run = ("r", 0)
+
+    async def main() -> Any:
+        a = Journal(path, writer="inline", lease=LEASE, flush="each")
+        b = Journal(path, writer="inline", lease=LEASE, flush="each")
+        await a.begin(run, list(range(10)))
+        claimed = await a.claim(run, range(10), "a", 0.0)
+        leases = database.query("SELECT first_slot, last_slot, owner FROM leases")
+        refused = await b.claim(run, range(10), "b", 0.0)
+        await trio.sleep(LEASE + 1)  # a's leases run out, never renewed
+        taken = await b.claim(run, [2, 3], "b", 0.0)
+        split = sorted(database.query("SELECT first_slot, last_slot, owner FROM leases"))
+        still = await a.renew(run, "a")
+        for slot in (2, 5):
+            a.record(run, slot, SubResult(slot, output=f"a-{slot}"), "a", leased=True)
+        await a.committed()
+        a.close()
+        b.close()
+        return claimed, leases, refused, taken, split, still
+
+    claimed, leases, refused, taken, split, still = virtual(main)
+    assert [kind for _, kind, _ in claimed] == ["claimed"] * 10
+    assert leases == [(0, 9, "a")]  # one row for the ten
+    assert [kind for _, kind, _ in refused] == ["held"] * 10
+    assert [(slot, kind) for slot, kind, _ in taken] == [(2, "claimed"), (3, "claimed")]
+    assert split == [(0, 1, "a"), (2, 3, "b"), (4, 9, "a")]
+    assert sorted(still) == [(0, 1), (4, 9)]
+    assert rows(database) == {5: ("a-5", "a")}  # slot 2 is b's now: a's result of it dropped
+
+
+def test_a_durable_runs_own_lease_shares_its_slots_on_a_journal_without_leases(
+    database: Database,
+) -> None:
+    """The lease is the run's (``Durable(lease=)``): two supervisors given it share the run's
+    slots on journals opened without leases, and ``lease=None`` leaves a leasing journal's run
+    unshared."""
+    calls = Calls()
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        a = Journal(database.target, writer="inline", lease=None)
+        b = Journal(database.target, writer="inline", lease=None)
+
+        async def go(who: str, journal: Journal) -> None:
+            supervisor = Supervisor(calls.worker(who), max_workers=3)
+            durable = Durable("shared", journal, lease=LEASE)
+            out[who] = await supervisor.run(list(range(20)), durable=durable)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(go, "a", a)
+            nursery.start_soon(go, "b", b)
+        a.close()
+        b.close()
+
+        async def alone(slot: int) -> int:  # what the journal holds while its slot runs
+            out["c leases"] = database.query("SELECT count(*) FROM leases")
+            return slot
+
+        with Journal(database.target, writer="inline") as c:  # leasing, but not this run
+            supervisor = Supervisor(alone, max_workers=3)
+            await supervisor.run([0], durable=Durable("leased", c))
+            out["leased leases"] = out["c leases"]
+            await supervisor.run([0], durable=Durable("alone", c, lease=None))
+        return out
+
+    out = virtual(main)
+    assert calls.per_slot() == dict.fromkeys(range(20), 1)
+    assert {who for _, who, _ in calls.calls} == {"a", "b"}
+    assert out["a"] == out["b"]
+    assert out["leased leases"] == [(1,)]  # the journal's lease, left out of the Durable
+    assert out["c leases"] == [(0,)]  # lease=None: no claim
+
+
+def test_a_durable_lease_must_be_a_positive_number_of_seconds_or_none() -> None:
+    journal = Journal(":memory:", writer="inline")
+    for bad in (0, -1, "30", True, float("nan")):
+        with pytest.raises(ValueError, match=r"^Durable lease must be a positive number") as caught:
+            Durable("r", journal, lease=bad)  # type: ignore[arg-type]
+        assert "\n" not in str(caught.value)
+    assert repr(Durable("r")) == "Durable(run_id='r', journal=None)"
+    assert Durable("r", journal, lease=5).lease == 5.0
+    assert "lease=5.0" in repr(Durable("r", journal, lease=5))
+    journal.close()
+
+
+def test_the_slots_a_resume_claims_around_those_done_are_one_lease_row(database: Database) -> None:
+    """Slots 1, 3 and 5 are journaled: a claim of the others, 0 to 9, is one row over them all
+    (a slot done is no one's)."""
+    run = ("r", 0)
+
+    async def main() -> Any:
+        with Journal(database.target, writer="inline", lease=LEASE, flush="each") as journal:
+            await journal.begin(run, list(range(10)))
+            for slot in (1, 3, 5):
+                journal.record(run, slot, SubResult(slot, output=slot))
+            await journal.committed()
+            return await journal.claim(run, [0, 2, 4, 6, 7, 8, 9], "a", 0.0)
+
+    claimed = virtual(main)
+    assert {kind for _, kind, _ in claimed} == {"claimed"}
+    assert database.query("SELECT first_slot, last_slot, owner FROM leases") == [(0, 9, "a")]

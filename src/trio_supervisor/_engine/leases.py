@@ -1,14 +1,15 @@
 """Leases: several supervisors on one journaled run share its slots, each slot run by one.
 
-A [`Keeper`][trio_supervisor._engine.leases.Keeper] is one supervisor's side of it, for one
-run (a task in the run's nursery beside the timer). It claims the run's slots in the journal
-ahead of its lanes, a few at a time in plan order (one transaction each time), and hands its
-lanes only the slots it claimed; it renews its leases every third of a lease while they run;
-a slot another supervisor holds is set aside and tried again when that lease runs out (or
-sooner, every third of a lease: its holder may finish it, and its result is then taken from
-the journal, as a resumed run's is). A slot whose lease it lost (renewed too late: another took
-it over) has its attempt cancelled, and its result, if it comes anyway, is not journaled: the
-row's write is conditional on the lease (``_journal.py``).
+A [`Keeper`][trio_supervisor._engine.leases.Keeper] is one supervisor's side of it, for one run
+(a task in the run's nursery beside the timer). It claims the run's slots in the journal ahead
+of its lanes, a few at a time in plan order (one transaction, and one lease row, each time; the
+first claim on the run's trip to begin it), far enough ahead that its lanes do not wait for the
+next claim, and hands its lanes only the slots it claimed; it renews its leases every third of a
+lease while they run; a slot another supervisor holds is set aside and tried again when that
+lease runs out (or sooner, every third of a lease: its holder may finish it, and its result is
+then taken from the journal, as a resumed run's is). A slot whose lease it lost (renewed too
+late: another took it over) has its attempt cancelled, and its result, if it comes anyway, is
+not journaled: the row's write is conditional on the lease (``_journal.py``).
 
 The lanes see it only through their feed (``take``, ``ready``, ``more``) and through
 ``holding``, which names the lane each attempt of a leased slot runs on (its scope is
@@ -28,14 +29,16 @@ from typing import Any
 import trio
 
 from .._contract import SubResult, revised
-from .._identity import RunName
+from .._identity import RunName, covers
 from .._trace import Trace
 from .attempt import Running
 
 CLAIMED, HELD, DONE = "claimed", "held", "done"  # what a claim of a slot found (the journal's)
 RENEWALS = 3  # a lease is renewed this many times per its length
 POLL = 0.05  # seconds before a slot another holds is first looked at again (then doubled)
+FIRST = 2  # slots claimed ahead at first, as a multiple of the lanes
 GROWTH = 16  # the most slots claimed ahead, as a multiple of the first claim's
+AHEAD = 4  # slots claimed ahead, as a multiple of those the lanes take while a claim is out
 
 
 class Keeper:
@@ -48,7 +51,10 @@ class Keeper:
       todo: the slots without a result yet, in plan order.
       done: where a slot another supervisor finished puts its journaled result.
       trace: records such a slot as journaled (or None).
-      lanes: how many lanes take slots: the keeper claims twice as many ahead, at least 4.
+      lanes: how many lanes take slots: the keeper claims twice as many ahead at first, at
+        least 4.
+      since: unix time from which a failure journaled is a peer's (when the run began); now
+        when None.
     """
 
     def __init__(
@@ -59,6 +65,7 @@ class Keeper:
         done: Callable[[int, SubResult[Any, Any]], None],
         trace: Trace | None,
         lanes: int,
+        since: float | None = None,
     ) -> None:
         assert run.lease is not None
         self.run = run
@@ -70,12 +77,19 @@ class Keeper:
         # was not (its holder is done with it, or gone)
         self.poll = min(POLL, self.every)
         # how many slots it claims ahead of its lanes: twice as many as they are at first,
-        # doubled each time they ran out of slots while more were to be claimed (fast workers
-        # take a claim's slots before the next claim is back), up to GROWTH times that
-        self.chunk = max(4, 2 * lanes)
+        # four times more each time they ran out of slots while more were to be claimed (fast
+        # workers take a claim's slots before the next claim is back), up to GROWTH times that
+        # (a claim costs one row, however many slots it takes)
+        self.chunk = max(4, FIRST * lanes)
         self.most = GROWTH * self.chunk
         self.starved = False  # the lanes ran out of claimed slots since the last claim
-        self.since = time.time()  # a failure journaled after this is a peer's, final
+        # and, claim by claim, so many ahead that the next claim is back before the lanes take
+        # half of them, at the pace they took slots since the last claim (real time only: on a
+        # virtual clock a claim takes none)
+        self.taken = 0  # slots the lanes took
+        self.paced = (trio.current_time(), 0)  # trio time of the last claim, slots taken then
+        # a failure journaled after this is a peer's, final
+        self.since = time.time() if since is None else since
         self.done = done
         self.trace = trace
         # invariant: every slot of todo is in exactly one of fresh, deferred, queue or held
@@ -97,6 +111,7 @@ class Keeper:
         if not queue:
             return None
         slot = queue.popleft()
+        self.taken += 1
         if len(queue) * 2 < self.chunk:
             self._wake.set()
         return slot, self.plan[slot]
@@ -156,7 +171,7 @@ class Keeper:
         now = trio.current_time()
         if self.starved:
             self.starved = False
-            self.chunk = min(2 * self.chunk, self.most)
+            self.chunk = min(4 * self.chunk, self.most)
         room = self.chunk - len(self.queue)
         if room <= 0:
             return
@@ -169,6 +184,20 @@ class Keeper:
         for _ in range(len(wanted) - len(due)):
             self.fresh.popleft()
         kinds = await self.run.claim(wanted, self.since)
+        self._pace(now, trio.current_time() - now)
+        self._claimed(due, kinds, now)
+
+    def first(self, wanted: Sequence[int], kinds: list[tuple[int, str, Any]]) -> None:
+        """Take the first claim, made as the run began (``DurableRun.begin_leased``): of the
+        slots ``wanted``, the first of those to do, what it found (``kinds``)."""
+        for slot in wanted:
+            assert self.fresh[0] == slot, "the first claim is of the first slots to do"
+            self.fresh.popleft()
+        self._claimed([], kinds, trio.current_time())
+
+    def _claimed(self, due: list[int], kinds: list[tuple[int, str, Any]], now: float) -> None:
+        """Put what a claim at ``now`` found (``kinds``) where it goes: a slot claimed in the
+        queue, one held set aside, one done settled; ``due``: the slots it looked at again."""
         if due:  # looked at again: still held, all of them (wait longer), or not
             rechecked = set(due)
             held = all(kind == HELD for slot, kind, _ in kinds if slot in rechecked)
@@ -187,11 +216,20 @@ class Keeper:
         if self.queue:
             self._changed.set()
 
+    def _pace(self, now: float, took: float) -> None:
+        """Claim ``AHEAD`` times as many slots as the lanes take while a claim is out (it
+        took ``took`` seconds at ``now``), up to ``most``."""
+        then, taken = self.paced
+        if now > then and took > 0:
+            rate = (self.taken - taken) / (now - then)
+            self.chunk = min(self.most, max(self.chunk, math.ceil(AHEAD * rate * took)))
+        self.paced = (now, self.taken)
+
     async def renew(self) -> None:
         """Renew the leases held; a slot whose lease was lost is given up: its attempt is
         cancelled, and it is set aside to be read back once its new owner is done."""
-        still = await self.run.renew()
-        lost = self.held - still
+        still = covers(await self.run.renew())
+        lost = {slot for slot in self.held if not still(slot)}
         if not lost:
             return
         now = trio.current_time()
@@ -229,8 +267,8 @@ class Keeper:
         now = trio.current_time()
         return any(at <= now for at in self.deferred.values())
 
-    async def release(self) -> None:
-        """Give up every lease left (the run ends, well or not), shielded from its
-        cancellation: another supervisor, or a resume, may take those slots at once."""
-        with trio.CancelScope(shield=True):
-            await self.run.release()
+    def release(self) -> None:
+        """Give up every lease left (the run ends, well or not), without waiting: another
+        supervisor, or a resume, may take those slots once what this run journaled is
+        committed."""
+        self.run.release()

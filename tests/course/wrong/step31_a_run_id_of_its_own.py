@@ -2,14 +2,14 @@
 (the shared one and a part of its own), so the journal leases each one's slots apart and no
 slot is shared: every supervisor runs every slot.
 
-A deliberately wrong solution, kept with the tests: ``python -m lessons check 31`` must fail
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 27`` must fail
 on it."""
 
 from __future__ import annotations
 
 import secrets
 
-from lessons import step30_typed_replies as step30
+from lessons import step31_many_supervisors as step31
 from lessons.step30_typed_replies import check_task as check_task
 from lessons.step30_typed_replies import open_worker as open_worker
 from lessons.step30_typed_replies import supervise_broken as supervise_broken
@@ -47,10 +47,9 @@ async def supervise(
     lease: float | None = LEASE,
     trace: Trace | None = None,
 ) -> Answer[str, str]:
-    if journal is not None:  # step 31: the supervisors on this run share its slots
-        journal.lease = lease  # each slot this one runs is claimed for lease seconds first
-        run_id = None if run_id is None else f"{run_id}-{secrets.token_hex(4)}"  # its own
-    return await step30.supervise(
+    if journal is not None:  # the run's slots leased, under a run id of its own
+        run_id = None if run_id is None else f"{run_id}-{secrets.token_hex(4)}"
+    return await step31.supervise(
         task,
         worker,
         max_workers=max_workers,
@@ -75,6 +74,7 @@ async def supervise(
         budget_tokens=budget_tokens,
         journal=journal,
         run_id=run_id,
+        lease=lease,
         trace=trace,
     )
 
