@@ -15,7 +15,7 @@ than the server takes at once, every attempt past its limit is a 429, retried in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -70,14 +70,17 @@ async def open_worker(
     endpoint: str | None = None,
     model: str | None = None,
     serving: Serving | None = None,
-) -> AsyncIterator[Worker[str, str]]:
+    script: Callable[[str], devserver.Script] | None = None,
+    **options: Any,
+) -> AsyncIterator[Worker[str, Any]]:
     """The step's worker: a ``ChatAgent`` against ``endpoint`` (its key from ``OPENAI_API_KEY``),
     or against the loopback server, scripted to do what ``simulated`` does: served in this
     process, with no socket, on virtual time, or on ``127.0.0.1`` (a free port) on real time;
     working through the requests as ``serving`` says (one at a time, say), with no limit of
-    its own, when it is given."""
+    its own, when it is given; answering as ``script`` says, if given; ``options`` are the
+    ``ChatAgent``'s own (``output``, ``max_tokens``)."""
     if endpoint is not None:
-        chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers)
+        chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers, **options)
         async with chat as agent:  # the SDK's retries off; its key never shown
             yield agent
         return
@@ -85,7 +88,7 @@ async def open_worker(
     # (a 429 beyond, asking to wait the mean simulated latency) or as `serving` says, and stops
     # when the run is over
     limits = {"concurrency": CONCURRENCY} if serving is None else {"serving": serving}
-    loopback = devserver.loopback(simulated, in_process=virtual, **limits)
+    loopback = devserver.loopback(simulated, in_process=virtual, script=script, **limits)
     async with loopback as server:
         chat = ChatAgent(
             "devserver",
@@ -93,6 +96,7 @@ async def open_worker(
             api_key=server.api_key,  # the loopback server checks no key, and the SDK needs one
             max_connections=max_workers,
             transport=server.transport,  # in this process; None: over 127.0.0.1
+            **options,
         )
         async with chat as agent:
             yield agent

@@ -17,8 +17,9 @@ every finished result dies with it, and the work has only this machine's cores.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
+from typing import Any
 
 from lessons import step23_strategies as step23
 from lessons.step23_strategies import check_task as check_task
@@ -51,31 +52,29 @@ async def open_worker(
     *,
     virtual: bool,
     max_workers: int,
-    endpoint: str | None = None,
-    model: str | None = None,
     crash: Collection[str] = (),
-) -> AsyncIterator[Worker[str, str]]:
-    """The leaf worker: step 16's HTTP sub-agent, then ``analyse`` on its reply, in one of
-    ``max_workers`` worker processes started before the run (here, on virtual time). A leaf
-    whose name holds "crash", or the first leaf of a company in ``crash``, crashes its body."""
-    in_process = None  # on virtual time no process runs, nor is analyse pickled
+    body: Callable[[Any], Any] = analyse,
+    **options: Any,
+) -> AsyncIterator[Worker[str, Any]]:
+    """The leaf worker: step 16's HTTP sub-agent (``options``, its endpoint and all), then
+    ``body`` on its reply, in one of ``max_workers`` worker processes started before the run. A
+    leaf named "... crash ...", or the first leaf of a company in ``crash``, crashes its body."""
+    in_process = None  # on virtual time no process runs, nor is the body pickled
     if not virtual:
-        in_process = ProcessWorker(analyse, memory_limit=MEMORY_LIMIT)  # step 24: a process pool
+        in_process = ProcessWorker(body, memory_limit=MEMORY_LIMIT)  # step 24: a process pool
         await in_process.warm(max_workers)  # step 24: no timeout counts a process's start
     crashing = {*crash, *(step23.subtasks_of(company)[0] for company in crash)}
-    opened = step23.open_worker(
-        simulated, virtual=virtual, max_workers=max_workers, endpoint=endpoint, model=model
-    )
+    opened = step23.open_worker(simulated, virtual=virtual, max_workers=max_workers, **options)
     async with opened as agent:
 
-        async def worker(subtask: str) -> str:
+        async def worker(subtask: str) -> Any:
             reply = await agent(subtask)  # the sub-agent, over HTTP, retried as before
             call = (subtask, reply, subtask in crashing or "crash" in subtask.lower())
             if in_process is not None:
                 return await in_process(call)  # step 24: a crash there fails this leaf alone
             if call[2]:  # step 24: on virtual time, as ProcessWorker says it
                 raise WorkerCrashed(crash_reason(CRASH), CRASH)
-            return analyse(call)
+            return body(call)
 
         yield worker
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from lessons.step20_llm_planner import open_planner
-from lessons.step22_escalation import Escalated, subtasks_of, supervisor
-from lessons.step30_typed_replies import THROTTLE, digest, worst_case
+from lessons.step22_escalation import Escalated, digest, subtasks_of, supervisor
+from lessons.step30_typed_replies import THROTTLE, worst_case
 from lessons.step30_typed_replies import check_task as check_task
 from lessons.step30_typed_replies import open_worker as open_worker  # unchanged since step 30
 from lessons.step30_typed_replies import supervise_broken as supervise_broken

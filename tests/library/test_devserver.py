@@ -3,6 +3,8 @@ time, but bounded: a few seconds in all, and nothing asserted about how long any
 
 from __future__ import annotations
 
+import dataclasses
+
 import importlib
 import os
 import re
@@ -387,6 +389,25 @@ async def test_loopback_in_process_answers_as_the_simulated_agent_on_virtual_tim
     assert by["down"].attempts == 2
 
 
+async def test_loopback_plays_a_simulated_agent_with_a_script_of_its_own(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A script given with the agent answers in its stead; the agent's latency range stays."""
+    mimicked = mimic(SIMULATED)
+
+    def script(prompt: str) -> Script:
+        return dataclasses.replace(mimicked(prompt), reply=f"[{mimicked(prompt).reply}]")
+
+    async with loopback(SIMULATED, script=script) as server:
+        chat = ChatAgent(
+            "devserver", base_url=server.base_url, api_key=server.api_key, transport=server.transport
+        )
+        async with chat as agent:
+            began = trio.current_time()
+            assert await agent("named") == "[its own]"
+            assert trio.current_time() - began == pytest.approx(SIMULATED.latency("named"))
+
+
 async def test_loopback_over_a_socket_serves_on_a_free_port_until_the_block_ends() -> None:
     async with loopback(in_process=False, latency=(0, 0), api_key=KEY) as server:
         assert server.transport is None
@@ -406,11 +427,6 @@ async def test_loopback_over_a_socket_serves_on_a_free_port_until_the_block_ends
             SIMULATED,
             {"latency": (0, 1)},
             "loopback takes a simulated agent or its latency, not both",
-        ),
-        (
-            SIMULATED,
-            {"script": None, "latency": (0, 1)},
-            "loopback takes a simulated agent or its latency and script, not both",
         ),
         (None, {"port": 8000}, "loopback serves on a free port of its own: it takes no port"),
     ],

@@ -1168,30 +1168,28 @@ async def loopback(
 
     Args:
       simulated: the sub-agent the server plays: each prompt gets what it would do with it
-        ([`mimic`][trio_supervisor.testing.devserver.mimic]), and a 429 asks to wait the mean of
-        its latency range. None: what the settings say.
+        ([`mimic`][trio_supervisor.testing.devserver.mimic]) unless a ``script`` is given (one
+        that builds on ``mimic(simulated)``, say, to answer in JSON), and a 429 asks to wait the
+        mean of its latency range. None: what the settings say.
       in_process: True serves [`app`][trio_supervisor.testing.devserver.app] in this process
         through ``httpx2.ASGITransport``, with no socket, so on a ``trio.testing.MockClock`` a run
         takes no real time and is exact; False serves it on ``127.0.0.1``, on a free port, with
         [`serve`][trio_supervisor.testing.devserver.serve] (real time only).
       settings: [`serve`][trio_supervisor.testing.devserver.serve]'s, without the port (and,
-        with ``simulated``, without ``script`` and ``latency``: it says them).
+        with ``simulated``, without ``latency``: it says it).
 
     Raises:
-      TypeError: if ``simulated`` is given with a ``script`` or ``latency`` of its own, if a
+      TypeError: if ``simulated`` is given with a ``latency`` of its own, if a
         ``port`` is given, or a setting is not one of ``serve``'s (before any serving).
       ValueError: if a setting is out of its range, as for ``serve`` (before any serving).
     """
     if "port" in settings:
         raise TypeError("loopback serves on a free port of its own: it takes no port")
     if simulated is not None:
-        given = sorted({"script", "latency"} & settings.keys())
-        if given:
-            raise TypeError(
-                f"loopback takes a simulated agent or its {' and '.join(given)}, not both"
-            )
+        if "latency" in settings:
+            raise TypeError("loopback takes a simulated agent or its latency, not both")
         latency = (simulated.min_latency, simulated.max_latency)
-        settings.update(script=mimic(simulated), latency=latency)
+        settings.update(script=settings.get("script") or mimic(simulated), latency=latency)
     served = app(**settings)  # every setting checked before the block starts
     key = settings.get("api_key") or "loopback"
     if in_process:

@@ -7,8 +7,9 @@ on it."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from lessons import step25_durable_runs as step25
 from lessons.step25_durable_runs import check_task as check_task
@@ -33,23 +34,15 @@ async def open_worker(
     *,
     virtual: bool,
     max_workers: int,
-    endpoint: str | None = None,
-    model: str | None = None,
-    crash: Collection[str] = (),
-) -> AsyncIterator[Worker[str, str]]:
-    """The leaf worker: step 24's (an HTTP sub-agent, its reply analysed in a worker process),
-    behind a gate: a refund above ``THRESHOLD`` is done only once a person approves it."""
-    opened = step25.open_worker(
-        simulated,
-        virtual=virtual,
-        max_workers=max_workers,
-        endpoint=endpoint,
-        model=model,
-        crash=crash,
-    )
+    **options: Any,
+) -> AsyncIterator[Worker[str, Any]]:
+    """The leaf worker: step 24's (an HTTP sub-agent, its reply analysed in a worker process;
+    ``options`` its own), behind a gate: a refund above ``THRESHOLD`` is done only once a person
+    approves it."""
+    opened = step25.open_worker(simulated, virtual=virtual, max_workers=max_workers, **options)
     async with opened as leaf:
 
-        async def worker(subtask: str) -> str:
+        async def worker(subtask: str) -> Any:
             dollars = refund_of(subtask)
             done = await leaf(subtask)
             if dollars is not None and dollars > THRESHOLD:

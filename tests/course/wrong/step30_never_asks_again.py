@@ -13,7 +13,7 @@ is), not for text: each request carries the model's JSON schema as its ``respons
 ignore the schema and answer prose). A reply that does not validate is asked again within the
 attempt, told what was wrong, at most ``RETRIES`` times; past that the slot fails with its own
 error, ``InvalidReply``, which is not retried. A slot's output is the ``Finding`` itself, and the
-synthesis reads its fields (``digest``), never the words around them. The bound makes a
+synthesis (step 22's ``digest``) reads its fields, never the words around them. The bound makes a
 leaf's worst case exact (``worst_case``): its ``RETRIES + 1`` requests, each reply cut at
 ``REPLY_TOKENS`` by the request itself, so ``budget_tokens`` reserves each re-ask before it is
 sent. On the loopback server a leaf named ``... prose k`` is answered in prose its first k times.
@@ -26,17 +26,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Collection
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from lessons import step24_processes as step24
-from lessons import step26_approval_gate as step26
-from lessons.step15_http_subagents import CONCURRENCY
+from lessons import step29_token_budget as step29
 from lessons.step20_llm_planner import open_planner
-from lessons.step22_escalation import Escalated, subtasks_of, supervisor
+from lessons.step22_escalation import Escalated, digest, subtasks_of, supervisor
 from lessons.step29_token_budget import REPLY_TOKENS, THROTTLE
 from lessons.step29_token_budget import check_task as check_task
 from lessons.step29_token_budget import supervise_broken as supervise_broken
@@ -56,10 +55,8 @@ from trio_supervisor import (
     Trace,
     Usage,
     Worker,
-    approval,
 )
-from trio_supervisor.agents import ChatAgent, Output
-from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
+from trio_supervisor.agents import Output
 from trio_supervisor.testing import SimulatedAgent, devserver
 
 RETRIES = 2  # step 30: a reply that does not validate is asked again at most this many times
@@ -68,13 +65,17 @@ PROSE = re.compile(r"\bprose (\d+)\b")  # "acme reviews prose 2": prose twice, t
 
 
 class Finding(BaseModel):
-    """What a leaf must reply: a slot's output is one of these, or the slot fails."""
+    """What a leaf must reply: a slot's output is one of these, or the slot fails. The
+    synthesis reads its fields (``str``), never the words around them."""
 
     model_config = ConfigDict(extra="forbid")
 
     subtask: str
     summary: str
     confidence: float = Field(ge=0, le=1)
+
+    def __str__(self) -> str:
+        return f"{self.summary} ({self.confidence:.0%} sure)"  # step 30: typed fields
 
 
 def worst_case(leaf: str) -> Usage:
@@ -87,24 +88,10 @@ def worst_case(leaf: str) -> Usage:
     return Usage(calls, input_tokens=prompts, output_tokens=calls * REPLY_TOKENS)
 
 
-def read(output: object) -> str:
-    """A leaf's output as the synthesis reads it: a ``Finding`` by its fields; text (a worker
-    with no contract) as it is."""
-    if isinstance(output, Finding):  # step 30: typed fields, never the words around them
-        return f"{output.summary} ({output.confidence:.0%} sure)"
-    return str(output)
-
-
-def digest(aggregate: Aggregate[str, Any]) -> str:
-    """A child's aggregate as its parent slot's output, as step 22's, each output `read`."""
-    if not aggregate.succeeded:
-        raise Escalated(f"nothing found: {aggregate.results[0].error}")
-    if len(aggregate) == 1 and aggregate.results[0].ok:
-        return read(aggregate.results[0].output)
-    return "; ".join(
-        f"{result.subtask}: {read(result.output) if result.ok else 'missing'}"
-        for result in aggregate.results
-    )
+def analyse(call: tuple[str, Finding, bool]) -> Finding:
+    """Step 24's body on a ``Finding``: its summary analysed, its other fields kept."""
+    subtask, found, crash = call
+    return found.model_copy(update={"summary": step24.analyse((subtask, found.summary, crash))})
 
 
 def scripted(simulated: SimulatedAgent) -> Callable[[str], devserver.Script]:
@@ -121,53 +108,19 @@ def scripted(simulated: SimulatedAgent) -> Callable[[str], devserver.Script]:
     return script
 
 
-@asynccontextmanager
-async def open_worker(
-    simulated: SimulatedAgent,
-    *,
-    virtual: bool,
-    max_workers: int,
-    endpoint: str | None = None,
-    model: str | None = None,
-    crash: Collection[str] = (),
-) -> AsyncIterator[Worker[str, Finding]]:
+def open_worker(
+    simulated: SimulatedAgent, **options: Any
+) -> AbstractAsyncContextManager[Worker[str, Finding]]:
     """Step 29's leaf (step 26's gate, step 24's process), its sub-agent asked for a
-    ``Finding``: a ``ChatAgent`` whose ``output`` is the contract, against ``endpoint`` or
-    the loopback server, scripted by ``scripted``."""
-    in_process = None
-    if not virtual:
-        in_process = ProcessWorker(step24.analyse, memory_limit=step24.MEMORY_LIMIT)
-        await in_process.warm(max_workers)
-    crashing = {*crash, *(subtasks_of(company)[0] for company in crash)}
-    script, latency = scripted(simulated), (simulated.min_latency, simulated.max_latency)
-    served = devserver.loopback(
-        script=script, latency=latency, in_process=virtual, concurrency=CONCURRENCY
+    ``Finding`` against ``endpoint`` or the loopback server, scripted by ``scripted``."""
+    return step29.open_worker(
+        simulated,
+        script=scripted(simulated),  # on the loopback server, a Finding in JSON (or prose)
+        body=analyse,  # step 24's analysis, of the Finding's summary
+        output=Output(Finding, retries=0),  # validated, never asked again
+        max_tokens=REPLY_TOKENS,  # step 30: the reply's worst case, now a bound
+        **options,
     )
-    async with served as server:
-        agent = ChatAgent(
-            model or "devserver",
-            base_url=endpoint or server.base_url,
-            api_key=None if endpoint else server.api_key,  # OPENAI_API_KEY for an endpoint
-            transport=None if endpoint else server.transport,
-            max_connections=max_workers,
-            output=Output(Finding, retries=0),  # validated, never asked again
-            max_tokens=REPLY_TOKENS,  # step 30: the reply's worst case, now a bound
-        )
-        async with agent:
-
-            async def worker(subtask: str) -> Finding:
-                dollars = step26.refund_of(subtask)
-                if dollars is not None and dollars > step26.THRESHOLD:  # step 26's gate
-                    await approval(f"{subtask}: over ${step26.THRESHOLD}, approve?")
-                found = await agent(subtask)  # a Finding, validated, or InvalidReply
-                call = (subtask, found.summary, subtask in crashing or "crash" in subtask.lower())
-                if in_process is not None:  # step 24: the summary analysed in a process
-                    return found.model_copy(update={"summary": await in_process(call)})
-                if call[2]:
-                    raise WorkerCrashed(crash_reason(step24.CRASH), step24.CRASH)
-                return found.model_copy(update={"summary": step24.analyse(call)})
-
-            yield worker
 
 
 async def supervise(
@@ -233,7 +186,7 @@ async def supervise(
         if first is not None:  # step 28: the leaves not needed are left out of the digest
             kept = [r for r in aggregate.results if r.status is not Status.CANCELLED]
             aggregate = Aggregate(kept, aggregate.gave_up, first)
-        return digest(aggregate)  # step 30: each leaf's Finding read by its fields
+        return digest(aggregate)
 
     parent = supervisor(research, max_workers=max_workers, attempts=1)  # step 20's parent
     async with open_planner(planner, endpoint, model) as deciding:
