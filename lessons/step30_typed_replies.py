@@ -54,13 +54,11 @@ from trio_supervisor.agents import Output
 from trio_supervisor.testing import SimulatedAgent, devserver
 
 RETRIES = 2  # step 30: a reply that does not validate is asked again at most this many times
-RETRY_CHARS = 586  # the longest re-ask the library appends (what was wrong cut at 500)
 PROSE = re.compile(r"\bprose (\d+)\b")  # "acme reviews prose 2": prose twice, then JSON
 
 
 class Finding(BaseModel):
-    """What a leaf must reply: a slot's output is one of these, or the slot fails. The
-    synthesis reads its fields (``str``), never the words around them."""
+    """What a leaf must reply; the synthesis reads its fields, never the words around them."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -72,14 +70,12 @@ class Finding(BaseModel):
         return f"{self.summary} ({self.confidence:.0%} sure)"  # step 30: typed fields
 
 
+CONTRACT = Output(Finding, retries=RETRIES)  # step 30: a reply is a Finding, or asked again
+
+
 def worst_case(leaf: str) -> Usage:
-    """What a leaf's attempt may spend at worst, reserved before it is sent: ``RETRIES + 1``
-    requests, each prompt a token a character (the conversation grows by the refused reply and
-    what was wrong at each re-ask), each reply at most ``REPLY_TOKENS``, as the request says."""
-    calls, prompt = RETRIES + 1, len(leaf) + 4
-    grown = (4 + REPLY_TOKENS) + (4 + RETRY_CHARS)  # step 30: what a re-ask adds to the prompt
-    prompts = calls * prompt + grown * calls * (calls - 1) // 2
-    return Usage(calls, input_tokens=prompts, output_tokens=calls * REPLY_TOKENS)
+    """What a leaf's attempt may spend at worst: every re-ask, each reply ``REPLY_TOKENS``."""
+    return CONTRACT.worst_case(len(leaf) + 4, max_tokens=REPLY_TOKENS)  # a token a character
 
 
 def analyse(call: tuple[str, Finding, bool]) -> Finding:
@@ -89,8 +85,7 @@ def analyse(call: tuple[str, Finding, bool]) -> Finding:
 
 
 def scripted(simulated: SimulatedAgent) -> Callable[[str], devserver.Script]:
-    """The loopback server's script: what ``simulated`` does with a leaf, answered as a
-    ``Finding`` in JSON, in prose first for a leaf named ``... prose k``."""
+    """``simulated`` answering a ``Finding`` in JSON, in prose first for a leaf ``... prose k``."""
     mimic = devserver.mimic(simulated)
 
     def script(leaf: str) -> devserver.Script:
@@ -105,13 +100,12 @@ def scripted(simulated: SimulatedAgent) -> Callable[[str], devserver.Script]:
 def open_worker(
     simulated: SimulatedAgent, **options: Any
 ) -> AbstractAsyncContextManager[Worker[str, Finding]]:
-    """Step 29's leaf (step 26's gate, step 24's process), its sub-agent asked for a
-    ``Finding`` against ``endpoint`` or the loopback server, scripted by ``scripted``."""
+    """Step 29's leaf (step 26's gate, step 24's process), its sub-agent asked for a ``Finding``."""
     return step29.open_worker(
         simulated,
         script=scripted(simulated),  # on the loopback server, a Finding in JSON (or prose)
         body=analyse,  # step 24's analysis, of the Finding's summary
-        output=Output(Finding, retries=RETRIES),  # step 30: the contract, re-asked
+        output=CONTRACT,  # step 30: the contract, each reply validated, re-asked
         max_tokens=REPLY_TOKENS,  # step 30: the reply's worst case, now a bound
         **options,
     )

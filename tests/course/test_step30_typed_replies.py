@@ -16,8 +16,7 @@ from lessons._course.running import leaf_spans, reasked
 from tests.course.step_laws import cases, run_virtual
 from tests.course.test_step18_rounds import run_json
 from trio_supervisor import Status, Trace
-from trio_supervisor.agents import InvalidReply
-from trio_supervisor.agents._output import RETRY_CHARS
+from trio_supervisor.agents import ChatAgent, InvalidReply
 from trio_supervisor.testing import SimulatedAgent
 
 
@@ -26,9 +25,13 @@ def test_a_reply_is_held_to_its_contract(step: ModuleType) -> None:
     laws.A_REPLY_IS_HELD_TO_ITS_CONTRACT.verify(step)
 
 
-def test_the_course_bound_is_the_steps_and_its_re_ask_the_librarys() -> None:
-    assert step30.RETRIES == laws.REASKS
-    assert step30.RETRY_CHARS == RETRY_CHARS  # the longest re-ask the library appends
+def test_the_course_bound_is_the_steps_and_its_worst_case_the_librarys() -> None:
+    assert step30.RETRIES == step30.CONTRACT.retries == laws.REASKS
+    leaf = "acme news prose 3"
+    agent = ChatAgent(
+        "m", base_url="http://x/v1", api_key="k", output=step30.CONTRACT, max_tokens=64
+    )
+    assert step30.worst_case(leaf) == agent.worst_case(leaf)  # what the agent itself reserves
 
 
 def test_a_leaf_is_a_finding_and_past_the_bound_its_own_error() -> None:

@@ -4,7 +4,6 @@ time, but bounded: a few seconds in all, and nothing asserted about how long any
 from __future__ import annotations
 
 import dataclasses
-
 import importlib
 import os
 import re
@@ -400,7 +399,10 @@ async def test_loopback_plays_a_simulated_agent_with_a_script_of_its_own(
 
     async with loopback(SIMULATED, script=script) as server:
         chat = ChatAgent(
-            "devserver", base_url=server.base_url, api_key=server.api_key, transport=server.transport
+            "devserver",
+            base_url=server.base_url,
+            api_key=server.api_key,
+            transport=server.transport,
         )
         async with chat as agent:
             began = trio.current_time()

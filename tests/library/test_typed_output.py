@@ -396,6 +396,32 @@ async def test_the_worst_case_bounds_the_tokens_of_every_request_an_attempt_make
         assert budget.spent.tokens == endpoint.tokens <= worst.tokens
 
 
+async def test_an_outputs_worst_case_is_what_an_attempt_of_one_message_may_spend(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``Output.worst_case`` from a prompt and ``max_tokens`` alone, with no agent: the one the
+    agent reserves for a prompt of one message, and it bounds an attempt that uses every re-ask."""
+    for retries, max_tokens in itertools.product(range(4), (1, 20, 400)):
+        output = Output(Weather, retries=retries)
+        worst = output.worst_case(len("Oslo") + 4, max_tokens=max_tokens)
+        endpoint = Endpoint({"Oslo": 10})
+        budget = Budget(tokens=1 << 30)
+        async with typed(endpoint, output=output, max_tokens=max_tokens) as agent:
+            assert agent.worst_case("Oslo") == worst
+            await Supervisor(agent, max_workers=1, meters=[budget]).run(["Oslo"])
+        assert (worst.calls, worst.output_tokens) == (retries + 1, (retries + 1) * max_tokens)
+        assert budget.spent.calls == worst.calls
+        assert budget.spent.tokens <= worst.tokens
+
+
+def test_an_outputs_worst_case_refuses_a_prompt_or_bound_it_cannot_count() -> None:
+    output = Output(Weather)
+    with pytest.raises(ValueError, match=r"^prompt must be >= 0, got -1$"):
+        output.worst_case(-1, max_tokens=10)
+    with pytest.raises(ValueError, match=r"^max_tokens must be >= 1, got 0$"):
+        output.worst_case(10, max_tokens=0)
+
+
 # -- the planner: the same path -----------------------------------------------------------------
 
 

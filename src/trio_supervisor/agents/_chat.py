@@ -38,7 +38,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 
 from .. import Usage, _validate, attempt_key, report_usage
 from .._spans import ChatCall, chat_spans
-from ._output import PROBLEM_CHARS, RETRY, RETRY_CHARS, Invalid, Output, cut
+from ._output import PROBLEM_CHARS, RETRY, Invalid, Output, cut
 from ._sdk import know_platform
 
 T = TypeVar("T", default=str)
@@ -581,11 +581,12 @@ class ChatAgent(Generic[T]):
             return None
         messages = self.messages(subtask)
         prompt = sum(4 + len(str(message.get("content") or "")) for message in messages)
-        calls = 1 if self.output is None else self.output.retries + 1
-        grown = (4 + self.max_tokens) + (4 + RETRY_CHARS)  # the prompt's growth, a re-ask
-        prompts = calls * prompt + grown * calls * (calls - 1) // 2
-        completions = calls * self.max_tokens
-        return Usage(calls, prompts, completions, self._cost(prompts, completions))
+        if self.output is None:
+            worst = Usage(input_tokens=prompt, output_tokens=self.max_tokens)
+        else:  # retries + 1 requests, the prompt growing at each re-ask: the Output says it
+            worst = self.output.worst_case(prompt, self.max_tokens)
+        cost = self._cost(worst.input_tokens, worst.output_tokens)
+        return Usage(worst.calls, worst.input_tokens, worst.output_tokens, cost)
 
     def _cost(self, prompt: int, completion: int) -> float:
         if self.price is None:

@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from pydantic import BaseModel, ValidationError
 
-from .. import _validate
+from .. import Usage, _validate
 
 RETRIES = 2
 """How many times a reply that does not validate is asked again by default (three replies in
@@ -166,6 +166,34 @@ class Output(Generic[T]):
             {"type": "json_schema", "json_schema": {"name": name, "schema": sent, "strict": True}},
         )
         object.__setattr__(self, "_check", check)
+
+    def worst_case(self, prompt: int, max_tokens: int) -> Usage:
+        """The most one attempt may use, for a budget to reserve before it starts: ``retries +
+        1`` requests, each reply at most ``max_tokens`` (the request's own bound), and prompts
+        that grow at each re-ask by two messages, the refused reply (echoed cut to
+        ``max_tokens`` characters) and what was wrong (at most ``RETRY_CHARS``), 4 tokens a
+        message and at most one a character.
+
+        ```pycon
+        >>> Output({"type": "object"}, retries=2).worst_case(20, max_tokens=64)
+        Usage(calls=3, input_tokens=2034, output_tokens=192, cost=0.0)
+
+        ```
+
+        Args:
+          prompt: the first request's prompt, in tokens at most.
+          max_tokens: the most tokens a reply may hold, as each request says.
+
+        Raises:
+          TypeError: if ``prompt`` or ``max_tokens`` is not an int.
+          ValueError: if ``prompt`` < 0 or ``max_tokens`` < 1.
+        """
+        _validate.budget("prompt", prompt)
+        _validate.count("max_tokens", max_tokens)
+        calls = self.retries + 1
+        grown = (4 + max_tokens) + (4 + RETRY_CHARS)  # the prompt's growth, a re-ask
+        prompts = calls * prompt + grown * calls * (calls - 1) // 2
+        return Usage(calls, input_tokens=prompts, output_tokens=calls * max_tokens)
 
     def parse(self, text: str, masked: Callable[[str], str] = _same) -> T:
         """The value ``text`` holds: the JSON object itself, or the first Markdown code fence
