@@ -16,7 +16,6 @@ What is still wrong: the run itself is one process's, on one machine.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -86,15 +85,11 @@ def analyse(call: tuple[str, Finding, bool]) -> Finding:
 
 def scripted(simulated: SimulatedAgent) -> Callable[[str], devserver.Script]:
     """``simulated`` answering a ``Finding`` in JSON, in prose first for a leaf ``... prose k``."""
-    mimic = devserver.mimic(simulated)
-
-    def script(leaf: str) -> devserver.Script:
-        said, prose = mimic(leaf), PROSE.search(leaf)
-        found = {"subtask": leaf, "summary": said.reply, "confidence": 0.8}
-        k = 0 if prose is None else int(prose.group(1))
-        return dataclasses.replace(said, reply=json.dumps(found), prose=k)
-
-    return script
+    return devserver.mimic(
+        simulated,
+        reply=lambda leaf, said: json.dumps({"subtask": leaf, "summary": said, "confidence": 0.8}),
+        prose=lambda leaf: 0 if (k := PROSE.search(leaf)) is None else int(k.group(1)),
+    )
 
 
 def open_worker(

@@ -362,6 +362,18 @@ def test_mimic_scripts_each_prompt_as_the_simulated_agent_does_it() -> None:
     assert (script("shaky").flaky, script("named").reply) == (1, "its own")
 
 
+def test_mimic_answers_what_reply_makes_of_the_agents_answer_in_prose_first_as_told() -> None:
+    script = mimic(
+        SIMULATED, reply=lambda prompt, said: f"<{prompt}|{said}>", prose=lambda prompt: len(prompt)
+    )
+    plain = mimic(SIMULATED)
+    for prompt in ("down", "shaky", "named", "plain"):
+        said = SIMULATED.outputs.get(prompt, f"findings on {prompt}")
+        expected = dataclasses.replace(plain(prompt), reply=f"<{prompt}|{said}>", prose=len(prompt))
+        assert script(prompt) == expected
+    assert plain("named").prose == 0
+
+
 async def test_loopback_in_process_answers_as_the_simulated_agent_on_virtual_time(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

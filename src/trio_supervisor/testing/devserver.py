@@ -1091,11 +1091,17 @@ async def serve(
         task_status.started(url)
 
 
-def mimic(simulated: SimulatedAgent) -> Callable[[str], Script]:
+def mimic(
+    simulated: SimulatedAgent,
+    *,
+    reply: Callable[[str, str], str] | None = None,
+    prose: Callable[[str], int] | None = None,
+) -> Callable[[str], Script]:
     """The ``script`` that makes the server do with each prompt what ``simulated`` does with it
     as a subtask: take its latency (its first request its ``straggle``), always fail (a 500),
     fail its first ``flaky`` requests, or hang, and answer as it answers (``findings on
-    <prompt>`` unless told otherwise).
+    <prompt>`` unless told otherwise), or as ``reply`` makes of that: a sub-agent asked for
+    JSON, say, which ignores the schema ``prose(prompt)`` times first.
 
     ```pycon
     >>> script = mimic(SimulatedAgent(0, fail={"reviews"}, latencies={"pricing": 0.5}))
@@ -1104,19 +1110,37 @@ def mimic(simulated: SimulatedAgent) -> Callable[[str], Script]:
 
     ```
 
+    ```pycon
+    >>> as_json = mimic(SimulatedAgent(0), reply=lambda prompt, said: f'{{"said": "{said}"}}',
+    ...                 prose=lambda prompt: prompt.count("!"))
+    >>> as_json("pricing!!").reply, as_json("pricing!!").prose
+    ('{"said": "findings on pricing!!"}', 2)
+
+    ```
+
     Give it to [`app`][trio_supervisor.testing.devserver.app] or
     [`serve`][trio_supervisor.testing.devserver.serve] as ``script=`` (with the agent's latency
     range), or let [`loopback`][trio_supervisor.testing.devserver.loopback] do both.
+
+    Args:
+      simulated: the sub-agent to mimic.
+      reply: the answer to a prompt from the prompt and what ``simulated`` answers to it; by
+        default that answer itself.
+      prose: how many of a prompt's requests that ask for JSON are answered in prose before
+        its ``reply`` (the [`Script`][trio_supervisor.testing.devserver.Script]'s ``prose``);
+        by default none.
     """
 
     def script(prompt: str) -> Script:
+        said = simulated.outputs.get(prompt, f"findings on {prompt}")
         return Script(
             latency=simulated.latency(prompt),
             straggle=simulated.straggle.get(prompt),
             fail=simulated.fails(prompt),
             flaky=simulated.flaky.get(prompt, 0),
             hang=simulated.hangs(prompt),
-            reply=simulated.outputs.get(prompt, f"findings on {prompt}"),
+            reply=said if reply is None else reply(prompt, said),
+            prose=0 if prose is None else prose(prompt),
         )
 
     return script
