@@ -73,31 +73,19 @@ async def open_worker(
     script: Callable[[str], devserver.Script] | None = None,
     **options: Any,
 ) -> AsyncIterator[Worker[str, Any]]:
-    """The step's worker: a ``ChatAgent`` against ``endpoint`` (its key from ``OPENAI_API_KEY``),
-    or against the loopback server, scripted to do what ``simulated`` does: served in this
-    process, with no socket, on virtual time, or on ``127.0.0.1`` (a free port) on real time;
-    working through the requests as ``serving`` says (one at a time, say), with no limit of
-    its own, when it is given; answering as ``script`` says, if given; ``options`` are the
-    ``ChatAgent``'s own (``output``, ``max_tokens``)."""
+    """The step's worker: a ``ChatAgent`` (``options`` its own) against ``endpoint``, or against
+    the loopback server doing what ``simulated`` does (or ``script`` says): in this process on
+    virtual time, on 127.0.0.1 on real time; two requests at once, or as ``serving`` says."""
     if endpoint is not None:
         chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers, **options)
         async with chat as agent:  # the SDK's retries off; its key never shown
             yield agent
         return
-    # the loopback server does what the simulated sub-agent does, answers two requests at once
-    # (a 429 beyond, asking to wait the mean simulated latency) or as `serving` says, and stops
-    # when the run is over
+    # a 429 beyond the limit asks to wait the mean simulated latency; the server stops with the run
     limits = {"concurrency": CONCURRENCY} if serving is None else {"serving": serving}
     loopback = devserver.loopback(simulated, in_process=virtual, script=script, **limits)
     async with loopback as server:
-        chat = ChatAgent(
-            "devserver",
-            base_url=server.base_url,
-            api_key=server.api_key,  # the loopback server checks no key, and the SDK needs one
-            max_connections=max_workers,
-            transport=server.transport,  # in this process; None: over 127.0.0.1
-            **options,
-        )
+        chat = server.agent(max_connections=max_workers, **options)  # its address, its key
         async with chat as agent:
             yield agent
 

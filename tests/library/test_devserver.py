@@ -422,6 +422,18 @@ async def test_loopback_plays_a_simulated_agent_with_a_script_of_its_own(
             assert trio.current_time() - began == pytest.approx(SIMULATED.latency("named"))
 
 
+async def test_a_loopback_servers_agent_reaches_it_with_the_options_it_is_given(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with loopback(SIMULATED) as server:
+        chat = server.agent(max_connections=3, max_tokens=7)
+        assert (chat.model, chat.max_tokens) == ("devserver", 7)
+        async with chat as agent:
+            assert await agent("named") == "its own"  # through the server's own transport
+    with pytest.raises(TypeError, match="base_url"):
+        server.agent(base_url="http://elsewhere/v1")
+
+
 async def test_loopback_over_a_socket_serves_on_a_free_port_until_the_block_ends() -> None:
     async with loopback(in_process=False, latency=(0, 0), api_key=KEY) as server:
         assert server.transport is None

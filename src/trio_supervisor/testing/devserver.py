@@ -72,6 +72,7 @@ except ImportError as error:  # pragma: no cover - exercised by a test that hide
 
 from .. import _validate
 from .._replan import Planner
+from ..agents import ChatAgent
 from ._scripted import ScriptedPlanner
 from ._simulate import SimulatedAgent
 
@@ -1171,6 +1172,35 @@ class Loopback:
     api_key: str = "loopback"
     """The key to send: the server's ``api_key`` setting, or any (it checks none without one, and
     the SDK needs one)."""
+
+    def agent(self, model: str = "devserver", **options: Any) -> ChatAgent[Any]:
+        """A [`ChatAgent`][trio_supervisor.agents.ChatAgent] that reaches this server: its
+        ``base_url``, ``api_key`` and ``transport`` are the three settings above.
+
+        ```pycon
+        >>> async def main():
+        ...     async with loopback(latency=(0, 0)) as server:
+        ...         async with server.agent(max_connections=2) as agent:
+        ...             return await agent("hello")
+        >>> trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        'answer to: hello'
+
+        ```
+
+        Args:
+          model: the model the requests name.
+          options: the agent's own settings (``max_connections``, ``output``, ``max_tokens``...).
+
+        Raises:
+          TypeError: if an option is not one of ``ChatAgent``'s, or names a setting given here.
+        """
+        return ChatAgent(
+            model,
+            base_url=self.base_url,
+            api_key=self.api_key,
+            transport=self.transport,
+            **options,
+        )
 
 
 @asynccontextmanager
