@@ -6,6 +6,7 @@ inside the modules, so that a step edited without its record fails here, naming 
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import pkgutil
 import re
@@ -63,18 +64,45 @@ def test_the_record_says_what_the_module_offers(step: Step) -> None:
         assert hook is None
     else:
         assert hook is not None
-        keywords = {
-            name
-            for name, parameter in inspect.signature(hook).parameters.items()
-            if parameter.kind is inspect.Parameter.KEYWORD_ONLY
-        }
-        assert step.hook == keywords
+        named, forwards = hook_keywords(hook)
+        if not forwards:
+            assert step.hook == named & HOOK_KEYWORDS
+        else:  # it passes what it does not name on to the step before's: it takes those too
+            assert named & HOOK_KEYWORDS <= step.hook <= named | accepted(step.number - 1)
+
+
+HOOK_KEYWORDS = frozenset(
+    {"virtual", "max_workers", "endpoint", "model", "plan", "crash", "serving"}
+)
+"""The keywords the runner may give an ``open_worker`` (``hooks.worker_of``)."""
+
+
+def hook_keywords(hook: Any) -> tuple[set[str], bool]:
+    """The keywords ``hook`` names, and whether it takes others too (``**options``)."""
+    parameters = inspect.signature(hook).parameters.values()
+    named = {each.name for each in parameters if each.kind is inspect.Parameter.KEYWORD_ONLY}
+    return named, any(each.kind is inspect.Parameter.VAR_KEYWORD for each in parameters)
+
+
+def accepted(number: int) -> set[str]:
+    """The keywords step ``number``'s ``open_worker`` takes, those it passes on included."""
+    hook = getattr(load_step(STEPS[number].name), "open_worker", None)
+    if hook is None:  # the steps before step 15: the worker is the simulated sub-agent
+        return set()
+    named, forwards = hook_keywords(hook)
+    return named | accepted(number - 1) if forwards else named
 
 
 def test_a_record_that_differs_from_its_module_is_caught() -> None:
     wrong = Step(3, "step03_capacity_limiter", "a capacity limiter")  # it takes max_workers
     with pytest.raises(AssertionError):
         test_the_record_says_what_the_module_offers(wrong)
+    for number, hook in ((24, {"plan"}), (30, {"plan"}), (24, set())):  # none passes on a plan
+        record = STEPS[number]
+        assert record.hook is not None
+        changed = frozenset(record.hook | hook if hook else record.hook - {"crash"})
+        with pytest.raises(AssertionError):
+            test_the_record_says_what_the_module_offers(dataclasses.replace(record, hook=changed))
 
 
 # --- every law a step's page lists is in the one catalogue ---------------------------------------
