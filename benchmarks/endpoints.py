@@ -263,10 +263,25 @@ def sdk(workers: int) -> Run:
     return run
 
 
+SPREAD = " spread="
+"""What a mode's name carries after it when its replies vary in length (``--spread``)."""
+
+
+def alone(mode: str) -> tuple[float, float]:
+    """The range each reply's time alone is drawn from under ``mode``: ``ALONE`` itself, or
+    ``ALONE`` times ``1 - s`` to ``1 + s`` (uniform, fixed per prompt by the server's seed) for
+    a mode named with ``SPREAD`` and ``s``."""
+    if SPREAD not in mode:
+        return (ALONE, ALONE)
+    spread = float(mode.split(SPREAD)[1])
+    return (ALONE * (1 - spread), ALONE * (1 + spread))
+
+
 def measure(mode: str, name: str, run: Run, prompts: list[str]) -> Figures:
     async def virtual() -> Figures:
+        settings = MODES[mode.split(SPREAD)[0]]
         transport = httpx2.ASGITransport(
-            app=app(latency=(ALONE, ALONE), model="devserver", **MODES[mode])
+            app=app(latency=alone(mode), model="devserver", **settings)
         )
         began = trio.current_time()
         times = await run(prompts, transport)
@@ -333,13 +348,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--fixed", type=int, nargs="*", default=list(FIXED))
     parser.add_argument("--no-makespan", action="store_true")
     parser.add_argument(
+        "--spread",
+        type=float,
+        nargs="*",
+        default=[],
+        metavar="S",
+        help="also run each mode with each reply's time alone drawn from ALONE * (1 +- S)",
+    )
+    parser.add_argument(
+        "--contender", action="append", help="run only the contenders (besides fixed K) with this text"
+    )
+    parser.add_argument(
         "--results", type=Path, metavar="FILE", help="also write the figures there as JSON"
     )
     args = parser.parse_args(argv)
     prompts = [f"subtask {i}" for i in range(args.subtasks)]
     rows: list[Figures] = []
     verdicts: dict[str, Any] = {}
-    for mode in MODES:
+    for spread in args.spread:
+        if not 0 <= spread < 1:
+            parser.error(f"--spread must be in [0, 1) (a reply's time varies by at most that share), got {spread}")
+    modes = [*MODES, *(f"{mode}{SPREAD}{spread:g}" for spread in args.spread for mode in MODES)]
+    for mode in modes:
         if args.only and not any(text in mode for text in args.only):
             continue
         mine: list[Figures] = []
@@ -354,6 +384,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             **oracles(args.subtasks),
         }
         for name, run in contenders.items():
+            if args.contender and not any(text in name for text in args.contender):
+                continue
             mine.append(measure(mode, name, run, prompts))
             show(mine[-1])
         rows.extend(mine)
