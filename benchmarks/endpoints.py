@@ -356,7 +356,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="also run each mode with each reply's time alone drawn from ALONE * (1 +- S)",
     )
     parser.add_argument(
-        "--contender", action="append", help="run only the contenders (besides fixed K) with this text"
+        "--contender",
+        action="append",
+        help="run only the contenders (besides fixed K) with this text",
     )
     parser.add_argument(
         "--results", type=Path, metavar="FILE", help="also write the figures there as JSON"
@@ -367,7 +369,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     verdicts: dict[str, Any] = {}
     for spread in args.spread:
         if not 0 <= spread < 1:
-            parser.error(f"--spread must be in [0, 1) (a reply's time varies by at most that share), got {spread}")
+            parser.error(
+                f"--spread must be in [0, 1) (a reply's time varies by at most that share), "
+                f"got {spread}"
+            )
     modes = [*MODES, *(f"{mode}{SPREAD}{spread:g}" for spread in args.spread for mode in MODES)]
     for mode in modes:
         if args.only and not any(text in mode for text in args.only):
