@@ -492,8 +492,9 @@ def test_replies_of_varied_length_still_reach_the_ceiling(seed: int) -> None:
     """Against a server that batches as many as the ceiling, so that its throughput keeps
     growing, replies varying by a quarter either way, the limit reaches the ceiling of 256.
 
-    A guard: the rule before met it too. Replies varying by 0.3 or more either way meet a
-    limit of the rule as it is: it stops at 60, the slowest tenth of that level's answers,
-    read as its throughput, falling short of the gain over the first round's."""
+    The rule before failed it: it stayed at 10 (the first round's spread read as a queue).
+    Replies varying by 0.3 or more either way meet a limit of the rule as it is: it may stop
+    at 60, the slowest tenth of that level's answers, read as its throughput, falling short
+    of the gain over the first round's."""
     limits = through_batching(256, 0.25, seed, 1024)
     assert max(limits) == 256, max(limits)
