@@ -35,6 +35,12 @@ the smallest fixed K within 90% of the best throughput, <= 2% refusals against t
 nothing lost; and a ``--makespan`` run (256 requests against ``batching256``) within 1.2x of a
 fixed K=256.
 
+With ``--spread S``, every mode runs again (named ``"<mode> spread=S"``, its rows and targets
+beside the fixed-length ones) with each reply's time alone drawn from ``0.59 * (1 +- S)`` s
+(uniform, fixed per prompt by the server's seed), as replies of varied length take: a rule that
+reads latency must not take their spread for a queue. ``--contender TEXT`` runs only the
+contenders (besides the fixed K) whose name holds it.
+
 Run: ``python benchmarks/endpoints.py --subtasks 512`` (in process, virtual time: CPU only, a
 few minutes on 2 cores; ``--subtasks 64 --only sequential`` for a smoke run).
 """
