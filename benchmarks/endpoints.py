@@ -35,6 +35,12 @@ the smallest fixed K within 90% of the best throughput, <= 2% refusals against t
 nothing lost; and a ``--makespan`` run (256 requests against ``batching256``) within 1.2x of a
 fixed K=256.
 
+With ``--spread S``, every mode runs again (named ``"<mode> spread=S"``, its rows and targets
+beside the fixed-length ones) with each reply's time alone drawn from ``0.59 * (1 +- S)`` s
+(uniform, fixed per prompt by the server's seed), as replies of varied length take: a rule that
+reads latency must not take their spread for a queue. ``--contender TEXT`` runs only the
+contenders (besides the fixed K) whose name holds it.
+
 Run: ``python benchmarks/endpoints.py --subtasks 512`` (in process, virtual time: CPU only, a
 few minutes on 2 cores; ``--subtasks 64 --only sequential`` for a smoke run).
 """
@@ -263,10 +269,25 @@ def sdk(workers: int) -> Run:
     return run
 
 
+SPREAD = " spread="
+"""What a mode's name carries after it when its replies vary in length (``--spread``)."""
+
+
+def alone(mode: str) -> tuple[float, float]:
+    """The range each reply's time alone is drawn from under ``mode``: ``ALONE`` itself, or
+    ``ALONE`` times ``1 - s`` to ``1 + s`` (uniform, fixed per prompt by the server's seed) for
+    a mode named with ``SPREAD`` and ``s``."""
+    if SPREAD not in mode:
+        return (ALONE, ALONE)
+    spread = float(mode.split(SPREAD)[1])
+    return (ALONE * (1 - spread), ALONE * (1 + spread))
+
+
 def measure(mode: str, name: str, run: Run, prompts: list[str]) -> Figures:
     async def virtual() -> Figures:
+        settings = MODES[mode.split(SPREAD)[0]]
         transport = httpx2.ASGITransport(
-            app=app(latency=(ALONE, ALONE), model="devserver", **MODES[mode])
+            app=app(latency=alone(mode), model="devserver", **settings)
         )
         began = trio.current_time()
         times = await run(prompts, transport)
@@ -333,13 +354,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--fixed", type=int, nargs="*", default=list(FIXED))
     parser.add_argument("--no-makespan", action="store_true")
     parser.add_argument(
+        "--spread",
+        type=float,
+        nargs="*",
+        default=[],
+        metavar="S",
+        help="also run each mode with each reply's time alone drawn from ALONE * (1 +- S)",
+    )
+    parser.add_argument(
+        "--contender",
+        action="append",
+        help="run only the contenders (besides fixed K) with this text",
+    )
+    parser.add_argument(
         "--results", type=Path, metavar="FILE", help="also write the figures there as JSON"
     )
     args = parser.parse_args(argv)
     prompts = [f"subtask {i}" for i in range(args.subtasks)]
     rows: list[Figures] = []
     verdicts: dict[str, Any] = {}
-    for mode in MODES:
+    for spread in args.spread:
+        if not 0 <= spread < 1:
+            parser.error(
+                f"--spread must be in [0, 1) (a reply's time varies by at most that share), "
+                f"got {spread}"
+            )
+    modes = [*MODES, *(f"{mode}{SPREAD}{spread:g}" for spread in args.spread for mode in MODES)]
+    for mode in modes:
         if args.only and not any(text in mode for text in args.only):
             continue
         mine: list[Figures] = []
@@ -354,6 +395,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             **oracles(args.subtasks),
         }
         for name, run in contenders.items():
+            if args.contender and not any(text in name for text in args.contender):
+                continue
             mine.append(measure(mode, name, run, prompts))
             show(mine[-1])
         rows.extend(mine)

@@ -430,10 +430,16 @@ class Adaptive:
       they are sent, where answers counted over a window show it only once a round of them
       has gone (a server of 32 given 60 answers the first 32 as fast as one of 256 would).
       After the first round, if its mean latency is within ``1 + TOLERANCE`` of the no-load
-      estimate (nothing queued), the limit is multiplied by ``GROWTH``; after each later
-      one, again if the throughput grew at least as ``(limit / previous) ** GAIN`` (a server
-      that runs them all at once gains as the limit; one that batches, as the limit to a
-      power under 1). From 10, that is 60 after one round of replies and 256 after two,
+      estimate (nothing queued: replies up to 3:1 in length average at most twice the least,
+      where 10 sent at once to a server that answers one at a time wait 5.5 times the first
+      on average, and over 3.5 times even when the first is the longest), the limit is
+      multiplied by ``GROWTH``; after each later one, again if the throughput grew at least
+      as ``(limit / previous) ** GAIN`` (a server that runs them all at once gains as the
+      limit; one that batches, as the limit to a power under 1). The first round's
+      throughput is its limit over its *mean* latency (it queued nothing, so by Little's law
+      that is what it answers a second): its slowest answers are only its longest replies,
+      and a next level whose queue averages the long and the short ones would pass for a
+      gain over them. From 10, that is 60 after one round of replies and 256 after two,
       however long a reply takes: against a server that batches 256, the limit is there
       within the time one reply takes with 256 at once (a round at 10 and one at 60, each
       faster than one at 256, and a quarter of a no-load latency between them).
@@ -535,8 +541,9 @@ class Adaptive:
     """What the limit is multiplied by after a round that gained, until the knee is known."""
     KNEE = 0.95
     """A limit a level lower is taken when it keeps this share of the throughput."""
-    TOLERANCE = 0.25
-    """How far above the no-load estimate a round's mean latency still shows no queue."""
+    TOLERANCE = 1.5
+    """How far above the no-load estimate (the least latency) the first round's mean latency
+    still shows no queue: replies up to 3:1 in length average at most twice the least."""
     PROBE = 8
     """Rounds at the knee between two probes of the levels beside it."""
     ROUND = 8
@@ -839,9 +846,17 @@ class Adaptive:
             at, best = first
             gained = limit > at and rate >= best * (limit / at) ** self.GAIN
         if gained and limit < self.ceiling:
-            if first is not None and rate > first[1]:  # how throughput grew with the limit
-                self._slope = math.log(rate / first[1]) / math.log(limit / first[0])
-            self._first = (limit, rate)
+            steady = rate
+            if first is None:
+                # the first round, all sent at once, queued nothing: it answers ``limit`` a
+                # mean latency, by Little's law, the rate the next level must beat (judged by
+                # its slowest answers, where a queue shows). Read by its own slowest answers,
+                # its longest replies, a next level whose queue averages the long and the
+                # short ones would pass for a gain over it
+                steady = max(rate, limit / took)
+            if first is not None and steady > first[1]:  # how throughput grew with the limit
+                self._slope = math.log(steady / first[1]) / math.log(limit / first[0])
+            self._first = (limit, steady)
             self._set(min(self.ceiling, limit * self.GROWTH))
             return
         if gained:  # the ceiling, reached

@@ -437,3 +437,64 @@ async def test_through_the_loopback_server_the_limit_finds_its_batch(
         aggregate = await sup.run([f"q{i}" for i in range(300)])
     assert aggregate.succeeded == 300
     assert low <= adaptive.limit <= high
+
+
+# -- replies of varied length: the same laws, through the loopback server -----------------------
+
+
+def through_batching(batch: int, spread: float, seed: int, subtasks: int) -> list[int]:
+    """The limits a default ``Watched(256)`` took through a run of ``subtasks`` against the
+    loopback server batching ``batch`` (the rest queued), each reply's time alone drawn by
+    ``seed`` from 0.59 s times ``1 +- spread``."""
+    adaptive = Watched(256)
+    alone = (0.59 * (1 - spread), 0.59 * (1 + spread))
+    via = httpx2.ASGITransport(
+        app=app(latency=alone, seed=seed, serving=Serving("batching", batch=batch))
+    )
+
+    async def main() -> None:
+        async with ChatAgent(
+            "m", base_url="http://x/v1", api_key="k", transport=via, request_timeout=None
+        ) as agent:
+            sup = Supervisor(agent, max_workers=256, meters=[adaptive], retry=Retry(on=TRANSIENT))
+            aggregate = await sup.run([f"q{i}" for i in range(subtasks)])
+        assert aggregate.succeeded == subtasks  # nothing lost
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    return adaptive.limits
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    batch=st.sampled_from([16, 32]),
+    spread=st.sampled_from([0.25, 0.5]),
+    seed=st.integers(0, 1000),
+)
+def test_replies_of_varied_length_do_not_look_like_a_queue(
+    batch: int, spread: float, seed: int
+) -> None:
+    """Against a server that batches B and queues the rest, each reply's time alone drawn
+    from ``1 +- spread`` times the mean (up to 3:1 between the longest and the shortest), the
+    limit settles within [B / 2, 2 B] as it does when every reply takes as long: the spread of
+    a first round that queued nothing is not read as a queue.
+
+    The rule before (a first round judged by its mean latency within 1.25 times its least,
+    the next level's throughput compared with the first round's from its slowest answers)
+    failed it: it settled at 6 against B = 16."""
+    limits = through_batching(batch, spread, seed, 20 * batch)
+    limit = statistics.median(limits[len(limits) // 2 :])
+    assert batch / 2 <= limit <= 2 * batch, (batch, spread, limit)
+
+
+@settings(max_examples=3, deadline=None)
+@given(seed=st.integers(0, 1000))
+def test_replies_of_varied_length_still_reach_the_ceiling(seed: int) -> None:
+    """Against a server that batches as many as the ceiling, so that its throughput keeps
+    growing, replies varying by a quarter either way, the limit reaches the ceiling of 256.
+
+    The rule before failed it: it stayed at 10 (the first round's spread read as a queue).
+    Replies varying by 0.3 or more either way meet a limit of the rule as it is: it may stop
+    at 60, the slowest tenth of that level's answers, read as its throughput, falling short
+    of the gain over the first round's."""
+    limits = through_batching(256, 0.25, seed, 1024)
+    assert max(limits) == 256, max(limits)
