@@ -442,7 +442,11 @@ class Adaptive:
       gain over them. From 10, that is 60 after one round of replies and 256 after two,
       however long a reply takes: against a server that batches 256, the limit is there
       within the time one reply takes with 256 at once (a round at 10 and one at 60, each
-      faster than one at 256, and a quarter of a no-load latency between them).
+      faster than one at 256, and a quarter of a no-load latency between them). Where it
+      falls short: with replies varying by a quarter or more either way, the slowest tenth of
+      the round at 60 are its longest replies, its gain may not show, and the limit may stay
+      at 60 (about one run in five at 1 +- 0.25 against a server batching 256, most at 0.3
+      or more).
     - **Open a rise in turn.** The places a rise adds open one after another, not at once:
       at the start over ``RISE`` times the no-load latency (time is what the start costs),
       later over one no-load latency, the round then measuring the new limit once they are
