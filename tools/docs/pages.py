@@ -9,8 +9,10 @@ import copy
 import dataclasses
 import difflib
 import html
+import inspect
 import io
 import re
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +25,7 @@ from lessons._course.arguments import parser
 from lessons._course.demos import Demo, demos
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.showing import ConsoleWatch, round_sections, show, spaced
-from lessons._course.steps import part_two, step_number, step_path, steps
+from lessons._course.steps import load_step, part_two, step_number, step_path, steps
 from tools.docs.paths import WIDTH
 from trio_supervisor import Status, Trace
 from trio_supervisor.timeline import render_svg
@@ -79,58 +81,35 @@ def code_changes(previous: str, current: str) -> list[int]:
     return [offset + line for line in changed if after[line - 1].strip()]
 
 
-def _defined(tree: ast.Module) -> dict[str, ast.stmt]:
-    """The functions and classes a module defines at its top level, by name."""
-    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    return {node.name: node for node in tree.body if isinstance(node, kinds)}
-
-
-def definition(module: str, name: str) -> str | None:
-    """The source of ``name`` as course module ``module`` (``lessons.stepNN_...``) has it: its
-    own definition, decorators included, or the one of the step it imports it from; None for a
-    name no step defines (a library import)."""
-    if not re.fullmatch(r"lessons\.step\d\d_\w+", module):
-        return None
-    source = step_path(module.removeprefix("lessons.")).read_text()
-    tree = ast.parse(source)
-    node = _defined(tree).get(name)
-    if node is not None:
-        decorated = getattr(node, "decorator_list", [])
-        first = min([node.lineno, *(decorator.lineno for decorator in decorated)])
-        assert node.end_lineno is not None
-        return "\n".join(source.splitlines()[first - 1 : node.end_lineno])
-    for statement in tree.body:
-        if not isinstance(statement, ast.ImportFrom) or statement.module is None:
-            continue
-        if any((alias.asname or alias.name) == name for alias in statement.names):
-            return definition(statement.module, name)
-    return None
-
-
-def as_read_from(previous: str, current: str) -> str:
-    """The step before (source ``previous``) as step ``current`` changes it: where the step
-    before only imports a function or class from an earlier step (``from lessons.step25_...
+def as_read_from(before: str, current: str) -> str:
+    """The code of step ``before`` as the step after it (source ``current``) changes it: where
+    ``before`` only imports a function or class from an earlier step (``from lessons.step25_...
     import supervise as supervise  # unchanged since step 25``) that ``current`` defines for
-    itself, its definition as the reader last saw it stands where the import stood (after it,
-    if the import brings other names too). So a step that redefines an inherited function is
-    compared with that function, not with a line that imports it: its diff and highlights are
-    the lines it changed in it, the step's own idea."""
-    redefined = set(_defined(ast.parse(current)))
-    lines = previous.splitlines()
-    tree = ast.parse(previous)
-    for statement in reversed(tree.body):  # from the bottom: earlier line numbers stay valid
+    itself, its definition as the reader last saw it (``inspect.getsource``, as the exercises'
+    starters put a definition back) stands where the import stood (after it, if the import
+    brings other names too). So a step that redefines an inherited function is compared with
+    that function, not with a line that imports it: its diff and highlights are the lines it
+    changed in it, the step's own idea."""
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    redefined = {node.name for node in ast.parse(current).body if isinstance(node, kinds)}
+    source = step_path(before).read_text()
+    lines = source.splitlines()
+    for statement in reversed(ast.parse(source).body):  # from the bottom: lines stay numbered
         if not isinstance(statement, ast.ImportFrom) or statement.module is None:
             continue
+        if not statement.module.startswith("lessons.step"):
+            continue  # the library's, not a step's: never shown as a step's code
         names = [alias.asname or alias.name for alias in statement.names]
         shown = [name for name in names if name in redefined]
-        bodies = [body for name in shown if (body := definition(statement.module, name))]
-        if not bodies:
+        if not shown:
             continue
+        module = load_step(before)
+        bodies = [textwrap.dedent(inspect.getsource(getattr(module, name))) for name in shown]
         assert statement.end_lineno is not None
         kept = (
             [] if len(shown) == len(names) else lines[statement.lineno - 1 : statement.end_lineno]
         )
-        expanded = [*kept, *"\n\n\n".join(bodies).splitlines()]
+        expanded = [*kept, *"\n\n".join(body.rstrip("\n") + "\n" for body in bodies).splitlines()]
         lines[statement.lineno - 1 : statement.end_lineno] = expanded
     return "\n".join(lines) + "\n"
 
@@ -190,7 +169,7 @@ def step_changes(name: str) -> list[int]:
     if before is None:
         return []
     current = step_path(name).read_text()
-    return code_changes(as_read_from(step_path(before).read_text(), current), current)
+    return code_changes(as_read_from(before, current), current)
 
 
 def code_block(name: str) -> str:
@@ -216,7 +195,7 @@ def code_diff(name: str) -> str:
     if before is None:
         return ""
     new = step_path(name).read_text()
-    old = as_read_from(step_path(before).read_text(), new)
+    old = as_read_from(before, new)
     matcher = difflib.SequenceMatcher(None, code_of(old), code_of(new), autojunk=False)
     shift_old, shift_new = code_start(old) - 1, code_start(new) - 1
     lines = [f"--- lessons/{before}.py\n", f"+++ lessons/{name}.py\n"]
