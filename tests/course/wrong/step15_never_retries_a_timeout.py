@@ -6,7 +6,7 @@ on it."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -15,6 +15,7 @@ from lessons.step14_library import synthesize as synthesize  # unchanged since s
 from trio_supervisor import Aggregate, Supervisor, Worker
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing import SimulatedAgent, devserver
+from trio_supervisor.testing.devserver import Serving
 
 CONCURRENCY = 2  # the loopback server's own limit: beyond it, 429 and Retry-After
 
@@ -22,6 +23,7 @@ CONCURRENCY = 2  # the loopback server's own limit: beyond it, 429 and Retry-Aft
 def supervisor(worker: Worker[str, str], **knobs: Any) -> Supervisor[str, str]:
     """Step 14's supervisor, retrying only the failures that may pass: a 429, a 5xx, a dropped
     connection, a timeout (and never sooner than a 429's ``Retry-After``)."""
+    # the mistake: a request that timed out (trio.TooSlowError) is never retried
     return step14_library.supervisor(worker, retry_on=TRANSIENT, **knobs)
 
 
@@ -57,25 +59,22 @@ async def open_worker(
     max_workers: int,
     endpoint: str | None = None,
     model: str | None = None,
-) -> AsyncIterator[Worker[str, str]]:
-    """The step's worker: a ``ChatAgent`` against ``endpoint`` (its key from ``OPENAI_API_KEY``),
-    or against the loopback server, scripted to do what ``simulated`` does: served in this
-    process, with no socket, on virtual time, or on ``127.0.0.1`` (a free port) on real time."""
+    serving: Serving | None = None,
+    script: Callable[[str], devserver.Script] | None = None,
+    **options: Any,
+) -> AsyncIterator[Worker[str, Any]]:
+    """The step's worker: a ``ChatAgent`` (``options`` its own) against ``endpoint``, or against
+    the loopback server doing what ``simulated`` does (or ``script`` says): in this process on
+    virtual time, on 127.0.0.1 on real time; two requests at once, or as ``serving`` says."""
     if endpoint is not None:
-        chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers)
+        chat = ChatAgent(model or "", base_url=endpoint, max_connections=max_workers, **options)
         async with chat as agent:  # the SDK's retries off; its key never shown
             yield agent
         return
-    # the loopback server does what the simulated sub-agent does, answers two requests at once
-    # (a 429 beyond, asking to wait the mean simulated latency), and stops when the run is over
-    loopback = devserver.loopback(simulated, in_process=virtual, concurrency=CONCURRENCY)
+    # a 429 beyond the limit asks to wait the mean simulated latency; the server stops with the run
+    limits = {"concurrency": CONCURRENCY} if serving is None else {"serving": serving}
+    loopback = devserver.loopback(simulated, in_process=virtual, script=script, **limits)
     async with loopback as server:
-        chat = ChatAgent(
-            "devserver",
-            base_url=server.base_url,
-            api_key=server.api_key,  # the loopback server checks no key, and the SDK needs one
-            max_connections=max_workers,
-            transport=server.transport,  # in this process; None: over 127.0.0.1
-        )
+        chat = server.agent(max_connections=max_workers, **options)  # its address, its key
         async with chat as agent:
             yield agent

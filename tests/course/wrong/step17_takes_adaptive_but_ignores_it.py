@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from lessons import step15_http_subagents
-from lessons.step15_http_subagents import open_worker as open_worker
-from lessons.step15_http_subagents import synthesize as synthesize
+from lessons.step16_rate import open_worker as open_worker
+from lessons.step16_rate import synthesize as synthesize
 from trio_supervisor import Aggregate, Meter, RateLimit, Supervisor, Worker
 
 
@@ -24,12 +24,13 @@ def supervisor(
     meters: Iterable[Meter] = (),
     **knobs: Any,
 ) -> Supervisor[str, str]:
-    """Step 15's supervisor, each attempt waiting on the meters asked for as well (and on
-    ``meters``, those a later step brings)."""
+    """Step 16's supervisor (step 15's, with its token bucket), each attempt waiting on the
+    adaptive limit as well when asked for, after the bucket (and on ``meters``, those a later
+    step brings, first)."""
     meters = list(meters)
     if rate is not None:  # at most `rate` attempts start a second, in turn
         meters.append(RateLimit(rate))
-    del adaptive  # taken, never used
+    del adaptive  # the mistake: taken, and the meter never added
     return step15_http_subagents.supervisor(worker, max_workers=max_workers, meters=meters, **knobs)
 
 

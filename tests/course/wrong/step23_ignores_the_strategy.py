@@ -7,13 +7,14 @@ on it."""
 from __future__ import annotations
 
 from lessons.step20_llm_planner import open_planner
-from lessons.step21_trees import check_task as check_task
-from lessons.step21_trees import open_worker as open_worker  # unchanged since step 16
-from lessons.step21_trees import subtasks_of as subtasks_of
-from lessons.step21_trees import supervise_broken as supervise_broken
-from lessons.step21_trees import supervisor as supervisor
+from lessons.step22_escalation import Escalated as Escalated
+from lessons.step22_escalation import check_task as check_task
+from lessons.step22_escalation import digest as digest
+from lessons.step22_escalation import open_worker as open_worker  # unchanged since step 16
+from lessons.step22_escalation import subtasks_of as subtasks_of
+from lessons.step22_escalation import supervise_broken as supervise_broken
+from lessons.step22_escalation import supervisor as supervisor
 from trio_supervisor import (
-    Aggregate,
     Answer,
     Capacity,
     ReplanLimits,
@@ -22,23 +23,6 @@ from trio_supervisor import (
     Trace,
     Worker,
 )
-
-
-class Escalated(Exception):
-    """A child supervisor gave up, or found nothing: its parent's slot fails with the reason."""
-
-
-def digest(aggregate: Aggregate[str, str]) -> str:
-    """A child's aggregate as its parent slot's output: one line, each subtask found or not;
-    a child that found nothing has no answer, not a degraded one: its parent's slot fails."""
-    if not aggregate.succeeded:  # step 22: nothing to hand up
-        raise Escalated(f"nothing found: {aggregate.results[0].error}")
-    if len(aggregate) == 1 and aggregate.results[0].ok:  # a bare name: its leaf's own output
-        return str(aggregate.results[0].output)
-    return "; ".join(
-        f"{result.subtask}: {result.output if result.ok else 'missing'}"
-        for result in aggregate.results
-    )
 
 
 async def supervise(
@@ -67,7 +51,8 @@ async def supervise(
     check_task(task)  # a malformed company is refused before any work starts
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
     restarts, within = (None, None) if intensity is None else intensity
-    # step 22: at most R restarts in T s, and which leaves each restart takes
+    # step 23: at most R restarts in T s, and which leaves each restart takes
+    del strategy  # the mistake: taken, and never given to the child's restarts
     bound = Restarts(max_restarts=restarts, within=within)
 
     async def research(company: str) -> str:
@@ -81,11 +66,11 @@ async def supervise(
             rate=rate,
             adaptive=adaptive,
             meters=[leaves],  # a leaf holds a place while it works
-            restarts=bound,  # step 22: the child's own intensity and strategy
+            restarts=bound,  # the child's own intensity
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
         aggregate = await child.run(subtasks_of(company), trace=nested)
-        if aggregate.gave_up is not None:  # step 22: escalation, the child's reason
+        if aggregate.gave_up is not None:  # escalation, the child's reason
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
         return digest(aggregate)
 
