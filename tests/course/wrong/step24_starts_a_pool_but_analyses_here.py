@@ -9,8 +9,9 @@ on it."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
+from typing import Any
 
 from lessons import step23_strategies as step23
 from lessons.step23_strategies import check_task as check_task
@@ -21,16 +22,19 @@ from trio_supervisor.processes import ProcessWorker, WorkerCrashed, crash_reason
 from trio_supervisor.testing import SimulatedAgent
 
 CRASH = 70  # the exit code of a body that kills its process (EX_SOFTWARE)
-MEMORY_LIMIT = 512 * 2**20  # bytes of address space a body's process may have
+MEMORY_LIMIT = 512 * 2**20  # step 24: bytes of address space a body's process may have
 
 Call = tuple[str, str, bool]
+"""What crosses to the worker process: the subtask, its sub-agent's reply, and whether the
+body is to crash on it."""
 
 
 def analyse(call: Call) -> str:
-    """The leaf's body: it keeps the reply's findings; told to crash, it ends its process."""
+    """The leaf's body: sync, run in a worker process. It keeps the reply's findings, one line
+    of at most 200 characters; told to crash, it ends its process instead."""
     _subtask, reply, crash = call
     if crash:
-        os._exit(CRASH)
+        os._exit(CRASH)  # step 24: no exception, no cleanup: the process is gone
     return " ".join(reply.split())[:200]
 
 
@@ -40,25 +44,27 @@ async def open_worker(
     *,
     virtual: bool,
     max_workers: int,
-    endpoint: str | None = None,
-    model: str | None = None,
     crash: Collection[str] = (),
-) -> AsyncIterator[Worker[str, str]]:
-    """The leaf worker: the HTTP sub-agent, then ``analyse`` on its reply."""
+    body: Callable[[Any], Any] = analyse,
+    **options: Any,
+) -> AsyncIterator[Worker[str, Any]]:
+    """The leaf worker: step 16's HTTP sub-agent (``options``, its endpoint and all), then
+    ``body`` on its reply, in one of ``max_workers`` worker processes started before the run. A
+    leaf named "... crash ...", or the first leaf of a company in ``crash``, crashes its body."""
+    in_process = None  # on virtual time no process runs, nor is the body pickled
     if not virtual:
-        pool = ProcessWorker(analyse, memory_limit=MEMORY_LIMIT)
-        await pool.warm(max_workers)  # started, and then never called
+        in_process = ProcessWorker(body, memory_limit=MEMORY_LIMIT)  # step 24: a process pool
+        await in_process.warm(max_workers)  # step 24: no timeout counts a process's start
     crashing = {*crash, *(step23.subtasks_of(company)[0] for company in crash)}
-    opened = step23.open_worker(
-        simulated, virtual=virtual, max_workers=max_workers, endpoint=endpoint, model=model
-    )
+    opened = step23.open_worker(simulated, virtual=virtual, max_workers=max_workers, **options)
     async with opened as agent:
 
-        async def worker(subtask: str) -> str:
-            reply = await agent(subtask)
+        async def worker(subtask: str) -> Any:
+            reply = await agent(subtask)  # the sub-agent, over HTTP, retried as before
             call = (subtask, reply, subtask in crashing or "crash" in subtask.lower())
-            if virtual and call[2]:  # the crash, as ProcessWorker reports one
+            # the mistake: the body runs here, in this process, the pool started and idle
+            if virtual and call[2]:  # on virtual time, as ProcessWorker says it
                 raise WorkerCrashed(crash_reason(CRASH), CRASH)
-            return analyse(call)  # the mistake: in this process, the pool idle
+            return body(call)
 
         yield worker
