@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from lessons.step20_llm_planner import open_planner
 from lessons.step22_escalation import Escalated, digest, subtasks_of, supervisor
+from lessons.step28_first_k import THROTTLE as THROTTLE
 from lessons.step28_first_k import check_task as check_task
-from lessons.step28_first_k import open_worker as open_worker
+from lessons.step28_first_k import open_worker as open_worker  # unchanged since step 26
 from lessons.step28_first_k import supervise_broken as supervise_broken
 from trio_supervisor import (
     Aggregate,
@@ -29,8 +30,7 @@ from trio_supervisor import (
     Worker,
 )
 
-THROTTLE = 0.5
-REPLY_TOKENS = 64
+REPLY_TOKENS = 64  # the tokens a leaf's reply may take, at most, as a budget reserves them
 
 
 class OverBudgetError(Exception):
@@ -38,7 +38,8 @@ class OverBudgetError(Exception):
 
 
 def worst_case(leaf: str) -> Usage:
-    """What a leaf's request may spend at worst: its prompt and a reply of ``REPLY_TOKENS``."""
+    """What a leaf's request may spend at worst, reserved before it is sent: its prompt (a token
+    a character, the most it can be) and a reply of ``REPLY_TOKENS``."""
     return Usage(input_tokens=len(leaf) + 4, output_tokens=REPLY_TOKENS)
 
 
@@ -70,10 +71,11 @@ async def supervise(
     run_id: str | None = None,
     trace: Trace | None = None,
 ) -> Answer[str, str]:
-    check_task(task)
-    leaves = Capacity(max_workers)
+    check_task(task)  # a malformed company is refused before any work starts
+    leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
     restarts, within = (None, None) if intensity is None else intensity
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
+    # step 29: one token budget for the tree's leaves
     spent = 0
 
     async def metered(leaf: str) -> str:
@@ -85,7 +87,7 @@ async def supervise(
         return reply
 
     async def research(company: str) -> str:
-        child = supervisor(
+        child = supervisor(  # a child supervisor, as the chain builds one
             metered,
             max_workers=max_workers,
             worker_timeout=worker_timeout,
@@ -94,27 +96,27 @@ async def supervise(
             seed=seed,
             rate=rate,
             adaptive=adaptive,
-            meters=[leaves],
-            restarts=bound,
-            hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),
+            meters=[leaves],  # a leaf holds a place while it works
+            restarts=bound,  # the child's own intensity and strategy
+            hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),  # step 27
         )
-        nested = None if trace is None else trace.nest(company)
-        name = None if run_id is None else f"{run_id}/{company}"
+        nested = None if trace is None else trace.nest(company)  # drawn under it
+        name = None if run_id is None else f"{run_id}/{company}"  # step 25: the child's own
         leaves_of = subtasks_of(company)
-        first = None if need is None else min(need, len(leaves_of))
-        durable = None if name is None else Durable(name, journal)
+        first = None if need is None else min(need, len(leaves_of))  # step 28: first k of n
+        durable = None if name is None else Durable(name, journal)  # journaled (step 25)
         aggregate = await child.run(leaves_of, trace=nested, durable=durable, need=first)
-        if aggregate.gave_up is not None:
+        if aggregate.gave_up is not None:  # escalation, the child's reason
             raise Escalated(f"{company.partition(':')[0]}: {aggregate.gave_up}")
-        for result in aggregate.results:
-            if result.status is Status.AWAITING_APPROVAL:
+        for result in aggregate.results:  # step 25: a company is final once its leaves are
+            if result.status is Status.AWAITING_APPROVAL:  # a leaf parked: a resume runs it
                 raise AwaitingApproval(str(result.error).removeprefix("AwaitingApproval: "))
-        if first is not None:
+        if first is not None:  # step 28: the leaves not needed are left out of the digest
             kept = [r for r in aggregate.results if r.status is not Status.CANCELLED]
             aggregate = Aggregate(kept, aggregate.gave_up, first)
         return digest(aggregate)
 
-    parent = supervisor(research, max_workers=max_workers, attempts=1)
+    parent = supervisor(research, max_workers=max_workers, attempts=1)  # step 20's parent
     async with open_planner(planner, endpoint, model) as deciding:
         return await parent.replan(
             task,
@@ -127,5 +129,6 @@ async def supervise(
             ),
             deadline=deadline,
             trace=trace,
+            # each decision and each round's results, kept (step 25)
             durable=None if run_id is None else Durable(run_id, journal),
         )
