@@ -95,8 +95,8 @@ BROKEN_BY: dict[str, Law] = {
     "ignores_the_strategy": laws.A_STRATEGY_RESTARTS_WHAT_IT_NAMES,
 }
 """A mistake of ``tests/course/wrong/`` (its file's name past the step number), and the law it
-breaks: for a law whose step before keeps it (step 1 answers every subtask; step 8 has no
-restart intensity to forget with), the only place it is seen failing."""
+breaks: for a law whose step before keeps it (serial calls answer every subtask; retries without
+a restart intensity have no restarts to forget), the only place it is seen failing."""
 
 
 def wrong(mistake: str) -> tuple[ModuleType, Step]:
