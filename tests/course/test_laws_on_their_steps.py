@@ -2,9 +2,10 @@
 own budget, and shown to fail where it must: on the step before, where that step still has the
 flaw, and on a wrong solution of ``tests/course/wrong/`` that makes the law's mistake.
 
-A check (``python -m lessons check N``) spares the laws a test proves here or in a step's own
-file (``test_exercises.proved_on_its_steps``): it draws fewer examples for them. So that sparing
-stays honest, the last tests here hold every law of the catalogue to such a test.
+A check of a step's own code in the tests (``test_exercises.sparing``) draws fewer examples for
+a law a test proves here or in a step's own file. So that this sparing stays honest, the last
+tests here hold every law of the catalogue to such a test: parametrized by ``cases(laws.NAME)``,
+running ``laws.NAME.verify(step)`` at the law's own budget.
 
 Steps and wrong solutions are found by their names, never by a number written here: the step
 before a law's steps is the one the course puts before them (``steps.previous``), and a wrong
@@ -26,7 +27,6 @@ from lessons._course import laws
 from lessons._course.laws import NO_SHRINK, Law
 from lessons._course.steps import STEPS, Step, load_step, previous, step_number
 from tests.course.step_laws import cases, flawed
-from tests.course.test_exercises import proved_on_its_steps
 
 HERE = Path(__file__).parent
 WRONG = HERE / "wrong"
@@ -162,8 +162,6 @@ def test_every_law_is_proven_on_each_of_its_steps_by_a_test_that_parametrizes_an
     proven = set().union(*(_proofs(path.read_text()) for path in sorted(HERE.glob("test_*.py"))))
     named = {name for name, law in vars(laws).items() if isinstance(law, Law)}
     assert sorted(named - proven) == [], "laws no test proves on their steps: only a check grades"
-    by_rule = {law.rule: name for name, law in vars(laws).items() if isinstance(law, Law)}
-    assert {by_rule[rule] for rule in proved_on_its_steps()} == proven
 
 
 def test_a_law_verified_outside_its_parametrized_test_is_not_counted_proven() -> None:
