@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Generic, SupportsIndex, TypeVar, final, overload
+from typing import TYPE_CHECKING, Any, Generic, SupportsIndex, TypeVar, final, overload
+
+import msgspec
+from msgspec import StructMeta
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -58,13 +61,62 @@ def describe(exc: BaseException) -> str:
     return text
 
 
-_new = object.__new__
 HEDGES = 32  # a result's hedges are kept in its attempts' field, from this bit up
 _CALLS = (1 << HEDGES) - 1
+_STATUSES = tuple(Status)
+_CODES = {status: code for code, status in enumerate(_STATUSES)}
+_OK = _CODES[Status.OK]
+_make = StructMeta.__call__  # a result from its fields as stored, unchecked
+
+
+class _Checked(StructMeta):
+    """SubResult's type: calling it checks the fields and stores them (see SubResult)."""
+
+    def __call__(
+        cls,
+        subtask: Any,
+        output: Any = None,
+        error: str | None = None,
+        status: Status | None = None,
+        attempts: int = 1,
+        started: float | None = None,
+        finished: float | None = None,
+        exception: BaseException | None = None,
+        *,
+        hedges: int = 0,
+    ) -> Any:
+        if error is not None and output is not None:
+            raise ValueError(
+                "a SubResult holds an output or an error, not both, "
+                f"got output={output!r}, error={error!r}"
+            )
+        if status is None:
+            status = Status.OK if error is None else Status.FAILED
+        elif not isinstance(status, Status):
+            raise TypeError(f"status must be a Status, got {type(status).__name__} {status!r}")
+        elif (status is Status.OK) != (error is None):
+            raise ValueError(
+                f"status {status.name} does not fit "
+                f"{'an output' if error is None else 'an error'}: OK goes with an output, "
+                "every other status with an error"
+            )
+        return _make(
+            cls,
+            subtask,
+            output,
+            error,
+            _CODES[status],
+            attempts | (hedges << HEDGES) if hedges else attempts,
+            started,
+            finished,
+            exception,
+        )
 
 
 @final
-class SubResult(Generic[S, T]):
+class SubResult(
+    msgspec.Struct, Generic[S, T], metaclass=_Checked, frozen=True, eq=False, weakref=False
+):
     """What one slot of the plan produced: an output, or an error and how the slot ended.
 
     ```pycon
@@ -97,58 +149,38 @@ class SubResult(Generic[S, T]):
       ValueError: if both ``output`` and ``error`` are given, or ``status`` disagrees with them.
     """
 
-    # Slots behind read-only properties: building one is a few attribute stores, which matters
-    # when a run makes one per subtask (a frozen dataclass costs about eight times as much).
-    # Every public field is a property without a setter, so ``result.output = x`` raises.
-    # ``_attempts`` holds the hedges too, above bit HEDGES (0 without hedge=): one slot more
-    # would cost every result 16 bytes (pymalloc's size class), hedged or not.
-    __slots__ = (
-        "_attempts",
-        "_error",
-        "_exception",
-        "_finished",
-        "_output",
-        "_started",
-        "_status",
-        "_subtask",
-    )
+    # A frozen msgspec struct (C-built, as quick to make as a tuple) behind read-only
+    # properties. One whose fields are all untracked values is not tracked by the garbage
+    # collector, as a tuple of them is not, so the collector's passes do not walk the results a
+    # run keeps; hence the status is kept as its index in Status (an int), not the member. A
+    # success of plain values is a _Plain, below, which the collector does not even count.
+    # ``_attempts`` holds the hedges too, above bit HEDGES (0 without hedge=). Every public
+    # field is a property without a setter, and the struct is frozen: ``result.output = x``
+    # raises.
+    _subtask: S
+    _output: T | None
+    _error: str | None
+    _status: int
+    _attempts: int
+    _started: float | None
+    _finished: float | None
+    _exception: BaseException | None
 
-    def __init__(
-        self,
-        subtask: S,
-        output: T | None = None,
-        error: str | None = None,
-        status: Status | None = None,
-        attempts: int = 1,
-        started: float | None = None,
-        finished: float | None = None,
-        exception: BaseException | None = None,
-        *,
-        hedges: int = 0,
-    ) -> None:
-        if error is not None and output is not None:
-            raise ValueError(
-                "a SubResult holds an output or an error, not both, "
-                f"got output={output!r}, error={error!r}"
-            )
-        if status is None:
-            status = Status.OK if error is None else Status.FAILED
-        elif not isinstance(status, Status):
-            raise TypeError(f"status must be a Status, got {type(status).__name__} {status!r}")
-        elif (status is Status.OK) != (error is None):
-            raise ValueError(
-                f"status {status.name} does not fit "
-                f"{'an output' if error is None else 'an error'}: OK goes with an output, "
-                "every other status with an error"
-            )
-        self._subtask = subtask
-        self._output = output
-        self._error = error
-        self._status = status
-        self._attempts = attempts | (hedges << HEDGES) if hedges else attempts
-        self._started = started
-        self._finished = finished
-        self._exception = exception
+    if TYPE_CHECKING:  # the signature _Checked.__call__ gives it (a struct defines no __init__)
+
+        def __init__(
+            self,
+            subtask: S,
+            output: T | None = None,
+            error: str | None = None,
+            status: Status | None = None,
+            attempts: int = 1,
+            started: float | None = None,
+            finished: float | None = None,
+            exception: BaseException | None = None,
+            *,
+            hedges: int = 0,
+        ) -> None: ...
 
     @classmethod
     def from_exception(
@@ -190,7 +222,7 @@ class SubResult(Generic[S, T]):
     def error(self) -> str | None:
         """The failure's type and message; None when the slot has an output."""
         error = self._error
-        if error is None and self._exception is not None and self._status is not Status.OK:
+        if error is None and self._exception is not None and self._status != _OK:
             # a failure the supervisor recorded without text: its exception says it all, and
             # is described when asked, not for every failed slot of a run
             return describe(self._exception)
@@ -199,7 +231,7 @@ class SubResult(Generic[S, T]):
     @property
     def status(self) -> Status:
         """How the slot ended."""
-        return self._status
+        return _STATUSES[self._status]
 
     @property
     def attempts(self) -> int:
@@ -230,7 +262,7 @@ class SubResult(Generic[S, T]):
     @property
     def ok(self) -> bool:
         """True when the worker returned an output."""
-        return self._status is Status.OK
+        return self._status == _OK
 
     def _key(self) -> tuple[Any, ...]:
         return (
@@ -255,13 +287,36 @@ class SubResult(Generic[S, T]):
         hedges = f", hedges={self.hedges!r}" if self.hedges else ""
         return (
             f"SubResult(subtask={self._subtask!r}, output={self._output!r}, "
-            f"error={self.error!r}, status={self._status}, attempts={self.attempts!r}, "
+            f"error={self.error!r}, status={self.status}, attempts={self.attempts!r}, "
             f"started={self._started!r}, finished={self._finished!r}{hedges})"
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        fields = self._key()
-        return (_rebuild, (*fields[:4], self.attempts, *fields[5:], self._exception, self.hedges))
+        return (
+            _rebuild,
+            (
+                self._subtask,
+                self._output,
+                self.error,
+                self.status,
+                self.attempts,
+                self._started,
+                self._finished,
+                self._exception,
+                self.hedges,
+            ),
+        )
+
+
+class _Plain(SubResult[Any, Any], gc=False, frozen=True, eq=False):  # type: ignore[misc]
+    """A success whose subtask and output are plain values (`_PLAIN`): a SubResult in all but
+    its storage, which has no garbage collector header at all. What it holds refers to nothing,
+    so it can be part of no reference cycle, and it costs the collector nothing, not even the
+    count of new objects that starts its passes (each of which walks every task in flight)."""
+
+
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None)})
+"""The types of value that refer to no other object, so hold no cycle."""
 
 
 def _rebuild(*fields: Any) -> SubResult[Any, Any]:
@@ -302,16 +357,17 @@ def ok_result(
     hedges: int = 0,
 ) -> SubResult[Any, Any]:
     """A successful slot's result, built without checks: the supervisor's fast path."""
-    result: SubResult[Any, Any] = _new(SubResult)
-    result._subtask = subtask
-    result._output = output
-    result._error = None
-    result._status = Status.OK
-    result._attempts = attempts | (hedges << HEDGES) if hedges else attempts
-    result._started = started
-    result._finished = finished
-    result._exception = None
-    return result
+    return _make(  # type: ignore[no-any-return]
+        _Plain if type(output) in _PLAIN and type(subtask) in _PLAIN else SubResult,
+        subtask,
+        output,
+        None,
+        _OK,
+        attempts | (hedges << HEDGES) if hedges else attempts,
+        started,
+        finished,
+        None,
+    )
 
 
 def failed_result(
@@ -326,16 +382,17 @@ def failed_result(
 ) -> SubResult[Any, Any]:
     """A failed slot's result, built without checks: the supervisor's path for failures.
     ``error`` None: the exception's description, made when it is read."""
-    result: SubResult[Any, Any] = _new(SubResult)
-    result._subtask = subtask
-    result._output = None
-    result._error = error
-    result._status = status
-    result._attempts = attempts | (hedges << HEDGES) if hedges else attempts
-    result._started = started
-    result._finished = finished
-    result._exception = exception
-    return result
+    return _make(  # type: ignore[no-any-return]
+        SubResult,
+        subtask,
+        None,
+        error,
+        _CODES[status],
+        attempts | (hedges << HEDGES) if hedges else attempts,
+        started,
+        finished,
+        exception,
+    )
 
 
 @final
@@ -420,7 +477,7 @@ class Aggregate(Generic[S, T]):
     @property
     def succeeded(self) -> int:
         """How many slots returned an output."""
-        return sum(1 for result in self._results if result._status is Status.OK)
+        return sum(1 for result in self._results if result._status == _OK)
 
     @property
     def failed(self) -> int:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import gc
+import pickle
+import weakref
+
 import pytest
 import trio
 import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trio_supervisor import Aggregate, Status, SubResult, Trace, decompose
-from trio_supervisor._contract import describe
+from trio_supervisor import Aggregate, Status, SubResult, Supervisor, Trace, decompose
+from trio_supervisor._contract import describe, ok_result
 from trio_supervisor.testing import SimulatedAgent, SubAgentError
 
 # --- decompose ----------------------------------------------------------------------------------
@@ -101,6 +105,63 @@ def test_describe_records_an_exception_group_whole() -> None:
         "ExceptionGroup: two (2 sub-exceptions) "
         "[ValueError: a; ExceptionGroup: inner (1 sub-exception) [KeyError: 'b']]"
     )
+
+
+async def test_a_run_keeps_plain_successes_where_the_garbage_collector_never_looks() -> None:
+    # a run of many slots keeps a result per slot: those of plain values (text, numbers) must
+    # not be objects the collector walks, or count toward the passes that walk every task
+    async def echo(subtask: int) -> str:
+        await trio.lowlevel.checkpoint()
+        return f"answer {subtask}"
+
+    gc.collect()
+    gc.disable()  # so that the count of objects made since the last pass only grows
+    try:
+        made = gc.get_count()[0]
+        aggregate = await Supervisor(echo, max_workers=4).run(range(3000))
+        made = gc.get_count()[0] - made
+    finally:
+        gc.enable()
+    assert [result.output for result in aggregate] == [f"answer {i}" for i in range(3000)]
+    assert not any(gc.is_tracked(result) for result in aggregate)
+    assert made < 300, f"{made} objects the collector counts were kept by a run of 3000 slots"
+
+
+async def test_a_success_holding_a_container_is_collected_even_in_a_cycle() -> None:
+    # an output that refers back to its own result makes a cycle: only the collector frees it,
+    # so a result holding anything but plain values must stay where the collector sees it
+    freed = trio.Event()
+
+    class Output(list[object]):
+        pass
+
+    async def worker(subtask: str) -> Output:
+        await trio.lowlevel.checkpoint()
+        return Output()
+
+    aggregate = await Supervisor(worker, max_workers=1).run(["a"])
+    result = aggregate[0]
+    output = result.output
+    assert isinstance(output, Output)
+    output.append(result)  # the cycle: result -> output -> result
+    weakref.finalize(output, freed.set)
+    del aggregate, result, output
+    gc.collect()
+    assert freed.is_set()
+
+
+def test_a_plain_success_is_a_sub_result_like_any_other() -> None:
+    plain = ok_result("a", "x", 2, 1.0, 2.0, hedges=1)
+    made = SubResult("a", output="x", attempts=2, started=1.0, finished=2.0, hedges=1)
+    assert isinstance(plain, SubResult)
+    assert plain == made
+    assert made == plain
+    assert hash(plain) == hash(made)
+    assert repr(plain) == repr(made)
+    assert pickle.loads(pickle.dumps(plain)) == made
+    assert (plain.ok, plain.status, plain.attempts, plain.hedges) == (True, Status.OK, 2, 1)
+    with pytest.raises(AttributeError):
+        plain.output = "y"  # type: ignore[misc]
 
 
 @given(st.lists(st.booleans()))
