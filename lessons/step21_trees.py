@@ -8,7 +8,9 @@ supervisor, so rounds, the ledger and every budget hold over companies; its dead
 scope, and scopes nest, so no child outlives it. One ``Capacity`` bounds the leaf workers of the
 whole tree, and only the leaves draw from it: a parent that held a place while it waited on its
 children would, with as many companies as places, leave none for them, and never end
-(``supervise_broken``). A run's trace draws each company's leaves under it.
+(``supervise_broken``). A run's trace draws each company's leaves under it. How a company is
+written (``subtasks_of``, ``check_task``) is the course's own format, read from
+``lessons/companies.py``.
 
 What is still wrong: a child always answers its parent, whatever happened below. A child that
 gave up past its restart intensity, its leaves cancelled, still hands up a line of missing
@@ -18,45 +20,12 @@ nor stop.
 
 from __future__ import annotations
 
+from lessons.companies import check_task as check_task  # the course's format of a company
+from lessons.companies import subtasks_of as subtasks_of
 from lessons.step20_llm_planner import open_planner
 from lessons.step20_llm_planner import open_worker as open_worker  # unchanged since step 16
 from lessons.step20_llm_planner import supervisor as supervisor
-from trio_supervisor import (
-    Aggregate,
-    Answer,
-    Capacity,
-    ReplanLimits,
-    Supervisor,
-    Trace,
-    Worker,
-    decompose,
-)
-
-
-def subtasks_of(company: str) -> list[str]:
-    """``"acme: pricing, reviews"`` -> ``["acme pricing", "acme reviews"]``; a subtask with no
-    colon is a leaf of its own: ``"acme"`` -> ``["acme"]``.
-
-    Raises:
-      ValueError: for a company without a name (``": x, y"``), or whose colon lists nothing.
-    """
-    name, colon, listed = company.partition(":")
-    aspects = [aspect.strip() for aspect in listed.split(",") if aspect.strip()]
-    if not name.strip() or (colon and not aspects):
-        why = "it has no name" if not name.strip() else "nothing follows its colon"
-        rule = "a company is 'name' or 'name: subtask, subtask'"
-        raise ValueError(f"{rule}, got {company.strip()!r}: {why}")
-    return [f"{name.strip()} {aspect}" for aspect in aspects] or [name.strip()]
-
-
-def check_task(task: str) -> None:
-    """Refuse a task whose companies are not each ``name`` or ``name: a, b``, before any work.
-
-    Raises:
-      ValueError: naming the first malformed company, and the rule.
-    """
-    for company in decompose(task):
-        subtasks_of(company)
+from trio_supervisor import Aggregate, Answer, Capacity, ReplanLimits, Trace, Worker
 
 
 def digest(aggregate: Aggregate[str, str]) -> str:
@@ -134,10 +103,10 @@ async def supervise_broken(task: str, worker: Worker[str, str], *, max_workers: 
     shared = Capacity(max_workers)
 
     async def research(company: str) -> str:
-        child = Supervisor(worker, max_workers=max_workers, meters=[shared])
+        child = supervisor(worker, max_workers=max_workers, meters=[shared])
         return digest(await child.run(subtasks_of(company)))
 
-    await Supervisor(research, max_workers=max_workers, meters=[shared]).run(decompose(task))
+    await supervisor(research, max_workers=max_workers, meters=[shared]).run(task)
 
 
 if __name__ == "__main__":

@@ -20,14 +20,7 @@ from lessons.step21_trees import open_worker as open_worker  # unchanged since s
 from lessons.step21_trees import subtasks_of as subtasks_of
 from lessons.step21_trees import supervise_broken as supervise_broken
 from lessons.step21_trees import supervisor as supervisor
-from trio_supervisor import (
-    Aggregate,
-    Answer,
-    Capacity,
-    ReplanLimits,
-    Trace,
-    Worker,
-)
+from trio_supervisor import Aggregate, Answer, Capacity, ReplanLimits, Trace, Worker
 
 
 class Escalated(Exception):

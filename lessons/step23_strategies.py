@@ -20,15 +20,7 @@ from lessons.step22_escalation import open_worker as open_worker  # unchanged si
 from lessons.step22_escalation import subtasks_of as subtasks_of
 from lessons.step22_escalation import supervise_broken as supervise_broken
 from lessons.step22_escalation import supervisor as supervisor
-from trio_supervisor import (
-    Answer,
-    Capacity,
-    ReplanLimits,
-    Restarts,
-    Strategy,
-    Trace,
-    Worker,
-)
+from trio_supervisor import Answer, Capacity, ReplanLimits, Restarts, Strategy, Trace, Worker
 
 
 async def supervise(
