@@ -8,12 +8,13 @@ one ``run`` under ``max_workers``, and every result goes into the *ledger*, the 
 subtask dispatched, once, with its round and its place in the batch. The planner reads the ledger
 and decides: done, or the next batch. Its rules here follow up what a result names (a finding on
 the competitor: ask about its discounts) and reroute a failed subtask (the reviews, from the app
-stores). One budget ends what the planner does not: ``max_rounds``; the run always answers, from
-the ledger, and says so when the budget ended it.
+stores). One budget ends what the planner does not: ``max_rounds``; the run's ``deadline`` (step
+7's) is kept, now over the rounds and the planner's decisions. The run always answers, from the
+ledger, and says so when a budget ended it.
 
-What is still wrong: ``max_rounds`` is the only budget the caller sets. A round that brings
-nothing new is not noticed, a planner that asks for ever more subtasks is not held back, and a
-sub-agent that hangs with no timeout keeps the run from answering at all.
+What is still wrong: ``max_rounds`` and the deadline are the only budgets the caller sets. A
+round that brings nothing new is not noticed, and a planner that asks for ever more subtasks is
+not held back: within the deadline, it keeps every worker on subtasks it asks for again and again.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ async def supervise(
     rate: float | None = None,
     adaptive: bool = False,
     max_rounds: int = 5,
+    deadline: float | None = None,
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     chosen = supervisor(
@@ -56,7 +58,13 @@ async def supervise(
         adaptive=adaptive,
     )
     # step 18: rounds, until the planner is done or max_rounds is reached; the ledger keeps all
-    return await chosen.replan(task, RULES, limits=ReplanLimits(max_rounds=max_rounds), trace=trace)
+    return await chosen.replan(
+        task,
+        RULES,
+        limits=ReplanLimits(max_rounds=max_rounds),
+        deadline=deadline,  # the whole run, planning included, as step 17's run had it
+        trace=trace,
+    )
 
 
 if __name__ == "__main__":

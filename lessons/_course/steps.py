@@ -119,8 +119,15 @@ _KNOBS = {
     "rate": None,
     "adaptive": False,
 }
-_ROUNDS = {**_KNOBS, "max_rounds": 5}
-_BUDGETS = {**_ROUNDS, "max_subtasks": 20, "max_stalls": 2, "max_resets": 1, "deadline": NO_LIMIT}
+_ROUNDS = {**_KNOBS, "max_rounds": 5, "deadline": NO_LIMIT}  # the run's deadline kept (step 7)
+_BUDGETS = {  # step 19's budgets come between max_rounds and the deadline, as its entry has them
+    **_KNOBS,
+    "max_rounds": 5,
+    "max_subtasks": 20,
+    "max_stalls": 2,
+    "max_resets": 1,
+    "deadline": NO_LIMIT,
+}
 _PLANNED = {**_BUDGETS, "planner": "scripted", "endpoint": None, "model": None}
 
 STEPS: dict[int, Step] = {
