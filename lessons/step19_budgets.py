@@ -2,11 +2,11 @@
 
 What it adds: the budgets of a re-planning run besides ``max_rounds`` and the deadline.
 ``max_subtasks`` bounds the subtasks dispatched in all rounds (a batch that does not fit is
-dispatched as far as it fits, and the run ends after it). A round in which nothing succeeded that had not
-succeeded before is a *stall*: the count goes up by one on a stall and down by one on progress;
-past ``max_stalls`` the planner is asked for a fresh plan (every failure still unsettled, tried
-again), at most ``max_resets`` times, and then the run ends. Whatever ended it, the answer says
-which budget (``Answer.ended_by``), and its last line why.
+dispatched as far as it fits, and the run ends after it). A round in which nothing succeeded
+that had not succeeded before is a *stall*: the count goes up by one on a stall and down by one
+on progress; past ``max_stalls`` the planner is asked for a fresh plan (every failure still
+unsettled, tried again), at most ``max_resets`` times, and then the run ends. Whatever ended it,
+the answer says which budget (``Answer.ended_by``), and its last line why.
 
 What is still wrong: the planner is a set of rules written in advance. It follows up only the
 words it was given, and reroutes only the subtasks it knows another source for.
