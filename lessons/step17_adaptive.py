@@ -16,13 +16,17 @@ was given and stops.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from typing import Any
+
+import trio
 
 from lessons import step15_http_subagents
 from lessons.step16_rate import open_worker as open_worker
 from lessons.step16_rate import synthesize as synthesize
-from trio_supervisor import Adaptive, Aggregate, Meter, RateLimit, Supervisor, Worker
+from trio_supervisor import Adaptive, Aggregate, Meter, RateLimit, SubResult, Supervisor, Worker
 
 
 def supervisor(
@@ -45,11 +49,13 @@ def supervisor(
     return step15_http_subagents.supervisor(worker, max_workers=max_workers, meters=meters, **knobs)
 
 
-async def supervise(
-    task: str | Iterable[str],
+@asynccontextmanager
+async def stream(
+    task: str | Iterable[str] | AsyncIterable[str],
     worker: Worker[str, str],
     *,
     max_workers: int,
+    window: int | None = None,
     worker_timeout: float | None = None,
     deadline: float | None = None,
     attempts: int = 4,
@@ -58,18 +64,36 @@ async def supervise(
     seed: int | None = None,
     rate: float | None = None,
     adaptive: bool = False,
-) -> Aggregate[str, str]:
+) -> AsyncIterator[AsyncIterator[SubResult[str, str]]]:
+    if deadline is not None and not deadline > 0:  # also refuses NaN
+        raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
     chosen = supervisor(
         worker,
         max_workers=max_workers,
         worker_timeout=worker_timeout,
         attempts=attempts,
-        intensity=intensity,
+        intensity=intensity,  # a stream refuses it: a result handed over cannot fail later
         backoff=backoff,
         seed=seed,
         rate=rate,
         adaptive=adaptive,
     )
+    with trio.move_on_after(math.inf if deadline is None else deadline):  # the caller's block
+        async with chosen.stream(task, window=window) as results:  # None: 4 * max_workers
+            yield results
+
+
+async def supervise(
+    task: str | Iterable[str],
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    window: int | None = None,
+    deadline: float | None = None,
+    **knobs: Any,
+) -> Aggregate[str, str]:
+    del window  # a run reads its plan whole: no window holds it back
+    chosen = supervisor(worker, max_workers=max_workers, **knobs)
     return await chosen.run(task, deadline=deadline)
 
 

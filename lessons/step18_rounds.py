@@ -20,6 +20,7 @@ not held back: within the deadline, it keeps every worker on subtasks it asks fo
 from __future__ import annotations
 
 from lessons.step17_adaptive import open_worker as open_worker  # unchanged since step 15
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step17_adaptive import supervisor as supervisor
 from trio_supervisor import Answer, ReplanLimits, Trace, Worker
 from trio_supervisor.testing import ScriptedPlanner

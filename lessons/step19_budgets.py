@@ -14,6 +14,7 @@ words it was given, and reroutes only the subtasks it knows another source for.
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step18_rounds import RULES as RULES
 from lessons.step18_rounds import open_worker as open_worker  # unchanged since step 16
 from lessons.step18_rounds import supervisor as supervisor

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from lessons.companies import check_task as check_task  # the course's format of a company
 from lessons.companies import subtasks_of as subtasks_of
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step20_llm_planner import open_worker as open_worker  # unchanged since step 16
 from lessons.step20_llm_planner import supervisor as supervisor

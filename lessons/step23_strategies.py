@@ -12,6 +12,7 @@ every sibling, every parent and the caller down with it.
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step22_escalation import Escalated as Escalated
 from lessons.step22_escalation import check_task as check_task

@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from lessons import step23_strategies as step23
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step23_strategies import check_task as check_task
 from lessons.step23_strategies import supervise as supervise  # unchanged since step 23
 from lessons.step23_strategies import supervise_broken as supervise_broken

@@ -12,6 +12,7 @@ would do (ask three sources, two are enough): step 28 keeps the first k of n.
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step22_escalation import Escalated, digest, subtasks_of, supervisor
 from lessons.step26_approval_gate import check_task as check_task

@@ -12,6 +12,7 @@ bounds what the leaves spend: step 29 gives the tree a token budget.
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step22_escalation import Escalated, digest, subtasks_of, supervisor
 from lessons.step27_hedging import THROTTLE as THROTTLE

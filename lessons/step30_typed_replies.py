@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lessons import step24_processes as step24
 from lessons import step29_token_budget as step29
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step22_escalation import Escalated, digest, subtasks_of, supervisor
 from lessons.step29_token_budget import REPLY_TOKENS as REPLY_TOKENS  # now max_tokens

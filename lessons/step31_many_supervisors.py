@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step22_escalation import Escalated, digest, subtasks_of, supervisor
 from lessons.step30_typed_replies import THROTTLE, worst_case

@@ -1447,6 +1447,47 @@ A_LAZY_MILLION_IS_HELD = Law(
 # --- Part II --------------------------------------------------------------------------------------
 
 
+def _streamed_as_each_is_final(
+    step: Subject, seen: Seen, latencies: list[float], names: list[str]
+) -> None:
+    """The plan, pulled lazily from an async iterable, on as many workers and as wide a window
+    as it has slots: whatever order they complete in, slot i is handed over in plan order, the
+    moment the last of slots 0..i is done."""
+    plan, spy = spy_for(latencies, names=names)
+    size = len(plan)
+    seen.drew["names"] = plan  # those the plan took
+    seen.expect(f"{s}: at {secs(max(latencies[: i + 1]))}" for i, s in enumerate(plan))
+
+    async def lazily() -> AsyncIterator[str]:
+        for subtask in plan:
+            yield subtask
+
+    async def main() -> None:
+        start = trio.current_time()
+        options = step.record.streamed(max_workers=size, window=size)
+        got = []
+        async with step.stream(lazily(), seen.watch(spy, plan), **options) as results:
+            async for result in results:
+                got.append((trio.current_time() - start, result))
+        seen.results(result for _, result in got)
+        seen.returned = [f"{result.subtask}: at {secs(time)}" for time, result in got]
+        assert seen.returned == seen.expected, (
+            "a result was not handed over as soon as it was final"
+        )
+
+    seen.virtual(main)
+
+
+STREAMED_AS_EACH_IS_FINAL = Law(
+    "results stream in plan order, each as soon as it and every earlier slot are done, from the "
+    "library's step to the last",
+    (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
+    _streamed_as_each_is_final,
+    {"latencies": exact_latencies(max_size=8), "names": named_plans()},
+    settings(max_examples=10, database=None, phases=NO_SHRINK, deadline=None),
+)
+
+
 def _an_endless_input_ends_at_the_deadline(step: Subject, seen: Seen) -> None:
     """A stream over an endless input, under a deadline of 1 s: it ends at the deadline."""
     seen.drew.update(input="s0, s1, ... one every 0.05s, never ending", deadline=1.0)
@@ -3077,6 +3118,7 @@ LAWS = (
     A_LAZY_MILLION_IS_HELD,
     AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE,
     THE_CALLERS_EXCEPTION_COMES_OUT_BARE,
+    STREAMED_AS_EACH_IS_FINAL,
     A_RETRY_WAITS_OUT_ITS_RETRY_AFTER,
     ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
     THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE,

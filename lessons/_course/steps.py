@@ -58,6 +58,9 @@ class Step:
     check_task: str | None = None  # a function of the module that refuses a malformed task
     typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
     # answered in prose its first k times by the loopback server, then asked again (step 30)
+    stream_options: Mapping[str, Any] | None = field(default=None, hash=False)
+    """The options of its ``stream`` when its entry is ``supervise`` (a re-planning step from 18
+    on keeps step 17's stream beside its rounds), None for one without (or whose entry it is)."""
 
     @property
     def streams(self) -> bool:
@@ -84,6 +87,16 @@ class Step:
         """Whether a run of it may send requests to ``--endpoint``: its worker, or its planner."""
         return self.takes_endpoint or "endpoint" in self.options
 
+    @property
+    def keeps_stream(self) -> bool:
+        """Whether the step hands results over as a stream, as its entry or beside it."""
+        return self.streams or self.stream_options is not None
+
+    def streamed(self, **options: Any) -> dict[str, Any]:
+        """The ``options`` the step's ``stream`` takes (see `keeps_stream`)."""
+        taken = self.options if self.stream_options is None else self.stream_options
+        return {name: value for name, value in options.items() if name in taken}
+
     def takes(self, option: str) -> bool:
         """Whether the step's entry takes keyword option ``option``."""
         return option in self.options
@@ -101,11 +114,11 @@ _TIMEOUT = {"max_workers": REQUIRED, "worker_timeout": NO_LIMIT}
 _TIMED = {**_TIMEOUT, "deadline": NO_LIMIT}
 _RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
-_LIBRARY_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}  # Part II's
-_LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
-# Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default; its
+_STREAMED = {"max_workers": REQUIRED, "window": None, **_RESTARTED}  # steps 12-14's stream
+# Part II from step 15: step 14's stream over HTTP sub-agents, which retry by default; its
 # ``open_worker`` (kept to step 23) also takes how the loopback server serves (``serving``)
-_HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
+_HTTP_KNOBS = {**_STREAMED, "attempts": 4}
+_ADAPTIVE = {**_HTTP_KNOBS, "rate": None, "adaptive": False}  # step 17's stream, kept from 18 on
 _HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
 _HTTP_HOOK = _HTTP | {"serving"}
 # Part II from step 18: rounds over step 17's HTTP sub-agents, its knobs kept
@@ -193,7 +206,7 @@ STEPS: dict[int, Step] = {
             "step12_window",
             "a window over a list",
             entry="stream",
-            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            options=_STREAMED,
             synthesizes=True,
         ),
         Step(
@@ -201,7 +214,7 @@ STEPS: dict[int, Step] = {
             "step13_lazy_input",
             "a lazy input",
             entry="stream",
-            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            options=_STREAMED,
             lazy=True,
             synthesizes=True,
         ),
@@ -210,7 +223,7 @@ STEPS: dict[int, Step] = {
             "step14_library",
             "the library",
             entry="stream",
-            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            options=_STREAMED,
             lazy=True,
             synthesizes=True,
         ),
@@ -218,7 +231,9 @@ STEPS: dict[int, Step] = {
             15,
             "step15_http_subagents",
             "real sub-agents over HTTP",
+            entry="stream",
             options=_HTTP_KNOBS,
+            lazy=True,
             synthesizes=True,
             hook=_HTTP_HOOK,
         ),
@@ -226,7 +241,9 @@ STEPS: dict[int, Step] = {
             16,
             "step16_rate",
             "a rate limit",
+            entry="stream",
             options={**_HTTP_KNOBS, "rate": None},
+            lazy=True,
             synthesizes=True,
             hook=_HTTP_HOOK,
         ),
@@ -234,7 +251,9 @@ STEPS: dict[int, Step] = {
             17,
             "step17_adaptive",
             "adaptive concurrency",
-            options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
+            entry="stream",
+            options=_ADAPTIVE,
+            lazy=True,
             synthesizes=True,
             hook=_HTTP_HOOK,
         ),
@@ -244,6 +263,7 @@ STEPS: dict[int, Step] = {
             "re-planning rounds",
             options=_ROUNDS,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
         ),
@@ -253,6 +273,7 @@ STEPS: dict[int, Step] = {
             "budgets, stalls and resets",
             options=_BUDGETS,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
         ),
@@ -262,6 +283,7 @@ STEPS: dict[int, Step] = {
             "an LLM planner",
             options=_PLANNED,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
         ),
@@ -271,6 +293,7 @@ STEPS: dict[int, Step] = {
             "a tree of supervisors",
             options=_PLANNED,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
             check_task="check_task",
@@ -281,6 +304,7 @@ STEPS: dict[int, Step] = {
             "escalation",
             options=_PLANNED,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
             check_task="check_task",
@@ -291,6 +315,7 @@ STEPS: dict[int, Step] = {
             "restart strategies",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
             check_task="check_task",
@@ -301,6 +326,7 @@ STEPS: dict[int, Step] = {
             "crashes a process contains",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -311,6 +337,7 @@ STEPS: dict[int, Step] = {
             "durable runs",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -321,6 +348,7 @@ STEPS: dict[int, Step] = {
             "an approval gate",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -337,6 +365,7 @@ STEPS: dict[int, Step] = {
                 "run_id": None,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -354,6 +383,7 @@ STEPS: dict[int, Step] = {
                 "run_id": None,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -372,6 +402,7 @@ STEPS: dict[int, Step] = {
                 "run_id": None,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -390,6 +421,7 @@ STEPS: dict[int, Step] = {
                 "run_id": None,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -410,6 +442,7 @@ STEPS: dict[int, Step] = {
                 "lease": 30.0,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
