@@ -10,7 +10,8 @@ and decides: done, or the next batch. Its rules here follow up what a result nam
 the competitor: ask about its discounts) and reroute a failed subtask (the reviews, from the app
 stores). One budget ends what the planner does not: ``max_rounds``; the run's ``deadline`` (step
 7's) is kept, now over the rounds and the planner's decisions. The run always answers, from the
-ledger, and says so when a budget ended it.
+ledger, and says so when a budget ended it. Step 17's ``stream`` is kept beside the rounds, as
+every later step keeps it: a plan known in advance, handed over as each result is final.
 
 What is still wrong: ``max_rounds`` and the deadline are the only budgets the caller sets. A
 round that brings nothing new is not noticed, and a planner that asks for ever more subtasks is
