@@ -1,17 +1,14 @@
 """Step 18: re-planning rounds. A planner reads what came back and decides the next parallel batch.
 
-What it adds: the plan is made in rounds, each round a *superstep*: a batch of subtasks runs in
-parallel, and nothing of the next batch starts until every result of this one is in. The
-supervisor is step 17's (HTTP sub-agents, classified retries, ``Retry-After``, a rate, adaptive
-concurrency), and ``Supervisor.replan`` drives it: a planner makes the first batch, the batch is
-one ``run`` under ``max_workers``, and every result goes into the *ledger*, the record of each
-subtask dispatched, once, with its round and its place in the batch. The planner reads the ledger
-and decides: done, or the next batch. Its rules here follow up what a result names (a finding on
-the competitor: ask about its discounts) and reroute a failed subtask (the reviews, from the app
-stores). One budget ends what the planner does not: ``max_rounds``; the run's ``deadline`` (step
-7's) is kept, now over the rounds and the planner's decisions. The run always answers, from the
-ledger, and says so when a budget ended it. Step 17's ``stream`` is kept beside the rounds, as
-every later step keeps it: a plan known in advance, handed over as each result is final.
+What it adds: the plan is made in rounds, each a *superstep*: a batch runs in parallel, and
+nothing of the next starts until every result of this one is in. ``Supervisor.replan`` drives
+step 17's supervisor: a planner makes the first batch, the batch is one ``run``, and every result
+goes into the *ledger* once, with its round and its place in the batch. The planner reads the
+ledger and decides: done, or the next batch. Its rules follow up what a result names (the
+competitor: ask about its discounts) and reroute a failed subtask (the reviews, from the app
+stores). ``max_rounds`` ends what the planner does not, and the run's ``deadline`` is kept; the
+run always answers, from the ledger. Step 17's ``stream`` is kept beside the rounds, in every
+later step too: a plan known in advance, handed over as each result is final.
 
 What is still wrong: ``max_rounds`` and the deadline are the only budgets the caller sets. A
 round that brings nothing new is not noticed, and a planner that asks for ever more subtasks is

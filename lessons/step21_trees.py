@@ -8,9 +8,7 @@ supervisor, so rounds, the ledger and every budget hold over companies; its dead
 scope, and scopes nest, so no child outlives it. One ``Capacity`` bounds the leaf workers of the
 whole tree, and only the leaves draw from it: a parent that held a place while it waited on its
 children would, with as many companies as places, leave none for them, and never end
-(``supervise_broken``). A run's trace draws each company's leaves under it. How a company is
-written (``subtasks_of``, ``check_task``) is the course's own format, read from
-``lessons/companies.py``.
+(``supervise_broken``). How a company is written is the course's format (``lessons/companies``).
 
 What is still wrong: a child always answers its parent, whatever happened below. A child that
 gave up past its restart intensity, its leaves cancelled, still hands up a line of missing

@@ -5,6 +5,7 @@ A correct solution kept with the tests: ``python -m lessons check 22`` must pass
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step21_trees import check_task as check_task
 from lessons.step21_trees import open_worker as open_worker  # unchanged since step 16
