@@ -2,11 +2,11 @@
 
 What it adds: a subtask ``acme: pricing, reviews`` is a company, and its parent slot's worker is a
 child supervisor over its own subtasks (``acme pricing``, ``acme reviews``), built as the chain
-builds every supervisor (step 16's: HTTP sub-agents, retries, a rate). The child's aggregate,
-digested to one line, is its parent slot's output. The parent is step 20's re-planning
-supervisor, so rounds, the ledger and every budget hold over companies; its deadline is a cancel
-scope, and scopes nest, so no child outlives it. One ``Capacity`` bounds the leaf workers of the
-whole tree, and only the leaves draw from it: a parent that held a place while it waited on its
+builds every supervisor (step 17's: HTTP sub-agents, retries). The child's aggregate, digested to
+one line, is its parent slot's output. The parent is step 20's re-planning supervisor, so rounds,
+the ledger and every budget hold over companies; its deadline is a cancel scope, and scopes nest,
+so no child outlives it. One ``Capacity`` (and one rate) bounds the leaf workers of the whole
+tree, and only the leaves draw from it: a parent that held a place while it waited on its
 children would, with as many companies as places, leave none for them, and never end
 (``supervise_broken``). How a company is written is the course's format (``lessons/companies``).
 
@@ -61,6 +61,8 @@ async def supervise(
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
     leaves = Capacity(max_workers)  # step 21: one budget for every leaf worker of the tree
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
+    shared = [leaves, *metered.meters]  # step 21: and one rate and adaptive limit for the tree
 
     async def research(company: str) -> str:
         child = supervisor(  # step 21: a child supervisor, as the chain builds one
@@ -71,9 +73,7 @@ async def supervise(
             intensity=intensity,
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
-            meters=[leaves],  # step 21: a leaf holds a place while it works
+            meters=shared,  # step 21: a leaf holds a place, and the tree's rate, as it works
         )
         nested = None if trace is None else trace.nest(company)  # step 21: drawn under it
         return digest(await child.run(subtasks_of(company), trace=nested))

@@ -65,6 +65,8 @@ async def supervise(
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
+    shared = [leaves, *metered.meters]  # and one rate and adaptive limit for the tree
 
     async def research(company: str) -> str:
         child = supervisor(  # a child supervisor, as the chain builds one
@@ -75,9 +77,7 @@ async def supervise(
             intensity=intensity,  # at most R restarts in T s, then the child gives up
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
-            meters=[leaves],  # a leaf holds a place while it works
+            meters=shared,  # a leaf holds a place, and the tree's rate, as it works
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
         aggregate = await child.run(subtasks_of(company), trace=nested)

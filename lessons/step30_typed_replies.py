@@ -137,6 +137,8 @@ async def supervise(
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
+    shared = [leaves, *metered.meters]  # and one rate and adaptive limit for the tree
     restarts, within = (None, None) if intensity is None else intensity
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
     budget = None if budget_tokens is None else Budget(tokens=budget_tokens, reserve=worst_case)
@@ -149,10 +151,8 @@ async def supervise(
             attempts=attempts,
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
             # a leaf holds a place while it works; one token budget for the tree's leaves
-            meters=[leaves] if budget is None else [leaves, budget],
+            meters=shared if budget is None else [*shared, budget],
             restarts=bound,  # the child's own intensity and strategy
             hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),  # step 27
         )

@@ -66,6 +66,8 @@ async def supervise(
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
+    shared = [leaves, *metered.meters]  # and one rate and adaptive limit for the tree
     restarts, within = (None, None) if intensity is None else intensity
     # step 22: at most R restarts in T s, and which leaves each restart takes
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
@@ -78,9 +80,7 @@ async def supervise(
             attempts=attempts,
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
-            meters=[leaves],  # a leaf holds a place while it works
+            meters=shared,  # a leaf holds a place, and the tree's rate, as it works
             restarts=bound,  # step 22: the child's own intensity and strategy
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
