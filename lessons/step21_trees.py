@@ -60,8 +60,8 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
-    leaves = Capacity(max_workers)  # step 21: one budget for every leaf worker of the tree
     metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
+    leaves = Capacity(max_workers)  # step 21: one budget for every leaf worker of the tree
     shared = [leaves, *metered.meters]  # step 21: and one rate and adaptive limit for the tree
 
     async def research(company: str) -> str:

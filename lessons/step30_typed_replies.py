@@ -136,8 +136,8 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
-    leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
     metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
+    leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
     shared = [leaves, *metered.meters]  # and one rate and adaptive limit for the tree
     restarts, within = (None, None) if intensity is None else intensity
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
