@@ -32,14 +32,10 @@ from trio_supervisor.testing.devserver import Serving
 CONCURRENCY = 2  # the loopback server's own limit: beyond it, 429 and Retry-After
 
 
-def supervisor(
-    worker: Worker[str, str], *, attempts: int = 4, **knobs: Any
-) -> Supervisor[str, str]:
+def supervisor(worker: Worker[str, str], **knobs: Any) -> Supervisor[str, str]:
     """Step 14's supervisor, retrying only the failures that may pass: a 429, a 5xx, a dropped
-    connection, a timeout (and never sooner than a 429's ``Retry-After``), four attempts unless
-    told."""
-    retry_on = (*TRANSIENT, trio.TooSlowError)
-    return step14_library.supervisor(worker, attempts=attempts, retry_on=retry_on, **knobs)
+    connection, a timeout (and never sooner than a 429's ``Retry-After``)."""
+    return step14_library.supervisor(worker, retry_on=(*TRANSIENT, trio.TooSlowError), **knobs)
 
 
 @asynccontextmanager
@@ -77,12 +73,22 @@ async def supervise(
     worker: Worker[str, str],
     *,
     max_workers: int,
-    window: int | None = None,
+    worker_timeout: float | None = None,
     deadline: float | None = None,
-    **knobs: Any,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
 ) -> Aggregate[str, str]:
-    del window  # a run reads its plan whole: no window holds it back
-    chosen = supervisor(worker, max_workers=max_workers, **knobs)
+    chosen = supervisor(
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,
+        backoff=backoff,
+        seed=seed,
+    )
     return await chosen.run(task, deadline=deadline)
 
 

@@ -80,12 +80,24 @@ async def supervise(
     worker: Worker[str, str],
     *,
     max_workers: int,
-    window: int | None = None,
+    worker_timeout: float | None = None,
     deadline: float | None = None,
-    **knobs: Any,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
 ) -> Aggregate[str, str]:
-    del window  # a run reads its plan whole: no window holds it back
-    chosen = supervisor(worker, max_workers=max_workers, **knobs)
+    chosen = supervisor(
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,
+        backoff=backoff,
+        seed=seed,
+        rate=rate,
+    )
     return await chosen.run(task, deadline=deadline)
 
 

@@ -544,11 +544,11 @@ def record_of(module: ModuleType, number: int) -> Step | None:
     """What a reader's file for step ``number`` offers, as a record: it has none of its own, and
     may not be step ``number`` yet (a starter has the code, and the signature, of the step
     before), so it is read from the file: its ``stream`` if it has one, else its ``supervise``,
-    and the keyword options that takes (a re-planning step's entry is its ``supervise``, and its
+    and the keyword options that takes (from step 15 on the entry is ``supervise``, and its
     ``stream``, if it has one, is beside it). None for a file with neither."""
     known = STEPS[number]
     found = {name: vars(module).get(name) for name in ("stream", "supervise")}
-    streams = callable(found["stream"]) and not known.replans
+    streams = callable(found["stream"]) and known.stream_options is None
     entry: Literal["stream", "supervise"] = "stream" if streams else "supervise"
     function = found[entry]
     if not callable(function):

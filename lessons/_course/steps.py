@@ -59,8 +59,8 @@ class Step:
     typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
     # answered in prose its first k times by the loopback server, then asked again (step 30)
     stream_options: Mapping[str, Any] | None = field(default=None, hash=False)
-    """The options of its ``stream`` when its entry is ``supervise`` (a re-planning step from 18
-    on keeps step 17's stream beside its rounds), None for one without (or whose entry it is)."""
+    """The options of its ``stream`` when its entry is ``supervise`` (from step 15 on, Part I's
+    stream is kept beside it), None for one without (or whose entry it is)."""
 
     @property
     def streams(self) -> bool:
@@ -115,10 +115,12 @@ _TIMED = {**_TIMEOUT, "deadline": NO_LIMIT}
 _RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
 _STREAMED = {"max_workers": REQUIRED, "window": None, **_RESTARTED}  # steps 12-14's stream
-# Part II from step 15: step 14's stream over HTTP sub-agents, which retry by default; its
+# Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default; its
 # ``open_worker`` (kept to step 23) also takes how the loopback server serves (``serving``)
-_HTTP_KNOBS = {**_STREAMED, "attempts": 4}
-_ADAPTIVE = {**_HTTP_KNOBS, "rate": None, "adaptive": False}  # step 17's stream, kept from 18 on
+_HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
+# and step 14's stream, kept beside ``supervise`` through its supervisor: step 17's from 18 on
+_HTTP_STREAMED = {**_STREAMED, "attempts": 4}
+_ADAPTIVE = {**_HTTP_STREAMED, "rate": None, "adaptive": False}
 _HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
 _HTTP_HOOK = _HTTP | {"serving"}
 # Part II from step 18: rounds over step 17's HTTP sub-agents, its knobs kept
@@ -231,30 +233,27 @@ STEPS: dict[int, Step] = {
             15,
             "step15_http_subagents",
             "real sub-agents over HTTP",
-            entry="stream",
             options=_HTTP_KNOBS,
-            lazy=True,
             synthesizes=True,
+            stream_options=_HTTP_STREAMED,
             hook=_HTTP_HOOK,
         ),
         Step(
             16,
             "step16_rate",
             "a rate limit",
-            entry="stream",
             options={**_HTTP_KNOBS, "rate": None},
-            lazy=True,
             synthesizes=True,
+            stream_options={**_HTTP_STREAMED, "rate": None},
             hook=_HTTP_HOOK,
         ),
         Step(
             17,
             "step17_adaptive",
             "adaptive concurrency",
-            entry="stream",
-            options=_ADAPTIVE,
-            lazy=True,
+            options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
             synthesizes=True,
+            stream_options=_ADAPTIVE,
             hook=_HTTP_HOOK,
         ),
         Step(

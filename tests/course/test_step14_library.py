@@ -169,9 +169,9 @@ def test_step_14_runs_step_13s_demos_and_one_more_for_each_flaw() -> None:
 def test_results_stream_in_plan_order_as_each_is_final_from_step_14_to_the_last(
     step: ModuleType,
 ) -> None:
-    """Part II's supervisor keeps Part I's stream to the last step: step 14's, then each step's
-    own through step 17 (its supervisor's retries, rate and adaptive limit), kept beside the
-    rounds from step 18 on."""
+    """Part II's supervisor keeps Part I's stream to the last step: step 14's, then beside each
+    step's supervise its own through step 17 (its supervisor's retries, rate and adaptive
+    limit), and step 17's beside the rounds from step 18 on."""
     laws.STREAMED_AS_EACH_IS_FINAL.verify(step)
 
 
