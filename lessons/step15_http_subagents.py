@@ -15,7 +15,8 @@ than the server takes at once, every attempt past its limit is a 429, retried in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+import math
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,7 +24,7 @@ import trio
 
 from lessons import step14_library
 from lessons.step14_library import synthesize as synthesize  # unchanged since step 1
-from trio_supervisor import Aggregate, Supervisor, Worker
+from trio_supervisor import Aggregate, SubResult, Supervisor, Worker
 from trio_supervisor.agents import TRANSIENT, ChatAgent
 from trio_supervisor.testing import SimulatedAgent, devserver
 from trio_supervisor.testing.devserver import Serving
@@ -35,6 +36,36 @@ def supervisor(worker: Worker[str, str], **knobs: Any) -> Supervisor[str, str]:
     """Step 14's supervisor, retrying only the failures that may pass: a 429, a 5xx, a dropped
     connection, a timeout (and never sooner than a 429's ``Retry-After``)."""
     return step14_library.supervisor(worker, retry_on=(*TRANSIENT, trio.TooSlowError), **knobs)
+
+
+@asynccontextmanager
+async def stream(
+    task: str | Iterable[str] | AsyncIterable[str],
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    window: int | None = None,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+) -> AsyncIterator[AsyncIterator[SubResult[str, str]]]:
+    if deadline is not None and not deadline > 0:  # also refuses NaN
+        raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+    chosen = supervisor(
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,  # a stream refuses it: a result handed over cannot fail later
+        backoff=backoff,
+        seed=seed,
+    )
+    with trio.move_on_after(math.inf if deadline is None else deadline):  # the caller's block
+        async with chosen.stream(task, window=window) as results:  # None: 4 * max_workers
+            yield results
 
 
 async def supervise(

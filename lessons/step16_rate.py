@@ -14,13 +14,17 @@ workers to what the server takes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from typing import Any
+
+import trio
 
 from lessons import step15_http_subagents
 from lessons.step15_http_subagents import open_worker as open_worker
 from lessons.step15_http_subagents import synthesize as synthesize
-from trio_supervisor import Aggregate, Meter, RateLimit, Supervisor, Worker
+from trio_supervisor import Aggregate, Meter, RateLimit, SubResult, Supervisor, Worker
 
 
 def supervisor(
@@ -37,6 +41,38 @@ def supervisor(
     if rate is not None:  # at most `rate` attempts start a second, in turn
         meters.append(RateLimit(rate))
     return step15_http_subagents.supervisor(worker, max_workers=max_workers, meters=meters, **knobs)
+
+
+@asynccontextmanager
+async def stream(
+    task: str | Iterable[str] | AsyncIterable[str],
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    window: int | None = None,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
+) -> AsyncIterator[AsyncIterator[SubResult[str, str]]]:
+    if deadline is not None and not deadline > 0:  # also refuses NaN
+        raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+    chosen = supervisor(
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,  # a stream refuses it: a result handed over cannot fail later
+        backoff=backoff,
+        seed=seed,
+        rate=rate,
+    )
+    with trio.move_on_after(math.inf if deadline is None else deadline):  # the caller's block
+        async with chosen.stream(task, window=window) as results:  # None: 4 * max_workers
+            yield results
 
 
 async def supervise(

@@ -16,13 +16,17 @@ was given and stops.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from typing import Any
+
+import trio
 
 from lessons import step15_http_subagents
 from lessons.step16_rate import open_worker as open_worker
 from lessons.step16_rate import synthesize as synthesize
-from trio_supervisor import Adaptive, Aggregate, Meter, RateLimit, Supervisor, Worker
+from trio_supervisor import Adaptive, Aggregate, Meter, RateLimit, SubResult, Supervisor, Worker
 
 
 def supervisor(
@@ -43,6 +47,40 @@ def supervisor(
     if adaptive:  # the workers allowed: cut on a 429, grown back one at a time
         meters.append(Adaptive(max_workers))
     return step15_http_subagents.supervisor(worker, max_workers=max_workers, meters=meters, **knobs)
+
+
+@asynccontextmanager
+async def stream(
+    task: str | Iterable[str] | AsyncIterable[str],
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    window: int | None = None,
+    worker_timeout: float | None = None,
+    deadline: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
+    adaptive: bool = False,
+) -> AsyncIterator[AsyncIterator[SubResult[str, str]]]:
+    if deadline is not None and not deadline > 0:  # also refuses NaN
+        raise ValueError(f"deadline must be > 0 seconds, got {deadline}")
+    chosen = supervisor(
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,  # a stream refuses it: a result handed over cannot fail later
+        backoff=backoff,
+        seed=seed,
+        rate=rate,
+        adaptive=adaptive,
+    )
+    with trio.move_on_after(math.inf if deadline is None else deadline):  # the caller's block
+        async with chosen.stream(task, window=window) as results:  # None: 4 * max_workers
+            yield results
 
 
 async def supervise(

@@ -1,24 +1,24 @@
 """Step 18: re-planning rounds. A planner reads what came back and decides the next parallel batch.
 
-What it adds: the plan is made in rounds, each round a *superstep*: a batch of subtasks runs in
-parallel, and nothing of the next batch starts until every result of this one is in. The
-supervisor is step 17's (HTTP sub-agents, classified retries, ``Retry-After``, a rate, adaptive
-concurrency), and ``Supervisor.replan`` drives it: a planner makes the first batch, the batch is
-one ``run`` under ``max_workers``, and every result goes into the *ledger*, the record of each
-subtask dispatched, once, with its round and its place in the batch. The planner reads the ledger
-and decides: done, or the next batch. Its rules here follow up what a result names (a finding on
-the competitor: ask about its discounts) and reroute a failed subtask (the reviews, from the app
-stores). One budget ends what the planner does not: ``max_rounds``; the run always answers, from
-the ledger, and says so when the budget ended it.
+What it adds: the plan is made in rounds, each a *superstep*: a batch runs in parallel, and
+nothing of the next starts until every result of this one is in. ``Supervisor.replan`` drives
+step 17's supervisor: a planner makes the first batch, the batch is one ``run``, and every result
+goes into the *ledger* once, with its round and its place in the batch. The planner reads the
+ledger and decides: done, or the next batch. Its rules follow up what a result names (the
+competitor: ask about its discounts) and reroute a failed subtask (the reviews, from the app
+stores). ``max_rounds`` ends what the planner does not, and the run's ``deadline`` is kept; the
+run always answers, from the ledger. Step 17's ``stream`` is kept beside the rounds, in every
+later step too: a plan known in advance, handed over as each result is final.
 
-What is still wrong: ``max_rounds`` is the only budget the caller sets. A round that brings
-nothing new is not noticed, a planner that asks for ever more subtasks is not held back, and a
-sub-agent that hangs with no timeout keeps the run from answering at all.
+What is still wrong: ``max_rounds`` and the deadline are the only budgets the caller sets. A
+round that brings nothing new is not noticed, and a planner that asks for ever more subtasks is
+not held back: within the deadline, it keeps every worker on subtasks it asks for again and again.
 """
 
 from __future__ import annotations
 
 from lessons.step17_adaptive import open_worker as open_worker  # unchanged since step 15
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step17_adaptive import supervisor as supervisor
 from trio_supervisor import Answer, ReplanLimits, Trace, Worker
 from trio_supervisor.testing import ScriptedPlanner
@@ -42,6 +42,7 @@ async def supervise(
     rate: float | None = None,
     adaptive: bool = False,
     max_rounds: int = 5,
+    deadline: float | None = None,
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     chosen = supervisor(
@@ -56,7 +57,13 @@ async def supervise(
         adaptive=adaptive,
     )
     # step 18: rounds, until the planner is done or max_rounds is reached; the ledger keeps all
-    return await chosen.replan(task, RULES, limits=ReplanLimits(max_rounds=max_rounds), trace=trace)
+    return await chosen.replan(
+        task,
+        RULES,
+        limits=ReplanLimits(max_rounds=max_rounds),
+        deadline=deadline,  # the whole run, planning included, as step 17's run had it
+        trace=trace,
+    )
 
 
 if __name__ == "__main__":

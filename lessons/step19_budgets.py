@@ -1,13 +1,12 @@
 """Step 19: budgets, stalls and resets. Every budget ends the run with an answer that names it.
 
-What it adds: the budgets of a re-planning run besides ``max_rounds``. ``max_subtasks`` bounds the
-subtasks dispatched in all rounds (a batch that does not fit is dispatched as far as it fits, and
-the run ends after it); ``deadline`` bounds the whole run, planning included (what still runs is
-cancelled, and kept in the ledger as cancelled). A round in which nothing succeeded that had not
-succeeded before is a *stall*: the count goes up by one on a stall and down by one on progress;
-past ``max_stalls`` the planner is asked for a fresh plan (every failure still unsettled, tried
-again), at most ``max_resets`` times, and then the run ends. Whatever ended it, the answer says
-which budget (``Answer.ended_by``), and its last line why.
+What it adds: the budgets of a re-planning run besides ``max_rounds`` and the deadline.
+``max_subtasks`` bounds the subtasks dispatched in all rounds (a batch that does not fit is
+dispatched as far as it fits, and the run ends after it). A round in which nothing succeeded
+that had not succeeded before is a *stall*: the count goes up by one on a stall and down by one
+on progress; past ``max_stalls`` the planner is asked for a fresh plan (every failure still
+unsettled, tried again), at most ``max_resets`` times, and then the run ends. Whatever ended it,
+the answer says which budget (``Answer.ended_by``), and its last line why.
 
 What is still wrong: the planner is a set of rules written in advance. It follows up only the
 words it was given, and reroutes only the subtasks it knows another source for.
@@ -15,6 +14,7 @@ words it was given, and reroutes only the subtasks it knows another source for.
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step18_rounds import RULES as RULES
 from lessons.step18_rounds import open_worker as open_worker  # unchanged since step 16
 from lessons.step18_rounds import supervisor as supervisor
@@ -60,7 +60,7 @@ async def supervise(
             max_stalls=max_stalls,  # step 19: stalled rounds counted, past it a fresh plan
             max_resets=max_resets,  # step 19: fresh plans at most, then the run ends
         ),
-        deadline=deadline,  # step 19: the whole run, planning included
+        deadline=deadline,  # the whole run, planning included, as step 17's run had it
         trace=trace,
     )
 

@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 
 import httpx2
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step19_budgets import RULES as RULES
 from lessons.step19_budgets import open_worker as open_worker  # unchanged since step 16
 from lessons.step19_budgets import supervisor as supervisor

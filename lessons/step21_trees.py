@@ -2,13 +2,13 @@
 
 What it adds: a subtask ``acme: pricing, reviews`` is a company, and its parent slot's worker is a
 child supervisor over its own subtasks (``acme pricing``, ``acme reviews``), built as the chain
-builds every supervisor (step 16's: HTTP sub-agents, retries, a rate). The child's aggregate,
-digested to one line, is its parent slot's output. The parent is step 20's re-planning
-supervisor, so rounds, the ledger and every budget hold over companies; its deadline is a cancel
-scope, and scopes nest, so no child outlives it. One ``Capacity`` bounds the leaf workers of the
-whole tree, and only the leaves draw from it: a parent that held a place while it waited on its
+builds every supervisor (step 17's: HTTP sub-agents, retries). The child's aggregate, digested to
+one line, is its parent slot's output. The parent is step 20's re-planning supervisor, so rounds,
+the ledger and every budget hold over companies; its deadline is a cancel scope, and scopes nest,
+so no child outlives it. One ``Capacity`` (and one rate) bounds the leaf workers of the whole
+tree, and only the leaves draw from it: a parent that held a place while it waited on its
 children would, with as many companies as places, leave none for them, and never end
-(``supervise_broken``). A run's trace draws each company's leaves under it.
+(``supervise_broken``). How a company is written is the course's format (``lessons/companies``).
 
 What is still wrong: a child always answers its parent, whatever happened below. A child that
 gave up past its restart intensity, its leaves cancelled, still hands up a line of missing
@@ -18,45 +18,13 @@ nor stop.
 
 from __future__ import annotations
 
+from lessons.companies import check_task as check_task  # the course's format of a company
+from lessons.companies import subtasks_of as subtasks_of
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step20_llm_planner import open_worker as open_worker  # unchanged since step 16
 from lessons.step20_llm_planner import supervisor as supervisor
-from trio_supervisor import (
-    Aggregate,
-    Answer,
-    Capacity,
-    ReplanLimits,
-    Supervisor,
-    Trace,
-    Worker,
-    decompose,
-)
-
-
-def subtasks_of(company: str) -> list[str]:
-    """``"acme: pricing, reviews"`` -> ``["acme pricing", "acme reviews"]``; a subtask with no
-    colon is a leaf of its own: ``"acme"`` -> ``["acme"]``.
-
-    Raises:
-      ValueError: for a company without a name (``": x, y"``), or whose colon lists nothing.
-    """
-    name, colon, listed = company.partition(":")
-    aspects = [aspect.strip() for aspect in listed.split(",") if aspect.strip()]
-    if not name.strip() or (colon and not aspects):
-        why = "it has no name" if not name.strip() else "nothing follows its colon"
-        rule = "a company is 'name' or 'name: subtask, subtask'"
-        raise ValueError(f"{rule}, got {company.strip()!r}: {why}")
-    return [f"{name.strip()} {aspect}" for aspect in aspects] or [name.strip()]
-
-
-def check_task(task: str) -> None:
-    """Refuse a task whose companies are not each ``name`` or ``name: a, b``, before any work.
-
-    Raises:
-      ValueError: naming the first malformed company, and the rule.
-    """
-    for company in decompose(task):
-        subtasks_of(company)
+from trio_supervisor import Aggregate, Answer, Capacity, ReplanLimits, Trace, Worker
 
 
 def digest(aggregate: Aggregate[str, str]) -> str:
@@ -92,7 +60,9 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
     leaves = Capacity(max_workers)  # step 21: one budget for every leaf worker of the tree
+    shared = [leaves, *metered.meters]  # step 21: and one rate and adaptive limit for the tree
 
     async def research(company: str) -> str:
         child = supervisor(  # step 21: a child supervisor, as the chain builds one
@@ -103,9 +73,7 @@ async def supervise(
             intensity=intensity,
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
-            meters=[leaves],  # step 21: a leaf holds a place while it works
+            meters=shared,  # step 21: a leaf holds a place, and the tree's rate, as it works
         )
         nested = None if trace is None else trace.nest(company)  # step 21: drawn under it
         return digest(await child.run(subtasks_of(company), trace=nested))
@@ -134,10 +102,10 @@ async def supervise_broken(task: str, worker: Worker[str, str], *, max_workers: 
     shared = Capacity(max_workers)
 
     async def research(company: str) -> str:
-        child = Supervisor(worker, max_workers=max_workers, meters=[shared])
+        child = supervisor(worker, max_workers=max_workers, meters=[shared])
         return digest(await child.run(subtasks_of(company)))
 
-    await Supervisor(research, max_workers=max_workers, meters=[shared]).run(decompose(task))
+    await supervisor(research, max_workers=max_workers, meters=[shared]).run(task)
 
 
 if __name__ == "__main__":

@@ -14,20 +14,14 @@ whose leaves only make sense together cannot say so: step 23 names which leaves 
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step21_trees import check_task as check_task
 from lessons.step21_trees import open_worker as open_worker  # unchanged since step 16
 from lessons.step21_trees import subtasks_of as subtasks_of
 from lessons.step21_trees import supervise_broken as supervise_broken
 from lessons.step21_trees import supervisor as supervisor
-from trio_supervisor import (
-    Aggregate,
-    Answer,
-    Capacity,
-    ReplanLimits,
-    Trace,
-    Worker,
-)
+from trio_supervisor import Aggregate, Answer, Capacity, ReplanLimits, Trace, Worker
 
 
 class Escalated(Exception):
@@ -70,7 +64,9 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    shared = [leaves, *metered.meters]  # and one rate and adaptive limit for the tree
 
     async def research(company: str) -> str:
         child = supervisor(  # a child supervisor, as the chain builds one
@@ -81,9 +77,7 @@ async def supervise(
             intensity=intensity,  # at most R restarts in T s, then the child gives up
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
-            meters=[leaves],  # a leaf holds a place while it works
+            meters=shared,  # a leaf holds a place, and the tree's rate, as it works
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
         aggregate = await child.run(subtasks_of(company), trace=nested)

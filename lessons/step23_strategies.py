@@ -12,6 +12,7 @@ every sibling, every parent and the caller down with it.
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step22_escalation import Escalated as Escalated
 from lessons.step22_escalation import check_task as check_task
@@ -20,15 +21,7 @@ from lessons.step22_escalation import open_worker as open_worker  # unchanged si
 from lessons.step22_escalation import subtasks_of as subtasks_of
 from lessons.step22_escalation import supervise_broken as supervise_broken
 from lessons.step22_escalation import supervisor as supervisor
-from trio_supervisor import (
-    Answer,
-    Capacity,
-    ReplanLimits,
-    Restarts,
-    Strategy,
-    Trace,
-    Worker,
-)
+from trio_supervisor import Answer, Capacity, ReplanLimits, Restarts, Strategy, Trace, Worker
 
 
 async def supervise(
@@ -55,7 +48,9 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    shared = [leaves, *metered.meters]  # and one rate and adaptive limit for the tree
     restarts, within = (None, None) if intensity is None else intensity
     # step 23: at most R restarts in T s, and which leaves each restart takes
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
@@ -68,9 +63,7 @@ async def supervise(
             attempts=attempts,
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
-            meters=[leaves],  # a leaf holds a place while it works
+            meters=shared,  # a leaf holds a place, and the tree's rate, as it works
             restarts=bound,  # step 23: the child's own intensity and strategy
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it

@@ -7,8 +7,7 @@ there (``os._exit``, a segfault, a kill for memory) ends that process only: the 
 with ``WorkerCrashed``, naming the exit code or signal, and its siblings, its child supervisor,
 the parent and the rounds go on. ``MEMORY_LIMIT`` turns a runaway allocation into a
 ``MemoryError``; the processes start (``warm``) before the run. On virtual time no process runs:
-``analyse`` runs here, and a crash is raised as ``ProcessWorker`` reports one. This last step has
-every idea of Part II at once.
+``analyse`` runs here, and a crash is raised as ``ProcessWorker`` reports one.
 
 What is still wrong: a run lives in one process on one machine. If the supervisor itself dies,
 every finished result dies with it, and the work has only this machine's cores.
@@ -22,6 +21,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from lessons import step23_strategies as step23
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step23_strategies import check_task as check_task
 from lessons.step23_strategies import supervise as supervise  # unchanged since step 23
 from lessons.step23_strategies import supervise_broken as supervise_broken

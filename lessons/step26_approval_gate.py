@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from lessons import step25_durable_runs as step25
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step25_durable_runs import check_task as check_task
 from lessons.step25_durable_runs import supervise as supervise  # unchanged since step 25
 from lessons.step25_durable_runs import supervise_broken as supervise_broken

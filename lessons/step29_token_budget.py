@@ -14,6 +14,7 @@ reply to a contract.
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step22_escalation import Escalated, digest, subtasks_of, supervisor
 from lessons.step28_first_k import THROTTLE as THROTTLE
@@ -76,7 +77,9 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    shared = [leaves, *metered.meters]  # and one rate and adaptive limit for the tree
     restarts, within = (None, None) if intensity is None else intensity
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
     # step 29: one token budget for the tree's leaves, each request's worst case reserved
@@ -90,10 +93,8 @@ async def supervise(
             attempts=attempts,
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
             # a leaf holds a place while it works; one token budget for the tree's leaves
-            meters=[leaves] if budget is None else [leaves, budget],
+            meters=shared if budget is None else [*shared, budget],
             restarts=bound,  # the child's own intensity and strategy
             hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),  # step 27
         )

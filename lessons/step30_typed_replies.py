@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lessons import step24_processes as step24
 from lessons import step29_token_budget as step29
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step22_escalation import Escalated, digest, subtasks_of, supervisor
 from lessons.step29_token_budget import REPLY_TOKENS as REPLY_TOKENS  # now max_tokens
@@ -135,7 +136,9 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    shared = [leaves, *metered.meters]  # and one rate and adaptive limit for the tree
     restarts, within = (None, None) if intensity is None else intensity
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
     budget = None if budget_tokens is None else Budget(tokens=budget_tokens, reserve=worst_case)
@@ -148,10 +151,8 @@ async def supervise(
             attempts=attempts,
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
             # a leaf holds a place while it works; one token budget for the tree's leaves
-            meters=[leaves] if budget is None else [leaves, budget],
+            meters=shared if budget is None else [*shared, budget],
             restarts=bound,  # the child's own intensity and strategy
             hedge=None if hedge is None else Hedge(hedge, throttle=THROTTLE),  # step 27
         )

@@ -36,7 +36,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 from rich.console import Console
@@ -544,21 +544,33 @@ def record_of(module: ModuleType, number: int) -> Step | None:
     """What a reader's file for step ``number`` offers, as a record: it has none of its own, and
     may not be step ``number`` yet (a starter has the code, and the signature, of the step
     before), so it is read from the file: its ``stream`` if it has one, else its ``supervise``,
-    and the keyword options that takes. None for a file with neither."""
+    and the keyword options that takes (from step 15 on the entry is ``supervise``, and its
+    ``stream``, if it has one, is beside it). None for a file with neither."""
+    known = STEPS[number]
     found = {name: vars(module).get(name) for name in ("stream", "supervise")}
-    entry: Literal["stream", "supervise"] = "stream" if callable(found["stream"]) else "supervise"
+    streams = callable(found["stream"]) and known.stream_options is None
+    entry: Literal["stream", "supervise"] = "stream" if streams else "supervise"
     function = found[entry]
     if not callable(function):
         return None
-    parameters = inspect.signature(function).parameters.values()
-    options = {
+    options = _keyword_options(function)
+    beside = found["stream"] if entry == "supervise" and callable(found["stream"]) else None
+    return dataclasses.replace(
+        known,
+        entry=entry,
+        options=options,
+        lazy=known.lazy and "window" in options,
+        stream_options=None if beside is None else _keyword_options(beside),
+    )
+
+
+def _keyword_options(function: Callable[..., Any]) -> dict[str, Any]:
+    """Each keyword-only option of ``function`` and its default (None for a required one)."""
+    return {
         parameter.name: None if parameter.default is parameter.empty else parameter.default
-        for parameter in parameters
+        for parameter in inspect.signature(function).parameters.values()
         if parameter.kind is parameter.KEYWORD_ONLY
     }
-    return dataclasses.replace(
-        STEPS[number], entry=entry, options=options, lazy=STEPS[number].lazy and "window" in options
-    )
 
 
 def _within(limit: float, call: Callable[[], object]) -> tuple[bool, BaseException | None]:

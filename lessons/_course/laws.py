@@ -435,7 +435,7 @@ def _max_workers_refused(step: Subject, seen: Seen) -> None:
 
 MAX_WORKERS_REFUSED = Law(
     "max_workers below 1 is refused with a ValueError before any worker is called",
-    (3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20),
+    tuple(range(3, 32)),  # every step from 3, which brings max_workers, to the last (31)
     _max_workers_refused,
 )
 
@@ -1447,6 +1447,47 @@ A_LAZY_MILLION_IS_HELD = Law(
 # --- Part II --------------------------------------------------------------------------------------
 
 
+def _streamed_as_each_is_final(
+    step: Subject, seen: Seen, latencies: list[float], names: list[str]
+) -> None:
+    """The plan, pulled lazily from an async iterable, on as many workers and as wide a window
+    as it has slots: whatever order they complete in, slot i is handed over in plan order, the
+    moment the last of slots 0..i is done."""
+    plan, spy = spy_for(latencies, names=names)
+    size = len(plan)
+    seen.drew["names"] = plan  # those the plan took
+    seen.expect(f"{s}: at {secs(max(latencies[: i + 1]))}" for i, s in enumerate(plan))
+
+    async def lazily() -> AsyncIterator[str]:
+        for subtask in plan:
+            yield subtask
+
+    async def main() -> None:
+        start = trio.current_time()
+        options = step.record.streamed(max_workers=size, window=size)
+        got = []
+        async with step.stream(lazily(), seen.watch(spy, plan), **options) as results:
+            async for result in results:
+                got.append((trio.current_time() - start, result))
+        seen.results(result for _, result in got)
+        seen.returned = [f"{result.subtask}: at {secs(time)}" for time, result in got]
+        assert seen.returned == seen.expected, (
+            "a result was not handed over as soon as it was final"
+        )
+
+    seen.virtual(main)
+
+
+STREAMED_AS_EACH_IS_FINAL = Law(
+    "results stream in plan order, each as soon as it and every earlier slot are done, from the "
+    "library's step to the last",
+    (14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
+    _streamed_as_each_is_final,
+    {"latencies": exact_latencies(max_size=8), "names": named_plans()},
+    settings(max_examples=10, database=None, phases=NO_SHRINK, deadline=None),
+)
+
+
 def _an_endless_input_ends_at_the_deadline(step: Subject, seen: Seen) -> None:
     """A stream over an endless input, under a deadline of 1 s: it ends at the deadline."""
     seen.drew.update(input="s0, s1, ... one every 0.05s, never ending", deadline=1.0)
@@ -1694,7 +1735,12 @@ def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: floa
 
     async def main() -> None:
         worker = seen.watch(quick, plan)
-        await seen.run(lambda: supervise(step, task_of(plan), worker, max_workers=4, rate=rate))
+        if step.record.replans:  # in rounds; from step 21 each subtask a company of one leaf
+            options = step.record.accepted(max_workers=4, rate=rate)
+            await step.supervise(task_of(plan), worker, **options)
+            seen.over()
+        else:
+            await seen.run(lambda: supervise(step, task_of(plan), worker, max_workers=4, rate=rate))
         gaps = [secs(start - starts[0]) for start in starts]
         wanted = [f"at least {secs(k / rate)}" for k in range(len(starts))]
         spaced = all(start - starts[0] >= k / rate - 1e-9 for k, start in enumerate(starts))
@@ -1706,7 +1752,7 @@ def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: floa
 
 ATTEMPTS_START_AT_THE_RATE = Law(
     "with a rate of r a second, the k-th attempt starts no sooner than k/r after the first",
-    (16, 17),
+    (16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _attempts_start_at_the_rate,
     {"size": st.integers(2, 8), "rate": st.sampled_from([0.5, 1.5, 2.5, 10.0])},
     settings(max_examples=20, deadline=None),
@@ -1956,7 +2002,7 @@ def _answers_by_its_deadline(
 
 ANSWERS_BY_ITS_DEADLINE = Law(
     "a re-planning run with a hung sub-agent answers by its deadline, degraded, naming it",
-    (19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
+    (18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31),
     _answers_by_its_deadline,
     {
         "workers": st.integers(1, 4),
@@ -1965,7 +2011,6 @@ ANSWERS_BY_ITS_DEADLINE = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
-    flaw=(18, "step 18's flaw: max_rounds is its only budget; a hung sub-agent holds it forever"),
 )
 
 
@@ -2003,6 +2048,7 @@ ENDS_BY_THE_BUDGET_IT_WAS_GIVEN = Law(
     _ends_by_the_budget_it_was_given,
     {"seed": st.integers(0, 2**16)},
     settings(max_examples=3, deadline=None, phases=NO_SHRINK),
+    flaw=(18, "step 18's flaw: max_rounds and the deadline are its only budgets"),
 )
 
 
@@ -3081,6 +3127,7 @@ LAWS = (
     A_LAZY_MILLION_IS_HELD,
     AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE,
     THE_CALLERS_EXCEPTION_COMES_OUT_BARE,
+    STREAMED_AS_EACH_IS_FINAL,
     A_RETRY_WAITS_OUT_ITS_RETRY_AFTER,
     ONLY_TRANSIENT_FAILURES_ARE_RETRIED,
     THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE,

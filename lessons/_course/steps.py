@@ -58,6 +58,9 @@ class Step:
     check_task: str | None = None  # a function of the module that refuses a malformed task
     typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
     # answered in prose its first k times by the loopback server, then asked again (step 30)
+    stream_options: Mapping[str, Any] | None = field(default=None, hash=False)
+    """The options of its ``stream`` when its entry is ``supervise`` (from step 15 on, Part I's
+    stream is kept beside it), None for one without (or whose entry it is)."""
 
     @property
     def streams(self) -> bool:
@@ -84,6 +87,16 @@ class Step:
         """Whether a run of it may send requests to ``--endpoint``: its worker, or its planner."""
         return self.takes_endpoint or "endpoint" in self.options
 
+    @property
+    def keeps_stream(self) -> bool:
+        """Whether the step hands results over as a stream, as its entry or beside it."""
+        return self.streams or self.stream_options is not None
+
+    def streamed(self, **options: Any) -> dict[str, Any]:
+        """The ``options`` the step's ``stream`` takes (see `keeps_stream`)."""
+        taken = self.options if self.stream_options is None else self.stream_options
+        return {name: value for name, value in options.items() if name in taken}
+
     def takes(self, option: str) -> bool:
         """Whether the step's entry takes keyword option ``option``."""
         return option in self.options
@@ -101,11 +114,13 @@ _TIMEOUT = {"max_workers": REQUIRED, "worker_timeout": NO_LIMIT}
 _TIMED = {**_TIMEOUT, "deadline": NO_LIMIT}
 _RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
-_LIBRARY_TIMED = {"max_workers": REQUIRED, "worker_timeout": INF, "deadline": INF}  # Part II's
-_LIBRARY_RETRIED = {**_LIBRARY_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
+_STREAMED = {"max_workers": REQUIRED, "window": None, **_RESTARTED}  # steps 12-14's stream
 # Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default; its
 # ``open_worker`` (kept to step 23) also takes how the loopback server serves (``serving``)
 _HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
+# and step 14's stream, kept beside ``supervise`` through its supervisor: step 17's from 18 on
+_HTTP_STREAMED = {**_STREAMED, "attempts": 4}
+_ADAPTIVE = {**_HTTP_STREAMED, "rate": None, "adaptive": False}
 _HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
 _HTTP_HOOK = _HTTP | {"serving"}
 # Part II from step 18: rounds over step 17's HTTP sub-agents, its knobs kept
@@ -119,8 +134,15 @@ _KNOBS = {
     "rate": None,
     "adaptive": False,
 }
-_ROUNDS = {**_KNOBS, "max_rounds": 5}
-_BUDGETS = {**_ROUNDS, "max_subtasks": 20, "max_stalls": 2, "max_resets": 1, "deadline": NO_LIMIT}
+_ROUNDS = {**_KNOBS, "max_rounds": 5, "deadline": NO_LIMIT}  # the run's deadline kept (step 7)
+_BUDGETS = {  # step 19's budgets come between max_rounds and the deadline, as its entry has them
+    **_KNOBS,
+    "max_rounds": 5,
+    "max_subtasks": 20,
+    "max_stalls": 2,
+    "max_resets": 1,
+    "deadline": NO_LIMIT,
+}
 _PLANNED = {**_BUDGETS, "planner": "scripted", "endpoint": None, "model": None}
 
 STEPS: dict[int, Step] = {
@@ -186,7 +208,7 @@ STEPS: dict[int, Step] = {
             "step12_window",
             "a window over a list",
             entry="stream",
-            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            options=_STREAMED,
             synthesizes=True,
         ),
         Step(
@@ -194,7 +216,7 @@ STEPS: dict[int, Step] = {
             "step13_lazy_input",
             "a lazy input",
             entry="stream",
-            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            options=_STREAMED,
             lazy=True,
             synthesizes=True,
         ),
@@ -203,7 +225,7 @@ STEPS: dict[int, Step] = {
             "step14_library",
             "the library",
             entry="stream",
-            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            options=_STREAMED,
             lazy=True,
             synthesizes=True,
         ),
@@ -213,6 +235,7 @@ STEPS: dict[int, Step] = {
             "real sub-agents over HTTP",
             options=_HTTP_KNOBS,
             synthesizes=True,
+            stream_options=_HTTP_STREAMED,
             hook=_HTTP_HOOK,
         ),
         Step(
@@ -221,6 +244,7 @@ STEPS: dict[int, Step] = {
             "a rate limit",
             options={**_HTTP_KNOBS, "rate": None},
             synthesizes=True,
+            stream_options={**_HTTP_STREAMED, "rate": None},
             hook=_HTTP_HOOK,
         ),
         Step(
@@ -229,6 +253,7 @@ STEPS: dict[int, Step] = {
             "adaptive concurrency",
             options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
             synthesizes=True,
+            stream_options=_ADAPTIVE,
             hook=_HTTP_HOOK,
         ),
         Step(
@@ -237,6 +262,7 @@ STEPS: dict[int, Step] = {
             "re-planning rounds",
             options=_ROUNDS,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
         ),
@@ -246,6 +272,7 @@ STEPS: dict[int, Step] = {
             "budgets, stalls and resets",
             options=_BUDGETS,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
         ),
@@ -255,6 +282,7 @@ STEPS: dict[int, Step] = {
             "an LLM planner",
             options=_PLANNED,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
         ),
@@ -264,6 +292,7 @@ STEPS: dict[int, Step] = {
             "a tree of supervisors",
             options=_PLANNED,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
             check_task="check_task",
@@ -274,6 +303,7 @@ STEPS: dict[int, Step] = {
             "escalation",
             options=_PLANNED,
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
             check_task="check_task",
@@ -284,6 +314,7 @@ STEPS: dict[int, Step] = {
             "restart strategies",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP_HOOK,
             check_task="check_task",
@@ -294,6 +325,7 @@ STEPS: dict[int, Step] = {
             "crashes a process contains",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -304,6 +336,7 @@ STEPS: dict[int, Step] = {
             "durable runs",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -314,6 +347,7 @@ STEPS: dict[int, Step] = {
             "an approval gate",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -330,6 +364,7 @@ STEPS: dict[int, Step] = {
                 "run_id": None,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -347,6 +382,7 @@ STEPS: dict[int, Step] = {
                 "run_id": None,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -365,6 +401,7 @@ STEPS: dict[int, Step] = {
                 "run_id": None,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -383,6 +420,7 @@ STEPS: dict[int, Step] = {
                 "run_id": None,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",
@@ -403,6 +441,7 @@ STEPS: dict[int, Step] = {
                 "lease": 30.0,
             },
             replans=True,
+            stream_options=_ADAPTIVE,
             records_trace=True,
             hook=_HTTP | {"crash"},
             check_task="check_task",

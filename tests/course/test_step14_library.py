@@ -23,6 +23,7 @@ import trio
 from lessons import step14_library
 from lessons._course import laws
 from lessons._course.demos import STEP_DEMOS
+from lessons._course.steps import STEPS
 from tests.course.probing import STEP13, Probe
 from tests.course.step_laws import cases, run_virtual
 from trio_supervisor import Backoff, Restarts, Retry
@@ -162,3 +163,22 @@ def test_step_14_runs_step_13s_demos_and_one_more_for_each_flaw() -> None:
     assert endless.endless
     assert raising.raises is not None
     assert endless.against == raising.against == 13
+
+
+@pytest.mark.parametrize("step", cases(laws.STREAMED_AS_EACH_IS_FINAL))
+def test_results_stream_in_plan_order_as_each_is_final_from_step_14_to_the_last(
+    step: ModuleType,
+) -> None:
+    """Part II's supervisor keeps Part I's stream to the last step: step 14's, then beside each
+    step's supervise its own through step 17 (its supervisor's retries, rate and adaptive
+    limit), and step 17's beside the rounds from step 18 on."""
+    laws.STREAMED_AS_EACH_IS_FINAL.verify(step)
+
+
+def test_the_last_step_takes_every_option_of_the_course() -> None:
+    """No idea a step brought is dropped by a later one: every option any step's entry takes,
+    the last step takes too, in its rounds' entry or in the stream beside them."""
+    last = STEPS[max(STEPS)]
+    every = {option for record in STEPS.values() for option in record.options}
+    kept = {*last.options, *(last.stream_options or {})}
+    assert sorted(every - kept) == []

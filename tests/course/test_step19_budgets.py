@@ -23,6 +23,11 @@ def test_a_replanning_run_with_a_hung_sub_agent_answers_by_its_deadline_naming_i
     laws.ANSWERS_BY_ITS_DEADLINE.verify(step)
 
 
+@pytest.mark.parametrize("step", cases(laws.ENDS_BY_THE_BUDGET_IT_WAS_GIVEN))
+def test_a_replanning_run_ends_by_the_budget_it_was_given_naming_it(step: ModuleType) -> None:
+    laws.ENDS_BY_THE_BUDGET_IT_WAS_GIVEN.verify(step)
+
+
 @pytest.mark.parametrize("step", cases(laws.STALLS_ARE_COUNTED_UP_AND_DOWN))
 def test_stalls_are_counted_up_on_a_stall_and_down_on_progress(step: ModuleType) -> None:
     laws.STALLS_ARE_COUNTED_UP_AND_DOWN.verify(step)

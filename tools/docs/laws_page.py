@@ -44,6 +44,7 @@ ANCHORS = {
     "A_LAZY_MILLION_IS_HELD": "lazy-input",
     "AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE": "library-keeps-the-laws",
     "THE_CALLERS_EXCEPTION_COMES_OUT_BARE": "library-keeps-the-laws",
+    "STREAMED_AS_EACH_IS_FINAL": "streamed-to-the-last-step",
     "ONLY_TRANSIENT_FAILURES_ARE_RETRIED": "supervisor-retries-alone",
     "A_RETRY_WAITS_OUT_ITS_RETRY_AFTER": "retry-after",
     "THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE": "through-a-server",

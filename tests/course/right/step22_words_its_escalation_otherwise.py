@@ -5,6 +5,7 @@ A correct solution kept with the tests: ``python -m lessons check 22`` must pass
 
 from __future__ import annotations
 
+from lessons.step17_adaptive import stream as stream  # Part I's stream, kept (step 14 on)
 from lessons.step20_llm_planner import open_planner
 from lessons.step21_trees import check_task as check_task
 from lessons.step21_trees import open_worker as open_worker  # unchanged since step 16
@@ -64,7 +65,9 @@ async def supervise(
     trace: Trace | None = None,
 ) -> Answer[str, str]:
     check_task(task)  # a malformed company is refused before any work starts
+    metered = supervisor(worker, max_workers=max_workers, rate=rate, adaptive=adaptive)
     leaves = Capacity(max_workers)  # one budget for every leaf worker of the tree
+    shared = [leaves, *metered.meters]  # and one rate and adaptive limit for the tree
     restarts, within = (None, None) if intensity is None else intensity
     # step 22: at most R restarts in T s, and which leaves each restart takes
     bound = Restarts(max_restarts=restarts, within=within, strategy=strategy)
@@ -77,9 +80,7 @@ async def supervise(
             attempts=attempts,
             backoff=backoff,
             seed=seed,
-            rate=rate,
-            adaptive=adaptive,
-            meters=[leaves],  # a leaf holds a place while it works
+            meters=shared,  # a leaf holds a place, and the tree's rate, as it works
             restarts=bound,  # step 22: the child's own intensity and strategy
         )
         nested = None if trace is None else trace.nest(company)  # drawn under it
