@@ -21,7 +21,7 @@ from typing import Any, Literal
 import lessons
 
 _STEP_NAME = re.compile(r"step(\d\d)_\w+")
-PART_TWO = 14
+PART_TWO = 15
 """The first step of Part II: from it on a step builds on the library's ``Supervisor`` and adds
 one idea in a small file of its own, instead of growing the hand-written ``supervise`` of the
 step before."""
@@ -57,9 +57,9 @@ class Step:
     hook: frozenset[str] | None = None
     check_task: str | None = None  # a function of the module that refuses a malformed task
     typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
-    # answered in prose its first k times by the loopback server, then asked again (step 30)
+    # answered in prose its first k times by the loopback server, then asked again (step 31)
     stream_options: Mapping[str, Any] | None = field(default=None, hash=False)
-    """The options of its ``stream`` when its entry is ``supervise`` (from step 15 on, Part I's
+    """The options of its ``stream`` when its entry is ``supervise`` (from step 16 on, Part I's
     stream is kept beside it), None for one without (or whose entry it is)."""
 
     @property
@@ -114,16 +114,16 @@ _TIMEOUT = {"max_workers": REQUIRED, "worker_timeout": NO_LIMIT}
 _TIMED = {**_TIMEOUT, "deadline": NO_LIMIT}
 _RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
-_STREAMED = {"max_workers": REQUIRED, "window": None, **_RESTARTED}  # steps 12-14's stream
-# Part II from step 15: step 14's knobs over HTTP sub-agents, which retry by default; its
-# ``open_worker`` (kept to step 23) also takes how the loopback server serves (``serving``)
+_STREAMED = {"max_workers": REQUIRED, "window": None, **_RESTARTED}  # steps 12-15's stream
+# Part II from step 16: step 15's knobs over HTTP sub-agents, which retry by default; its
+# ``open_worker`` (kept to step 24) also takes how the loopback server serves (``serving``)
 _HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
-# and step 14's stream, kept beside ``supervise`` through its supervisor: step 17's from 18 on
+# and step 15's stream, kept beside ``supervise`` through its supervisor: step 18's from 18 on
 _HTTP_STREAMED = {**_STREAMED, "attempts": 4}
 _ADAPTIVE = {**_HTTP_STREAMED, "rate": None, "adaptive": False}
 _HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
 _HTTP_HOOK = _HTTP | {"serving"}
-# Part II from step 18: rounds over step 17's HTTP sub-agents, its knobs kept
+# Part II from step 19: rounds over step 18's HTTP sub-agents, its knobs kept
 _KNOBS = {
     "max_workers": REQUIRED,
     "worker_timeout": NO_LIMIT,
@@ -135,7 +135,7 @@ _KNOBS = {
     "adaptive": False,
 }
 _ROUNDS = {**_KNOBS, "max_rounds": 5, "deadline": NO_LIMIT}  # the run's deadline kept (step 7)
-_BUDGETS = {  # step 19's budgets come between max_rounds and the deadline, as its entry has them
+_BUDGETS = {  # step 20's budgets come between max_rounds and the deadline, as its entry has them
     **_KNOBS,
     "max_rounds": 5,
     "max_subtasks": 20,
@@ -221,8 +221,8 @@ STEPS: dict[int, Step] = {
             synthesizes=True,
         ),
         Step(
-            14,
-            "step14_library",
+            15,
+            "step15_library",
             "the library",
             entry="stream",
             options=_STREAMED,
@@ -230,8 +230,8 @@ STEPS: dict[int, Step] = {
             synthesizes=True,
         ),
         Step(
-            15,
-            "step15_http_subagents",
+            16,
+            "step16_http_subagents",
             "real sub-agents over HTTP",
             options=_HTTP_KNOBS,
             synthesizes=True,
@@ -239,8 +239,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            16,
-            "step16_rate",
+            17,
+            "step17_rate",
             "a rate limit",
             options={**_HTTP_KNOBS, "rate": None},
             synthesizes=True,
@@ -248,8 +248,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            17,
-            "step17_adaptive",
+            18,
+            "step18_adaptive",
             "adaptive concurrency",
             options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
             synthesizes=True,
@@ -257,8 +257,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            18,
-            "step18_rounds",
+            19,
+            "step19_rounds",
             "re-planning rounds",
             options=_ROUNDS,
             replans=True,
@@ -267,8 +267,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            19,
-            "step19_budgets",
+            20,
+            "step20_budgets",
             "budgets, stalls and resets",
             options=_BUDGETS,
             replans=True,
@@ -277,8 +277,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            20,
-            "step20_llm_planner",
+            21,
+            "step21_llm_planner",
             "an LLM planner",
             options=_PLANNED,
             replans=True,
@@ -287,8 +287,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            21,
-            "step21_trees",
+            22,
+            "step22_trees",
             "a tree of supervisors",
             options=_PLANNED,
             replans=True,
@@ -298,8 +298,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            22,
-            "step22_escalation",
+            23,
+            "step23_escalation",
             "escalation",
             options=_PLANNED,
             replans=True,
@@ -309,8 +309,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            23,
-            "step23_strategies",
+            24,
+            "step24_strategies",
             "restart strategies",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
@@ -320,8 +320,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            24,
-            "step24_processes",
+            25,
+            "step25_processes",
             "crashes a process contains",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
@@ -331,8 +331,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            25,
-            "step25_durable_runs",
+            26,
+            "step26_durable_runs",
             "durable runs",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -342,8 +342,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            26,
-            "step26_approval_gate",
+            27,
+            "step27_approval_gate",
             "an approval gate",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -353,8 +353,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            27,
-            "step27_hedging",
+            28,
+            "step28_hedging",
             "hedged requests",
             options={
                 **_PLANNED,
@@ -370,8 +370,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            28,
-            "step28_first_k",
+            29,
+            "step29_first_k",
             "the first k of n",
             options={
                 **_PLANNED,
@@ -388,8 +388,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            29,
-            "step29_token_budget",
+            30,
+            "step30_token_budget",
             "a token budget",
             options={
                 **_PLANNED,
@@ -407,8 +407,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            30,
-            "step30_typed_replies",
+            31,
+            "step31_typed_replies",
             "typed replies",
             options={
                 **_PLANNED,
@@ -427,8 +427,8 @@ STEPS: dict[int, Step] = {
             typed=True,
         ),
         Step(
-            31,
-            "step31_many_supervisors",
+            32,
+            "step32_many_supervisors",
             "several supervisors on one run",
             options={
                 **_PLANNED,

@@ -376,7 +376,7 @@ def test_the_sub_agent_follows_hang_flaky_and_slow() -> None:
             "argument --attempts: must be an integer from 1 to 100, got '0'",
         ),
         (
-            ["15", "--strategy", "one_for_rest"],
+            ["16", "--strategy", "one_for_rest"],
             "argument --strategy: invalid choice: 'one_for_rest' (choose from 'one_for_one', "
             "'one_for_all', 'rest_for_one')",
         ),
@@ -417,7 +417,7 @@ def test_a_bad_option_is_refused_with_one_line_and_exit_2(
     assert capsys.readouterr().err == f"python -m lessons: error: {message}\n"
 
 
-FLAWS = STEP_DEMOS[14][-2:]  # step 14's own demos: the flaws of step 13's stream
+FLAWS = STEP_DEMOS[15][-2:]  # step 15's own demos: the flaws of step 13's stream
 
 
 def test_an_endless_feed_is_the_plan_over_and_over_numbered_and_its_run_is_guarded() -> None:
@@ -446,7 +446,7 @@ def test_a_caller_that_raises_after_n_results_raises_from_its_own_block() -> Non
     assert raising.raises == 4
     args = parser().parse_args(["13", "--virtual"])
     wrapped = run_demo("step13_lazy_input", raising, args)
-    bare = run_demo("step14_library", raising, args)
+    bare = run_demo("step15_library", raising, args)
     said = "CallerError: the caller's block failed after 4 results"
     assert bare.error == said
     assert wrapped.error is not None
@@ -474,7 +474,7 @@ def acting(text: str) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("step", ["5", "10", "19"])
+@pytest.mark.parametrize("step", ["5", "10", "20"])
 def test_no_subtask_output_or_error_reaches_the_terminal_as_a_control_character(
     step: str,
 ) -> None:

@@ -158,7 +158,7 @@ def offered(name: str) -> list[str]:
     flat = record.replans and not (record.records_trace and record.check_task is not None)
     takes = {
         "deadline": record.takes("deadline") and not record.replans and not record.streams,
-        # a library stream (step 14) cannot restart: only a hand-written one gives up
+        # a library stream (step 15) cannot restart: only a hand-written one gives up
         "gives-up": record.takes("intensity")
         and record.takes("attempts")
         and not (record.streams and part_two(name))
@@ -479,12 +479,12 @@ def test_a_hang_never_returns_without_a_timeout_and_times_out_with_one(
         statuses = [result["status"] for result in run["aggregate"]["results"]]
         if "child" in hung:  # a tree: the leaf timed out
             assert hung["child"]["slots"][0]["spans"][-1]["status"] == "timed out"
-            # escalation (step 22, whose module defines Escalated, and every step with a
+            # escalation (step 23, whose module defines Escalated, and every step with a
             # strategy after it): its company's slot fails
             if hasattr(step(name).load(), "Escalated") or step(name).takes("strategy"):
                 assert statuses[dispatch.HANGING] == "failed"
                 assert statuses.count("ok") == len(statuses) - 1
-            else:  # step 21's flaw: the child hands its missing leaf up as an answer
+            else:  # step 22's flaw: the child hands its missing leaf up as an answer
                 assert statuses.count("ok") == len(statuses)
         else:
             assert statuses.count("ok") == len(statuses) - 1
@@ -770,15 +770,15 @@ def test_the_player_starts_with_a_scenario_of_the_steps_own_idea(
     name: str, recorded: dict[str, dict[str, Any]]
 ) -> None:
     """A scenario that sets an option the step adds wherever one does (step 8's retried slot,
-    step 27's hedge), else one the step before does not offer: every page opened on "slot 1
-    fails, 2 workers" before, so step 8 played it with one attempt and step 27 without a hedge."""
+    step 28's hedge), else one the step before does not offer: every page opened on "slot 1
+    fails, 2 workers" before, so step 8 played it with one attempt and step 28 without a hedge."""
     data = recorded[name]
     assert data["default"] == dispatch.default(name)
     assert dispatch.unset_idea(name, data) == []
 
 
 @pytest.mark.parametrize(
-    "name", ["step08_retries", "step27_hedging", "step28_first_k", "step29_token_budget"]
+    "name", ["step08_retries", "step28_hedging", "step29_first_k", "step30_token_budget"]
 )
 def test_a_player_opening_on_a_run_without_its_idea_is_told(
     name: str, recorded: dict[str, dict[str, Any]]
@@ -788,21 +788,21 @@ def test_a_player_opening_on_a_run_without_its_idea_is_told(
 
 def test_each_page_opens_on_the_scenario_of_its_own_idea() -> None:
     """Steps 4 and 5 add no option, so their players opened on "slot 1 fails": step 4's
-    (which raises) showed no order, and steps 18-20's opened without rounds, a budget or a model.
+    (which raises) showed no order, and steps 19-21's opened without rounds, a budget or a model.
     Now step 4 opens where its returned order differs from step 3's, step 5 where step 4 raises
-    and it answers, and steps 18-20 on a scenario that sets the option each adds."""
+    and it answers, and steps 19-21 on a scenario that sets the option each adds."""
     opens = {name: dispatch.default(name) for name in STEPS}
     assert opens["step04_ordered_slots"] == "workers-2"
     assert opens["step05_fault_isolation"] == "fails"
-    assert opens["step16_rate"] == "rate"
-    assert opens["step17_adaptive"] == "adaptive"
-    assert opens["step18_rounds"] == "rounds"
-    assert opens["step19_budgets"] == "budgets"
-    assert opens["step20_llm_planner"] == "llm"
-    assert opens["step23_strategies"] == "strategy"
-    assert opens["step27_hedging"] == "hedged"
-    assert opens["step28_first_k"] == "first-k"
-    assert opens["step29_token_budget"] == "token-budget"
+    assert opens["step17_rate"] == "rate"
+    assert opens["step18_adaptive"] == "adaptive"
+    assert opens["step19_rounds"] == "rounds"
+    assert opens["step20_budgets"] == "budgets"
+    assert opens["step21_llm_planner"] == "llm"
+    assert opens["step24_strategies"] == "strategy"
+    assert opens["step28_hedging"] == "hedged"
+    assert opens["step29_first_k"] == "first-k"
+    assert opens["step30_token_budget"] == "token-budget"
 
 
 def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:
@@ -819,9 +819,9 @@ def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:
 @pytest.mark.parametrize(
     ("name", "key", "reason"),
     [
-        ("step18_rounds", "rounds", "the planner is done after 2 rounds"),
-        ("step19_budgets", "budgets", "max_subtasks (6) reached in round 2"),
-        ("step20_llm_planner", "llm", "the planner is done after 2 rounds"),
+        ("step19_rounds", "rounds", "the planner is done after 2 rounds"),
+        ("step20_budgets", "budgets", "max_subtasks (6) reached in round 2"),
+        ("step21_llm_planner", "llm", "the planner is done after 2 rounds"),
     ],
 )
 def test_the_replanning_scenarios_play_their_rounds(

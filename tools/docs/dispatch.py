@@ -258,9 +258,9 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
     the module's doc); ``crowd`` says the workers in a label."""
     record = step(name)
     chosen = []
-    # the library's stream hands each result over once, so it cannot restart (step 14 refuses
+    # the library's stream hands each result over once, so it cannot restart (step 15 refuses
     # an intensity there, as Supervisor.stream does): only a hand-written stream gives up; a
-    # re-planning run reroutes a failed subtask instead (steps 18 on; 21 shows escalation)
+    # re-planning run reroutes a failed subtask instead (steps 19 on; 21 shows escalation)
     gives_up_here = not (record.streams and part_two(name)) and not record.replans
     if record.takes("deadline") and not record.replans and not record.streams:
         late = Demo(
@@ -301,7 +301,7 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         )
         chosen.append(Scenario("lazy", pulled.title, pulled, TROUBLE_WORKERS))
     # a re-planning run adds follow-ups and reroutes to the slots; rate and adaptive are the
-    # ideas of steps 16 and 17
+    # ideas of steps 17 and 18
     if record.takes("rate") and not record.replans:  # a token bucket spacing the attempts out
         spaced = Demo(
             f"rate={RATE:g} a second, {_plural(WORKERS[-1], 'worker')}: each call waits its turn",
