@@ -1259,7 +1259,7 @@ LEAVING_EARLY_CANCELS_THE_REST = Law(
 )
 
 
-# --- steps 12 and 13: a window, and a lazy input --------------------------------------------------
+# --- steps 12-14: a window, a lazy input, an async one --------------------------------------------
 
 
 def _held_to_the_window(
@@ -1441,6 +1441,71 @@ A_LAZY_MILLION_IS_HELD = Law(
     },
     settings(max_examples=25, deadline=None),
     flaw=(12, "step 12's flaw: it reads its whole input before any work starts"),
+)
+
+
+def _an_async_input_is_awaited(
+    step: Subject, seen: Seen, gaps: list[int], latency: int, workers: int, extra: int
+) -> None:
+    """An input that arrives as it is made: an async iterable whose subtask i comes ``gaps[i]``
+    32nds of a second after the one before. Every subtask comes out, in plan order; slot 0 is
+    handed over its worker's latency after it arrived, whatever is still to arrive; and at most
+    ``window`` subtasks are pulled and not yet handed over."""
+    window = workers + extra
+    plan = plan_of(len(gaps))
+    arrives = list(itertools.accumulate(gaps))
+    seen.drew["arrives at"] = {s: secs(n / 32) for s, n in zip(plan, arrives, strict=True)}
+    seen.expect(f"{subtask}: ok" for subtask in plan)
+    pulled = received = ahead = 0  # ahead: the most subtasks pulled and not yet handed over
+
+    async def arriving() -> AsyncIterator[str]:
+        nonlocal pulled, ahead
+        for subtask, gap in zip(plan, gaps, strict=True):
+            await trio.sleep(gap / 32)
+            pulled += 1
+            ahead = max(ahead, pulled - received)
+            yield subtask
+
+    async def main() -> None:
+        nonlocal received
+        start = trio.current_time()
+        worker = seen.watch(agent_with([latency] * len(plan)), plan)
+        got: list[tuple[float, SubResult[str, str]]] = []
+        try:
+            options = step.record.accepted(max_workers=workers, window=window)
+            async with step.stream(arriving(), worker, **options) as results:
+                async for result in results:
+                    got.append((trio.current_time() - start, result))
+                    received += 1
+        except Exception as exc:  # an input it cannot take: kept, and the law fails with it
+            seen.over()
+            seen.returned = [f"(raised {describe(exc)})"]
+            raise AssertionError(f"an async input made it raise {describe(exc)}") from None
+        seen.results(result for _, result in got)
+        seen.returned = [f"{result.subtask}: {ended(result)}" for _, result in got]
+        first = (arrives[0] + latency) / 32
+        seen.fact("slot 0 handed over at", secs(got[0][0]), secs(first), got[0][0] == first)
+        seen.fact("most pulled and not handed over", ahead, f"at most {window}", ahead <= window)
+        assert seen.returned == seen.expected
+        assert got[0][0] == first, "slot 0 waited for subtasks still to arrive"
+        assert ahead <= window, f"{ahead} subtasks pulled and not handed over, window {window}"
+
+    seen.virtual(main)
+
+
+AN_ASYNC_INPUT_IS_AWAITED = Law(
+    "an async input is awaited one subtask at a time, as the window has room, while the work "
+    "goes on",
+    (14, 15),
+    _an_async_input_is_awaited,
+    {
+        "gaps": st.lists(st.integers(0, 16), min_size=1, max_size=8),
+        "latency": st.integers(1, 32),
+        "workers": st.integers(1, 3),
+        "extra": st.integers(0, 2),
+    },
+    settings(max_examples=30, deadline=None),
+    flaw=(13, "step 13's flaw: it takes no async input; a plan made as it goes cannot be given"),
 )
 
 
@@ -3125,6 +3190,7 @@ LAWS = (
     HELD_TO_THE_WINDOW,
     HEAD_OF_LINE_IS_HELD_TO_THE_WINDOW,
     A_LAZY_MILLION_IS_HELD,
+    AN_ASYNC_INPUT_IS_AWAITED,
     AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE,
     THE_CALLERS_EXCEPTION_COMES_OUT_BARE,
     STREAMED_AS_EACH_IS_FINAL,

@@ -221,6 +221,15 @@ STEPS: dict[int, Step] = {
             synthesizes=True,
         ),
         Step(
+            14,
+            "step14_async_input",
+            "an async input",
+            entry="stream",
+            options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
+            lazy=True,
+            synthesizes=True,
+        ),
+        Step(
             15,
             "step15_library",
             "the library",
