@@ -32,6 +32,7 @@ class Demo:
     take: int | None = None  # a streaming step's caller leaves after this many results
     raises: int | None = None  # a streaming step's caller raises after this many results
     endless: bool = False  # a lazy step's input never ends: the plan over and over, numbered
+    arrives: bool = False  # its input arrives as it is made: one subtask every ARRIVES_EVERY s
     against: int | None = None  # the step before, whose flaw this demo shows: the docs run both
     killed_at: float | None = None  # the supervisor is killed then, and resumed (26): seconds
     answers: str | None = None  # "approve" or "reject": its questions answered, resumed (27)
@@ -208,6 +209,13 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
         ),
     ),
     13: STEP_13,
+    14: (
+        Demo(
+            "a feed of 20 reviews that arrives as it is made: each starts as it comes",
+            FEED,
+            arrives=True,  # step 13's caller must read it whole before the stream starts
+        ),
+    ),
     15: (  # step 13's demos, then the flaws of step 13's stream that the library fixes
         *STEP_13,
         Demo(
@@ -444,6 +452,9 @@ NEVER_RETURNS = {
 NO_TIMEOUT = "a worker hangs, and no --timeout or --deadline was given"
 ENDLESS = "its input never ends, and its deadline does not end the stream (step 15's does)"
 """Why a run of an endless feed never returns (see `Demo.endless`)."""
+ARRIVES_EVERY = 0.25
+"""Seconds between two subtasks of a feed that arrives as it is made (see `Demo.arrives`): a
+step that awaits it starts each as it comes; the caller of one that cannot reads it whole first."""
 ENDLESS_EVERY = 0.05
 """Seconds between two subtasks of an endless feed: it arrives over time, as a queue's would, so
 that a run that pulls it forever still moves the clock (and its guard fires, on virtual time)."""
@@ -610,4 +621,6 @@ def changed_title(demo: Demo) -> str:
         said.append(f"the caller raises after {demo.raises} results")
     if demo.endless:
         said.append("fed endlessly")
+    if demo.arrives:
+        said.append(f"one subtask arriving every {ARRIVES_EVERY:g}s")
     return ", ".join(said)

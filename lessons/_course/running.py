@@ -40,7 +40,15 @@ from typing import Any, Protocol
 import trio
 import trio.testing
 
-from lessons._course.demos import ENDLESS, ENDLESS_EVERY, NEVER_RETURNS, NO_TIMEOUT, OPTIONS, Demo
+from lessons._course.demos import (
+    ARRIVES_EVERY,
+    ENDLESS,
+    ENDLESS_EVERY,
+    NEVER_RETURNS,
+    NO_TIMEOUT,
+    OPTIONS,
+    Demo,
+)
 from lessons._course.ending import OutputLost
 from lessons._course.errors import describe
 from lessons._course.hooks import worker_of
@@ -145,6 +153,15 @@ async def endlessly(plan: Sequence[str], trace: Trace, pulled: list[str]) -> Asy
         subtask = subtask if round_ == 0 else f"{subtask} ({round_ + 1})"
         trace.pulled(slot, subtask)
         pulled.append(subtask)
+        yield subtask
+
+
+async def as_made(plan: Sequence[str], trace: Trace) -> AsyncIterator[str]:
+    """The plan as an input that arrives as it is made: one subtask every `ARRIVES_EVERY`
+    seconds, each marked on ``trace`` when it is pulled."""
+    for slot, subtask in enumerate(plan):
+        await trio.sleep(ARRIVES_EVERY)
+        trace.pulled(slot, subtask)
         yield subtask
 
 
@@ -475,8 +492,12 @@ async def consume(
     results: list[SubResult[str, str]] = []
     pulled: list[str] = []
     task: Any = run.demo.task
-    if step(module.__name__).lazy:
+    record = step(module.__name__)
+    if record.lazy:
         task = endlessly(run.plan, trace, pulled) if run.demo.endless else lazily(run.plan, trace)
+    if record.lazy and run.demo.arrives:  # a step that cannot await it gets it read whole
+        task = as_made(run.plan, trace)
+        task = task if record.awaits else [subtask async for subtask in task]
     try:
         async with module.stream(task, trace.watch(agent), **run.options) as arriving:
             if watch is not None:

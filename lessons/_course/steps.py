@@ -51,6 +51,7 @@ class Step:
     entry: Literal["supervise", "stream"] = "supervise"
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     lazy: bool = False  # a stream that pulls its input one subtask at a time, as its window allows
+    awaits: bool = False  # its input may be an async iterable too, awaited as it arrives
     replans: bool = False  # rounds: the plan is known only as the planner makes it
     records_trace: bool = False  # its supervise records its own run into a trace it is given
     synthesizes: bool = False  # it has ``synthesize(aggregate)``: the answer shown after a run
@@ -227,6 +228,7 @@ STEPS: dict[int, Step] = {
             entry="stream",
             options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
             lazy=True,
+            awaits=True,
             synthesizes=True,
         ),
         Step(
@@ -236,6 +238,7 @@ STEPS: dict[int, Step] = {
             entry="stream",
             options=_STREAMED,
             lazy=True,
+            awaits=True,
             synthesizes=True,
         ),
         Step(

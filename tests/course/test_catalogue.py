@@ -59,8 +59,9 @@ def test_the_record_says_what_the_module_offers(step: Step) -> None:
         assert list(step.stream_options.items()) == list(keyword_options(beside).items())
     parameters = inspect.signature(entry).parameters
     task = next(iter(parameters.values()))
-    # a lazy step pulls from an async iterable too; a step that reads its input whole cannot
-    assert step.lazy == ("AsyncIterable" in str(task.annotation))
+    # a step that awaits its input takes an async iterable; one that reads it whole cannot
+    assert step.awaits == ("AsyncIterable" in str(task.annotation))
+    assert step.lazy or not step.awaits  # an input awaited is pulled lazily
     assert step.replans == ("max_rounds" in inspect.signature(module.supervise).parameters)
     assert step.records_trace == ("trace" in inspect.signature(module.supervise).parameters)
     assert step.synthesizes == callable(getattr(module, "synthesize", None))
