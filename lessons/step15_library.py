@@ -1,12 +1,12 @@
-"""Step 15: the library. Step 13's stream, rewritten on the library's ``Supervisor``.
+"""Step 15: the library. Step 14's stream, rewritten on the library's ``Supervisor``.
 
 What it adds: nothing a reader of Part I has not written. ``supervisor`` turns Part I's knobs into
 the library's: ``worker_timeout`` is ``timeout`` (None for no limit in both), the backoff tuple a
 ``Backoff``, the restart intensity a ``Restarts``. ``stream`` is the library's stream under a
 deadline (a ``trio.move_on_after`` around the caller's block: the library's stream has none),
-``supervise`` the library's ``run``, which has one. Part I's laws hold, but one on step 13's own
+``supervise`` the library's ``run``, which has one. Part I's laws hold, but one on step 14's own
 jitter sequence (the library draws its waits from a seeded generator of its own); what differs is
-what step 13 got wrong: with an endless input a deadline ends the stream, and an
+what step 14 got wrong: with an endless input a deadline ends the stream, and an
 exception raised in the caller's block comes out as it was raised, not in an exception group.
 
 What is still wrong: the sub-agent is a simulation in this process. A real sub-agent is an LLM
@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from lessons.step13_lazy_input import synthesize as synthesize  # unchanged since step 1
+from lessons.step14_async_input import synthesize as synthesize  # unchanged since step 1
 from trio_supervisor import Aggregate, Backoff, Restarts, Retry, SubResult, Supervisor, Worker
 
 

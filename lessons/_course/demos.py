@@ -216,17 +216,17 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             arrives=True,  # step 13's caller must read it whole before the stream starts
         ),
     ),
-    15: (  # step 13's demos, then the flaws of step 13's stream that the library fixes
+    15: (  # step 13's demos, then the flaws of step 14's stream that the library fixes
         *STEP_13,
         Demo(
-            "an endless feed under a 1s deadline: step 13 never ends, the library ends at 1s",
+            "an endless feed under a 1s deadline: step 14 never ends, the library ends at 1s",
             FEED,
             endless=True,  # the reviews over and over, numbered: a feed that never ends
             options={"deadline": 1.0},
             against=14,
         ),
         Demo(
-            "the caller's block raises after 4 results: step 13 wraps it, the library does not",
+            "the caller's block raises after 4 results: step 14 wraps it, the library does not",
             FEED,
             raises=4,  # 4, not 3: the 4th is handed over with the 3rd, no tie when it raises
             against=14,

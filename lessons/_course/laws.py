@@ -1494,8 +1494,7 @@ def _an_async_input_is_awaited(
 
 
 AN_ASYNC_INPUT_IS_AWAITED = Law(
-    "an async input is awaited one subtask at a time, as the window has room, while the work "
-    "goes on",
+    "an async input is awaited one subtask at a time as the window has room",
     (14, 15),
     _an_async_input_is_awaited,
     {

@@ -417,21 +417,21 @@ def test_a_bad_option_is_refused_with_one_line_and_exit_2(
     assert capsys.readouterr().err == f"python -m lessons: error: {message}\n"
 
 
-FLAWS = STEP_DEMOS[15][-2:]  # step 15's own demos: the flaws of step 13's stream
+FLAWS = STEP_DEMOS[15][-2:]  # step 15's own demos: the flaws of step 14's stream
 
 
 def test_an_endless_feed_is_the_plan_over_and_over_numbered_and_its_run_is_guarded() -> None:
     endless, _ = FLAWS
     assert endless.endless
     assert endless.options == {"deadline": 1.0}
-    args = parser().parse_args(["13", "--virtual"])
-    run = run_demo("step13_lazy_input", endless, args)
+    args = parser().parse_args(["14", "--virtual"])
+    run = run_demo("step14_async_input", endless, args)
     assert run.trace is not None
     subtasks = [slot.subtask for slot in run.trace.slots]
     assert len(subtasks) > 20, "the feed went on past the plan"
     assert subtasks[:21] == [f"review {n:02}" for n in range(1, 21)] + ["review 01 (2)"]
     assert run.plan == subtasks, "an endless run's plan is what it pulled"
-    # step 13 never ends: the guard, at twice the deadline, stopped it
+    # step 14 never ends: the guard, at twice the deadline, stopped it
     assert run.guard == 2.0
     assert run.stopped == 2.0
     assert run.error is not None
@@ -444,8 +444,8 @@ def test_an_endless_feed_is_the_plan_over_and_over_numbered_and_its_run_is_guard
 def test_a_caller_that_raises_after_n_results_raises_from_its_own_block() -> None:
     _, raising = FLAWS
     assert raising.raises == 4
-    args = parser().parse_args(["13", "--virtual"])
-    wrapped = run_demo("step13_lazy_input", raising, args)
+    args = parser().parse_args(["14", "--virtual"])
+    wrapped = run_demo("step14_async_input", raising, args)
     bare = run_demo("step15_library", raising, args)
     said = "CallerError: the caller's block failed after 4 results"
     assert bare.error == said

@@ -1,4 +1,4 @@
-"""Step 13: a lazy input, pulled only while the window has room, an async one too.
+"""Step 13: a lazy input, pulled only while the window has room.
 
 All on virtual time. Latencies are whole 1/32 s, so arrival times are exact.
 
@@ -8,8 +8,7 @@ the same properties on a reader's code.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator
-from contextlib import aclosing
+from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
@@ -26,22 +25,6 @@ def test_a_lazy_input_of_a_million_is_held_to_the_window_and_abandoning_it_cance
     step: ModuleType,
 ) -> None:
     laws.A_LAZY_MILLION_IS_HELD.verify(step)
-
-
-async def test_an_async_iterable_input_is_pulled_lazily_too(autojump_clock: trio.abc.Clock) -> None:
-    async def planner() -> AsyncGenerator[str]:
-        for slot in range(5):
-            await trio.sleep(0.125)  # a planner that streams its plan
-            yield f"s{slot}"
-
-    got = []
-    async with (
-        aclosing(planner()) as plan,
-        STEP13.stream(plan, SimulatedAgent(), max_workers=2) as results,
-    ):
-        async for result in results:
-            got.append(result.subtask)
-    assert got == [f"s{slot}" for slot in range(5)]
 
 
 async def test_an_error_in_the_input_comes_out_of_the_stream(

@@ -1,12 +1,12 @@
-"""Step 15: step 13 on the library's ``Supervisor``, the bridge into Part II.
+"""Step 15: step 14 on the library's ``Supervisor``, the bridge into Part II.
 
-Every Part I law runs on step 15 too: the laws whose ``steps`` name 14 are proven by each
+Every Part I law runs on step 15 too: the laws whose ``steps`` name 15 are proven by each
 step's own test file (``cases(law)``), and here every one of them is checked to be there. Two
-laws are of step 13's code, not of the pattern, and the library keeps them in its own form: its
-lanes keep a waiting retry's place (with a restart intensity it frees it, as step 13 does), and
+laws are of step 14's code, not of the pattern, and the library keeps them in its own form: its
+lanes keep a waiting retry's place (with a restart intensity it frees it, as step 14 does), and
 its jitter is its own seeded generator (the same seed, the same waits, each within its bound).
-What is particular to 14 besides: the knobs map as the page's table says, and the two flaws of
-step 13's stream the library fixes. All on virtual time.
+What is particular to 15 besides: the knobs map as the page's table says, and the two flaws of
+step 14's stream the library fixes. All on virtual time.
 """
 
 from __future__ import annotations
@@ -29,19 +29,19 @@ from tests.course.step_laws import cases, run_virtual
 from trio_supervisor import Backoff, Restarts, Retry
 from trio_supervisor.testing import SimulatedAgent
 
-STEP14 = step15_library
+STEP15 = step15_library
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "steps" / "step15_library.md"
 
 
 def test_every_part_one_law_runs_on_step_15_but_one_the_library_keeps_in_its_own_form() -> None:
     """Every Part I law names step 15: the waits' law asks for draws within the bound that the
-    seed replays, not step 13's exact sequence, so the library's generator per slot keeps it."""
-    part_one = [law for law in laws.LAWS if any(step < 14 for step in law.steps)]
-    on_14 = {law.rule for law in laws.laws_of(14) if any(step < 14 for step in law.steps)}
-    assert {law.rule for law in part_one} == on_14
+    seed replays, not step 14's exact sequence, so the library's generator per slot keeps it."""
+    part_one = [law for law in laws.LAWS if any(step < 15 for step in law.steps)]
+    on_15 = {law.rule for law in laws.laws_of(15) if any(step < 15 for step in law.steps)}
+    assert {law.rule for law in part_one} == on_15
 
 
-@pytest.mark.parametrize("step", [STEP13, STEP14])
+@pytest.mark.parametrize("step", [STEP13, STEP15])
 def test_step_13s_draws_and_the_librarys_both_keep_the_waits_law(step: ModuleType) -> None:
     laws.WAITS_ARE_SEEDED_DRAWS.verify(step)
 
@@ -53,7 +53,7 @@ def test_with_an_intensity_a_waiting_retry_holds_no_place_as_in_step_13() -> Non
 
     async def main() -> None:
         probe = Probe(agent)
-        await STEP14.supervise(
+        await STEP15.supervise(
             "s0; s1",
             probe,
             max_workers=1,
@@ -72,7 +72,7 @@ def test_the_same_seed_replays_the_same_waits_each_within_its_bound() -> None:
     def waits(seed: int) -> list[float]:
         async def main() -> list[float]:
             probe = Probe(SimulatedAgent(seed, fail={"b"}))
-            await STEP14.supervise(
+            await STEP15.supervise(
                 "a; b; c", probe, max_workers=3, attempts=6, backoff=(0.5, 2.0), seed=seed
             )
             calls = probe.of("b")
@@ -90,7 +90,7 @@ def test_the_same_seed_replays_the_same_waits_each_within_its_bound() -> None:
 
 
 def test_the_knobs_map_as_the_pages_table_says() -> None:
-    chosen = STEP14.supervisor(
+    chosen = STEP15.supervisor(
         SimulatedAgent(),
         max_workers=3,
         worker_timeout=1.5,
@@ -102,7 +102,7 @@ def test_the_knobs_map_as_the_pages_table_says() -> None:
     assert chosen.timeout == 1.5
     assert chosen.retry == Retry(attempts=2, backoff=Backoff(0.5, 8.0), seed=7)
     assert chosen.restarts == Restarts(max_restarts=2, within=10.0)
-    plain = STEP14.supervisor(SimulatedAgent(), max_workers=3)
+    plain = STEP15.supervisor(SimulatedAgent(), max_workers=3)
     assert (plain.timeout, plain.restarts, plain.retry) == (
         None,
         None,
@@ -117,7 +117,7 @@ def test_the_knobs_map_as_the_pages_table_says() -> None:
         assert row in table
 
 
-@pytest.mark.parametrize(("step", "window"), [(STEP13, 2 * 2), (STEP14, 4 * 2)])
+@pytest.mark.parametrize(("step", "window"), [(STEP13, 2 * 2), (STEP15, 4 * 2)])
 def test_the_default_window_is_2k_in_step_13_and_4k_in_the_library(
     step: ModuleType, window: int
 ) -> None:
@@ -162,7 +162,7 @@ def test_step_15_runs_step_13s_demos_and_one_more_for_each_flaw() -> None:
     endless, raising = STEP_DEMOS[15][2:]
     assert endless.endless
     assert raising.raises is not None
-    assert endless.against == raising.against == 13
+    assert endless.against == raising.against == 14
 
 
 @pytest.mark.parametrize("step", cases(laws.STREAMED_AS_EACH_IS_FINAL))

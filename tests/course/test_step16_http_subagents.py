@@ -3,7 +3,7 @@
 The laws run on virtual time: against fake workers raising the agent's own error classes, and
 against the loopback server's app in this process (``httpx2.ASGITransport``), as the runner and
 the docs run the step with ``--virtual``. Step 15, which retries whatever fails, breaks the
-step's law (a strict xfail); step 13, whose own backoff decides a wait, undercuts a 429's
+step's law (a strict xfail); step 14, whose own backoff decides a wait, undercuts a 429's
 ``Retry-After``, which the library (step 15 on) never does.
 """
 
@@ -28,7 +28,7 @@ from trio_supervisor import Status, decompose
 from trio_supervisor.testing import SimulatedAgent
 
 STEP14, STEP15 = step15_library, step16_http_subagents
-UNDERCUT = "step 13's flaw: its backoff draw decides the wait, whatever the server asked"
+UNDERCUT = "step 14's flaw: its backoff draw decides the wait, whatever the server asked"
 
 
 @pytest.mark.parametrize("step", cases(laws.A_RETRY_WAITS_OUT_ITS_RETRY_AFTER))

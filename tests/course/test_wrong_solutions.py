@@ -46,6 +46,8 @@ CAUGHT_BY: dict[str, Law] = {
     "step12_window_counts_only_running_workers": laws.HELD_TO_THE_WINDOW,
     "step13_pulls_before_the_window_has_room": laws.A_LAZY_MILLION_IS_HELD,
     "step13_reads_the_whole_input_first": laws.A_LAZY_MILLION_IS_HELD,
+    "step14_reads_the_async_input_whole_first": laws.AN_ASYNC_INPUT_IS_AWAITED,
+    "step14_awaits_the_input_before_the_window_has_room": laws.AN_ASYNC_INPUT_IS_AWAITED,
     "step02_returns_before_the_results_come": laws.EVERY_SUBTASK_ANSWERED,
     "step04_sorts_results_by_name": laws.PLAN_ORDER,
     "step08_never_retries_a_timeout": laws.TRANSIENT_FAILURE_RETRIED,

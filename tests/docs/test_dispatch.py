@@ -133,6 +133,7 @@ OWN = (
     "left",
     "window",
     "lazy",
+    "arriving",
     "rate",
     "adaptive",
     "adaptive-queued",
@@ -166,6 +167,7 @@ def offered(name: str) -> list[str]:
         "left": record.streams,
         "window": record.takes("window") and not record.lazy,
         "lazy": record.lazy and record.takes("window"),
+        "arriving": record.awaits and record.takes("window"),
         "rate": record.takes("rate") and not record.replans,
         "adaptive": record.takes("adaptive") and not record.replans,
         "adaptive-queued": record.takes("adaptive") and not record.replans,
@@ -188,12 +190,13 @@ def offered(name: str) -> list[str]:
 def test_each_part_one_step_gets_the_scenarios_of_the_ideas_it_has() -> None:
     """The generic runs for every step, then one per idea the step has: an intensity that gives
     up from step 9, a caller that leaves early from step 10 (the first step that streams), a
-    window that fills from step 12, a lazy feed at step 13 (its window shown there by the feed)."""
+    window that fills from step 12, a lazy feed at step 13 (its window shown there by the feed), a
+    feed that arrives as it is made at step 14."""
     generic = ["workers-1", "workers-2", "workers-3", "workers-4", "fails", "retried", "hangs"]
     own = {
         number: [s.key for s in dispatch.scenarios(name)][len(generic) :]
         for number, name in steps().items()
-        if 8 <= number <= 13
+        if 8 <= number <= 14
     }
     assert own == {
         8: ["deadline"],
@@ -202,6 +205,7 @@ def test_each_part_one_step_gets_the_scenarios_of_the_ideas_it_has() -> None:
         11: ["gives-up", "left"],
         12: ["gives-up", "left", "window"],
         13: ["gives-up", "left", "lazy"],
+        14: ["gives-up", "left", "lazy", "arriving"],
     }
     for number in range(1, 7):
         assert not set(OWN) & {s.key for s in dispatch.scenarios(steps()[number])}

@@ -23,7 +23,8 @@ spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what th
 that refuses beyond, one that queues), a flat re-planning step's ``max_rounds`` a second round that
 follows a finding up and reroutes a failure, its ``max_subtasks`` that round cut at the budget, its
 ``planner`` a chat model that decides each round (the loopback server playing it), a lazy input a
-feed pulled only as the window has room, a tree (a step that records its own trace and checks its
+feed pulled only as the window has room, an input it awaits a feed that arrives as it is made, a
+tree (a step that records its own trace and checks its
 task's form) two companies with a child supervisor each, a ``strategy`` a failed leaf that restarts
 the leaves after it, a step whose workers run in processes one that dies, a step that journals its
 runs a supervisor killed part way and resumed (its player shows the resume, the slots that came
@@ -47,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lessons._course.arguments import parser
-from lessons._course.demos import FIVE, TREE, TYPED, Demo
+from lessons._course.demos import ARRIVES_EVERY, FIVE, TREE, TYPED, Demo
 from lessons._course.recording import run_dict
 from lessons._course.running import Run, final_statuses, run_demo
 from lessons._course.showing import round_sections
@@ -300,6 +301,16 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             options={"window": WINDOW},
         )
         chosen.append(Scenario("lazy", pulled.title, pulled, TROUBLE_WORKERS))
+    if record.awaits and record.takes("window"):
+        made = Demo(
+            f"a feed of 10 arriving one every {ARRIVES_EVERY:g}s{crowd}, window={WINDOW}: each "
+            "starts as it comes",
+            FEED,
+            slow=FEED_LATENCIES,
+            arrives=True,
+            options={"window": WINDOW},
+        )
+        chosen.append(Scenario("arriving", made.title, made, TROUBLE_WORKERS))
     # a re-planning run adds follow-ups and reroutes to the slots; rate and adaptive are the
     # ideas of steps 17 and 18
     if record.takes("rate") and not record.replans:  # a token bucket spacing the attempts out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import random
 from collections import deque
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,7 +21,7 @@ from trio_supervisor import Aggregate, Status, SubResult, Worker, decompose
 
 @asynccontextmanager
 async def stream(
-    task: str | Iterable[str] | AsyncIterable[str],
+    task: str | Iterable[str],
     worker: Worker[str, str],
     *,
     max_workers: int,
@@ -49,11 +49,8 @@ async def stream(
     if not 0 <= backoff[0] <= backoff[1]:
         raise ValueError(f"backoff must be (first, most) with 0 <= first <= most, got {backoff}")
     max_restarts, period = intensity if intensity is not None else (math.inf, math.inf)
-    plan: Iterator[str] | AsyncIterator[str] = (
-        aiter(task)
-        if isinstance(task, AsyncIterable)
-        else iter(decompose(task) if isinstance(task, str) else list(task))  # read it all
-    )
+    # the input read whole, all of it, before any work starts
+    plan: Iterator[str] = iter(decompose(task) if isinstance(task, str) else list(task))
     subtasks: dict[int, str] = {}  # slot -> subtask, for every slot pulled and not handed over
     results: dict[int, SubResult[str, str]] = {}  # slot -> its result, until it is handed over
     calls: dict[int, int] = {}  # how many times each slot's worker was called
@@ -114,7 +111,7 @@ async def stream(
             return None
         await room.acquire()  # given back when the caller receives this slot
         await trio.lowlevel.checkpoint_if_cancelled()  # the caller may have left meanwhile
-        subtask = await anext(plan, None) if isinstance(plan, AsyncIterator) else next(plan, None)
+        subtask = next(plan, None)
         if subtask is None:
             exhausted = True
             return None
@@ -164,11 +161,7 @@ async def stream(
 
 
 async def supervise(
-    task: str | Iterable[str] | AsyncIterable[str],
-    worker: Worker[str, str],
-    *,
-    max_workers: int,
-    **options: Any,
+    task: str | Iterable[str], worker: Worker[str, str], *, max_workers: int, **options: Any
 ) -> Aggregate[str, str]:
     async with stream(task, worker, max_workers=max_workers, **options) as results:
         return Aggregate([result async for result in results])
