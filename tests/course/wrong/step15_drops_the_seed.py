@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from lessons.step13_lazy_input import synthesize as synthesize  # unchanged since step 1
+from lessons.step14_async_input import synthesize as synthesize  # unchanged since step 1
 from trio_supervisor import Aggregate, Backoff, Restarts, Retry, SubResult, Supervisor, Worker
 
 
