@@ -1,6 +1,6 @@
-"""What a company is in the course's tasks, from step 22 on: ``name`` or ``name: a, b``.
+"""What a company is in the course's tasks, from step 23 on: ``name`` or ``name: a, b``.
 
-The tree of step 22 researches companies, each a child supervisor over its own subtasks; how a
+The tree of step 23 researches companies, each a child supervisor over its own subtasks; how a
 company is written in a task is the course's own format, not an idea of a supervisor, so it is
 kept here, outside the steps, for every step from 21 on (and the runner) to read.
 """

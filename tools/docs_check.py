@@ -955,7 +955,7 @@ def scrolls_without_a_hint(page: Page) -> list[str]:
 
 def same_opening_pictures(page: Page) -> bool:
     """Whether a step page's two opening pictures (the step before, this step) draw the same
-    rows and say the same under them (a chat model's replies, step 21's): a before and after
+    rows and say the same under them (a chat model's replies, step 22's): a before and after
     that show no difference show nothing of the step's idea."""
     same: bool = page.evaluate(
         """() => {

@@ -60,7 +60,7 @@ ample for any demo, and short enough that a run on virtual time ends in seconds.
 COUNT = 1000
 """The most of anything counted: calls, rounds, subtasks, restarts, results."""
 WORKERS = 100
-"""The most ``--workers``: from step 25 on, each is a process started before the run."""
+"""The most ``--workers``: from step 26 on, each is a process started before the run."""
 ATTEMPTS = 100
 """The most ``--attempts``: a slot that always fails is called this often, with backoff."""
 TOKENS = 10**9
@@ -249,7 +249,7 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         action="append",
         metavar="I",
-        help="slot I's worker kills its process (25) (repeatable)",
+        help="slot I's worker kills its process (26) (repeatable)",
     )
     p.add_argument("--timeout", type=_seconds, metavar="S", help="each worker's timeout (6-)")
     p.add_argument("--deadline", type=_seconds, metavar="S", help="the whole run's deadline (7-)")
@@ -260,57 +260,57 @@ def parser() -> argparse.ArgumentParser:
         "--intensity", type=_intensity, metavar="R/T", help="at most R restarts in T seconds (9-)"
     )
     p.add_argument(
-        "--window", type=_positive, metavar="N", help="slots started, not yet handed over (12-)"
+        "--window", type=_positive, metavar="N", help="slots started, not yet handed over (13-)"
     )
     p.add_argument("--take", type=_positive, metavar="N", help="leave the stream after N (10-)")
     p.add_argument(
         "--strategy",
         choices=("one_for_one", "one_for_all", "rest_for_one"),
-        help="which leaves a restart takes (23-)",
+        help="which leaves a restart takes (24-)",
     )
     p.add_argument(
-        "--rate", type=_rate, metavar="R", help="at most R attempts start a second (17-)"
+        "--rate", type=_rate, metavar="R", help="at most R attempts start a second (18-)"
     )
     p.add_argument(
         "--endpoint",
         type=_endpoint,
         metavar="URL",
-        help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (16-)",
+        help="an OpenAI-compatible server's base URL, its key from OPENAI_API_KEY (17-)",
     )
-    p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (16-)")
-    p.add_argument("--max-rounds", type=_positive, metavar="N", help="rounds at most (19-)")
+    p.add_argument("--model", metavar="NAME", help="the model to ask at --endpoint (17-)")
+    p.add_argument("--max-rounds", type=_positive, metavar="N", help="rounds at most (20-)")
     p.add_argument(
-        "--max-subtasks", type=_positive, metavar="N", help="subtasks at most, all rounds (20-)"
-    )
-    p.add_argument(
-        "--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (20-)"
-    )
-    p.add_argument("--max-resets", type=_count, metavar="N", help="fresh plans at most (20-)")
-    p.add_argument(
-        "--planner", choices=("scripted", "llm"), help="who decides each round's batch (21-)"
+        "--max-subtasks", type=_positive, metavar="N", help="subtasks at most, all rounds (21-)"
     )
     p.add_argument(
-        "--journal", type=Path, metavar="FILE", help="journal the runs in FILE, SQLite (26-)"
+        "--max-stalls", type=_count, metavar="N", help="stalls before a fresh plan (21-)"
     )
-    p.add_argument("--run-id", metavar="ID", help="the run's name in --journal (26-)")
+    p.add_argument("--max-resets", type=_count, metavar="N", help="fresh plans at most (21-)")
     p.add_argument(
-        "--resume", action="store_true", help="resume --run-id from --journal, no kill (26-)"
+        "--planner", choices=("scripted", "llm"), help="who decides each round's batch (22-)"
     )
     p.add_argument(
-        "--hedge", type=_hedge, metavar="S|pNN", help="a second request after S or pNN (28-)"
+        "--journal", type=Path, metavar="FILE", help="journal the runs in FILE, SQLite (27-)"
     )
-    p.add_argument("--need", type=_positive, metavar="K", help="a company's first K leaves (29-)")
+    p.add_argument("--run-id", metavar="ID", help="the run's name in --journal (27-)")
+    p.add_argument(
+        "--resume", action="store_true", help="resume --run-id from --journal, no kill (27-)"
+    )
+    p.add_argument(
+        "--hedge", type=_hedge, metavar="S|pNN", help="a second request after S or pNN (29-)"
+    )
+    p.add_argument("--need", type=_positive, metavar="K", help="a company's first K leaves (30-)")
     p.add_argument(
         "--budget-tokens",
         type=_integers(1, TOKENS),
         metavar="N",
-        help="tokens the leaves may spend, reserved before each request (30-)",
+        help="tokens the leaves may spend, reserved before each request (31-)",
     )
     p.add_argument(
         "--lease",
         type=_seconds,
         metavar="S",
-        help="seconds a supervisor holds a slot before another may take it over (32-)",
+        help="seconds a supervisor holds a slot before another may take it over (33-)",
     )
     p.add_argument("--virtual", action="store_true", help="run on virtual time: instant, exact")
     p.add_argument("--json", action="store_true", help="print the runs as JSON on stdout")

@@ -27,16 +27,16 @@ class Demo:
     flaky: Mapping[int, int] = field(default_factory=dict, hash=False)  # slot -> failing calls
     slow: Mapping[int, float] = field(default_factory=dict, hash=False)  # slot -> its latency
     outputs: Mapping[int, str] = field(default_factory=dict, hash=False)  # slot -> its answer
-    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (25)
+    crash: frozenset[int] = field(default_factory=frozenset)  # slots whose process dies (26)
     options: Mapping[str, Any] = field(default_factory=dict, hash=False)
     take: int | None = None  # a streaming step's caller leaves after this many results
     raises: int | None = None  # a streaming step's caller raises after this many results
     endless: bool = False  # a lazy step's input never ends: the plan over and over, numbered
     arrives: bool = False  # its input arrives as it is made: one subtask every ARRIVES_EVERY s
     against: int | None = None  # the step before, whose flaw this demo shows: the docs run both
-    killed_at: float | None = None  # the supervisor is killed then, and resumed (26): seconds
-    answers: str | None = None  # "approve" or "reject": its questions answered, resumed (27)
-    supervisors: int = 1  # supervisors sharing the run, the first killed at killed_at (32)
+    killed_at: float | None = None  # the supervisor is killed then, and resumed (27): seconds
+    answers: str | None = None  # "approve" or "reject": its questions answered, resumed (28)
+    supervisors: int = 1  # supervisors sharing the run, the first killed at killed_at (33)
     # a leaf (by its text: a tree's leaves are no slots of the plan) -> its first call's latency
     straggle: Mapping[str, float] = field(default_factory=dict, hash=False)
     # how the loopback server works through the requests (see `Serving`); None: the step's own
@@ -73,8 +73,8 @@ FEED = "; ".join(f"review {number:02}" for number in range(1, 21))
 STALL = "competitor pricing; supplier risk; inventory"  # supplier risk has no other source
 TREE = "acme: pricing, reviews; globex: pricing, reviews failing"  # globex's reviews fail
 REFUNDS = "acme: pricing, refund $500 to order 1234; globex: refund $40 to order 77"
-TYPED = "acme: pricing, reviews prose 1; globex: pricing, news prose 3"  # prose k times (31)
-STEP_13 = (  # step 13's demos, which step 15 runs too
+TYPED = "acme: pricing, reviews prose 1; globex: pricing, news prose 3"  # prose k times (32)
+STEP_13 = (  # step 14's demos, which step 16 runs too
     Demo(
         "a lazy feed of the same reviews: each pulled only when the window has room",
         FEED,
@@ -182,7 +182,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             take=8,
         ),
     ),
-    11: (
+    12: (
         Demo(
             "the same reviews, left after 8: the rest are cancelled",
             FEED,
@@ -195,7 +195,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             slow={1: 3.0},  # head-of-line: review 02 holds back everything after it
         ),
     ),
-    12: (
+    13: (
         Demo(
             "the same 20 reviews, one slow early: the window fills behind it, the workers idle",
             FEED,
@@ -209,30 +209,30 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
         ),
     ),
     13: STEP_13,
-    14: (
+    15: (
         Demo(
             "a feed of 20 reviews that arrives as it is made: each starts as it comes",
             FEED,
-            arrives=True,  # step 13's caller must read it whole before the stream starts
+            arrives=True,  # step 14's caller must read it whole before the stream starts
         ),
     ),
-    15: (  # step 13's demos, then the flaws of step 14's stream that the library fixes
+    16: (  # step 14's demos, then the flaws of step 15's stream that the library fixes
         *STEP_13,
         Demo(
-            "an endless feed under a 1s deadline: step 14 never ends, the library ends at 1s",
+            "an endless feed under a 1s deadline: step 15 never ends, the library ends at 1s",
             FEED,
             endless=True,  # the reviews over and over, numbered: a feed that never ends
             options={"deadline": 1.0},
-            against=14,
+            against=15,
         ),
         Demo(
-            "the caller's block raises after 4 results: step 14 wraps it, the library does not",
+            "the caller's block raises after 4 results: step 15 wraps it, the library does not",
             FEED,
             raises=4,  # 4, not 3: the 4th is handed over with the 3rd, no tie when it raises
-            against=14,
+            against=15,
         ),
     ),
-    16: (  # through the loopback server, which answers two requests at once (429 beyond)
+    17: (  # through the loopback server, which answers two requests at once (429 beyond)
         Demo(
             "research this company through a server that takes two at once",
             RESEARCH.task,
@@ -245,31 +245,31 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"worker_timeout": 1.5},
         ),
     ),
-    17: (  # the same server, which takes two at once, on 4 workers
+    18: (  # the same server, which takes two at once, on 4 workers
         Demo(
             "a dozen at 2 requests a second: a token bucket spaces them, no 429 at all",
             LARGE.task,
             options={"rate": 2.0},
-            against=16,  # step 16 on the same dozen: four at once, 429s all the way
+            against=17,  # step 17 on the same dozen: four at once, 429s all the way
         ),
     ),
-    18: (  # the same server, which takes two at once, on 4 workers
+    19: (  # the same server, which takes two at once, on 4 workers
         Demo(
             "a dozen on 4 workers, adaptive: the first 429s cut it to 2, and the 429s all but end",
             LARGE.task,
             options={"adaptive": True, "backoff": (1.0, 2.0)},  # no two retries tie
-            against=17,  # step 17 on the same dozen, no rate given: 429s all the way
+            against=18,  # step 18 on the same dozen, no rate given: 429s all the way
         ),
         Demo(
-            "20 reviews through a server that answers one at a time: step 17's 4 workers keep 3 "
+            "20 reviews through a server that answers one at a time: step 18's 4 workers keep 3 "
             "ahead of each, adaptive 1 after its first round",
             FEED,
             options={"adaptive": True},
-            against=17,  # step 17 on the same server: every request waits behind the other 3
+            against=18,  # step 18 on the same server: every request waits behind the other 3
             serving=Serving("sequential"),
         ),
     ),
-    19: (  # the planner's rules: step 19's RULES (a competitor named, the reviews rerouted)
+    20: (  # the planner's rules: step 20's RULES (a competitor named, the reviews rerouted)
         Demo(
             "research this company, re-planned from what comes back",
             RESEARCH.task,
@@ -282,7 +282,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"max_rounds": 1},
         ),
     ),
-    20: (
+    21: (
         Demo(
             "a round brings nothing new: a stall, then a fresh plan that finds what was missing",
             STALL,
@@ -296,7 +296,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"deadline": 3.0},
         ),
     ),
-    21: (
+    22: (
         Demo(
             "research this company, each round decided by a chat model",
             RESEARCH.task,
@@ -310,7 +310,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"planner": "llm", "max_stalls": 0},
         ),
     ),
-    22: (  # at most --workers leaves in all: a tie for a place would go to either tree
+    23: (  # at most --workers leaves in all: a tie for a place would go to either tree
         Demo(
             "two companies, one child supervisor each, in rounds; a leaf fails, its company is "
             "degraded",
@@ -322,7 +322,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"intensity": (3, 10.0)},
         ),
     ),
-    23: (
+    24: (
         Demo(
             "a child past 3 restarts in 10s gives up: it fails its parent's slot, which is rerouted"
             " in the next round",
@@ -330,15 +330,15 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"intensity": (3, 10.0)},
         ),
     ),
-    24: (  # the step before runs it too: a failed leaf restarts alone, its readers keep going
+    25: (  # the step before runs it too: a failed leaf restarts alone, its readers keep going
         Demo(
             "rest_for_one: a failed leaf restarts the leaves after it, which depend on it",
             "acme: pricing; globex: filings failing, numbers, summary",
             options={"attempts": 2, "strategy": "rest_for_one"},
-            against=23,
+            against=24,
         ),
     ),
-    25: (
+    26: (
         Demo(
             "a leaf's process dies, another leaf fails: each fails its own slot alone",
             "acme: competitor pricing, reviews crashing; globex: pricing, reviews failing",
@@ -349,7 +349,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"intensity": (3, 10.0)},
         ),
     ),
-    26: (  # on real time a child Python killed with SIGKILL; on virtual time a simulated kill
+    27: (  # on real time a child Python killed with SIGKILL; on virtual time a simulated kill
         Demo(
             "the supervisor is killed part way, then resumed: what it had finished comes back "
             "from the journal",
@@ -363,17 +363,17 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             killed_at=2.0,
         ),
     ),
-    28: (  # the step before runs it too: the straggler holds its answer
+    29: (  # the step before runs it too: the straggler holds its answer
         Demo(
             "a straggling request is hedged: its second request answers while the first still "
             "waits, and the first is cancelled",
             TREE.replace(" failing", ""),
             straggle={"globex reviews": 12.0},
             options={"hedge": 1.5},
-            against=27,
+            against=28,
         ),
     ),
-    29: (  # the second's step before runs it too: the company waits for its third leaf
+    30: (  # the second's step before runs it too: the company waits for its third leaf
         Demo(  # first: need=1 fits any task given with --task, whose companies have a leaf at least
             "the first of two: the company answers with its quickest leaf and cancels the other",
             "acme: pricing, reviews",  # two requests: as many as the loopback server takes
@@ -386,10 +386,10 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             "acme: pricing, reviews, news",
             straggle={"acme news": 12.0},
             options={"need": 2},
-            against=28,
+            against=29,
         ),
     ),
-    30: (  # the second's step before runs it too: every leaf sends its request, whatever it costs
+    31: (  # the second's step before runs it too: every leaf sends its request, whatever it costs
         Demo(  # first: its options fit any task given with --task, on any workers
             "a budget of 400 tokens: each request's worst case reserved before it is sent, what "
             "it used settled after; no request waits for what is left",
@@ -401,24 +401,24 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             "sent; the leaves it can no longer afford end over budget, sending nothing",
             "acme: pricing, reviews, news; globex: pricing, reviews",
             options={"budget_tokens": 90, "max_workers": 1},
-            against=29,
+            against=30,
         ),
     ),
-    31: (  # the step before runs each too: it asks for text, and takes the prose as it is
+    32: (  # the step before runs each too: it asks for text, and takes the prose as it is
         Demo(
             "prose once is asked again and answers a Finding; prose three times fails, "
             "InvalidReply",
             TYPED,
-            against=30,
+            against=31,
         ),
         Demo(  # a leaf reserves 2,214 to 2,238 tokens: three requests, re-asks included
             "a budget of 2,220 tokens pays for one leaf's three requests: the others send nothing",
             "acme: pricing, reviews prose 1, news prose 3",
             options={"budget_tokens": 2220},
-            against=30,
+            against=31,
         ),
     ),
-    32: (  # on real time three child Pythons, the first killed with SIGKILL; else simulated
+    33: (  # on real time three child Pythons, the first killed with SIGKILL; else simulated
         Demo(
             "three supervisors share one run: each slot runs once; the first is killed part "
             "way, and its slots are taken over once its lease ran out",
@@ -428,7 +428,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             options={"lease": 2.0},
         ),
     ),
-    27: (  # the answer given in this process, as `python -m lessons approve` gives it
+    28: (  # the answer given in this process, as `python -m lessons approve` gives it
         Demo(
             "a refund over $100 waits for a yes; a second command approves it; the resume "
             "finishes it",
@@ -450,7 +450,7 @@ NEVER_RETURNS = {
 """Why a step's run with a hung worker never returns, as the runner says when its guard stops it;
 `NO_TIMEOUT` for the steps from 6 on."""
 NO_TIMEOUT = "a worker hangs, and no --timeout or --deadline was given"
-ENDLESS = "its input never ends, and its deadline does not end the stream (step 15's does)"
+ENDLESS = "its input never ends, and its deadline does not end the stream (step 16's does)"
 """Why a run of an endless feed never returns (see `Demo.endless`)."""
 ARRIVES_EVERY = 0.25
 """Seconds between two subtasks of a feed that arrives as it is made (see `Demo.arrives`): a

@@ -149,7 +149,7 @@ def terminations() -> Iterator[list[int]]:
 
 def leaving() -> None:
     """Say the command is done: what is left is the interpreter's exit, where worker processes
-    (step 25 on) end gracefully, a second or two that trio-parallel waits out in an exit
+    (step 26 on) end gracefully, a second or two that trio-parallel waits out in an exit
     handler. Ctrl-C is ignored from here on: it would break into that wait with a traceback,
     and leave the workers to end by themselves. For a process's entry point only (never a
     call in a program that goes on)."""

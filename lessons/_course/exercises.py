@@ -59,7 +59,7 @@ EXERCISES = ROOT / "exercises"
 HINTS = "hints.json"
 
 #: What a check spends on each law: reproducible (derandomized, no example database), small
-#: enough that a check of every law of step 13 takes seconds, and shrinking on, so that a failure
+#: enough that a check of every law of step 14 takes seconds, and shrinking on, so that a failure
 #: is told by its smallest counterexample.
 CHECK = settings(
     max_examples=20,
@@ -234,7 +234,7 @@ def _statements(tree: ast.Module) -> list[list[ast.stmt]]:
 
 def _wraps(node: ast.stmt, module: ModuleType) -> bool:
     """Whether ``node``, a definition in ``module``, calls the one of the same name in another
-    module (``step24.open_worker`` in step 25's ``open_worker``): a definition that wraps the
+    module (``step25.open_worker`` in step 26's ``open_worker``): a definition that wraps the
     step before's, as an idea does that adds to it."""
     if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
         return False
@@ -426,7 +426,7 @@ def _shown(path: Path, home: Path | None = None) -> str:
 def load(path: Path, number: int) -> ModuleType:
     """Import the file at ``path`` as a module of its own (not one of the course's steps),
     known by its name in ``sys.modules``, so that what it defines imports back (a journal
-    restores a pydantic model, a step 31 ``Finding``, by its class's import path)."""
+    restores a pydantic model, a step 32 ``Finding``, by its class's import path)."""
     spec = importlib.util.spec_from_file_location(f"exercise_step{number:02}", path)
     assert spec is not None
     assert spec.loader is not None
@@ -544,7 +544,7 @@ def record_of(module: ModuleType, number: int) -> Step | None:
     """What a reader's file for step ``number`` offers, as a record: it has none of its own, and
     may not be step ``number`` yet (a starter has the code, and the signature, of the step
     before), so it is read from the file: its ``stream`` if it has one, else its ``supervise``,
-    and the keyword options that takes (from step 16 on the entry is ``supervise``, and its
+    and the keyword options that takes (from step 17 on the entry is ``supervise``, and its
     ``stream``, if it has one, is beside it). None for a file with neither."""
     known = STEPS[number]
     found = {name: vars(module).get(name) for name in ("stream", "supervise")}

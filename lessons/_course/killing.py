@@ -1,6 +1,6 @@
 """A real kill for the durable-runs demo on real time: the first run in a child Python, killed
 with ``SIGKILL`` part way through, its journal left on disk as the kill leaves it; for step
-32's, several children on one run, the first of them killed.
+33's, several children on one run, the first of them killed.
 
 The runner (``running.durably``) writes what the child needs to run the demo (the step, the
 run with its options, the simulated sub-agent) to a file, starts ``python -m
@@ -68,7 +68,7 @@ async def run_together(
     run: Any, agent: SimulatedAgent, path: Path, supervisors: int, at: float, ready: trio.Event
 ) -> list[int]:
     """Run ``run`` in ``supervisors`` child Pythons at once, each a supervisor of the same run
-    journaled in ``path`` (step 32), and kill the first with ``SIGKILL`` ``at`` seconds after
+    journaled in ``path`` (step 33), and kill the first with ``SIGKILL`` ``at`` seconds after
     they all started (``ready`` is set then); wait for the others to end (at most ``SHARING``
     seconds). Every
     child is killed too when this is cancelled (Ctrl-C). The children's process ids, the killed
@@ -141,7 +141,7 @@ async def started(process: trio.Process) -> None:
 
 def kill_all(process: trio.Process) -> None:
     """``SIGKILL`` the child ``process``, not yet waited for, and every process of its group
-    (its worker processes, step 25 on): a kill of the machine it runs on, which leaves no
+    (its worker processes, step 26 on): a kill of the machine it runs on, which leaves no
     worker to end only when it finds its parent gone."""
     try:
         os.killpg(process.pid, signal.SIGKILL)  # its group's id is its own (a new session)

@@ -299,7 +299,7 @@ def _plan_order(
 
 PLAN_ORDER = Law(
     "results come back in plan order, whatever order the workers finish in",
-    (1, 4, 5, 15),
+    (1, 4, 5, 16),
     _plan_order,
     {"latencies": exact_latencies(), "k": st.integers(1, 6), "names": named_plans()},
     settings(max_examples=60, database=None, phases=NO_SHRINK, deadline=None),
@@ -318,7 +318,7 @@ def _every_subtask_answered(step: Subject, seen: Seen, latencies: list[float]) -
 
 EVERY_SUBTASK_ANSWERED = Law(
     "each subtask's result comes back once, its worker's output, in whatever order",
-    (2, 3, 15),
+    (2, 3, 16),
     _every_subtask_answered,
     {"latencies": exact_latencies()},
     settings(max_examples=20, database=None, deadline=None),
@@ -339,7 +339,7 @@ def _serial_wall_time(step: Subject, seen: Seen, latencies: list[float]) -> None
 
 SERIAL_WALL_TIME = Law(
     "serial: the wall time is the sum of the latencies",
-    (1, 15),
+    (1, 16),
     _serial_wall_time,
     {"latencies": exact_latencies()},
     settings(max_examples=40, deadline=None),
@@ -360,7 +360,7 @@ def _fan_out_wall_time(step: Subject, seen: Seen, latencies: list[float]) -> Non
 
 FAN_OUT_WALL_TIME = Law(
     "all at once: the wall time is the longest latency",
-    (2, 15),
+    (2, 16),
     _fan_out_wall_time,
     {"latencies": exact_latencies()},
     settings(max_examples=40, database=None, deadline=None),
@@ -385,7 +385,7 @@ def _greedy_makespan(step: Subject, seen: Seen, latencies: list[float], k: int) 
 
 GREEDY_MAKESPAN = Law(
     "the wall time is the greedy makespan, subtasks started in plan order",
-    (3, 4, 5, 15),
+    (3, 4, 5, 16),
     _greedy_makespan,
     {"latencies": exact_latencies(), "k": st.integers(1, 6)},
     settings(max_examples=60, deadline=None),
@@ -403,7 +403,7 @@ def _bounded(step: Subject, seen: Seen, latencies: list[float], k: int) -> None:
 
 BOUNDED = Law(
     "at most max_workers workers run at once, and exactly min(max_workers, n) at the peak",
-    (3, 4, 5, 15),
+    (3, 4, 5, 16),
     _bounded,
     {"latencies": exact_latencies(), "k": st.integers(1, 6)},
     settings(max_examples=60, database=None, deadline=None),
@@ -435,7 +435,7 @@ def _max_workers_refused(step: Subject, seen: Seen) -> None:
 
 MAX_WORKERS_REFUSED = Law(
     "max_workers below 1 is refused with a ValueError before any worker is called",
-    tuple(range(3, 32)),  # every step from 3, which brings max_workers, to the last (32)
+    tuple(range(3, 32)),  # every step from 3, which brings max_workers, to the last (33)
     _max_workers_refused,
 )
 
@@ -475,7 +475,7 @@ def _failures_isolated(
 
 FAILURES_ISOLATED = Law(
     "exactly the failing slots carry errors; their siblings run on",
-    (5, 15),
+    (5, 16),
     _failures_isolated,
     {"data": st.data(), "latencies": exact_latencies(max_size=8), "k": st.integers(1, 6)},
     settings(max_examples=80, database=None, phases=NO_SHRINK, deadline=None),
@@ -546,7 +546,7 @@ def _cancellation_passes_through(step: Subject, seen: Seen) -> None:
 
 CANCELLATION_PASSES_THROUGH = Law(
     "cancellation passes through: a KeyboardInterrupt comes out, an outer cancel ends the run",
-    (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+    (5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
     _cancellation_passes_through,
 )
 
@@ -575,7 +575,7 @@ def _hung_worker_frees_its_slot(step: Subject, seen: Seen) -> None:
 
 HUNG_WORKER_FREES_ITS_SLOT = Law(
     "a hung worker frees its slot for the next subtask",
-    (6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+    (6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
     _hung_worker_frees_its_slot,
     flaw=(5, "step 5's flaw: one hung worker holds its slot forever, and the run never returns"),
 )
@@ -617,7 +617,7 @@ def _each_call_is_timed_on_its_own(step: Subject, seen: Seen) -> None:
 
 EACH_CALL_IS_TIMED_ON_ITS_OWN = Law(
     "worker_timeout cuts each call exactly that long after its own start, and no other call",
-    (6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18),
+    (6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19),
     _each_call_is_timed_on_its_own,
 )
 
@@ -641,7 +641,7 @@ def _statuses(results: Iterable[SubResult[str, str]]) -> list[str]:
 async def run_plan(
     step: Subject, seen: Seen, plan: list[str], worker: Any, workers: int, **options: float
 ) -> Aggregate[str, str]:
-    """Run ``plan`` on ``step``; a step with a window (12 on) gets one that never holds anything
+    """Run ``plan`` on ``step``; a step with a window (13 on) gets one that never holds anything
     back, so that every step follows the same schedule."""
     watched = seen.watch(worker, plan)
     return await seen.run(
@@ -690,7 +690,7 @@ def _makespan_with_timeouts(
 
 MAKESPAN_WITH_TIMEOUTS = Law(
     "the wall time is the makespan with each hung worker counted as its timeout",
-    (6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+    (6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
     _makespan_with_timeouts,
     {
         "plan": plans(),
@@ -748,7 +748,7 @@ def _deadline_accounts_for_every_subtask(
 
 DEADLINE_ACCOUNTS_FOR_EVERY_SUBTASK = Law(
     "under a deadline every subtask is accounted for once, and no task outlives the call",
-    (7, 8, 9, 10, 11, 12, 13, 14, 15),
+    (7, 8, 9, 10, 11, 12, 13, 14, 15, 16),
     _deadline_accounts_for_every_subtask,
     {
         "plan": plans(),
@@ -798,7 +798,7 @@ def _transient_failure_retried(step: Subject, seen: Seen) -> None:
 
 TRANSIENT_FAILURE_RETRIED = Law(
     "a transient failure, or a timeout, is retried until it succeeds",
-    (8, 9, 10, 11, 12, 13, 14, 15),
+    (8, 9, 10, 11, 12, 13, 14, 15, 16),
     _transient_failure_retried,
     flaw=(7, "step 7's flaw: every failure is final"),
 )
@@ -832,7 +832,7 @@ def _succeeds_when_attempts_exceed_failures(
 
 SUCCEEDS_WHEN_ATTEMPTS_EXCEED_FAILURES = Law(
     "a slot failing its first k calls succeeds exactly when attempts exceed k",
-    (8, 9, 10, 11, 12, 13, 14, 15),
+    (8, 9, 10, 11, 12, 13, 14, 15, 16),
     _succeeds_when_attempts_exceed_failures,
     {"failures": st.integers(0, 4), "attempts": st.integers(1, 5), "seed": st.integers(0, 2**16)},
     settings(max_examples=40, deadline=None),
@@ -871,7 +871,7 @@ def _a_waiting_retry_holds_no_token(step: Subject, seen: Seen) -> None:
 
 A_WAITING_RETRY_HOLDS_NO_TOKEN = Law(
     "a retry waiting its backoff holds no token: with one worker, slot 1 starts at once",
-    (8, 9, 10, 11, 12, 13, 14, 15),
+    (8, 9, 10, 11, 12, 13, 14, 15, 16),
     _a_waiting_retry_holds_no_token,
 )
 
@@ -967,7 +967,7 @@ def _waits_are_seeded_draws(
 
 WAITS_ARE_SEEDED_DRAWS = Law(
     "each wait before a retry is a draw within the backoff bound, replayed by the same seed",
-    (8, 9, 10, 11, 12, 13, 14, 15),
+    (8, 9, 10, 11, 12, 13, 14, 15, 16),
     _waits_are_seeded_draws,
     {
         "seed": st.integers(0, 2**32),
@@ -1029,7 +1029,7 @@ def _at_most_r_restarts_in_t(
 
 AT_MOST_R_RESTARTS_IN_T = Law(
     "never more than R restarts in any T-second window",
-    (9, 10, 11, 12, 13, 14, 15),
+    (9, 10, 11, 12, 13, 14, 15, 16),
     _at_most_r_restarts_in_t,
     {
         "kinds": st.lists(st.sampled_from(["ok", "fail"]), min_size=1, max_size=6),
@@ -1098,7 +1098,7 @@ def _gives_up_past_the_intensity(
 
 GIVES_UP_PAST_THE_INTENSITY = Law(
     "past the restart intensity the supervisor gives up at once and fails the rest",
-    (9, 10, 11, 12, 13, 14, 15),
+    (9, 10, 11, 12, 13, 14, 15, 16),
     _gives_up_past_the_intensity,
     {"restarts": st.integers(0, 5), "workers": st.integers(1, 3), "seed": st.integers(0, 2**16)},
     settings(max_examples=30, deadline=None),
@@ -1140,7 +1140,7 @@ def _old_restarts_are_forgotten(
 
 OLD_RESTARTS_ARE_FORGOTTEN = Law(
     "a restart older than T no longer counts: restarts spaced wider than T never give up",
-    (9, 10, 11, 12, 13, 14, 15),
+    (9, 10, 11, 12, 13, 14, 15, 16),
     _old_restarts_are_forgotten,
     {
         "period": odd_fraction(1, 40, 8),
@@ -1151,7 +1151,7 @@ OLD_RESTARTS_ARE_FORGOTTEN = Law(
 )
 
 
-# --- steps 10 and 11: streaming, and leaving early ---------------------------------------------
+# --- steps 10 and 12: streaming, and leaving early ---------------------------------------------
 
 
 def _first_result_arrives_with_slot_0(step: Subject, seen: Seen) -> None:
@@ -1173,7 +1173,7 @@ def _first_result_arrives_with_slot_0(step: Subject, seen: Seen) -> None:
 
 FIRST_RESULT_ARRIVES_WITH_SLOT_0 = Law(
     "the first result arrives when slot 0 completes",
-    (10, 11, 12, 13, 14, 15),
+    (10, 11, 12, 13, 14, 15, 16),
     _first_result_arrives_with_slot_0,
     flaw=(9, "step 9's flaw: nothing is handed over until the last slot is done"),
 )
@@ -1201,7 +1201,7 @@ def _handed_over_as_soon_as_possible(step: Subject, seen: Seen, order: list[int]
 
 HANDED_OVER_AS_SOON_AS_POSSIBLE = Law(
     "each result is handed over in plan order as soon as every earlier slot is done",
-    (10, 11, 12, 13, 14, 15),
+    (10, 11, 12, 13, 14, 15, 16),
     _handed_over_as_soon_as_possible,
     {"order": st.integers(1, 7).flatmap(lambda size: st.permutations(range(size)))},
     settings(max_examples=80, deadline=None),
@@ -1245,7 +1245,7 @@ def _leaving_early_cancels_the_rest(
 
 LEAVING_EARLY_CANCELS_THE_REST = Law(
     "leaving the stream early cancels the rest and calls no further worker",
-    (11, 12, 13, 14, 15),
+    (12, 13, 14, 15, 16),
     _leaving_early_cancels_the_rest,
     {
         "size": st.integers(1, 12),
@@ -1255,11 +1255,11 @@ LEAVING_EARLY_CANCELS_THE_REST = Law(
     },
     # leaving can tie with a worker's start at the same instant: enough runs to meet that tie
     settings(max_examples=200, deadline=None, report_multiple_bugs=False),
-    flaw=(10, "step 10's flaw: leaving the stream early waits for every worker to finish"),
+    flaw=(11, "step 11's flaw: leaving the stream early waits for every worker to finish"),
 )
 
 
-# --- steps 12-14: a window, a lazy input, an async one --------------------------------------------
+# --- steps 13-15: a window, a lazy input, an async one --------------------------------------------
 
 
 def _held_to_the_window(
@@ -1303,7 +1303,7 @@ def _held_to_the_window(
 
 HELD_TO_THE_WINDOW = Law(
     "at most window slots are started and not yet handed over",
-    (12, 13, 14, 15),
+    (13, 14, 15, 16),
     _held_to_the_window,
     {
         "latencies": st.lists(st.integers(1, 96), min_size=1, max_size=12),
@@ -1312,8 +1312,8 @@ HELD_TO_THE_WINDOW = Law(
     },
     settings(max_examples=40, deadline=None),
     flaw=(
-        11,
-        "step 11's flaw: nothing holds the work back while the caller waits for an early slot",
+        12,
+        "step 12's flaw: nothing holds the work back while the caller waits for an early slot",
     ),
 )
 
@@ -1347,7 +1347,7 @@ def _head_of_line_is_held_to_the_window(step: Subject, seen: Seen) -> None:
 HEAD_OF_LINE_IS_HELD_TO_THE_WINDOW = Law(
     "while an early slot runs long, the window fills with finished later slots and nothing "
     "more starts",
-    (12, 13, 14, 15),
+    (13, 14, 15, 16),
     _head_of_line_is_held_to_the_window,
 )
 
@@ -1431,7 +1431,7 @@ def _a_lazy_million_is_held(
 
 A_LAZY_MILLION_IS_HELD = Law(
     "a lazy input of a million is held to the window, and leaving it cancels every worker",
-    (13, 14, 15),
+    (14, 15, 16),
     _a_lazy_million_is_held,
     {
         "workers": st.integers(1, 4),
@@ -1440,7 +1440,7 @@ A_LAZY_MILLION_IS_HELD = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=25, deadline=None),
-    flaw=(12, "step 12's flaw: it reads its whole input before any work starts"),
+    flaw=(13, "step 13's flaw: it reads its whole input before any work starts"),
 )
 
 
@@ -1502,7 +1502,7 @@ def _an_async_input_is_awaited(
 
 AN_ASYNC_INPUT_IS_AWAITED = Law(
     "an async input is awaited one subtask at a time as the window has room",
-    (14, 15),
+    (15, 16),
     _an_async_input_is_awaited,
     {
         "gaps": st.lists(st.integers(0, 16), min_size=1, max_size=8),
@@ -1511,7 +1511,7 @@ AN_ASYNC_INPUT_IS_AWAITED = Law(
         "extra": st.integers(0, 2),
     },
     settings(max_examples=30, deadline=None),
-    flaw=(13, "step 13's flaw: it takes no async input; a plan made as it goes cannot be given"),
+    flaw=(14, "step 14's flaw: it takes no async input; a plan made as it goes cannot be given"),
 )
 
 
@@ -1552,7 +1552,7 @@ def _streamed_as_each_is_final(
 STREAMED_AS_EACH_IS_FINAL = Law(
     "results stream in plan order, each as soon as it and every earlier slot are done, from the "
     "library's step to the last",
-    (15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _streamed_as_each_is_final,
     {"latencies": exact_latencies(max_size=8), "names": named_plans()},
     settings(max_examples=10, database=None, phases=NO_SHRINK, deadline=None),
@@ -1586,9 +1586,9 @@ def _an_endless_input_ends_at_the_deadline(step: Subject, seen: Seen) -> None:
 
 AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE = Law(
     "under a deadline, a stream over an endless input ends at the deadline",
-    (15,),
+    (16,),
     _an_endless_input_ends_at_the_deadline,
-    flaw=(14, "step 14's flaw: an endless input never ends"),
+    flaw=(15, "step 15's flaw: an endless input never ends"),
 )
 
 
@@ -1618,9 +1618,9 @@ def _the_callers_exception_comes_out_bare(step: Subject, seen: Seen) -> None:
 
 THE_CALLERS_EXCEPTION_COMES_OUT_BARE = Law(
     "an exception raised in the caller's block comes out bare, not in an exception group",
-    (15,),
+    (16,),
     _the_callers_exception_comes_out_bare,
-    flaw=(14, "step 14's flaw: the caller's exception comes out wrapped in a group"),
+    flaw=(15, "step 15's flaw: the caller's exception comes out wrapped in a group"),
 )
 
 
@@ -1667,7 +1667,7 @@ def _a_retry_waits_out_its_retry_after(
 
 A_RETRY_WAITS_OUT_ITS_RETRY_AFTER = Law(
     "a retry never starts sooner than the Retry-After its 429 asked for",
-    (15, 16, 17, 18),
+    (16, 17, 18, 19),
     _a_retry_waits_out_its_retry_after,
     {
         "waits": st.lists(st.integers(1, 96).map(lambda k: k / 32), min_size=1, max_size=8),
@@ -1675,7 +1675,7 @@ A_RETRY_WAITS_OUT_ITS_RETRY_AFTER = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=40, deadline=None),
-    flaw=(14, "step 14's flaw: its backoff draw decides the wait, whatever the server asked"),
+    flaw=(15, "step 15's flaw: its backoff draw decides the wait, whatever the server asked"),
 )
 
 
@@ -1725,7 +1725,7 @@ def _only_transient_failures_are_retried(
 
 ONLY_TRANSIENT_FAILURES_ARE_RETRIED = Law(
     "only what may pass is retried: a 429, a 5xx or a timeout, never a 401",
-    (16, 17, 18),
+    (17, 18, 19),
     _only_transient_failures_are_retried,
     {
         "kinds": st.lists(
@@ -1736,7 +1736,7 @@ ONLY_TRANSIENT_FAILURES_ARE_RETRIED = Law(
         "attempts": st.integers(2, 4),
     },
     settings(max_examples=30, deadline=None),
-    flaw=(15, "step 15's flaw: it retries whatever fails, a wrong key as much as a 429"),
+    flaw=(16, "step 16's flaw: it retries whatever fails, a wrong key as much as a 429"),
 )
 
 
@@ -1781,7 +1781,7 @@ def _through_a_server_each_subtask_is_answered_once(
 THROUGH_A_SERVER_EACH_SUBTASK_IS_ANSWERED_ONCE = Law(
     "through a server over its limit, every subtask is answered once, in plan order, no "
     "Retry-After undercut",
-    (16, 17, 18),
+    (17, 18, 19),
     _through_a_server_each_subtask_is_answered_once,
     {
         "size": st.integers(1, 8),
@@ -1806,7 +1806,7 @@ def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: floa
 
     async def main() -> None:
         worker = seen.watch(quick, plan)
-        if step.record.replans:  # in rounds; from step 22 each subtask a company of one leaf
+        if step.record.replans:  # in rounds; from step 23 each subtask a company of one leaf
             options = step.record.accepted(max_workers=4, rate=rate)
             await step.supervise(task_of(plan), worker, **options)
             seen.over()
@@ -1823,11 +1823,11 @@ def _attempts_start_at_the_rate(step: Subject, seen: Seen, size: int, rate: floa
 
 ATTEMPTS_START_AT_THE_RATE = Law(
     "with a rate of r a second, the k-th attempt starts no sooner than k/r after the first",
-    (17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _attempts_start_at_the_rate,
     {"size": st.integers(2, 8), "rate": st.sampled_from([0.5, 1.5, 2.5, 10.0])},
     settings(max_examples=20, deadline=None),
-    flaw=(16, "step 16's flaw: nothing spaces the requests, they all start at once"),
+    flaw=(17, "step 17's flaw: nothing spaces the requests, they all start at once"),
 )
 
 
@@ -1876,7 +1876,7 @@ def _adaptive_ends_the_429s(step: Subject, seen: Seen, size: int, seed: int) -> 
 
 ADAPTIVE_ENDS_THE_429S = Law(
     "with adaptive, the first 429s cut the workers allowed and the 429s all but end",
-    (18,),
+    (19,),
     _adaptive_ends_the_429s,
     {"size": st.integers(10, 16), "seed": st.integers(0, 2**16)},
     settings(max_examples=10, deadline=None),
@@ -1929,7 +1929,7 @@ def _adaptive_holds_a_queue_to_one(
 ADAPTIVE_HOLDS_A_QUEUE_TO_ONE = Law(
     "with adaptive, a server that answers one at a time and queues the rest: after the first "
     "round of answers, each request waits behind one other at most",
-    (18,),
+    (19,),
     _adaptive_holds_a_queue_to_one,
     {
         "size": st.integers(16, 32),
@@ -1937,7 +1937,7 @@ ADAPTIVE_HOLDS_A_QUEUE_TO_ONE = Law(
         "took": st.sampled_from([0.25, 0.5, 1.0, 3.0]),
     },
     settings(max_examples=10, deadline=None),
-    flaw=(17, "step 17's flaw: its workers all send at once, and a queue holds them all"),
+    flaw=(18, "step 18's flaw: its workers all send at once, and a queue holds them all"),
 )
 
 
@@ -1945,7 +1945,7 @@ ADAPTIVE_HOLDS_A_QUEUE_TO_ONE = Law(
 
 RESEARCHED = "competitor pricing; customer reviews; inventory"
 """The task of Part II's laws: pricing names the competitor (a follow-up), the reviews fail (a
-reroute), as step 19's rules read them."""
+reroute), as step 20's rules read them."""
 
 
 def researcher(seed: int, failing: Iterable[str] = ()) -> SimulatedAgent:
@@ -1988,11 +1988,11 @@ def _asks_what_the_results_call_for(step: Subject, seen: Seen, workers: int, see
 ASKS_WHAT_THE_RESULTS_CALL_FOR = Law(
     "a re-planning run asks what its results call for: each follow-up and reroute once, "
     "each in the ledger once",
-    (19, 20, 21),
+    (20, 21, 22),
     _asks_what_the_results_call_for,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None),
-    flaw=(18, "step 18's flaw: the plan never changes, whatever the sub-agents find"),
+    flaw=(19, "step 19's flaw: the plan never changes, whatever the sub-agents find"),
 )
 
 
@@ -2042,7 +2042,7 @@ def _every_dispatched_subtask_in_the_ledger_once(
 EVERY_DISPATCHED_SUBTASK_IN_THE_LEDGER_ONCE = Law(
     "every dispatched subtask is in the ledger once, indexed in its batch's order, and the "
     "trace holds one slot per entry",
-    (19, 20, 21),
+    (20, 21, 22),
     _every_dispatched_subtask_in_the_ledger_once,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
@@ -2073,7 +2073,7 @@ def _answers_by_its_deadline(
 
 ANSWERS_BY_ITS_DEADLINE = Law(
     "a re-planning run with a hung sub-agent answers by its deadline, degraded, naming it",
-    (19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _answers_by_its_deadline,
     {
         "workers": st.integers(1, 4),
@@ -2114,12 +2114,12 @@ def _ends_by_the_budget_it_was_given(step: Subject, seen: Seen, seed: int) -> No
 
 ENDS_BY_THE_BUDGET_IT_WAS_GIVEN = Law(
     "a re-planning run ends by the budget it was given, max_subtasks or max_stalls, naming it",
-    # not step 22: a failing leaf there is answered "missing", a success, so nothing stalls
-    (20, 21, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    # not step 23: a failing leaf there is answered "missing", a success, so nothing stalls
+    (21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _ends_by_the_budget_it_was_given,
     {"seed": st.integers(0, 2**16)},
     settings(max_examples=3, deadline=None, phases=NO_SHRINK),
-    flaw=(19, "step 19's flaw: max_rounds and the deadline are its only budgets"),
+    flaw=(20, "step 20's flaw: max_rounds and the deadline are its only budgets"),
 )
 
 
@@ -2186,7 +2186,7 @@ def _stalls_are_counted_up_and_down(
 STALLS_ARE_COUNTED_UP_AND_DOWN = Law(
     "a round with nothing new is a stall; the stall count goes up on a stall, down on "
     "progress, and past max_stalls asks a fresh plan, at most max_resets times",
-    (20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _stalls_are_counted_up_and_down,
     {
         "failing": st.integers(1, 3),
@@ -2245,7 +2245,7 @@ def _a_planner_that_fails_costs_rounds(step: Subject, seen: Seen, workers: int) 
 A_PLANNER_THAT_FAILS_COSTS_ROUNDS = Law(
     "planner='llm' asks its chat model: one that cannot be reached costs each round, never "
     "the run, and the answer names it",
-    (21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _a_planner_that_fails_costs_rounds,
     {"workers": st.integers(1, 4)},
     settings(max_examples=2, deadline=None, phases=NO_SHRINK),
@@ -2271,11 +2271,11 @@ def _an_llm_plans_as_the_rules_do(step: Subject, seen: Seen, workers: int, seed:
 AN_LLM_PLANS_AS_THE_RULES_DO = Law(
     "planner='llm' asks a chat model over HTTP; the loopback model, playing the rules, makes "
     "the scripted planner's ledger",
-    (21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _an_llm_plans_as_the_rules_do,
     {"workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
-    flaw=(20, "step 20's flaw: its planner is rules written in advance; it takes no planner"),
+    flaw=(21, "step 21's flaw: its planner is rules written in advance; it takes no planner"),
     raises=TypeError,
 )
 
@@ -2317,11 +2317,11 @@ def _a_company_is_a_child_supervisor(
 A_COMPANY_IS_A_CHILD_SUPERVISOR = Law(
     "a company 'c: a, b' is a child supervisor: the worker gets its leaves, at most K at once "
     "in the whole tree, and its slot the child's digest",
-    (22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _a_company_is_a_child_supervisor,
     {"task": companies(), "workers": st.integers(1, 4), "seed": st.integers(0, 2**16)},
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
-    flaw=(21, "step 21's flaw: one flat level: a company is one subtask to one worker"),
+    flaw=(22, "step 22's flaw: one flat level: a company is one subtask to one worker"),
 )
 
 
@@ -2346,7 +2346,7 @@ def _no_leaf_outlives_the_deadline(
 
 NO_LEAF_OUTLIVES_THE_DEADLINE = Law(
     "no leaf of the tree outlives the run's deadline",
-    (22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _no_leaf_outlives_the_deadline,
     {
         "task": companies(),
@@ -2384,11 +2384,11 @@ def _a_child_that_gives_up_escalates(step: Subject, seen: Seen, restarts: int, o
 
 A_CHILD_THAT_GIVES_UP_ESCALATES = Law(
     "a child past its restart intensity fails its parent's slot with Escalated and its reason",
-    (23, 24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (24, 25, 26, 27, 28, 29, 30, 31, 32, 33),
     _a_child_that_gives_up_escalates,
     {"restarts": st.integers(0, 3), "others": st.integers(0, 2)},
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(22, "step 22's flaw: a child that gave up still answers its parent"),
+    flaw=(23, "step 23's flaw: a child that gave up still answers its parent"),
 )
 
 
@@ -2459,7 +2459,7 @@ def _a_strategy_restarts_what_it_names(
 A_STRATEGY_RESTARTS_WHAT_IT_NAMES = Law(
     "children restarted with the one they depend on keep no stale work; one_for_one restarts "
     "the failed leaf alone",
-    (24, 25, 26, 27, 28, 29, 30, 31, 32),
+    (25, 26, 27, 28, 29, 30, 31, 32, 33),
     _a_strategy_restarts_what_it_names,
     {
         "strategy": st.sampled_from(["rest_for_one", "one_for_all"]),
@@ -2468,7 +2468,7 @@ A_STRATEGY_RESTARTS_WHAT_IT_NAMES = Law(
         "k": st.integers(1, 4),
     },
     settings(max_examples=10, deadline=None),
-    flaw=(23, "step 23's flaw: a restart takes the failed leaf alone; it takes no strategy"),
+    flaw=(24, "step 24's flaw: a restart takes the failed leaf alone; it takes no strategy"),
     raises=TypeError,
 )
 
@@ -2493,11 +2493,11 @@ def _a_crash_fails_its_leaf_alone(step: Subject, seen: Seen, crashed: int, seed:
 
 A_CRASH_FAILS_ITS_LEAF_ALONE = Law(
     "a leaf whose body crashes its process fails its own slot; its siblings get their results",
-    (25, 26, 27, 28, 29, 30, 31, 32),
+    (26, 27, 28, 29, 30, 31, 32, 33),
     _a_crash_fails_its_leaf_alone,
     {"crashed": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
-    flaw=(24, "step 24's flaw: its leaves run in this process, and take no crash"),
+    flaw=(25, "step 25's flaw: its leaves run in this process, and take no crash"),
     raises=TypeError,
 )
 
@@ -2578,9 +2578,9 @@ def _a_crash_in_a_real_process_spares_the_run(step: Subject, seen: Seen) -> None
 A_CRASH_IN_A_REAL_PROCESS_SPARES_THE_RUN = Law(
     "on real processes, a body that crashes takes only its worker process: the run returns, "
     "the crashed leaf missing, its siblings answered",
-    (25,),
+    (26,),
     _a_crash_in_a_real_process_spares_the_run,
-    flaw=(24, "step 24's flaw: its leaves run in this process, and take no crash"),
+    flaw=(25, "step 25's flaw: its leaves run in this process, and take no crash"),
     raises=TypeError,
 )
 
@@ -2633,7 +2633,7 @@ def _a_cut_leaf_ends_its_call(step: Subject, seen: Seen, hung: int, seed: int) -
 A_CUT_LEAF_ENDS_ITS_CALL = Law(
     "a leaf cut by its timeout, or by a cancelled run, has its call ended there: no body "
     "outlives the call that started it",
-    (25, 26, 27, 28, 29, 30, 31, 32),
+    (26, 27, 28, 29, 30, 31, 32, 33),
     _a_cut_leaf_ends_its_call,
     {"hung": st.integers(0, 2), "seed": st.integers(0, 2**16)},
     settings(max_examples=5, deadline=None, phases=NO_SHRINK),
@@ -2712,7 +2712,7 @@ def _resume_after_a_crash_equals_a_run(
 RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
     "a journaled run whose supervisor is killed at any instant, resumed under its run_id, ends "
     "with the ledger and the answer of a run never killed",
-    (26, 27, 28, 29, 30, 31, 32),
+    (27, 28, 29, 30, 31, 32, 33),
     _resume_after_a_crash_equals_a_run,
     {
         "workers": st.integers(1, 4),
@@ -2720,7 +2720,7 @@ RESUME_AFTER_A_CRASH_EQUALS_A_RUN = Law(
         "kill": st.floats(0.0, 1.0),
     },
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(25, "step 25's flaw: its run lives in memory only; it takes no journal"),
+    flaw=(26, "step 26's flaw: its run lives in memory only; it takes no journal"),
     raises=TypeError,
 )
 
@@ -2779,7 +2779,7 @@ def _a_parked_slot_is_finished_by_its_approval(
 A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
     "a refund over the threshold is parked, the run degraded naming its question; the resume "
     "after an answer finishes it: done if approved, missing if rejected",
-    (27, 28, 29, 30, 31, 32),
+    (28, 29, 30, 31, 32, 33),
     _a_parked_slot_is_finished_by_its_approval,
     {
         "dollars": st.integers(101, 10_000),
@@ -2787,7 +2787,7 @@ A_PARKED_SLOT_IS_FINISHED_BY_ITS_APPROVAL = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(26, "step 26's flaw: a refund runs as soon as it can, asking nobody"),
+    flaw=(27, "step 27's flaw: a refund runs as soon as it can, asking nobody"),
 )
 
 
@@ -2829,7 +2829,7 @@ def _a_straggler_is_answered_by_its_hedge(
 A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE = Law(
     "a leaf whose first request straggles is answered by its hedge, a second request of the "
     "same subtask: the answer comes long before the straggler would have, whole",
-    (28, 29, 30, 31, 32),
+    (29, 30, 31, 32, 33),
     _a_straggler_is_answered_by_its_hedge,
     {
         "leaves": st.integers(1, 4),
@@ -2838,7 +2838,7 @@ A_STRAGGLER_IS_ANSWERED_BY_ITS_HEDGE = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(27, "step 27's flaw: a straggler holds its company's answer; it takes no hedge"),
+    flaw=(28, "step 28's flaw: a straggler holds its company's answer; it takes no hedge"),
     raises=TypeError,
 )
 
@@ -2873,7 +2873,7 @@ def _the_first_k_leaves_answer(
 THE_FIRST_K_LEAVES_ANSWER = Law(
     "with need=k, a company's child run returns at its k-th leaf's success: the slower leaf is "
     "cancelled and left out, the answer whole",
-    (29, 30, 31, 32),
+    (30, 31, 32, 33),
     _the_first_k_leaves_answer,
     {
         "leaves": st.integers(2, 4),
@@ -2881,7 +2881,7 @@ THE_FIRST_K_LEAVES_ANSWER = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=10, deadline=None, phases=NO_SHRINK),
-    flaw=(28, "step 28's flaw: a company waits for every leaf; it takes no need"),
+    flaw=(29, "step 29's flaw: a company waits for every leaf; it takes no need"),
     raises=TypeError,
 )
 
@@ -2927,7 +2927,7 @@ def _the_tokens_spent_never_exceed_the_budget(
 THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET = Law(
     "the tokens the leaves spend, hedges included, never exceed budget_tokens, however many "
     "requests run at once",
-    (30,),
+    (31,),
     _the_tokens_spent_never_exceed_the_budget,
     {
         "sizes": st.lists(st.integers(1, 4), min_size=1, max_size=3),
@@ -2936,7 +2936,7 @@ THE_TOKENS_SPENT_NEVER_EXCEED_THE_BUDGET = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=15, deadline=None),
-    flaw=(29, "step 29's flaw: nothing bounds what the leaves spend; it takes no budget_tokens"),
+    flaw=(30, "step 30's flaw: nothing bounds what the leaves spend; it takes no budget_tokens"),
     raises=TypeError,
 )
 
@@ -3032,7 +3032,7 @@ A_REPLY_IS_HELD_TO_ITS_CONTRACT = Law(
     "a leaf answered in prose k times is ok after k + 1 requests, its output the contract's "
     "model, when k is at most the bound, and fails with InvalidReply past it; plan order, "
     "isolation and the token budget hold, each re-ask charged",
-    (31, 32),
+    (32, 33),
     _a_reply_is_held_to_its_contract,
     {
         "proses": st.lists(st.integers(0, REASKS + 1), min_size=1, max_size=4),
@@ -3042,7 +3042,7 @@ A_REPLY_IS_HELD_TO_ITS_CONTRACT = Law(
         "seed": st.integers(0, 2**16),
     },
     settings(max_examples=15, deadline=None, phases=NO_SHRINK),
-    flaw=(30, "step 30's flaw: a reply is taken as text, whatever it says; nothing asks again"),
+    flaw=(31, "step 31's flaw: a reply is taken as text, whatever it says; nothing asks again"),
 )
 
 
@@ -3156,7 +3156,7 @@ ONE_RUN_MANY_SUPERVISORS = Law(
     "supervisors sharing one run_id and one journal call each leaf once between them; one "
     "killed part way has its slots taken over only after its lease ran out; each survivor "
     "answers as one supervisor alone would",
-    (32,),
+    (33,),
     _one_run_many_supervisors,
     {
         "supervisors": st.integers(2, 3),
@@ -3166,7 +3166,7 @@ ONE_RUN_MANY_SUPERVISORS = Law(
         "kill": st.none() | st.floats(0.0, 1.0),
     },
     settings(max_examples=8, deadline=None, phases=NO_SHRINK),
-    flaw=(31, "step 31's flaw: two supervisors on one run both run every slot"),
+    flaw=(32, "step 32's flaw: two supervisors on one run both run every slot"),
 )
 
 LAWS = (

@@ -161,7 +161,7 @@ def steps_refused(
 
 
 def task_refused(name: str, demos: Sequence[Demo]) -> str | None:
-    """Why step ``name`` refuses a task of ``demos`` (a malformed company, from step 22 on), in
+    """Why step ``name`` refuses a task of ``demos`` (a malformed company, from step 23 on), in
     its own words, or None."""
     record = STEPS[step_number(name)]
     if record.check_task is None:
@@ -179,7 +179,7 @@ def need_refused(name: str, demos: Sequence[Demo]) -> str | None:
     """Why a demo's ``need`` (``--need K``: a company keeps the first K of its leaves) is more
     than one of its companies has leaves, or None: refused, where the step would quietly take
     every leaf of that company instead. What a company's leaves are is step ``name``'s own
-    ``subtasks_of`` (from step 22 on), read from the step as the runner reads its other
+    ``subtasks_of`` (from step 23 on), read from the step as the runner reads its other
     functions, so that the runner imports no step."""
     for demo in demos:
         need = demo.options.get("need")

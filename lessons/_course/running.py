@@ -88,12 +88,12 @@ class Run:
     journal: Path | None = None  # --journal FILE; a scratch file when None (a journaling step)
     run_id: str = "run"  # --run-id, or the demo's own (see run_id_of)
     resume: bool = False  # --resume: no kill first, the run resumed from the journal
-    killed: int | None = None  # results committed when the supervisor was killed (26)
+    killed: int | None = None  # results committed when the supervisor was killed (27)
     killed_really: bool = False  # that was a child Python killed (real time), not a simulation
-    answered: list[str] = field(default_factory=list)  # questions answered before (27)
+    answered: list[str] = field(default_factory=list)  # questions answered before (28)
     parked: list[tuple[str, int, int, str]] = field(default_factory=list)  # still unanswered
     replies: list[str] = field(default_factory=list)  # a chat model planner's, as it wrote them
-    shared: str | None = None  # the journal's timeline of a run several supervisors shared (32)
+    shared: str | None = None  # the journal's timeline of a run several supervisors shared (33)
 
 
 class Watch(Protocol):
@@ -185,7 +185,7 @@ async def run_step(
     run.trace = Trace(plan)
     try:
         async with worker_of(module, run, agent) as worker:
-            run.trace = Trace(plan)  # the run's clock starts when its worker is ready (step 25)
+            run.trace = Trace(plan)  # the run's clock starts when its worker is ready (step 26)
             if record.journals:
                 run.aggregate = await durably(module, run, worker, agent)
             elif record.records_trace:
@@ -278,7 +278,7 @@ async def together(
     path: Path,
     virtual: bool,
 ) -> Any:
-    """Step 32's demo: ``run.demo.supervisors`` supervisors of one run journaled in ``path``,
+    """Step 33's demo: ``run.demo.supervisors`` supervisors of one run journaled in ``path``,
     started a moment apart (``APART``; on virtual time the last of three or more once the
     first's leases ran out), the first killed at the demo's ``killed_at``; what the
     second returned, the run shown (its ``run.trace``: the slots it ran, and those it took from
@@ -288,7 +288,7 @@ async def together(
     were written, which a virtual run does not keep), each row its supervisor's letter.
 
     Each supervisor's journal is opened as one supervisor's (``lease=None``): a step that
-    shares the run's slots leases them itself (step 32), the step before runs every slot in
+    shares the run's slots leases them itself (step 33), the step before runs every slot in
     each. On real time the others are child Pythons, the first killed with ``SIGKILL``
     (``killing.run_together``); on virtual time they are tasks of this process, each with a
     journal of its own on the file, the first's dropped as a crash leaves it and its run
@@ -373,7 +373,7 @@ async def together(
 
 
 APART = 0.3
-"""Seconds between the starts of step 32's supervisors: a moment, as processes start."""
+"""Seconds between the starts of step 33's supervisors: a moment, as processes start."""
 
 
 def drawn_calls(calls: Sequence[tuple[float, str, Any, float, Status]]) -> str:
@@ -532,7 +532,7 @@ def leaf_spans(trace: Trace) -> list[Span]:
 
 def reasked(trace: Trace) -> list[tuple[str, int, str | None]]:
     """Every leaf attempt that made more than one request (a typed reply asked again, step
-    31): its subtask, its requests, and its error (None: it ended with a valid reply)."""
+    32): its subtask, its requests, and its error (None: it ended with a valid reply)."""
     found: list[tuple[str, int, str | None]] = []
     for slot in trace.slots:
         for child in slot.children:
@@ -674,7 +674,7 @@ def journal_problem(record: Step, demo: Demo, args: argparse.Namespace) -> str |
 
 
 def run_id_of(record: Step, demo: Demo, args: argparse.Namespace) -> str:
-    """A demo's own run id: its step's number and its place among the step's demos, ``26.1``."""
+    """A demo's own run id: its step's number and its place among the step's demos, ``27.1``."""
     from lessons._course.demos import demos
 
     chosen = demos(args, record.number)
@@ -705,7 +705,7 @@ def run_demo(name: str, demo: Demo, args: argparse.Namespace, watch: Watch | Non
     clock = trio.testing.MockClock(autojump_threshold=0) if args.virtual else None
     if watch is not None:
         watch.starting(run)
-    if run.options.get("planner") == "llm":  # step 21 on: keep the JSON the model replied
+    if run.options.get("planner") == "llm":  # step 22 on: keep the JSON the model replied
         from trio_supervisor.agents import recorded_replies  # the SDK: only for a chat model
 
         with recorded_replies() as replies:

@@ -120,7 +120,7 @@ def show(console: Console, run: Run) -> None:
     if run.aggregate is not None:
         summary += f" · {tally(run.aggregate.results)}"
     console.print(summary, highlight=False)
-    for leaf, requests, error in reasked(run.trace):  # step 31: a reply asked again
+    for leaf, requests, error in reasked(run.trace):  # step 32: a reply asked again
         said = "a valid reply at last" if error is None else printable(error)
         console.print(f"{leaf}: {requests} requests in one attempt: {said}", markup=False)
     if run.killed is not None and run.demo.killed_at is not None:

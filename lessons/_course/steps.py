@@ -21,7 +21,7 @@ from typing import Any, Literal
 import lessons
 
 _STEP_NAME = re.compile(r"step(\d\d)_\w+")
-PART_TWO = 15
+PART_TWO = 16
 """The first step of Part II: from it on a step builds on the library's ``Supervisor`` and adds
 one idea in a small file of its own, instead of growing the hand-written ``supervise`` of the
 step before."""
@@ -58,9 +58,9 @@ class Step:
     hook: frozenset[str] | None = None
     check_task: str | None = None  # a function of the module that refuses a malformed task
     typed: bool = False  # its leaves' replies are held to a contract: a leaf "x prose k" is
-    # answered in prose its first k times by the loopback server, then asked again (step 31)
+    # answered in prose its first k times by the loopback server, then asked again (step 32)
     stream_options: Mapping[str, Any] | None = field(default=None, hash=False)
-    """The options of its ``stream`` when its entry is ``supervise`` (from step 16 on, Part I's
+    """The options of its ``stream`` when its entry is ``supervise`` (from step 17 on, Part I's
     stream is kept beside it), None for one without (or whose entry it is)."""
 
     @property
@@ -115,16 +115,16 @@ _TIMEOUT = {"max_workers": REQUIRED, "worker_timeout": NO_LIMIT}
 _TIMED = {**_TIMEOUT, "deadline": NO_LIMIT}
 _RETRIED = {**_TIMED, "attempts": 1, "backoff": BACKOFF, "seed": None}
 _RESTARTED = {**_TIMED, "attempts": 1, "intensity": None, "backoff": BACKOFF, "seed": None}
-_STREAMED = {"max_workers": REQUIRED, "window": None, **_RESTARTED}  # steps 12-15's stream
-# Part II from step 16: step 15's knobs over HTTP sub-agents, which retry by default; its
-# ``open_worker`` (kept to step 24) also takes how the loopback server serves (``serving``)
+_STREAMED = {"max_workers": REQUIRED, "window": None, **_RESTARTED}  # steps 13-16's stream
+# Part II from step 17: step 16's knobs over HTTP sub-agents, which retry by default; its
+# ``open_worker`` (kept to step 25) also takes how the loopback server serves (``serving``)
 _HTTP_KNOBS = {**_RESTARTED, "attempts": 4}
-# and step 15's stream, kept beside ``supervise`` through its supervisor: step 18's from 18 on
+# and step 16's stream, kept beside ``supervise`` through its supervisor: step 19's from 18 on
 _HTTP_STREAMED = {**_STREAMED, "attempts": 4}
 _ADAPTIVE = {**_HTTP_STREAMED, "rate": None, "adaptive": False}
 _HTTP = frozenset({"virtual", "max_workers", "endpoint", "model"})
 _HTTP_HOOK = _HTTP | {"serving"}
-# Part II from step 19: rounds over step 18's HTTP sub-agents, its knobs kept
+# Part II from step 20: rounds over step 19's HTTP sub-agents, its knobs kept
 _KNOBS = {
     "max_workers": REQUIRED,
     "worker_timeout": NO_LIMIT,
@@ -136,7 +136,7 @@ _KNOBS = {
     "adaptive": False,
 }
 _ROUNDS = {**_KNOBS, "max_rounds": 5, "deadline": NO_LIMIT}  # the run's deadline kept (step 7)
-_BUDGETS = {  # step 20's budgets come between max_rounds and the deadline, as its entry has them
+_BUDGETS = {  # step 21's budgets come between max_rounds and the deadline, as its entry has them
     **_KNOBS,
     "max_rounds": 5,
     "max_subtasks": 20,
@@ -197,24 +197,24 @@ STEPS: dict[int, Step] = {
             synthesizes=True,
         ),
         Step(
-            11,
-            "step11_leaving_early",
+            12,
+            "step12_leaving_early",
             "leaving early",
             entry="stream",
             options=_RESTARTED,
             synthesizes=True,
         ),
         Step(
-            12,
-            "step12_window",
+            13,
+            "step13_window",
             "a window over a list",
             entry="stream",
             options=_STREAMED,
             synthesizes=True,
         ),
         Step(
-            13,
-            "step13_lazy_input",
+            14,
+            "step14_lazy_input",
             "a lazy input",
             entry="stream",
             options=_STREAMED,
@@ -222,8 +222,8 @@ STEPS: dict[int, Step] = {
             synthesizes=True,
         ),
         Step(
-            14,
-            "step14_async_input",
+            15,
+            "step15_async_input",
             "an async input",
             entry="stream",
             options={"max_workers": REQUIRED, "window": None, **_RESTARTED},
@@ -232,8 +232,8 @@ STEPS: dict[int, Step] = {
             synthesizes=True,
         ),
         Step(
-            15,
-            "step15_library",
+            16,
+            "step16_library",
             "the library",
             entry="stream",
             options=_STREAMED,
@@ -242,8 +242,8 @@ STEPS: dict[int, Step] = {
             synthesizes=True,
         ),
         Step(
-            16,
-            "step16_http_subagents",
+            17,
+            "step17_http_subagents",
             "real sub-agents over HTTP",
             options=_HTTP_KNOBS,
             synthesizes=True,
@@ -251,8 +251,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            17,
-            "step17_rate",
+            18,
+            "step18_rate",
             "a rate limit",
             options={**_HTTP_KNOBS, "rate": None},
             synthesizes=True,
@@ -260,8 +260,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            18,
-            "step18_adaptive",
+            19,
+            "step19_adaptive",
             "adaptive concurrency",
             options={**_HTTP_KNOBS, "rate": None, "adaptive": False},
             synthesizes=True,
@@ -269,8 +269,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            19,
-            "step19_rounds",
+            20,
+            "step20_rounds",
             "re-planning rounds",
             options=_ROUNDS,
             replans=True,
@@ -279,8 +279,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            20,
-            "step20_budgets",
+            21,
+            "step21_budgets",
             "budgets, stalls and resets",
             options=_BUDGETS,
             replans=True,
@@ -289,8 +289,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            21,
-            "step21_llm_planner",
+            22,
+            "step22_llm_planner",
             "an LLM planner",
             options=_PLANNED,
             replans=True,
@@ -299,8 +299,8 @@ STEPS: dict[int, Step] = {
             hook=_HTTP_HOOK,
         ),
         Step(
-            22,
-            "step22_trees",
+            23,
+            "step23_trees",
             "a tree of supervisors",
             options=_PLANNED,
             replans=True,
@@ -310,8 +310,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            23,
-            "step23_escalation",
+            24,
+            "step24_escalation",
             "escalation",
             options=_PLANNED,
             replans=True,
@@ -321,8 +321,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            24,
-            "step24_strategies",
+            25,
+            "step25_strategies",
             "restart strategies",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
@@ -332,8 +332,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            25,
-            "step25_processes",
+            26,
+            "step26_processes",
             "crashes a process contains",
             options={**_PLANNED, "strategy": "one_for_one"},
             replans=True,
@@ -343,8 +343,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            26,
-            "step26_durable_runs",
+            27,
+            "step27_durable_runs",
             "durable runs",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -354,8 +354,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            27,
-            "step27_approval_gate",
+            28,
+            "step28_approval_gate",
             "an approval gate",
             options={**_PLANNED, "strategy": "one_for_one", "journal": None, "run_id": None},
             replans=True,
@@ -365,8 +365,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            28,
-            "step28_hedging",
+            29,
+            "step29_hedging",
             "hedged requests",
             options={
                 **_PLANNED,
@@ -382,8 +382,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            29,
-            "step29_first_k",
+            30,
+            "step30_first_k",
             "the first k of n",
             options={
                 **_PLANNED,
@@ -400,8 +400,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            30,
-            "step30_token_budget",
+            31,
+            "step31_token_budget",
             "a token budget",
             options={
                 **_PLANNED,
@@ -419,8 +419,8 @@ STEPS: dict[int, Step] = {
             check_task="check_task",
         ),
         Step(
-            31,
-            "step31_typed_replies",
+            32,
+            "step32_typed_replies",
             "typed replies",
             options={
                 **_PLANNED,
@@ -439,8 +439,8 @@ STEPS: dict[int, Step] = {
             typed=True,
         ),
         Step(
-            32,
-            "step32_many_supervisors",
+            33,
+            "step33_many_supervisors",
             "several supervisors on one run",
             options={
                 **_PLANNED,

@@ -47,7 +47,7 @@ def test_the_record_says_what_the_module_offers(step: Step) -> None:
     title = (module.__doc__ or "").splitlines()[0]
     assert title.startswith(f"Step {step.number}: {step.title}. ")
     exported = [name for name in ENTRIES if callable(getattr(module, name, None))]
-    # a step that streams has both: it is run as a stream, but one from step 16 on, run by its
+    # a step that streams has both: it is run as a stream, but one from step 17 on, run by its
     # supervise, whose stream (Part I's, kept) is recorded beside its entry
     assert step.entry == ("supervise" if step.stream_options is not None else exported[-1])
     entry = getattr(module, step.entry)
@@ -95,7 +95,7 @@ def hook_keywords(hook: Any) -> tuple[set[str], bool]:
 def accepted(number: int) -> set[str]:
     """The keywords step ``number``'s ``open_worker`` takes, those it passes on included."""
     hook = getattr(load_step(STEPS[number].name), "open_worker", None)
-    if hook is None:  # the steps before step 16: the worker is the simulated sub-agent
+    if hook is None:  # the steps before step 17: the worker is the simulated sub-agent
         return set()
     named, forwards = hook_keywords(hook)
     return named | accepted(number - 1) if forwards else named

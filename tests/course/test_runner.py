@@ -66,7 +66,7 @@ def test_every_step_accounts_for_every_subtask_once(name: str) -> None:
     assert run.error is None
     assert run.aggregate is not None
     assert sorted(result.subtask for result in run.aggregate.results) == ["a", "b", "c", "d", "e"]
-    # each its own findings; from step 31 on, read from a typed reply with how sure it is
+    # each its own findings; from step 32 on, read from a typed reply with how sure it is
     assert all(
         re.fullmatch(rf"findings on {result.subtask}( \(\d+% sure\))?", str(result.output))
         for result in run.aggregate.results
@@ -320,7 +320,7 @@ def until(found: Callable[[], set[int]], what: str, within: float = 60.0) -> set
 def test_sigterm_during_a_real_kill_ends_every_child_and_leaves_no_scratch_folder(
     tmp_path: Path,
 ) -> None:
-    """Step 26 on real time: its child Python (to be killed part way) runs with worker processes
+    """Step 27 on real time: its child Python (to be killed part way) runs with worker processes
     of its own, and the runner has its workers too. ``SIGTERM`` to the runner ends it with
     ``terminated``: the child and its workers at once, and by the time the runner has ended,
     every process it started; its temporary folders are gone."""
@@ -328,7 +328,7 @@ def test_sigterm_during_a_real_kill_ends_every_child_and_leaves_no_scratch_folde
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     process = subprocess.Popen(
-        [sys.executable, "-m", "lessons", "26", "--task", "acme: pricing, reviews"],
+        [sys.executable, "-m", "lessons", "27", "--task", "acme: pricing, reviews"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -407,11 +407,11 @@ def test_ctrl_c_at_any_instant_start_up_included_ends_interrupted_without_a_trac
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 def test_ctrl_c_while_the_worker_processes_end_after_the_last_run_has_no_traceback() -> None:
-    """From step 25 on, the runner's worker processes end after its last run, in the
+    """From step 26 on, the runner's worker processes end after its last run, in the
     interpreter's exit (a second or two): a Ctrl-C then is let go, where it broke into that
     wait with a traceback."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "lessons", "25", "--task", "acme: pricing"],
+        [sys.executable, "-m", "lessons", "26", "--task", "acme: pricing"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

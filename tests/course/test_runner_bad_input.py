@@ -58,19 +58,19 @@ def refused(
         (["8", "--slow", "1:-1"], f"argument --slow: {SLOW_RULE}, got '1:-1'"),
         (["6", "--timeout", "inf"], f"argument --timeout: {SECONDS_RULE}, got 'inf'"),
         (["6", "--timeout", "1e9"], f"argument --timeout: {SECONDS_RULE}, got '1e9'"),
-        (["15", "--deadline", "inf"], f"argument --deadline: {SECONDS_RULE}, got 'inf'"),
-        (["15", "--deadline", "3000"], f"argument --deadline: {SECONDS_RULE}, got '3000'"),
+        (["16", "--deadline", "inf"], f"argument --deadline: {SECONDS_RULE}, got 'inf'"),
+        (["16", "--deadline", "3000"], f"argument --deadline: {SECONDS_RULE}, got '3000'"),
         (["9", "--intensity", "1/inf"], f"argument --intensity: {INTENSITY_RULE}, got '1/inf'"),
         (["9", "--intensity", "1/nan"], f"argument --intensity: {INTENSITY_RULE}, got '1/nan'"),
         (
             ["9", "--intensity", f"{HUGE}/5"],
             f"argument --intensity: {INTENSITY_RULE}, got '{HUGE}/5'",
         ),
-        (["17", "--rate", "1e-300"], f"argument --rate: {RATE_RULE}, got '1e-300'"),
-        (["17", "--rate", "inf"], f"argument --rate: {RATE_RULE}, got 'inf'"),
-        (["28", "--hedge", "inf"], f"argument --hedge: {HEDGE_RULE}, got 'inf'"),
-        (["28", "--hedge", "1e9"], f"argument --hedge: {HEDGE_RULE}, got '1e9'"),
-        (["28", "--hedge", "nan"], f"argument --hedge: {HEDGE_RULE}, got 'nan'"),
+        (["18", "--rate", "1e-300"], f"argument --rate: {RATE_RULE}, got '1e-300'"),
+        (["18", "--rate", "inf"], f"argument --rate: {RATE_RULE}, got 'inf'"),
+        (["29", "--hedge", "inf"], f"argument --hedge: {HEDGE_RULE}, got 'inf'"),
+        (["29", "--hedge", "1e9"], f"argument --hedge: {HEDGE_RULE}, got '1e9'"),
+        (["29", "--hedge", "nan"], f"argument --hedge: {HEDGE_RULE}, got 'nan'"),
         (["8", "--flaky", f"1:{HUGE}"], f"argument --flaky: {FLAKY_RULE}, got '1:{HUGE}'"),
         # every count has a stated maximum
         (
@@ -82,7 +82,7 @@ def refused(
             f"argument --workers: must be an integer from 1 to {WORKERS}, got '{HUGE}'",
         ),
         (
-            ["12", "--window", HUGE],
+            ["13", "--window", HUGE],
             f"argument --window: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
@@ -90,27 +90,27 @@ def refused(
             f"argument --take: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
-            ["19", "--max-rounds", HUGE],
+            ["20", "--max-rounds", HUGE],
             f"argument --max-rounds: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
-            ["20", "--max-subtasks", HUGE],
+            ["21", "--max-subtasks", HUGE],
             f"argument --max-subtasks: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
-            ["20", "--max-stalls", HUGE],
+            ["21", "--max-stalls", HUGE],
             f"argument --max-stalls: must be an integer from 0 to {COUNT}, got '{HUGE}'",
         ),
         (
-            ["20", "--max-resets", "-1"],
+            ["21", "--max-resets", "-1"],
             f"argument --max-resets: must be an integer from 0 to {COUNT}, got '-1'",
         ),
         (
-            ["30", "--budget-tokens", HUGE],
+            ["31", "--budget-tokens", HUGE],
             f"argument --budget-tokens: must be an integer from 1 to {TOKENS}, got '{HUGE}'",
         ),
         (
-            ["29", "--need", HUGE],
+            ["30", "--need", HUGE],
             f"argument --need: must be an integer from 1 to {COUNT}, got '{HUGE}'",
         ),
         (
@@ -134,7 +134,7 @@ def test_a_slot_given_the_same_option_twice_is_refused(
     option: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     value = "1:2" if option == "--slow" else "1"
-    argv = ["25", "--virtual", "--timeout", "2", option, value, option, value]
+    argv = ["26", "--virtual", "--timeout", "2", option, value, option, value]
     assert refused(argv, monkeypatch, capsys) == (
         f"slot 1 is given {option} twice: give each slot once"
     )
@@ -156,7 +156,7 @@ def test_need_past_a_company_s_leaves_is_refused_not_clamped(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     need = argv[argv.index("--need") + 1]
-    assert refused(["29", "--virtual", *argv], monkeypatch, capsys) == (
+    assert refused(["30", "--virtual", *argv], monkeypatch, capsys) == (
         f"--need must be at most the leaves of each company (a company keeps its first K), "
         f"and {company!r} has {leaves}, got {need}"
     )
@@ -164,7 +164,7 @@ def test_need_past_a_company_s_leaves_is_refused_not_clamped(
 
 def test_need_within_every_company_s_leaves_runs() -> None:
     out = io.StringIO()
-    argv = ["29", "--virtual", "--task", "acme: pricing, reviews; globex: a, b, c", "--need", "2"]
+    argv = ["30", "--virtual", "--task", "acme: pricing, reviews; globex: a, b, c", "--need", "2"]
     assert main(argv, console=Console(file=out, width=100)) == 0
 
 

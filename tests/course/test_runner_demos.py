@@ -164,8 +164,8 @@ def test_step10_demos_stream_around_the_slow_one_and_leaving_early_waits_for_eve
     assert {slot["spans"][-1]["status"] for slot in ran} == {"ok"}
 
 
-def test_step11_demos_cancel_the_rest_on_leaving_and_pile_results_up_behind_the_slow_one() -> None:
-    left, run = run_json("11")
+def test_step12_demos_cancel_the_rest_on_leaving_and_pile_results_up_behind_the_slow_one() -> None:
+    left, run = run_json("12")
     slots = run["trace"]["slots"]
     assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
     delivered = [slot["delivered"] for slot in slots]
@@ -184,8 +184,8 @@ def test_step11_demos_cancel_the_rest_on_leaving_and_pile_results_up_behind_the_
     assert {slot["spans"][-1]["status"] for slot in cut} == {"cancelled"}
 
 
-def test_step12_demos_fill_the_window_behind_the_slow_one_and_read_the_whole_list() -> None:
-    run, left = run_json("12")
+def test_step13_demos_fill_the_window_behind_the_slow_one_and_read_the_whole_list() -> None:
+    run, left = run_json("13")
     slots = run["trace"]["slots"]
     assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
     delivered = [slot["delivered"] for slot in slots]
@@ -201,8 +201,8 @@ def test_step12_demos_fill_the_window_behind_the_slow_one_and_read_the_whole_lis
     assert len([slot for slot in slots if slot["spans"]]) <= 8 + 8
 
 
-def test_step13_demos_pull_the_feed_only_while_the_window_has_room() -> None:
-    run, left = run_json("13")
+def test_step14_demos_pull_the_feed_only_while_the_window_has_room() -> None:
+    run, left = run_json("14")
     slots = run["trace"]["slots"]
     assert [slot["subtask"] for slot in slots] == [f"review {n:02}" for n in range(1, 21)]
     delivered = [slot["delivered"] for slot in slots]
@@ -261,7 +261,7 @@ def test_the_guard_waits_twice_as_long_as_every_other_attempt_and_backoff_could_
     assert guard_after(record(STEP05.__name__), run, SimulatedAgent()) == math.inf
 
 
-@pytest.mark.parametrize("step", ["10", "11"])
+@pytest.mark.parametrize("step", ["10", "12"])
 def test_a_streaming_step_shows_each_result_as_it_is_handed_over(step: str) -> None:
     out = io.StringIO()
     console = Console(file=out, width=100, color_system=None)
@@ -376,7 +376,7 @@ def test_the_sub_agent_follows_hang_flaky_and_slow() -> None:
             "argument --attempts: must be an integer from 1 to 100, got '0'",
         ),
         (
-            ["16", "--strategy", "one_for_rest"],
+            ["17", "--strategy", "one_for_rest"],
             "argument --strategy: invalid choice: 'one_for_rest' (choose from 'one_for_one', "
             "'one_for_all', 'rest_for_one')",
         ),
@@ -417,21 +417,21 @@ def test_a_bad_option_is_refused_with_one_line_and_exit_2(
     assert capsys.readouterr().err == f"python -m lessons: error: {message}\n"
 
 
-FLAWS = STEP_DEMOS[15][-2:]  # step 15's own demos: the flaws of step 14's stream
+FLAWS = STEP_DEMOS[16][-2:]  # step 16's own demos: the flaws of step 15's stream
 
 
 def test_an_endless_feed_is_the_plan_over_and_over_numbered_and_its_run_is_guarded() -> None:
     endless, _ = FLAWS
     assert endless.endless
     assert endless.options == {"deadline": 1.0}
-    args = parser().parse_args(["14", "--virtual"])
-    run = run_demo("step14_async_input", endless, args)
+    args = parser().parse_args(["15", "--virtual"])
+    run = run_demo("step15_async_input", endless, args)
     assert run.trace is not None
     subtasks = [slot.subtask for slot in run.trace.slots]
     assert len(subtasks) > 20, "the feed went on past the plan"
     assert subtasks[:21] == [f"review {n:02}" for n in range(1, 21)] + ["review 01 (2)"]
     assert run.plan == subtasks, "an endless run's plan is what it pulled"
-    # step 14 never ends: the guard, at twice the deadline, stopped it
+    # step 15 never ends: the guard, at twice the deadline, stopped it
     assert run.guard == 2.0
     assert run.stopped == 2.0
     assert run.error is not None
@@ -444,9 +444,9 @@ def test_an_endless_feed_is_the_plan_over_and_over_numbered_and_its_run_is_guard
 def test_a_caller_that_raises_after_n_results_raises_from_its_own_block() -> None:
     _, raising = FLAWS
     assert raising.raises == 4
-    args = parser().parse_args(["14", "--virtual"])
-    wrapped = run_demo("step14_async_input", raising, args)
-    bare = run_demo("step15_library", raising, args)
+    args = parser().parse_args(["15", "--virtual"])
+    wrapped = run_demo("step15_async_input", raising, args)
+    bare = run_demo("step16_library", raising, args)
     said = "CallerError: the caller's block failed after 4 results"
     assert bare.error == said
     assert wrapped.error is not None
@@ -474,7 +474,7 @@ def acting(text: str) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("step", ["5", "10", "20"])
+@pytest.mark.parametrize("step", ["5", "10", "21"])
 def test_no_subtask_output_or_error_reaches_the_terminal_as_a_control_character(
     step: str,
 ) -> None:

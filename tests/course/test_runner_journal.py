@@ -39,10 +39,10 @@ def refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 def test_a_run_journaled_in_a_file_is_resumed_from_it_whole(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
-    (first,) = run_json("26", "--task", TASK, "--journal", str(path))
-    assert first["run_id"] == "26.1"
+    (first,) = run_json("27", "--task", TASK, "--journal", str(path))
+    assert first["run_id"] == "27.1"
     assert first["killed_at"] == 1.0  # the demo's kill, then its resume
-    (again,) = run_json("26", "--task", TASK, "--journal", str(path), "--resume")
+    (again,) = run_json("27", "--task", TASK, "--journal", str(path), "--resume")
     assert again["killed_at"] is None  # a resume is not killed
     assert all(slot.get("journaled") for slot in again["trace"]["slots"])
     assert again["answer"] == first["answer"]
@@ -50,7 +50,7 @@ def test_a_run_journaled_in_a_file_is_resumed_from_it_whole(tmp_path: Path) -> N
 
 def test_a_run_id_of_ones_own_names_the_run_in_the_file(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
-    run_json("26", "--task", TASK, "--journal", str(path), "--run-id", "mine")
+    run_json("27", "--task", TASK, "--journal", str(path), "--run-id", "mine")
     with Journal(path) as journal:
         assert journal.results("mine", 1)[0].ok
 
@@ -58,12 +58,12 @@ def test_a_run_id_of_ones_own_names_the_run_in_the_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["25", "--journal", "x.db"], "need a step whose runs are journaled (26 on)"),
-        (["26", "--resume"], "--resume needs --journal FILE"),
-        (["26", "--run-id", "r"], "--run-id names a run in a journal: give --journal FILE too"),
-        (["26", "--journal", "missing.db", "--resume"], "--resume: no journal at missing.db"),
+        (["26", "--journal", "x.db"], "need a step whose runs are journaled (27 on)"),
+        (["27", "--resume"], "--resume needs --journal FILE"),
+        (["27", "--run-id", "r"], "--run-id names a run in a journal: give --journal FILE too"),
+        (["27", "--journal", "missing.db", "--resume"], "--resume: no journal at missing.db"),
         (
-            ["26", "--journal", "x.db", "--run-id", "r"],
+            ["27", "--journal", "x.db", "--run-id", "r"],
             "--run-id names one run, and the step has 2",
         ),
     ],
@@ -78,14 +78,14 @@ def test_an_unknown_run_a_known_run_and_another_task_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = str(tmp_path / "runs.db")
-    run_json("26", "--task", TASK, "--journal", path)
+    run_json("27", "--task", TASK, "--journal", path)
     unknown = refused(
-        ["26", "--task", TASK, "--journal", path, "--run-id", "x", "--resume"], capsys
+        ["27", "--task", TASK, "--journal", path, "--run-id", "x", "--resume"], capsys
     )
-    assert unknown.endswith("--resume: run 'x' is not in " + path + " (its runs: 26.1)")
-    again = refused(["26", "--task", TASK, "--journal", path], capsys)
-    assert "run '26.1' is in " + path + " already: give --resume to resume it" in again
-    other = refused(["26", "--task", "globex", "--journal", path, "--resume"], capsys)
+    assert unknown.endswith("--resume: run 'x' is not in " + path + " (its runs: 27.1)")
+    again = refused(["27", "--task", TASK, "--journal", path], capsys)
+    assert "run '27.1' is in " + path + " already: give --resume to resume it" in again
+    other = refused(["27", "--task", "globex", "--journal", path, "--resume"], capsys)
     assert "was journaled for the task 'acme: pricing, reviews', not 'globex'" in other
 
 
@@ -136,7 +136,7 @@ def test_a_parked_refund_is_approved_by_a_second_command_and_the_resume_finishes
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = str(tmp_path / "runs.db")
-    (parked,) = run_json("27", "--task", REFUNDS, "--journal", path)
+    (parked,) = run_json("28", "--task", REFUNDS, "--journal", path)
     (question,) = parked["parked"]
     assert question["question"] == "acme refund $500 to order 1234: over $100, approve?"
     assert "round 1 waits for approval: acme refund $500" in parked["replan"]["reason"]
@@ -144,7 +144,7 @@ def test_a_parked_refund_is_approved_by_a_second_command_and_the_resume_finishes
     assert main(["approve", *argv]) == 0
     assert main(["approve", *argv]) == 2  # answered once
     assert "was approved already, by ana" in capsys.readouterr().err
-    (done,) = run_json("27", "--task", REFUNDS, "--journal", path, "--resume")
+    (done,) = run_json("28", "--task", REFUNDS, "--journal", path, "--resume")
     assert done["parked"] == []
     assert not done["replan"]["degraded"]
     assert "acme refund $500 to order 1234: findings" in done["answer"]
@@ -152,7 +152,7 @@ def test_a_parked_refund_is_approved_by_a_second_command_and_the_resume_finishes
 
 def test_the_runners_journal_holds_its_data_in_its_main_file_when_it_ends(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
-    (parked,) = run_json("27", "--task", REFUNDS, "--journal", str(path))
+    (parked,) = run_json("28", "--task", REFUNDS, "--journal", str(path))
     assert not Path(f"{path}-wal").exists()
     copy = tmp_path / "copy" / "runs.db"
     copy.parent.mkdir()
@@ -169,15 +169,15 @@ def test_on_real_time_the_first_run_is_a_child_python_killed_with_sigkill(tmp_pa
     from lessons._course.demos import STEP_DEMOS
     from lessons._course.running import run_demo
 
-    demo = STEP_DEMOS[26][0]
-    args = parser().parse_args(["26", "--journal", str(tmp_path / "runs.db")])
-    real = run_demo("step26_durable_runs", demo, args)
+    demo = STEP_DEMOS[27][0]
+    args = parser().parse_args(["27", "--journal", str(tmp_path / "runs.db")])
+    real = run_demo("step27_durable_runs", demo, args)
     assert real.error is None
     assert real.killed_really
     assert real.killed is not None
     assert 0 < real.killed < len(real.plan)  # killed part way: some committed, some not
     args.virtual, args.journal = True, tmp_path / "virtual.db"
-    simulated = run_demo("step26_durable_runs", demo, args)
+    simulated = run_demo("step27_durable_runs", demo, args)
     assert not simulated.killed_really
     assert real.aggregate is not None
     assert simulated.aggregate is not None

@@ -48,14 +48,14 @@ def test_a_file_that_cannot_be_written_is_refused_before_any_run(
         raise AssertionError("a demo ran before the command line was refused")
 
     monkeypatch.setattr(runner, "run_demo", ran)
-    assert refused(["26", "--virtual", option, str(PROTECTED)], capsys) == (
+    assert refused(["27", "--virtual", option, str(PROTECTED)], capsys) == (
         f"python -m lessons: error: {option}: cannot write {PROTECTED}: Permission denied\n"
     )
 
 
 @pytest.mark.skipif(not FULL.exists(), reason="a file that fails every write: Linux's /dev/full")
 def test_a_journal_that_is_no_regular_file_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert refused(["26", "--virtual", "--journal", str(FULL)], capsys) == (
+    assert refused(["27", "--virtual", "--journal", str(FULL)], capsys) == (
         f"python -m lessons: error: --journal: {FULL} is not a regular file: give a FILE, "
         "such as runs.db\n"
     )

@@ -144,7 +144,7 @@ def takes() -> Iterator[tuple[int, int]]:
 @pytest.mark.parametrize(("number", "take"), list(takes()))
 def test_an_explicit_take_is_what_every_run_does_and_no_run_repeats(number: int, take: int) -> None:
     runs = runs_of(str(number), "--take", str(take))
-    # step 15's flaw demos end by their deadline or their caller's own exception, not the take
+    # step 16's flaw demos end by their deadline or their caller's own exception, not the take
     runs = [run for run in runs if not FLAW.search(run["demo"])]
     for run in runs:  # a demo of fewer subtasks than the take hands over all of them
         assert len(run["aggregate"]["results"]) == min(take, len(decompose(run["task"])))
@@ -196,11 +196,11 @@ def test_serial_is_the_sum_of_every_attempt_that_ran(number: int) -> None:
 def test_the_summary_calls_the_figure_the_calls_alone_where_a_run_waits_longer_than_it_calls() -> (
     None
 ):
-    """Step 20's stall demo waits out backoffs and Retry-Afters: its wall time (5.58s) is more
+    """Step 21's stall demo waits out backoffs and Retry-Afters: its wall time (5.58s) is more
     than its calls take one after another (5.16s), which the summary called what a serial run
     would take, though a serial run would wait as long between its retries."""
     out = io.StringIO()
-    main(["20", "--virtual"], console=Console(file=out, width=200))
+    main(["21", "--virtual"], console=Console(file=out, width=200))
     summaries = [line for line in out.getvalue().splitlines() if line.startswith("wall ")]
     walls = [float(re.findall(r"[\d.]+(?=s)", line)[0]) for line in summaries]
     alone = [float(re.findall(r"one after another: ([\d.]+)s", line)[0]) for line in summaries]
@@ -391,7 +391,7 @@ def test_a_password_in_the_endpoint_is_masked_as_the_key_is() -> None:
     from lessons._course.showing import ConsoleWatch
 
     url = "http://ana:s3cret@127.0.0.1:9/v1"
-    run = Run("step16_http_subagents", DEMOS[0], [], {"max_workers": 4}, endpoint=url, model="m")
+    run = Run("step17_http_subagents", DEMOS[0], [], {"max_workers": 4}, endpoint=url, model="m")
     out = io.StringIO()
     ConsoleWatch(Console(file=out, width=200, color_system=None)).starting(run)
     assert "against http://ana:***@127.0.0.1:9/v1 (m)" in out.getvalue()

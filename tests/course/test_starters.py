@@ -4,9 +4,9 @@ step changed against the step before, and nothing the step keeps.
 Part I's starter is the step before's code, marked where the step differs. A Part II step is a
 module that imports the step before and redefines only what its idea changes, so its starter is
 that module without the idea: each definition the step changes as the step before has it, each
-one the idea adds left out. Marked against the step before's whole file instead, step 25's starter
-asked to change 86 lines of step 23's supervise, and step 28's to change step 27's approval gate,
-which step 28 imports unchanged.
+one the idea adds left out. Marked against the step before's whole file instead, step 26's starter
+asked to change 86 lines of step 24's supervise, and step 29's to change step 28's approval gate,
+which step 29 imports unchanged.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def test_a_part_two_exercise_asks_only_for_the_lines_its_step_changed(number: in
 
 @pytest.mark.parametrize("number", PART_TWO)
 def test_what_a_part_two_step_imports_unchanged_is_never_in_its_starter(number: int) -> None:
-    """Step 28 imports step 27's gate: its starter neither defines the gate nor marks it."""
+    """Step 29 imports step 28's gate: its starter neither defines the gate nor marks it."""
     lines, _ = unmarked(number)
     tree = ast.parse("\n".join(lines))
     defined = {name for node in tree.body for name in exercises._names(node)}

@@ -159,7 +159,7 @@ def offered(name: str) -> list[str]:
     flat = record.replans and not (record.records_trace and record.check_task is not None)
     takes = {
         "deadline": record.takes("deadline") and not record.replans and not record.streams,
-        # a library stream (step 15) cannot restart: only a hand-written one gives up
+        # a library stream (step 16) cannot restart: only a hand-written one gives up
         "gives-up": record.takes("intensity")
         and record.takes("attempts")
         and not (record.streams and part_two(name))
@@ -190,8 +190,8 @@ def offered(name: str) -> list[str]:
 def test_each_part_one_step_gets_the_scenarios_of_the_ideas_it_has() -> None:
     """The generic runs for every step, then one per idea the step has: an intensity that gives
     up from step 9, a caller that leaves early from step 10 (the first step that streams), a
-    window that fills from step 12, a lazy feed at step 13 (its window shown there by the feed), a
-    feed that arrives as it is made at step 14."""
+    window that fills from step 13, a lazy feed at step 14 (its window shown there by the feed), a
+    feed that arrives as it is made at step 15."""
     generic = ["workers-1", "workers-2", "workers-3", "workers-4", "fails", "retried", "hangs"]
     own = {
         number: [s.key for s in dispatch.scenarios(name)][len(generic) :]
@@ -277,7 +277,7 @@ def test_the_intensity_scenario_gives_up(name: str, recorded: dict[str, dict[str
 
 
 @pytest.mark.parametrize("name", [name for name in STEPS if "left" in offered(name)])
-def test_the_caller_leaves_after_its_results_and_from_step_11_the_rest_is_cancelled(
+def test_the_caller_leaves_after_its_results_and_from_step_12_the_rest_is_cancelled(
     name: str, recorded: dict[str, dict[str, Any]]
 ) -> None:
     run = _item(recorded[name], "left")
@@ -483,12 +483,12 @@ def test_a_hang_never_returns_without_a_timeout_and_times_out_with_one(
         statuses = [result["status"] for result in run["aggregate"]["results"]]
         if "child" in hung:  # a tree: the leaf timed out
             assert hung["child"]["slots"][0]["spans"][-1]["status"] == "timed out"
-            # escalation (step 23, whose module defines Escalated, and every step with a
+            # escalation (step 24, whose module defines Escalated, and every step with a
             # strategy after it): its company's slot fails
             if hasattr(step(name).load(), "Escalated") or step(name).takes("strategy"):
                 assert statuses[dispatch.HANGING] == "failed"
                 assert statuses.count("ok") == len(statuses) - 1
-            else:  # step 22's flaw: the child hands its missing leaf up as an answer
+            else:  # step 23's flaw: the child hands its missing leaf up as an answer
                 assert statuses.count("ok") == len(statuses)
         else:
             assert statuses.count("ok") == len(statuses) - 1
@@ -774,15 +774,15 @@ def test_the_player_starts_with_a_scenario_of_the_steps_own_idea(
     name: str, recorded: dict[str, dict[str, Any]]
 ) -> None:
     """A scenario that sets an option the step adds wherever one does (step 8's retried slot,
-    step 28's hedge), else one the step before does not offer: every page opened on "slot 1
-    fails, 2 workers" before, so step 8 played it with one attempt and step 28 without a hedge."""
+    step 29's hedge), else one the step before does not offer: every page opened on "slot 1
+    fails, 2 workers" before, so step 8 played it with one attempt and step 29 without a hedge."""
     data = recorded[name]
     assert data["default"] == dispatch.default(name)
     assert dispatch.unset_idea(name, data) == []
 
 
 @pytest.mark.parametrize(
-    "name", ["step08_retries", "step28_hedging", "step29_first_k", "step30_token_budget"]
+    "name", ["step08_retries", "step29_hedging", "step30_first_k", "step31_token_budget"]
 )
 def test_a_player_opening_on_a_run_without_its_idea_is_told(
     name: str, recorded: dict[str, dict[str, Any]]
@@ -792,21 +792,21 @@ def test_a_player_opening_on_a_run_without_its_idea_is_told(
 
 def test_each_page_opens_on_the_scenario_of_its_own_idea() -> None:
     """Steps 4 and 5 add no option, so their players opened on "slot 1 fails": step 4's
-    (which raises) showed no order, and steps 19-21's opened without rounds, a budget or a model.
+    (which raises) showed no order, and steps 20-22's opened without rounds, a budget or a model.
     Now step 4 opens where its returned order differs from step 3's, step 5 where step 4 raises
-    and it answers, and steps 19-21 on a scenario that sets the option each adds."""
+    and it answers, and steps 20-22 on a scenario that sets the option each adds."""
     opens = {name: dispatch.default(name) for name in STEPS}
     assert opens["step04_ordered_slots"] == "workers-2"
     assert opens["step05_fault_isolation"] == "fails"
-    assert opens["step17_rate"] == "rate"
-    assert opens["step18_adaptive"] == "adaptive"
-    assert opens["step19_rounds"] == "rounds"
-    assert opens["step20_budgets"] == "budgets"
-    assert opens["step21_llm_planner"] == "llm"
-    assert opens["step24_strategies"] == "strategy"
-    assert opens["step28_hedging"] == "hedged"
-    assert opens["step29_first_k"] == "first-k"
-    assert opens["step30_token_budget"] == "token-budget"
+    assert opens["step18_rate"] == "rate"
+    assert opens["step19_adaptive"] == "adaptive"
+    assert opens["step20_rounds"] == "rounds"
+    assert opens["step21_budgets"] == "budgets"
+    assert opens["step22_llm_planner"] == "llm"
+    assert opens["step25_strategies"] == "strategy"
+    assert opens["step29_hedging"] == "hedged"
+    assert opens["step30_first_k"] == "first-k"
+    assert opens["step31_token_budget"] == "token-budget"
 
 
 def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:
@@ -823,9 +823,9 @@ def test_step_4s_first_scenario_returns_another_order_than_on_step_3() -> None:
 @pytest.mark.parametrize(
     ("name", "key", "reason"),
     [
-        ("step19_rounds", "rounds", "the planner is done after 2 rounds"),
-        ("step20_budgets", "budgets", "max_subtasks (6) reached in round 2"),
-        ("step21_llm_planner", "llm", "the planner is done after 2 rounds"),
+        ("step20_rounds", "rounds", "the planner is done after 2 rounds"),
+        ("step21_budgets", "budgets", "max_subtasks (6) reached in round 2"),
+        ("step22_llm_planner", "llm", "the planner is done after 2 rounds"),
     ],
 )
 def test_the_replanning_scenarios_play_their_rounds(

@@ -208,10 +208,10 @@ def test_a_docstring_edit_highlights_nothing_and_a_code_edit_highlights_its_line
 def test_a_step_that_redefines_an_inherited_function_highlights_only_what_it_changed_in_it() -> (
     None
 ):
-    """Step 27 imports step 26's ``supervise`` unchanged; step 28 defines its own, one option
-    more. Its page highlights the lines of ``supervise`` that differ from step 26's (the function
-    the reader last saw), not the whole function because step 27 had only an import."""
-    name, defined_in = "step28_hedging", "lessons.step26_durable_runs"
+    """Step 28 imports step 27's ``supervise`` unchanged; step 29 defines its own, one option
+    more. Its page highlights the lines of ``supervise`` that differ from step 27's (the function
+    the reader last saw), not the whole function because step 28 had only an import."""
+    name, defined_in = "step29_hedging", "lessons.step27_durable_runs"
     before = step_pages.previous_step(name)
     assert before is not None
     assert "import supervise as supervise" in step_path(before).read_text()
@@ -576,8 +576,8 @@ PARTICIPANT = re.compile(
 
 @pytest.mark.parametrize("number", [*range(3, 9), 22])
 def test_a_diagram_names_each_slot_as_the_demos_plan_does(number: int) -> None:
-    """Steps 3-8 and 23 draw their sequence diagrams on a demo's plan: the research task
-    (pricing, reviews, inventory), the dozen, or one of the step's own demos (step 23's two
+    """Steps 3-8 and 24 draw their sequence diagrams on a demo's plan: the research task
+    (pricing, reviews, inventory), the dozen, or one of the step's own demos (step 24's two
     companies); each worker or slot a diagram names is that slot of the plan (``worker 0:
     pricing`` for ``competitor pricing``, ``slot 1: globex`` for globex's company), never
     another."""

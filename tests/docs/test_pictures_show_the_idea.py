@@ -36,7 +36,7 @@ def test_an_opening_pair_draws_a_second_as_wide_in_both() -> None:
     assert scales[0] == pytest.approx(scales[1])
 
 
-@pytest.mark.parametrize("name", ["step22_trees", "step23_escalation", "step28_hedging"])
+@pytest.mark.parametrize("name", ["step23_trees", "step24_escalation", "step29_hedging"])
 def test_a_tree_fits_the_column(name: str) -> None:
     drawn = tree.tree_fragment(name)
     assert float(WIDTH.search(drawn).group(1)) <= tree.COLUMN  # type: ignore[union-attr]
@@ -44,7 +44,7 @@ def test_a_tree_fits_the_column(name: str) -> None:
     assert re.search(r'class="ts-bold"[^>]*><title>acme: [^<]+</title>acme<', drawn)
 
 
-@pytest.mark.parametrize("name", ["step27_approval_gate", "step28_hedging"])
+@pytest.mark.parametrize("name", ["step28_approval_gate", "step29_hedging"])
 def test_a_step_pages_timelines_fit_the_column(name: str) -> None:
     drawn = pages.pictures(name)
     widths = [float(found) for picture in drawn for found in WIDTH.findall(picture.svg)]
@@ -55,10 +55,10 @@ def test_a_step_pages_timelines_fit_the_column(name: str) -> None:
     assert all(float(w) <= pages.COLUMN for w in WIDTH.findall(fragment(name, first)))
 
 
-def test_step_21s_opening_pair_differs_by_the_json_its_chat_model_replied() -> None:
-    """Step 21's model plays step 20's rules, so the two timelines are the same rounds: what
+def test_step_22s_opening_pair_differs_by_the_json_its_chat_model_replied() -> None:
+    """Step 22's model plays step 21's rules, so the two timelines are the same rounds: what
     the step adds is the model's JSON, listed under its picture alone."""
-    markdown = pages.comparison("step21_llm_planner")
+    markdown = pages.comparison("step22_llm_planner")
     before, after = markdown.split('data-compare="after"')
     assert "ts-replies" not in before
     replies = re.findall(r"<li><code>([^<]*)</code></li>", after)
@@ -68,9 +68,9 @@ def test_step_21s_opening_pair_differs_by_the_json_its_chat_model_replied() -> N
 
 
 def test_a_replanned_runs_caption_counts_its_first_round_and_its_total() -> None:
-    """Step 20's opening run plans 3 subtasks and its later rounds add more: its caption says
+    """Step 21's opening run plans 3 subtasks and its later rounds add more: its caption says
     both, not the total alone as if the task had been planned into all of them at once."""
-    run = pages.compared("step20_budgets")[-1].run
+    run = pages.compared("step21_budgets")[-1].run
     assert run.replanned is not None
     dispatched = [len(done.entries) for done in run.replanned.ledger.rounds if done.entries]
     assert len(dispatched) > 1
@@ -78,5 +78,5 @@ def test_a_replanned_runs_caption_counts_its_first_round_and_its_total() -> None
     said = pages.planned(run)
     assert said.startswith(f"planned into {dispatched[0]} subtasks, ")
     assert f"{len(run.plan)} after {len(dispatched)} rounds" in said
-    flat = pages.compared("step18_adaptive")[-1].run
+    flat = pages.compared("step19_adaptive")[-1].run
     assert pages.planned(flat) == f"planned into {len(flat.plan)} subtasks"

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_tree_steps_are_found_by_their_records() -> None:
-    assert "step22_trees" in TREES
-    assert "step21_llm_planner" not in TREES
+    assert "step23_trees" in TREES
+    assert "step22_llm_planner" not in TREES
 
 
 @pytest.mark.parametrize("name", TREES[:1])
@@ -55,11 +55,11 @@ def test_the_tree_draws_every_node_of_the_run_by_its_own_outcome(name: str) -> N
 
 
 def test_the_trees_step_page_includes_its_picture_before_its_walk_through() -> None:
-    page = (ROOT / "docs" / "steps" / "step22_trees.md").read_text()
-    include = '--8<-- "docs/generated/steps/step22_trees.tree.md"'
+    page = (ROOT / "docs" / "steps" / "step23_trees.md").read_text()
+    include = '--8<-- "docs/generated/steps/step23_trees.tree.md"'
     assert include in page
     # after the page's opening (before and after, the player, the code), before the prose
-    assert page.index('--8<-- "docs/generated/steps/step22_trees.md"') < page.index(include)
+    assert page.index('--8<-- "docs/generated/steps/step23_trees.md"') < page.index(include)
     assert page.index(include) < page.index("## The change, walked through")
 
 
@@ -67,7 +67,7 @@ def test_a_node_cut_to_fit_ends_on_a_whole_word_and_keeps_its_whole_text_on_hove
     """Nodes were cut inside a word ("globex: pricing, …", "the parent: 2…"): a cut line now
     ends after a whole word, never on a count without its noun, its whole text on hover."""
     cuts = 0
-    for name in ("step22_trees", "step23_escalation"):
+    for name in ("step23_trees", "step24_escalation"):
         for inner in re.findall(r"<text [^>]*>(.*?)</text>", tree.tree_fragment(name)):
             if not inner.endswith("…"):
                 continue

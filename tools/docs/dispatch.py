@@ -18,7 +18,7 @@ Then each step gets the scenarios built on the ideas it has, each offered where 
 says it takes what the scenario needs, never by its number, so that a step added or renumbered gets
 what its record says: ``deadline`` a hung slot the run answers without, ``intensity`` a run that
 gives up past its restart intensity, a stream a caller that leaves early (step 10 shows its workers
-run on, step 11 on cancels them), ``window`` a window filling behind a slow slot, ``rate`` attempts
+run on, step 12 on cancels them), ``window`` a window filling behind a slow slot, ``rate`` attempts
 spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes (one
 that refuses beyond, one that queues), a flat re-planning step's ``max_rounds`` a second round that
 follows a finding up and reroutes a failure, its ``max_subtasks`` that round cut at the budget, its
@@ -259,9 +259,9 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
     the module's doc); ``crowd`` says the workers in a label."""
     record = step(name)
     chosen = []
-    # the library's stream hands each result over once, so it cannot restart (step 15 refuses
+    # the library's stream hands each result over once, so it cannot restart (step 16 refuses
     # an intensity there, as Supervisor.stream does): only a hand-written stream gives up; a
-    # re-planning run reroutes a failed subtask instead (steps 19 on; 21 shows escalation)
+    # re-planning run reroutes a failed subtask instead (steps 20 on; 21 shows escalation)
     gives_up_here = not (record.streams and part_two(name)) and not record.replans
     if record.takes("deadline") and not record.replans and not record.streams:
         late = Demo(
@@ -312,7 +312,7 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
         )
         chosen.append(Scenario("arriving", made.title, made, TROUBLE_WORKERS))
     # a re-planning run adds follow-ups and reroutes to the slots; rate and adaptive are the
-    # ideas of steps 17 and 18
+    # ideas of steps 18 and 19
     if record.takes("rate") and not record.replans:  # a token bucket spacing the attempts out
         spaced = Demo(
             f"rate={RATE:g} a second, {_plural(WORKERS[-1], 'worker')}: each call waits its turn",

@@ -83,8 +83,8 @@ def code_changes(previous: str, current: str) -> list[int]:
 
 def as_read_from(before: str, current: str) -> str:
     """The code of step ``before`` as the step after it (source ``current``) changes it: where
-    ``before`` only imports a function or class from an earlier step (``from lessons.step26_...
-    import supervise as supervise  # unchanged since step 26``) that ``current`` defines for
+    ``before`` only imports a function or class from an earlier step (``from lessons.step27_...
+    import supervise as supervise  # unchanged since step 27``) that ``current`` defines for
     itself, its definition as the reader last saw it (``inspect.getsource``, as the exercises'
     starters put a definition back) stands where the import stood (after it, if the import
     brings other names too). So a step that redefines an inherited function is compared with

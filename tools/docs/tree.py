@@ -5,7 +5,7 @@ the top, a node per company (the parent's slot, whose worker is a child supervis
 each its child run's leaves (each attempt's child run, when the company ran more than one), the
 leaves' shared ``Capacity`` as a band behind them. Every node says how it ended, in the words,
 glyph and colours of the timelines' table of endings (`trio_supervisor.timeline.ENDINGS`), each
-by its own outcome: a company that answered is ok even when a leaf under it failed (step 22's
+by its own outcome: a company that answered is ok even when a leaf under it failed (step 23's
 flaw, which the picture shows as it is). The run is the step's first demo, on virtual time, as
 ``python -m lessons <n> --virtual`` runs it.
 """

@@ -1,0 +1,94 @@
+"""Step 22 (step22_llm_planner), wrongly: ``planner='llm'`` is accepted and checked, and the
+rules plan anyway: no chat model is ever asked.
+
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 22`` must fail
+on it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx2
+
+from lessons.step21_budgets import RULES as RULES
+from lessons.step21_budgets import open_worker as open_worker  # unchanged since step 18
+from lessons.step21_budgets import supervisor as supervisor
+from trio_supervisor import Answer, Planner, ReplanLimits, Trace, Worker
+from trio_supervisor.agents import ChatPlanner
+from trio_supervisor.testing import devserver
+
+LOOPBACK_KEY = "loopback"  # the loopback server checks no key, and the SDK needs one
+
+
+async def supervise(
+    task: str,
+    worker: Worker[str, str],
+    *,
+    max_workers: int,
+    worker_timeout: float | None = None,
+    attempts: int = 4,
+    intensity: tuple[int, float] | None = None,
+    backoff: tuple[float, float] = (0.25, 4.0),
+    seed: int | None = None,
+    rate: float | None = None,
+    adaptive: bool = False,
+    max_rounds: int = 5,
+    max_subtasks: int = 20,
+    max_stalls: int = 2,
+    max_resets: int = 1,
+    deadline: float | None = None,
+    planner: str = "scripted",
+    endpoint: str | None = None,
+    model: str | None = None,
+    trace: Trace | None = None,
+) -> Answer[str, str]:
+    chosen = supervisor(
+        worker,
+        max_workers=max_workers,
+        worker_timeout=worker_timeout,
+        attempts=attempts,
+        intensity=intensity,
+        backoff=backoff,
+        seed=seed,
+        rate=rate,
+        adaptive=adaptive,
+    )
+    async with open_planner(planner, endpoint, model) as deciding:  # step 22: who decides
+        return await chosen.replan(
+            task,
+            deciding,
+            limits=ReplanLimits(
+                max_rounds=max_rounds,
+                max_subtasks=max_subtasks,
+                max_stalls=max_stalls,
+                max_resets=max_resets,
+            ),
+            deadline=deadline,
+            trace=trace,
+        )
+
+
+@asynccontextmanager
+async def open_planner(
+    kind: str, endpoint: str | None, model: str | None
+) -> AsyncIterator[Planner[str, str]]:
+    """The scripted planner (step 20's rules), or a chat model asked for JSON: at ``endpoint``,
+    or the loopback server playing the rules, in this process."""
+    if kind not in ("scripted", "llm"):
+        raise ValueError(f"planner must be 'scripted' or 'llm', got {kind!r}")
+    if kind in ("scripted", "llm"):
+        yield RULES
+        return
+    if endpoint is not None:  # step 22: a model of yours; its key never shown
+        async with ChatPlanner(model or "", base_url=endpoint) as chat:
+            yield chat
+        return
+    app = devserver.app(planner=RULES)  # step 22: the loopback model decides by the rules
+    async with ChatPlanner(
+        "planner",
+        base_url="http://loopback/v1",
+        api_key=LOOPBACK_KEY,
+        transport=httpx2.ASGITransport(app=app),  # step 22: no socket: any clock will do
+    ) as chat:
+        yield chat
