@@ -171,12 +171,14 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
     ),
     10: (
         Demo(
-            "one slow subtask, streamed: every other result is handed over without waiting",
+            "one slow subtask, handed over in order: every other result comes without waiting",
             FIVE,
             slow={4: 4.0},  # step 9's demo again: hiring trends takes 4 s, the rest come first
         ),
+    ),
+    11: (
         Demo(
-            "20 reviews, one slow early, left after 8: the workers run on to the end",
+            "20 reviews, one slow early, the stream left after 8: the workers run on to the end",
             FEED,
             slow={1: 3.0},
             take=8,
@@ -208,7 +210,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             take=8,
         ),
     ),
-    13: STEP_13,
+    14: STEP_13,
     15: (
         Demo(
             "a feed of 20 reviews that arrives as it is made: each starts as it comes",

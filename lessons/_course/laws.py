@@ -1151,7 +1151,7 @@ OLD_RESTARTS_ARE_FORGOTTEN = Law(
 )
 
 
-# --- steps 10 and 12: streaming, and leaving early ---------------------------------------------
+# --- steps 10-12: a hand-over, streaming, and leaving early ---------------------------------------
 
 
 def _first_result_arrives_with_slot_0(step: Subject, seen: Seen) -> None:
@@ -1205,6 +1205,66 @@ HANDED_OVER_AS_SOON_AS_POSSIBLE = Law(
     _handed_over_as_soon_as_possible,
     {"order": st.integers(1, 7).flatmap(lambda size: st.permutations(range(size)))},
     settings(max_examples=80, deadline=None),
+)
+
+
+class Enough(Exception):
+    """What a caller raises from its ``on_result`` to stop a hand-over it cannot leave."""
+
+
+def _read_as_a_stream(
+    step: Subject, seen: Seen, latencies: list[int], workers: int, data: st.DataObject
+) -> None:
+    """The caller takes the first results and stops: from a stream it leaves the block, and
+    gets those results, in plan order, with no error. A step that only calls an ``on_result``
+    leaves it one way to stop, raising from it."""
+    del seen.drew["data"]
+    taken = data.draw(st.integers(1, len(latencies)), label="results taken before leaving")
+    seen.drew["taken before leaving"] = taken
+    plan = plan_of(len(latencies))
+    seen.expect(f"{subtask}: ok" for subtask in plan[:taken])
+    got: list[SubResult[str, str]] = []
+
+    async def on_result(result: SubResult[str, str]) -> None:
+        got.append(result)
+        if len(got) == taken:
+            raise Enough(f"the caller has its {taken} results")
+
+    async def main() -> None:
+        worker = seen.watch(agent_with(latencies), plan)
+        options = step.record.accepted(max_workers=workers)
+        try:
+            if hasattr(step.module, "stream"):
+                async with step.stream(task_of(plan), worker, **options) as results:
+                    async for result in results:
+                        got.append(result)
+                        if len(got) == taken:
+                            break
+            else:  # no stream: its caller can only raise from the function it is called with
+                await step.supervise(task_of(plan), worker, on_result=on_result, **options)
+        except Exception as exc:
+            seen.results(got)
+            seen.fact("the caller stopped", f"with {describe(exc)}", "with no error", False)
+            said = f"the caller could not stop without an error: {describe(exc)}"
+            raise AssertionError(said) from None
+        seen.results(got)
+        seen.returned = [f"{result.subtask}: {ended(result)}" for result in got]
+        assert seen.returned == seen.expected
+
+    seen.virtual(main)
+
+
+READ_AS_A_STREAM = Law(
+    "the caller reads the results as a stream, and may leave it after any of them",
+    (11, 12, 13, 14, 15, 16),
+    _read_as_a_stream,
+    {
+        "latencies": st.lists(st.integers(1, 32), min_size=1, max_size=8),
+        "workers": st.integers(1, 4),
+        "data": st.data(),
+    },
+    settings(max_examples=30, deadline=None),
+    flaw=(10, "step 10's flaw: the caller cannot stop; its raise comes out of supervise"),
 )
 
 
@@ -3192,6 +3252,7 @@ LAWS = (
     OLD_RESTARTS_ARE_FORGOTTEN,
     FIRST_RESULT_ARRIVES_WITH_SLOT_0,
     HANDED_OVER_AS_SOON_AS_POSSIBLE,
+    READ_AS_A_STREAM,
     LEAVING_EARLY_CANCELS_THE_REST,
     HELD_TO_THE_WINDOW,
     HEAD_OF_LINE_IS_HELD_TO_THE_WINDOW,

@@ -7,6 +7,7 @@ The test suite and ``python -m lessons check`` share them, so that both run the 
 from __future__ import annotations
 
 import heapq
+import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -277,6 +278,14 @@ async def arrivals(
     """Each result with the trio time the caller got it: as it is handed over from a stream, or
     all at once when a batch ``supervise`` returns."""
     step = subject(step)
+    if not step.record.streams and "on_result" in inspect.signature(step.supervise).parameters:
+        handed: list[tuple[float, SubResult[str, str]]] = []
+
+        async def on_result(result: SubResult[str, str]) -> None:
+            handed.append((trio.current_time(), result))
+
+        await step.supervise(task, worker, on_result=on_result, **step.record.accepted(**options))
+        return handed
     if not step.record.streams:
         aggregate = await supervise(step, task, worker, **options)
         return [(trio.current_time(), result) for result in aggregate.results]

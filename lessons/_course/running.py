@@ -31,7 +31,7 @@ import re
 import sqlite3
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -165,6 +165,24 @@ async def as_made(plan: Sequence[str], trace: Trace) -> AsyncIterator[str]:
         yield subtask
 
 
+def handed_to(run: Run, watch: Watch | None) -> Callable[[SubResult[str, str]], Awaitable[None]]:
+    """The ``on_result`` of a step that hands each result over as it is ready (step 10): it
+    marks each on ``run``'s trace as it is handed over, and tells ``watch``."""
+    count = 0
+    if watch is not None:
+        watch.streaming()
+
+    async def on_result(result: SubResult[str, str]) -> None:
+        nonlocal count
+        assert run.trace is not None
+        run.trace.delivered(count)
+        if watch is not None:
+            watch.handed_over(run, count, result)
+        count += 1
+
+    return on_result
+
+
 async def run_step(
     module: ModuleType, run: Run, agent: SimulatedAgent, watch: Watch | None = None
 ) -> None:
@@ -193,8 +211,9 @@ async def run_step(
                     run.demo.task, worker, trace=run.trace, **run.options
                 )
             elif not record.streams:
+                handing = {"on_result": handed_to(run, watch)} if record.takes("on_result") else {}
                 run.aggregate = await module.supervise(
-                    run.demo.task, run.trace.watch(worker), **run.options
+                    run.demo.task, run.trace.watch(worker), **run.options, **handing
                 )
             else:
                 run.aggregate = await consume(module, run, run.trace, worker, watch)

@@ -62,7 +62,9 @@ class ConsoleWatch:
 
     async def watch(self, run: Run, worker_timeout: float | None) -> None:
         """The sub-agents at work, redrawn in place until the run ends."""
-        await show_live(self.console, lambda: run.trace, step(run.step).streams, worker_timeout)
+        record = step(run.step)
+        handing = record.streams or record.takes("on_result")  # each result as it is ready
+        await show_live(self.console, lambda: run.trace, handing, worker_timeout)
 
 
 def how_killed(run: Run) -> str:

@@ -190,7 +190,14 @@ STEPS: dict[int, Step] = {
         ),
         Step(
             10,
-            "step10_streaming",
+            "step10_hand_over",
+            "a hand-over in plan order",
+            options={**_RESTARTED, "on_result": None},
+            synthesizes=True,
+        ),
+        Step(
+            11,
+            "step11_streaming",
             "ordered streaming",
             entry="stream",
             options=_RESTARTED,

@@ -39,8 +39,8 @@ __all__ = [
 
 PART_ONE = {number: load_step(name) for number, name in steps().items() if number < PART_TWO}
 """Every step of Part I, by number."""
-STEP05, STEP06, STEP07, STEP08, STEP09, STEP10, STEP11, STEP12, STEP13, STEP14 = (
-    PART_ONE[n] for n in range(5, 15)
+STEP05, STEP06, STEP07, STEP08, STEP09, STEP10, STEP11, STEP12, STEP13, STEP14, STEP15 = (
+    PART_ONE[n] for n in range(5, 16)
 )
 
 

@@ -33,6 +33,7 @@ from tests.course.probing import (
     STEP11,
     STEP12,
     STEP13,
+    STEP14,
 )
 from trio_supervisor.testing import SimulatedAgent
 
@@ -324,8 +325,9 @@ def test_the_command_line_options_reach_each_step_that_accepts_them() -> None:
     assert options(STEP09, *argv) == eight
     assert options(STEP10, *argv) == eight
     assert options(STEP11, *argv) == eight
-    assert options(STEP12, *argv) == {**eight, "window": 5}
+    assert options(STEP12, *argv) == eight
     assert options(STEP13, *argv) == {**eight, "window": 5}
+    assert options(STEP14, *argv) == {**eight, "window": 5}
 
 
 def test_the_command_line_wins_over_a_demo_option() -> None:

@@ -38,7 +38,7 @@ def accepting(option: str) -> list[int]:
 
 
 STREAMING = [number for number in STEPS if step(number).streams]
-FIRST = "step10_streaming"  # the first stream: its workers run on after the caller leaves
+FIRST = "step11_streaming"  # the first stream: its workers run on after the caller leaves
 RETRYING = accepting("attempts")
 TIMING = min(accepting("worker_timeout"))  # a hung slot ends: a run that went on would end
 

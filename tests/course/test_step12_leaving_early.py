@@ -19,7 +19,7 @@ from tests.course.probing import HOUR, Probe, since
 from tests.course.step_laws import cases
 from trio_supervisor.testing import SimulatedAgent
 
-SINCE_11 = since(11)
+SINCE_12 = since(12)
 
 
 @pytest.mark.parametrize("step", cases(laws.LEAVING_EARLY_CANCELS_THE_REST))
@@ -27,7 +27,7 @@ def test_leaving_early_cancels_the_rest_and_calls_no_further_worker(step: Module
     laws.LEAVING_EARLY_CANCELS_THE_REST.verify(step)
 
 
-@pytest.mark.parametrize("step", SINCE_11)
+@pytest.mark.parametrize("step", SINCE_12)
 async def test_leaving_the_block_early_cancels_every_running_worker_at_once(
     step: ModuleType, autojump_clock: trio.abc.Clock
 ) -> None:

@@ -20,7 +20,7 @@ from tests.course.step_laws import cases
 from trio_supervisor import Status
 from trio_supervisor.testing import SimulatedAgent
 
-SINCE_12 = since(12)
+SINCE_13 = since(13)
 
 
 @pytest.mark.parametrize("step", cases(laws.HELD_TO_THE_WINDOW))
@@ -35,7 +35,7 @@ def test_head_of_line_blocking_holds_the_window_while_an_early_slot_runs_long(
     laws.HEAD_OF_LINE_IS_HELD_TO_THE_WINDOW.verify(step)
 
 
-@pytest.mark.parametrize("step", SINCE_12)
+@pytest.mark.parametrize("step", SINCE_13)
 async def test_after_a_deadline_the_rest_of_a_finite_input_still_comes_out_marked(
     step: ModuleType, autojump_clock: trio.abc.Clock
 ) -> None:
@@ -49,7 +49,7 @@ async def test_after_a_deadline_the_rest_of_a_finite_input_still_comes_out_marke
     assert len(probe.calls) == 3
 
 
-@pytest.mark.parametrize("step", SINCE_12)
+@pytest.mark.parametrize("step", SINCE_13)
 async def test_a_list_of_subtasks_is_a_plan_as_a_task_is(
     step: ModuleType, autojump_clock: trio.abc.Clock
 ) -> None:
@@ -58,7 +58,7 @@ async def test_a_list_of_subtasks_is_a_plan_as_a_task_is(
     assert all(result.ok for result in aggregate.results)
 
 
-@pytest.mark.parametrize("step", SINCE_12)
+@pytest.mark.parametrize("step", SINCE_13)
 async def test_a_window_smaller_than_max_workers_is_refused_before_any_work(
     step: ModuleType,
 ) -> None:

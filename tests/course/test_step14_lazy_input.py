@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from lessons._course import laws
-from tests.course.probing import STEP13
+from tests.course.probing import STEP14
 from tests.course.step_laws import cases
 from trio_supervisor.testing import SimulatedAgent
 
@@ -37,6 +37,6 @@ async def test_an_error_in_the_input_comes_out_of_the_stream(
     with pytest.RaisesGroup(
         pytest.RaisesExc(LookupError, match="^the plan broke$"), flatten_subgroups=True
     ):
-        async with STEP13.stream(broken(), SimulatedAgent(), max_workers=2) as results:
+        async with STEP14.stream(broken(), SimulatedAgent(), max_workers=2) as results:
             async for _ in results:
                 pass

@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from lessons._course import laws
-from tests.course.probing import STEP14
+from tests.course.probing import STEP15
 from tests.course.step_laws import cases
 from trio_supervisor.testing import SimulatedAgent
 
@@ -37,7 +37,7 @@ async def test_an_async_iterable_input_is_pulled_lazily_too(autojump_clock: trio
     got = []
     async with (
         aclosing(planner()) as plan,
-        STEP14.stream(plan, SimulatedAgent(), max_workers=2) as results,
+        STEP15.stream(plan, SimulatedAgent(), max_workers=2) as results,
     ):
         async for result in results:
             got.append(result.subtask)

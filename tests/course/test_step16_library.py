@@ -24,12 +24,12 @@ from lessons import step16_library
 from lessons._course import laws
 from lessons._course.demos import STEP_DEMOS
 from lessons._course.steps import STEPS
-from tests.course.probing import STEP13, Probe
+from tests.course.probing import STEP14, Probe
 from tests.course.step_laws import cases, run_virtual
 from trio_supervisor import Backoff, Restarts, Retry
 from trio_supervisor.testing import SimulatedAgent
 
-STEP15 = step16_library
+STEP16 = step16_library
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "steps" / "step16_library.md"
 
 
@@ -41,7 +41,7 @@ def test_every_part_one_law_runs_on_step_16_but_one_the_library_keeps_in_its_own
     assert {law.rule for law in part_one} == on_15
 
 
-@pytest.mark.parametrize("step", [STEP13, STEP15])
+@pytest.mark.parametrize("step", [STEP14, STEP16])
 def test_step_14s_draws_and_the_librarys_both_keep_the_waits_law(step: ModuleType) -> None:
     laws.WAITS_ARE_SEEDED_DRAWS.verify(step)
 
@@ -53,7 +53,7 @@ def test_with_an_intensity_a_waiting_retry_holds_no_place_as_in_step_13() -> Non
 
     async def main() -> None:
         probe = Probe(agent)
-        await STEP15.supervise(
+        await STEP16.supervise(
             "s0; s1",
             probe,
             max_workers=1,
@@ -72,7 +72,7 @@ def test_the_same_seed_replays_the_same_waits_each_within_its_bound() -> None:
     def waits(seed: int) -> list[float]:
         async def main() -> list[float]:
             probe = Probe(SimulatedAgent(seed, fail={"b"}))
-            await STEP15.supervise(
+            await STEP16.supervise(
                 "a; b; c", probe, max_workers=3, attempts=6, backoff=(0.5, 2.0), seed=seed
             )
             calls = probe.of("b")
@@ -90,7 +90,7 @@ def test_the_same_seed_replays_the_same_waits_each_within_its_bound() -> None:
 
 
 def test_the_knobs_map_as_the_pages_table_says() -> None:
-    chosen = STEP15.supervisor(
+    chosen = STEP16.supervisor(
         SimulatedAgent(),
         max_workers=3,
         worker_timeout=1.5,
@@ -102,7 +102,7 @@ def test_the_knobs_map_as_the_pages_table_says() -> None:
     assert chosen.timeout == 1.5
     assert chosen.retry == Retry(attempts=2, backoff=Backoff(0.5, 8.0), seed=7)
     assert chosen.restarts == Restarts(max_restarts=2, within=10.0)
-    plain = STEP15.supervisor(SimulatedAgent(), max_workers=3)
+    plain = STEP16.supervisor(SimulatedAgent(), max_workers=3)
     assert (plain.timeout, plain.restarts, plain.retry) == (
         None,
         None,
@@ -117,7 +117,7 @@ def test_the_knobs_map_as_the_pages_table_says() -> None:
         assert row in table
 
 
-@pytest.mark.parametrize(("step", "window"), [(STEP13, 2 * 2), (STEP15, 4 * 2)])
+@pytest.mark.parametrize(("step", "window"), [(STEP14, 2 * 2), (STEP16, 4 * 2)])
 def test_the_default_window_is_2k_in_step_14_and_4k_in_the_library(
     step: ModuleType, window: int
 ) -> None:

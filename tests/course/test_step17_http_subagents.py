@@ -27,7 +27,7 @@ from tests.course.step_laws import cases
 from trio_supervisor import Status, decompose
 from trio_supervisor.testing import SimulatedAgent
 
-STEP14, STEP15 = step16_library, step17_http_subagents
+STEP16, STEP17 = step16_library, step17_http_subagents
 UNDERCUT = "step 15's flaw: its backoff draw decides the wait, whatever the server asked"
 
 
@@ -50,7 +50,7 @@ def run_through_server(task: str, agent: SimulatedAgent, **options: Any) -> Run:
     """Step 17 on ``task`` as the runner runs it with ``--virtual``: the loopback server's app
     in this process, scripted by ``agent``, each call traced."""
     run = Run("step17_http_subagents", Demo("law", task), decompose(task), options)
-    trio.run(run_step, STEP15, run, agent, clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(run_step, STEP17, run, agent, clock=trio.testing.MockClock(autojump_threshold=0))
     assert run.error is None, run.error
     return run
 

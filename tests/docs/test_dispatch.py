@@ -284,7 +284,7 @@ def test_the_caller_leaves_after_its_results_and_from_step_12_the_rest_is_cancel
     assert len(run["aggregate"]["results"]) == dispatch.TAKEN
     leave = run["trace"]["slots"][dispatch.TAKEN - 1]["delivered"]
     ran_on = run["trace"]["wall"] > leave
-    assert ran_on == (name == "step10_streaming"), "step 10 waits its workers out; 11 on, not"
+    assert ran_on == (name == "step11_streaming"), "step 10 waits its workers out; 11 on, not"
 
 
 @pytest.mark.parametrize(

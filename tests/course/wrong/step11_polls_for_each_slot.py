@@ -1,5 +1,5 @@
-"""Step 10 (step10_streaming), wrongly: it hands results over in the order they complete, through a
-second channel, instead of in plan order.
+"""Step 10 (step11_streaming), wrongly: it polls each slot's result every tenth of a second instead
+of waiting on its event: a result is handed over up to 0.1 s late.
 
 A deliberately wrong solution, kept with the tests: ``python -m lessons check 10`` must fail
 on it."""
@@ -48,7 +48,6 @@ async def stream(
     results: list[SubResult[str, str] | None] = [None] * len(plan)
     calls = [0] * len(plan)  # how many times each slot's worker was called
     final = [trio.Event() for _ in plan]  # set once a slot's result will not change any more
-    ready_send, ready_receive = trio.open_memory_channel[int](math.inf)  # slots, as they end
     if max_workers < 1:  # a limiter with no token admits nobody: the run would never end
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     limiter = trio.CapacityLimiter(max_workers)
@@ -86,8 +85,7 @@ async def stream(
             results[slot] = None  # unfinished again, until its next attempt ends
             nursery.start_soon(retry, slot, subtask)
         else:
-            final[slot].set()
-            ready_send.send_nowait(slot)  # handed over as it completes
+            final[slot].set()  # it may be handed over once every earlier slot is
 
     async def retry(slot: int, subtask: str) -> None:
         bound = min(backoff[1], backoff[0] * 2.0 ** min(calls[slot] - 1, 64))
@@ -102,16 +100,14 @@ async def stream(
                 for slot, subtask in enumerate(plan):
                     await limiter.acquire_on_behalf_of(slot)
                     nursery.start_soon(run_one, slot, subtask)
-        for slot, event in enumerate(final):  # the work is over: the slots left come out
-            if not event.is_set():
-                event.set()
-                ready_send.send_nowait(slot)
+        for event in final:  # the work is over: no result will change any more
+            event.set()
 
     async def deliver() -> None:
         async with send:  # closing it ends the caller's `async for`
-            for _ in plan:
-                slot = await ready_receive.receive()  # whichever slot completed next
-                subtask = plan[slot]
+            for slot, subtask in enumerate(plan):
+                while not final[slot].is_set():  # noqa: ASYNC110 (the mistake: polling)
+                    await trio.sleep(0.1)
                 result = results[slot]
                 if result is None:  # the work ended before this slot did
                     cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"

@@ -16,7 +16,7 @@ import trio
 
 from lessons._course import laws
 from tests.course.probing import (
-    STEP10,
+    STEP11,
     Probe,
     agent_with,
     task_of,
@@ -45,7 +45,7 @@ async def test_leaving_early_still_waits_for_every_worker_and_hands_nothing_more
     autojump_clock: trio.abc.Clock,
 ) -> None:
     probe = Probe(agent_with([8, 64, 64, 64]))  # s0 ends at 0.25 s, the rest at 2 s
-    async with STEP10.stream(task_of(4), probe, max_workers=4) as results:
+    async with STEP11.stream(task_of(4), probe, max_workers=4) as results:
         first = await results.receive()
     assert first.subtask == "s0"
     assert trio.current_time() == 2.0, "the block ended only when every worker had"
@@ -57,7 +57,7 @@ async def test_the_timeline_draws_a_result_held_from_its_end_to_its_hand_over(
 ) -> None:
     trace = Trace(["s0", "s1", "s2"])
     probe = Probe(agent_with([8, 32, 4]))
-    async with STEP10.stream(task_of(3), trace.watch(probe), max_workers=3) as results:
+    async with STEP11.stream(task_of(3), trace.watch(probe), max_workers=3) as results:
         for slot in range(3):
             await results.receive()
             trace.delivered(slot)  # as the runner marks each result it is handed

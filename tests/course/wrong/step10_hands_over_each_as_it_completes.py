@@ -1,36 +1,23 @@
-"""Step 10: ordered streaming. Each result is handed over as soon as every earlier one is.
+"""Step 10 (step10_hand_over), wrongly: a worker hands its own result over the moment it is
+final, so the results come in completion order: a quick later slot is handed over before a slow
+earlier one, and the caller cannot tell a slot by its place.
 
-What it adds: ``stream``, an async context manager that yields a channel of results in plan
-order: ``async with stream(task, worker, max_workers=4) as results: async for result in
-results: ...``. Each slot gets a ``trio.Event``, set once its result will not change; a deliverer
-task waits for slot 0's, hands its result over, then slot 1's, and so on, so a result comes out
-the moment it and every earlier one are final. When the work ends early (a deadline, or giving
-up) every event is set and the slots left come out marked. ``supervise`` is now the stream,
-collected. When the caller leaves the block, its end of the channel closes and the deliverer
-stops handing results over.
-
-What is still wrong: leaving early saves the caller nothing. A caller that needs only the first
-few results leaves the block, but the workers still running go on, the slots not yet started
-still start (retries too), each calling a sub-agent for a result nobody will read, and the block
-does not end before the last of them.
-"""
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 10`` must fail
+on it."""
 
 from __future__ import annotations
 
 import math
 import random
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from trio_supervisor import Aggregate, Status, SubResult, Worker, decompose
 
 
-@asynccontextmanager
-async def stream(
+async def supervise(
     task: str,
     worker: Worker[str, str],
     *,
@@ -41,7 +28,8 @@ async def stream(
     intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
-) -> AsyncIterator[trio.MemoryReceiveChannel[SubResult[str, str]]]:
+    on_result: Callable[[SubResult[str, str]], Awaitable[object]] | None = None,
+) -> Aggregate[str, str]:
     if worker_timeout is not None and not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
     if deadline is not None and not deadline > 0:
@@ -66,6 +54,7 @@ async def stream(
     restarts: deque[float] = deque()  # when each restart of the last `period` seconds happened
     gave_up = False
     nursery: trio.Nursery  # the work's: the dispatcher, its workers and their retries
+    handed: list[SubResult[str, str]] = []  # the results handed over, in plan order
 
     async def run_one(slot: int, subtask: str) -> None:
         nonlocal gave_up
@@ -96,7 +85,10 @@ async def stream(
             results[slot] = None  # unfinished again, until its next attempt ends
             nursery.start_soon(retry, slot, subtask)
         else:
-            final[slot].set()  # it may be handed over once every earlier slot is
+            final[slot].set()
+            if on_result is not None and result is not None:  # handed over at once
+                handed.append(result)
+                await on_result(result)
 
     async def retry(slot: int, subtask: str) -> None:
         bound = min(backoff[1], backoff[0] * 2.0 ** min(calls[slot] - 1, 64))
@@ -115,38 +107,28 @@ async def stream(
             event.set()
 
     async def deliver() -> None:
-        async with send:  # closing it ends the caller's `async for`
-            for slot, subtask in enumerate(plan):
-                await final[slot].wait()  # in plan order: every later slot waits for this one
-                result = results[slot]
-                if result is None:  # the work ended before this slot did
-                    cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"
-                    if gave_up:  # past the restart intensity: every slot that did not finish failed
-                        cut_short = f"gave up: more than {max_restarts} restarts within {period:g}s"
-                    result = SubResult(
-                        subtask,
-                        error=cut_short,
-                        status=Status.FAILED if gave_up else Status.CANCELLED,
-                        attempts=calls[slot],
-                    )
-                try:
-                    await send.send(result)
-                except trio.BrokenResourceError:  # the caller left: nobody takes the rest
-                    return
+        for slot, subtask in enumerate(plan):
+            await final[slot].wait()  # in plan order: every later slot waits for this one
+            result = results[slot]
+            if result is None:  # the work ended before this slot did
+                cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"
+                if gave_up:  # past the restart intensity: every slot that did not finish failed
+                    cut_short = f"gave up: more than {max_restarts} restarts within {period:g}s"
+                result = SubResult(
+                    subtask,
+                    error=cut_short,
+                    status=Status.FAILED if gave_up else Status.CANCELLED,
+                    attempts=calls[slot],
+                )
+            if result not in handed:  # the slots cut short: handed over last
+                handed.append(result)
+                if on_result is not None:
+                    await on_result(result)
 
-    send, receive = trio.open_memory_channel[SubResult[str, str]](0)
     async with trio.open_nursery() as outer:
         outer.start_soon(work)
         outer.start_soon(deliver)
-        async with receive:  # closed when the caller leaves the block
-            yield receive
-
-
-async def supervise(
-    task: str, worker: Worker[str, str], *, max_workers: int, **options: Any
-) -> Aggregate[str, str]:
-    async with stream(task, worker, max_workers=max_workers, **options) as results:
-        return Aggregate([result async for result in results])
+    return Aggregate(handed)
 
 
 def synthesize(aggregate: Aggregate[str, str]) -> str:
@@ -157,9 +139,3 @@ def synthesize(aggregate: Aggregate[str, str]) -> str:
     if aggregate.degraded:
         lines.append(f"(degraded: {aggregate.failed} of {len(aggregate.results)} subtasks failed)")
     return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    from lessons._course.runner import main_for_step
-
-    main_for_step(__file__)

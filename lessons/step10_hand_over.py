@@ -1,25 +1,30 @@
-"""Step 10 (step10_streaming), wrongly: it polls each slot's result every tenth of a second instead
-of waiting on its event: a result is handed over up to 0.1 s late.
+"""Step 10: a hand-over in plan order. Each result is handed over as soon as every earlier one is.
 
-A deliberately wrong solution, kept with the tests: ``python -m lessons check 10`` must fail
-on it."""
+What it adds: ``on_result``, an async function ``supervise`` calls with each result, in plan order,
+the moment it and every earlier one are final; ``supervise`` still returns the whole aggregate at
+the end. Each slot gets a ``trio.Event``, set once its result will not change; the work runs in a
+task of its own, and a deliverer task waits for slot 0's event, hands its result over, then slot
+1's, and so on. When the work ends early (a deadline, or giving up) every event is set and the
+slots left come out marked, handed over like the rest.
+
+What is still wrong: the caller cannot stop. A caller that has what it needs can only return from
+``on_result`` and be called again, and its own code runs in the supervisor's deliverer task, where
+an exception it raises comes out of ``supervise`` wrapped in an exception group.
+"""
 
 from __future__ import annotations
 
 import math
 import random
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from trio_supervisor import Aggregate, Status, SubResult, Worker, decompose
 
 
-@asynccontextmanager
-async def stream(
+async def supervise(
     task: str,
     worker: Worker[str, str],
     *,
@@ -30,7 +35,8 @@ async def stream(
     intensity: tuple[int, float] | None = None,
     backoff: tuple[float, float] = (0.25, 4.0),
     seed: int | None = None,
-) -> AsyncIterator[trio.MemoryReceiveChannel[SubResult[str, str]]]:
+    on_result: Callable[[SubResult[str, str]], Awaitable[object]] | None = None,
+) -> Aggregate[str, str]:
     if worker_timeout is not None and not worker_timeout > 0:  # also refuses NaN
         raise ValueError(f"worker_timeout must be > 0 seconds, got {worker_timeout}")
     if deadline is not None and not deadline > 0:
@@ -55,6 +61,7 @@ async def stream(
     restarts: deque[float] = deque()  # when each restart of the last `period` seconds happened
     gave_up = False
     nursery: trio.Nursery  # the work's: the dispatcher, its workers and their retries
+    handed: list[SubResult[str, str]] = []  # the results handed over, in plan order
 
     async def run_one(slot: int, subtask: str) -> None:
         nonlocal gave_up
@@ -104,39 +111,27 @@ async def stream(
             event.set()
 
     async def deliver() -> None:
-        async with send:  # closing it ends the caller's `async for`
-            for slot, subtask in enumerate(plan):
-                while not final[slot].is_set():  # noqa: ASYNC110 (the mistake: polling)
-                    await trio.sleep(0.1)
-                result = results[slot]
-                if result is None:  # the work ended before this slot did
-                    cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"
-                    if gave_up:  # past the restart intensity: every slot that did not finish failed
-                        cut_short = f"gave up: more than {max_restarts} restarts within {period:g}s"
-                    result = SubResult(
-                        subtask,
-                        error=cut_short,
-                        status=Status.FAILED if gave_up else Status.CANCELLED,
-                        attempts=calls[slot],
-                    )
-                try:
-                    await send.send(result)
-                except trio.BrokenResourceError:  # the caller left: nobody takes the rest
-                    return
+        for slot, subtask in enumerate(plan):
+            await final[slot].wait()  # in plan order: every later slot waits for this one
+            result = results[slot]
+            if result is None:  # the work ended before this slot did
+                cut_short = f"cancelled: the run's deadline of {budget:g}s passed first"
+                if gave_up:  # past the restart intensity: every slot that did not finish failed
+                    cut_short = f"gave up: more than {max_restarts} restarts within {period:g}s"
+                result = SubResult(
+                    subtask,
+                    error=cut_short,
+                    status=Status.FAILED if gave_up else Status.CANCELLED,
+                    attempts=calls[slot],
+                )
+            handed.append(result)
+            if on_result is not None:
+                await on_result(result)
 
-    send, receive = trio.open_memory_channel[SubResult[str, str]](0)
     async with trio.open_nursery() as outer:
         outer.start_soon(work)
         outer.start_soon(deliver)
-        async with receive:  # closed when the caller leaves the block
-            yield receive
-
-
-async def supervise(
-    task: str, worker: Worker[str, str], *, max_workers: int, **options: Any
-) -> Aggregate[str, str]:
-    async with stream(task, worker, max_workers=max_workers, **options) as results:
-        return Aggregate([result async for result in results])
+    return Aggregate(handed)
 
 
 def synthesize(aggregate: Aggregate[str, str]) -> str:
@@ -147,3 +142,9 @@ def synthesize(aggregate: Aggregate[str, str]) -> str:
     if aggregate.degraded:
         lines.append(f"(degraded: {aggregate.failed} of {len(aggregate.results)} subtasks failed)")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    from lessons._course.runner import main_for_step
+
+    main_for_step(__file__)
