@@ -189,23 +189,24 @@ def offered(name: str) -> list[str]:
 
 def test_each_part_one_step_gets_the_scenarios_of_the_ideas_it_has() -> None:
     """The generic runs for every step, then one per idea the step has: an intensity that gives
-    up from step 9, a caller that leaves early from step 10 (the first step that streams), a
+    up from step 9, a caller that leaves early from step 11 (the first step that streams), a
     window that fills from step 13, a lazy feed at step 14 (its window shown there by the feed), a
     feed that arrives as it is made at step 15."""
     generic = ["workers-1", "workers-2", "workers-3", "workers-4", "fails", "retried", "hangs"]
     own = {
         number: [s.key for s in dispatch.scenarios(name)][len(generic) :]
         for number, name in steps().items()
-        if 8 <= number <= 14
+        if 8 <= number <= 15
     }
     assert own == {
         8: ["deadline"],
         9: ["deadline", "gives-up"],
-        10: ["gives-up", "left"],
+        10: ["deadline", "gives-up"],
         11: ["gives-up", "left"],
-        12: ["gives-up", "left", "window"],
-        13: ["gives-up", "left", "lazy"],
-        14: ["gives-up", "left", "lazy", "arriving"],
+        12: ["gives-up", "left"],
+        13: ["gives-up", "left", "window"],
+        14: ["gives-up", "left", "lazy"],
+        15: ["gives-up", "left", "lazy", "arriving"],
     }
     for number in range(1, 7):
         assert not set(OWN) & {s.key for s in dispatch.scenarios(steps()[number])}
@@ -284,7 +285,7 @@ def test_the_caller_leaves_after_its_results_and_from_step_12_the_rest_is_cancel
     assert len(run["aggregate"]["results"]) == dispatch.TAKEN
     leave = run["trace"]["slots"][dispatch.TAKEN - 1]["delivered"]
     ran_on = run["trace"]["wall"] > leave
-    assert ran_on == (name == "step11_streaming"), "step 10 waits its workers out; 11 on, not"
+    assert ran_on == (name == "step11_streaming"), "step 11 waits its workers out; 12 on, not"
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ it is: the run never returns, and the runner's guard stops it
 Then each step gets the scenarios built on the ideas it has, each offered where the step's record
 says it takes what the scenario needs, never by its number, so that a step added or renumbered gets
 what its record says: ``deadline`` a hung slot the run answers without, ``intensity`` a run that
-gives up past its restart intensity, a stream a caller that leaves early (step 10 shows its workers
+gives up past its restart intensity, a stream a caller that leaves early (step 11 shows its workers
 run on, step 12 on cancels them), ``window`` a window filling behind a slow slot, ``rate`` attempts
 spaced out by a token bucket, ``adaptive`` the workers allowed fitted to what the server takes (one
 that refuses beyond, one that queues), a flat re-planning step's ``max_rounds`` a second round that

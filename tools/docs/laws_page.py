@@ -42,6 +42,7 @@ ANCHORS = {
     "HELD_TO_THE_WINDOW": "window",
     "HEAD_OF_LINE_IS_HELD_TO_THE_WINDOW": "head-of-line",
     "A_LAZY_MILLION_IS_HELD": "lazy-input",
+    "READ_AS_A_STREAM": "stream",
     "AN_ASYNC_INPUT_IS_AWAITED": "async-input",
     "AN_ENDLESS_INPUT_ENDS_AT_THE_DEADLINE": "library-keeps-the-laws",
     "THE_CALLERS_EXCEPTION_COMES_OUT_BARE": "library-keeps-the-laws",

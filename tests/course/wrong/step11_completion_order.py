@@ -1,7 +1,7 @@
-"""Step 10 (step11_streaming), wrongly: it hands results over in the order they complete, through a
+"""Step 11 (step11_streaming), wrongly: it hands results over in the order they complete, through a
 second channel, instead of in plan order.
 
-A deliberately wrong solution, kept with the tests: ``python -m lessons check 10`` must fail
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 11`` must fail
 on it."""
 
 from __future__ import annotations

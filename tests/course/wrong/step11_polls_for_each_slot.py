@@ -1,7 +1,7 @@
-"""Step 10 (step11_streaming), wrongly: it polls each slot's result every tenth of a second instead
+"""Step 11 (step11_streaming), wrongly: it polls each slot's result every tenth of a second instead
 of waiting on its event: a result is handed over up to 0.1 s late.
 
-A deliberately wrong solution, kept with the tests: ``python -m lessons check 10`` must fail
+A deliberately wrong solution, kept with the tests: ``python -m lessons check 11`` must fail
 on it."""
 
 from __future__ import annotations
