@@ -175,6 +175,11 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             FIVE,
             slow={4: 4.0},  # step 9's demo again: hiring trends takes 4 s, the rest come first
         ),
+        Demo(
+            "20 reviews, one slow early: the results done behind it are held until it is",
+            FEED,
+            slow={1: 3.0},  # head-of-line: review 02 holds back everything after it
+        ),
     ),
     11: (
         Demo(

@@ -150,8 +150,8 @@ def test_step9_demos_give_up_past_the_intensity_and_hold_every_result_for_the_sl
     assert slow["trace"]["wall"] == 4.5
 
 
-def test_step10_demos_stream_around_the_slow_one_and_leaving_early_waits_for_every_worker() -> None:
-    slow, left = run_json("10")
+def test_step10_demos_hand_over_around_the_slow_one_and_hold_what_is_done_behind_it() -> None:
+    slow, held = run_json("10")
     slots = slow["trace"]["slots"]
     ends = [slot["spans"][-1]["end"] for slot in slots[:4]]
     delivered = [slot["delivered"] for slot in slots[:4]]
@@ -159,6 +159,14 @@ def test_step10_demos_stream_around_the_slow_one_and_leaving_early_waits_for_eve
         "as soon as it and those before"
     )
     assert max(delivered) < 4.0, "every one handed over before the slow last one ends"
+    behind = [slot for slot in held["trace"]["slots"][2:] if slot["spans"][-1]["end"] < 3.0]
+    assert behind, "slots done while review 02 ran"
+    assert all(slot["delivered"] == 3.0 for slot in behind), "held until review 02 was done"
+    assert statuses(held) == ["ok"] * 20
+
+
+def test_step11_demo_leaving_the_stream_early_waits_for_every_worker() -> None:
+    (left,) = run_json("11")
     assert statuses(left) == ["ok"] * 8
     ran = [slot for slot in left["trace"]["slots"] if slot["spans"]]
     assert len(ran) == 20, "every worker ran, though the caller left after 8"

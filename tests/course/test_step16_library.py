@@ -36,9 +36,9 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "steps" / "step16_library.
 def test_every_part_one_law_runs_on_step_16_but_one_the_library_keeps_in_its_own_form() -> None:
     """Every Part I law names step 16: the waits' law asks for draws within the bound that the
     seed replays, not step 15's exact sequence, so the library's generator per slot keeps it."""
-    part_one = [law for law in laws.LAWS if any(step < 15 for step in law.steps)]
-    on_15 = {law.rule for law in laws.laws_of(15) if any(step < 15 for step in law.steps)}
-    assert {law.rule for law in part_one} == on_15
+    part_one = [law for law in laws.LAWS if any(step < 16 for step in law.steps)]
+    on_16 = {law.rule for law in laws.laws_of(16) if any(step < 16 for step in law.steps)}
+    assert {law.rule for law in part_one} == on_16
 
 
 @pytest.mark.parametrize("step", [STEP14, STEP16])
@@ -162,7 +162,7 @@ def test_step_16_runs_step_14s_demos_and_one_more_for_each_flaw() -> None:
     endless, raising = STEP_DEMOS[16][2:]
     assert endless.endless
     assert raising.raises is not None
-    assert endless.against == raising.against == 14
+    assert endless.against == raising.against == 15
 
 
 @pytest.mark.parametrize("step", cases(laws.STREAMED_AS_EACH_IS_FINAL))
