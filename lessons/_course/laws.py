@@ -435,7 +435,7 @@ def _max_workers_refused(step: Subject, seen: Seen) -> None:
 
 MAX_WORKERS_REFUSED = Law(
     "max_workers below 1 is refused with a ValueError before any worker is called",
-    tuple(range(3, 32)),  # every step from 3, which brings max_workers, to the last (33)
+    tuple(range(3, 34)),  # every step from 3, which brings max_workers, to the last (33)
     _max_workers_refused,
 )
 
