@@ -62,6 +62,9 @@ class Step:
     stream_options: Mapping[str, Any] | None = field(default=None, hash=False)
     """The options of its ``stream`` when its entry is ``supervise`` (from step 17 on, Part I's
     stream is kept beside it), None for one without (or whose entry it is)."""
+    replaces: frozenset[str] = frozenset()
+    """Options of an earlier step this one makes its entry do instead (step 11's stream hands
+    the results over that step 10's ``on_result`` was given): no later step takes them."""
 
     @property
     def streams(self) -> bool:
@@ -202,6 +205,7 @@ STEPS: dict[int, Step] = {
             entry="stream",
             options=_RESTARTED,
             synthesizes=True,
+            replaces=frozenset({"on_result"}),
         ),
         Step(
             12,

@@ -177,8 +177,10 @@ def test_results_stream_in_plan_order_as_each_is_final_from_step_16_to_the_last(
 
 def test_the_last_step_takes_every_option_of_the_course() -> None:
     """No idea a step brought is dropped by a later one: every option any step's entry takes,
-    the last step takes too, in its rounds' entry or in the stream beside them."""
+    the last step takes too, in its rounds' entry or in the stream beside them, but for one a
+    later step's entry does instead (`Step.replaces`)."""
     last = STEPS[max(STEPS)]
     every = {option for record in STEPS.values() for option in record.options}
-    kept = {*last.options, *(last.stream_options or {})}
+    replaced = {option for record in STEPS.values() for option in record.replaces}
+    kept = {*last.options, *(last.stream_options or {}), *replaced}
     assert sorted(every - kept) == []
