@@ -77,9 +77,7 @@ def staged(requests: int, start: int, probe: int) -> float:
     return ALONE * sum(size**SLOWDOWN for size in (start, probe, rest) if size > 0)
 
 
-def simulate(
-    requests: int, start: int, probe: int, beside: int = 0, after: float = 0.0
-) -> float:
+def simulate(requests: int, start: int, probe: int, beside: int = 0, after: float = 0.0) -> float:
     """When the last of ``requests`` answers against batches of ``CEILING``: ``start`` sent
     at 0; when they have answered, ``probe``, and ``beside`` more ``after`` (a share) of the
     probe's time alone later; when more than ``SMALL`` answer together, as many as keep
