@@ -443,10 +443,10 @@ class Adaptive:
       however long a reply takes: against a server that batches 256, the limit is there
       within the time one reply takes with 256 at once (a round at 10 and one at 60, each
       faster than one at 256, and a quarter of a no-load latency between them). Where it
-      falls short: with replies varying by a quarter or more either way, the slowest tenth of
-      the round at 60 are its longest replies, its gain may not show, and the limit may stay
-      at 60 (about one run in five at 1 +- 0.25 against a server batching 256, most at 0.3
-      or more).
+      falls short: with replies varying by half either way, the slowest tenth of the round at
+      60 are its longest replies, its gain may not show, and the limit may stay at 60 (three
+      runs of six, seeds 95-100, against a server batching 256; at a quarter either way, those
+      that stopped there under a ``GAIN`` of 0.5, one in five, reach the ceiling).
     - **Open a rise in turn.** The places a rise adds open one after another, not at once:
       at the start over ``RISE`` times the no-load latency (time is what the start costs),
       later over one no-load latency, the round then measuring the new limit once they are
@@ -546,10 +546,10 @@ class Adaptive:
     before trying one more (rounds, ``latency=False``; probes, the latency rule)."""
     GAIN = 0.44
     """The least growth of throughput worth more in flight: ``n ** GAIN`` for ``n`` times as
-    many, 36% a doubling. Below the ``n ** 0.5`` a round of varied replies shows at 60 against
-    a server that batches 256 (its slowest tenth are its longest replies, read as a smaller
-    gain than the server's ``n ** 0.63``), above the ``6 ** 0.39`` a server of 32 given 60
-    shows."""
+    many, 36% a doubling: below the gain a round at 60 reads against a server that batches
+    256 when replies vary by half either way (about ``6 ** 0.47`` in ``endpoints.py``: its
+    slowest tenth are its longest replies, where the server gains ``6 ** 0.63``), above the
+    one a server of 32 given 60 reads (about ``6 ** 0.40``)."""
     GROWTH = 6
     """What the limit is multiplied by after a round that gained, until the knee is known."""
     KNEE = 0.95
