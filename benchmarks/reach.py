@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import asdict, dataclass
 
@@ -74,7 +75,7 @@ def staged(requests: int, start: int, probe: int) -> float:
     """The makespan of ``requests`` (at most ``start + probe + CEILING``) in three stages
     that follow each other: ``start``, ``probe``, then the rest, each all at once."""
     rest = requests - start - probe
-    return ALONE * sum(size**SLOWDOWN for size in (start, probe, rest) if size > 0)
+    return ALONE * sum(math.pow(size, SLOWDOWN) for size in (start, probe, rest) if size > 0)
 
 
 def simulate(requests: int, start: int, probe: int, beside: int = 0, after: float = 0.0) -> float:
