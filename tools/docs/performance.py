@@ -716,7 +716,8 @@ def any_policy(reach: Mapping[str, Any] | None) -> str:
         f"{probe}, then 256: stages that follow each other take the sum of their times, each "
         "its size to a power under 1, least with the stages as unequal as the bounds allow). "
         "Only a client that knew the curve could do better, reading silence (no answer when a "
-        "batch of 32 would have answered): a client tuned to one server, not a default.\n"
+        "batch of 32 would have answered), as the oracle that leaps then does: a client tuned "
+        "to one server, not a default.\n"
     )
 
 
