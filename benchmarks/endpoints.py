@@ -28,6 +28,9 @@ ceiling: from ``L0`` the largest start the sequential target allows for the run'
 (``largest_probe``), and to the ceiling as soon as no answer shows the batch is over 32 (a
 batch of 32's time after), or, as a rule that learns the batch from its answers must, when the
 probe's first answers come (more than 32 of them together).
+What *any* policy can reach, whatever its rule, under the two constraints the oracles obey
+(the sequential target bounds the start, the batching32 target the probe), is computed from the
+server's curve by ``reach.py`` beside this script, and written with the figures (``reach``).
 Each is measured by throughput (answers a second), p50/p95/p99 per subtask (its first attempt
 to its answer), the share of requests refused, and the subtasks lost. The targets
 checked: an adaptive run's throughput >= 90% of the best fixed K's, its p95 <= 2x the p95 of
@@ -61,6 +64,7 @@ import openai
 import trio
 import trio.testing
 from _machine import machine
+from reach import allowed, bound, largest_probe, largest_start
 
 from trio_supervisor import Adaptive, Capacity, Retry, Supervisor
 from trio_supervisor.agents import TRANSIENT, ChatAgent
@@ -108,27 +112,6 @@ def percentile(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def allowed(subtasks: int) -> int:
-    """How many of a run's ``subtasks`` may answer later than its p95 does: ``percentile``
-    takes the answer at index ``int(0.95 n)`` in order, so those after it."""
-    return subtasks - 1 - int(0.95 * subtasks)
-
-
-def largest_start(subtasks: int) -> int:
-    """The most requests a default may send before its first answer and still meet the
-    sequential target (p95 at most 2x fixed K=1's, one answer's time ``t``): against a server
-    that answers one at a time, the i-th of ``L0`` sent at once answers after ``i * t``, so all
-    but two of them wait behind more than one other, and at most ``allowed`` may."""
-    return allowed(subtasks) + 2
-
-
-def largest_probe(subtasks: int) -> int:
-    """The most requests in flight that keep the ``batching32`` target (p95 at most 2x fixed
-    K=32's, one batch's time): twice a batch, each request answered within two batches, and
-    ``allowed`` more."""
-    return 2 * 32 + allowed(subtasks)
 
 
 BATCH32 = ALONE * 32**SLOWDOWN
@@ -427,6 +410,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             }
             for size in (args.subtasks, CEILING)
         },
+        "reach": bound(args.subtasks),
         "rows": [asdict(r) for r in rows],
         "targets": verdicts,
         "makespan_256": makespan,

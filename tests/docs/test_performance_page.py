@@ -138,3 +138,20 @@ def test_no_part_of_the_page_holds_a_markdown_table_in_a_code_fence() -> None:
     for section in re.findall(r'--8<-- "benchmarks/README\.md:(\w+)"', page):
         parts.append(readme.split(f"[start:{section}]")[1].split(f"[end:{section}]")[0])
     assert [found for part in parts for found in fenced_tables(part)] == []
+
+
+def test_the_bound_of_any_policy_is_drawn_from_the_endpoints_results() -> None:
+    """The page states what any default can reach against batches of 256 with the figures
+    ``benchmarks/reach.py`` wrote into the endpoints' results, none typed by hand: other
+    figures there, other figures on the page."""
+    reach = {
+        "largest_start": 27,
+        "largest_probe": 89,
+        "makespan_ratio": 1.2345,
+        "makespan_schedule": [3, 41, 0, 0.0],
+        "throughput_share": 0.6789,
+    }
+    said = performance.any_policy(reach)
+    for figure in ("27 before", "at most 89", "67.9%", "1.23x", "starting at 3", "probing 41"):
+        assert figure in said, figure
+    assert performance.any_policy(None) == ""

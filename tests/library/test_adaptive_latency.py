@@ -18,7 +18,7 @@ import httpx2
 import pytest
 import trio
 import trio.testing
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from trio_supervisor import Adaptive, Retry, Supervisor, report_latency
@@ -486,16 +486,17 @@ def test_replies_of_varied_length_do_not_look_like_a_queue(
     assert batch / 2 <= limit <= 2 * batch, (batch, spread, limit)
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=2, deadline=None)
 @given(seed=st.integers(0, 1000))
+@example(seed=101)
+@example(seed=104)
 def test_replies_of_varied_length_still_reach_the_ceiling(seed: int) -> None:
     """Against a server that batches as many as the ceiling, so that its throughput keeps
-    growing, replies varying by 15% either way, the limit reaches the ceiling of 256: a guard
-    that the start's looser first round (which the law above needs) still grows.
+    growing, replies varying by a quarter either way, the limit reaches the ceiling of 256: a
+    guard that the start's looser first round (which the law above needs) still grows.
 
-    Where the rule as it is stops: with replies varying by a quarter either way, about one seed
-    in five stops at 60 (seeds 101, 102, 104 and 108 of 95-114), and by 0.3 or more most do:
-    at 60, the slowest tenth of that level's answers, read as its throughput, falls short of
-    the gain over the first round's."""
-    limits = through_batching(256, 0.15, seed, 1024)
+    The rule before (``GAIN`` 0.5) failed it: about one seed in five stopped at 60 (seeds 101,
+    102, 104 and 108 of 95-114): the slowest tenth of that level's answers, its longest
+    replies, read a gain under the ``6 ** 0.5`` it asked."""
+    limits = through_batching(256, 0.25, seed, 1024)
     assert max(limits) == 256, max(limits)

@@ -690,9 +690,34 @@ def out_of_reach(result: Result) -> str:
             if figures["told"]
             else ""
         )
+        + any_policy(data.get("reach"))
         + "\nSo no one default that keeps the sequential and batching32 targets meets those of "
         f"`batching256`; `Adaptive(256)` reaches {figures['adaptive']} and "
         f"{span('Adaptive(256)')}.\n"
+    )
+
+
+def any_policy(reach: Mapping[str, Any] | None) -> str:
+    """The bound of every policy, whatever its rule, from ``benchmarks/reach.py``'s figures in
+    the results (nothing when they hold none)."""
+    if not reach:
+        return ""
+    start, probe = reach["makespan_schedule"][:2]
+    return (
+        "- *Any policy.* A default knows neither how long a reply takes alone nor how a batch "
+        "slows it: it learns from its answers alone. Until its first answer a server that "
+        "answers one at a time looks the same, so it sends at most "
+        f"{reach['largest_start']} before it; until more than 32 answers come together a "
+        f"server that batches 32 looks the same, so it holds at most {reach['largest_probe']} "
+        "in flight until then. `benchmarks/reach.py` computes, from the server's batching "
+        "curve, the best that any schedule within those two bounds reaches: "
+        f"{reach['throughput_share']:.1%} of the best fixed K's throughput and "
+        f"{reach['makespan_ratio']:.2f}x K=256's makespan (starting at {start}, probing "
+        f"{probe}, then 256: stages that follow each other take the sum of their times, each "
+        "its size to a power under 1, least with the stages as unequal as the bounds allow). "
+        "Only a client that knew the curve could do better, reading silence (no answer when a "
+        "batch of 32 would have answered), as the oracle that leaps then does: a client tuned "
+        "to one server, not a default.\n"
     )
 
 
