@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -84,11 +84,64 @@ def test_every_step_says_what_it_adds_and_what_is_still_wrong(name: str) -> None
     assert len(doc.splitlines()) <= 16
 
 
+# An interpreter that has imported what every step's ``__main__`` imports (the runner, and
+# through it trio, rich, the loopback server: about a second of CPU for each fresh interpreter),
+# then, for each line it reads (a module and its arguments, as JSON), forks a child that runs the
+# module as ``python -m`` does (``runpy``, as ``__main__``), its output in two files, and exits
+# as that interpreter would (its exit handlers, trio-parallel's included, run); it answers with
+# the child's status. Each step still runs in a process of its own, from its own file.
+FORKING = """
+import json, os, runpy, sys
+import lessons._course.runner
+for line in sys.stdin:
+    module, argv, out, err = json.loads(line)
+    child = os.fork()
+    if child == 0:
+        os.dup2(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 1)
+        os.dup2(os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), 2)
+        sys.argv = [module, *argv]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        sys.exit(0)
+    print(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]), flush=True)
+"""
+
+
+@pytest.fixture(scope="module")
+def as_module(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., tuple[int, str, str]]]:
+    """``python -m MODULE ARGV...`` in a child of one interpreter (see `FORKING`): its exit
+    status, stdout and stderr."""
+    folder = tmp_path_factory.mktemp("as_module")
+    with subprocess.Popen(
+        [sys.executable, "-c", FORKING],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    ) as forking:
+        asks, answers = forking.stdin, forking.stdout
+        assert asks is not None
+        assert answers is not None
+
+        def run(module: str, *argv: str) -> tuple[int, str, str]:
+            out, err = folder / f"{module}.out", folder / f"{module}.err"
+            asks.write(json.dumps([module, argv, str(out), str(err)]) + "\n")
+            asks.flush()
+            status = int(answers.readline())
+            return status, out.read_text(), err.read_text()
+
+        yield run
+        asks.close()
+
+
 @pytest.mark.parametrize("name", STEP_NAMES)
-def test_every_step_runs_as_a_module(name: str) -> None:
-    done = python_m(f"lessons.{name}", "--virtual", "--task", "a; b", "--json")
-    assert done.returncode == 0, done.stderr
-    (run,) = json.loads(done.stdout)["runs"]
+def test_every_step_runs_as_a_module(
+    name: str, as_module: Callable[..., tuple[int, str, str]]
+) -> None:
+    status, out, err = as_module(f"lessons.{name}", "--virtual", "--task", "a; b", "--json")
+    assert status == 0, err
+    (run,) = json.loads(out)["runs"]
     assert run["step"] == name
 
 
