@@ -103,28 +103,32 @@ def test_check_exits_0_when_every_target_is_met(
         (
             "Supervisor.run",
             4.5,
-            "- Supervisor.run / floor: 4.50 / 2.00 µs = 2.25x (<= 2.0): NOT met",
+            "- Supervisor.run / floor (N=1,000, K=100): 4.50 / 2.00 µs = 2.25x (<= 1.8): NOT met",
         ),
         (
             "Supervisor.run timeout",
             4.8,
-            "- Supervisor.run timeout / Supervisor.run: 4.80 / 3.00 µs = 1.60x (<= 1.5): NOT met",
+            "- Supervisor.run timeout / Supervisor.run (N=1,000, K=100): 4.80 / 3.00 µs = 1.60x "
+            "(<= 1.5): NOT met",
         ),
         (
             "Supervisor.run attempts=3",
             4.2,
-            "- Supervisor.run attempts=3 / Supervisor.run: 4.20 / 3.00 µs = 1.40x (<= 1.3): "
+            "- Supervisor.run attempts=3 / Supervisor.run (N=1,000, K=100): 4.20 / 3.00 µs = 1.40x "
+            "(<= 1.3): "
             "NOT met",
         ),
         (
             "Supervisor.stream",
             4.2,
-            "- Supervisor.stream / Supervisor.run: 4.20 / 3.00 µs = 1.40x (<= 1.3): NOT met",
+            "- Supervisor.stream / Supervisor.run (N=1,000, K=100): 4.20 / 3.00 µs = 1.40x "
+            "(<= 1.2): NOT met",
         ),
         (
             "aiometer run_all",
             14.0,
-            "- aiometer run_all / Supervisor.run: 14.00 / 3.00 µs = 4.67x (>= 5.0): NOT met",
+            "- aiometer run_all / Supervisor.run (N=1,000, K=100): 14.00 / 3.00 µs = 4.67x "
+            "(>= 5.0): NOT met",
         ),
     ],
 )
