@@ -7,12 +7,14 @@ import argparse
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from lessons._course.steps import STEPS, Step
 from trio_supervisor import decompose
 from trio_supervisor.testing import SimulatedAgent
-from trio_supervisor.testing.devserver import Serving
+
+if TYPE_CHECKING:  # the loopback server (openai, Starlette...) is imported by the demos using it
+    from trio_supervisor.testing.devserver import Serving
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,19 @@ class Demo:
     supervisors: int = 1  # supervisors sharing the run, the first killed at killed_at (33)
     # a leaf (by its text: a tree's leaves are no slots of the plan) -> its first call's latency
     straggle: Mapping[str, float] = field(default_factory=dict, hash=False)
-    # how the loopback server works through the requests (see `Serving`); None: the step's own
-    serving: Serving | None = None
+    # how the loopback server works through the requests (its `Serving` mode); None: the
+    # step's own
+    serves: Literal["batching", "sequential"] | None = None
+
+    @property
+    def serving(self) -> Serving | None:
+        """How the loopback server works through the requests, None: the step's own. Made when
+        asked, so that a run that starts no server does not import it."""
+        if self.serves is None:
+            return None
+        from trio_supervisor.testing.devserver import Serving
+
+        return Serving(self.serves)
 
     def agent(self, seed: int) -> SimulatedAgent:
         """The simulated sub-agent for this demo, its latencies picked by ``seed``."""
@@ -273,7 +286,7 @@ STEP_DEMOS: dict[int, tuple[Demo, ...]] = {
             FEED,
             options={"adaptive": True},
             against=18,  # step 18 on the same server: every request waits behind the other 3
-            serving=Serving("sequential"),
+            serves="sequential",
         ),
     ),
     20: (  # the planner's rules: step 20's RULES (a competitor named, the reviews rerouted)

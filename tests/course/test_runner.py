@@ -585,3 +585,29 @@ def test_an_older_python_from_the_shell_gets_one_line_not_a_syntax_error() -> No
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("python -m lessons needs Python 3.11 or newer, and ")
+
+
+def test_a_run_with_no_server_imports_none() -> None:
+    # every `python -m lessons` starts by importing the runner and its demos: the loopback
+    # server (and the openai client under it) is imported by the runs that start one, or each
+    # process of a Part I step would spend most of its start-up on it
+    code = """
+import runpy, sys
+sys.argv = ["lessons", "2", "--virtual"]
+try:
+    runpy.run_module("lessons", run_name="__main__", alter_sys=True)
+except SystemExit as exit:
+    assert not exit.code, exit.code
+server = ("openai", "starlette", "trio_supervisor.testing.devserver")
+print(sorted(name for name in sys.modules if name in server))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]"

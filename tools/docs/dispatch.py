@@ -55,7 +55,6 @@ from lessons._course.showing import round_sections
 from lessons._course.steps import part_two, step, step_number, steps
 from tools.docs.pages import fitted
 from trio_supervisor import Status, Trace
-from trio_supervisor.testing.devserver import Serving
 from trio_supervisor.timeline import (
     ENDINGS,
     LABEL,
@@ -337,7 +336,7 @@ def own_scenarios(name: str, crowd: str) -> list[Scenario]:
             "that answers one at a time and queues the rest",
             "; ".join(f"review {number:02}" for number in range(1, QUEUED + 1)),
             options={"adaptive": True},
-            serving=Serving("sequential"),
+            serves="sequential",
         )
         chosen.append(Scenario("adaptive-queued", queued.title, queued, WORKERS[-1]))
     # a re-planning step's rounds, budgets and planner, where it is one flat supervisor (a tree
