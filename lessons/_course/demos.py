@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,10 +46,10 @@ class Demo:
     # step's own
     serves: Literal["batching", "sequential"] | None = None
 
-    @property
+    @functools.cached_property
     def serving(self) -> Serving | None:
         """How the loopback server works through the requests, None: the step's own. Made when
-        asked, so that a run that starts no server does not import it."""
+        first asked (once), so that a run that starts no server does not import it."""
         if self.serves is None:
             return None
         from trio_supervisor.testing.devserver import Serving
