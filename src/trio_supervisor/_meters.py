@@ -434,8 +434,12 @@ class Adaptive:
       where 10 sent at once to a server that answers one at a time wait 5.5 times the first
       on average, and over 3.5 times even when the first is the longest), the limit is
       multiplied by ``GROWTH``; after each later one, again if the throughput grew at least
-      as ``(limit / previous) ** GAIN`` (a server that runs them all at once gains as the
-      limit; one that batches, as the limit to a power under 1). The first round's
+      as ``(limit / previous) ** CLEAR`` (a server that runs them all at once gains as the
+      limit; one that batches, as the limit to a power under 1), and only doubled if it grew
+      less than that but at least as ``(limit / previous) ** GAIN``: with replies of varied
+      length a round's gain is read within about a tenth of that power either way, so a
+      server of 32 may read as one of 256, and a doubling then queues one round less than a
+      jump to the ceiling would (the next round reads no gain and finds the knee). The first round's
       throughput is its limit over its *mean* latency (it queued nothing, so by Little's law
       that is what it answers a second): its slowest answers are only its longest replies,
       and a next level whose queue averages the long and the short ones would pass for a
@@ -444,9 +448,10 @@ class Adaptive:
       within the time one reply takes with 256 at once (a round at 10 and one at 60, each
       faster than one at 256, and a quarter of a no-load latency between them). Where it
       falls short: with replies varying by half either way, the slowest tenth of the round at
-      60 are its longest replies, its gain may not show, and the limit may stay at 60 (three
-      runs of six, seeds 95-100, against a server batching 256; at a quarter either way, those
-      that stopped there under a ``GAIN`` of 0.5, one in five, reach the ceiling).
+      60 are its longest replies, its gain may not show, and the limit may stay near 60
+      (seven runs of twelve, seeds 95-106, against a server batching 256; of the five that
+      reach the ceiling, two double first; at a quarter either way, those that stopped there
+      under a ``GAIN`` of 0.5, one in five, reach the ceiling).
     - **Open a rise in turn.** The places a rise adds open one after another, not at once:
       at the start over ``RISE`` times the no-load latency (time is what the start costs),
       later over one no-load latency, the round then measuring the new limit once they are
@@ -550,8 +555,15 @@ class Adaptive:
     256 when replies vary by half either way (about ``6 ** 0.47`` in ``endpoints.py``: its
     slowest tenth are its longest replies, where the server gains ``6 ** 0.63``), above the
     one a server of 32 given 60 reads (about ``6 ** 0.40``)."""
+    CLEAR = 0.55
+    """A gain read at the start as ``n ** CLEAR`` or more for ``n`` times as many in flight is
+    clear: the limit grows by ``GROWTH``; one between ``n ** GAIN`` and this only doubles it
+    (the reads of a server batching 256 and one batching 32, given 60 with replies varying by
+    half either way, overlap between ``6 ** 0.44`` and ``6 ** 0.5``; equal replies read
+    ``6 ** 0.63`` against 256)."""
     GROWTH = 6
-    """What the limit is multiplied by after a round that gained, until the knee is known."""
+    """What the limit is multiplied by after a round that clearly gained, until the knee is
+    known."""
     KNEE = 0.95
     """A limit a level lower is taken when it keeps this share of the throughput."""
     TOLERANCE = 1.5
@@ -852,12 +864,15 @@ class Adaptive:
     def _start(self, limit: int, rate: float, took: float) -> None:
         """The end of a round before the knee is known."""
         first = self._first
+        growth = self.GROWTH
         if first is None:  # nothing to compare with: gained if it queued nothing
             no_load = self.no_load
             gained = no_load is not None and took <= no_load * (1 + self.TOLERANCE)
         else:
             at, best = first
             gained = limit > at and rate >= best * (limit / at) ** self.GAIN
+            if rate < best * (limit / at) ** self.CLEAR:
+                growth = 2  # a gain within the reads' spread: a smaller step
         if gained and limit < self.ceiling:
             steady = rate
             if first is None:
@@ -870,7 +885,7 @@ class Adaptive:
             if first is not None and steady > first[1]:  # how throughput grew with the limit
                 self._slope = math.log(steady / first[1]) / math.log(limit / first[0])
             self._first = (limit, steady)
-            self._set(min(self.ceiling, limit * self.GROWTH))
+            self._set(min(self.ceiling, limit * growth))
             return
         if gained:  # the ceiling, reached
             at = limit

@@ -464,12 +464,13 @@ def through_batching(batch: int, spread: float, seed: int, subtasks: int) -> lis
     return adaptive.limits
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(
     batch=st.sampled_from([16, 32]),
     spread=st.sampled_from([0.25, 0.5]),
     seed=st.integers(0, 1000),
 )
+@example(batch=32, spread=0.5, seed=35)
 def test_replies_of_varied_length_do_not_look_like_a_queue(
     batch: int, spread: float, seed: int
 ) -> None:
@@ -480,7 +481,10 @@ def test_replies_of_varied_length_do_not_look_like_a_queue(
 
     The rule before (a first round judged by its mean latency within 1.25 times its least,
     the next level's throughput compared with the first round's from its slowest answers)
-    failed it: it settled at 6 against B = 16."""
+    failed it: it settled at 6 against B = 16. So did a rise by ``GROWTH`` after any gain
+    over ``GAIN`` (seed 35 against 32, 18 runs of 20): a round at 60 that read a gain within the
+    reads' spread went to the ceiling, whose round of 256 answers then held the limit there
+    for most of the run."""
     limits = through_batching(batch, spread, seed, 20 * batch)
     limit = statistics.median(limits[len(limits) // 2 :])
     assert batch / 2 <= limit <= 2 * batch, (batch, spread, limit)
