@@ -381,8 +381,10 @@ class _Batches:
     Every running request advances at the same pace (``1 / slowdown(running)``), so one count
     of work done per request in a batch, ``done``, tells them all apart: a request that joins
     when it is ``d`` and needs ``w`` (its latency alone) ends when it reaches ``d + w``. Each
-    request's task sleeps until the instant its end would fall at the current pace, and is
-    woken to look again whenever a request joins or leaves (the pace changed). Requests take
+    request's task sleeps until it is the next to end (the least ``done`` at its end); that one
+    sleeps until the instant its end would fall at the current pace, and is woken to look again
+    whenever a request joins or leaves (the pace changed). So a change wakes one task, not every
+    request: a batch of 256 that turns over wakes 256 tasks, not 256 times 256. Requests take
     their places in the order they are let in (``enter``), which on virtual time is fixed by
     their prompts, and give it back (``leave``) however they end. Time is trio's.
     """
@@ -397,7 +399,7 @@ class _Batches:
         self.ends: dict[object, float | None] = {}
         self.waiting: deque[object] = deque()
         self.needs: dict[object, float] = {}  # each request's work, once known
-        self.changed = trio.Event()
+        self.asleep: dict[object, trio.Event] = {}  # what wakes each request's task
 
     def _advance(self) -> None:
         now = trio.current_time()
@@ -405,9 +407,20 @@ class _Batches:
             self.done += (now - self.at) / self.serving.slowdown(len(self.ends))
         self.at = now
 
+    def _next(self) -> object:
+        """The running request whose work ends first (None if none is known yet)."""
+        head: object = None
+        least = math.inf
+        for ticket, end in self.ends.items():
+            if end is not None and end < least:
+                head, least = ticket, end
+        return head
+
     def _changed(self) -> None:
-        self.changed.set()
-        self.changed = trio.Event()
+        """The pace, or the next request to end, may have changed: that one looks again."""
+        asleep = self.asleep.get(self._next())
+        if asleep is not None:
+            asleep.set()
         stats = self.stats
         stats.running, stats.queued = len(self.ends), len(self.waiting)
         stats.peak_running = max(stats.peak_running, stats.running)
@@ -438,6 +451,7 @@ class _Batches:
         else:
             self.waiting.remove(ticket)
         self.needs.pop(ticket, None)
+        self.asleep.pop(ticket, None)
         while self.waiting and len(self.ends) < self.slots:
             self._start(self.waiting.popleft())
         self._changed()
@@ -447,18 +461,21 @@ class _Batches:
         self.needs[ticket] = need
         while True:
             self._advance()
-            wake = math.inf  # waiting: until a place frees
+            wake = math.inf  # waiting, or not the next to end: until woken
             if ticket in self.ends:
                 end = self.ends[ticket]
                 if end is None:
                     end = self.ends[ticket] = self.done + need
                 left = end - self.done
-                wake = self.at + left * self.serving.slowdown(len(self.ends))
-                if left <= 1e-9 or wake <= self.at:
+                if left <= 1e-9:
                     return
-            changed = self.changed
+                if self._next() is ticket:
+                    wake = self.at + left * self.serving.slowdown(len(self.ends))
+                    if wake <= self.at:
+                        return
+            asleep = self.asleep[ticket] = trio.Event()
             with trio.move_on_at(wake):
-                await changed.wait()
+                await asleep.wait()
 
 
 Scripted = Callable[[str], "Script | None"]
