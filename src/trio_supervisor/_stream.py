@@ -128,6 +128,13 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             subtasks if isinstance(subtasks, list | tuple) else None
         )
         self._input = aiter(subtasks) if isinstance(subtasks, AsyncIterable) else iter(subtasks)
+        # a list, tuple or range, with nothing journaled: its lanes take each slot by index,
+        # within the window, with no task pulling for them (nothing to await, to raise or to
+        # close); None otherwise
+        self._indexed: list[Any] | tuple[Any, ...] | range | None = None
+        if isinstance(subtasks, list | tuple | range) and not isinstance(run, DurableRun):
+            # exactly these: a subclass's iterator may do what its indexing does not
+            self._indexed = subtasks if type(subtasks) in (list, tuple, range) else None
         self._engine = engine
         self._timer = engine.timer()  # times the attempts, with a timeout
         # what this stream hands its lanes: pulled slots, and a wait for more when idle
@@ -142,7 +149,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         # and _tail - _head <= _window; _done holds the finished slots of [_head, _tail);
         # _queue holds the pulled slots no lane has taken yet, in slot order; _lanes <=
         # min(_max_workers, _tail) worker tasks were started; one task pulls, and closes, the
-        # input.
+        # input (an indexed input: its lanes take its slots, each pulled as it is taken, so
+        # _queue stays empty, and min(_max_workers, len) lanes start with the stream).
         self._head = 0
         self._tail = 0
         self._lanes = 0
@@ -186,6 +194,14 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._open = True
         if self._timer is not None:
             self._nursery.start_soon(self._timer.watch)
+        indexed = self._indexed
+        if indexed is not None:
+            self._exhausted = not indexed
+            self._feed.take = self._take_indexed
+            self._feed.ready = self._room_indexed
+            for _ in range(min(self._max_workers, len(indexed))):
+                self._nursery.start_soon(lane, self._engine, self._feed)
+            return self
         with sharing(self._durable):  # its lanes, started by this task, find the run's journal
             self._nursery.start_soon(self._pull_all)
         return self
@@ -226,15 +242,37 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             raise trio.BusyResourceError(
                 "another task is already iterating this stream: a stream has one consumer"
             )
+        # A cancellation point always; a schedule point only when the next result is not
+        # ready, so a consumer takes a burst of ready results (at most the window) at once.
+        await checkpoint_if_cancelled()  # it yields only to raise: no other consumer meanwhile
+        head = self._head  # only this task moves it
+        result = self._done.pop(head, None)  # a result is never None: None is "not done yet"
+        if result is None:
+            result = await self._head_result(head)
+        if self._trace is not None:
+            self._trace.delivered(head)
+        self._head = head + 1
+        if self._pulling_parked:  # the window, full, has room for one now
+            self._pulling_parked = False
+            self._room.wake()
+        elif self._idle_lanes and self._indexed is not None:  # a lane takes the room
+            self._idle_lanes -= 1
+            self._idle.unpark()
+        return result
+
+    async def _head_result(self, head: int) -> SubResult[S, T]:
+        """Wait for slot ``head``'s result, the one the consumer yields next; the consumer is
+        ``_consuming`` meanwhile, so that a second one is refused.
+
+        Raises:
+          StopAsyncIteration: if the input has no slot ``head``.
+        """
         self._consuming = True
         try:
-            # A cancellation point always; a schedule point only when the next result is not
-            # ready, so a consumer takes a burst of ready results (at most the window) at once.
-            await checkpoint_if_cancelled()
-            done = self._done
-            head = self._head  # only this task moves it
-            result = done.pop(head, None)  # a result is never None: None is "not done yet"
-            while result is None:
+            while True:
+                result = self._done.pop(head, None)
+                if result is not None:
+                    return result
                 if self._exhausted and head == self._tail:
                     if self._input_error is not None:
                         error, self._input_error = self._input_error, None
@@ -242,14 +280,6 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                     raise StopAsyncIteration
                 self._waiting = True  # cleared by whoever unparks it
                 await self._ready.wait()
-                result = done.pop(head, None)
-            if self._trace is not None:
-                self._trace.delivered(head)
-            self._head = head + 1
-            if self._pulling_parked:  # the window, full, has room for one now
-                self._pulling_parked = False
-                self._room.wake()
-            return result
         finally:
             self._consuming = False
 
@@ -345,6 +375,30 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
 
     def _has_pulled(self) -> bool:
         return bool(self._queue)
+
+    def _take_indexed(self) -> tuple[int, Any] | None:
+        """An indexed input's next slot, pulled as it is taken: None when the window is full
+        or the input is all taken (its lanes are then let go)."""
+        slot = self._tail
+        indexed: Any = self._indexed
+        if self._exhausted or slot - self._head >= self._window:
+            return None
+        subtask = indexed[slot]
+        self._tail = slot + 1
+        if self._trace is not None:
+            self._trace.pulled(slot, subtask)
+        if slot + 1 == len(indexed):
+            self._exhausted = True
+            self._idle_lanes = 0
+            self._idle.unpark_all()
+            if self._waiting:  # the head slot may be the last; the consumer looks again
+                self._waiting = False
+                self._ready.wake()
+        return slot, subtask
+
+    def _room_indexed(self) -> bool:
+        """Whether an indexed input has a slot to take now."""
+        return not self._exhausted and self._tail - self._head < self._window
 
     async def _more(self) -> bool:
         """Wait for a pulled subtask; False once the input has no more."""
