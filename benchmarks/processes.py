@@ -20,8 +20,8 @@ process. Repetitions take turns, and the median is reported; for ``spin``, subta
 the throughput on the machine's cores.
 
 Run: ``python benchmarks/processes.py`` (about two minutes on 2 cores; it writes
-``benchmarks/results/processes.json``; ``--quick`` for a smoke run, which writes nothing,
-``--json`` for the figures as JSON).
+``benchmarks/results/processes.json``; ``--quick`` for a smoke run, which writes nothing and
+starts no second Ray cluster for its cold start, ``--json`` for the figures as JSON).
 """
 
 from __future__ import annotations
@@ -200,16 +200,18 @@ def rows(table: dict[str, dict[str, float]], sizes: dict[str, int]) -> list[dict
 def report(
     table: dict[str, dict[str, float]],
     cold: float,
-    cold_ray: float,
+    cold_ray: float | None,
     sizes: dict[str, int],
     k: int,
 ) -> str:
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     lines = [f"# machine: {machine()}", f"# K={k}; median µs per subtask; load average {load}", ""]
     lines.append(f"cold start: {cold * 1e3:,.0f} ms for {k} worker processes to answer once")
-    lines.append(
-        f"cold start: {cold_ray * 1e3:,.0f} ms for a local Ray cluster of {k} CPUs to answer once"
-    )
+    if cold_ray is not None:
+        lines.append(
+            f"cold start: {cold_ray * 1e3:,.0f} ms for a local Ray cluster of {k} CPUs to "
+            "answer once"
+        )
     for function, row in table.items():
         base = row["in process (plain call)"]
         lines += ["", f"## {function} (N={sizes[function]:,})", ""]
@@ -249,7 +251,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.nothing, args.spin, args.reps = 20, 4, 1
     sizes = {"nothing": args.nothing, "spin": args.spin}
     cold = cold_start_in_fresh_process(args.workers)
-    cold_ray = cold_start_in_fresh_process(args.workers, "--cold-ray")
+    # a smoke run starts one cluster, not a second one in a fresh process to time its start
+    cold_ray = None if args.quick else cold_start_in_fresh_process(args.workers, "--cold-ray")
     start_local(args.workers)  # a cluster of K CPUs, as the pool has K processes
     table = figures(sizes, args.reps, args.workers)
     data = {
@@ -268,7 +271,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "machine": machine(),
             "k": args.workers,
             "load_average": [round(value, 1) for value in os.getloadavg()],
-            "cold_start_s": {"ProcessWorker": round(cold, 3), "RayWorker": round(cold_ray, 3)},
+            "cold_start_s": {
+                "ProcessWorker": round(cold, 3),
+                "RayWorker": None if cold_ray is None else round(cold_ray, 3),
+            },
             "rows": rows(table, sizes),
         }
         RESULTS.parent.mkdir(exist_ok=True)
