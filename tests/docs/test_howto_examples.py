@@ -10,6 +10,9 @@ import os
 import re
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -36,12 +39,15 @@ def clean_environment() -> dict[str, str]:
     return kept
 
 
-def run_example(example: Path) -> subprocess.CompletedProcess[str]:
-    """``python docs/examples/<example>`` from the repository, as a reader runs it."""
+def run_example(
+    example: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python docs/examples/<example>`` from the repository, as a reader runs it (with ``env``
+    added to a clean environment)."""
     return subprocess.run(
         [sys.executable, str(example.relative_to(ROOT))],
         cwd=ROOT,
-        env=clean_environment(),
+        env={**clean_environment(), **(env or {})},
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -54,11 +60,46 @@ def run_example(example: Path) -> subprocess.CompletedProcess[str]:
 RUN_HERE = [path for path in EXAMPLES if path.stem != "howto_ray"]
 
 
+@pytest.fixture(scope="module")
+def collector() -> Iterator[tuple[str, list[str]]]:
+    """A stand-in for Phoenix's span collector on loopback, as the OpenTelemetry guide has the
+    reader start: its address, and the path of each request it took (each answered 200). With
+    no collector, the guide's example spent 7 s retrying its export before it gave up."""
+    posted: list[str] = []
+
+    class Collect(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            posted.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Collect)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}", posted
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.parametrize("example", RUN_HERE, ids=[path.stem for path in RUN_HERE])
-def test_the_example_runs_and_its_checks_hold(example: Path) -> None:
-    ran = run_example(example)
+def test_the_example_runs_and_its_checks_hold(
+    example: Path, collector: tuple[str, list[str]]
+) -> None:
+    address, posted = collector
+    before = len(posted)
+    ran = run_example(example, {"PHOENIX_COLLECTOR_ENDPOINT": address})
     assert ran.returncode == 0, f"{example.name} exited {ran.returncode}:\n{ran.stderr[-3000:]}"
     assert ran.stdout.strip(), f"{example.name} printed nothing: a guide shows what it prints"
+    if example.stem == "howto_otel":  # its spans went to the collector the guide names
+        assert posted[before:], "the example exported no span"
+        assert set(posted[before:]) == {"/v1/traces"}, posted[before:]
 
 
 def included(guide: Path) -> set[str]:
