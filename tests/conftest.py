@@ -4,6 +4,7 @@ import gc
 import json
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,8 +81,15 @@ _FOLDER = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """On the controller of ``--dist loadgroup``, a folder for the workers' groups, named in
-    the environment the workers start with."""
+    """Ctrl-C handled again if it was ignored (see below); and, on the controller of ``--dist
+    loadgroup``, a folder for the workers' groups, named in the environment the workers start
+    with."""
+    # A shell's background job (`make test &`, a script's `cmd &`) starts with SIGINT ignored,
+    # and a process started from it inherits that: the runner's Ctrl-C tests then sent their
+    # child a SIGINT it never saw. A handler set here is not inherited (exec resets it), so
+    # each child starts with Ctrl-C as a terminal gives it.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     if hasattr(config, "workerinput") or config.getoption("dist", "no") != "loadgroup":
         return
     folder = Path(tempfile.mkdtemp(prefix="test-groups-"))
