@@ -557,10 +557,11 @@ class Adaptive:
     one a server of 32 given 60 reads (about ``6 ** 0.40``)."""
     CLEAR = 0.55
     """A gain read at the start as ``n ** CLEAR`` or more for ``n`` times as many in flight is
-    clear: the limit grows by ``GROWTH``; one between ``n ** GAIN`` and this only doubles it
-    (the reads of a server batching 256 and one batching 32, given 60 with replies varying by
-    half either way, overlap between ``6 ** 0.44`` and ``6 ** 0.5``; equal replies read
-    ``6 ** 0.63`` against 256)."""
+    clear: the limit grows by ``GROWTH``; one between ``n ** GAIN`` and this only doubles it.
+    Given 60, a server batching 32 reads up to ``6 ** 0.5`` when replies vary by half either
+    way, and one batching 256 from ``6 ** 0.46`` when they vary by a quarter: no one threshold
+    tells them apart, and a doubling costs less than a jump to the ceiling. Equal replies read
+    ``6 ** 0.63`` against 256."""
     GROWTH = 6
     """What the limit is multiplied by after a round that clearly gained, until the knee is
     known."""
