@@ -197,8 +197,6 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         indexed = self._indexed
         if indexed is not None:
             self._exhausted = not indexed
-            self._feed.take = self._take_indexed
-            self._feed.ready = self._room_indexed
             for _ in range(min(self._max_workers, len(indexed))):
                 self._nursery.start_soon(lane, self._engine, self._feed)
             return self
@@ -347,11 +345,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
                     self._nursery.start_soon(lane, self._engine, self._feed)
                 # else every lane is busy: the first to finish takes it from the queue
         finally:
-            self._exhausted = True
-            self._idle_lanes = 0
-            self._idle.unpark_all()
-            self._waiting = False
-            self._ready.wake()
+            self._ended()
             # in this task, which pulled it: a generator that holds a cancel scope across its
             # `yield` must be resumed, and closed, by one task, with no scope of ours opened
             # around it in between (so the close is not shielded: a generator whose cleanup
@@ -388,13 +382,17 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         if self._trace is not None:
             self._trace.pulled(slot, subtask)
         if slot + 1 == len(indexed):
-            self._exhausted = True
-            self._idle_lanes = 0
-            self._idle.unpark_all()
-            if self._waiting:  # the head slot may be the last; the consumer looks again
-                self._waiting = False
-                self._ready.wake()
+            self._ended()
         return slot, subtask
+
+    def _ended(self) -> None:
+        """The input has no more subtasks (or raised): the idle lanes are let go, and the
+        consumer, if it waits, looks again (the slot it waits for may never come)."""
+        self._exhausted = True
+        self._idle_lanes = 0
+        self._idle.unpark_all()
+        self._waiting = False
+        self._ready.wake()
 
     def _room_indexed(self) -> bool:
         """Whether an indexed input has a slot to take now."""
@@ -448,12 +446,15 @@ class StreamFeed(Feeding):
         key: int,
         run: RunName | None = None,
     ) -> None:
-        # a stream's lanes are counted by its puller, at most max_workers: a slot waits out its
-        # backoff on its lane, which keeps its place (no Waiting); a slot cut short is
-        # delivered as it is
+        # a stream's lanes are at most max_workers (counted by its puller, or started at once
+        # for an indexed input): a slot waits out its backoff on its lane, which keeps its
+        # place (no Waiting); a slot cut short is delivered as it is
         super().__init__(trace, timer, key, run, stream._deliver, stream._deliver, None)
-        self.take: Callable[[], tuple[int, Any] | None] = stream._take
-        self.ready: Callable[[], bool] = stream._has_pulled
+        indexed = stream._indexed is not None  # its lanes take each slot by index
+        self.take: Callable[[], tuple[int, Any] | None] = (
+            stream._take_indexed if indexed else stream._take
+        )
+        self.ready: Callable[[], bool] = stream._room_indexed if indexed else stream._has_pulled
         self.more: Callable[[], Awaitable[bool]] = stream._more
 
 
