@@ -44,15 +44,17 @@ class _Alarm:
     its queue: a stream wakes its consumer about once per batch of results, so this is paid
     that often. A cancellation point; cancelled, the task is no longer waiting."""
 
-    __slots__ = ("_task",)
+    __slots__ = ("_aborted", "_task")
 
     def __init__(self) -> None:
         self._task: Task | None = None  # the task waiting, or None
+        self._aborted = self._abort  # bound once, not at each wait
 
-    async def wait(self) -> None:
-        """Wait until ``wake`` (one task at a time)."""
+    def wait(self) -> Awaitable[object]:
+        """Wait until ``wake`` (one task at a time): ``await alarm.wait()``. A plain function
+        returning what to await, so that a waiting task resumes through one frame fewer."""
         self._task = current_task()
-        await wait_task_rescheduled(self._abort)
+        return wait_task_rescheduled(self._aborted)  # noqa: ASYNC105  # awaited by the caller
 
     def _abort(self, _: object) -> Abort:
         self._task = None
@@ -135,6 +137,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         if isinstance(subtasks, list | tuple | range) and not isinstance(run, DurableRun):
             # exactly these: a subclass's iterator may do what its indexing does not
             self._indexed = subtasks if type(subtasks) in (list, tuple, range) else None
+        self._length = -1 if self._indexed is None else len(self._indexed)  # its length, once
         self._engine = engine
         self._timer = engine.timer()  # times the attempts, with a timeout
         # what this stream hands its lanes: pulled slots, and a wait for more when idle
@@ -168,10 +171,10 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         # who is parked where (kept here: a parking lot's len() is a Python-level call)
         self._pulling_parked = False
         self._idle_lanes = 0
-        self._waiting = False
-        self._consuming = False  # a task is inside __anext__
+        self._wanted = -1  # the slot the consumer waits for (-1: it does not wait)
         self._entered = False
-        self._open = False
+        self._open = False  # inside the `async with`
+        self._iterable = False  # open, and no task waits inside __anext__
         self._nursery: trio.Nursery | None = None
         self._manager: Any = None
 
@@ -191,7 +194,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             self._trace.begin(self._planned or ())
         self._manager = trio.open_nursery()
         self._nursery = await self._manager.__aenter__()
-        self._open = True
+        self._open = self._iterable = True
         if self._timer is not None:
             self._nursery.start_soon(self._timer.watch)
         indexed = self._indexed
@@ -215,7 +218,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         # BaseException (KeyboardInterrupt, say) still comes out of the nursery, bare. The one
         # exception: a Cancelled the body got because the nursery's own scope was cancelled
         # (a lane raised) belongs to that scope, which absorbs it, as trio's nursery would.
-        self._open = False
+        self._open = self._iterable = False
         assert self._nursery is not None
         scope = self._nursery.cancel_scope
         owned = scope.cancel_called and _only_cancelled(exc)
@@ -234,19 +237,25 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         return self
 
     async def __anext__(self) -> SubResult[S, T]:
-        if not self._open:
-            raise RuntimeError("iterate a stream inside its `async with` block")
-        if self._consuming:
-            raise trio.BusyResourceError(
-                "another task is already iterating this stream: a stream has one consumer"
-            )
+        if not self._iterable:
+            self._refuse()
         # A cancellation point always; a schedule point only when the next result is not
         # ready, so a consumer takes a burst of ready results (at most the window) at once.
         await checkpoint_if_cancelled()  # it yields only to raise: no other consumer meanwhile
         head = self._head  # only this task moves it
-        result = self._done.pop(head, None)  # a result is never None: None is "not done yet"
-        if result is None:
-            result = await self._head_result(head)
+        done = self._done
+        result = done.pop(head, None)  # a result is never None: None is "not done yet"
+        while result is None:  # the head is not done: wait for it (in this frame: one fewer
+            # for each wake to resume through), refusing a second consumer meanwhile
+            if self._exhausted and head == self._tail:
+                self._end()
+            self._wanted = head  # set back to -1 by whoever wakes it
+            self._iterable = False
+            try:
+                await self._ready.wait()
+            finally:
+                self._iterable = self._open
+            result = done.pop(head, None)
         if self._trace is not None:
             self._trace.delivered(head)
         self._head = head + 1
@@ -258,28 +267,25 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             self._idle.unpark()
         return result
 
-    async def _head_result(self, head: int) -> SubResult[S, T]:
-        """Wait for slot ``head``'s result, the one the consumer yields next; the consumer is
-        ``_consuming`` meanwhile, so that a second one is refused.
+    def _refuse(self) -> NoReturn:
+        """Why ``__anext__`` may not go on: outside the ``async with``, or a second consumer."""
+        if not self._open:
+            raise RuntimeError("iterate a stream inside its `async with` block")
+        raise trio.BusyResourceError(
+            "another task is already iterating this stream: a stream has one consumer"
+        )
+
+    def _end(self) -> NoReturn:
+        """The consumer is past the input's last slot: the input's error, else the end.
 
         Raises:
-          StopAsyncIteration: if the input has no slot ``head``.
+          StopAsyncIteration: if the input ended.
+          Exception: what the input raised, once.
         """
-        self._consuming = True
-        try:
-            while True:
-                result = self._done.pop(head, None)
-                if result is not None:
-                    return result
-                if self._exhausted and head == self._tail:
-                    if self._input_error is not None:
-                        error, self._input_error = self._input_error, None
-                        raise error
-                    raise StopAsyncIteration
-                self._waiting = True  # cleared by whoever unparks it
-                await self._ready.wait()
-        finally:
-            self._consuming = False
+        if self._input_error is not None:
+            error, self._input_error = self._input_error, None
+            raise error
+        raise StopAsyncIteration
 
     async def _pull_all(self) -> None:
         """The one task that pulls the input, and closes it: a subtask whenever the window has
@@ -381,7 +387,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._tail = slot + 1
         if self._trace is not None:
             self._trace.pulled(slot, subtask)
-        if slot + 1 == len(indexed):
+        if slot + 1 == self._length:
             self._ended()
         return slot, subtask
 
@@ -391,7 +397,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._exhausted = True
         self._idle_lanes = 0
         self._idle.unpark_all()
-        self._waiting = False
+        self._wanted = -1
         self._ready.wake()
 
     def _room_indexed(self) -> bool:
@@ -414,8 +420,8 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
 
     def _deliver(self, slot: int, result: SubResult[Any, T]) -> None:
         self._done[slot] = result
-        if slot == self._head and self._waiting:
-            self._waiting = False
+        if slot == self._wanted:
+            self._wanted = -1
             self._ready.wake()
 
     async def _close_input(self) -> None:
