@@ -108,6 +108,9 @@ class Feed(Protocol):
     commit: Callable[[], Awaitable[None]] | None
     waiting: Waiting | None  # None: a slot waits out its backoff on its lane, holding its place
     leases: Leasing | None  # None: the slots are this supervisor's alone (no lease to hold)
+    # True when no slot ever comes after ``take`` gave None and no retry waits (a run's plan,
+    # all taken: its lane ends at once, without asking ``more``); False when ``more`` may wait
+    final: bool
 
     def take(self) -> tuple[int, Any] | None:
         """The next slot and its subtask, or None when there is none right now."""
@@ -131,7 +134,18 @@ class Feeding:
     far a slot cut short got, goes. A journaled run's results are journaled as they are put,
     and, with ``flush="each"``, each is committed before its lane goes on."""
 
-    __slots__ = ("commit", "cut", "key", "leases", "put", "run", "timer", "trace", "waiting")
+    __slots__ = (
+        "commit",
+        "cut",
+        "final",
+        "key",
+        "leases",
+        "put",
+        "run",
+        "timer",
+        "trace",
+        "waiting",
+    )
 
     def __init__(
         self,
@@ -152,6 +166,7 @@ class Feeding:
         self.commit = None if run is None else run.each_commit
         self.waiting = waiting
         self.leases: Leasing | None = None
+        self.final = False
 
 
 # What a lane leaves in its task's ``custom_sleep_data`` at each admission: trio sets that
@@ -211,6 +226,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
     commit = feed.commit
     waiting = feed.waiting
     leases = feed.leases
+    final = feed.final
     # whether a retry set aside (a run's) may start now; None when none ever is (a stream's
     # retries wait on their lane, and a slot of one attempt is never retried)
     retry_ready = None if waiting is None or engine.attempts < 2 else waiting.ready
@@ -250,7 +266,8 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                         # queues behind: concurrent runs take turns); a lane with nothing to
                         # take waits for no place
                         if not running.placed or (places.waiting and places.wanted()):
-                            places.unseat(running)
+                            if running.placed:
+                                places.unseat(running)
                             if not feed.ready() and not (
                                 retry_ready is not None and retry_ready(now)
                             ):
@@ -260,7 +277,8 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                                 if not await feed.more():
                                     return
                                 continue
-                            await places.seat(running)
+                            if not places.seat_now(running):
+                                await places.seat(running)
                         # a retry first, then the plan
                         due = retry_ready is not None and retry_ready(now)
                         item = None if due else take()
@@ -273,6 +291,8 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                             slot = running.slot  # type: ignore[assignment]  # a slot is resumed
                             resumed = True
                         else:  # taken by another lane meanwhile, or a stream waits for input
+                            if final and not waiting:
+                                return  # the plan is all taken, and no retry waits
                             places.idle(running)  # kept while it waits, unless a lane needs it
                             try:
                                 if waiting:  # nothing to take before the next retry may start
