@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import operator
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +27,8 @@ from ._restarts import Restarts
 from ._trace import Trace
 
 T = TypeVar("T")
+
+_NO_DEADLINE = contextlib.nullcontext()  # the "scope" of a run without a deadline: none
 
 
 async def run_plan(
@@ -70,7 +71,8 @@ async def run_plan(
     gave_up: str | None = None
     quorum = None if need is None else Quorum(need, len(plan), results)
     with ending(trace, durable), sharing(durable), released(durable, first):
-        with trio.move_on_after(limit if limit is not None else math.inf) as scope:
+        # a run without a deadline opens no scope for one (its cancel scope is paid per run)
+        with trio.move_on_after(limit) if limit is not None else _NO_DEADLINE as scope:
             if quorum is not None and quorum.decided:
                 pass  # the journal holds enough successes (or too many failures)
             elif restarts is None:
@@ -86,7 +88,7 @@ async def run_plan(
                         for slot, final in enumerate(results):
                             if final is not None and not kept[slot]:
                                 durable.record(slot, final)
-        expired = scope.cancelled_caught
+        expired = scope is not None and scope.cancelled_caught
     if quorum is not None and quorum.decided:
         _fill(plan, results, cuts, None, quorum.words())
         gave_up = quorum.gave_up()
@@ -124,6 +126,12 @@ async def fan_out(
     if isinstance(feed, LeasedFeed) and feed.left:
         since = None if first is None else first.since
         keeper = feed.leased(plan, results, trace, min(max_workers, feed.left), since)
+    if timer is None and keeper is None:  # nothing to run beside the lanes
+        try:
+            await _lanes(engine, max_workers, feed, quorum)
+        finally:
+            _cut_waiting(engine, feed, cuts, trace)
+        return
     async with trio.open_nursery() as timing:
         if timer is not None:
             timing.start_soon(timer.watch)
@@ -134,21 +142,39 @@ async def fan_out(
                 await keeper.claim()  # the first slots claimed before any lane starts
             timing.start_soon(keeper.keep)
         try:
-            async with trio.open_nursery() as nursery:
-                if quorum is not None:
-                    quorum.watch(feed, nursery.cancel_scope)
-                for _ in range(min(max_workers, feed.left)):
-                    nursery.start_soon(lane, engine, feed)
-        finally:  # cut short: a slot still waiting to retry got as far as its last attempt
-            assert feed.waiting is not None
-            for parked in feed.waiting.left():
-                assert parked.slot is not None
-                if trace is not None:
-                    trace.end_open_slot(parked.slot, Status.CANCELLED)
-                cuts[parked.slot] = engine.cut(parked)
+            await _lanes(engine, max_workers, feed, quorum)
+        finally:
+            _cut_waiting(engine, feed, cuts, trace)
             if keeper is not None and first is None:
                 keeper.release()
         timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
+
+
+async def _lanes(
+    engine: Engine[Any, Any], max_workers: int, feed: RunFeed, quorum: Quorum | None
+) -> None:
+    """``min(max_workers, feed.left)`` lanes on ``feed``, until each has ended; with a
+    ``quorum``, cancelled the instant it is decided."""
+    async with trio.open_nursery() as nursery:
+        if quorum is not None:
+            quorum.watch(feed, nursery.cancel_scope)
+        for _ in range(min(max_workers, feed.left)):
+            nursery.start_soon(lane, engine, feed)
+
+
+def _cut_waiting(
+    engine: Engine[Any, Any],
+    feed: RunFeed,
+    cuts: dict[int, SubResult[Any, Any]],
+    trace: Trace | None,
+) -> None:
+    """A run cut short: each slot still waiting to retry got as far as its last attempt."""
+    assert feed.waiting is not None
+    for parked in feed.waiting.left():
+        assert parked.slot is not None
+        if trace is not None:
+            trace.end_open_slot(parked.slot, Status.CANCELLED)
+        cuts[parked.slot] = engine.cut(parked)
 
 
 class First(NamedTuple):
@@ -209,6 +235,7 @@ class RunFeed(Feeding):
             self._left = iter(todo)
             self.take = functools.partial(next, self._left, None)
             self.left = len(todo)
+        self.final = True  # no slot comes after the plan's
 
     def ready(self) -> bool:
         """Whether a slot of the plan is still to be taken."""
@@ -241,6 +268,7 @@ class LeasedFeed(RunFeed):
         todo = [slot for slot, done in enumerate(results) if done is None]
         keeper = Keeper(self.run, plan, todo, results.__setitem__, trace, lanes, since)
         self.leases = self.keeper = keeper
+        self.final = False  # a lease another lets go of may come back to this run
         self.take = keeper.take
         put = self.run.recording(results.__setitem__, leased=True)
 
