@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gc
+import itertools
 import weakref
 from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from trio_supervisor import Backoff, Retry, Status, Supervisor
 
@@ -119,3 +121,25 @@ async def test_an_unreadable_exception_inside_a_group_is_described_too(
     assert "Unreadable" in result.error
     assert "could not be read" in result.error
     assert "KeyError" in result.error
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["after a success", "after a failure"])
+async def test_a_slot_taken_straight_on_starts_at_the_instant_the_last_one_ended(
+    fails: bool, autojump_clock: trio.testing.MockClock
+) -> None:
+    """On one lane, a slot taken as the last one ends, with nothing run in between, starts at
+    that very instant: its start is the last result's end, the same value, the clock not read
+    again, after a failure for good as after a success (a failed slot keeps one instant of its
+    own, as a successful one does, not two)."""
+
+    async def work(subtask: int) -> int:
+        await trio.sleep(1)
+        if fails:
+            raise Failure(f"subtask {subtask}")
+        return subtask
+
+    supervisor = Supervisor(work, max_workers=1, retry=Retry(attempts=2, backoff=Backoff(0, 0)))
+    results = (await supervisor.run(range(4))).results
+    assert {result.status for result in results} == {Status.FAILED if fails else Status.OK}
+    for before, after in itertools.pairwise(results):
+        assert after.started is before.finished

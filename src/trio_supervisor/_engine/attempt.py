@@ -97,7 +97,8 @@ class Running:
         # slot begins: it is kept from one attempt to the next)
         self.mixed: BaseException | None = None
         # -- the lane's own, kept from slot to slot (park and resume leave them alone):
-        # when the last slot that succeeded on it ended (what its lane may start the next at)
+        # when the last slot that ended on it, succeeded or failed for good, ended (what its
+        # lane may start the next at)
         self.finished = 0.0
         # the scope the timer cancels, and a count that moves on as each attempt starts and
         # again as it ends (start, then end or stop): the timer cancels the scope only while
@@ -140,9 +141,13 @@ class Running:
             self.started = previous.started
             self.hedges = previous.hedges
 
-    def leave(self) -> None:
-        """The slot is off this lane (its result given, or parked): none until the next."""
+    def leave(self, finished: float | None = None) -> None:
+        """The slot is off this lane (its result given, or parked): none until the next. With
+        ``finished``, its final result was given at that instant (as ``succeeded`` notes for a
+        success): what the lane's next slot may start at."""
         self.slot = None
+        if finished is not None:
+            self.finished = finished
 
     def succeeded(self, output: Any, finished: float) -> SubResult[Any, Any]:
         """The attempt (or the race) ended in time with ``output``, at ``finished``: the slot's

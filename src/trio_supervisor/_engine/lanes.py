@@ -174,11 +174,12 @@ class Feeding:
 # ``trio.lowlevel.wait_task_rescheduled``), so finding the mark still there at the next
 # admission means the lane has not yielded since the previous one.
 _ADMITTED = object()
-# What a lane leaves there as a slot succeeds, when the slot's worker yielded (the mark is
-# None then): found at the next admission, the lane went straight on from that success, and
-# found still at the next slot's call, nothing yielded in between either: that slot's first
-# attempt starts at the instant the last one ended, without reading the clock again (no other
-# task ran in between, so trio's time has not moved on but for the lane's own bookkeeping).
+# What a lane leaves there as a slot ends (succeeds, or fails for good), when the slot's worker
+# yielded (the mark is None then): found at the next admission, the lane went straight on from
+# that end, and found still at the next slot's call, nothing yielded in between either: that
+# slot's first attempt starts at the instant the last one ended, without reading the clock
+# again (no other task ran in between, so trio's time has not moved on but for the lane's own
+# bookkeeping).
 _STRAIGHT = object()
 
 
@@ -308,9 +309,12 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                         resumed = False
                     elif running.failures:  # after a failed or timed-out attempt: retried, or final
                         wait = next_wait(running, key)
-                        if wait is None:
-                            put(slot, engine.failed(running, now()))
-                            running.leave()
+                        if wait is None:  # its final failure, which the next slot may start at
+                            finished = now()
+                            put(slot, engine.failed(running, finished))
+                            running.leave(finished)
+                            if straight and task.custom_sleep_data is None:
+                                task.custom_sleep_data = _STRAIGHT
                             if commit is not None:
                                 await commit()
                             continue
