@@ -61,10 +61,11 @@ typecheck: $(BIN)/.installed
 # one xdist_group (one Ray cluster at a time), which one worker runs in turn. One worker more
 # than the cores, so that a worker waiting on real time (a process killed and started again, a
 # cluster starting, a child's exit) leaves no core idle: on 2 cores `make test` took 196 s with
-# 2 workers, 177 s with 3 and 207 s with 4 (each worker imports and collects every test)
+# 2 workers, 177 s with 3 and 207 s with 4 (each worker imports and collects every test); it
+# ends with the 20 slowest tests, where a test that grew slow shows
 WORKERS := $(shell echo $$(( $$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1) + 1 )))
 pytest: $(BIN)/.installed postgres-server
-	$(BIN)/pytest -n $(WORKERS) --dist loadgroup
+	$(BIN)/pytest -n $(WORKERS) --dist loadgroup --durations=20
 
 # PostgreSQL's server binaries (initdb, postgres), which the Postgres journal's tests and
 # benchmarks start on loopback in a temporary folder (trio_supervisor.testing.postgres):
