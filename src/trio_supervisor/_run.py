@@ -127,10 +127,7 @@ async def fan_out(
         since = None if first is None else first.since
         keeper = feed.leased(plan, results, trace, min(max_workers, feed.left), since)
     if timer is None and keeper is None:  # nothing to run beside the lanes
-        try:
-            await _lanes(engine, max_workers, feed, quorum)
-        finally:
-            _cut_waiting(engine, feed, cuts, trace)
+        await _lanes(engine, max_workers, feed, cuts, trace, quorum)
         return
     async with trio.open_nursery() as timing:
         if timer is not None:
@@ -142,24 +139,32 @@ async def fan_out(
                 await keeper.claim()  # the first slots claimed before any lane starts
             timing.start_soon(keeper.keep)
         try:
-            await _lanes(engine, max_workers, feed, quorum)
+            await _lanes(engine, max_workers, feed, cuts, trace, quorum)
         finally:
-            _cut_waiting(engine, feed, cuts, trace)
             if keeper is not None and first is None:
                 keeper.release()
         timing.cancel_scope.cancel()  # every attempt has ended: nothing more to time
 
 
 async def _lanes(
-    engine: Engine[Any, Any], max_workers: int, feed: RunFeed, quorum: Quorum | None
+    engine: Engine[Any, Any],
+    max_workers: int,
+    feed: RunFeed,
+    cuts: dict[int, SubResult[Any, Any]],
+    trace: Trace | None,
+    quorum: Quorum | None,
 ) -> None:
     """``min(max_workers, feed.left)`` lanes on ``feed``, until each has ended; with a
-    ``quorum``, cancelled the instant it is decided."""
-    async with trio.open_nursery() as nursery:
-        if quorum is not None:
-            quorum.watch(feed, nursery.cancel_scope)
-        for _ in range(min(max_workers, feed.left)):
-            nursery.start_soon(lane, engine, feed)
+    ``quorum``, cancelled the instant it is decided; cut short, each slot still waiting to
+    retry is in ``cuts``."""
+    try:
+        async with trio.open_nursery() as nursery:
+            if quorum is not None:
+                quorum.watch(feed, nursery.cancel_scope)
+            for _ in range(min(max_workers, feed.left)):
+                nursery.start_soon(lane, engine, feed)
+    finally:
+        _cut_waiting(engine, feed, cuts, trace)
 
 
 def _cut_waiting(
@@ -210,6 +215,8 @@ class RunFeed(Feeding):
 
     __slots__ = ("_left", "left", "take")
 
+    final = True  # no slot comes after the plan's
+
     def __init__(
         self,
         plan: list[Any],
@@ -235,7 +242,6 @@ class RunFeed(Feeding):
             self._left = iter(todo)
             self.take = functools.partial(next, self._left, None)
             self.left = len(todo)
-        self.final = True  # no slot comes after the plan's
 
     def ready(self) -> bool:
         """Whether a slot of the plan is still to be taken."""
@@ -253,6 +259,8 @@ class LeasedFeed(RunFeed):
 
     __slots__ = ("keeper",)
 
+    final = False  # a lease another supervisor lets go of may come back to this run
+
     def leased(
         self,
         plan: list[Any],
@@ -268,7 +276,6 @@ class LeasedFeed(RunFeed):
         todo = [slot for slot, done in enumerate(results) if done is None]
         keeper = Keeper(self.run, plan, todo, results.__setitem__, trace, lanes, since)
         self.leases = self.keeper = keeper
-        self.final = False  # a lease another lets go of may come back to this run
         self.take = keeper.take
         put = self.run.recording(results.__setitem__, leased=True)
 

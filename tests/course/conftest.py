@@ -19,7 +19,7 @@ def _one_counterexample_is_enough(request: pytest.FixtureRequest) -> Iterator[No
     """A step the test expects to fail its law (``xfail``: the step before it, or a wrong
     solution) needs one counterexample, not the smallest: its laws run without Hypothesis's
     shrinking. In a fresh clone, with no example database to replay, shrinking them took 29 s
-    of the test run's CPU (44 cases); a reader's ``check`` and every law on a real step still
+    of test time (44 cases); a reader's ``check`` and every law on a real step still
     shrink."""
     if request.node.get_closest_marker("xfail") is None:
         yield

@@ -134,18 +134,9 @@ class Feeding:
     far a slot cut short got, goes. A journaled run's results are journaled as they are put,
     and, with ``flush="each"``, each is committed before its lane goes on."""
 
-    __slots__ = (
-        "commit",
-        "cut",
-        "final",
-        "key",
-        "leases",
-        "put",
-        "run",
-        "timer",
-        "trace",
-        "waiting",
-    )
+    __slots__ = ("commit", "cut", "key", "leases", "put", "run", "timer", "trace", "waiting")
+
+    final = False  # ``more`` may wait for another slot (a feed whose slots are all known says)
 
     def __init__(
         self,
@@ -166,7 +157,6 @@ class Feeding:
         self.commit = None if run is None else run.each_commit
         self.waiting = waiting
         self.leases: Leasing | None = None
-        self.final = False
 
 
 # What a lane leaves in its task's ``custom_sleep_data`` at each admission: trio sets that
@@ -267,8 +257,7 @@ async def lane(engine: Engine[Any, Any], feed: Feed) -> None:
                         # queues behind: concurrent runs take turns); a lane with nothing to
                         # take waits for no place
                         if not running.placed or (places.waiting and places.wanted()):
-                            if running.placed:
-                                places.unseat(running)
+                            places.unseat(running)
                             if not feed.ready() and not (
                                 retry_ready is not None and retry_ready(now)
                             ):

@@ -65,8 +65,7 @@ class Places:
     async def take(self, borrower: object) -> None:
         """Wait for a place on behalf of ``borrower`` (a lane, holding none); a cancellation
         point only when it has to wait."""
-        if self._free and not self._lot:  # a place is free, and no lane asked before
-            self._free -= 1
+        if self._take_free():
             return
         self.waiting += 1
         try:
@@ -84,8 +83,7 @@ class Places:
     def seat_now(self, lane: Lane) -> bool:
         """``seat`` ``lane`` if that needs no wait (a place is free and no lane asked before):
         whether it did. The path of a lane that finds a place, without a coroutine."""
-        if self._free and not self._lot:
-            self._free -= 1
+        if self._take_free():
             lane.mark_placed(True)
             return True
         return False
@@ -123,10 +121,16 @@ class Places:
     async def _wait_for(self) -> None:
         """Get a place, none being free or others waiting first: one an idle lane held, or one
         given back."""
-        if self._reclaim() and self._free and not self._lot:
-            self._free -= 1  # what was taken back, unless it went to a lane that waited before
-            return
+        if self._reclaim() and self._take_free():
+            return  # what was taken back, unless it went to a lane that waited before
         await self._lot.park()  # woken by give_back, which hands this lane its place
+
+    def _take_free(self) -> bool:
+        """Take a place that is free, unless a lane asked for one before: whether it did."""
+        if self._free and not self._lot:
+            self._free -= 1
+            return True
+        return False
 
     def _reclaim(self) -> bool:
         """Take back the places of the idle lanes, so that a lane that needs one gets it;
