@@ -12,6 +12,7 @@ from trio.lowlevel import (
     Abort,
     ParkingLot,
     Task,
+    cancel_shielded_checkpoint,
     checkpoint_if_cancelled,
     current_task,
     reschedule,
@@ -41,8 +42,9 @@ def _only_cancelled(exc: BaseException | None) -> bool:
 class _Alarm:
     """Where one task waits until another wakes it: the stream's consumer (for the head slot),
     or its puller (for room in the window). What a ``ParkingLot`` does for one task, without
-    its queue: a stream wakes its consumer about once per batch of results, so this is paid
-    that often. A cancellation point; cancelled, the task is no longer waiting."""
+    its queue: paid at each wake of a stream's consumer (when a pass of the scheduler did not
+    bring the slot it waits for) and of its puller. A cancellation point; cancelled, the task
+    is no longer waiting."""
 
     __slots__ = ("_aborted", "_task")
 
@@ -245,17 +247,25 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         head = self._head  # only this task moves it
         done = self._done
         result = done.pop(head, None)  # a result is never None: None is "not done yet"
-        while result is None:  # the head is not done: wait for it (in this frame: one fewer
-            # for each wake to resume through), refusing a second consumer meanwhile
-            if self._exhausted and head == self._tail:
-                self._end()
-            self._wanted = head  # set back to -1 by whoever wakes it
+        if result is None:  # the head is not done: wait for it (in this frame: one fewer for
+            # each wake to resume through), refusing a second consumer meanwhile
             self._iterable = False
             try:
-                await self._ready.wait()
+                if not self._exhausted:
+                    # One pass of the scheduler first (a yield, as a trio channel's receive
+                    # makes): lanes that deliver at every pass then hand their results to a
+                    # consumer nobody has to wake, which costs more than this yield. Only if
+                    # the head is still not done does it wait to be woken.
+                    await cancel_shielded_checkpoint()
+                    result = done.pop(head, None)
+                while result is None:
+                    if self._exhausted and head == self._tail:
+                        self._end()
+                    self._wanted = head  # set back to -1 by whoever wakes it
+                    await self._ready.wait()
+                    result = done.pop(head, None)
             finally:
                 self._iterable = self._open
-            result = done.pop(head, None)
         if self._trace is not None:
             self._trace.delivered(head)
         self._head = head + 1

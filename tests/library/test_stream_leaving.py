@@ -212,3 +212,32 @@ async def test_a_second_consumer_gets_busy_resource_error(autojump_clock: Any) -
                 with pytest.raises(trio.BusyResourceError):
                     await anext(results)
     assert first == [0, 1, 2]  # the first consumer was not disturbed
+
+
+async def test_a_second_consumer_is_refused_at_every_pass_of_the_first_ones_wait(
+    autojump_clock: Any,
+) -> None:
+    """The consumer yields one pass of the scheduler before it waits to be woken: a second
+    consumer is refused during that pass too, not only once the first one waits. Trio runs
+    the tasks of a pass in either order, so each case runs 20 times."""
+    for passes, _ in itertools.product(range(2, 6), range(20)):
+        release = trio.Event()
+
+        async def worker(subtask: int) -> int:
+            await release.wait()  # noqa: B023  # awaited within this turn of the loop
+            return subtask
+
+        first: list[int] = []
+        async with Supervisor(worker, max_workers=1).stream(range(2)) as results:
+
+            async def consume() -> None:
+                first.extend([result.subtask async for result in results])  # noqa: B023
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(consume)
+                for _ in range(passes):  # the consumer has begun its first step by the second
+                    await trio.lowlevel.cancel_shielded_checkpoint()
+                with trio.fail_after(60), pytest.raises(trio.BusyResourceError):
+                    await anext(results)  # a second consumer let in waits for slot 0: fails
+                release.set()
+        assert first == [0, 1], passes
