@@ -251,7 +251,7 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             # each wake to resume through), refusing a second consumer meanwhile
             self._iterable = False
             try:
-                if not self._exhausted:
+                if not self._exhausted or head != self._tail:  # the end is not here yet
                     # One pass of the scheduler first (a yield, as a trio channel's receive
                     # makes): lanes that deliver at every pass then hand their results to a
                     # consumer nobody has to wake, which costs more than this yield. Only if
