@@ -251,18 +251,20 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
             # each wake to resume through), refusing a second consumer meanwhile
             self._iterable = False
             try:
-                if not self._exhausted or head != self._tail:  # the end is not here yet
-                    # One pass of the scheduler first (a yield, as a trio channel's receive
-                    # makes): lanes that deliver at every pass then hand their results to a
-                    # consumer nobody has to wake, which costs more than this yield. Only if
-                    # the head is still not done does it wait to be woken.
-                    await cancel_shielded_checkpoint()
-                    result = done.pop(head, None)
+                passed = False  # whether it has yielded its one pass yet
                 while result is None:
                     if self._exhausted and head == self._tail:
                         self._end()
-                    self._wanted = head  # set back to -1 by whoever wakes it
-                    await self._ready.wait()
+                    if passed:
+                        self._wanted = head  # set back to -1 by whoever wakes it
+                        await self._ready.wait()
+                    else:
+                        # One pass of the scheduler first (a yield, as a trio channel's receive
+                        # makes): lanes that deliver at every pass then hand their results to a
+                        # consumer nobody has to wake, which costs more than this yield. Only
+                        # if the head is still not done does it wait to be woken.
+                        passed = True
+                        await cancel_shielded_checkpoint()
                     result = done.pop(head, None)
             finally:
                 self._iterable = self._open
