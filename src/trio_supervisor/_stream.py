@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from operator import length_hint
 from types import TracebackType
 from typing import Any, Generic, NoReturn, TypeVar
 
@@ -27,6 +30,10 @@ from ._engine.lanes import Feeding, lane
 from ._identity import RunName
 from ._journal import DurableRun, sharing, with_subtask
 from ._trace import Trace
+
+# what an indexed input's chunks yield while the window has no room: one None, which the lane
+# that asked takes for "nothing now" (the next ask looks again)
+_NO_ROOM = (None,)
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -154,13 +161,15 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         # and _tail - _head <= _window; _done holds the finished slots of [_head, _tail);
         # _queue holds the pulled slots no lane has taken yet, in slot order; _lanes <=
         # min(_max_workers, _tail) worker tasks were started; one task pulls, and closes, the
-        # input (an indexed input: its lanes take its slots, each pulled as it is taken, so
-        # _queue stays empty, and min(_max_workers, len) lanes start with the stream).
+        # input. An indexed input has no such task: it is pulled a chunk at a time (see
+        # _chunks), _left counts the chunk's slots no lane has taken yet, _queue stays empty,
+        # and min(_max_workers, len) lanes start with the stream.
         self._head = 0
         self._tail = 0
         self._lanes = 0
         self._done: dict[int, SubResult[Any, T]] = {}
         self._queue: deque[tuple[int, Any]] = deque()
+        self._left: Iterator[int] = iter(())  # the slots of an indexed input's chunk not taken
         self._exhausted = False  # the input has no more subtasks, or raised
         self._input_error: Exception | None = None  # what the input raised, until re-raised
         # the puller, parked when the window is full, is woken by the first result the consumer
@@ -388,19 +397,33 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
     def _has_pulled(self) -> bool:
         return bool(self._queue)
 
-    def _take_indexed(self) -> tuple[int, Any] | None:
-        """An indexed input's next slot, pulled as it is taken: None when the window is full
-        or the input is all taken (its lanes are then let go)."""
-        slot = self._tail
+    def _chunks(self, pull: Callable[[int, Any], tuple[int, Any]] | None) -> Iterator[Any]:
+        """An indexed input's slots, a chunk at a time, for its lanes to take through
+        ``itertools.chain``: each chunk is every slot the window has room for when the last one
+        is all taken, pulled at once (so the window holds), its slots then taken one by one in
+        C, with no Python code run for each (``pull``, when not None, is called on each slot as
+        it is taken: a trace's). A lane that asks while the window has no room gets one None,
+        and the next ask looks again. The input is ended as its last chunk is pulled."""
         indexed: Any = self._indexed
-        if self._exhausted or slot - self._head >= self._window:
-            return None
-        subtask = indexed[slot]
-        self._tail = slot + 1
-        if self._trace is not None:
-            self._trace.pulled(slot, subtask)
-        if slot + 1 == self._length:
-            self._ended()
+        window = self._window
+        length = self._length
+        tail = 0
+        while tail < length:
+            end = min(self._head + window, length)
+            if end == tail:
+                yield _NO_ROOM
+                continue
+            slots = self._left = iter(range(tail, end))
+            chunk = indexed[tail:end]
+            self._tail = tail = end
+            if end == length:
+                self._ended()
+            yield zip(slots, chunk, strict=True) if pull is None else map(pull, slots, chunk)
+
+    def _pulled(self, slot: int, subtask: Any) -> tuple[int, Any]:
+        """Slot ``slot`` of an indexed input, taken by a lane: recorded in the trace."""
+        assert self._trace is not None
+        self._trace.pulled(slot, subtask)
         return slot, subtask
 
     def _ended(self) -> None:
@@ -413,8 +436,11 @@ class Stream(Generic[S, T], metaclass=_NoPublicConstructor):
         self._ready.wake()
 
     def _room_indexed(self) -> bool:
-        """Whether an indexed input has a slot to take now."""
-        return not self._exhausted and self._tail - self._head < self._window
+        """Whether an indexed input has a slot to take now: one of its chunk, or room in the
+        window for another chunk."""
+        return length_hint(self._left) > 0 or (
+            not self._exhausted and self._tail - self._head < self._window
+        )
 
     async def _more(self) -> bool:
         """Wait for a pulled subtask; False once the input has no more."""
@@ -468,11 +494,12 @@ class StreamFeed(Feeding):
         # for an indexed input): a slot waits out its backoff on its lane, which keeps its
         # place (no Waiting); a slot cut short is delivered as it is
         super().__init__(trace, timer, key, run, stream._deliver, stream._deliver, None)
-        indexed = stream._indexed is not None  # its lanes take each slot by index
-        self.take: Callable[[], tuple[int, Any] | None] = (
-            stream._take_indexed if indexed else stream._take
-        )
-        self.ready: Callable[[], bool] = stream._room_indexed if indexed else stream._has_pulled
+        self.take: Callable[[], tuple[int, Any] | None] = stream._take
+        self.ready: Callable[[], bool] = stream._has_pulled
+        if stream._indexed is not None:  # its lanes take its slots a chunk at a time
+            chunks = stream._chunks(None if trace is None else stream._pulled)
+            self.take = functools.partial(next, itertools.chain.from_iterable(chunks), None)
+            self.ready = stream._room_indexed
         self.more: Callable[[], Awaitable[bool]] = stream._more
 
 

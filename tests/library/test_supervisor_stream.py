@@ -22,7 +22,7 @@ from tests.library.scripted_worker import (
     plain_behaviours,
 )
 from tests.library.virtual_time import run_virtual
-from trio_supervisor import Retry, Status, SubResult, Supervisor, Trace
+from trio_supervisor import Capacity, Retry, Status, SubResult, Supervisor, Trace
 
 
 async def collect(supervisor: Supervisor[Any, str], subtasks: Any, **options: Any) -> list[Any]:
@@ -79,6 +79,97 @@ def test_each_result_is_yielded_as_soon_as_every_earlier_slot_is_done(
         done = max(done, result.finished)
         assert yielded == done
     assert script.peak <= k
+
+
+INDEXED = {"list": list, "tuple": tuple, "range": lambda slots: slots}
+INDEXED_STREAMS = {  # a plan, its lanes, a window of k + extra, and the kind of indexed input
+    "plan_behaviours": st.lists(plain_behaviours, max_size=20),
+    "k": st.integers(min_value=1, max_value=4),
+    "extra": st.integers(min_value=0, max_value=5),
+    "kind": st.sampled_from(sorted(INDEXED)),
+}
+
+
+async def stream_twice(
+    plan_behaviours: list[Behaviour], k: int, window: int, plan: Any, shared: int, traced: bool
+) -> tuple[Any, ...]:
+    """One stream of ``plan(range(n))`` (two, sharing one ``Capacity(shared)``, when
+    ``shared``): what each yielded and when, what its worker saw, the peak of calls in flight
+    across both, and the slots started beyond the window."""
+    scripts = [Script(plan_behaviours), Script(plan_behaviours)]
+    beyond: list[int] = []  # slots started past the window
+    outs: list[list[tuple[float, SubResult[int, str]]]] = [[], []]
+    meters = [Capacity(shared)] if shared else []
+    in_flight = peak = 0
+
+    async def one(index: int) -> None:
+        script, out = scripts[index], outs[index]
+
+        async def worker(subtask: int) -> str:
+            nonlocal in_flight, peak
+            if subtask >= len(out) + window:
+                beyond.append(subtask)
+            in_flight += 1
+            peak = max(peak, in_flight)
+            try:
+                return await script(subtask)
+            finally:
+                in_flight -= 1
+
+        supervisor = Supervisor(worker, max_workers=k, meters=meters)
+        trace = Trace() if traced else None
+        async with supervisor.stream(
+            plan(range(len(plan_behaviours))), window=window, trace=trace
+        ) as results:
+            async for result in results:
+                out.append((trio.current_time(), result))
+
+    with trio.fail_after(3600):  # a slot lost, or a lane never woken, fails: it does not hang
+        async with trio.open_nursery() as nursery:
+            for index in range(2 if shared else 1):
+                nursery.start_soon(one, index)
+    return outs, [(script.spans, script.calls) for script in scripts], peak, beyond
+
+
+@settings(max_examples=80, deadline=None)
+@given(**INDEXED_STREAMS, traced=st.booleans())
+def test_an_indexed_input_streams_as_a_lazy_one_does(
+    plan_behaviours: list[Behaviour], k: int, extra: int, kind: str, traced: bool
+) -> None:
+    """A list, tuple or range is not pulled by a task: its lanes take its slots a chunk at a
+    time, as far as the window has room. What comes out is what a lazy iterator of the same
+    subtasks gives: the same results at the same times, the worker called on the same slots at
+    the same times, and no slot started beyond the window."""
+    window = k + extra
+    indexed = run_virtual(stream_twice, plan_behaviours, k, window, INDEXED[kind], 0, traced)
+    lazy = run_virtual(stream_twice, plan_behaviours, k, window, iter, 0, traced)
+    assert indexed == lazy
+    assert indexed[3] == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(**INDEXED_STREAMS, shared=st.integers(min_value=1, max_value=3))
+def test_two_indexed_streams_on_one_capacity_keep_every_law(
+    plan_behaviours: list[Behaviour], k: int, extra: int, kind: str, shared: int
+) -> None:
+    """Two streams of a list, tuple or range draw from one ``Capacity``: their lanes wait for a
+    place and then look for a slot again. Each yields every slot once, in plan order, ended as
+    its script says; the worker is called once a slot; at most ``shared`` calls run at once
+    across both; no slot starts beyond its stream's window."""
+    n = len(plan_behaviours)
+    window = k + extra
+    outs, seen, peak, beyond = run_virtual(
+        stream_twice, plan_behaviours, k, window, INDEXED[kind], shared, False
+    )
+    for out, (_, calls) in zip(outs, seen, strict=True):
+        assert [result.subtask for _, result in out] == list(range(n))
+        assert [result.status for _, result in out] == [
+            Status.OK if behaviour.outcome(1) == "ok" else Status.FAILED
+            for behaviour in plan_behaviours
+        ]
+        assert calls == dict.fromkeys(range(n), 1)
+    assert peak <= shared
+    assert beyond == []
 
 
 async def test_the_first_result_arrives_when_slot_zero_is_done(autojump_clock: Any) -> None:
