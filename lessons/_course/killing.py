@@ -5,7 +5,8 @@ with ``SIGKILL`` part way through, its journal left on disk as the kill leaves i
 The runner (``running.durably``) writes what the child needs to run the demo (the step, the
 run with its options, the simulated sub-agent) to a file, starts ``python -m
 lessons._course.killing FILE``, waits for the child to say its run has started (bounded),
-waits the demo's ``killed_at`` seconds and kills it, with the worker processes it started: no
+waits the demo's ``killed_at`` seconds (longer only if nothing is committed by then: a busy
+machine's child may start its run late) and kills it, with the worker processes it started: no
 ``finally`` of the child runs, no buffer is flushed, so what comes back on resume is exactly
 what the journal had committed. On virtual time (``--virtual``, the docs) the kill is simulated
 in one process instead, as a child's clock could not be the runner's.
@@ -18,6 +19,7 @@ import pickle
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +33,24 @@ from trio_supervisor.testing import SimulatedAgent
 READY = b"started\n"
 STARTING = 60.0
 """Seconds the child may take to start its run (its imports, a loopback server) at most."""
+POLL = 0.05
+"""Seconds between two looks at the journal while the kill waits for its first commit."""
 SHARING = 120.0
 """Seconds the supervisors left may take to end the run they share, after the kill, at most."""
 
 
-async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) -> None:
+async def kill_part_way(
+    run: Any, agent: SimulatedAgent, path: Path, at: float, committed: Callable[[], bool]
+) -> float | None:
     """Run ``run`` (a ``running.Run`` of a journaling step) journaled in ``path`` in a child
     Python and kill it with ``SIGKILL`` ``at`` seconds after its run started (or let it end, if
-    it ends sooner). The child is killed too when this is cancelled (Ctrl-C).
+    it ends sooner). The kill is part way: if ``committed()`` (whether the journal holds a
+    result of the run yet) is still False then, it waits for the first commit, looking every
+    ``POLL`` seconds for ``STARTING`` seconds at most, and kills then. The child is killed too
+    when this is cancelled (Ctrl-C).
+
+    Returns:
+      The seconds after its run started that the child was killed at; None if it ended first.
 
     Raises:
       RuntimeError: if the child did not start its run within ``STARTING`` seconds, or ended
@@ -55,8 +67,14 @@ async def kill_part_way(run: Any, agent: SimulatedAgent, path: Path, at: float) 
         )
         try:
             await started(process)
+            begun = trio.current_time()
             with trio.move_on_after(at):
                 await process.wait()  # a run that ends before the kill just ends
+            with trio.move_on_after(STARTING):
+                while process.returncode is None and not committed():
+                    with trio.move_on_after(POLL):
+                        await process.wait()
+            return None if process.returncode is not None else trio.current_time() - begun
         finally:
             if process.returncode is None:
                 kill_all(process)  # SIGKILL: nothing of the child's runs after it

@@ -90,6 +90,9 @@ class Run:
     resume: bool = False  # --resume: no kill first, the run resumed from the journal
     killed: int | None = None  # results committed when the supervisor was killed (27)
     killed_really: bool = False  # that was a child Python killed (real time), not a simulation
+    # when, on real time, the child was killed: the demo's killed_at, or later if nothing was
+    # committed by then (a busy machine); None if it ended first or the kill was simulated
+    killed_after: float | None = None
     answered: list[str] = field(default_factory=list)  # questions answered before (28)
     parked: list[tuple[str, int, int, str]] = field(default_factory=list)  # still unanswered
     replies: list[str] = field(default_factory=list)  # a chat model planner's, as it wrote them
@@ -253,7 +256,13 @@ async def durably(
         if run.demo.supervisors > 1 and not run.resume:
             return await together(module, run, worker, agent, path, virtual)
         if killed_at is not None and not run.resume and not virtual:
-            await kill_part_way(dataclasses.replace(run, trace=None), agent, path, killed_at)
+            run.killed_after = await kill_part_way(
+                dataclasses.replace(run, trace=None),
+                agent,
+                path,
+                killed_at,
+                lambda: committed(path, run.run_id) > 0,
+            )
             run.killed, run.killed_really = committed(path, run.run_id), True
             run.trace = Trace(())  # the resumed run's timeline starts now
         elif killed_at is not None and not run.resume:

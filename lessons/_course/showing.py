@@ -126,8 +126,9 @@ def show(console: Console, run: Run) -> None:
         said = "a valid reply at last" if error is None else printable(error)
         console.print(f"{leaf}: {requests} requests in one attempt: {said}", markup=False)
     if run.killed is not None and run.demo.killed_at is not None:
+        at = run.demo.killed_at if run.killed_after is None else run.killed_after
         console.print(
-            f"the supervisor was killed at {run.demo.killed_at:.2f}s ({how_killed(run)}) with "
+            f"the supervisor was killed at {at:.2f}s ({how_killed(run)}) with "
             f"{plural(run.killed, 'result')} committed; the run above is its resume, under the "
             f"same run id: {plural(journaled_count(run.trace), 'slot')} from the journal (↺), "
             "the rest run again",

@@ -3,6 +3,7 @@ and ``reject`` commands, each mistake refused in one line (exit 2) before anythi
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import shutil
@@ -188,3 +189,21 @@ def test_on_real_time_the_first_run_is_a_child_python_killed_with_sigkill(tmp_pa
     rounds = range(1, len(real.replanned.ledger.rounds) + 1)
     with Journal(tmp_path / "runs.db") as journal:  # each slot of each round once
         assert sum(len(journal.results(real.run_id, n)) for n in rounds) == len(real.plan)
+
+
+def test_on_real_time_a_kill_due_before_any_commit_waits_for_the_first(tmp_path: Path) -> None:
+    """A busy machine may start the child's run late, so that nothing is committed by the
+    demo's ``killed_at``: the kill is then put off until the first commit, so the resume still
+    shows results from the journal. Here the kill is due at once (0 s), before any commit."""
+    from lessons._course.arguments import parser
+    from lessons._course.demos import STEP_DEMOS
+    from lessons._course.running import run_demo
+
+    demo = dataclasses.replace(STEP_DEMOS[27][0], killed_at=0.0)
+    args = parser().parse_args(["27", "--journal", str(tmp_path / "runs.db")])
+    real = run_demo("step27_durable_runs", demo, args)
+    assert real.error is None
+    assert real.killed_really
+    assert real.killed_after is not None  # killed, not ended on its own
+    assert real.killed is not None
+    assert 0 < real.killed < len(real.plan)
