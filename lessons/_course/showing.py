@@ -126,9 +126,16 @@ def show(console: Console, run: Run) -> None:
         said = "a valid reply at last" if error is None else printable(error)
         console.print(f"{leaf}: {requests} requests in one attempt: {said}", markup=False)
     if run.killed is not None and run.demo.killed_at is not None:
-        at = run.demo.killed_at if run.killed_after is None else run.killed_after
+        if run.killed_really and run.killed_after is None:  # the child ended before its kill
+            how = (
+                f"the supervisor's run (a child Python) ended before its kill, due at "
+                f"{run.demo.killed_at:.2f}s,"
+            )
+        else:
+            at = run.demo.killed_at if run.killed_after is None else run.killed_after
+            how = f"the supervisor was killed at {at:.2f}s ({how_killed(run)})"
         console.print(
-            f"the supervisor was killed at {at:.2f}s ({how_killed(run)}) with "
+            f"{how} with "
             f"{plural(run.killed, 'result')} committed; the run above is its resume, under the "
             f"same run id: {plural(journaled_count(run.trace), 'slot')} from the journal (↺), "
             "the rest run again",

@@ -207,3 +207,27 @@ def test_on_real_time_a_kill_due_before_any_commit_waits_for_the_first(tmp_path:
     assert real.killed_after is not None  # killed, not ended on its own
     assert real.killed is not None
     assert 0 < real.killed < len(real.plan)
+
+
+def test_a_real_run_that_ends_before_its_kill_is_not_said_to_be_killed(tmp_path: Path) -> None:
+    """On real time the child may end its run before the kill falls (``kill_part_way`` returns
+    None): the line under the resume says so, instead of a kill at the demo's instant. The
+    run's fields are set as ``running.durably`` sets them then (no child is started here)."""
+    from lessons._course.arguments import parser
+    from lessons._course.demos import STEP_DEMOS
+    from lessons._course.running import run_demo
+    from lessons._course.showing import show
+
+    demo = STEP_DEMOS[27][0]
+    args = parser().parse_args(["27", "--virtual", "--journal", str(tmp_path / "runs.db")])
+    simulated = run_demo("step27_durable_runs", demo, args)
+    assert simulated.killed is not None
+    lines = {}
+    for name, killed_after in (("ended", None), ("killed", 1.25)):
+        out = io.StringIO()
+        real = dataclasses.replace(simulated, killed_really=True, killed_after=killed_after)
+        show(Console(file=out, width=400, color_system=None), real)
+        [lines[name]] = [line for line in out.getvalue().splitlines() if "committed;" in line]
+    assert "ended before its kill, due at 1.00s," in lines["ended"]
+    assert "killed at" not in lines["ended"]
+    assert "was killed at 1.25s (a child Python, killed with SIGKILL)" in lines["killed"]
