@@ -68,3 +68,12 @@ def test_the_readme_gives_each_port_one_purpose_and_names_what_the_set_up_needs(
     setup = text.split("## The course")[0]
     for needed in ("npm", "Chromium", "apt-get", "root", "minutes"):
         assert needed in setup, needed
+
+
+def test_the_readme_course_table_has_a_row_for_every_step_in_order() -> None:
+    """The table under "## The course" lists each ``lessons/stepNN_*.py``, by number and
+    module, in the course's order: a step added to the course cannot go unmentioned."""
+    modules = sorted(path.stem for path in (README.parent / "lessons").glob("step[0-9][0-9]_*.py"))
+    rows = re.findall(r"^\| (\d+) \| `(step\d\d_\w+)` \|", README.read_text(), re.M)
+    assert [module for _, module in rows] == modules
+    assert [int(number) for number, _ in rows] == [int(module[4:6]) for module in modules]
