@@ -128,7 +128,7 @@ def show(console: Console, run: Run) -> None:
     if run.killed is not None and run.demo.killed_at is not None:
         if run.killed_really and run.killed_after is None:  # the child ended before its kill
             how = (
-                f"the supervisor's run (a child Python) ended before its kill, due at "
+                "the supervisor's run (a child Python) ended before its kill, due at "
                 f"{run.demo.killed_at:.2f}s,"
             )
         else:
