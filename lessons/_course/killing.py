@@ -6,10 +6,11 @@ The runner (``running.durably``) writes what the child needs to run the demo (th
 run with its options, the simulated sub-agent) to a file, starts ``python -m
 lessons._course.killing FILE``, waits for the child to say its run has started (bounded),
 waits the demo's ``killed_at`` seconds (longer only if nothing is committed by then: a busy
-machine's child may start its run late) and kills it, with the worker processes it started: no
-``finally`` of the child runs, no buffer is flushed, so what comes back on resume is exactly
-what the journal had committed. On virtual time (``--virtual``, the docs) the kill is simulated
-in one process instead, as a child's clock could not be the runner's.
+machine's child may start its run late; for step 33's, longer only if the first holds no lease
+yet) and kills it, with the worker processes it started: no ``finally`` of the child runs, no
+buffer is flushed, so what comes back on resume is exactly what the journal had committed. On
+virtual time (``--virtual``, the docs) the kill is simulated in one process instead, as a
+child's clock could not be the runner's.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ READY = b"started\n"
 STARTING = 60.0
 """Seconds the child may take to start its run (its imports, a loopback server) at most."""
 POLL = 0.05
-"""Seconds between two looks at the journal while the kill waits for its first commit."""
+"""Seconds between two looks at the journal while a kill waits for a commit (or a lease)."""
 SHARING = 120.0
 """Seconds the supervisors left may take to end the run they share, after the kill, at most."""
 
@@ -83,18 +84,34 @@ async def kill_part_way(
 
 
 async def run_together(
-    run: Any, agent: SimulatedAgent, path: Path, supervisors: int, at: float, ready: trio.Event
-) -> list[int]:
+    run: Any,
+    agent: SimulatedAgent,
+    path: Path,
+    supervisors: int,
+    at: float,
+    ready: trio.Event,
+    holds: Callable[[int], bool],
+) -> tuple[list[int], float | None]:
     """Run ``run`` in ``supervisors`` child Pythons at once, each a supervisor of the same run
-    journaled in ``path`` (step 33), and kill the first with ``SIGKILL`` ``at`` seconds after
-    they all started (``ready`` is set then); wait for the others to end (at most ``SHARING``
-    seconds). Every
-    child is killed too when this is cancelled (Ctrl-C). The children's process ids, the killed
-    one's first (a journal names a supervisor by its host and process).
+    journaled in ``path`` (step 33), kill one of them with ``SIGKILL`` ``at`` seconds after they
+    all started (``ready`` is set then), and wait for the others to end (at most ``SHARING``
+    seconds). Every child is killed too when this is cancelled (Ctrl-C).
+
+    The kill falls on a child that holds a lease of the run (``holds(pid)``), the first found
+    in the order they started, so that another supervisor takes its slots over: a supervisor
+    claims the slots it can run at once in one lease, so the one that claimed first may hold
+    them all, and a busy machine's children may claim late. If none holds one at ``at``, it
+    looks again every ``POLL`` seconds, for ``STARTING`` seconds at most, until one does or
+    none is left running.
+
+    Returns:
+      The children's process ids, the killed one's first (a journal names a supervisor by its
+      host and process); and the seconds after they started that it was killed at, None if
+      none was (every child ended first).
 
     Raises:
       RuntimeError: if a child did not start its run within ``STARTING`` seconds, or ended
-        before it did (its last words say why).
+        before it did, or a child not killed failed (its last words say why).
     """
     with tempfile.TemporaryDirectory() as scratch:
         spec = Path(scratch) / "run.pickle"
@@ -112,14 +129,26 @@ async def run_together(
             for process in processes:
                 await started(process)
             ready.set()
-            with trio.move_on_after(at):
-                await processes[0].wait()
-            if processes[0].returncode is None:
-                kill_all(processes[0])
+            begun = trio.current_time()
+            await trio.sleep(at)
+            killed, killed_after = None, None
+            with trio.move_on_after(STARTING):
+                while killed is None and any(p.returncode is None for p in processes):
+                    killed = next(
+                        (p for p in processes if p.returncode is None and holds(p.pid)), None
+                    )
+                    if killed is None:
+                        await trio.sleep(POLL)
+            if killed is not None:
+                killed_after = trio.current_time() - begun
+                kill_all(killed)
+                processes.remove(killed)
+                processes.insert(0, killed)
+            others = processes[1:] if killed is not None else processes
             with trio.move_on_after(SHARING):
-                for process in processes[1:]:
+                for process in others:
                     await process.wait()
-            for process in processes[1:]:
+            for process in others:
                 if process.returncode:  # a supervisor not killed that failed: its last words
                     assert process.stderr is not None
                     words = (await process.stderr.receive_some()).decode(errors="replace")
@@ -131,7 +160,7 @@ async def run_together(
                     kill_all(process)
                 with trio.CancelScope(shield=True), trio.move_on_after(STARTING):
                     await process.wait()
-        return [process.pid for process in processes]
+        return [process.pid for process in processes], killed_after
 
 
 async def started(process: trio.Process) -> None:

@@ -308,7 +308,8 @@ async def together(
 ) -> Any:
     """Step 33's demo: ``run.demo.supervisors`` supervisors of one run journaled in ``path``,
     started a moment apart (``APART``; on virtual time the last of three or more once the
-    first's leases ran out), the first killed at the demo's ``killed_at``; what the
+    first's leases ran out), one killed at the demo's ``killed_at`` (on virtual time the
+    first, on real time a child that holds a lease: ``run.killed_after`` says when); what the
     second returned, the run shown (its ``run.trace``: the slots it ran, and those it took from
     the journal). ``run.shared`` says who ran which slot: on real time the journal's timeline
     of the run, as ``python -m trio_supervisor.journal show`` draws it from the journal alone;
@@ -317,7 +318,7 @@ async def together(
 
     Each supervisor's journal is opened as one supervisor's (``lease=None``): a step that
     shares the run's slots leases them itself (step 33), the step before runs every slot in
-    each. On real time the others are child Pythons, the first killed with ``SIGKILL``
+    each. On real time the others are child Pythons, one killed with ``SIGKILL``
     (``killing.run_together``); on virtual time they are tasks of this process, each with a
     journal of its own on the file, the first's dropped as a crash leaves it and its run
     cancelled, as the law does."""
@@ -386,10 +387,19 @@ async def together(
             nursery.start_soon(killer)
         else:
             others = dataclasses.replace(run, trace=None)
-            pids = await run_together(others, agent, path, count - 1, at, ready)
+            pids, run.killed_after = await run_together(
+                others,
+                agent,
+                path,
+                count - 1,
+                at,
+                ready,
+                lambda pid: leasing(path, run.run_id, pid),
+            )
             names = {str(pid): f"process {index + 2}" for index, pid in enumerate(pids)}
             names[str(os.getpid())] = "process 1, this one"
-            names[str(pids[0])] += ", killed"
+            if run.killed_after is not None:
+                names[str(pids[0])] += ", killed"
     for journal in journals:
         journal.close()
     run.killed_really = not virtual
@@ -497,6 +507,20 @@ def committed(path: Path, run_id: str) -> int:
         )
 
     return sum(len(results) for (name, _), results in kept.items() if not covered(name))
+
+
+def leasing(path: Path, run_id: str, pid: int) -> bool:
+    """Whether the supervisor in process ``pid`` holds a lease of a slot of run ``run_id`` or
+    of its child runs in journal ``path`` now (a slot it runs: its kill leaves one to take
+    over)."""
+    with Journal(path, writer="inline") as journal:
+        return any(
+            row.status is None
+            and row.claimed is not None
+            and (row.owner or "").rsplit(":", 2)[1:2] == [str(pid)]
+            for name in {name for name, _ in journal_runs(journal, run_id)}
+            for row in journal.slots(name)[1]
+        )
 
 
 def journal_runs(journal: Journal, run_id: str) -> list[tuple[str, int]]:

@@ -145,11 +145,17 @@ def show(console: Console, run: Run) -> None:
         )
     if run.shared is not None:
         if run.killed_really:
+            killed = (
+                f"process 2 killed with SIGKILL at {run.killed_after:.2f}s"
+                if run.killed_after is not None
+                else "process 2 ended its part before its kill, due at "
+                f"{run.demo.killed_at or 0:.2f}s"
+            )
             said = (
-                "this process (process 1) and two child Pythons, process 2 killed with SIGKILL at "
-                f"{run.demo.killed_at or 0:.2f}s; the run above is this process's: the slots it "
-                "ran, and those it took from the journal (↺). The run as the journal holds it, "
-                "who ran which slot (python -m trio_supervisor.journal show):"
+                f"this process (process 1) and two child Pythons, {killed}; the run above is "
+                "this process's: the slots it ran, and those it took from the journal (↺). The "
+                "run as the journal holds it, who ran which slot (python -m "
+                "trio_supervisor.journal show):"
             )
         else:
             said = (

@@ -231,3 +231,49 @@ def test_a_real_run_that_ends_before_its_kill_is_not_said_to_be_killed(tmp_path:
     assert "ended before its kill, due at 1.00s," in lines["ended"]
     assert "killed at" not in lines["ended"]
     assert "was killed at 1.25s (a child Python, killed with SIGKILL)" in lines["killed"]
+
+
+def test_on_real_time_step_33_kills_a_supervisor_that_holds_a_lease(tmp_path: Path) -> None:
+    """Step 33's real-time demo (some seconds): a supervisor claims the slots it can run at
+    once in one lease, so the child started first may hold none. The kill falls on a child
+    that holds a lease of a slot without a result, and another supervisor runs that slot.
+    (The old demo killed the first child at its instant, whatever it held.)"""
+    from lessons._course import running
+    from lessons._course.arguments import parser
+    from lessons._course.demos import STEP_DEMOS
+
+    held: list[tuple[int, list[tuple[str, int, int]]]] = []  # pid, its slots without a result
+    leasing = running.leasing
+
+    def recorded(path: Path, run_id: str, pid: int) -> bool:
+        with Journal(path) as journal:
+            names = {name for name, _ in running.journal_runs(journal, run_id)}
+            slots = [
+                (name, row.round, row.slot)
+                for name in names
+                for row in journal.slots(name)[1]
+                if row.status is None and f":{pid}:" in (row.owner or "")
+            ]
+        holds = leasing(path, run_id, pid) and bool(slots)  # both read as it holds them
+        if holds:
+            held.append((pid, slots))
+        return holds
+
+    path = tmp_path / "runs.db"
+    args = parser().parse_args(["33", "--journal", str(path)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(running, "leasing", recorded)
+        real = running.run_demo("step33_many_supervisors", STEP_DEMOS[33][0], args)
+    assert real.error is None
+    assert real.killed_really
+    assert real.killed_after is not None  # a child was killed, not left to end its run
+    assert real.shared is not None
+    assert "process 2, killed" in real.shared
+    [(killed, slots)] = held  # the first child found holding one is killed at once
+    with Journal(path) as journal:
+        after = {
+            (name, row.round, row.slot): row for name, *_ in slots for row in journal.slots(name)[1]
+        }
+    assert all(after[slot].status == "ok" for slot in slots)  # every slot it held ended
+    # and another supervisor ran it (all but one that ended as the kill fell, if any did)
+    assert any(f":{killed}:" not in (after[slot].owner or "") for slot in slots)
