@@ -7,7 +7,10 @@ leases it held then. The laws:
 
 - every slot finished, its OK row written once, by a process that called its worker;
 - a slot's worker called by a second process only after its first owner's lease expired (the
-  first owner was killed, and its lease, as the database held it at the kill, ran out);
+  first owner was killed, and its lease, as the database held it at the kill, ran out), or,
+  where the first owner lived (a process starved on a loaded machine renews too late and loses
+  its lease, as the step-33 page says), with the first owner's result not journaled unless it
+  called the slot again later (a call that ends after its lease was lost is not journaled);
 - the shared capacity never exceeded: at no instant more calls in flight, every process
   together, than its size (a killed process's calls end when it dies);
 - every process that was not killed ends with the aggregate of a run never killed.
@@ -123,17 +126,22 @@ def test_processes_killed_at_random_and_restarted_keep_every_law_of_a_shared_run
     for call in calls:
         if call.kind == "S":
             callers.setdefault(call.slot, []).append(call)
-    for slot, _, owner in rows:
-        assert int(owner.rsplit(":", 2)[1]) in {call.pid for call in callers[slot]}, (slot, note)
+    writer = {slot: int(owner.rsplit(":", 2)[1]) for slot, _, owner in rows}
+    for slot, pid in writer.items():
+        assert pid in {call.pid for call in callers[slot]}, (slot, note)
     # a second process called a slot only after its first owner's lease expired
-    taken_over = 0
+    taken_over = late = 0
     for slot, started in callers.items():
         for before, after in itertools.pairwise(started):
             if before.pid == after.pid:
                 continue  # a retry of the same owner
             taken_over += 1
             victim = died.get(before.pid)
-            assert victim is not None, f"slot {slot} called by {after.pid} while its owner lived"
+            if victim is None:  # its owner lived, and renewed its lease too late
+                late += 1
+                again = any(c.pid == before.pid and c.at > after.at for c in started)
+                assert writer[slot] != before.pid or again, (slot, after.pid, note)
+                continue
             assert after.at >= victim.died, (slot, note)
             assert after.at >= victim.leases.get(slot, victim.died), (slot, note)
     # the shared capacity never exceeded: calls in flight, a victim's ending at its death
@@ -150,4 +158,7 @@ def test_processes_killed_at_random_and_restarted_keep_every_law_of_a_shared_run
         in_flight += step
         most = max(most, in_flight)
     assert most <= CAPACITY, note
-    print(f"{note}, {taken_over} slots taken over, at most {most} calls at once")
+    print(
+        f"{note}, {taken_over} slots taken over ({late} from a live owner that renewed late), "
+        f"at most {most} calls at once"
+    )
