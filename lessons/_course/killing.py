@@ -6,7 +6,7 @@ The runner (``running.durably``) writes what the child needs to run the demo (th
 run with its options, the simulated sub-agent) to a file, starts ``python -m
 lessons._course.killing FILE``, waits for the child to say its run has started (bounded),
 waits the demo's ``killed_at`` seconds (longer only if nothing is committed by then: a busy
-machine's child may start its run late; for step 33's, longer only if the first holds no lease
+machine's child may start its run late; for step 33's, longer only if no child holds a lease
 yet) and kills it, with the worker processes it started: no ``finally`` of the child runs, no
 buffer is flushed, so what comes back on resume is exactly what the journal had committed. On
 virtual time (``--virtual``, the docs) the kill is simulated in one process instead, as a
