@@ -242,6 +242,7 @@ def test_on_real_time_step_33_kills_a_supervisor_that_holds_a_lease(tmp_path: Pa
     from lessons._course import running
     from lessons._course.arguments import parser
     from lessons._course.demos import STEP_DEMOS
+    from lessons._course.showing import show
 
     # pid, its slots without a result, and the unix time they were read (just before the kill)
     held: list[tuple[int, list[tuple[str, int, int]], float]] = []
@@ -269,8 +270,9 @@ def test_on_real_time_step_33_kills_a_supervisor_that_holds_a_lease(tmp_path: Pa
     assert real.error is None
     assert real.killed_really
     assert real.killed_after is not None  # a child was killed, not left to end its run
-    assert real.shared is not None
-    assert "process 2, killed" in real.shared
+    out = io.StringIO()
+    show(Console(file=out, width=400, color_system=None), real)
+    assert f"process 2 killed with SIGKILL at {real.killed_after:.2f}s;" in out.getvalue()
     [(killed, slots, looked)] = held  # the first child found holding one is killed at once
     with Journal(path) as journal:
         after = {
