@@ -394,7 +394,7 @@ async def together(
                 count - 1,
                 at,
                 ready,
-                lambda pid: leasing(path, run.run_id, pid),
+                lambda pid: bool(leased(path, run.run_id, pid)),
             )
             names = {str(pid): f"process {index + 2}" for index, pid in enumerate(pids)}
             names[str(os.getpid())] = "process 1, this one"
@@ -509,18 +509,19 @@ def committed(path: Path, run_id: str) -> int:
     return sum(len(results) for (name, _), results in kept.items() if not covered(name))
 
 
-def leasing(path: Path, run_id: str, pid: int) -> bool:
-    """Whether the supervisor in process ``pid`` holds a lease of a slot of run ``run_id`` or
-    of its child runs in journal ``path`` now (a slot it runs: its kill leaves one to take
-    over)."""
+def leased(path: Path, run_id: str, pid: int) -> list[tuple[str, int, int]]:
+    """The slots (run, round, slot) of run ``run_id`` or of its child runs in journal ``path``
+    that the supervisor in process ``pid`` holds a lease of now, without a result yet (slots
+    it runs: its kill leaves them to take over)."""
     with Journal(path, writer="inline") as journal:
-        return any(
-            row.status is None
+        return [
+            (name, row.round, row.slot)
+            for name in sorted({name for name, _ in journal_runs(journal, run_id)})
+            for row in journal.slots(name)[1]
+            if row.status is None
             and row.claimed is not None
             and (row.owner or "").rsplit(":", 2)[1:2] == [str(pid)]
-            for name in {name for name, _ in journal_runs(journal, run_id)}
-            for row in journal.slots(name)[1]
-        )
+        ]
 
 
 def journal_runs(journal: Journal, run_id: str) -> list[tuple[str, int]]:
